@@ -1,0 +1,115 @@
+package builder
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// add is a minimal elementwise operator for testing the builder without ops.
+func add(a, b *Value) *Value {
+	return Apply(Call{Op: "Add", InputNames: []string{"A", "B"}, Inputs: []*Value{a, b},
+		Infer: func() ([]*Type, error) {
+			if a.Elem() != b.Elem() {
+				return nil, errors.New("A and B must have the same element type")
+			}
+			s, err := Broadcast(a.Shape(), b.Shape())
+			return []*Type{{Elem: a.Elem(), Shape: s}}, err
+		}}, 1)[0]
+}
+
+func TestStickyErrorRecordsOpAndCaller(t *testing.T) {
+	g := New("g")
+	x := g.Input("x", Float, Dims("batch", 3))
+	y := g.Input("y", Int64, Dims(3))
+	bad := add(x, y) // line of the first error
+	later := add(bad, x)
+	g.Output("z", later)
+	err := g.Err()
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"Add(A: float32[batch,3], B: int64[3])", "graph_test.go:", "same element type"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if !bad.Dead() || !later.Dead() {
+		t.Error("values after an error must be dead")
+	}
+	if len(g.Nodes()) != 0 {
+		t.Errorf("no node may be recorded after an error, got %d", len(g.Nodes()))
+	}
+}
+
+func TestBroadcastShapes(t *testing.T) {
+	cases := []struct {
+		a, b Shape
+		want string
+		err  bool
+	}{
+		{Dims("batch", 1, 5), Dims(4, 1), "[batch,4,5]", false},
+		{Dims(3), Dims(4), "", true},
+		{Dims("s", 3), Dims("s", 3), "[s,3]", false},
+		{Dims("a"), Dims(7), "[7]", false},
+		{Scalar(), Dims(2, 2), "[2,2]", false},
+		{nil, Dims(2), "[*]", false},
+	}
+	for _, c := range cases {
+		got, err := Broadcast(c.a, c.b)
+		if (err != nil) != c.err {
+			t.Errorf("Broadcast(%v, %v) error = %v, want error %v", c.a, c.b, err, c.err)
+			continue
+		}
+		if err == nil && got.String() != c.want {
+			t.Errorf("Broadcast(%v, %v) = %v, want %s", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestOutputRenamesOrAddsIdentity(t *testing.T) {
+	g := New("g")
+	x := g.Input("x", Float, Dims(2))
+	s := add(x, x)
+	out := g.Output("sum", s)
+	if out != s || s.Name() != "sum" {
+		t.Errorf("node output should be renamed in place, got %q", s.Name())
+	}
+	passthrough := g.Output("x_copy", x)
+	if passthrough.Producer() == nil || passthrough.Producer().OpType != "Identity" {
+		t.Error("an input used as output needs an Identity node")
+	}
+	g.Output("sum", x)
+	if g.Err() == nil || !strings.Contains(g.Err().Error(), `"sum" is already used`) {
+		t.Errorf("duplicate output name: got %v", g.Err())
+	}
+}
+
+func TestValuesFromAnotherGraphAreRefused(t *testing.T) {
+	g1, g2 := New("a"), New("b")
+	x := g1.Input("x", Float, Dims(2))
+	y := g2.Input("y", Float, Dims(2))
+	add(y, x)
+	if g2.Err() == nil || !strings.Contains(g2.Err().Error(), "another graph") {
+		t.Fatalf("got %v", g2.Err())
+	}
+}
+
+func TestSubgraphUsesOuterValuesAndSharesNames(t *testing.T) {
+	g := New("main")
+	x := g.Input("x", Float, Dims(2))
+	body := g.Sub("body")
+	i := body.Input("i", Float, Dims(2))
+	s := add(i, x)
+	if s.Graph() != body {
+		t.Fatal("node with a body input must go into the body")
+	}
+	h := add(x, x)
+	if h.Graph() != g {
+		t.Fatal("node with only outer inputs goes into the outer graph")
+	}
+	if s.Name() == h.Name() {
+		t.Fatalf("names must be unique across subgraphs: %q", s.Name())
+	}
+}
