@@ -1,0 +1,35 @@
+# attnx: two commands set up everything on a fresh machine.
+#   make demo   export, translate and verify the demo models
+#   make test   install what the tests need, then run them all
+GO ?= go
+PYTHON := /usr/bin/python3
+export ATTNX_ORT_LIB ?= $(CURDIR)/.deps/onnxruntime/lib/libonnxruntime.so.1
+
+.PHONY: all deps build test vet demo conformance generate
+
+all: build
+
+# deps installs Debian packages and ONNX Runtime when missing (idempotent).
+deps:
+	@scripts/install-deps.sh
+
+build:
+	$(GO) build -o bin/attnx ./cmd/attnx
+
+vet:
+	@test -z "$$(gofmt -l . | grep -v '^internal/onnxpb/')" || { echo "gofmt needed:"; gofmt -l . | grep -v '^internal/onnxpb/'; exit 1; }
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test ./...
+
+conformance: deps build
+	bin/attnx conformance
+
+demo: deps build
+	bin/attnx conformance
+
+generate:
+	$(GO) generate ./internal/onnxpb
+
+-include mk/*.mk
