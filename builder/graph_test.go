@@ -2,6 +2,7 @@ package builder
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -111,5 +112,33 @@ func TestSubgraphUsesOuterValuesAndSharesNames(t *testing.T) {
 	}
 	if s.Name() == h.Name() {
 		t.Fatalf("names must be unique across subgraphs: %q", s.Name())
+	}
+}
+
+func TestToFloat32Conversions(t *testing.T) {
+	cases := []struct {
+		name string
+		t    *Tensor
+		want []float32
+	}{
+		{"float16", &Tensor{DType: Float16, Dims: []int64{5}, Raw: []byte{0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0x00, 0x7c, 0x55, 0x35}},
+			[]float32{1, -2, 5.9604645e-08, float32(math.Inf(1)), 0.33325195}},
+		{"bfloat16", &Tensor{DType: BFloat16, Dims: []int64{2}, Raw: []byte{0x80, 0x3f, 0x40, 0xc0}}, []float32{1, -3}},
+		{"float64", &Tensor{DType: Double, Dims: []int64{1}, Raw: []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x3f}}, []float32{1.5}},
+		{"float32", FloatTensor([]int64{2}, []float32{0.25, -7}), []float32{0.25, -7}},
+	}
+	for _, c := range cases {
+		got, err := c.t.ToFloat32()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Errorf("%s[%d] = %v, want %v", c.name, i, got[i], c.want[i])
+			}
+		}
+	}
+	if _, err := Int64Tensor([]int64{1}, []int64{3}).ToFloat32(); err == nil || !strings.Contains(err.Error(), "not a floating-point type") {
+		t.Errorf("int64 conversion: got %v", err)
 	}
 }

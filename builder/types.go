@@ -348,3 +348,58 @@ func (t *Tensor) Int64s() ([]int64, error) {
 	}
 	return out, nil
 }
+
+// ToFloat32 returns the tensor's elements as float32, converting float16,
+// bfloat16 and float64 data. Other element types are an error.
+func (t *Tensor) ToFloat32() ([]float32, error) {
+	switch t.DType {
+	case Float:
+		return t.Float32s()
+	case Double:
+		if len(t.Raw)%8 != 0 {
+			return nil, fmt.Errorf("tensor %q: %d bytes is not a whole number of float64s", t.Name, len(t.Raw))
+		}
+		out := make([]float32, len(t.Raw)/8)
+		for i := range out {
+			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.Raw[8*i:])))
+		}
+		return out, nil
+	case Float16, BFloat16:
+		if len(t.Raw)%2 != 0 {
+			return nil, fmt.Errorf("tensor %q: %d bytes is not a whole number of %v values", t.Name, len(t.Raw), t.DType)
+		}
+		out := make([]float32, len(t.Raw)/2)
+		for i := range out {
+			h := binary.LittleEndian.Uint16(t.Raw[2*i:])
+			if t.DType == BFloat16 {
+				out[i] = math.Float32frombits(uint32(h) << 16)
+			} else {
+				out[i] = HalfToFloat32(h)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("tensor %q is %v, not a floating-point type", t.Name, t.DType)
+}
+
+// HalfToFloat32 converts an IEEE 754 half-precision value to float32.
+func HalfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalise
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		frac &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | frac<<13)
+	case exp == 0x1f: // Inf or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
