@@ -1,0 +1,239 @@
+// Package checkpoint reads PyTorch state_dicts without Python: the zip
+// format written by torch.save (1.6 and later) and safetensors files. It also
+// writes safetensors files, the format in which the Python reference and the
+// Go tests exchange tensors.
+//
+// Every reader validates sizes against the file before allocating, and turns
+// any panic of the pickle decoder into an error naming the file, so hostile
+// or damaged files give errors, never crashes.
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+)
+
+// Format names stored in StateDict.Format.
+const (
+	FormatPyTorch     = "pytorch-zip"
+	FormatSafetensors = "safetensors"
+)
+
+// StateDict is a flat map from parameter names to tensors.
+type StateDict struct {
+	// Keys lists the tensor names in file order: the order of the pickled
+	// dict for PyTorch files, the order of the JSON header for safetensors.
+	Keys []string
+	// Tensors maps each name to its tensor, contiguous, little-endian. The
+	// tensor's Name field equals its key.
+	Tensors map[string]*builder.Tensor
+	// Format is FormatPyTorch or FormatSafetensors.
+	Format string
+	// Metadata holds the safetensors __metadata__ strings; nil otherwise.
+	Metadata map[string]string
+	// Notes records anything the reader did that a caller may want to
+	// know, such as taking the tensors from a "state_dict" entry.
+	Notes []string
+}
+
+// Tensor returns the tensor called key, or an error naming the key.
+func (s *StateDict) Tensor(key string) (*builder.Tensor, error) {
+	t, ok := s.Tensors[key]
+	if !ok || t == nil {
+		return nil, fmt.Errorf("checkpoint: no tensor %q in the state dict", key)
+	}
+	return t, nil
+}
+
+// Float32 returns the elements of the tensor called key as float32, with its
+// shape. float16, bfloat16 and float64 tensors are converted (float64 values
+// are rounded to the nearest float32); other types are an error. The returned
+// slices are fresh copies.
+func (s *StateDict) Float32(key string) ([]float32, []int64, error) {
+	t, err := s.Tensor(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := ToFloat32(t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: tensor %q: %w", key, err)
+	}
+	return vals, append([]int64{}, t.Dims...), nil
+}
+
+// ToFloat32 converts the data of a float32, float16, bfloat16 or float64
+// tensor to float32.
+func ToFloat32(t *builder.Tensor) ([]float32, error) {
+	size := t.DType.Size()
+	if !t.DType.IsFloat() || size == 0 {
+		return nil, fmt.Errorf("%v is not a floating-point type (want float32, float16, bfloat16 or float64)", t.DType)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(t.Raw) / size
+	out := make([]float32, n)
+	raw := t.Raw
+	switch t.DType {
+	case builder.Float:
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case builder.Double:
+		for i := range out {
+			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:])))
+		}
+	case builder.Float16:
+		for i := range out {
+			out[i] = Float16ToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case builder.BFloat16:
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+		}
+	}
+	return out, nil
+}
+
+// Float16ToFloat32 converts IEEE 754 half-precision bits to a float32,
+// exactly (every float16 value is representable as a float32).
+func Float16ToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0:
+		if frac == 0 {
+			return math.Float32frombits(sign)
+		}
+		// Subnormal: frac * 2^-24.
+		v := float32(frac) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// Load reads a state dict from path, choosing the reader by the file's
+// content rather than its extension: a zip archive is read as a torch.save
+// checkpoint, a file starting with an 8-byte header length and a JSON object
+// as safetensors.
+func Load(path string) (*StateDict, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var head [16]byte
+	n, err := f.ReadAt(head[:], 0)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch sniff(head[:n], size, filepath.Ext(path)) {
+	case kindZip:
+		sd, err := ReadPyTorch(f, size)
+		return sd, wrapFile(path, err)
+	case kindSafetensors:
+		sd, err := ReadSafetensors(f, size)
+		return sd, wrapFile(path, err)
+	case kindLegacy:
+		return nil, fmt.Errorf("%s: %w", path, errLegacy)
+	}
+	return nil, fmt.Errorf("%s: not a PyTorch zip checkpoint or safetensors file", path)
+}
+
+// LoadPyTorch reads a checkpoint written by torch.save (zip format). The
+// top-level object must be a dict of tensors, or a dict holding one under a
+// "state_dict" or "model" key.
+func LoadPyTorch(path string) (*StateDict, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sd, err := ReadPyTorch(f, size)
+	return sd, wrapFile(path, err)
+}
+
+// LoadSafetensors reads a safetensors file.
+func LoadSafetensors(path string) (*StateDict, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sd, err := ReadSafetensors(f, size)
+	return sd, wrapFile(path, err)
+}
+
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err // already names the path
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: not a regular file", path)
+	}
+	return f, st.Size(), nil
+}
+
+func wrapFile(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+type fileKind int
+
+const (
+	kindUnknown fileKind = iota
+	kindZip
+	kindSafetensors
+	kindLegacy
+)
+
+// legacyMagic is how torch.save's legacy format starts: PROTO 2, LONG1 of
+// ten bytes holding the magic number 0x1950a86a20f9469cfc6c.
+var legacyMagic = []byte{0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19}
+
+var errLegacy = fmt.Errorf("legacy (pre-1.6, non-zip) PyTorch serialization is not supported; re-save it with torch.save(obj, path) from torch >= 1.6")
+
+func sniff(head []byte, size int64, ext string) fileKind {
+	if bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) {
+		return kindZip
+	}
+	if bytes.HasPrefix(head, legacyMagic) {
+		return kindLegacy
+	}
+	if len(head) >= 9 {
+		n := binary.LittleEndian.Uint64(head)
+		// A JSON header starting with '{': a truncated file still goes to
+		// the safetensors reader, which then says what is wrong.
+		if head[8] == '{' && n >= 2 && n <= maxHeaderSize {
+			return kindSafetensors
+		}
+	}
+	if strings.EqualFold(ext, ".safetensors") && size >= 8 {
+		return kindSafetensors
+	}
+	return kindUnknown
+}
