@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,75 +54,21 @@ func (s *StateDict) Tensor(key string) (*builder.Tensor, error) {
 
 // Float32 returns the elements of the tensor called key as float32, with its
 // shape. float16, bfloat16 and float64 tensors are converted (float64 values
-// are rounded to the nearest float32); other types are an error. The returned
-// slices are fresh copies.
+// are rounded to the nearest float32) with builder.Tensor.ToFloat32; other
+// types are an error naming the key. The returned slices are fresh copies.
 func (s *StateDict) Float32(key string) ([]float32, []int64, error) {
 	t, err := s.Tensor(key)
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, err := ToFloat32(t)
+	if err := t.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	vals, err := t.ToFloat32()
 	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: tensor %q: %w", key, err)
+		return nil, nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return vals, append([]int64{}, t.Dims...), nil
-}
-
-// ToFloat32 converts the data of a float32, float16, bfloat16 or float64
-// tensor to float32.
-func ToFloat32(t *builder.Tensor) ([]float32, error) {
-	size := t.DType.Size()
-	if !t.DType.IsFloat() || size == 0 {
-		return nil, fmt.Errorf("%v is not a floating-point type (want float32, float16, bfloat16 or float64)", t.DType)
-	}
-	if err := t.Validate(); err != nil {
-		return nil, err
-	}
-	n := len(t.Raw) / size
-	out := make([]float32, n)
-	raw := t.Raw
-	switch t.DType {
-	case builder.Float:
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case builder.Double:
-		for i := range out {
-			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:])))
-		}
-	case builder.Float16:
-		for i := range out {
-			out[i] = Float16ToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case builder.BFloat16:
-		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
-	}
-	return out, nil
-}
-
-// Float16ToFloat32 converts IEEE 754 half-precision bits to a float32,
-// exactly (every float16 value is representable as a float32).
-func Float16ToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // inf or NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	case exp == 0:
-		if frac == 0 {
-			return math.Float32frombits(sign)
-		}
-		// Subnormal: frac * 2^-24.
-		v := float32(frac) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // Load reads a state dict from path, choosing the reader by the file's
