@@ -1,0 +1,200 @@
+package export
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/onnxpb"
+)
+
+// Summary describes a model for `attnx inspect`.
+type Summary struct {
+	IRVersion       int64             `json:"ir_version"`
+	Opsets          []Opset           `json:"opset_imports"`
+	ProducerName    string            `json:"producer_name,omitempty"`
+	ProducerVersion string            `json:"producer_version,omitempty"`
+	Domain          string            `json:"domain,omitempty"`
+	ModelVersion    int64             `json:"model_version,omitempty"`
+	Doc             string            `json:"doc,omitempty"`
+	GraphName       string            `json:"graph_name"`
+	Inputs          []ValueSummary    `json:"inputs"`
+	Outputs         []ValueSummary    `json:"outputs"`
+	Nodes           int               `json:"nodes"`
+	Ops             []OpCount         `json:"ops"`
+	Initializers    int               `json:"initializers"`
+	Parameters      int64             `json:"parameters"`
+	ParameterBytes  int64             `json:"parameter_bytes"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+}
+
+// Opset is one opset import.
+type Opset struct {
+	// Domain is the operator set domain; "" is the default ONNX domain.
+	Domain  string `json:"domain"`
+	Version int64  `json:"version"`
+}
+
+// ValueSummary describes a graph input or output.
+type ValueSummary struct {
+	Name string `json:"name"`
+	// Type is the element type ("float32") or, for non-tensor values, a
+	// description such as "sequence(float32)".
+	Type string `json:"type"`
+	// Shape formats the shape as [batch,7,?], or "[*]" for an unknown rank.
+	Shape string `json:"shape"`
+}
+
+// OpCount is the number of nodes of one operator, subgraphs included.
+type OpCount struct {
+	// Op is the operator, prefixed with its domain outside the default one
+	// ("com.microsoft.Attention").
+	Op    string `json:"op"`
+	Count int    `json:"count"`
+}
+
+// Summarize describes a loaded model: versions, inputs and outputs (graph
+// inputs that are initializers are left out), operators counted over all
+// subgraphs, and the number and size of initializer parameters.
+func Summarize(mp *onnxpb.ModelProto) Summary {
+	s := Summary{
+		IRVersion:       mp.GetIrVersion(),
+		ProducerName:    mp.GetProducerName(),
+		ProducerVersion: mp.GetProducerVersion(),
+		Domain:          mp.GetDomain(),
+		ModelVersion:    mp.GetModelVersion(),
+		Doc:             mp.GetDocString(),
+		Inputs:          []ValueSummary{},
+		Outputs:         []ValueSummary{},
+		Ops:             []OpCount{},
+		Opsets:          []Opset{},
+	}
+	for _, o := range mp.OpsetImport {
+		s.Opsets = append(s.Opsets, Opset{Domain: o.GetDomain(), Version: o.GetVersion()})
+	}
+	for _, p := range mp.MetadataProps {
+		if s.Metadata == nil {
+			s.Metadata = map[string]string{}
+		}
+		s.Metadata[p.GetKey()] = p.GetValue()
+	}
+	g := mp.GetGraph()
+	s.GraphName = g.GetName()
+	inits := map[string]bool{}
+	for _, t := range g.GetInitializer() {
+		inits[t.GetName()] = true
+	}
+	for _, v := range g.GetInput() {
+		if !inits[v.GetName()] {
+			s.Inputs = append(s.Inputs, summarizeValue(v))
+		}
+	}
+	for _, v := range g.GetOutput() {
+		s.Outputs = append(s.Outputs, summarizeValue(v))
+	}
+	counts := map[string]int{}
+	var walk func(*onnxpb.GraphProto)
+	walk = func(g *onnxpb.GraphProto) {
+		for _, n := range g.GetNode() {
+			op := n.GetOpType()
+			if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+				op = d + "." + op
+			}
+			counts[op]++
+			s.Nodes++
+			for _, a := range n.Attribute {
+				if a.G != nil {
+					walk(a.G)
+				}
+				for _, sg := range a.Graphs {
+					walk(sg)
+				}
+			}
+		}
+	}
+	walk(g)
+	for op, c := range counts {
+		s.Ops = append(s.Ops, OpCount{Op: op, Count: c})
+	}
+	sort.Slice(s.Ops, func(i, j int) bool {
+		if s.Ops[i].Count != s.Ops[j].Count {
+			return s.Ops[i].Count > s.Ops[j].Count
+		}
+		return s.Ops[i].Op < s.Ops[j].Op
+	})
+	for _, t := range g.GetInitializer() {
+		s.Initializers++
+		n := builder.NumElements(t.GetDims())
+		s.Parameters += n
+		s.ParameterBytes += tensorBytes(t, n)
+	}
+	return s
+}
+
+// tensorBytes returns the size of a tensor's data.
+func tensorBytes(t *onnxpb.TensorProto, n int64) int64 {
+	dt := builder.DataType(t.GetDataType())
+	if dt == builder.String {
+		var b int64
+		for _, s := range t.StringData {
+			b += int64(len(s))
+		}
+		return b
+	}
+	if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		if ref, err := parseExternal(t); err == nil && ref.hasLength {
+			return ref.length
+		}
+	}
+	return n * int64(dt.Size())
+}
+
+func summarizeValue(v *onnxpb.ValueInfoProto) ValueSummary {
+	typ, shape := describeType(v.GetType())
+	return ValueSummary{Name: v.GetName(), Type: typ, Shape: shape}
+}
+
+// describeType formats a TypeProto as an element type and a shape string.
+func describeType(t *onnxpb.TypeProto) (string, string) {
+	switch {
+	case t == nil:
+		return "unknown", "[*]"
+	case t.GetTensorType() != nil:
+		tt := t.GetTensorType()
+		return builder.DataType(tt.GetElemType()).String(), shapeString(tt.GetShape())
+	case t.GetSparseTensorType() != nil:
+		st := t.GetSparseTensorType()
+		return "sparse(" + builder.DataType(st.GetElemType()).String() + ")", shapeString(st.GetShape())
+	case t.GetSequenceType() != nil:
+		e, sh := describeType(t.GetSequenceType().GetElemType())
+		return "sequence(" + e + sh + ")", ""
+	case t.GetOptionalType() != nil:
+		e, sh := describeType(t.GetOptionalType().GetElemType())
+		return "optional(" + e + sh + ")", ""
+	case t.GetMapType() != nil:
+		mt := t.GetMapType()
+		e, sh := describeType(mt.GetValueType())
+		return fmt.Sprintf("map(%v,%s%s)", builder.DataType(mt.GetKeyType()), e, sh), ""
+	}
+	return "unknown", "[*]"
+}
+
+func shapeString(sp *onnxpb.TensorShapeProto) string {
+	if sp == nil {
+		return "[*]"
+	}
+	parts := make([]string, len(sp.Dim))
+	for i, d := range sp.Dim {
+		switch v := d.Value.(type) {
+		case *onnxpb.TensorShapeProto_Dimension_DimValue:
+			parts[i] = strconv.FormatInt(v.DimValue, 10)
+		case *onnxpb.TensorShapeProto_Dimension_DimParam:
+			parts[i] = v.DimParam
+		default:
+			parts[i] = "?"
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}

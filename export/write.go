@@ -1,0 +1,197 @@
+package export
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/onnxpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// externalAlign is the alignment of tensors in external data files: the
+// page size, as onnx uses, so that runtimes can mmap them.
+const externalAlign = 4096
+
+// autoExternalThreshold is the size from which tensors move to external
+// data when a model would otherwise exceed protobuf's 2 GiB limit (the
+// default size_threshold of onnx.save_model).
+const autoExternalThreshold = 1024
+
+// WriteOptions tunes WriteFile.
+type WriteOptions struct {
+	// ExternalDataThreshold moves tensors of at least this many bytes to
+	// an external data file. 0 means never, unless the model would
+	// exceed protobuf's 2 GiB limit; then tensors of 1 KiB and more move
+	// automatically.
+	ExternalDataThreshold int64
+	// ExternalDataFile is the data file's name, in the model's directory;
+	// default "<model file name>.data", such as "model.onnx.data".
+	ExternalDataFile string
+	// ValueInfo records intermediate value types (see ProtoOptions).
+	ValueInfo bool
+}
+
+// WriteFile writes m to path atomically: the model (and the external data
+// file, if any) is written to a temporary file in the same directory,
+// synced, and renamed over the final name, so that a crash never leaves a
+// half-written file under that name. On error, temporary files are removed
+// and existing files are left as they were.
+func WriteFile(path string, m *builder.Model, opt WriteOptions) error {
+	mp, err := ToProtoWith(m, ProtoOptions{ValueInfo: opt.ValueInfo})
+	if err != nil {
+		return err
+	}
+	return WriteProtoFile(path, mp, opt)
+}
+
+// WriteProtoFile writes a ModelProto to path atomically, with external
+// data as opt says (see WriteFile). Tensors moved to external data are
+// replaced in mp by their external references.
+func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err error) {
+	if mp == nil || mp.Graph == nil {
+		return fmt.Errorf("export: writing %s: model has no graph", path)
+	}
+	threshold := opt.ExternalDataThreshold
+	if threshold < 0 {
+		return fmt.Errorf("export: writing %s: ExternalDataThreshold %d is negative", path, threshold)
+	}
+	if threshold == 0 && int64(proto.Size(mp)) > maxProtoSize {
+		threshold = autoExternalThreshold
+	}
+	dataName := opt.ExternalDataFile
+	if dataName == "" {
+		dataName = filepath.Base(path) + ".data"
+	}
+	if dataName != filepath.Base(dataName) || strings.ContainsAny(dataName, `/\`) || dataName == "." || dataName == ".." {
+		return fmt.Errorf("export: writing %s: ExternalDataFile %q must be a plain file name (it goes next to the model)", path, dataName)
+	}
+	dir := filepath.Dir(path)
+
+	var tmps []string
+	defer func() {
+		if err != nil {
+			for _, t := range tmps {
+				os.Remove(t)
+			}
+		}
+	}()
+
+	var dataTmp string
+	if threshold > 0 {
+		var moved []*onnxpb.TensorProto
+		_ = forEachTensor(mp.Graph, func(tp *onnxpb.TensorProto) error {
+			if tp.GetDataLocation() != onnxpb.TensorProto_EXTERNAL && tp.RawData != nil && int64(len(tp.RawData)) >= threshold {
+				moved = append(moved, tp)
+			}
+			return nil
+		})
+		if len(moved) > 0 {
+			f, err := os.CreateTemp(dir, "."+dataName+".tmp-*")
+			if err != nil {
+				return fmt.Errorf("export: writing external data for %s: %w", path, err)
+			}
+			dataTmp = f.Name()
+			tmps = append(tmps, dataTmp)
+			refs, err := writeExternal(f, moved, dataName)
+			if cerr := closeSynced(f); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("export: writing external data %s: %w", filepath.Join(dir, dataName), err)
+			}
+			// Only now, with the data safely written, point the tensors at it.
+			for i, tp := range moved {
+				tp.RawData = nil
+				tp.ExternalData = refs[i]
+				tp.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
+			}
+		}
+	}
+	b, err := MarshalProto(mp)
+	if err != nil {
+		return fmt.Errorf("export: writing %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("export: writing %s: %w", path, err)
+	}
+	modelTmp := f.Name()
+	tmps = append(tmps, modelTmp)
+	_, err = f.Write(b)
+	if cerr := closeSynced(f); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("export: writing %s: %w", path, err)
+	}
+	if dataTmp != "" {
+		if err := os.Rename(dataTmp, filepath.Join(dir, dataName)); err != nil {
+			return fmt.Errorf("export: writing %s: %w", path, err)
+		}
+	}
+	if err := os.Rename(modelTmp, path); err != nil {
+		return fmt.Errorf("export: writing %s: %w", path, err)
+	}
+	tmps = nil
+	return syncDir(dir)
+}
+
+// writeExternal streams the tensors' data to f, each at an aligned offset,
+// and returns their external_data entries.
+func writeExternal(f *os.File, tensors []*onnxpb.TensorProto, location string) ([][]*onnxpb.StringStringEntryProto, error) {
+	w := bufio.NewWriterSize(f, 1<<20)
+	var off int64
+	zeros := make([]byte, externalAlign)
+	refs := make([][]*onnxpb.StringStringEntryProto, len(tensors))
+	for i, tp := range tensors {
+		if pad := (externalAlign - off%externalAlign) % externalAlign; pad > 0 {
+			if _, err := w.Write(zeros[:pad]); err != nil {
+				return nil, err
+			}
+			off += pad
+		}
+		n, err := w.Write(tp.RawData)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("location"), Value: proto.String(location)},
+			{Key: proto.String("offset"), Value: proto.String(strconv.FormatInt(off, 10))},
+			{Key: proto.String("length"), Value: proto.String(strconv.Itoa(n))},
+		}
+		off += int64(n)
+	}
+	return refs, w.Flush()
+}
+
+// closeSynced makes f world-readable like an ordinary file (CreateTemp
+// makes it private), syncs it to disk and closes it.
+func closeSynced(f *os.File) error {
+	err := f.Chmod(0o644)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("export: syncing directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("export: syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
