@@ -1,0 +1,18 @@
+// Package runtime runs ONNX models through ONNX Runtime, using
+// github.com/yalue/onnxruntime_go over the shared library that
+// scripts/install-deps.sh installs (.deps/onnxruntime/lib/libonnxruntime.so.1,
+// ONNX Runtime 1.24.1, CPU only) or the one $ATTNX_ORT_LIB names.
+//
+// The high-level path is Open (or OpenBytes) and Session.Run with Go-owned
+// Tensors keyed by name; Run checks every input against the model's
+// declaration and reports mismatches as
+//
+//	input "source_ids": got float32[2,5], model expects int64[batch,src_len]: element type float32, want int64
+//
+// The low-level path, for decode loops that run the same shapes many times,
+// is Session.RunValues or a Binding over caller-owned, reused ORT values.
+//
+// Sessions are safe for concurrent use. Every ORT object the package makes is
+// released by Session.Close or Binding.Close, or, for per-call tensors,
+// before Run returns.
+package runtime

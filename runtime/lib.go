@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// EnvLib is the environment variable that names the ONNX Runtime shared
+// library to load, overriding every other location.
+const EnvLib = "ATTNX_ORT_LIB"
+
+// projectLib is where scripts/install-deps.sh puts the library, relative to
+// the repository root.
+const projectLib = ".deps/onnxruntime/lib/libonnxruntime.so.1"
+
+// installHint ends every "library not found" error.
+const installHint = "run `make deps` (or scripts/install-deps.sh) or set " + EnvLib + "=/path/to/libonnxruntime.so.1"
+
+// systemDirs are checked, in order, for libonnxruntime.so.1 and
+// libonnxruntime.so after the project's own install location.
+var systemDirs = []string{
+	"/usr/local/lib", "/usr/local/lib64",
+	"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+	"/lib", "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+}
+
+// systemNames are the library names tried in each system directory and, last,
+// through the dynamic loader's own search path.
+var systemNames = []string{"libonnxruntime.so.1", "libonnxruntime.so"}
+
+var (
+	initMu   sync.Mutex
+	initDone bool
+	initErr  error
+	libPath  string
+)
+
+// Init finds and loads the ONNX Runtime shared library and creates the
+// process-wide ORT environment. It is idempotent and safe to call from many
+// goroutines: the first call does the work, later calls return its result.
+// Open calls it, so callers need not.
+//
+// The library is looked for, in order:
+//  1. $ATTNX_ORT_LIB, when set (nothing else is tried then);
+//  2. .deps/onnxruntime/lib/libonnxruntime.so.1 in the executable's directory
+//     and each of its parents, then in the current directory and each of its
+//     parents;
+//  3. libonnxruntime.so.1 and libonnxruntime.so in /usr/local/lib, /usr/lib
+//     and the other usual system directories;
+//  4. the same two names through the dynamic loader's default search path.
+//
+// The first file that exists is the one loaded; if it is not a loadable ONNX
+// Runtime library, Init fails naming it rather than trying the next.
+func Init() error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if !initDone {
+		initDone = true
+		libPath, initErr = initialize()
+	}
+	return initErr
+}
+
+// LibraryPath returns the ONNX Runtime library Init loaded, or "" when Init
+// has not succeeded. It is the name given to the dynamic loader: an absolute
+// path, or a bare library name when found through the loader's search path.
+func LibraryPath() string {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if initErr != nil {
+		return ""
+	}
+	return libPath
+}
+
+// Version returns the loaded ONNX Runtime's version, e.g. "1.24.1", or ""
+// when Init has not succeeded.
+func Version() string {
+	if LibraryPath() == "" {
+		return ""
+	}
+	return ort.GetVersion()
+}
+
+func initialize() (string, error) {
+	if p := os.Getenv(EnvLib); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("runtime: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
+		}
+		if err := load(p); err != nil {
+			return "", fmt.Errorf("runtime: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
+		}
+		return p, nil
+	}
+	var searched []string
+	for _, c := range candidates() {
+		searched = append(searched, c)
+		if st, err := os.Stat(c); err != nil || st.IsDir() {
+			continue
+		}
+		if err := load(c); err != nil {
+			return "", fmt.Errorf("runtime: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
+		}
+		return c, nil
+	}
+	for _, name := range systemNames {
+		searched = append(searched, name+" (dynamic loader path)")
+		if load(name) == nil {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("runtime: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
+		EnvLib, strings.Join(searched, ", "), installHint)
+}
+
+// candidates lists the files to look for, in order, without duplicates.
+func candidates() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	var starts []string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		starts = append(starts, filepath.Dir(exe))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, dir := range starts {
+		for {
+			add(filepath.Join(dir, projectLib))
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	for _, dir := range systemDirs {
+		for _, name := range systemNames {
+			add(filepath.Join(dir, name))
+		}
+	}
+	return out
+}
+
+// load makes path the library onnxruntime_go uses and initialises the ORT
+// environment from it. A failure leaves onnxruntime_go uninitialised, so
+// another path could be tried.
+func load(path string) error {
+	if ort.IsInitialized() {
+		return errors.New("onnxruntime_go is already initialised by another package")
+	}
+	ort.SetSharedLibraryPath(path)
+	return ort.InitializeEnvironment()
+}

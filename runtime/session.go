@@ -1,0 +1,593 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// OptLevel is ONNX Runtime's graph optimisation level.
+type OptLevel int
+
+// The optimisation levels. The zero value, OptDefault, is ORT's default
+// (all optimisations).
+const (
+	OptDefault OptLevel = iota
+	OptDisable
+	OptBasic
+	OptExtended
+	OptAll
+)
+
+// String returns "default", "disable", "basic", "extended" or "all".
+func (l OptLevel) String() string {
+	switch l {
+	case OptDefault:
+		return "default"
+	case OptDisable:
+		return "disable"
+	case OptBasic:
+		return "basic"
+	case OptExtended:
+		return "extended"
+	case OptAll:
+		return "all"
+	}
+	return "OptLevel(" + strconv.Itoa(int(l)) + ")"
+}
+
+// Device names accepted in Options.Device.
+const (
+	DeviceCPU  = "cpu"
+	DeviceCUDA = "cuda"
+	DeviceAuto = "auto"
+)
+
+// Options configures a Session. The zero value is a CPU session with ORT's
+// default threads and optimisations and thread spinning disabled.
+type Options struct {
+	// IntraOpThreads is the size of the thread pool used inside one
+	// operator; 0 leaves ORT's default (one per physical core).
+	IntraOpThreads int
+	// InterOpThreads is the size of the pool running independent operators
+	// in parallel; 0 leaves ORT's default.
+	InterOpThreads int
+	// OptLevel is the graph optimisation level.
+	OptLevel OptLevel
+	// Device is "cpu" (or ""), "cuda" or "auto". "cuda" fails when the CUDA
+	// execution provider cannot be used, saying why; "auto" then falls back
+	// to CPU and records the reason in Session.Notes.
+	Device string
+	// CUDADeviceID selects the GPU for "cuda" and "auto".
+	CUDADeviceID int
+	// OptimizedModelPath, when set, makes ORT save the optimised graph there
+	// when the session is created.
+	OptimizedModelPath string
+	// AllowSpinning keeps ORT's busy-waiting worker threads. By default
+	// spinning is turned off ("session.intra_op.allow_spinning" and
+	// "session.inter_op.allow_spinning" = "0"): on small machines, and with
+	// several sessions or goroutines, spinning threads steal the CPU that
+	// the other threads need.
+	AllowSpinning bool
+}
+
+// IOInfo describes one model input or output.
+type IOInfo struct {
+	// Name is the graph input or output name.
+	Name string
+	// Kind is "tensor", or "sequence", "map", ... for the kinds Run does
+	// not support.
+	Kind string
+	// Type is the element type (tensors only).
+	Type DType
+	// Shape holds the dimensions; -1 where the dimension is not fixed.
+	// It is nil when RankKnown is false.
+	Shape []int64
+	// DimNames holds the symbolic name of each dimension ("batch"), "" for
+	// fixed or unnamed ones.
+	DimNames []string
+	// RankKnown is false when the model declares no shape at all.
+	RankKnown bool
+}
+
+// String describes the declaration like "int64[batch,src_len]"; an unnamed
+// free dimension prints as "?", an unknown rank as "[...]".
+func (i IOInfo) String() string {
+	if i.Kind != "tensor" {
+		return i.Kind
+	}
+	if !i.RankKnown {
+		return i.Type.String() + "[...]"
+	}
+	return i.Type.String() + formatDims(i.Shape, i.DimNames)
+}
+
+// Session is a loaded model ready to run. Run, RunValues and NewBinding are
+// safe to call from many goroutines at once (ORT sessions allow concurrent
+// runs); Close waits for runs in progress.
+type Session struct {
+	name    string // model path, or "model bytes"
+	mu      sync.RWMutex
+	closed  bool
+	sess    *ort.DynamicAdvancedSession
+	inputs  []IOInfo
+	outputs []IOInfo
+	device  string
+	notes   []string
+
+	bmu      sync.Mutex
+	bindings map[*Binding]struct{}
+}
+
+// ErrClosed is returned by calls on a closed Session or Binding.
+var ErrClosed = errors.New("runtime: session is closed")
+
+// Open loads the .onnx model at path (external data files are found
+// relative to it). It calls Init first.
+func Open(path string, opt Options) (*Session, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: opening model: %w", err)
+	}
+	return open(path, path, data, opt)
+}
+
+// OpenBytes loads a model from the bytes of an .onnx file. Models with
+// external data must be loaded with Open.
+func OpenBytes(data []byte, opt Options) (*Session, error) {
+	return open("model bytes", "", data, opt)
+}
+
+func open(name, path string, data []byte, opt Options) (*Session, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("runtime: %s: empty model", name)
+	}
+	s := &Session{name: name, bindings: map[*Binding]struct{}{}}
+
+	// Inputs and outputs, from a throwaway session without optimisations.
+	var ins, outs []ort.InputOutputInfo
+	var err error
+	if path != "" {
+		infoOpts, oerr := newSessionOptions(Options{IntraOpThreads: 1, InterOpThreads: 1, OptLevel: OptDisable}, false)
+		if oerr != nil {
+			return nil, fmt.Errorf("runtime: %s: %w", name, oerr)
+		}
+		ins, outs, err = ort.GetInputOutputInfoWithOptions(path, infoOpts)
+		infoOpts.Destroy()
+	} else {
+		ins, outs, err = ort.GetInputOutputInfoWithONNXData(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: loading %s: %w", name, err)
+	}
+	decls, derr := graphIO(data)
+	s.inputs = describe(ins, decls, derr == nil)
+	s.outputs = describe(outs, decls, derr == nil)
+
+	inNames, outNames := names(s.inputs), names(s.outputs)
+	create := func(cuda bool) (*ort.DynamicAdvancedSession, error) {
+		so, err := newSessionOptions(opt, cuda)
+		if err != nil {
+			return nil, err
+		}
+		defer so.Destroy()
+		if path != "" {
+			return ort.NewDynamicAdvancedSession(path, inNames, outNames, so)
+		}
+		return ort.NewDynamicAdvancedSessionWithONNXData(data, inNames, outNames, so)
+	}
+
+	switch opt.Device {
+	case "", DeviceCPU:
+		s.device = DeviceCPU
+		s.sess, err = create(false)
+	case DeviceCUDA:
+		s.device = DeviceCUDA
+		s.sess, err = create(true)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %s: device %q requested but CUDA cannot be used (ONNX Runtime %s at %s): %w; "+
+				"the ONNX Runtime that scripts/install-deps.sh installs is CPU-only, CUDA needs a GPU build with its CUDA provider library, CUDA and cuDNN; "+
+				"use Device %q, or %q to fall back to CPU",
+				name, DeviceCUDA, Version(), LibraryPath(), err, DeviceCPU, DeviceAuto)
+		}
+	case DeviceAuto:
+		s.device = DeviceCUDA
+		s.sess, err = create(true)
+		if err != nil {
+			s.notes = append(s.notes, fmt.Sprintf("CUDA unavailable (%v), using CPU", err))
+			s.device = DeviceCPU
+			s.sess, err = create(false)
+		}
+	default:
+		return nil, fmt.Errorf("runtime: unknown device %q: want %q, %q or %q", opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: creating session for %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func newSessionOptions(opt Options, cuda bool) (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("creating session options: %w", err)
+	}
+	fail := func(what string, err error) (*ort.SessionOptions, error) {
+		so.Destroy()
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if opt.IntraOpThreads < 0 || opt.InterOpThreads < 0 {
+		return fail("thread counts", fmt.Errorf("IntraOpThreads=%d InterOpThreads=%d: want >= 0", opt.IntraOpThreads, opt.InterOpThreads))
+	}
+	if opt.IntraOpThreads > 0 {
+		if err := so.SetIntraOpNumThreads(opt.IntraOpThreads); err != nil {
+			return fail("setting IntraOpThreads", err)
+		}
+	}
+	if opt.InterOpThreads > 0 {
+		if err := so.SetInterOpNumThreads(opt.InterOpThreads); err != nil {
+			return fail("setting InterOpThreads", err)
+		}
+	}
+	if !opt.AllowSpinning {
+		for _, k := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
+			if err := so.AddSessionConfigEntry(k, "0"); err != nil {
+				return fail("setting "+k, err)
+			}
+		}
+	}
+	level := map[OptLevel]ort.GraphOptimizationLevel{
+		OptDefault:  ort.GraphOptimizationLevelEnableAll,
+		OptDisable:  ort.GraphOptimizationLevelDisableAll,
+		OptBasic:    ort.GraphOptimizationLevelEnableBasic,
+		OptExtended: ort.GraphOptimizationLevelEnableExtended,
+		OptAll:      ort.GraphOptimizationLevelEnableAll,
+	}
+	lv, ok := level[opt.OptLevel]
+	if !ok {
+		return fail("optimisation level", fmt.Errorf("unknown OptLevel %d", int(opt.OptLevel)))
+	}
+	if err := so.SetGraphOptimizationLevel(lv); err != nil {
+		return fail("setting optimisation level "+opt.OptLevel.String(), err)
+	}
+	if opt.OptimizedModelPath != "" {
+		if err := so.SetOptimizedModelFilePath(opt.OptimizedModelPath); err != nil {
+			return fail("setting OptimizedModelPath "+opt.OptimizedModelPath, err)
+		}
+	}
+	if cuda {
+		co, err := ort.NewCUDAProviderOptions()
+		if err != nil {
+			return fail("creating CUDA provider options", err)
+		}
+		defer co.Destroy()
+		if opt.CUDADeviceID != 0 {
+			if err := co.Update(map[string]string{"device_id": strconv.Itoa(opt.CUDADeviceID)}); err != nil {
+				return fail("setting CUDA device_id", err)
+			}
+		}
+		if err := so.AppendExecutionProviderCUDA(co); err != nil {
+			return fail("adding the CUDA execution provider", err)
+		}
+	}
+	return so, nil
+}
+
+// describe turns ORT's view of inputs/outputs into IOInfos, adding the
+// symbolic names and shape presence read from the model file.
+func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bool) []IOInfo {
+	out := make([]IOInfo, len(infos))
+	for i, in := range infos {
+		io := IOInfo{Name: in.Name, Kind: onnxTypeName(in.OrtValueType)}
+		if in.OrtValueType == ort.ONNXTypeTensor || in.OrtValueType == ort.ONNXTypeSparseTensor {
+			io.Type = DType(in.DataType)
+			d, ok := decls[in.Name]
+			switch {
+			case ok:
+				io.RankKnown = d.hasShape
+			case haveDecls:
+				io.RankKnown = true // ORT knows more than the file (should not happen)
+			default:
+				io.RankKnown = len(in.Dimensions) > 0 // cannot tell rank 0 from unknown
+			}
+			if io.RankKnown {
+				io.Shape = append([]int64{}, in.Dimensions...)
+				io.DimNames = make([]string, len(io.Shape))
+				if ok && len(d.dims) == len(io.Shape) {
+					for j, n := range d.dims {
+						if io.Shape[j] < 0 {
+							io.DimNames[j] = n
+						}
+					}
+				}
+			}
+		}
+		out[i] = io
+	}
+	return out
+}
+
+func names(infos []IOInfo) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = in.Name
+	}
+	return out
+}
+
+// Inputs returns the model's inputs in graph order (initializers excluded).
+func (s *Session) Inputs() []IOInfo { return cloneInfos(s.inputs) }
+
+// Outputs returns the model's outputs in graph order.
+func (s *Session) Outputs() []IOInfo { return cloneInfos(s.outputs) }
+
+func cloneInfos(in []IOInfo) []IOInfo {
+	out := make([]IOInfo, len(in))
+	for i, x := range in {
+		x.Shape = append([]int64(nil), x.Shape...)
+		x.DimNames = append([]string(nil), x.DimNames...)
+		out[i] = x
+	}
+	return out
+}
+
+// Device returns the device the session runs on: "cpu" or "cuda". With
+// Device "auto" it says which one was chosen.
+func (s *Session) Device() string { return s.device }
+
+// Notes returns what the session wants its user to know about how it was
+// set up, e.g. "CUDA unavailable (...), using CPU" after an "auto" fallback.
+func (s *Session) Notes() []string { return append([]string(nil), s.notes...) }
+
+// Close releases the ORT session and every Binding made from it. It waits
+// for runs in progress. Calling it again does nothing and returns nil.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.bmu.Lock()
+	for b := range s.bindings {
+		b.release()
+	}
+	s.bindings = nil
+	s.bmu.Unlock()
+	if err := s.sess.Destroy(); err != nil {
+		return fmt.Errorf("runtime: closing session for %s: %w", s.name, err)
+	}
+	s.sess = nil
+	return nil
+}
+
+// Run runs the model on inputs, keyed by input name, and returns every
+// output keyed by output name. Before running, each input is checked against
+// the model's declaration: no missing or unknown names, the declared element
+// type and rank, fixed dimensions equal, symbolic dimensions consistent
+// across inputs, and data length equal to the shape's element count. Input
+// data is read in place; outputs own new slices.
+//
+// Models without inputs run through an IoBinding with preallocated outputs,
+// which needs every output's shape to be fully declared. Outputs of rank 0
+// are preallocated too (onnxruntime_go cannot read them back otherwise).
+func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if err := s.check(inputs); err != nil {
+		return nil, err
+	}
+	in := make([]ort.Value, len(s.inputs))
+	out := make([]ort.Value, len(s.outputs))
+	defer destroyAll(in)
+	defer destroyAll(out)
+	for i, info := range s.inputs {
+		v, err := NewValue(inputs[info.Name])
+		if err != nil {
+			return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+		}
+		in[i] = v
+	}
+	if len(in) == 0 {
+		if err := s.runNoInputs(out); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, info := range s.outputs {
+			if info.Kind == "tensor" && info.RankKnown && len(info.Shape) == 0 {
+				v, err := newEmptyValue(info.Type, nil)
+				if err != nil {
+					return nil, fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+				}
+				out[i] = v
+			}
+		}
+		if err := s.sess.Run(in, out); err != nil {
+			return nil, fmt.Errorf("runtime: running %s: %w", s.name, err)
+		}
+	}
+	res := make(map[string]*Tensor, len(out))
+	for i, info := range s.outputs {
+		t, err := FromValue(out[i])
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %s: output %q: %w", s.name, info.Name, err)
+		}
+		res[info.Name] = t
+	}
+	return res, nil
+}
+
+// runNoInputs runs a model without inputs: onnxruntime_go's Run cannot pass
+// an empty input list, so bind preallocated outputs to an IoBinding.
+func (s *Session) runNoInputs(out []ort.Value) error {
+	b, err := s.sess.CreateIoBinding()
+	if err != nil {
+		return fmt.Errorf("runtime: %s: creating IoBinding: %w", s.name, err)
+	}
+	defer b.Destroy()
+	for i, info := range s.outputs {
+		if info.Kind != "tensor" || !info.RankKnown || hasFreeDim(info.Shape) {
+			return fmt.Errorf("runtime: %s has no inputs and its output %q is declared %s; "+
+				"a model without inputs can only run when every output has a fully known shape (it must be preallocated)",
+				s.name, info.Name, info)
+		}
+		v, err := newEmptyValue(info.Type, info.Shape)
+		if err != nil {
+			return fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+		}
+		out[i] = v
+		if err := b.BindOutput(info.Name, v); err != nil {
+			return fmt.Errorf("runtime: %s: binding output %q: %w", s.name, info.Name, err)
+		}
+	}
+	if err := s.sess.RunWithBinding(b); err != nil {
+		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func hasFreeDim(shape []int64) bool {
+	for _, d := range shape {
+		if d < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func destroyAll(vs []ort.Value) {
+	for i, v := range vs {
+		if v != nil {
+			v.Destroy()
+			vs[i] = nil
+		}
+	}
+}
+
+// check validates caller tensors against the declared inputs.
+func (s *Session) check(inputs map[string]*Tensor) error {
+	var unknown []string
+	for name := range inputs {
+		if s.inputIndex(name) < 0 {
+			unknown = append(unknown, strconv.Quote(name))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("runtime: %s: unknown input %s; the model's inputs are %s",
+			s.name, strings.Join(unknown, ", "), s.describeInputs())
+	}
+	var missing []string
+	for _, info := range s.inputs {
+		if _, ok := inputs[info.Name]; !ok {
+			missing = append(missing, fmt.Sprintf("%q (%s)", info.Name, info))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("runtime: %s: missing input %s; the model's inputs are %s",
+			s.name, strings.Join(missing, ", "), s.describeInputs())
+	}
+	symbols := map[string]string{} // dim name -> "value (from input X)"
+	symVals := map[string]int64{}
+	for _, info := range s.inputs {
+		t := inputs[info.Name]
+		if err := checkTensor(info, t); err != nil {
+			return fmt.Errorf("runtime: %s: %w", s.name, err)
+		}
+		for j, n := range info.DimNames {
+			if n == "" {
+				continue
+			}
+			if v, ok := symVals[n]; ok && v != t.Shape[j] {
+				return fmt.Errorf("runtime: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
+					s.name, info.Name, t, info, j, n, t.Shape[j], symbols[n])
+			} else if !ok {
+				symVals[n] = t.Shape[j]
+				symbols[n] = fmt.Sprintf("input %q has %s=%d", info.Name, n, t.Shape[j])
+			}
+		}
+	}
+	return nil
+}
+
+// checkTensor validates one caller tensor against its declaration; the
+// error names the input, what it got and what the model expects.
+func checkTensor(info IOInfo, t *Tensor) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("input %q: got %s, model expects %s: %s", info.Name, t, info, fmt.Sprintf(format, a...))
+	}
+	if t == nil {
+		return fmt.Errorf("input %q: nil tensor, model expects %s", info.Name, info)
+	}
+	if info.Kind != "tensor" {
+		return fmt.Errorf("input %q: model expects a %s, which runtime does not support (tensors only)", info.Name, info.Kind)
+	}
+	if t.DType() == Undefined {
+		return bad("unsupported data type %T (supported: %s)", t.Data, supportedData)
+	}
+	if t.DType() != info.Type {
+		return bad("element type %s, want %s", t.DType(), info.Type)
+	}
+	n, err := numElements(t.Shape)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if info.RankKnown {
+		if len(t.Shape) != len(info.Shape) {
+			return bad("rank %d, want %d", len(t.Shape), len(info.Shape))
+		}
+		for j, d := range info.Shape {
+			if d >= 0 && t.Shape[j] != d {
+				return bad("dimension %d is %d, want %d", j, t.Shape[j], d)
+			}
+		}
+	}
+	if int64(t.Len()) != n {
+		return bad("shape holds %d elements but data has %d", n, t.Len())
+	}
+	return nil
+}
+
+func (s *Session) inputIndex(name string) int {
+	for i, in := range s.inputs {
+		if in.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Session) outputIndex(name string) int {
+	for i, o := range s.outputs {
+		if o.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Session) describeInputs() string {
+	if len(s.inputs) == 0 {
+		return "(none)"
+	}
+	parts := make([]string, len(s.inputs))
+	for i, in := range s.inputs {
+		parts[i] = fmt.Sprintf("%q %s", in.Name, in)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,438 @@
+package runtime
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// DType is an ONNX tensor element type. The values are those of
+// onnx.TensorProto.DataType (and of ORT's ONNXTensorElementDataType).
+type DType int32
+
+// The element types. Tensor supports all of them except Float16, BFloat16,
+// Complex64 and Complex128.
+const (
+	Undefined  DType = 0
+	Float32    DType = 1
+	Uint8      DType = 2
+	Int8       DType = 3
+	Uint16     DType = 4
+	Int16      DType = 5
+	Int32      DType = 6
+	Int64      DType = 7
+	String     DType = 8
+	Bool       DType = 9
+	Float16    DType = 10
+	Float64    DType = 11
+	Uint32     DType = 12
+	Uint64     DType = 13
+	Complex64  DType = 14
+	Complex128 DType = 15
+	BFloat16   DType = 16
+)
+
+var dtypeNames = map[DType]string{
+	Undefined: "undefined", Float32: "float32", Uint8: "uint8", Int8: "int8",
+	Uint16: "uint16", Int16: "int16", Int32: "int32", Int64: "int64",
+	String: "string", Bool: "bool", Float16: "float16", Float64: "float64",
+	Uint32: "uint32", Uint64: "uint64", Complex64: "complex64",
+	Complex128: "complex128", BFloat16: "bfloat16",
+}
+
+// String returns the Go-style name: "float32", "int64", "bool", ...
+func (d DType) String() string {
+	if n, ok := dtypeNames[d]; ok {
+		return n
+	}
+	return "dtype(" + strconv.Itoa(int(d)) + ")"
+}
+
+// supportedData lists the Data slice types Tensor accepts, for error messages.
+const supportedData = "[]float32, []float64, []int8, []int16, []int32, []int64, []uint8, []uint16, []uint32, []uint64, []bool, []string"
+
+// Element is the set of Go element types a Tensor can hold.
+type Element interface {
+	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | bool | string
+}
+
+// Tensor is a dense row-major tensor owned by Go: a shape and a flat data
+// slice. Data is one of []float32, []float64, []int8, []int16, []int32,
+// []int64, []uint8, []uint16, []uint32, []uint64, []bool or []string, and
+// must hold exactly the product of Shape elements. A rank-0 (scalar) tensor
+// has an empty Shape and one element.
+//
+// Run reads input Data in place (no copy) while it runs, so callers must not
+// modify it concurrently with a Run that uses it. Output tensors own fresh
+// slices.
+type Tensor struct {
+	Shape []int64
+	Data  any
+}
+
+// NewTensor returns a tensor over data with a copy of shape. data is not
+// copied.
+func NewTensor[T Element](shape []int64, data []T) *Tensor {
+	return &Tensor{Shape: append([]int64{}, shape...), Data: data}
+}
+
+// Scalar returns a rank-0 tensor holding v.
+func Scalar[T Element](v T) *Tensor {
+	return &Tensor{Shape: []int64{}, Data: []T{v}}
+}
+
+// NewFloat32 returns a float32 tensor; see NewTensor.
+func NewFloat32(shape []int64, data []float32) *Tensor { return NewTensor(shape, data) }
+
+// NewFloat64 returns a float64 tensor; see NewTensor.
+func NewFloat64(shape []int64, data []float64) *Tensor { return NewTensor(shape, data) }
+
+// NewInt64 returns an int64 tensor; see NewTensor.
+func NewInt64(shape []int64, data []int64) *Tensor { return NewTensor(shape, data) }
+
+// NewInt32 returns an int32 tensor; see NewTensor.
+func NewInt32(shape []int64, data []int32) *Tensor { return NewTensor(shape, data) }
+
+// NewInt8 returns an int8 tensor; see NewTensor.
+func NewInt8(shape []int64, data []int8) *Tensor { return NewTensor(shape, data) }
+
+// NewUint8 returns a uint8 tensor; see NewTensor.
+func NewUint8(shape []int64, data []uint8) *Tensor { return NewTensor(shape, data) }
+
+// NewBool returns a bool tensor; see NewTensor.
+func NewBool(shape []int64, data []bool) *Tensor { return NewTensor(shape, data) }
+
+// NewString returns a string tensor; see NewTensor.
+func NewString(shape []int64, data []string) *Tensor { return NewTensor(shape, data) }
+
+// DType returns the element type of Data, or Undefined when Data is not one
+// of the supported slice types.
+func (t *Tensor) DType() DType {
+	switch t.Data.(type) {
+	case []float32:
+		return Float32
+	case []float64:
+		return Float64
+	case []int8:
+		return Int8
+	case []int16:
+		return Int16
+	case []int32:
+		return Int32
+	case []int64:
+		return Int64
+	case []uint8:
+		return Uint8
+	case []uint16:
+		return Uint16
+	case []uint32:
+		return Uint32
+	case []uint64:
+		return Uint64
+	case []bool:
+		return Bool
+	case []string:
+		return String
+	}
+	return Undefined
+}
+
+// Len returns the length of the Data slice, or -1 when Data is not a
+// supported slice type.
+func (t *Tensor) Len() int {
+	switch d := t.Data.(type) {
+	case []float32:
+		return len(d)
+	case []float64:
+		return len(d)
+	case []int8:
+		return len(d)
+	case []int16:
+		return len(d)
+	case []int32:
+		return len(d)
+	case []int64:
+		return len(d)
+	case []uint8:
+		return len(d)
+	case []uint16:
+		return len(d)
+	case []uint32:
+		return len(d)
+	case []uint64:
+		return len(d)
+	case []bool:
+		return len(d)
+	case []string:
+		return len(d)
+	}
+	return -1
+}
+
+// String describes the tensor's type and shape, e.g. "float32[2,5]"; a
+// scalar is "float32[]". It does not print the data.
+func (t *Tensor) String() string {
+	if t == nil {
+		return "<nil tensor>"
+	}
+	name := t.DType().String()
+	if t.DType() == Undefined {
+		name = fmt.Sprintf("%T", t.Data)
+	}
+	return name + formatDims(t.Shape, nil)
+}
+
+// Float32s returns Data as []float32, or an error naming the actual type.
+func (t *Tensor) Float32s() ([]float32, error) { return dataAs[float32](t) }
+
+// Float64s returns Data as []float64, or an error naming the actual type.
+func (t *Tensor) Float64s() ([]float64, error) { return dataAs[float64](t) }
+
+// Int64s returns Data as []int64, or an error naming the actual type.
+func (t *Tensor) Int64s() ([]int64, error) { return dataAs[int64](t) }
+
+// Int32s returns Data as []int32, or an error naming the actual type.
+func (t *Tensor) Int32s() ([]int32, error) { return dataAs[int32](t) }
+
+// Bools returns Data as []bool, or an error naming the actual type.
+func (t *Tensor) Bools() ([]bool, error) { return dataAs[bool](t) }
+
+func dataAs[T Element](t *Tensor) ([]T, error) {
+	d, ok := t.Data.([]T)
+	if !ok {
+		var zero T
+		return nil, fmt.Errorf("tensor is %s, not %T", t, zero)
+	}
+	return d, nil
+}
+
+// formatDims writes dims as "[2,5]"; a negative dim prints as its name from
+// names, or "?" when it has none.
+func formatDims(dims []int64, names []string) string {
+	parts := make([]string, len(dims))
+	for i, d := range dims {
+		switch {
+		case d >= 0:
+			parts[i] = strconv.FormatInt(d, 10)
+		case i < len(names) && names[i] != "":
+			parts[i] = names[i]
+		default:
+			parts[i] = "?"
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// numElements returns the product of shape, or an error for a negative dim.
+func numElements(shape []int64) (int64, error) {
+	n := int64(1)
+	for i, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("dimension %d is negative (%d)", i, d)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// NewValue makes an ORT value over t's data (not a copy; strings are
+// copied into ORT). The caller must Destroy it. It is the bridge to the
+// lower-level RunValues and Binding paths.
+func NewValue(t *Tensor) (ort.Value, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("runtime: nil tensor")
+	}
+	n, err := numElements(t.Shape)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: tensor %s: %w", t, err)
+	}
+	if l := t.Len(); l < 0 {
+		return nil, fmt.Errorf("runtime: unsupported tensor data type %T; supported: %s (float16, bfloat16 and complex are not supported by onnxruntime_go's typed tensors)", t.Data, supportedData)
+	} else if int64(l) != n {
+		return nil, fmt.Errorf("runtime: tensor %s needs %d elements, data has %d", t, n, l)
+	}
+	switch d := t.Data.(type) {
+	case []float32:
+		return newValue(t.Shape, d)
+	case []float64:
+		return newValue(t.Shape, d)
+	case []int8:
+		return newValue(t.Shape, d)
+	case []int16:
+		return newValue(t.Shape, d)
+	case []int32:
+		return newValue(t.Shape, d)
+	case []int64:
+		return newValue(t.Shape, d)
+	case []uint8:
+		return newValue(t.Shape, d)
+	case []uint16:
+		return newValue(t.Shape, d)
+	case []uint32:
+		return newValue(t.Shape, d)
+	case []uint64:
+		return newValue(t.Shape, d)
+	case []bool:
+		return newValue(t.Shape, d)
+	case []string:
+		if len(t.Shape) == 0 {
+			return nil, fmt.Errorf("runtime: rank-0 string tensors are not supported by onnxruntime_go")
+		}
+		st, err := ort.NewStringTensor(ort.Shape(t.Shape))
+		if err != nil {
+			return nil, fmt.Errorf("runtime: creating string tensor %s: %w", t, err)
+		}
+		if err := st.SetContents(d); err != nil {
+			st.Destroy()
+			return nil, fmt.Errorf("runtime: filling string tensor %s: %w", t, err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("runtime: unsupported tensor data type %T", t.Data)
+}
+
+func newValue[T ort.TensorData](shape []int64, data []T) (ort.Value, error) {
+	if len(shape) == 0 {
+		v, err := ort.NewScalar(data[0])
+		if err != nil {
+			return nil, fmt.Errorf("runtime: creating scalar %T: %w", data[0], err)
+		}
+		return v, nil
+	}
+	v, err := ort.NewTensor(ort.Shape(shape), data)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: creating tensor %T%s: %w", data, formatDims(shape, nil), err)
+	}
+	return v, nil
+}
+
+// newEmptyValue allocates a zeroed ORT value of type dt and fully known
+// shape, for preallocated outputs.
+func newEmptyValue(dt DType, shape []int64) (ort.Value, error) {
+	n, err := numElements(shape)
+	if err != nil {
+		return nil, err
+	}
+	switch dt {
+	case Float32:
+		return newValue(shape, make([]float32, n))
+	case Float64:
+		return newValue(shape, make([]float64, n))
+	case Int8:
+		return newValue(shape, make([]int8, n))
+	case Int16:
+		return newValue(shape, make([]int16, n))
+	case Int32:
+		return newValue(shape, make([]int32, n))
+	case Int64:
+		return newValue(shape, make([]int64, n))
+	case Uint8:
+		return newValue(shape, make([]uint8, n))
+	case Uint16:
+		return newValue(shape, make([]uint16, n))
+	case Uint32:
+		return newValue(shape, make([]uint32, n))
+	case Uint64:
+		return newValue(shape, make([]uint64, n))
+	case Bool:
+		return newValue(shape, make([]bool, n))
+	case String:
+		if len(shape) == 0 {
+			return nil, fmt.Errorf("rank-0 string outputs are not supported by onnxruntime_go")
+		}
+		return ort.NewStringTensor(ort.Shape(shape))
+	}
+	return nil, fmt.Errorf("element type %s is not supported by onnxruntime_go's typed tensors", dt)
+}
+
+// FromValue returns a Tensor sharing v's data (for typed tensors and
+// scalars; string contents are copied). v stays owned by the caller; the
+// returned Data slice stays valid after v is destroyed, since it is Go
+// memory, but while v lives, writes through either are seen by both.
+func FromValue(v ort.Value) (*Tensor, error) {
+	switch x := v.(type) {
+	case *ort.Tensor[float32]:
+		return tensorOf(x), nil
+	case *ort.Tensor[float64]:
+		return tensorOf(x), nil
+	case *ort.Tensor[int8]:
+		return tensorOf(x), nil
+	case *ort.Tensor[int16]:
+		return tensorOf(x), nil
+	case *ort.Tensor[int32]:
+		return tensorOf(x), nil
+	case *ort.Tensor[int64]:
+		return tensorOf(x), nil
+	case *ort.Tensor[uint8]:
+		return tensorOf(x), nil
+	case *ort.Tensor[uint16]:
+		return tensorOf(x), nil
+	case *ort.Tensor[uint32]:
+		return tensorOf(x), nil
+	case *ort.Tensor[uint64]:
+		return tensorOf(x), nil
+	case *ort.Tensor[bool]:
+		return tensorOf(x), nil
+	case *ort.Scalar[float32]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[float64]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[int8]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[int16]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[int32]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[int64]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[uint8]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[uint16]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[uint32]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[uint64]:
+		return Scalar(x.GetData()), nil
+	case *ort.Scalar[bool]:
+		return Scalar(x.GetData()), nil
+	case *ort.StringTensor:
+		s, err := x.GetContents()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: reading string tensor: %w", err)
+		}
+		return &Tensor{Shape: []int64(x.GetShape()), Data: s}, nil
+	case nil:
+		return nil, fmt.Errorf("runtime: nil value")
+	}
+	if v.GetONNXType() != ort.ONNXTypeTensor {
+		return nil, fmt.Errorf("runtime: %s values are not supported, only tensors", onnxTypeName(v.GetONNXType()))
+	}
+	return nil, fmt.Errorf("runtime: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", DType(v.DataType()))
+}
+
+func tensorOf[T ort.TensorData](x *ort.Tensor[T]) *Tensor {
+	return &Tensor{Shape: []int64(x.GetShape()), Data: x.GetData()}
+}
+
+func onnxTypeName(t ort.ONNXType) string {
+	switch t {
+	case ort.ONNXTypeTensor:
+		return "tensor"
+	case ort.ONNXTypeSequence:
+		return "sequence"
+	case ort.ONNXTypeMap:
+		return "map"
+	case ort.ONNXTypeOpaque:
+		return "opaque"
+	case ort.ONNXTypeSparseTensor:
+		return "sparse tensor"
+	case ort.ONNXTypeOptional:
+		return "optional"
+	}
+	return "unknown-kind"
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Writes the tiny ONNX models the runtime tests use.
+
+Run from anywhere with Debian's python (it has onnx 1.12):
+    /usr/bin/python3 runtime/testdata/gen_models.py
+The .onnx files are committed; rerun this only when changing a model.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def save(name, nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=OPSET, producer_name="attnx-runtime-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+vi = helper.make_tensor_value_info
+
+# add: Z = X + Y, fixed shape 2x3.
+save("add", [helper.make_node("Add", ["X", "Y"], ["Z"])],
+     [vi("X", F, [2, 3]), vi("Y", F, [2, 3])], [vi("Z", F, [2, 3])])
+
+# batch: symbolic dims. out[b, s] = float(source_ids[b, s]) * scale[0] + bias,
+# bias an initializer (must not show up as an input).
+save("batch",
+     [helper.make_node("Cast", ["source_ids"], ["ids_f"], to=F),
+      helper.make_node("Mul", ["ids_f", "scale"], ["scaled"]),
+      helper.make_node("Add", ["scaled", "bias"], ["out"])],
+     [vi("source_ids", I64, ["batch", "src_len"]), vi("scale", F, [1])],
+     [vi("out", F, ["batch", "src_len"])],
+     [helper.make_tensor("bias", F, [1], [0.5])])
+
+# scalar_out: total = ReduceSum(X) with keepdims=0 (rank 0), plus doubled = X*2.
+save("scalar_out",
+     [helper.make_node("ReduceSum", ["X"], ["total"], keepdims=0),
+      helper.make_node("Add", ["X", "X"], ["doubled"])],
+     [vi("X", F, ["n"])], [vi("total", F, []), vi("doubled", F, ["n"])])
+
+# scalar_in: y = x * 3 with x and y rank 0.
+save("scalar_in",
+     [helper.make_node("Constant", [], ["three"], value=helper.make_tensor("three", F, [], [3.0])),
+      helper.make_node("Mul", ["x", "three"], ["y"])],
+     [vi("x", F, [])], [vi("y", F, [])])
+
+# constant: no inputs; a 2x2 float matrix and an int64 scalar.
+save("constant",
+     [helper.make_node("Constant", [], ["matrix"],
+                       value=helper.make_tensor("m", F, [2, 2], [1.0, 2.0, 3.0, 4.0])),
+      helper.make_node("Constant", [], ["count"], value=helper.make_tensor("c", I64, [], [7]))],
+     [], [vi("matrix", F, [2, 2]), vi("count", I64, [])])
+
+# identity: one Identity per element type, shapes symbolic.
+types = [("f64", TensorProto.DOUBLE), ("i32", TensorProto.INT32), ("i8", TensorProto.INT8),
+         ("u8", TensorProto.UINT8), ("b", TensorProto.BOOL), ("s", TensorProto.STRING),
+         ("i16", TensorProto.INT16), ("u64", TensorProto.UINT64)]
+save("identity",
+     [helper.make_node("Identity", ["in_" + n], ["out_" + n]) for n, _ in types],
+     [vi("in_" + n, t, ["d"]) for n, t in types],
+     [vi("out_" + n, t, ["d"]) for n, t in types])
+
+# float16: an input type the runtime package does not support.
+save("float16", [helper.make_node("Identity", ["h"], ["h_out"])],
+     [vi("h", TensorProto.FLOAT16, [2])], [vi("h_out", TensorProto.FLOAT16, [2])])
