@@ -208,7 +208,7 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 	}
 	// Cancel dimensions that appear on both sides, then compare what is left.
 	rest := in.Clone()
-	var outRest builder.Shape
+	outRest := builder.Shape{}
 	for i, d := range out {
 		if i == inferred {
 			continue
@@ -240,8 +240,19 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 		return out, nil
 	}
 	if inferred >= 0 {
-		if len(outRest) == 0 && len(rest) == 1 {
-			out[inferred] = rest[0]
+		// One symbolic input dimension left over and the fixed ones on both
+		// sides balance: the -1 is that dimension.
+		var sym []builder.Dim
+		knownIn := int64(1)
+		for _, d := range rest {
+			if d.Known() {
+				knownIn *= d.Value
+			} else {
+				sym = append(sym, d)
+			}
+		}
+		if len(sym) == 1 && sym[0].Param != "" && outKnown && builder.NumElements(outN) == knownIn {
+			out[inferred] = sym[0]
 		} else {
 			out[inferred] = builder.UnknownDim()
 		}
