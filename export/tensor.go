@@ -103,7 +103,10 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 	if tp.Segment != nil {
 		return nil, fmt.Errorf("tensor %q: segmented tensors are not supported", name)
 	}
-	n := builder.NumElements(t.Dims)
+	n, ok := numElements(t.Dims)
+	if !ok {
+		return nil, fmt.Errorf("tensor %q: shape %v has too many elements", name, t.Dims)
+	}
 	if dt == builder.String {
 		if int64(len(tp.StringData)) != n {
 			return nil, fmt.Errorf("tensor %q: %d strings for shape %v (want %d)", name, len(tp.StringData), t.Dims, n)
@@ -124,52 +127,54 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 		t.Raw = append([]byte{}, tp.RawData...)
 		return t, nil
 	}
+	// Check the element count before decoding, so that a bogus shape
+	// never makes us allocate for it.
+	field, count := typedField(tp, dt)
+	per := int64(1)
+	if dt == builder.Complex64 || dt == builder.Complex128 {
+		per = 2
+	}
+	if field == "" {
+		return nil, fmt.Errorf("tensor %q: unsupported element type %v", name, dt)
+	}
+	if int64(count) != n*per {
+		return nil, fmt.Errorf("tensor %q: %s has %d values, want %d for %v%v", name, field, count, n*per, dt, t.Dims)
+	}
 	raw := make([]byte, 0, want)
-	var field string
-	var count int
 	switch dt {
 	case builder.Float, builder.Complex64:
-		field, count = "float_data", len(tp.FloatData)
 		for _, v := range tp.FloatData {
 			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
 		}
 	case builder.Double, builder.Complex128:
-		field, count = "double_data", len(tp.DoubleData)
 		for _, v := range tp.DoubleData {
 			raw = binary.LittleEndian.AppendUint64(raw, math.Float64bits(v))
 		}
 	case builder.Int64:
-		field, count = "int64_data", len(tp.Int64Data)
 		for _, v := range tp.Int64Data {
 			raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
 		}
 	case builder.Uint64:
-		field, count = "uint64_data", len(tp.Uint64Data)
 		for _, v := range tp.Uint64Data {
 			raw = binary.LittleEndian.AppendUint64(raw, v)
 		}
 	case builder.Uint32:
-		field, count = "uint64_data", len(tp.Uint64Data)
 		for _, v := range tp.Uint64Data {
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(v))
 		}
 	case builder.Int32:
-		field, count = "int32_data", len(tp.Int32Data)
 		for _, v := range tp.Int32Data {
 			raw = binary.LittleEndian.AppendUint32(raw, uint32(v))
 		}
 	case builder.Int16, builder.Uint16, builder.Float16, builder.BFloat16:
-		field, count = "int32_data", len(tp.Int32Data)
 		for _, v := range tp.Int32Data {
 			raw = binary.LittleEndian.AppendUint16(raw, uint16(v))
 		}
 	case builder.Int8, builder.Uint8:
-		field, count = "int32_data", len(tp.Int32Data)
 		for _, v := range tp.Int32Data {
 			raw = append(raw, byte(v))
 		}
 	case builder.Bool:
-		field, count = "int32_data", len(tp.Int32Data)
 		for _, v := range tp.Int32Data {
 			if v != 0 {
 				raw = append(raw, 1)
@@ -177,16 +182,41 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 				raw = append(raw, 0)
 			}
 		}
-	default:
-		return nil, fmt.Errorf("tensor %q: unsupported element type %v", name, dt)
-	}
-	if int64(len(raw)) != want {
-		per := int64(1)
-		if dt == builder.Complex64 || dt == builder.Complex128 {
-			per = 2
-		}
-		return nil, fmt.Errorf("tensor %q: %s has %d values, want %d for %v%v", name, field, count, n*per, dt, t.Dims)
 	}
 	t.Raw = raw
 	return t, nil
+}
+
+// typedField names the typed field that holds dt's elements and how many
+// values it has; "" when there is none.
+func typedField(tp *onnxpb.TensorProto, dt builder.DataType) (string, int) {
+	switch dt {
+	case builder.Float, builder.Complex64:
+		return "float_data", len(tp.FloatData)
+	case builder.Double, builder.Complex128:
+		return "double_data", len(tp.DoubleData)
+	case builder.Int64:
+		return "int64_data", len(tp.Int64Data)
+	case builder.Uint64, builder.Uint32:
+		return "uint64_data", len(tp.Uint64Data)
+	case builder.Int32, builder.Int16, builder.Uint16, builder.Float16, builder.BFloat16, builder.Int8, builder.Uint8, builder.Bool:
+		return "int32_data", len(tp.Int32Data)
+	}
+	return "", 0
+}
+
+// numElements multiplies dims, reporting false on overflow or when the
+// result exceeds what any file could hold (2^50).
+func numElements(dims []int64) (int64, bool) {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 {
+			return 0, false
+		}
+		if d != 0 && n > (1<<50)/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
 }

@@ -18,10 +18,10 @@ import (
 // page size, as onnx uses, so that runtimes can mmap them.
 const externalAlign = 4096
 
-// autoExternalThreshold is the size from which tensors move to external
+// autoExternalThreshold (a variable for tests) is the size from which tensors move to external
 // data when a model would otherwise exceed protobuf's 2 GiB limit (the
 // default size_threshold of onnx.save_model).
-const autoExternalThreshold = 1024
+var autoExternalThreshold int64 = 1024
 
 // WriteOptions tunes WriteFile.
 type WriteOptions struct {
