@@ -11,7 +11,8 @@ import (
 // (int64 scalar), the incoming condition (bool scalar) and the loop-carried
 // values, and returns the condition for the next iteration (nil passes cond
 // through), the carried values for the next iteration (as many as it
-// received, each of the same element type and rank) and any scan outputs,
+// received, each of the same element type and rank, and no fixed dimension
+// that provably differs from the declared one) and any scan outputs,
 // which the loop stacks along a new leading dimension.
 type LoopBody func(b *builder.Graph, iter, cond *builder.Value, carried []*builder.Value) (condOut *builder.Value, carriedOut, scanOut []*builder.Value)
 
@@ -77,7 +78,7 @@ func Loop(g *builder.Graph, maxTrip, cond *builder.Value, carried []*builder.Val
 			break
 		}
 		for d, dim := range in[i].Shape() {
-			if !dim.Same(v.Shape()[d]) && dim.Param == "" && dim.Known() {
+			if dim.Conflicts(v.Shape()[d]) {
 				bodyErr = fmt.Errorf("body returns %s for carried value %d, declared %s: declare a shape that fits every iteration in LoopOpts.CarriedShapes", v.Type(), i, in[i].Type())
 				break
 			}

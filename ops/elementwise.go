@@ -23,7 +23,7 @@ func unary(op, inName, outName string, x *builder.Value, allowed typeSet) *build
 
 // binary adds a two-input broadcasting operator. out gives the output
 // element type from the input element type.
-func binary(op string, a, b *builder.Value, allowed typeSet, out func(builder.DataType) builder.DataType) *builder.Value {
+func binaryOp(op string, a, b *builder.Value, allowed typeSet, out func(builder.DataType) builder.DataType) *builder.Value {
 	names := []string{"A", "B"}
 	return builder.Apply(builder.Call{Op: op, InputNames: names, Inputs: []*builder.Value{a, b},
 		Infer: func() ([]*builder.Type, error) {
@@ -55,16 +55,16 @@ func variadicNames(n int, prefix string) []string {
 }
 
 // Add returns a + b elementwise, with numpy broadcasting (ONNX Add).
-func Add(a, b *builder.Value) *builder.Value { return binary("Add", a, b, numTypes, same) }
+func Add(a, b *builder.Value) *builder.Value { return binaryOp("Add", a, b, numTypes, same) }
 
 // Sub returns a - b elementwise, with numpy broadcasting (ONNX Sub).
-func Sub(a, b *builder.Value) *builder.Value { return binary("Sub", a, b, numTypes, same) }
+func Sub(a, b *builder.Value) *builder.Value { return binaryOp("Sub", a, b, numTypes, same) }
 
 // Mul returns a * b elementwise, with numpy broadcasting (ONNX Mul).
-func Mul(a, b *builder.Value) *builder.Value { return binary("Mul", a, b, numTypes, same) }
+func Mul(a, b *builder.Value) *builder.Value { return binaryOp("Mul", a, b, numTypes, same) }
 
 // Div returns a / b elementwise, with numpy broadcasting (ONNX Div).
-func Div(a, b *builder.Value) *builder.Value { return binary("Div", a, b, numTypes, same) }
+func Div(a, b *builder.Value) *builder.Value { return binaryOp("Div", a, b, numTypes, same) }
 
 // Pow returns x raised to the power y elementwise, with numpy broadcasting
 // (ONNX Pow). The exponent may have a different numeric type.
@@ -91,37 +91,37 @@ func Pow(x, y *builder.Value) *builder.Value {
 
 // Equal returns a == b elementwise as bool, with broadcasting (ONNX Equal).
 func Equal(a, b *builder.Value) *builder.Value {
-	return binary("Equal", a, b, append(typeSet{builder.Bool}, numTypes...), toBool)
+	return binaryOp("Equal", a, b, append(typeSet{builder.Bool}, numTypes...), toBool)
 }
 
 // Less returns a < b elementwise as bool, with broadcasting (ONNX Less).
-func Less(a, b *builder.Value) *builder.Value { return binary("Less", a, b, numTypes, toBool) }
+func Less(a, b *builder.Value) *builder.Value { return binaryOp("Less", a, b, numTypes, toBool) }
 
 // LessOrEqual returns a <= b elementwise as bool, with broadcasting (ONNX
 // LessOrEqual).
 func LessOrEqual(a, b *builder.Value) *builder.Value {
-	return binary("LessOrEqual", a, b, numTypes, toBool)
+	return binaryOp("LessOrEqual", a, b, numTypes, toBool)
 }
 
 // Greater returns a > b elementwise as bool, with broadcasting (ONNX Greater).
-func Greater(a, b *builder.Value) *builder.Value { return binary("Greater", a, b, numTypes, toBool) }
+func Greater(a, b *builder.Value) *builder.Value { return binaryOp("Greater", a, b, numTypes, toBool) }
 
 // GreaterOrEqual returns a >= b elementwise as bool, with broadcasting (ONNX
 // GreaterOrEqual).
 func GreaterOrEqual(a, b *builder.Value) *builder.Value {
-	return binary("GreaterOrEqual", a, b, numTypes, toBool)
+	return binaryOp("GreaterOrEqual", a, b, numTypes, toBool)
 }
 
 // And returns the logical and of two bool tensors, with broadcasting (ONNX
 // And).
-func And(a, b *builder.Value) *builder.Value { return binary("And", a, b, boolTypes, same) }
+func And(a, b *builder.Value) *builder.Value { return binaryOp("And", a, b, boolTypes, same) }
 
 // Or returns the logical or of two bool tensors, with broadcasting (ONNX Or).
-func Or(a, b *builder.Value) *builder.Value { return binary("Or", a, b, boolTypes, same) }
+func Or(a, b *builder.Value) *builder.Value { return binaryOp("Or", a, b, boolTypes, same) }
 
 // Xor returns the logical exclusive or of two bool tensors, with
 // broadcasting (ONNX Xor).
-func Xor(a, b *builder.Value) *builder.Value { return binary("Xor", a, b, boolTypes, same) }
+func Xor(a, b *builder.Value) *builder.Value { return binaryOp("Xor", a, b, boolTypes, same) }
 
 // Not returns the logical negation of a bool tensor (ONNX Not).
 func Not(x *builder.Value) *builder.Value { return unary("Not", "X", "Y", x, boolTypes) }

@@ -253,7 +253,9 @@ func TestInferErrors(t *testing.T) {
 			[]string{"indices is float32[3], want one of int32, int64"}},
 		{"Gather axis", func(g *builder.Graph) { Gather(in(g, "d", f32, 5, 2), in(g, "i", i64, 3), -3) }, []string{"axis -3 is out of range for rank 2"}},
 		{"Gemm rank", func(g *builder.Graph) { Gemm(in(g, "a", f32, 2, 3, 4), in(g, "b", f32, 4, 2), nil, GemmOpts{}) }, []string{"A is float32[2,3,4], want rank 2"}},
-		{"Gemm C", func(g *builder.Graph) { Gemm(in(g, "a", f32, 2, 3), in(g, "b", f32, 3, 4), in(g, "c", f32, 3), GemmOpts{}) },
+		{"Gemm C", func(g *builder.Graph) {
+			Gemm(in(g, "a", f32, 2, 3), in(g, "b", f32, 3, 4), in(g, "c", f32, 3), GemmOpts{})
+		},
 			[]string{"C is float32[3], which does not broadcast to the result [2,4]"}},
 		{"Reshape count", func(g *builder.Graph) { Reshape(in(g, "x", f32, 2, 3), ConstInt64s(g, 4, 2), ReshapeOpts{}) }, []string{"element counts differ"}},
 		{"Reshape two -1", func(g *builder.Graph) { Reshape(in(g, "x", f32, 2, 3), ConstInt64s(g, -1, -1), ReshapeOpts{}) }, []string{"more than one -1"}},
