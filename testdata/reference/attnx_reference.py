@@ -80,6 +80,13 @@ def length_mask(source_lengths, src_len):
     return positions >= source_lengths.unsqueeze(1)
 
 
+def _uniform_row(hidden_size):
+    """A 1 x H row initialised like nn.Linear's weight (the article leaves its
+    attention vectors uninitialised)."""
+    bound = 1.0 / hidden_size ** 0.5
+    return torch.empty(1, hidden_size).uniform_(-bound, bound)
+
+
 class BahdanauDecoder(nn.Module):
     """Additive attention computed from the previous top-layer hidden state,
     context concatenated with the embedding as LSTM input."""
@@ -92,7 +99,7 @@ class BahdanauDecoder(nn.Module):
         self.embedding = nn.Embedding(output_size, hidden_size)
         self.fc_hidden = nn.Linear(hidden_size, hidden_size, bias=False)
         self.fc_encoder = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.weight = nn.Parameter(torch.zeros(1, hidden_size))
+        self.weight = nn.Parameter(_uniform_row(hidden_size))  # article: uninitialised FloatTensor
         self.attn_combine = nn.Linear(hidden_size * 2, hidden_size)  # article: defined, never used
         self.lstm = nn.LSTM(hidden_size * 2, hidden_size, n_layers, batch_first=True)
         self.classifier = nn.Linear(hidden_size, output_size)
@@ -128,7 +135,7 @@ class Attention(nn.Module):
         if method in ("general", "concat"):
             self.fc = nn.Linear(hidden_size, hidden_size, bias=False)
         if method == "concat":
-            self.weight = nn.Parameter(torch.zeros(1, hidden_size))
+            self.weight = nn.Parameter(_uniform_row(hidden_size))
 
     def forward(self, decoder_hidden, encoder_outputs):
         """decoder_hidden [B,H], encoder_outputs [B,S,H] -> scores [B,S] (unmasked)."""

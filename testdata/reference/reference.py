@@ -1,0 +1,315 @@
+#!/usr/bin/python3
+"""attnx PyTorch reference CLI (used by the Go tests and by `attnx verify`).
+
+Tensors are exchanged as safetensors files. Run with /usr/bin/python3.
+
+  make-model    --arch A --hidden H --layers L --src-vocab Vs --tgt-vocab Vt --seed N --out PATH [--format pt|safetensors] [--std 0.5]
+  random-inputs --batch B --src-len S --src-vocab Vs --seed N [--ragged] --out IN.safetensors
+  run           --checkpoint CKPT --inputs IN.safetensors --steps T --out OUT.safetensors [--sos 1 --eos 2 --pad 0 --max-len N]
+  export-onnx   --checkpoint CKPT --out-dir DIR [--opset 17]
+
+User errors print "reference: ..." on stderr and exit 2.
+"""
+
+import argparse
+import json
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import attnx_reference as ref  # noqa: E402
+from attnx_reference import ReferenceError  # noqa: E402
+
+torch.set_num_threads(1)  # determinism and a fair share of a small machine
+
+
+def _int_tensor(tensors, name, path, dims):
+    if name not in tensors:
+        raise ReferenceError("%s lacks tensor %s" % (path, name))
+    t = tensors[name]
+    if t.dtype not in (torch.int64, torch.int32):
+        raise ReferenceError("%s: %s has dtype %s, want int64" % (path, name, t.dtype))
+    if t.dim() != dims:
+        raise ReferenceError("%s: %s has shape %s, want %d dimensions" % (path, name, list(t.shape), dims))
+    return t.to(torch.int64)
+
+
+def cmd_make_model(a):
+    model = ref.make_model(a.arch, a.hidden, a.layers, a.src_vocab, a.tgt_vocab, a.seed, a.std)
+    _parent(a.out)
+    ref.save_model(model, a.out, a.format)
+
+
+def random_inputs(batch, src_len, src_vocab, seed, ragged):
+    """source_ids [B,S] (ids avoid 0..3 when the vocabulary allows; PAD past each
+    length) and source_lengths [B] (ragged: in [1,S], one row full length)."""
+    if batch < 1 or src_len < 1 or src_vocab < 1:
+        raise ReferenceError("batch, src-len and src-vocab must be >= 1 (got %d, %d, %d)"
+                             % (batch, src_len, src_vocab))
+    g = torch.Generator().manual_seed(int(seed))
+    low = 4 if src_vocab > 4 else 0
+    ids = torch.randint(low, src_vocab, (batch, src_len), generator=g, dtype=torch.int64)
+    if ragged:
+        lengths = torch.randint(1, src_len + 1, (batch,), generator=g, dtype=torch.int64)
+        full = int(torch.randint(0, batch, (1,), generator=g))
+        lengths[full] = src_len
+    else:
+        lengths = torch.full((batch,), src_len, dtype=torch.int64)
+    for i, n in enumerate(lengths.tolist()):
+        ids[i, n:] = ref.PAD_ID
+    return {"source_ids": ids, "source_lengths": lengths}
+
+
+def cmd_random_inputs(a):
+    t = random_inputs(a.batch, a.src_len, a.src_vocab, a.seed, a.ragged)
+    _parent(a.out)
+    ref.write_safetensors(a.out, t)
+
+
+def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eos=2, pad=0, max_len=None):
+    """All outputs of the `run` subcommand, as a dict of tensors."""
+    B, S = source_ids.shape
+    cfg = model.config
+    if B < 1 or S < 1:
+        raise ReferenceError("source_ids has shape %s, want [batch>=1, src_len>=1]" % list(source_ids.shape))
+    if tuple(source_lengths.shape) != (B,):
+        raise ReferenceError("source_lengths has shape %s, want [%d] (one per row of source_ids)"
+                             % (list(source_lengths.shape), B))
+    ref.check_lengths(source_lengths, S)
+    lo, hi = int(source_ids.min()), int(source_ids.max())
+    if lo < 0 or hi >= cfg["src_vocab"]:
+        raise ReferenceError("source_ids hold values in [%d, %d], want [0, %d) (source vocabulary)"
+                             % (lo, hi, cfg["src_vocab"]))
+    for name, v in (("sos", sos), ("eos", eos), ("pad", pad)):
+        if not 0 <= v < cfg["tgt_vocab"]:
+            raise ReferenceError("--%s %d is outside the target vocabulary [0, %d)" % (name, v, cfg["tgt_vocab"]))
+    if step_input_ids is not None:
+        if tuple(step_input_ids.shape) != (steps, B):
+            raise ReferenceError("step_input_ids has shape %s, want [steps=%d, batch=%d]"
+                                 % (list(step_input_ids.shape), steps, B))
+        if steps and (int(step_input_ids.min()) < 0 or int(step_input_ids.max()) >= cfg["tgt_vocab"]):
+            raise ReferenceError("step_input_ids hold values outside the target vocabulary [0, %d)" % cfg["tgt_vocab"])
+    if steps < 0:
+        raise ReferenceError("--steps %d, want >= 0" % steps)
+    out = ref.run_steps(model, source_ids, source_lengths, steps, sos=sos, step_input_ids=step_input_ids)
+    if max_len is None:
+        max_len = steps
+    if max_len < 0:
+        raise ReferenceError("--max-len %d, want >= 0" % max_len)
+    toks, lens = ref.greedy_decode(model, source_ids, source_lengths, sos=sos, eos=eos, max_len=max_len, pad=pad)
+    out["greedy_tokens"] = toks
+    out["greedy_lengths"] = lens
+    return {k: (v.to(torch.float32) if v.is_floating_point() else v.to(torch.int64)).contiguous()
+            for k, v in out.items()}
+
+
+def cmd_run(a):
+    model = ref.load_model(a.checkpoint)
+    if not os.path.exists(a.inputs):
+        raise ReferenceError("inputs %s does not exist" % a.inputs)
+    tensors, _ = ref.read_safetensors(a.inputs)
+    ids = _int_tensor(tensors, "source_ids", a.inputs, 2)
+    lengths = _int_tensor(tensors, "source_lengths", a.inputs, 1)
+    step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
+    out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len)
+    _parent(a.out)
+    ref.write_safetensors(a.out, out)
+
+
+# ---------------------------------------------------------------------------
+# ONNX export with torch.onnx (for comparison with attnx's own graphs)
+
+
+class _EncoderExport(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model.encoder
+
+    def forward(self, source_ids, source_lengths):
+        # The packed path needs concrete lengths; the exported graph uses the
+        # LSTM's sequence_lens via pack_padded_sequence when torch can export it.
+        embedded = self.encoder.embedding(source_ids)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            embedded, source_lengths, batch_first=True, enforce_sorted=False)
+        out, (h, c) = self.encoder.lstm(packed)
+        y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=source_ids.shape[1])
+        return y, h, c
+
+
+class _EncoderExportFull(torch.nn.Module):
+    """Fallback: the plain LSTM (full-length rows only)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model.encoder
+
+    def forward(self, source_ids, source_lengths):
+        y, (h, c) = self.encoder.lstm(self.encoder.embedding(source_ids))
+        return y, h, c
+
+
+class _DecoderExport(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.decoder = model.decoder
+
+    def forward(self, input_ids, hidden, cell, encoder_outputs, source_lengths):
+        lp, (h, c), att = self.decoder(input_ids, (hidden, cell), encoder_outputs, source_lengths)
+        return lp, h, c, att
+
+
+def _describe(path):
+    import onnx
+    m = onnx.load(path)
+
+    def vi(v):
+        dims = []
+        for d in v.type.tensor_type.shape.dim:
+            dims.append(d.dim_param if d.dim_param else d.dim_value)
+        return {"name": v.name, "elem_type": onnx.TensorProto.DataType.Name(v.type.tensor_type.elem_type),
+                "shape": dims}
+
+    ops = {}
+    for n in m.graph.node:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    return {"file": os.path.basename(path), "nodes": len(m.graph.node), "op_types": dict(sorted(ops.items())),
+            "inputs": [vi(v) for v in m.graph.input], "outputs": [vi(v) for v in m.graph.output],
+            "opset": [{"domain": o.domain, "version": o.version} for o in m.opset_import]}
+
+
+def export_onnx(model, out_dir, opset=17):
+    os.makedirs(out_dir, exist_ok=True)
+    cfg = model.config
+    H, L = cfg["hidden"], cfg["layers"]
+    B, S = 2, 5
+    ids = torch.full((B, S), 4 if cfg["src_vocab"] > 4 else 0, dtype=torch.int64)
+    lengths = torch.tensor([S, S - 1 if S > 1 else 1], dtype=torch.int64)
+    report = {"torch": torch.__version__, "opset": opset, "config": cfg, "notes": []}
+    enc_path = os.path.join(out_dir, "encoder.onnx")
+    enc_in = ["source_ids", "source_lengths"]
+    enc_out = ["encoder_outputs", "hidden", "cell"]
+    enc_axes = {"source_ids": {0: "batch", 1: "src_len"}, "source_lengths": {0: "batch"},
+                "encoder_outputs": {0: "batch", 1: "src_len"}, "hidden": {1: "batch"}, "cell": {1: "batch"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(_EncoderExport(model).eval(), (ids, lengths), enc_path, opset_version=opset,
+                              input_names=enc_in, output_names=enc_out, dynamic_axes=enc_axes)
+            report["encoder_packed"] = True
+        except Exception as e:  # noqa: BLE001 - fall back and record why
+            report["notes"].append("packed encoder export failed (%s: %s); exported the full-length LSTM"
+                                   % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+            report["encoder_packed"] = False
+            torch.onnx.export(_EncoderExportFull(model).eval(), (ids, torch.full((B,), S, dtype=torch.int64)),
+                              enc_path, opset_version=opset, input_names=enc_in, output_names=enc_out,
+                              dynamic_axes=enc_axes)
+        with torch.no_grad():
+            enc, (h, c) = model.encoder(ids, lengths)
+        # torch.onnx fixes the decoder batch at the traced size (1 here).
+        dec_path = os.path.join(out_dir, "decoder.onnx")
+        dec_args = (torch.tensor([ref.SOS_ID]), h[:, :1].contiguous(), c[:, :1].contiguous(),
+                    enc[:1].contiguous(), lengths[:1].contiguous())
+        torch.onnx.export(_DecoderExport(model).eval(), dec_args, dec_path, opset_version=opset,
+                          input_names=["input_ids", "hidden", "cell", "encoder_outputs", "source_lengths"],
+                          output_names=["log_probs", "next_hidden", "next_cell", "attention"],
+                          dynamic_axes={"input_ids": {0: "batch"}, "hidden": {1: "batch"}, "cell": {1: "batch"},
+                                        "encoder_outputs": {0: "batch", 1: "src_len"},
+                                        "source_lengths": {0: "batch"}, "log_probs": {0: "batch"},
+                                        "next_hidden": {1: "batch"}, "next_cell": {1: "batch"},
+                                        "attention": {0: "batch", 1: "src_len"}})
+    report["encoder"] = _describe(enc_path)
+    report["decoder"] = _describe(dec_path)
+    report["notes"].append("decoder traced at batch 1, H=%d, L=%d; dynamic batch axes are requested but "
+                           "torch may specialise shapes during tracing" % (H, L))
+    with open(os.path.join(out_dir, "torch_export.json"), "w") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return report
+
+
+def cmd_export_onnx(a):
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise ReferenceError("export-onnx needs the onnx Python package (Debian python3-onnx)")
+    rep = export_onnx(ref.load_model(a.checkpoint), a.out_dir, a.opset)
+    print("encoder.onnx: %d nodes, decoder.onnx: %d nodes" % (rep["encoder"]["nodes"], rep["decoder"]["nodes"]))
+
+
+def _parent(path):
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise ReferenceError("output directory %s does not exist" % d)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ReferenceError("%s (see %s --help)" % (message, self.prog))
+
+
+def parser():
+    p = _Parser(prog="reference.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
+
+    m = sub.add_parser("make-model", help="save a seeded random model")
+    m.add_argument("--arch", required=True, choices=ref.ARCHS)
+    m.add_argument("--hidden", type=int, required=True)
+    m.add_argument("--layers", type=int, default=1)
+    m.add_argument("--src-vocab", type=int, required=True)
+    m.add_argument("--tgt-vocab", type=int, required=True)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--std", type=float, default=0.5, help="std of the N(0, std) init of every parameter")
+    m.add_argument("--out", required=True)
+    m.add_argument("--format", choices=("pt", "safetensors"), default=None,
+                   help="default: from the extension (.safetensors) else pt")
+    m.set_defaults(fn=cmd_make_model)
+
+    r = sub.add_parser("random-inputs", help="write seeded source_ids/source_lengths")
+    r.add_argument("--batch", type=int, required=True)
+    r.add_argument("--src-len", type=int, required=True)
+    r.add_argument("--src-vocab", type=int, required=True)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--ragged", action="store_true")
+    r.add_argument("--out", required=True)
+    r.set_defaults(fn=cmd_random_inputs)
+
+    u = sub.add_parser("run", help="encoder + decoder steps + greedy decoding")
+    u.add_argument("--checkpoint", required=True)
+    u.add_argument("--inputs", required=True)
+    u.add_argument("--steps", type=int, required=True)
+    u.add_argument("--out", required=True)
+    u.add_argument("--sos", type=int, default=ref.SOS_ID)
+    u.add_argument("--eos", type=int, default=ref.EOS_ID)
+    u.add_argument("--pad", type=int, default=ref.PAD_ID)
+    u.add_argument("--max-len", type=int, default=None, help="greedy decoding limit (default: --steps)")
+    u.set_defaults(fn=cmd_run)
+
+    e = sub.add_parser("export-onnx", help="torch.onnx.export of encoder and one decoder step")
+    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--out-dir", required=True)
+    e.add_argument("--opset", type=int, default=17)
+    e.set_defaults(fn=cmd_export_onnx)
+    return p
+
+
+def main(argv=None):
+    try:
+        a = parser().parse_args(argv)
+        if not getattr(a, "fn", None):
+            raise ReferenceError("missing subcommand: make-model, random-inputs, run or export-onnx")
+        a.fn(a)
+    except ReferenceError as e:
+        print("reference: %s" % e, file=sys.stderr)
+        return 2
+    except OSError as e:
+        print("reference: %s" % e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
