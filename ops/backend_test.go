@@ -14,6 +14,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/onnxpb"
 	"github.com/attnx/attnx/runtime"
 )
@@ -602,13 +603,15 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 }
 
 // checkModels runs onnx.checker.check_model(full_check=True) over every
-// model in dir with Debian's Python, in one process.
+// model in dir with Debian's Python. It does what onnxcheck.Check does, but
+// in one Python process for all the backend models (one process per model
+// would take minutes).
 func checkModels(t *testing.T, dir string) {
 	t.Helper()
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no %s for onnx.checker", py)
+	if err := onnxcheck.Available(); err != nil {
+		t.Skipf("onnx.checker: %v", err)
 	}
+	py := onnxcheck.Python
 	script := `
 import glob, os, sys, onnx
 bad = 0
