@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/attnx/attnx/conformance"
+)
+
+func init() {
+	commandDocs["conformance"] = `
+Each case's model.onnx is loaded with package export, re-serialized and
+checked to decode equal to the original, then run through ONNX Runtime on
+every test_data_set_N and compared with the expected outputs (rtol 1e-3,
+atol 1e-7 for floats; exact for integers, bools and strings). A case whose
+round-tripped model fails is run from the original file too: if ONNX
+Runtime fails there as well the case is skipped with its message,
+otherwise it fails. Cases with sequences, optionals, maps, float16,
+bfloat16 or complex values are skipped.
+
+Each dir is a case directory, a folder of cases or a folder of folders;
+the default is the node, pytorch-converted, pytorch-operator and simple
+folders of ` + conformance.DefaultRoot + ` (Debian's libonnx-testdata).
+
+Exit status: 0 when no case failed, 1 otherwise, 2 for usage errors.`
+}
+
+func runConformance(args []string) error {
+	fs := newFlagSet("conformance")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	verbose := fs.Bool("v", false, "list every skipped case with its reason, and progress on stderr")
+	workers := fs.Int("workers", 2, "cases to run in parallel")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for one case")
+	rtol := fs.Float64("rtol", 1e-3, "relative tolerance for floats")
+	atol := fs.Float64("atol", 1e-7, "absolute tolerance for floats")
+	run := fs.String("run", "", "run only the cases whose name (such as node/test_abs) matches this regular expression")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *workers < 1 {
+		return &usageError{fmt.Sprintf("-workers must be at least 1, got %d", *workers)}
+	}
+	if *timeout <= 0 {
+		return &usageError{fmt.Sprintf("-timeout must be positive, got %v", *timeout)}
+	}
+	if *rtol < 0 || *atol < 0 || (*rtol == 0 && *atol == 0) {
+		return &usageError{fmt.Sprintf("-rtol %g and -atol %g must be non-negative and not both zero", *rtol, *atol)}
+	}
+	opt := conformance.Options{Workers: *workers, Timeout: *timeout, RTol: *rtol, ATol: *atol}
+	if *run != "" {
+		re, err := regexp.Compile(*run)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-run: %v", err)}
+		}
+		opt.Match = re
+	}
+	var cases []conformance.Case
+	if fs.NArg() == 0 {
+		cs, err := conformance.DiscoverDefault()
+		if err != nil {
+			return err
+		}
+		cases = cs
+	}
+	for _, dir := range fs.Args() {
+		cs, err := conformance.Discover(dir)
+		if err != nil {
+			return err
+		}
+		cases = append(cases, cs...)
+	}
+	if *verbose {
+		opt.Progress = func(done, total int, r conformance.CaseResult) {
+			fmt.Fprintf(stderr, "[%d/%d] %s %s\n", done, total, r.Status, r.Name)
+		}
+	}
+	rep, err := conformance.Run(cases, opt)
+	if err != nil {
+		return err
+	}
+	if rep.Total == 0 {
+		return &usageError{"no case matches -run " + *run}
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteTable(stdout, *verbose)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Failed > 0 {
+		return &exitError{exitFailure}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package conformance
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/compare"
+	"github.com/attnx/attnx/runtime"
+)
+
+// toRuntime converts a builder tensor (raw little-endian data) to a
+// runtime tensor with a typed slice.
+func toRuntime(t *builder.Tensor) (*runtime.Tensor, error) {
+	shape := append([]int64{}, t.Dims...)
+	raw := t.Raw
+	n := len(raw)
+	var data any
+	switch t.DType {
+	case builder.Float:
+		d := make([]float32, n/4)
+		for i := range d {
+			d[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		data = d
+	case builder.Double:
+		d := make([]float64, n/8)
+		for i := range d {
+			d[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+		}
+		data = d
+	case builder.Int8:
+		d := make([]int8, n)
+		for i := range d {
+			d[i] = int8(raw[i])
+		}
+		data = d
+	case builder.Uint8:
+		data = append([]uint8{}, raw...)
+	case builder.Int16:
+		d := make([]int16, n/2)
+		for i := range d {
+			d[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+		data = d
+	case builder.Uint16:
+		d := make([]uint16, n/2)
+		for i := range d {
+			d[i] = binary.LittleEndian.Uint16(raw[2*i:])
+		}
+		data = d
+	case builder.Int32:
+		d := make([]int32, n/4)
+		for i := range d {
+			d[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		data = d
+	case builder.Uint32:
+		d := make([]uint32, n/4)
+		for i := range d {
+			d[i] = binary.LittleEndian.Uint32(raw[4*i:])
+		}
+		data = d
+	case builder.Int64:
+		d := make([]int64, n/8)
+		for i := range d {
+			d[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+		}
+		data = d
+	case builder.Uint64:
+		d := make([]uint64, n/8)
+		for i := range d {
+			d[i] = binary.LittleEndian.Uint64(raw[8*i:])
+		}
+		data = d
+	case builder.Bool:
+		d := make([]bool, n)
+		for i := range d {
+			d[i] = raw[i] != 0
+		}
+		data = d
+	case builder.String:
+		d := make([]string, len(t.Strings))
+		for i, s := range t.Strings {
+			d[i] = string(s)
+		}
+		data = d
+	default:
+		return nil, fmt.Errorf("tensor %q: the runtime binding cannot hold %v tensors", t.Name, t.DType)
+	}
+	return &runtime.Tensor{Shape: shape, Data: data}, nil
+}
+
+// compareTensor compares a runtime output with the expected tensor: same
+// element type and shape, floats within tolerance (NaN equal to NaN, as
+// numpy.testing.assert_allclose), everything else exactly. It returns the
+// largest absolute float error.
+func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (float64, error) {
+	w, err := toRuntime(want)
+	if err != nil {
+		return 0, err
+	}
+	if got.DType() != w.DType() {
+		return 0, fmt.Errorf("element type %v, want %v", got.DType(), w.DType())
+	}
+	if !sameShape(got.Shape, w.Shape) {
+		return 0, fmt.Errorf("shape %v, want %v", got.Shape, w.Shape)
+	}
+	tol := compare.Options{RTol: opt.RTol, ATol: opt.ATol, EqualNaN: true}
+	var r compare.Result
+	switch g := got.Data.(type) {
+	case []float32:
+		r = compare.Float32(g, w.Data.([]float32), w.Shape, tol)
+	case []float64:
+		r = compare.Float64(g, w.Data.([]float64), w.Shape, tol)
+	case []int8:
+		r = compare.Exact(g, w.Data.([]int8), w.Shape)
+	case []uint8:
+		r = compare.Exact(g, w.Data.([]uint8), w.Shape)
+	case []int16:
+		r = compare.Exact(g, w.Data.([]int16), w.Shape)
+	case []uint16:
+		r = compare.Exact(g, w.Data.([]uint16), w.Shape)
+	case []int32:
+		r = compare.Exact(g, w.Data.([]int32), w.Shape)
+	case []uint32:
+		r = compare.Exact(g, w.Data.([]uint32), w.Shape)
+	case []int64:
+		r = compare.Exact(g, w.Data.([]int64), w.Shape)
+	case []uint64:
+		r = compare.Exact(g, w.Data.([]uint64), w.Shape)
+	case []bool:
+		r = compare.Exact(g, w.Data.([]bool), w.Shape)
+	case []string:
+		r = compare.Exact(g, w.Data.([]string), w.Shape)
+	default:
+		return 0, fmt.Errorf("cannot compare %T outputs", got.Data)
+	}
+	if r.Err != nil {
+		return r.MaxAbsErr, r.Err
+	}
+	if !r.OK {
+		return r.MaxAbsErr, fmt.Errorf("%s", r.String())
+	}
+	return r.MaxAbsErr, nil
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
