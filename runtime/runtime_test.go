@@ -172,6 +172,10 @@ func TestIOInfo(t *testing.T) {
 	if o := sc.Outputs()[0]; !o.RankKnown || len(o.Shape) != 0 || o.String() != "float32[]" {
 		t.Errorf("scalar output described as %+v (%s)", o, o)
 	}
+	ns := openModel(t, "noshape", Options{})
+	if o := ns.Outputs()[0]; o.RankKnown || o.Shape != nil || o.String() != "float32[...]" {
+		t.Errorf("shapeless output described as %+v (%s)", o, o)
+	}
 	if s.Device() != "cpu" || len(s.Notes()) != 0 {
 		t.Errorf("Device()=%q Notes()=%v, want cpu and none", s.Device(), s.Notes())
 	}
@@ -208,6 +212,8 @@ func TestRunValues(t *testing.T) {
 			"matrix": NewFloat32([]int64{2, 2}, []float32{1, 2, 3, 4}),
 			"count":  Scalar(int64(7)),
 		}},
+		{"noshape", Options{}, map[string]*Tensor{"X": NewFloat32([]int64{2}, []float32{3, 4})},
+			map[string]*Tensor{"Y": NewFloat32([]int64{2}, []float32{3, 4})}},
 		{"constant", Options{}, nil, map[string]*Tensor{
 			"matrix": NewFloat32([]int64{2, 2}, []float32{1, 2, 3, 4}),
 			"count":  Scalar(int64(7)),
@@ -324,6 +330,10 @@ func TestInputErrors(t *testing.T) {
 			[]string{`input "X"`, "dimension 0 is negative"}},
 		{"symbolic dim disagrees across inputs", ident, two("in_i32"),
 			[]string{`input "in_i32": got int32[3], model expects int32[d]`, `dimension 0 (d) is 3, but input "in_f64" has d=2`}},
+		{"zero inputs, output shape not fixed", openModel(t, "free_const", Options{}), nil,
+			[]string{`has no inputs and its output "v" is declared int64[1,n]`, "fully known shape"}},
+		{"unknown input on a zero-input model", openModel(t, "free_const", Options{}), map[string]*Tensor{"x": Scalar1(1)},
+			[]string{`unknown input "x"; the model's inputs are (none)`}},
 		{"float16 unsupported", f16, map[string]*Tensor{"h": NewUint8([]int64{2}, []uint8{0, 0})},
 			[]string{`input "h": got uint8[2], model expects float16[2]`, "element type uint8, want float16"}},
 	}

@@ -382,7 +382,9 @@ func (s *Session) Close() error {
 //
 // Models without inputs run through an IoBinding with preallocated outputs,
 // which needs every output's shape to be fully declared. Outputs of rank 0
-// are preallocated too (onnxruntime_go cannot read them back otherwise).
+// are preallocated too (onnxruntime_go cannot read them back otherwise); an
+// output whose shape the model does not declare at all and that turns out to
+// be rank 0 cannot be read and gives an error.
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
