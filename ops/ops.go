@@ -19,7 +19,6 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -178,7 +177,7 @@ func mergeDim(a, b builder.Dim) (builder.Dim, bool) {
 	return b, true
 }
 
-// lenAxis1D returns the length of a 1-D value (such as a shape or axes input)
+// len1D returns the length of a 1-D value (such as a shape or axes input)
 // when it is known.
 func len1D(v *builder.Value) (int, bool) {
 	if vals, ok := constInts(v); ok {
@@ -210,7 +209,7 @@ func normAxes(axes []int64, rank int) ([]int, error) {
 	return out, nil
 }
 
-// graphOf returns the graph to use for a call with an explicit graph.
+// errNilInput reports a required input that is nil.
 func errNilInput(name string) error { return fmt.Errorf("input %s is required but nil", name) }
 
 // required returns an error naming the first nil among required inputs.
@@ -222,5 +221,3 @@ func required(names []string, vs ...*builder.Value) error {
 	}
 	return nil
 }
-
-var errNoGraph = errors.New("no graph: every input is nil")
