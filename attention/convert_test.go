@@ -148,12 +148,16 @@ func TestFromStateDictErrors(t *testing.T) {
 	}{
 		{"missing key", cfg, func(sd map[string]*builder.Tensor) { delete(sd, "decoder.classifier.bias") }, Options{},
 			[]string{"missing key decoder.classifier.bias", "expected shape [7]"}, ""},
-		{"extra key", cfg, func(sd map[string]*builder.Tensor) { sd["decoder.extra.weight"] = builder.FloatTensor([]int64{2}, []float32{1, 2}) }, Options{},
+		{"extra key", cfg, func(sd map[string]*builder.Tensor) {
+			sd["decoder.extra.weight"] = builder.FloatTensor([]int64{2}, []float32{1, 2})
+		}, Options{},
 			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau"}, ""},
 		{"wrong shape", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
 		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x 2H"}, ""},
-		{"int tensor", cfg, func(sd map[string]*builder.Tensor) { sd["decoder.classifier.bias"] = builder.Int64Tensor([]int64{7}, make([]int64, 7)) }, Options{},
+		{"int tensor", cfg, func(sd map[string]*builder.Tensor) {
+			sd["decoder.classifier.bias"] = builder.Int64Tensor([]int64{7}, make([]int64, 7))
+		}, Options{},
 			[]string{"decoder.classifier.bias: dtype int64, expected float32"}, ""},
 		{"nan", cfg, func(sd map[string]*builder.Tensor) {
 			v, _ := sd["decoder.fc_hidden.weight"].Float32s()

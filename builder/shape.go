@@ -39,6 +39,11 @@ func Broadcast(shapes ...Shape) (Shape, error) {
 				// keep the fixed size: the other must equal it at run time
 			case e.Known():
 				d = e
+			case d.Param == "" && e.Param != "":
+				// an unknown dimension meets a named one: keep the name,
+				// which is what any valid run of the graph has
+				d = e
+			case d.Param != "" && e.Param == "":
 			default:
 				d = UnknownDim()
 			}
