@@ -34,6 +34,7 @@ func runConformance(args []string) error {
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for one case")
 	rtol := fs.Float64("rtol", 1e-3, "relative tolerance for floats")
 	atol := fs.Float64("atol", 1e-7, "absolute tolerance for floats")
+	strict := fs.Bool("strict", false, "fail every case whose round-tripped model errors or mismatches, without excusing it by ONNX Runtime's result on the original file")
 	run := fs.String("run", "", "run only the cases whose name (such as node/test_abs) matches this regular expression")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -47,7 +48,7 @@ func runConformance(args []string) error {
 	if *rtol < 0 || *atol < 0 || (*rtol == 0 && *atol == 0) {
 		return &usageError{fmt.Sprintf("-rtol %g and -atol %g must be non-negative and not both zero", *rtol, *atol)}
 	}
-	opt := conformance.Options{Workers: *workers, Timeout: *timeout, RTol: *rtol, ATol: *atol}
+	opt := conformance.Options{Workers: *workers, Timeout: *timeout, RTol: *rtol, ATol: *atol, Strict: *strict}
 	if *run != "" {
 		re, err := regexp.Compile(*run)
 		if err != nil {
