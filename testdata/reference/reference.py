@@ -185,9 +185,11 @@ def export_onnx(model, out_dir, opset=17):
     os.makedirs(out_dir, exist_ok=True)
     cfg = model.config
     H, L = cfg["hidden"], cfg["layers"]
-    B, S = 2, 5
+    # Traced at batch 1: torch.onnx.export specialises the LSTM's initial
+    # state (and the decoders) to the traced batch, so only batch 1 runs.
+    B, S = 1, 5
     ids = torch.full((B, S), 4 if cfg["src_vocab"] > 4 else 0, dtype=torch.int64)
-    lengths = torch.tensor([S, S - 1 if S > 1 else 1], dtype=torch.int64)
+    lengths = torch.tensor([S], dtype=torch.int64)
     report = {"torch": torch.__version__, "opset": opset, "config": cfg, "notes": []}
     enc_path = os.path.join(out_dir, "encoder.onnx")
     enc_in = ["source_ids", "source_lengths"]
