@@ -1,0 +1,498 @@
+// Package modeldir writes and reads attnx model directories: the ONNX graphs
+// of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx)
+// beside attnx.json, the file that makes the directory self-describing
+// (shared/spec/models.md, "ONNX interface").
+//
+// Export never leaves a half-written directory under the requested name:
+// everything is written into a temporary directory next to it, synced, and
+// renamed into place. The temporary names, all in DIR's parent, are
+//
+//	.BASE.tmp-RANDOM   a directory being written (BASE = filepath.Base(DIR))
+//	.BASE.old-RANDOM   the previous DIR, set aside during a --force swap
+//
+// A run that is killed can leave them behind; the next Export of the same
+// DIR removes them (a .tmp- directory only when no live process holds its
+// lock, an .old- directory only once DIR exists again; if DIR is missing the
+// .old- directory is renamed back to DIR, since it is the only copy).
+// Directories of other names are never touched.
+package modeldir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/export"
+)
+
+// File names inside a model directory.
+const (
+	InfoFile    = "attnx.json"
+	EncoderFile = "encoder.onnx"
+	DecoderFile = "decoder.onnx"
+	GreedyFile  = "greedy.onnx"
+)
+
+// Producer is the producer recorded in attnx.json.
+const Producer = "attnx"
+
+// Options controls Export.
+type Options struct {
+	// Arch, when set, must agree with the architecture the checkpoint's
+	// keys imply.
+	Arch attention.Arch
+	// AllowNonFinite exports weights that hold NaN or Inf.
+	AllowNonFinite bool
+	// Greedy also writes greedy.onnx, the whole greedy decoding in one graph.
+	Greedy bool
+	// Force replaces an existing non-empty model directory.
+	Force bool
+	// SrcVocab and TgtVocab are JSON files holding an array of strings
+	// (index = id); their lengths must equal Vs and Vt.
+	SrcVocab, TgtVocab string
+	// SOS, EOS, PAD and UNK override the special token ids. When nil, the
+	// id is the position of <sos>, <eos>, <pad> (target vocabulary) or
+	// <unk> (source vocabulary) when vocabularies are given, and
+	// attention.DefaultSpecial's otherwise.
+	SOS, EOS, PAD, UNK *int64
+	// Progress, when set, is called before each stage with the stage's
+	// description, the number of stages done and the total.
+	Progress func(stage string, done, total int)
+}
+
+// FileInfo describes one file written into the directory.
+type FileInfo struct {
+	// Role is "encoder", "decoder", "greedy" or "info".
+	Role string `json:"role"`
+	// Name is the file name inside the directory.
+	Name string `json:"name"`
+	// Bytes is the file's size.
+	Bytes int64 `json:"bytes"`
+	// Nodes counts the graph's nodes, subgraphs included (0 for attnx.json).
+	Nodes int `json:"nodes,omitempty"`
+}
+
+// Result describes a written model directory.
+type Result struct {
+	// Dir is the directory written.
+	Dir string `json:"dir"`
+	// Config is the model's configuration, inferred from the checkpoint.
+	Config attention.Config `json:"config"`
+	// Special holds the special token ids recorded.
+	Special attention.Special `json:"special_tokens"`
+	// Notes tell what the conversion did besides copying weights (ignored
+	// keys, converted dtypes, where the checkpoint reader found the
+	// tensors).
+	Notes []string `json:"notes"`
+	// Files lists the files written, in the order written.
+	Files []FileInfo `json:"files"`
+	// Replaced is true when an existing directory was replaced (Force).
+	Replaced bool `json:"replaced"`
+}
+
+// testHookAfterFile, set by tests, runs after each graph file is written
+// into the temporary directory; an error fails the export there.
+var testHookAfterFile func(name string) error
+
+// Export converts the checkpoint at checkpointPath into the model directory
+// dir. See the package comment for how dir is replaced.
+func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
+	if dir == "" {
+		return nil, errors.New("no output directory given")
+	}
+	dir = filepath.Clean(dir)
+	total := 4
+	if opt.Greedy {
+		total++
+	}
+	stage := 0
+	progress := func(what string) {
+		if opt.Progress != nil {
+			opt.Progress(what, stage, total)
+		}
+		stage++
+	}
+	// Clean up after killed runs first (that may put a set-aside DIR
+	// back), then refuse early, before the (possibly long) checkpoint read.
+	unlockParent := lockParent(dir)
+	cleanStale(dir)
+	unlockParent()
+	if err := checkTarget(dir, opt.Force); err != nil {
+		return nil, err
+	}
+
+	progress("reading " + filepath.Base(checkpointPath))
+	w, notes, err := convert(checkpointPath, opt)
+	if err != nil {
+		return nil, err
+	}
+	cfg := w.Config
+	info, err := buildInfo(cfg, checkpointPath, opt)
+	if err != nil {
+		return nil, err
+	}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: notes}
+
+	tmp, unlockTmp, err := makeTemp(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		unlockTmp()
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+
+	graphs := []struct {
+		role, file, what string
+		build            func() (*builder.Model, error)
+	}{
+		{"encoder", EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
+		{"decoder", DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
+	}
+	if opt.Greedy {
+		graphs = append(graphs, struct {
+			role, file, what string
+			build            func() (*builder.Model, error)
+		}{"greedy", GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+	}
+	info.Files = map[string]string{}
+	for _, gr := range graphs {
+		progress(gr.what)
+		fi, err := writeGraph(filepath.Join(tmp, gr.file), gr.build)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gr.file, err)
+		}
+		fi.Role = gr.role
+		if testHookAfterFile != nil {
+			if err := testHookAfterFile(gr.file); err != nil {
+				return nil, err
+			}
+		}
+		res.Files = append(res.Files, fi)
+		info.Files[gr.role] = gr.file
+	}
+	progress("writing " + InfoFile)
+	if err := info.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", InfoFile, err)
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	if err := writeSynced(filepath.Join(tmp, InfoFile), data); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, FileInfo{Role: "info", Name: InfoFile, Bytes: int64(len(data))})
+	if err := syncDir(tmp); err != nil {
+		return nil, err
+	}
+
+	unlockParent = lockParent(dir)
+	defer unlockParent()
+	replaced, err := swapIn(tmp, dir, opt.Force)
+	if err != nil {
+		return nil, err
+	}
+	res.Replaced = replaced
+	return res, nil
+}
+
+// convert reads the checkpoint and checks it. The state dict is dropped
+// when convert returns, so that only the converted weights stay in memory
+// while the graphs are built.
+func convert(path string, opt Options) (*attention.Weights, []string, error) {
+	sd, err := checkpoint.Load(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	w, notes, err := attention.FromStateDict(sd.Tensors, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, append(append([]string(nil), sd.Notes...), notes...), nil
+}
+
+// buildInfo fills in attnx.json's content but its files.
+func buildInfo(cfg attention.Config, ckpt string, opt Options) (*attention.ModelInfo, error) {
+	info := &attention.ModelInfo{
+		Format:        attention.ModelInfoFormat,
+		FormatVersion: 1,
+		Config:        cfg,
+		Opset:         builder.DefaultOpset,
+		Special:       attention.DefaultSpecial,
+		Producer:      Producer,
+		Source:        filepath.Base(ckpt),
+	}
+	var err error
+	if opt.SrcVocab != "" {
+		if info.SrcTokens, err = ReadVocab(opt.SrcVocab, "--src-vocab", "source", cfg.SrcVocab); err != nil {
+			return nil, err
+		}
+		info.Special.UNK = index(info.SrcTokens, "<unk>")
+	}
+	if opt.TgtVocab != "" {
+		if info.TgtTokens, err = ReadVocab(opt.TgtVocab, "--tgt-vocab", "target", cfg.TgtVocab); err != nil {
+			return nil, err
+		}
+		for _, t := range []struct {
+			id       *int64
+			tok      string
+			override *int64
+			flag     string
+		}{{&info.Special.SOS, "<sos>", opt.SOS, "--sos"}, {&info.Special.EOS, "<eos>", opt.EOS, "--eos"}, {&info.Special.PAD, "<pad>", opt.PAD, "--pad"}} {
+			*t.id = index(info.TgtTokens, t.tok)
+			if *t.id < 0 && t.override == nil {
+				return nil, fmt.Errorf("--tgt-vocab %s has no %s token; pass %s N to name its id", opt.TgtVocab, t.tok, t.flag)
+			}
+		}
+	}
+	for _, o := range []struct {
+		v   *int64
+		dst *int64
+	}{{opt.SOS, &info.Special.SOS}, {opt.EOS, &info.Special.EOS}, {opt.PAD, &info.Special.PAD}, {opt.UNK, &info.Special.UNK}} {
+		if o.v != nil {
+			*o.dst = *o.v
+		}
+	}
+	if u := info.Special.UNK; u < -1 || u >= int64(cfg.SrcVocab) {
+		return nil, fmt.Errorf("special token unk = %d: outside the source vocabulary [0, %d)", u, cfg.SrcVocab)
+	}
+	for _, t := range []struct {
+		name string
+		id   int64
+	}{{"sos", info.Special.SOS}, {"eos", info.Special.EOS}, {"pad", info.Special.PAD}} {
+		if t.id < 0 || t.id >= int64(cfg.TgtVocab) {
+			return nil, fmt.Errorf("special token %s = %d: outside the target vocabulary [0, %d)", t.name, t.id, cfg.TgtVocab)
+		}
+	}
+	return info, nil
+}
+
+func index(tokens []string, tok string) int64 {
+	for i, t := range tokens {
+		if t == tok {
+			return int64(i)
+		}
+	}
+	return -1
+}
+
+// ReadVocab reads a vocabulary file: a JSON array of strings, index = id.
+// flag and side ("source", "target") name it in errors; want is the size
+// the checkpoint implies.
+func ReadVocab(path, flag, side string, want int) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	var toks []string
+	if err := json.Unmarshal(data, &toks); err != nil {
+		return nil, fmt.Errorf("%s %s: not a JSON array of strings (index = token id): %v", flag, path, err)
+	}
+	if toks == nil {
+		return nil, fmt.Errorf("%s %s: not a JSON array of strings (index = token id): got null", flag, path)
+	}
+	if len(toks) != want {
+		return nil, fmt.Errorf("%s %s has %d tokens, but the checkpoint's %s vocabulary has %d (its embedding has %d rows)", flag, path, len(toks), side, want, want)
+	}
+	seen := make(map[string]int, len(toks))
+	for i, t := range toks {
+		if j, dup := seen[t]; dup {
+			return nil, fmt.Errorf("%s %s: token %q appears at ids %d and %d; each token must be unique", flag, path, t, j, i)
+		}
+		seen[t] = i
+	}
+	return toks, nil
+}
+
+// writeGraph builds one graph, writes it synced to path and describes it.
+// The model and its protobuf are dropped on return, so only one graph's
+// copy of the weights exists at a time.
+func writeGraph(path string, build func() (*builder.Model, error)) (FileInfo, error) {
+	m, err := build()
+	if err != nil {
+		return FileInfo{}, err
+	}
+	mp, err := export.ToProto(m)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	nodes := export.Summarize(mp).Nodes
+	if err := export.WriteProtoFile(path, mp, export.WriteOptions{}); err != nil {
+		return FileInfo{}, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return FileInfo{Name: filepath.Base(path), Bytes: st.Size(), Nodes: nodes}, nil
+}
+
+// writeSynced writes data to a new file and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// checkTarget refuses a dir that exists and is not an empty directory,
+// unless force is set and it is a model directory.
+func checkTarget(dir string, force bool) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if !force {
+		return fmt.Errorf("%s is not empty; pass --force to replace it", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, InfoFile)); err != nil {
+		return fmt.Errorf("%s is not empty and has no %s: --force only replaces attnx model directories; remove it yourself or choose another -o", dir, InfoFile)
+	}
+	return nil
+}
+
+func tmpPrefix(dir string) string { return "." + filepath.Base(dir) + ".tmp-" }
+func oldPrefix(dir string) string { return "." + filepath.Base(dir) + ".old-" }
+
+// makeTemp creates and locks the temporary directory for dir.
+func makeTemp(dir string) (string, func(), error) {
+	parent := filepath.Dir(dir)
+	tmp, err := os.MkdirTemp(parent, tmpPrefix(dir))
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a temporary directory next to %s: %w", dir, err)
+	}
+	return tmp, lockDir(tmp, false), nil
+}
+
+// staleDirs lists parent entries that are directories whose names start
+// with prefix followed by MkdirTemp's random digits.
+func staleDirs(dir, prefix string) []string {
+	parent := filepath.Dir(dir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		out = append(out, filepath.Join(parent, e.Name()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cleanStale removes what killed runs for the same dir left behind (see
+// the package comment). The caller holds the parent's lock.
+func cleanStale(dir string) {
+	for _, t := range staleDirs(dir, tmpPrefix(dir)) {
+		if unlock, ok := tryLockDir(t); ok {
+			os.RemoveAll(t)
+			unlock()
+		}
+	}
+	olds := staleDirs(dir, oldPrefix(dir))
+	if len(olds) == 0 {
+		return
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		// Killed between setting DIR aside and renaming the new one in:
+		// the old directory is the only copy. Put it back.
+		if os.Rename(olds[len(olds)-1], dir) == nil {
+			olds = olds[:len(olds)-1]
+		}
+	}
+	for _, o := range olds {
+		os.RemoveAll(o)
+	}
+}
+
+// swapIn renames tmp to dir. An empty dir is replaced; a non-empty one only
+// with force, by renaming it aside first and restoring it on failure.
+func swapIn(tmp, dir string, force bool) (replaced bool, err error) {
+	parent := filepath.Dir(dir)
+	if err := checkTarget(dir, force); err != nil {
+		return false, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if len(entries) == 0 {
+		// Missing, or empty: rename(2) replaces an empty directory.
+		if err := renameDir(tmp, dir); err != nil {
+			return false, fmt.Errorf("moving the new model into %s: %w", dir, err)
+		}
+		return false, syncDir(parent)
+	}
+	// MkdirTemp picks a fresh name; rename(2) then replaces that empty
+	// directory with DIR.
+	old, err := os.MkdirTemp(parent, oldPrefix(dir))
+	if err != nil {
+		return false, fmt.Errorf("setting %s aside: %w", dir, err)
+	}
+	if err := renameDir(dir, old); err != nil {
+		os.Remove(old)
+		return false, fmt.Errorf("setting %s aside: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if rerr := os.Rename(old, dir); rerr != nil {
+			return false, fmt.Errorf("moving the new model into %s: %w; restoring the old directory from %s also failed: %v", dir, err, old, rerr)
+		}
+		return false, fmt.Errorf("moving the new model into %s: %w (the old directory is unchanged)", dir, err)
+	}
+	if err := syncDir(parent); err != nil {
+		return true, err
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return true, fmt.Errorf("the new model is in %s, but removing the old one (%s) failed: %w", dir, old, err)
+	}
+	return true, nil
+}
