@@ -1,0 +1,133 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/runtime"
+)
+
+// ioSpec is what attnx.json implies about one graph input or output.
+type ioSpec struct {
+	name  string
+	dtype runtime.DType
+	// dims holds the fixed sizes, -1 for dynamic ones; labels names each
+	// fixed one after its attnx.json field.
+	dims   []int64
+	labels []string
+}
+
+// graphSpec is the interface one model file must have.
+type graphSpec struct {
+	role             string
+	inputs, outputs  []ioSpec
+	allowExtraOutput bool
+}
+
+func (t *Translator) encoderSpec() graphSpec {
+	H, L := int64(t.info.Hidden), int64(t.info.Layers)
+	state := ioSpec{dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
+	h, c := state, state
+	h.name, c.name = attention.OutHidden, attention.OutCell
+	return graphSpec{role: "encoder",
+		inputs: []ioSpec{
+			{name: attention.InSourceIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
+		},
+		outputs: []ioSpec{
+			{name: attention.OutEncoder, dtype: runtime.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
+			h, c,
+		}}
+}
+
+func (t *Translator) decoderSpec() graphSpec {
+	H, L, Vt := int64(t.info.Hidden), int64(t.info.Layers), int64(t.info.TgtVocab)
+	state := func(name string) ioSpec {
+		return ioSpec{name: name, dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
+	}
+	return graphSpec{role: "decoder",
+		inputs: []ioSpec{
+			{name: attention.InInputIDs, dtype: runtime.Int64, dims: []int64{-1}},
+			state(attention.InHidden), state(attention.InCell),
+			{name: attention.InEncoderOutputs, dtype: runtime.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
+			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
+		},
+		outputs: []ioSpec{
+			{name: attention.OutLogProbs, dtype: runtime.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}},
+			state(attention.OutNextHidden), state(attention.OutNextCell),
+			{name: attention.OutAttention, dtype: runtime.Float32, dims: []int64{-1, -1}},
+		}}
+}
+
+func (t *Translator) greedySpec() graphSpec {
+	return graphSpec{role: "greedy",
+		inputs: []ioSpec{
+			{name: attention.InSourceIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
+			{name: inMaxLen, dtype: runtime.Int64, dims: []int64{}},
+		},
+		outputs: []ioSpec{
+			{name: outOutputIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
+			{name: outGreedyAtt, dtype: runtime.Float32, dims: []int64{-1, -1, -1}},
+		},
+		allowExtraOutput: true}
+}
+
+// check compares the session's declared inputs and outputs with the spec.
+// Dimensions the model leaves symbolic are accepted for fixed ones.
+func (g graphSpec) check(path string, s *runtime.Session) error {
+	if err := checkIOs(path, "input", s.Inputs(), g.inputs, false); err != nil {
+		return err
+	}
+	return checkIOs(path, "output", s.Outputs(), g.outputs, g.allowExtraOutput)
+}
+
+func checkIOs(path, what string, have []runtime.IOInfo, want []ioSpec, allowExtra bool) error {
+	byName := map[string]runtime.IOInfo{}
+	var names []string
+	for _, io := range have {
+		byName[io.Name] = io
+		names = append(names, fmt.Sprintf("%q %s", io.Name, io))
+	}
+	list := strings.Join(names, ", ")
+	if list == "" {
+		list = "none"
+	}
+	expected := map[string]bool{}
+	for _, w := range want {
+		expected[w.name] = true
+		io, ok := byName[w.name]
+		if !ok {
+			return fmt.Errorf("translate: %s disagrees with attnx.json: it has no %s %q (its %ss: %s)", path, what, w.name, what, list)
+		}
+		if io.Kind != "tensor" || io.Type != w.dtype {
+			return fmt.Errorf("translate: %s disagrees with attnx.json: %s %q is %s, want element type %s", path, what, w.name, io, w.dtype)
+		}
+		if !io.RankKnown {
+			continue
+		}
+		if len(io.Shape) != len(w.dims) {
+			return fmt.Errorf("translate: %s disagrees with attnx.json: %s %q is %s, want rank %d", path, what, w.name, io, len(w.dims))
+		}
+		for j, d := range w.dims {
+			if d >= 0 && io.Shape[j] >= 0 && io.Shape[j] != d {
+				label := ""
+				if j < len(w.labels) && w.labels[j] != "" {
+					label = fmt.Sprintf(" (attnx.json %s = %d)", w.labels[j], d)
+				}
+				return fmt.Errorf("translate: %s disagrees with attnx.json: %s %q is %s: dimension %d is %d, want %d%s",
+					path, what, w.name, io, j, io.Shape[j], d, label)
+			}
+		}
+	}
+	if allowExtra && what == "output" {
+		return nil
+	}
+	for _, io := range have {
+		if !expected[io.Name] {
+			return fmt.Errorf("translate: %s has an unexpected %s %q %s: not part of the attnx interface (its %ss: %s)", path, what, io.Name, io, what, list)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,411 @@
+package translate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/runtime"
+)
+
+// Engine names accepted in Options.Engine.
+const (
+	EngineSteps = "steps"
+	EngineLoop  = "loop"
+)
+
+// Names of greedy.onnx's own input and outputs (the interface of
+// attention.Greedy).
+const (
+	inMaxLen     = "max_len"
+	outOutputIDs = "output_ids"
+	outGreedyAtt = "attention"
+)
+
+// DefaultBatchSize is the largest number of rows run together when
+// Options.BatchSize is 0; longer calls are split.
+const DefaultBatchSize = 64
+
+// maxIdleWorkspaces bounds the free list of step-engine workspaces.
+const maxIdleWorkspaces = 32
+
+// ErrClosed is returned by calls on a closed Translator.
+var ErrClosed = errors.New("translate: translator is closed")
+
+// Options configures a Translator. The zero value decodes on the CPU with
+// ONNX Runtime's default threads, the loop engine when greedy.onnx is
+// present (else steps), and the default per-row length limit.
+type Options struct {
+	// Threads is ONNX Runtime's intra-op thread count; 0 is ORT's default.
+	Threads int
+	// Device is "cpu" (or ""), "cuda" or "auto" (CUDA, else CPU).
+	Device string
+	// OptLevel is ONNX Runtime's graph optimisation level.
+	OptLevel runtime.OptLevel
+	// Engine is "steps", "loop", or "" for loop when the model directory
+	// has greedy.onnx and steps otherwise.
+	Engine string
+	// MaxLen limits the output of each row to this many tokens (EOS
+	// included). 0 means 2*n+10 for a source of n tokens.
+	MaxLen int
+	// MaxSourceLen rejects sources longer than this many tokens; 0 means
+	// no limit.
+	MaxSourceLen int
+	// BatchSize is the largest number of rows decoded in one run; longer
+	// calls are split. 0 means DefaultBatchSize.
+	BatchSize int
+	// UnknownToUNK makes Translate map characters or words outside the
+	// source vocabulary to the UNK token instead of failing.
+	UnknownToUNK bool
+}
+
+// Result is the translation of one input.
+type Result struct {
+	// Source holds the source token ids that were translated.
+	Source []int64
+	// SourceTokens holds the source tokens as strings: vocabulary entries
+	// when the source vocabulary is known, decimal ids otherwise.
+	SourceTokens []string
+	// Tokens holds the output token ids, EOS included when it was emitted.
+	Tokens []int64
+	// OutputTokens holds the output tokens as strings (vocabulary entries,
+	// or decimal ids).
+	OutputTokens []string
+	// Text is the output as text when the target vocabulary is known:
+	// tokens joined without a separator when the vocabulary is
+	// character-level, else with spaces; SOS, EOS and PAD are left out.
+	Text string
+	// Attention holds one row per output token, each with one weight per
+	// source token of this input (its own length, not the padded one).
+	Attention [][]float32
+}
+
+// Translator greedy-decodes with one model directory. It is safe for
+// concurrent use; see the package documentation.
+type Translator struct {
+	dir    string
+	info   *attention.ModelInfo
+	opt    Options
+	engine string
+
+	enc, dec, greedy *runtime.Session
+	notes            []string
+
+	src, tgt vocab
+
+	mu     sync.RWMutex // read-held by calls, write-held by Close
+	closed bool
+	pool   *wsPool
+}
+
+// Open reads dir/attnx.json, opens the sessions the engine needs and checks
+// that their inputs and outputs agree with attnx.json (names, element types,
+// ranks and the fixed sizes H, L and Vt).
+func Open(dir string, opt Options) (*Translator, error) {
+	if err := checkOptions(opt); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("translate: model directory %s does not exist", dir)
+	case err != nil:
+		return nil, fmt.Errorf("translate: model directory: %w", err)
+	case !st.IsDir():
+		return nil, fmt.Errorf("translate: %s is not a directory; a model directory holds attnx.json, encoder.onnx and decoder.onnx", dir)
+	}
+	infoPath := filepath.Join(dir, "attnx.json")
+	info, err := attention.ReadModelInfo(infoPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("translate: %s has no attnx.json: not an attnx model directory (it should hold attnx.json, encoder.onnx and decoder.onnx)", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	t := &Translator{dir: dir, info: info, opt: opt, pool: &wsPool{max: maxIdleWorkspaces}}
+	t.src = newVocab(info.SrcTokens, info.Special)
+	t.tgt = newVocab(info.TgtTokens, info.Special)
+
+	greedyFile := info.Files["greedy"]
+	if greedyFile != "" && (strings.ContainsAny(greedyFile, `/\`) || greedyFile == "." || greedyFile == "..") {
+		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
+	}
+	switch opt.Engine {
+	case "":
+		t.engine = EngineSteps
+		if greedyFile != "" {
+			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
+				t.engine = EngineLoop
+			}
+		}
+	case EngineLoop:
+		if greedyFile == "" {
+			return nil, fmt.Errorf("translate: engine %q needs greedy.onnx, and %s names no greedy model (files.greedy); use engine %q", EngineLoop, infoPath, EngineSteps)
+		}
+		t.engine = EngineLoop
+	default:
+		t.engine = opt.Engine
+	}
+
+	ropt := runtime.Options{IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
+	fail := func(err error) (*Translator, error) {
+		t.closeSessions()
+		return nil, err
+	}
+	if t.engine == EngineSteps {
+		if t.enc, err = t.openRole("encoder", ropt, t.encoderSpec()); err != nil {
+			return fail(err)
+		}
+		if t.dec, err = t.openRole("decoder", ropt, t.decoderSpec()); err != nil {
+			return fail(err)
+		}
+	} else {
+		if t.greedy, err = t.openRole("greedy", ropt, t.greedySpec()); err != nil {
+			return fail(err)
+		}
+	}
+	return t, nil
+}
+
+func checkOptions(opt Options) error {
+	switch opt.Engine {
+	case "", EngineSteps, EngineLoop:
+	default:
+		return fmt.Errorf("translate: unknown engine %q: want %q or %q (or empty for the default)", opt.Engine, EngineSteps, EngineLoop)
+	}
+	switch opt.Device {
+	case "", runtime.DeviceCPU, runtime.DeviceCUDA, runtime.DeviceAuto:
+	default:
+		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, runtime.DeviceCPU, runtime.DeviceCUDA, runtime.DeviceAuto)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Threads", opt.Threads}, {"MaxLen", opt.MaxLen}, {"MaxSourceLen", opt.MaxSourceLen}, {"BatchSize", opt.BatchSize}} {
+		if f.v < 0 {
+			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// openRole opens the model file attnx.json names for role and checks its
+// interface.
+func (t *Translator) openRole(role string, ropt runtime.Options, spec graphSpec) (*runtime.Session, error) {
+	name := t.info.Files[role]
+	path := filepath.Join(t.dir, name)
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("translate: %s model %s does not exist (attnx.json files.%s = %q)", role, path, role, name)
+	case err != nil:
+		return nil, fmt.Errorf("translate: %s model: %w", role, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("translate: %s model %s is a directory, not an .onnx file", role, path)
+	}
+	s, err := runtime.Open(path, ropt)
+	if err != nil {
+		return nil, fmt.Errorf("translate: %s model %s cannot be loaded: %w", role, path, err)
+	}
+	if err := spec.check(path, s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	t.notes = append(t.notes, s.Notes()...)
+	return s, nil
+}
+
+// Info returns a copy of the model directory's attnx.json.
+func (t *Translator) Info() attention.ModelInfo {
+	m := *t.info
+	m.SrcTokens = append([]string(nil), m.SrcTokens...)
+	m.TgtTokens = append([]string(nil), m.TgtTokens...)
+	files := make(map[string]string, len(m.Files))
+	for k, v := range m.Files {
+		files[k] = v
+	}
+	m.Files = files
+	return m
+}
+
+// Engine returns the engine in use: "steps" or "loop".
+func (t *Translator) Engine() string { return t.engine }
+
+// Device returns the device the sessions run on: "cpu" or "cuda".
+func (t *Translator) Device() string {
+	if t.greedy != nil {
+		return t.greedy.Device()
+	}
+	if t.enc != nil {
+		return t.enc.Device()
+	}
+	return ""
+}
+
+// Notes returns what ONNX Runtime setup wants the user to know, such as a
+// CUDA fallback with Device "auto".
+func (t *Translator) Notes() []string { return append([]string(nil), t.notes...) }
+
+// HasSourceVocab reports whether attnx.json holds the source vocabulary, so
+// that Translate can be used.
+func (t *Translator) HasSourceVocab() bool { return t.src.tokens != nil }
+
+// HasTargetVocab reports whether attnx.json holds the target vocabulary, so
+// that Results carry Text.
+func (t *Translator) HasTargetVocab() bool { return t.tgt.tokens != nil }
+
+// Close waits for calls in progress and releases the sessions and every
+// pooled tensor. Calling it again does nothing.
+func (t *Translator) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	t.pool.close()
+	return t.closeSessions()
+}
+
+func (t *Translator) closeSessions() error {
+	var errs []error
+	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Translate tokenises texts with the source vocabulary and translates them;
+// see TranslateIDs.
+func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
+	if !t.src.known() {
+		return nil, fmt.Errorf("translate: %s/attnx.json has no source vocabulary (src_vocab): use TranslateIDs with token ids", t.dir)
+	}
+	rows := make([][]int64, len(texts))
+	for i, s := range texts {
+		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = ids
+	}
+	return t.TranslateIDs(ctx, rows)
+}
+
+// TranslateIDs greedy-decodes sources, one row of source token ids each.
+// Every row is checked before anything runs. Rows are decoded in batches of
+// at most Options.BatchSize, in order; results are in input order.
+func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
+	if err := t.checkRows(sources); err != nil {
+		return nil, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	bs := t.opt.BatchSize
+	if bs == 0 {
+		bs = DefaultBatchSize
+	}
+	out := make([]Result, 0, len(sources))
+	for start := 0; start < len(sources); start += bs {
+		rows := sources[start:min(start+bs, len(sources))]
+		var res []Result
+		var err error
+		if t.engine == EngineLoop {
+			res, err = t.runLoop(ctx, rows)
+		} else {
+			res, err = t.runSteps(ctx, rows)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range res {
+			t.finish(&res[i], rows[i])
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// checkRows validates every source row.
+func (t *Translator) checkRows(sources [][]int64) error {
+	vs := int64(t.info.SrcVocab)
+	for i, row := range sources {
+		if len(row) == 0 {
+			return &InputError{Row: i, Position: -1, Msg: "empty input, nothing to translate"}
+		}
+		if t.opt.MaxSourceLen > 0 && len(row) > t.opt.MaxSourceLen {
+			return &InputError{Row: i, Position: -1, Msg: fmt.Sprintf("%d tokens, more than the limit MaxSourceLen = %d", len(row), t.opt.MaxSourceLen)}
+		}
+		for j, id := range row {
+			if id < 0 || id >= vs {
+				return &InputError{Row: i, Position: j, Msg: fmt.Sprintf("token id %d at position %d is outside the source vocabulary [0, %d)", id, j, vs)}
+			}
+		}
+	}
+	return nil
+}
+
+// limit returns the output length limit of a source of n tokens.
+func (t *Translator) limit(n int) int {
+	if t.opt.MaxLen > 0 {
+		return t.opt.MaxLen
+	}
+	return 2*n + 10
+}
+
+// finish fills the string views of a result.
+func (t *Translator) finish(r *Result, src []int64) {
+	r.Source = append([]int64(nil), src...)
+	r.SourceTokens = t.src.strings(src)
+	r.OutputTokens = t.tgt.strings(r.Tokens)
+	r.Text = t.tgt.text(r.Tokens)
+}
+
+// fillSources writes rows into source_ids [B*S], PAD-filled, and lengths.
+func (t *Translator) fillSources(ids, lens []int64, rows [][]int64, S int) {
+	pad := t.info.Special.PAD
+	if pad < 0 {
+		pad = 0
+	}
+	for r, row := range rows {
+		line := ids[r*S : (r+1)*S]
+		copy(line, row)
+		for j := len(row); j < S; j++ {
+			line[j] = pad
+		}
+		lens[r] = int64(len(row))
+	}
+}
+
+func maxLen(rows [][]int64) int {
+	m := 0
+	for _, r := range rows {
+		m = max(m, len(r))
+	}
+	return m
+}
+
+// InputError reports a problem with one input, found before anything runs.
+type InputError struct {
+	// Row is the index of the input in the call, from 0.
+	Row int
+	// Position is the index of the offending token or character in the
+	// input, from 0, or -1 when the problem is the whole input.
+	Position int
+	// Msg says what is wrong, without the row.
+	Msg string
+}
+
+// Error returns "translate: input row R: MSG".
+func (e *InputError) Error() string { return fmt.Sprintf("translate: input row %d: %s", e.Row, e.Msg) }

@@ -1,0 +1,136 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/attnx/attnx/attention"
+)
+
+// vocab is one side's vocabulary (index = id).
+type vocab struct {
+	tokens  []string
+	index   map[string]int64
+	chars   bool           // every ordinary token is one character
+	special map[int64]bool // ids left out of Text
+	unkName string
+}
+
+func newVocab(tokens []string, sp attention.Special) vocab {
+	v := vocab{special: map[int64]bool{}}
+	for _, id := range []int64{sp.SOS, sp.EOS, sp.PAD} {
+		if id >= 0 {
+			v.special[id] = true
+		}
+	}
+	if tokens == nil {
+		return v
+	}
+	v.tokens = tokens
+	v.index = make(map[string]int64, len(tokens))
+	v.chars = true
+	ordinary := 0
+	for i, tok := range tokens {
+		id := int64(i)
+		if _, dup := v.index[tok]; !dup {
+			v.index[tok] = id
+		}
+		if v.special[id] || id == sp.UNK {
+			continue
+		}
+		ordinary++
+		if utf8.RuneCountInString(tok) != 1 {
+			v.chars = false
+		}
+	}
+	if ordinary == 0 {
+		v.chars = false
+	}
+	v.unkName = "UNK"
+	if sp.UNK >= 0 && int(sp.UNK) < len(tokens) {
+		v.unkName = tokens[sp.UNK]
+	}
+	return v
+}
+
+func (v vocab) known() bool { return v.tokens != nil }
+
+// encode tokenises one input: characters for a character-level vocabulary,
+// white-space separated words otherwise.
+func (v vocab) encode(row int, s string, toUNK bool, unk int64) ([]int64, error) {
+	var pieces []string
+	what := "word"
+	if v.chars {
+		what = "character"
+		for _, r := range s {
+			pieces = append(pieces, string(r))
+		}
+	} else {
+		pieces = strings.Fields(s)
+	}
+	if len(pieces) == 0 {
+		return nil, &InputError{Row: row, Position: -1, Msg: "empty input, nothing to translate"}
+	}
+	ids := make([]int64, len(pieces))
+	for j, p := range pieces {
+		id, ok := v.index[p]
+		if !ok {
+			if toUNK && unk >= 0 {
+				ids[j] = unk
+				continue
+			}
+			hint := "the model has no UNK token"
+			if unk >= 0 {
+				hint = fmt.Sprintf("set UnknownToUNK to map unknown %ss to %s (id %d)", what, v.unkName, unk)
+			}
+			return nil, &InputError{Row: row, Position: j, Msg: fmt.Sprintf("%s %s at position %d is not in the source vocabulary (%s)", what, quote(p), j, hint)}
+		}
+		ids[j] = id
+	}
+	return ids, nil
+}
+
+// quote shows a token readably: 'é' (U+00E9) for a character, "word" for a
+// word.
+func quote(p string) string {
+	if utf8.RuneCountInString(p) == 1 {
+		r, _ := utf8.DecodeRuneInString(p)
+		return fmt.Sprintf("%q (%U)", r, r)
+	}
+	return strconv.Quote(p)
+}
+
+// strings returns the tokens as strings: vocabulary entries, or decimal ids
+// when the vocabulary is unknown or an id is outside it.
+func (v vocab) strings(ids []int64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		if id >= 0 && id < int64(len(v.tokens)) {
+			out[i] = v.tokens[id]
+		} else {
+			out[i] = strconv.FormatInt(id, 10)
+		}
+	}
+	return out
+}
+
+// text joins output tokens into text, leaving out SOS, EOS and PAD; "" when
+// the vocabulary is unknown.
+func (v vocab) text(ids []int64) string {
+	if !v.known() {
+		return ""
+	}
+	var parts []string
+	for _, id := range ids {
+		if v.special[id] || id < 0 || id >= int64(len(v.tokens)) {
+			continue
+		}
+		parts = append(parts, v.tokens[id])
+	}
+	if v.chars {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts, " ")
+}
