@@ -106,6 +106,7 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 					t.Errorf("step %d %s: %s", r.Step, r.Output, r.Detail)
 				}
 			}
+			checkGreedy(t, ckpt, ids, lens, want, attention.DefaultSpecial, steps)
 			table = append(table, fmt.Sprintf("| %s | %d | %d | %d | %s | %v |", c.arch, c.batch, c.layers, c.hidden, formatMaxAbs(rep.MaxAbs), rep.TokensIdentical))
 		})
 	}

@@ -19,7 +19,7 @@ var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 
 // Step holds one decoder step's outputs.
 type Step struct {
-	InputIDs                                []int64
+	InputIDs                                  []int64
 	LogProbs, NextHidden, NextCell, Attention *runtime.Tensor
 	// Tokens is the argmax of LogProbs per row.
 	Tokens []int64
@@ -191,4 +191,63 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 	}
 	sort.SliceStable(rep.Rows, func(i, j int) bool { return rep.Rows[i].Step < rep.Rows[j].Step })
 	return rep, nil
+}
+
+// Decoded is the result of greedy decoding for one batch.
+type Decoded struct {
+	// Tokens holds each row's output, EOS included when it was emitted.
+	Tokens [][]int64
+	// Attention holds, per row, one [src_len] row of weights per token.
+	Attention [][][]float32
+}
+
+// Greedy decodes step by step with the encoder and decoder sessions, as
+// the spec's "Greedy decoding" says: start from SOS, feed back the argmax,
+// a row stops at EOS (which is part of its output), and decoding stops when
+// every row has stopped or after maxLen steps.
+func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
+	batch := len(sourceLengths)
+	lens := runtime.NewInt64([]int64{int64(batch)}, sourceLengths)
+	out, err := enc.Run(map[string]*runtime.Tensor{attention.InSourceIDs: sourceIDs, attention.InSourceLengths: lens})
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	encOut, hidden, cell := out[attention.OutEncoder], out[attention.OutHidden], out[attention.OutCell]
+	d := &Decoded{Tokens: make([][]int64, batch), Attention: make([][][]float32, batch)}
+	ids := make([]int64, batch)
+	for i := range ids {
+		ids[i] = sos
+	}
+	done := make([]bool, batch)
+	srcLen := int(sourceIDs.Shape[1])
+	for step := 0; step < maxLen; step++ {
+		res, err := dec.Run(map[string]*runtime.Tensor{
+			attention.InInputIDs:       runtime.NewInt64([]int64{int64(batch)}, ids),
+			attention.InHidden:         hidden,
+			attention.InCell:           cell,
+			attention.InEncoderOutputs: encOut,
+			attention.InSourceLengths:  lens,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("decoder step %d: %w", step, err)
+		}
+		lp, _ := res[attention.OutLogProbs].Float32s()
+		attn, _ := res[attention.OutAttention].Float32s()
+		next := Argmax(lp, batch)
+		running := false
+		for b := 0; b < batch; b++ {
+			if done[b] {
+				continue
+			}
+			d.Tokens[b] = append(d.Tokens[b], next[b])
+			d.Attention[b] = append(d.Attention[b], attn[b*srcLen:(b+1)*srcLen])
+			done[b] = next[b] == eos
+			running = running || !done[b]
+		}
+		if !running {
+			break
+		}
+		ids, hidden, cell = next, res[attention.OutNextHidden], res[attention.OutNextCell]
+	}
+	return d, nil
 }

@@ -1,0 +1,124 @@
+package verify
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/compare"
+	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/onnxcheck"
+	"github.com/attnx/attnx/runtime"
+)
+
+// TestGreedyGraphMatchesPyTorch runs greedy.onnx (encoder plus an ONNX Loop
+// over the decoder step) on every fixture: its tokens must equal PyTorch's
+// greedy decoding and the step loop's, its attention the step loop's.
+func TestGreedyGraphMatchesPyTorch(t *testing.T) {
+	if err := runtime.Init(); err != nil {
+		t.Fatalf("ONNX Runtime: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man struct {
+		Fixtures []struct {
+			Name, Dir     string
+			SOS, EOS, PAD int64
+			MaxLen        int64 `json:"max_len"`
+		}
+	}
+	if err := json.Unmarshal(data, &man); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range man.Fixtures {
+		t.Run(f.Name, func(t *testing.T) {
+			dir := filepath.Join(fixtureDir, f.Dir)
+			ids, lens, _, want := fixtureInputs(t, dir)
+			checkGreedy(t, filepath.Join(dir, "checkpoint.pt"), ids, lens, want,
+				attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}, f.MaxLen)
+		})
+	}
+}
+
+// checkGreedy builds greedy.onnx from ckpt, decodes ids with it and with the
+// step loop, and compares both with the reference's greedy_tokens.
+func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
+	t.Helper()
+	sd, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := attention.Greedy(w, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := export.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onnxcheck.Check(t, data)
+	s, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	B := int64(len(lens))
+	out, err := s.Run(map[string]*runtime.Tensor{
+		attention.InSourceIDs:     ids,
+		attention.InSourceLengths: runtime.NewInt64([]int64{B}, lens),
+		attention.InMaxLen:        runtime.Scalar(maxLen),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out[attention.OutOutputIDs].Int64s()
+	gotAttn, _ := out[attention.OutAttentions].Float32s()
+	T := out[attention.OutOutputIDs].Shape[1]
+	wantTok, _ := want["greedy_tokens"].Int64s()
+	refLen := want["greedy_tokens"].Dims[1]
+	S := ids.Shape[1]
+
+	_, encS, decS := openModel(t, ckpt)
+	steps, err := Greedy(encS, decS, ids, lens, sp.SOS, sp.EOS, int(maxLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(0); b < B; b++ {
+		for step := int64(0); step < refLen; step++ {
+			g := sp.PAD
+			if step < T {
+				g = got[b*T+step]
+			}
+			if w := wantTok[b*refLen+step]; g != w {
+				t.Fatalf("row %d step %d: greedy.onnx token %d, PyTorch %d", b, step, g, w)
+			}
+			s := sp.PAD
+			if step < int64(len(steps.Tokens[b])) {
+				s = steps.Tokens[b][step]
+			}
+			if s != g {
+				t.Fatalf("row %d step %d: greedy.onnx token %d, step loop %d", b, step, g, s)
+			}
+		}
+		for step := int64(0); step < T; step++ {
+			row := gotAttn[(b*T+step)*S : (b*T+step+1)*S]
+			ref := make([]float32, S) // zeros once the row has finished
+			if step < int64(len(steps.Attention[b])) {
+				ref = steps.Attention[b][step]
+			}
+			if r := compare.Float32(row, ref, []int64{S}, Tolerance); !r.OK {
+				t.Fatalf("row %d step %d attention vs the step loop: %s", b, step, r)
+			}
+		}
+	}
+}
