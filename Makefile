@@ -20,8 +20,11 @@ vet:
 	@test -z "$$(gofmt -l . | grep -v '^internal/onnxpb/')" || { echo "gofmt needed:"; gofmt -l . | grep -v '^internal/onnxpb/'; exit 1; }
 	$(GO) vet ./...
 
+# test runs the Go tests (ONNX backend cases, live PyTorch parity, ...), the
+# PyTorch reference's own unit tests, and fails when committed fixtures are stale.
 test: deps vet
-	$(GO) test ./...
+	$(GO) test -timeout 30m ./...
+	$(MAKE) --no-print-directory reference-test testdata-check
 
 conformance: deps build
 	bin/attnx conformance
