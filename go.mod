@@ -3,7 +3,15 @@ module github.com/attnx/attnx
 go 1.26.8
 
 require (
+	github.com/schollz/progressbar/v3 v3.19.1
+	golang.org/x/term v0.48.0
+)
+
+require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/nlpodyssey/gopickle v0.2.0 // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/yalue/onnxruntime_go v1.27.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/modeldir"
+)
+
+func init() {
+	commandDocs["export"] = `
+Reads a PyTorch state_dict (torch.save zip or .safetensors) of an attention
+seq2seq model, infers its architecture and sizes from the keys, and writes a
+model directory: encoder.onnx, decoder.onnx (one decoder step), greedy.onnx
+with --greedy (the whole greedy decoding in one graph) and attnx.json (config,
+opset, special token ids, vocabularies).
+
+The directory appears all at once: it is written to .DIR.tmp-N beside DIR and
+renamed into place, so an interrupted export leaves DIR as it was (the next
+export removes the leftover). An existing non-empty DIR is replaced only with
+--force, and only when it is an attnx model directory.
+
+Special token ids default to <pad>=0, <sos>=1, <eos>=2, <unk>=3; with
+vocabularies (JSON arrays of strings, index = id) they are the positions of
+<sos>, <eos>, <pad> in the target vocabulary and <unk> in the source one.
+--sos/--eos/--pad/--unk override either.
+
+Example:
+  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy
+  attnx verify --model model/ --checkpoint model.pt`
+}
+
+// optionalInt is an int64 flag that remembers whether it was given.
+type optionalInt struct{ v *int64 }
+
+func (o *optionalInt) String() string {
+	if o == nil || o.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*o.v, 10)
+}
+
+func (o *optionalInt) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not an integer")
+	}
+	o.v = &n
+	return nil
+}
+
+// parseInterspersed parses flags that may come before, between and after
+// positional arguments (attnx export CKPT -o DIR), which package flag alone
+// does not allow, and returns the positional arguments. "--" ends flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func runExport(args []string) error {
+	fs := newFlagSet("export")
+	out := fs.String("o", "", "the model directory to write (required)")
+	arch := fs.String("arch", "", "expected architecture (bahdanau, luong-dot, luong-general, luong-concat); an error if the checkpoint's keys say otherwise")
+	srcVocab := fs.String("src-vocab", "", "source vocabulary: JSON array of strings, index = id; its length must equal Vs")
+	tgtVocab := fs.String("tgt-vocab", "", "target vocabulary: JSON array of strings, index = id; its length must equal Vt")
+	var sos, eos, pad, unk optionalInt
+	fs.Var(&sos, "sos", "start-of-sequence id (default: <sos> in --tgt-vocab, else 1)")
+	fs.Var(&eos, "eos", "end-of-sequence id (default: <eos> in --tgt-vocab, else 2)")
+	fs.Var(&pad, "pad", "padding id (default: <pad> in --tgt-vocab, else 0)")
+	fs.Var(&unk, "unk", "unknown-token id in the source vocabulary (default: <unk> in --src-vocab, else 3)")
+	greedy := fs.Bool("greedy", false, "also write greedy.onnx, the whole greedy decoding as one graph")
+	force := fs.Bool("force", false, "replace an existing non-empty model directory")
+	allowNonFinite := fs.Bool("allow-nonfinite", false, "export weights that hold NaN or Inf")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return &usageError{"missing CHECKPOINT (a .pt or .safetensors state_dict)"}
+	case len(pos) > 1:
+		return &usageError{fmt.Sprintf("one CHECKPOINT expected, got %d arguments: %s", len(pos), strings.Join(pos, " "))}
+	case *out == "":
+		return &usageError{"missing -o DIR (the model directory to write)"}
+	}
+	opt := modeldir.Options{
+		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Force: *force,
+		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
+		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
+	}
+	if *arch != "" {
+		a, err := attention.ParseArch(*arch)
+		if err != nil {
+			return &usageError{"--arch: " + err.Error()}
+		}
+		opt.Arch = a
+	}
+	bar := newProgress(4, "export")
+	opt.Progress = func(stage string, done, total int) {
+		if bar != nil && done == 0 {
+			bar.bar.ChangeMax(total)
+		}
+		bar.Set(done, stage)
+	}
+	res, err := modeldir.Export(pos[0], *out, opt)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	printExport(stdout, pos[0], res)
+	return nil
+}
+
+// printExport writes export's summary.
+func printExport(w io.Writer, ckpt string, res *modeldir.Result) {
+	c := res.Config
+	verb := "wrote"
+	if res.Replaced {
+		verb = "replaced"
+	}
+	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, filepath.Base(ckpt))
+	fmt.Fprintf(w, "  arch     %s\n", c.Arch)
+	fmt.Fprintf(w, "  sizes    H=%d L=%d Vs=%d Vt=%d\n", c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab)
+	sp := res.Special
+	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", sp.SOS, sp.EOS, sp.PAD, idOrUnknown(sp.UNK))
+	for i, n := range res.Notes {
+		label := "         "
+		if i == 0 {
+			label = "  notes  "
+		}
+		fmt.Fprintf(w, "%s%s\n", label, n)
+	}
+	fmt.Fprintf(w, "  files\n")
+	for _, f := range res.Files {
+		nodes := ""
+		if f.Nodes > 0 {
+			nodes = fmt.Sprintf("  %d nodes", f.Nodes)
+		}
+		fmt.Fprintf(w, "    %-13s %10s%s\n", f.Name, humanBytes(f.Bytes), nodes)
+	}
+}
+
+func idOrUnknown(id int64) string {
+	if id < 0 {
+		return "unknown"
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+// humanBytes formats a size as 812 B, 12.3 KiB, 4.0 MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB", "TiB"} {
+		if f < unit {
+			break
+		}
+		f, suffix = f/unit, s
+	}
+	return fmt.Sprintf("%.1f %s", f, suffix)
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/modeldir"
+)
+
+func init() {
+	commandDocs["inspect"] = `
+For an .onnx file: IR version, opsets, producer, inputs and outputs with
+their types and symbolic shapes, the operator histogram (subgraphs
+included), the number and size of parameters, and the metadata.
+
+For a model directory (written by attnx export): its attnx.json (config,
+special tokens, vocabulary sizes, files) and then each graph as above.
+
+Example:
+  attnx inspect model/
+  attnx inspect --json model/encoder.onnx`
+}
+
+// inspectedGraph is one graph in inspect's JSON output.
+type inspectedGraph struct {
+	Role  string `json:"role,omitempty"`
+	File  string `json:"file"`
+	Bytes int64  `json:"bytes"`
+	export.Summary
+}
+
+// inspectedDir is inspect's JSON output for a model directory.
+type inspectedDir struct {
+	Dir    string               `json:"dir"`
+	Model  *attention.ModelInfo `json:"model"`
+	Graphs []inspectedGraph     `json:"graphs"`
+}
+
+func runInspect(args []string) error {
+	fs := newFlagSet("inspect")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &usageError{fmt.Sprintf("want one FILE.onnx or model DIR, got %d arguments", len(pos))}
+	}
+	path := pos[0]
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		g, err := inspectGraph(path, "")
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, g)
+		}
+		printGraph(stdout, g)
+		return nil
+	}
+	infoPath := filepath.Join(path, modeldir.InfoFile)
+	info, err := attention.ReadModelInfo(infoPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", path, modeldir.InfoFile)
+	}
+	if err != nil {
+		return err
+	}
+	out := inspectedDir{Dir: path, Model: info}
+	for _, role := range roles(info.Files) {
+		g, err := inspectGraph(filepath.Join(path, info.Files[role]), role)
+		if err != nil {
+			return err
+		}
+		out.Graphs = append(out.Graphs, g)
+	}
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+	printInfo(stdout, path, info)
+	for _, g := range out.Graphs {
+		fmt.Fprintln(stdout)
+		printGraph(stdout, g)
+	}
+	return nil
+}
+
+// roles orders a files map: encoder, decoder, greedy, then the rest.
+func roles(files map[string]string) []string {
+	rank := map[string]int{"encoder": 0, "decoder": 1, "greedy": 2}
+	out := make([]string, 0, len(files))
+	for r := range files {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ri, oki := rank[out[i]]
+		rj, okj := rank[out[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func inspectGraph(path, role string) (inspectedGraph, error) {
+	mp, err := export.Load(path)
+	if err != nil {
+		return inspectedGraph{}, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return inspectedGraph{}, err
+	}
+	return inspectedGraph{Role: role, File: path, Bytes: st.Size(), Summary: export.Summarize(mp)}, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printInfo(w io.Writer, dir string, m *attention.ModelInfo) {
+	fmt.Fprintf(w, "%s: attnx model (format %s v%d, producer %s", dir, m.Format, m.FormatVersion, m.Producer)
+	if m.Source != "" {
+		fmt.Fprintf(w, ", from %s", m.Source)
+	}
+	fmt.Fprintf(w, ")\n")
+	fmt.Fprintf(w, "  arch     %s\n", m.Arch)
+	fmt.Fprintf(w, "  sizes    H=%d L=%d Vs=%d Vt=%d\n", m.Hidden, m.Layers, m.SrcVocab, m.TgtVocab)
+	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
+	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
+	vocab := func(toks []string) string {
+		if toks == nil {
+			return "not recorded"
+		}
+		shown := toks
+		if len(shown) > 6 {
+			shown = shown[:6]
+		}
+		q := make([]string, len(shown))
+		for i, t := range shown {
+			q[i] = fmt.Sprintf("%q", t)
+		}
+		more := ""
+		if len(toks) > len(shown) {
+			more = ", ..."
+		}
+		return fmt.Sprintf("%d tokens [%s%s]", len(toks), strings.Join(q, ", "), more)
+	}
+	fmt.Fprintf(w, "  src vocab  %s\n", vocab(m.SrcTokens))
+	fmt.Fprintf(w, "  tgt vocab  %s\n", vocab(m.TgtTokens))
+	var files []string
+	for _, r := range roles(m.Files) {
+		files = append(files, r+"="+m.Files[r])
+	}
+	fmt.Fprintf(w, "  files    %s\n", strings.Join(files, " "))
+}
+
+func printGraph(w io.Writer, g inspectedGraph) {
+	s := g.Summary
+	title := g.File
+	if g.Role != "" {
+		title = g.Role + ": " + g.File
+	}
+	fmt.Fprintf(w, "%s (%s)\n", title, humanBytes(g.Bytes))
+	var opsets []string
+	for _, o := range s.Opsets {
+		d := o.Domain
+		if d == "" {
+			d = "ai.onnx"
+		}
+		opsets = append(opsets, fmt.Sprintf("%s %d", d, o.Version))
+	}
+	fmt.Fprintf(w, "  ir_version %d, opset %s\n", s.IRVersion, strings.Join(opsets, ", "))
+	producer := s.ProducerName
+	if s.ProducerVersion != "" {
+		producer += " " + s.ProducerVersion
+	}
+	if producer != "" {
+		fmt.Fprintf(w, "  producer   %s\n", producer)
+	}
+	fmt.Fprintf(w, "  graph      %s\n", s.GraphName)
+	if s.Doc != "" {
+		fmt.Fprintf(w, "  doc        %s\n", s.Doc)
+	}
+	io := func(label string, vs []export.ValueSummary) {
+		fmt.Fprintf(w, "  %s\n", label)
+		width := 0
+		for _, v := range vs {
+			width = max(width, len(v.Name))
+		}
+		for _, v := range vs {
+			fmt.Fprintf(w, "    %-*s  %s %s\n", width, v.Name, v.Type, v.Shape)
+		}
+	}
+	io("inputs", s.Inputs)
+	io("outputs", s.Outputs)
+	var ops []string
+	for _, o := range s.Ops {
+		ops = append(ops, fmt.Sprintf("%s %d", o.Op, o.Count))
+	}
+	fmt.Fprintf(w, "  nodes      %d: %s\n", s.Nodes, strings.Join(ops, ", "))
+	fmt.Fprintf(w, "  parameters %d in %d initializers (%s)\n", s.Parameters, s.Initializers, humanBytes(s.ParameterBytes))
+	if len(s.Metadata) > 0 {
+		keys := make([]string, 0, len(s.Metadata))
+		for k := range s.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var kv []string
+		for _, k := range keys {
+			kv = append(kv, k+"="+s.Metadata[k])
+		}
+		fmt.Fprintf(w, "  metadata   %s\n", strings.Join(kv, " "))
+	}
+}
