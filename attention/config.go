@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -138,15 +139,24 @@ func (m *ModelInfo) Validate() error {
 			return fmt.Errorf("special token %s = %d: outside the target vocabulary [0, %d)", name, id, m.TgtVocab)
 		}
 	}
-	if m.Special.UNK >= int64(m.SrcVocab) {
-		return fmt.Errorf("special token unk = %d: outside the source vocabulary [0, %d)", m.Special.UNK, m.SrcVocab)
+	if m.Special.UNK < -1 || m.Special.UNK >= int64(m.SrcVocab) {
+		return fmt.Errorf("special token unk = %d: outside the source vocabulary [0, %d) (or -1 for none)", m.Special.UNK, m.SrcVocab)
 	}
 	for _, role := range []string{"encoder", "decoder"} {
-		f := m.Files[role]
-		if f == "" {
+		if m.Files[role] == "" {
 			return fmt.Errorf("files.%s is missing", role)
 		}
-		if strings.ContainsAny(f, `/\`) || f == "." || f == ".." {
+	}
+	// Every role, not only the required ones: readers open files.greedy
+	// (and any later role) by joining it to the model directory.
+	roles := make([]string, 0, len(m.Files))
+	for role := range m.Files {
+		roles = append(roles, role)
+	}
+	sort.Strings(roles)
+	for _, role := range roles {
+		f := m.Files[role]
+		if f == "" || strings.ContainsAny(f, "/\\\x00") || f == "." || f == ".." {
 			return fmt.Errorf("files.%s = %q: must be a plain file name inside the model directory", role, f)
 		}
 	}

@@ -1,0 +1,122 @@
+package attention
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// validInfoJSON is an attnx.json as modeldir writes it for a small
+// character-level model with vocabularies and greedy.onnx.
+const validInfoJSON = `{
+  "format": "attnx-model",
+  "format_version": 1,
+  "arch": "luong-general",
+  "hidden_size": 8,
+  "num_layers": 2,
+  "src_vocab_size": 5,
+  "tgt_vocab_size": 4,
+  "opset": 17,
+  "special_tokens": {"sos": 1, "eos": 2, "pad": 0, "unk": 3},
+  "src_vocab": ["<pad>", "<sos>", "<eos>", "<unk>", "a"],
+  "tgt_vocab": ["<pad>", "<sos>", "<eos>", "b"],
+  "files": {"encoder": "encoder.onnx", "decoder": "decoder.onnx", "greedy": "greedy.onnx"},
+  "producer": "attnx",
+  "source": "model.pt"
+}
+`
+
+// FuzzModelInfo feeds arbitrary bytes to ParseModelInfo: it must never
+// panic; an error names the file; an accepted ModelInfo validates again,
+// survives a marshal/parse round trip unchanged, and names only plain files
+// inside the model directory, for every role.
+func FuzzModelInfo(f *testing.F) {
+	f.Add([]byte(validInfoJSON))
+	f.Add([]byte(`{"format":"attnx-model","format_version":1,"arch":"bahdanau","hidden_size":1,"num_layers":1,"src_vocab_size":1,"tgt_vocab_size":3,"opset":17,"special_tokens":{"sos":1,"eos":2,"pad":0,"unk":-1},"files":{"encoder":"e.onnx","decoder":"d.onnx"},"producer":"attnx"}`))
+	f.Add([]byte(strings.Replace(validInfoJSON, `"greedy.onnx"`, `"../greedy.onnx"`, 1)))
+	f.Add([]byte(strings.Replace(validInfoJSON, `"unk": 3`, `"unk": -7`, 1)))
+	f.Add([]byte(strings.Replace(validInfoJSON, `"hidden_size": 8`, `"hidden_size": 1e400`, 1)))
+	f.Add([]byte(`{"format":"attnx-model"} trailing`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseModelInfo(data, "fuzz.json")
+		if err != nil {
+			if m != nil {
+				t.Fatal("ParseModelInfo returned a ModelInfo with an error")
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted, but does not validate again: %v", err)
+		}
+		checkInfoInvariants(t, m)
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("accepted, but does not marshal: %v", err)
+		}
+		back, err := ParseModelInfo(out, "again.json")
+		if err != nil {
+			t.Fatalf("accepted, but its own marshalling is refused: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(m, back) {
+			t.Fatalf("changed in a marshal/parse round trip:\n%+v\n%+v", m, back)
+		}
+	})
+}
+
+// checkInfoInvariants asserts what users of a valid ModelInfo rely on
+// without checking it again.
+func checkInfoInvariants(t *testing.T, m *ModelInfo) {
+	t.Helper()
+	for role, f := range m.Files {
+		if f == "" || f == "." || f == ".." || strings.ContainsAny(f, `/\`) || strings.ContainsRune(f, 0) {
+			t.Fatalf("files.%s = %q accepted: not a plain file name inside the model directory", role, f)
+		}
+	}
+	if m.Special.UNK < -1 {
+		t.Fatalf("special token unk = %d accepted (want an id or -1 for unknown)", m.Special.UNK)
+	}
+	for _, id := range []int64{m.Special.SOS, m.Special.EOS, m.Special.PAD} {
+		if id < 0 || id >= int64(m.TgtVocab) {
+			t.Fatalf("special token %d accepted outside [0, %d)", id, m.TgtVocab)
+		}
+	}
+	if m.Hidden < 1 || m.Layers < 1 || m.SrcVocab < 1 || m.TgtVocab < 1 {
+		t.Fatalf("config %+v accepted", m.Config)
+	}
+}
+
+// TestParseModelInfoRefusesUnsafeFields holds the inputs FuzzModelInfo
+// found (or would find) that ParseModelInfo once accepted: file names for
+// any role that leave the model directory, and an unk id below -1.
+func TestParseModelInfoRefusesUnsafeFields(t *testing.T) {
+	cases := []struct{ from, to, want string }{
+		{`"greedy.onnx"`, `"../greedy.onnx"`, `files.greedy = "../greedy.onnx": must be a plain file name`},
+		{`"greedy.onnx"`, `"/tmp/greedy.onnx"`, `files.greedy = "/tmp/greedy.onnx": must be a plain file name`},
+		{`"greedy.onnx"`, `".."`, `files.greedy = "..": must be a plain file name`},
+		{`"greedy.onnx"`, `""`, `files.greedy = "": must be a plain file name`},
+		{`"decoder.onnx"`, `"a\u0000b"`, `files.decoder = "a\x00b": must be a plain file name`},
+		{`"unk": 3`, `"unk": -2`, "special token unk = -2: outside the source vocabulary [0, 5) (or -1 for none)"},
+		{`"format_version": 1`, `"format_version": 1, "format_version": 2`, "format_version 2"},
+		{`"hidden_size": 8`, `"hidden_size": 8.5`, "cannot unmarshal number 8.5"},
+	}
+	for _, c := range cases {
+		if !strings.Contains(validInfoJSON, c.from) {
+			t.Fatalf("%s not in the valid JSON", c.from)
+		}
+		data := strings.Replace(validInfoJSON, c.from, c.to, 1)
+		_, err := ParseModelInfo([]byte(data), "attnx.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "attnx.json: ") {
+			t.Errorf("%s -> %s: error %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
+	if _, err := ParseModelInfo([]byte(validInfoJSON), "attnx.json"); err != nil {
+		t.Errorf("the valid JSON: %v", err)
+	}
+}
