@@ -35,6 +35,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "conformance", summary: "run the ONNX backend test data through export and ONNX Runtime", usage: "[flags] [dir...]", run: runConformance},
+		{name: "translate", summary: "greedy-decode text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
 	}
 }
 

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/runtime"
+)
+
+// translateTestModel writes a model directory for the fixture
+// bahdanau_b1_l1 (Vs=19, Vt=23) with character vocabularies "<pad>",
+// "<sos>", "<eos>", "<unk>", "a", "b", ...
+func translateTestModel(t *testing.T) string {
+	t.Helper()
+	if err := runtime.Init(); err != nil {
+		t.Skipf("ONNX Runtime not available: %v", err)
+	}
+	sd, err := checkpoint.Load("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	enc, err := attention.Encoder(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := attention.Decoder(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.WriteFile(filepath.Join(dir, "encoder.onnx"), enc, export.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := export.WriteFile(filepath.Join(dir, "decoder.onnx"), dec, export.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vocab := func(n int) []string {
+		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
+		for c := 'a'; len(v) < n; c++ {
+			v = append(v, string(c))
+		}
+		return v
+	}
+	info := attention.ModelInfo{
+		Format: attention.ModelInfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
+		Special:   attention.DefaultSpecial,
+		SrcTokens: vocab(w.Config.SrcVocab), TgtTokens: vocab(w.Config.TgtVocab),
+		Files:    map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
+		Producer: "attnx translate CLI tests",
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "attnx.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// attnxStdin runs the CLI with stdin.
+func attnxStdin(in string, args ...string) (int, string, string) {
+	translateStdin = strings.NewReader(in)
+	defer func() { translateStdin = os.Stdin }()
+	return attnx(args...)
+}
+
+func TestTranslateCommand(t *testing.T) {
+	model := translateTestModel(t)
+	corrupt := t.TempDir()
+	for _, f := range []string{"attnx.json", "encoder.onnx"} {
+		data, _ := os.ReadFile(filepath.Join(model, f))
+		os.WriteFile(filepath.Join(corrupt, f), data, 0o644)
+	}
+	os.WriteFile(filepath.Join(corrupt, "decoder.onnx"), []byte("\x08garbage that is not an onnx model"), 0o644)
+
+	cases := []struct {
+		name     string
+		stdin    string
+		args     []string
+		code     int
+		out, err string
+	}{
+		{"text arguments", "", []string{"translate", "--model", model, "--max-len", "8", "abc", "hello"}, 0,
+			"abc -> lfffffff\nhello -> jmjjlll\n", ""},
+		{"ids", "", []string{"translate", "--model", model, "--ids", "4 5 6", "--ids", "11,8,15,15,18", "--max-len", "8"}, 0,
+			"4 5 6 -> lfffffff\n11 8 15 15 18 -> jmjjlll\n", ""},
+		{"stdin in batches", "abc\nhello\nabc\n", []string{"translate", "--model", model, "--max-len", "8", "--batch", "2"}, 0,
+			"abc -> lfffffff\nhello -> jmjjlll\nabc -> lfffffff\n", ""},
+		{"stdin crlf", "abc\r\n", []string{"translate", "--model", model, "--max-len", "8", "--engine", "steps"}, 0,
+			"abc -> lfffffff\n", ""},
+		{"missing model dir", "", []string{"translate", "--model", "/no/such/model", "abc"}, 1,
+			"", "attnx translate: model directory /no/such/model does not exist\n"},
+		{"corrupt onnx", "", []string{"translate", "--model", corrupt, "abc"}, 1,
+			"", "attnx translate: decoder model " + filepath.Join(corrupt, "decoder.onnx") + " cannot be loaded: runtime: loading"},
+		{"id out of range", "", []string{"translate", "--model", model, "--ids", "4 5 19"}, 1,
+			"", `attnx translate: --ids #1 ("4 5 19"): token id 19 at position 2 is outside the source vocabulary [0, 19)` + "\n"},
+		{"character not in vocabulary", "", []string{"translate", "--model", model, "abc", "abz"}, 1,
+			"", `attnx translate: argument 2 ("abz"): character 'z' (U+007A) at position 2 is not in the source vocabulary (set UnknownToUNK to map unknown characters to <unk> (id 3))` + "\n"},
+		{"unknown mapped with --unk", "", []string{"translate", "--model", model, "--unk", "--max-len", "3", "abz"}, 0,
+			"abz -> ", ""},
+		{"empty stdin line", "abc\nabc\n\nabc\n", []string{"translate", "--model", model, "--batch", "2", "--max-len", "8"}, 1,
+			"abc -> lfffffff\nabc -> lfffffff\n", `attnx translate: line 3 (""): empty input, nothing to translate` + "\n"},
+		{"cuda", "", []string{"translate", "--model", model, "--device", "cuda", "abc"}, 1,
+			"", `device "cuda" requested but CUDA cannot be used`},
+		{"no model", "", []string{"translate", "abc"}, 2, "", "attnx translate: --model DIR is required\nRun 'attnx help translate' for usage."},
+		{"bad ids", "", []string{"translate", "--model", model, "--ids", "4 x"}, 2, "", `"x" is not a token id`},
+		{"bad engine", "", []string{"translate", "--model", model, "--engine", "fast", "abc"}, 2, "", `--engine "fast": want steps or loop`},
+		{"loop without greedy", "", []string{"translate", "--model", model, "--engine", "loop", "abc"}, 1, "", `engine "loop" needs greedy.onnx`},
+		{"plot name", "", []string{"translate", "--model", model, "--plot", "x.pdf", "abc"}, 2, "", "--plot x.pdf: the file name must end in .png"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := attnxStdin(c.stdin, c.args...)
+			if code != c.code || !strings.HasPrefix(out, c.out) || !strings.Contains(errs, c.err) {
+				t.Errorf("attnx %q: exit %d\nstdout %q\nstderr %q\nwant exit %d, stdout %q, stderr containing %q", c.args, code, out, errs, c.code, c.out, c.err)
+			}
+			if strings.Contains(errs, "goroutine ") || strings.Contains(errs, "panic") {
+				t.Errorf("stack trace: %s", errs)
+			}
+		})
+	}
+	if code, out, _ := attnx("help"); code != 0 || !strings.Contains(out, "translate    greedy-decode text or token ids") {
+		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+func TestTranslateJSONAndPlot(t *testing.T) {
+	model := translateTestModel(t)
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "att.png")
+	code, out, errs := attnxStdin("abc\nhello\n", "translate", "--model", model, "--json", "--max-len", "8", "--plot", plot)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d JSON lines: %q", len(lines), out)
+	}
+	var rec struct {
+		Input     string      `json:"input"`
+		SourceIDs []int64     `json:"source_ids"`
+		Tokens    []int64     `json:"tokens"`
+		Text      string      `json:"text"`
+		Attention [][]float32 `json:"attention"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Input != "hello" || rec.Text != "jmjjlll" || len(rec.Tokens) != 8 || len(rec.Attention) != 8 ||
+		len(rec.Attention[0]) != 5 || len(rec.SourceIDs) != 5 || rec.SourceIDs[0] != 11 {
+		t.Errorf("JSON record %+v", rec)
+	}
+	pngMagic := []byte("\x89PNG\r\n\x1a\n")
+	for _, f := range []string{"att-1.png", "att-2.png"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !bytes.HasPrefix(data, pngMagic) || len(data) < 2000 {
+			t.Errorf("%s: %d bytes, %v", f, len(data), err)
+		}
+	}
+	if _, err := os.Stat(plot); err == nil {
+		t.Errorf("%s written although there were two inputs", plot)
+	}
+	// One input: the file name as given.
+	one := filepath.Join(dir, "one.png")
+	if code, _, errs := attnx("translate", "--model", model, "--plot", one, "abc"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if data, err := os.ReadFile(one); err != nil || !bytes.HasPrefix(data, pngMagic) {
+		t.Errorf("%s: %v", one, err)
+	}
+}

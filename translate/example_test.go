@@ -1,0 +1,126 @@
+package translate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/translate"
+)
+
+// exampleModelDir writes a model directory for the fixture checkpoint
+// testdata/fixtures/bahdanau_b1_l1 (a small random Bahdanau model, Vs=19,
+// Vt=23) with made-up character vocabularies, as `attnx export` would.
+func exampleModelDir() (string, error) {
+	sd, err := checkpoint.Load("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt")
+	if err != nil {
+		return "", err
+	}
+	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "attnx-example-")
+	if err != nil {
+		return "", err
+	}
+	enc, err := attention.Encoder(w)
+	if err != nil {
+		return "", err
+	}
+	dec, err := attention.Decoder(w)
+	if err != nil {
+		return "", err
+	}
+	if err := export.WriteFile(filepath.Join(dir, "encoder.onnx"), enc, export.WriteOptions{}); err != nil {
+		return "", err
+	}
+	if err := export.WriteFile(filepath.Join(dir, "decoder.onnx"), dec, export.WriteOptions{}); err != nil {
+		return "", err
+	}
+	vocab := func(n int) []string {
+		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
+		for c := 'a'; len(v) < n; c++ {
+			v = append(v, string(c))
+		}
+		return v
+	}
+	info := attention.ModelInfo{
+		Format: attention.ModelInfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
+		Special:   attention.DefaultSpecial,
+		SrcTokens: vocab(w.Config.SrcVocab), TgtTokens: vocab(w.Config.TgtVocab),
+		Files:    map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
+		Producer: "translate example",
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "attnx.json"), data, 0o644)
+}
+
+// Without MaxLen, a row of n tokens decodes at most 2n+10 tokens.
+func ExampleOpen() {
+	dir, err := exampleModelDir()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	tr, err := translate.Open(dir, translate.Options{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	info := tr.Info()
+	fmt.Println(info.Config, "engine", tr.Engine(), "device", tr.Device())
+
+	res, err := tr.TranslateIDs(context.Background(), [][]int64{{5, 9, 2, 7}, {11, 4}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.Source, "->", r.Tokens, len(r.Attention), "attention rows of", len(r.Attention[0]))
+	}
+	// Output:
+	// bahdanau H=13 L=1 Vs=19 Vt=23 engine steps device cpu
+	// [5 9 2 7] -> [13 0 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15] 18 attention rows of 4
+	// [11 4] -> [13 0 15 15 15 15 15 15 15 15 15 15 15 15] 14 attention rows of 2
+}
+
+// The fixture model is random, so its outputs are not meaningful; with no
+// EOS emitted, each row stops at MaxLen tokens. PAD (id 0) is left out of
+// Text.
+func ExampleTranslator_Translate() {
+	dir, err := exampleModelDir()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Translate(context.Background(), []string{"abc", "hello"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Printf("%s -> %s %v\n", strings.Join(r.SourceTokens, ""), r.Text, r.Tokens)
+	}
+	_, err = tr.Translate(context.Background(), []string{"abc", "abz"})
+	fmt.Println(err)
+	// Output:
+	// abc -> lfffffff [15 9 9 9 9 9 9 9]
+	// hello -> jmjjlll [13 16 13 0 13 15 15 15]
+	// translate: input row 1: character 'z' (U+007A) at position 2 is not in the source vocabulary (set UnknownToUNK to map unknown characters to <unk> (id 3))
+}
