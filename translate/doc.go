@@ -53,4 +53,7 @@
 // least recently returned workspaces are released when the list is full.
 // Close waits for calls in progress, then releases the sessions and every
 // pooled workspace; calls after Close fail with ErrClosed.
+//
+// A cancelled context stops the steps engine between two decoder steps; the
+// loop engine checks it only before its single run.
 package translate
