@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -154,7 +155,21 @@ func runVerify(args []string) error {
 	defer bar.Finish()
 
 	in := *inputs
-	if in == "" {
+	if in != "" {
+		// Inputs with step_input_ids fix the number of steps.
+		sd, err := checkpoint.LoadSafetensors(in)
+		if err != nil {
+			return fmt.Errorf("--inputs: %w", err)
+		}
+		if si := sd.Tensors["step_input_ids"]; si != nil && len(si.Dims) == 2 && int(si.Dims[0]) != *steps {
+			stepsSet := false
+			fs.Visit(func(f *flag.Flag) { stepsSet = stepsSet || f.Name == "steps" })
+			if stepsSet {
+				return &usageError{fmt.Sprintf("%s has step_input_ids for %d steps, but --steps is %d; drop --steps or pass --steps %d", in, si.Dims[0], *steps, si.Dims[0])}
+			}
+			*steps = int(si.Dims[0])
+		}
+	} else {
 		in = filepath.Join(tmp, "inputs.safetensors")
 		bar.Set(0, "PyTorch: random inputs")
 		a := []string{"random-inputs", "--batch", strconv.Itoa(*batch), "--src-len", strconv.Itoa(*srcLen),

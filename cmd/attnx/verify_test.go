@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/runtime"
+)
+
+// needTorch skips when Debian's PyTorch or ONNX Runtime is absent (CI=true
+// makes a missing torch fail instead, as in package verify).
+func needTorch(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(pythonPath, "-c", "import torch").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PyTorch is required in CI: %v", err)
+		}
+		t.Skip("PyTorch not installed for /usr/bin/python3 (apt-get install python3-torch, or make deps)")
+	}
+	if err := runtime.Init(); err != nil {
+		t.Skipf("ONNX Runtime not available: %v", err)
+	}
+}
+
+func exportFixture(t *testing.T, name string, extra ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if code, _, errs := attnx(append([]string{"export", fixtureCkpt(name), "-o", dir}, extra...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	return dir
+}
+
+func TestVerifySucceedsOnFixture(t *testing.T) {
+	needTorch(t)
+	dir := exportFixture(t, "luong-general_b4_l2", "--greedy")
+	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", fixtureCkpt("luong-general_b4_l2"), "--batch", "3", "--steps", "6")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"  model luong-general H=13 L=2 Vs=19 Vt=23; batch 3, src_len 9, 6 steps; tolerance |a-b| <= 1e-05 + 1.3e-06*|b|\n",
+		"  encoder_outputs      1  ", "  log_probs            6  ", "  attention            6  ",
+		"  step argmax tokens: identical\n",
+		"  greedy decoding, decoder.onnx (step by step): identical\n",
+		"  greedy decoding, greedy.onnx: identical\n",
+		"\nOK: the ONNX graphs compute what PyTorch computes\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n > 20 {
+		t.Errorf("%d lines: the table should be compact\n%s", n, out)
+	}
+	// The fixture's own inputs (with teacher-forced step_input_ids, 10
+	// steps), as JSON; --steps then must agree.
+	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", fixtureCkpt("luong-general_b4_l2"),
+		"--inputs", filepath.Join(fixtureRoot, "luong-general_b4_l2", "inputs.safetensors"), "--steps", "3")
+	if code != 2 || !strings.Contains(errs, "inputs.safetensors has step_input_ids for 10 steps, but --steps is 3; drop --steps or pass --steps 10") {
+		t.Errorf("exit %d, %q", code, errs)
+	}
+	code, out, errs = attnx("verify", "--json", "--model", dir, "--checkpoint", fixtureCkpt("luong-general_b4_l2"),
+		"--inputs", filepath.Join(fixtureRoot, "luong-general_b4_l2", "inputs.safetensors"))
+	var o struct {
+		OK                  bool
+		StepTokensIdentical bool `json:"step_tokens_identical"`
+		Batch               int
+		Outputs             []struct {
+			Output string
+			OK     bool
+			MaxAbs float64 `json:"max_abs_err"`
+		}
+		Rows []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if !o.StepTokensIdentical || o.Batch != 4 || len(o.Outputs) != 7 || len(o.Rows) != 3+4*10+10 {
+		t.Errorf("outcome %+v", o)
+	}
+	for _, s := range o.Outputs {
+		if !s.OK || s.MaxAbs > 1e-5 {
+			t.Errorf("%+v", s)
+		}
+	}
+}
+
+func TestVerifyMismatch(t *testing.T) {
+	needTorch(t)
+	dir := exportFixture(t, "luong-dot_b1_l1")
+	// Another fixture's checkpoint with a different config: a clear error.
+	other := fixtureCkpt("luong-dot_b4_l2")
+	code, _, errs := attnx("verify", "--model", dir, "--checkpoint", other)
+	want := "attnx verify: checkpoint " + other + " is a luong-dot H=13 L=2 Vs=19 Vt=23 model, but " +
+		filepath.Join(dir, "attnx.json") + " describes a luong-dot H=13 L=1 Vs=19 Vt=23 model: they are not the same model\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q\nwant %q", code, errs, want)
+	}
+	// Same config, other weights: a numeric mismatch, exit 1.
+	ckpt := filepath.Join(t.TempDir(), "other.pt")
+	script, err := findReference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reference(script, "make-model", "--arch", "luong-dot", "--hidden", "13", "--layers", "1",
+		"--src-vocab", "19", "--tgt-vocab", "23", "--seed", "4242", "--out", ckpt); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", ckpt, "--inputs", filepath.Join(fixtureRoot, "luong-dot_b1_l1", "inputs.safetensors"))
+	if code != 1 || !strings.Contains(out, "  log_probs           10  ") || !strings.Contains(out, "MISMATCH in 10 of 10: step 0: ") ||
+		!strings.HasSuffix(out, "\nMISMATCH: the ONNX graphs differ from PyTorch\n") || errs != "" {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+func TestVerifyErrors(t *testing.T) {
+	tmp := t.TempDir()
+	ck := fixtureCkpt("luong-dot_b1_l1")
+	cases := []struct {
+		args []string
+		env  string
+		code int
+		err  string
+	}{
+		{[]string{"verify", "--checkpoint", ck}, "", 2, "attnx verify: missing --model DIR\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp}, "", 2, "attnx verify: missing --checkpoint CKPT\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--steps", "0"}, "", 2, "attnx verify: --steps must be at least 1, got 0\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck}, "", 1,
+			"attnx verify: " + tmp + " is not a model directory: it has no attnx.json (attnx export writes one)\n"},
+		{[]string{"verify", "--model", filepath.Join(tmp, "nope"), "--checkpoint", ck}, "", 1,
+			"attnx verify: --model: stat " + filepath.Join(tmp, "nope") + ": no such file or directory\n"},
+	}
+	for _, c := range cases {
+		code, _, errs := attnx(c.args...)
+		if code != c.code || errs != c.err {
+			t.Errorf("attnx %q: exit %d, stderr %q\nwant exit %d, %q", c.args, code, errs, c.code, c.err)
+		}
+	}
+	dir := exportFixture(t, "luong-dot_b1_l1")
+	code, _, errs := attnx("verify", "--model", dir, "--checkpoint", filepath.Join(tmp, "none.pt"))
+	if code != 1 || errs != "attnx verify: reading checkpoint: open "+filepath.Join(tmp, "none.pt")+": no such file or directory\n" {
+		t.Errorf("missing checkpoint: exit %d, %q", code, errs)
+	}
+	t.Setenv(EnvReference, filepath.Join(tmp, "ref.py"))
+	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
+	if code != 1 || errs != "attnx verify: ATTNX_REFERENCE="+filepath.Join(tmp, "ref.py")+": stat "+filepath.Join(tmp, "ref.py")+": no such file or directory\n" {
+		t.Errorf("bad ATTNX_REFERENCE: exit %d, %q", code, errs)
+	}
+	t.Setenv(EnvReference, "")
+	saved := pythonPath
+	pythonPath = filepath.Join(tmp, "python3")
+	defer func() { pythonPath = saved }()
+	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
+	want := "attnx verify: " + pythonPath + " is missing; verify needs PyTorch for " + pythonPath + ": install it with `apt-get install python3-torch` (or `make deps`)\n"
+	if code != 1 || errs != want {
+		t.Errorf("no python: exit %d, %q", code, errs)
+	}
+	// A python without torch.
+	os.WriteFile(pythonPath, []byte("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n"), 0o755)
+	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
+	want = "attnx verify: verify needs PyTorch for " + pythonPath + ": install it with `apt-get install python3-torch` (or `make deps`)\n"
+	if code != 1 || errs != want {
+		t.Errorf("no torch: exit %d, %q", code, errs)
+	}
+}
