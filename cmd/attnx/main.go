@@ -36,6 +36,9 @@ func init() {
 	commands = []command{
 		{name: "conformance", summary: "run the ONNX backend test data through export and ONNX Runtime", usage: "[flags] [dir...]", run: runConformance},
 		{name: "translate", summary: "greedy-decode text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
+		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
+		{name: "inspect", summary: "describe an .onnx file or a model directory", usage: "[--json] FILE.onnx|DIR", run: runInspect},
+		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
 	}
 }
 
@@ -148,20 +151,25 @@ func printUsage(w io.Writer) {
 // stdout on -h and reports errors through the returned error (not by
 // exiting), so that the command returns a usageError.
 func newFlagSet(name string) *flag.FlagSet {
-	c := lookup(name)
 	fs := flag.NewFlagSet("attnx "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "Usage: attnx %s %s\n\n%s.\n", name, c.usage, upperFirst(c.summary))
-		if doc := commandDocs[name]; doc != "" {
-			fmt.Fprintf(stdout, "\n%s\n", strings.TrimSpace(doc))
-		}
-		fmt.Fprintf(stdout, "\nFlags:\n")
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	// The flag package calls Usage itself on -h and on every parse error;
+	// parseFlags prints the help once, and only for -h.
+	fs.Usage = func() {}
 	return fs
+}
+
+// printFlagUsage writes the help of command name, with fs's flags, to stdout.
+func printFlagUsage(name string, fs *flag.FlagSet) {
+	c := lookup(name)
+	fmt.Fprintf(stdout, "Usage: attnx %s %s\n\n%s.\n", name, c.usage, upperFirst(c.summary))
+	if doc := commandDocs[name]; doc != "" {
+		fmt.Fprintf(stdout, "\n%s\n", strings.TrimSpace(doc))
+	}
+	fmt.Fprintf(stdout, "\nFlags:\n")
+	fs.SetOutput(stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // commandDocs holds longer help texts, by command name; each command's
@@ -176,7 +184,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
+		printFlagUsage(strings.TrimPrefix(fs.Name(), "attnx "), fs)
 		return flag.ErrHelp
 	}
 	return &usageError{err.Error()}
