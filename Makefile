@@ -29,8 +29,9 @@ test: deps vet
 conformance: deps build
 	bin/attnx conformance
 
+# demo exports, runs and verifies the trained demo models (scripts/demo.sh).
 demo: deps build
-	bin/attnx conformance
+	@scripts/demo.sh
 
 generate:
 	$(GO) generate ./internal/onnxpb

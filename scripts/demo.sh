@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# demo.sh: the README's first command (`make demo`). Exports the two demo
+# date-normalisation models (trained with PyTorch, committed in
+# testdata/demo/), translates a few inputs with each, draws attention heat
+# maps, measures held-out accuracy and verifies the ONNX graphs against
+# PyTorch. Expects `make deps build` to have run (make demo does that).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+attnx=bin/attnx
+out=out/demo
+mkdir -p "$out"
+demo=testdata/demo
+
+for model in bahdanau luong; do
+	echo
+	echo "=== $model: export testdata/demo/$model.pt -> $out/$model"
+	$attnx export "$demo/$model.pt" -o "$out/$model" --greedy --force \
+		--src-vocab "$demo/src_vocab.json" --tgt-vocab "$demo/tgt_vocab.json"
+
+	echo
+	echo "=== $model: translate (greedy.onnx, one ONNX Runtime call per batch)"
+	$attnx translate --model "$out/$model" --plot "$out/$model-attention.png" <"$demo/examples.txt"
+
+	echo
+	echo "=== $model: held-out exact match (200 inputs the model never saw)"
+	cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --json --batch 64 |
+		/usr/bin/python3 -c '
+import json, sys
+want = [l.rstrip("\n").split("\t")[1] for l in open(sys.argv[1], encoding="utf-8")]
+got = [json.loads(l)["text"] for l in sys.stdin]
+ok = sum(g == w for g, w in zip(got, want))
+print("%d of %d exact (%.1f%%)" % (ok, len(want), 100.0 * ok / len(want)))
+' "$demo/heldout.txt"
+
+	echo
+	echo "=== $model: verify against PyTorch (every output of every step)"
+	$attnx verify --model "$out/$model" --checkpoint "$demo/$model.pt" --batch 4 --steps 12
+done
+
+echo
+echo "Heat maps: $(ls "$out"/*attention*.png | head -4 | tr '\n' ' ')..."
