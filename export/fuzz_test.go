@@ -2,9 +2,12 @@ package export_test
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -323,6 +326,42 @@ func TestLoadWithRefusesEscapingLocations(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "model.onnx") {
 			t.Errorf("location %q: error %v, want one naming model.onnx and saying %q", c.loc, err, c.want)
+		}
+	}
+}
+
+// overflowModel is a model whose one initializer claims length
+// math.MaxInt64 at offset 1 of "w.bin", with dims that make the expected
+// byte count match (dtype uint8) or no dtype at all (undefined, size 0).
+func overflowModel(tb testing.TB, dtype onnxpb.TensorProto_DataType) []byte {
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), Graph: &onnxpb.GraphProto{Initializer: []*onnxpb.TensorProto{{
+		Name: proto.String("w"), DataType: proto.Int32(int32(dtype)), Dims: []int64{math.MaxInt64},
+		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("location"), Value: proto.String("w.bin")},
+			{Key: proto.String("offset"), Value: proto.String("1")},
+			{Key: proto.String("length"), Value: proto.String(strconv.FormatInt(math.MaxInt64, 10))},
+		}}}}}
+	b, err := proto.Marshal(mp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// TestLoadWithExternalLengthOverflow: offset 1 + length MaxInt64 overflowed
+// int64, passed the "runs past the end" check and panicked in make([]byte,
+// length). It must be an error naming the tensor and the file.
+func TestLoadWithExternalLengthOverflow(t *testing.T) {
+	for _, dt := range []onnxpb.TensorProto_DataType{onnxpb.TensorProto_UNDEFINED, onnxpb.TensorProto_UINT8, onnxpb.TensorProto_FLOAT} {
+		dir := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(dir, "w.bin"), make([]byte, 16), 0o644))
+		p := filepath.Join(dir, "m.onnx")
+		must(t, os.WriteFile(p, overflowModel(t, dt), 0o644))
+		_, err := export.LoadWith(p, export.LoadOptions{LoadExternalData: true})
+		want := fmt.Sprintf(`tensor "w": external data of %d bytes at offset 1 runs past the end of "w.bin" (16 bytes)`, int64(math.MaxInt64))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "m.onnx") {
+			t.Errorf("dtype %v: error %v, want %q", dt, err, want)
 		}
 	}
 }

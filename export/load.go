@@ -273,8 +273,10 @@ func loadExternalData(mp *onnxpb.ModelProto, dir string) error {
 		if ref.hasLength {
 			length = ref.length
 		}
-		if ref.offset+length > size {
-			return fmt.Errorf("tensor %q: external data [%d, %d) runs past the end of %q (%d bytes)", tp.GetName(), ref.offset, ref.offset+length, ref.location, size)
+		// Compare without adding: offset+length can overflow int64 and
+		// pass a naive check, then make([]byte, length) panics.
+		if length > size-ref.offset {
+			return fmt.Errorf("tensor %q: external data of %d bytes at offset %d runs past the end of %q (%d bytes)", tp.GetName(), length, ref.offset, ref.location, size)
 		}
 		dt := builder.DataType(tp.GetDataType())
 		if dt != builder.String && dt.Size() > 0 {
