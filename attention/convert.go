@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"regexp"
@@ -54,7 +55,8 @@ var ignoredKeys = map[string]bool{
 var lstmKey = regexp.MustCompile(`^(encoder|decoder)\.lstm\.(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)$`)
 
 // FromStateDict checks a state_dict against the spec's checkpoint layout and
-// converts it. It returns notes for the user (ignored keys, converted
+// converts it. float32 tensors' data is shared with the returned Weights,
+// not copied: do not modify either while the other is in use. It returns notes for the user (ignored keys, converted
 // dtypes) beside the weights. Errors name the key at fault, its shape and
 // the expected shape.
 func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, []string, error) {
@@ -88,7 +90,11 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	vals := map[string][]float32{}
+	// float32 tensors are used as they are: their Raw bytes are shared, not
+	// decoded and re-encoded, so that converting a checkpoint of N bytes
+	// costs N more bytes only for the LSTM weights (reordered) and the two
+	// small H x H matrices some graphs transpose.
+	vals := make(map[string]*builder.Tensor, len(names))
 	for _, k := range names {
 		want := expected[k]
 		t, ok := tensors[k]
@@ -98,19 +104,26 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		if !equalDims(t.Dims, want.dims) {
 			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.dims, want.what)
 		}
-		v, err := t.ToFloat32()
-		if err != nil {
-			return nil, nil, fmt.Errorf("checkpoint key %s: dtype %v, expected float32", k, t.DType)
-		}
-		if t.DType != builder.Float {
+		var ft *builder.Tensor
+		if t.DType == builder.Float {
+			if n := builder.NumElements(t.Dims); int64(len(t.Raw)) != 4*n {
+				return nil, nil, fmt.Errorf("checkpoint key %s: %d bytes of float32 data for shape %v, expected %d", k, len(t.Raw), t.Dims, 4*n)
+			}
+			ft = &builder.Tensor{DType: builder.Float, Dims: append([]int64{}, t.Dims...), Raw: t.Raw}
+		} else {
+			v, err := t.ToFloat32()
+			if err != nil {
+				return nil, nil, fmt.Errorf("checkpoint key %s: dtype %v, expected float32", k, t.DType)
+			}
 			notes = append(notes, fmt.Sprintf("converted %s from %v to float32", k, t.DType))
+			ft = builder.FloatTensor(t.Dims, v)
 		}
 		if !opt.AllowNonFinite {
-			if n, first := countNonFinite(v); n > 0 {
-				return nil, nil, fmt.Errorf("checkpoint key %s: %d non-finite values (first at flat index %d: %v); pass --allow-nonfinite to export anyway", k, n, first, v[first])
+			if n, first, v := countNonFiniteRaw(ft.Raw); n > 0 {
+				return nil, nil, fmt.Errorf("checkpoint key %s: %d non-finite values (first at flat index %d: %v); pass --allow-nonfinite to export anyway", k, n, first, v)
 			}
 		}
-		vals[k] = v
+		vals[k] = ft
 	}
 	return assemble(cfg, vals), dedupeNotes(notes), nil
 }
@@ -249,23 +262,28 @@ func equalDims(a, b []int64) bool {
 	return true
 }
 
-func countNonFinite(v []float32) (n, first int) {
+// countNonFiniteRaw is countNonFinite on little-endian float32 bytes; it
+// also returns the first non-finite value.
+func countNonFiniteRaw(raw []byte) (n, first int, firstVal float32) {
 	first = -1
-	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+	for i := 0; i+4 <= len(raw); i += 4 {
+		// An exponent of all ones is Inf or NaN.
+		if bits := binary.LittleEndian.Uint32(raw[i:]); bits&0x7f800000 == 0x7f800000 {
 			if n == 0 {
-				first = i
+				first, firstVal = i/4, math.Float32frombits(bits)
 			}
 			n++
 		}
 	}
-	return n, first
+	return n, first, firstVal
 }
 
-// assemble builds Weights from checked float32 data.
-func assemble(cfg Config, v map[string][]float32) *Weights {
+// assemble builds Weights from checked float32 tensors, sharing their data.
+func assemble(cfg Config, v map[string]*builder.Tensor) *Weights {
 	H := int64(cfg.Hidden)
-	t2 := func(k string, dims ...int64) *builder.Tensor { return builder.FloatTensor(dims, v[k]) }
+	t2 := func(k string, dims ...int64) *builder.Tensor {
+		return &builder.Tensor{DType: builder.Float, Dims: dims, Raw: v[k].Raw}
+	}
 	w := &Weights{
 		Config:       cfg,
 		SrcEmbedding: t2("encoder.embedding.weight", int64(cfg.SrcVocab), H),
@@ -276,9 +294,9 @@ func assemble(cfg Config, v map[string][]float32) *Weights {
 		layers := make([]LSTMLayer, cfg.Layers)
 		for k := range layers {
 			p := fmt.Sprintf("%s.lstm.%%s_l%d", part, k)
-			layers[k] = ConvertLSTMLayer(H,
-				v[fmt.Sprintf(p, "weight_ih")], v[fmt.Sprintf(p, "weight_hh")],
-				v[fmt.Sprintf(p, "bias_ih")], v[fmt.Sprintf(p, "bias_hh")])
+			layers[k] = convertLSTMLayerRaw(H,
+				v[fmt.Sprintf(p, "weight_ih")].Raw, v[fmt.Sprintf(p, "weight_hh")].Raw,
+				v[fmt.Sprintf(p, "bias_ih")].Raw, v[fmt.Sprintf(p, "bias_hh")].Raw)
 		}
 		if part == "encoder" {
 			w.Encoder = layers
@@ -330,6 +348,30 @@ func ConvertLSTMLayer(hidden int64, wih, whh, bih, bhh []float32) LSTMLayer {
 		W: builder.FloatTensor([]int64{1, 4 * hidden, int64(in)}, ReorderGates(wih, H, in)),
 		R: builder.FloatTensor([]int64{1, 4 * hidden, hidden}, ReorderGates(whh, H, H)),
 		B: builder.FloatTensor([]int64{1, 8 * hidden}, b),
+	}
+}
+
+// reorderGatesRaw is ReorderGates on float32 bytes, appended to dst: the
+// gate blocks are copied as they are, without decoding.
+func reorderGatesRaw(dst, p []byte, hidden, cols int) []byte {
+	block := 4 * hidden * cols
+	for _, src := range pytorchToONNXGates {
+		dst = append(dst, p[src*block:(src+1)*block]...)
+	}
+	return dst
+}
+
+// convertLSTMLayerRaw is ConvertLSTMLayer on float32 bytes: one new buffer
+// per ONNX tensor, nothing decoded.
+func convertLSTMLayerRaw(hidden int64, wih, whh, bih, bhh []byte) LSTMLayer {
+	H := int(hidden)
+	in := len(wih) / (4 * 4 * H)
+	b := reorderGatesRaw(make([]byte, 0, 2*len(bih)), bih, H, 1)
+	b = reorderGatesRaw(b, bhh, H, 1)
+	return LSTMLayer{
+		W: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 4 * hidden, int64(in)}, Raw: reorderGatesRaw(make([]byte, 0, len(wih)), wih, H, in)},
+		R: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 4 * hidden, hidden}, Raw: reorderGatesRaw(make([]byte, 0, len(whh)), whh, H, H)},
+		B: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 8 * hidden}, Raw: b},
 	}
 }
 

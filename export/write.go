@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // externalAlign is the alignment of tensors in external data files: the
@@ -113,9 +117,8 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err e
 			}
 		}
 	}
-	b, err := MarshalProto(mp)
-	if err != nil {
-		return fmt.Errorf("export: writing %s: %w", path, err)
+	if n := int64(proto.Size(mp)); n > maxProtoSize {
+		return fmt.Errorf("export: writing %s: model is %d bytes, over protobuf's 2 GiB limit even with external data above %d bytes", path, n, threshold)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -123,7 +126,7 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err e
 	}
 	modelTmp := f.Name()
 	tmps = append(tmps, modelTmp)
-	_, err = f.Write(b)
+	err = StreamProto(f, mp)
 	if cerr := closeSynced(f); err == nil {
 		err = cerr
 	}
@@ -140,6 +143,119 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err e
 	}
 	tmps = nil
 	return syncDir(dir)
+}
+
+// streamMin (a variable for tests) is the size from which StreamProto writes a field straight from
+// its data instead of marshalling it into a buffer first.
+var streamMin = 64 << 10
+
+// StreamProto writes the deterministic protobuf encoding of mp to w, the
+// same bytes as MarshalProto, without ever holding the whole encoding in
+// memory: large bytes fields (tensor raw_data) are written from the
+// tensors' own memory, large sub-messages (the graph, initializers, Loop
+// bodies) are written field by field after a length prefix computed with
+// proto.Size, and only runs of small fields are marshalled into buffers.
+// It does not check protobuf's 2 GiB limit (MarshalProto does).
+func StreamProto(w io.Writer, mp *onnxpb.ModelProto) error {
+	if mp == nil {
+		return errors.New("export: nil model")
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := streamMessage(bw, mp.ProtoReflect()); err != nil {
+		return fmt.Errorf("export: serializing model: %w", err)
+	}
+	return bw.Flush()
+}
+
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+// streamMessage writes m's encoding to w. Protobuf-go marshals the fields of
+// generated messages in field-number order and unknown fields last, so
+// writing the fields one by one in that order gives the same bytes.
+func streamMessage(w *bufio.Writer, m protoreflect.Message) error {
+	var fds []protoreflect.FieldDescriptor
+	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		fds = append(fds, fd)
+		return true
+	})
+	sort.Slice(fds, func(i, j int) bool { return fds[i].Number() < fds[j].Number() })
+	var small protoreflect.Message // pending run of small fields
+	flush := func() error {
+		if small == nil {
+			return nil
+		}
+		b, err := deterministic.Marshal(small.Interface())
+		small = nil
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	var buf []byte
+	prefix := func(num protoreflect.FieldNumber, n int) error {
+		buf = protowire.AppendTag(buf[:0], num, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(n))
+		_, err := w.Write(buf)
+		return err
+	}
+	sub := func(num protoreflect.FieldNumber, sm protoreflect.Message) error {
+		n := proto.Size(sm.Interface())
+		if err := prefix(num, n); err != nil {
+			return err
+		}
+		if n < streamMin {
+			b, err := deterministic.Marshal(sm.Interface())
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(b)
+			return err
+		}
+		return streamMessage(w, sm)
+	}
+	for _, fd := range fds {
+		v := m.Get(fd)
+		switch {
+		case fd.Kind() == protoreflect.BytesKind && !fd.IsList() && len(v.Bytes()) >= streamMin:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := prefix(fd.Number(), len(v.Bytes())); err != nil {
+				return err
+			}
+			if _, err := w.Write(v.Bytes()); err != nil {
+				return err
+			}
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			if err := flush(); err != nil {
+				return err
+			}
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				if err := sub(fd.Number(), l.Get(i).Message()); err != nil {
+					return err
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap() && proto.Size(v.Message().Interface()) >= streamMin:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := sub(fd.Number(), v.Message()); err != nil {
+				return err
+			}
+		default:
+			if small == nil {
+				small = m.New()
+			}
+			small.Set(fd, v)
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(m.GetUnknown())
+	return err
 }
 
 // writeExternal streams the tensors' data to f, each at an aligned offset,
