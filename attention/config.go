@@ -12,6 +12,7 @@ package attention
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -180,6 +181,11 @@ func ParseModelInfo(data []byte, name string) (*ModelInfo, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: not a valid attnx.json: %w", name, err)
+	}
+	// One object and nothing after it: a second object or garbage means
+	// the file was appended to or corrupted.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: not a valid attnx.json: unexpected data after the JSON object at byte %d", name, dec.InputOffset())
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

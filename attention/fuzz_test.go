@@ -105,6 +105,13 @@ func TestParseModelInfoRefusesUnsafeFields(t *testing.T) {
 		{`"unk": 3`, `"unk": -2`, "special token unk = -2: outside the source vocabulary [0, 5) (or -1 for none)"},
 		{`"format_version": 1`, `"format_version": 1, "format_version": 2`, "format_version 2"},
 		{`"hidden_size": 8`, `"hidden_size": 8.5`, "cannot unmarshal number 8.5"},
+		{`"source": "model.pt"
+}`, `"source": "model.pt"
+}
+{"format": "attnx-model"}`, "unexpected data after the JSON object"},
+		{`"source": "model.pt"
+}`, `"source": "model.pt"
+} x`, "unexpected data after the JSON object"},
 	}
 	for _, c := range cases {
 		if !strings.Contains(validInfoJSON, c.from) {
