@@ -245,7 +245,9 @@ func (o *translateOutput) batch(ctx context.Context, inputs []translateInput) er
 		var ie *translate.InputError
 		if errors.As(err, &ie) && ie.Row < len(idx) {
 			in := inputs[idx[ie.Row]]
-			return fmt.Errorf("%s (%q): %s", in.where, in.shown, ie.Msg)
+			// The API's hint names its Go option; here the flag is --unk.
+			msg := strings.Replace(ie.Msg, "set UnknownToUNK to map", "pass --unk to map", 1)
+			return fmt.Errorf("%s (%q): %s", in.where, in.shown, msg)
 		}
 		if err != nil {
 			return translateCLIError(err)

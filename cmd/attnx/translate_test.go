@@ -107,7 +107,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"id out of range", "", []string{"translate", "--model", model, "--ids", "4 5 19"}, 1,
 			"", `attnx translate: --ids #1 ("4 5 19"): token id 19 at position 2 is outside the source vocabulary [0, 19)` + "\n"},
 		{"character not in vocabulary", "", []string{"translate", "--model", model, "abc", "abz"}, 1,
-			"", `attnx translate: argument 2 ("abz"): character 'z' (U+007A) at position 2 is not in the source vocabulary (set UnknownToUNK to map unknown characters to <unk> (id 3))` + "\n"},
+			"", `attnx translate: argument 2 ("abz"): character 'z' (U+007A) at position 2 is not in the source vocabulary (pass --unk to map unknown characters to <unk> (id 3))` + "\n"},
 		{"unknown mapped with --unk", "", []string{"translate", "--model", model, "--unk", "--max-len", "3", "abz"}, 0,
 			"abz -> ", ""},
 		{"empty stdin line", "abc\nabc\n\nabc\n", []string{"translate", "--model", model, "--batch", "2", "--max-len", "8"}, 1,
