@@ -217,6 +217,18 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(corruptOnnx, []byte("\x08\x07\x12\xffnot really protobuf"), 0o644)
 	longLine := strings.Repeat("a", translateMaxLine+1) + "\n"
 	missing := filepath.Join(tmp, "no-such-dir")
+	missingKey := badCheckpoint(t, filepath.Join(tmp, "missing-key.safetensors"), func(ts map[string]*builder.Tensor) {
+		delete(ts, "decoder.classifier.bias")
+	})
+	wrongShape := badCheckpoint(t, filepath.Join(tmp, "wrong-shape.safetensors"), func(ts map[string]*builder.Tensor) {
+		w := ts["decoder.lstm.weight_hh_l0"]
+		w.Dims = []int64{w.Dims[0] / 4, w.Dims[1] * 4} // same bytes, transposed-looking shape
+	})
+	aFile := filepath.Join(tmp, "a-file")
+	os.WriteFile(aFile, []byte("x"), 0o644)
+	shortVocab := badWriteJSON(t, filepath.Join(tmp, "short-vocab.json"), badVocab(10))
+	notJSON := filepath.Join(tmp, "vocab.txt")
+	os.WriteFile(notJSON, []byte("a\nb\nc\n"), 0o644)
 
 	cases := []badCase{
 		// export
@@ -239,6 +251,18 @@ func TestBadInput(t *testing.T) {
 			want: []string{"notes", "converted", "from float16 to float32"}},
 		{name: "export: bfloat16 checkpoint converted with a note", args: []string{"export", bf16, "-o", filepath.Join(tmp, "bf16-model")}, code: 0,
 			want: []string{"notes", "converted", "from bfloat16 to float32"}},
+		{name: "export: checkpoint missing a key", args: []string{"export", missingKey, "-o", out}, code: 1,
+			want: []string{"missing-key.safetensors", "decoder.classifier.bias"}, noPath: out},
+		{name: "export: checkpoint tensor of the wrong shape", args: []string{"export", wrongShape, "-o", out}, code: 1,
+			want: []string{"wrong-shape.safetensors", "decoder.lstm.weight_hh_l0"}, noPath: out},
+		{name: "export: checkpoint path is a directory", args: []string{"export", tmp, "-o", out}, code: 1,
+			want: []string{"attnx export:", tmp, "not a regular file"}, noPath: out},
+		{name: "export: -o names a file", args: []string{"export", ck, "-o", aFile}, code: 1,
+			want: []string{aFile, "not a directory"}},
+		{name: "export: vocabulary of the wrong length", args: []string{"export", ck, "-o", out, "--src-vocab", shortVocab}, code: 1,
+			want: []string{"--src-vocab", "has 10 tokens", "19"}, noPath: out},
+		{name: "export: vocabulary that is not JSON", args: []string{"export", ck, "-o", out, "--tgt-vocab", notJSON}, code: 1,
+			want: []string{"--tgt-vocab", "not a JSON array of strings"}, noPath: out},
 		{name: "export: non-empty output dir without --force", args: []string{"export", ck, "-o", nonEmpty}, code: 1,
 			want: []string{nonEmpty, "is not empty", "--force"}},
 		{name: "export: --force on a dir that is no model", args: []string{"export", ck, "-o", nonEmpty, "--force"}, code: 1,
@@ -255,6 +279,10 @@ func TestBadInput(t *testing.T) {
 		// translate
 		{name: "translate: missing model dir", args: []string{"translate", "--model", missing, "--ids", "4 5"}, code: 1,
 			want: []string{"attnx translate:", missing, "does not exist"}},
+		{name: "translate: --model names a file", args: []string{"translate", "--model", aFile, "--ids", "4 5"}, code: 1,
+			want: []string{aFile, "is not a directory"}},
+		{name: "translate: token id out of range on stdin", args: []string{"translate", "--model", m.ids}, stdin: "4 5\n4 5 23\n", code: 1,
+			want: []string{`line 2 ("4 5 23")`, "token id 23 at position 2", "outside the source vocabulary [0, 19)"}},
 		{name: "translate: dir without attnx.json", args: []string{"translate", "--model", m.noInfo, "--ids", "4 5"}, code: 1,
 			want: []string{"has no attnx.json", "not an attnx model directory"}},
 		{name: "translate: corrupt .onnx", args: []string{"translate", "--model", m.corrupt, "--ids", "4 5"}, code: 1,
