@@ -125,6 +125,7 @@ func half(x float32, bf bool) uint16 {
 // badModels exports the model directories the table uses, through the CLI.
 type badModels struct {
 	ids, text, corrupt, disagree, noInfo string
+	escaping, truncInfo                  string
 }
 
 func badSetup(t *testing.T, tmp string) badModels {
@@ -164,6 +165,21 @@ func badSetup(t *testing.T, tmp string) badModels {
 	j["hidden_size"] = 16
 	badWriteJSON(t, info, j)
 	os.Remove(filepath.Join(m.noInfo, "attnx.json"))
+	// Escaping: attnx.json names a greedy graph outside the directory.
+	m.escaping = filepath.Join(tmp, "escaping-model")
+	m.truncInfo = filepath.Join(tmp, "truncated-info-model")
+	for _, d := range []string{m.escaping, m.truncInfo} {
+		if code, _, errs := badRun(nil, "export", badFixture, "-o", d); code != 0 {
+			t.Fatalf("export: %s", errs)
+		}
+	}
+	b, _ = os.ReadFile(filepath.Join(m.escaping, "attnx.json"))
+	j = map[string]any{}
+	json.Unmarshal(b, &j)
+	j["files"].(map[string]any)["greedy"] = "../ids-model/encoder.onnx"
+	badWriteJSON(t, filepath.Join(m.escaping, "attnx.json"), j)
+	b, _ = os.ReadFile(filepath.Join(m.truncInfo, "attnx.json"))
+	os.WriteFile(filepath.Join(m.truncInfo, "attnx.json"), b[:len(b)/2], 0o644)
 	return m
 }
 
@@ -283,6 +299,12 @@ func TestBadInput(t *testing.T) {
 			want: []string{aFile, "is not a directory"}},
 		{name: "translate: token id out of range on stdin", args: []string{"translate", "--model", m.ids}, stdin: "4 5\n4 5 23\n", code: 1,
 			want: []string{`line 2 ("4 5 23")`, "token id 23 at position 2", "outside the source vocabulary [0, 19)"}},
+		{name: "translate: attnx.json names a graph outside the dir", args: []string{"translate", "--model", m.escaping, "--ids", "4 5"}, code: 1,
+			want: []string{"attnx.json", `files.greedy = "../ids-model/encoder.onnx"`, "must be a plain file name"}},
+		{name: "translate: truncated attnx.json", args: []string{"translate", "--model", m.truncInfo, "--ids", "4 5"}, code: 1,
+			want: []string{"attnx.json", "not a valid attnx.json", "unexpected EOF"}},
+		{name: "inspect: attnx.json names a graph outside the dir", args: []string{"inspect", m.escaping}, code: 1,
+			want: []string{"attnx.json", `files.greedy = "../ids-model/encoder.onnx"`, "must be a plain file name"}},
 		{name: "translate: dir without attnx.json", args: []string{"translate", "--model", m.noInfo, "--ids", "4 5"}, code: 1,
 			want: []string{"has no attnx.json", "not an attnx model directory"}},
 		{name: "translate: corrupt .onnx", args: []string{"translate", "--model", m.corrupt, "--ids", "4 5"}, code: 1,
