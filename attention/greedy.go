@@ -12,6 +12,8 @@ const (
 	InMaxLen      = "max_len"
 	OutOutputIDs  = "output_ids"
 	OutAttentions = "attention"
+	// DimOutLen is the symbolic number of decoded steps.
+	DimOutLen = "out_len"
 )
 
 // Greedy builds greedy.onnx: the encoder and the whole greedy decoding of
@@ -67,8 +69,8 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 			return ops.Cast(running, builder.Bool), []*builder.Value{next, nh, nc, nowDone}, []*builder.Value{token, attnOut}
 		}, ops.LoopOpts{CarriedShapes: []builder.Shape{batch, state, state, batch}})
 	if len(scans) == 2 {
-		g.Output(OutOutputIDs, ops.Transpose(scans[0], []int64{1, 0}))
-		g.Output(OutAttentions, ops.Transpose(scans[1], []int64{1, 0, 2}))
+		g.OutputAs(OutOutputIDs, ops.Transpose(scans[0], []int64{1, 0}), builder.Dims(DimBatch, DimOutLen))
+		g.OutputAs(OutAttentions, ops.Transpose(scans[1], []int64{1, 0, 2}), builder.Dims(DimBatch, DimOutLen, DimSrcLen))
 	}
 	m, err := newModel(g, cfg, "attnx "+string(cfg.Arch)+" greedy decoding in one graph ("+cfg.String()+")")
 	if err != nil {

@@ -485,3 +485,37 @@ func callerOutside() string {
 		}
 	}
 }
+
+// OutputAs is Output with a declared shape: where v's inferred shape has an
+// unknown dimension, the declared one (such as a symbolic "out_len") is
+// used. A declared shape of another rank, or with a dimension that provably
+// differs from the inferred one, is an error.
+func (g *Graph) OutputAs(name string, v *Value, shape Shape) *Value {
+	if g.Err() != nil || v.Dead() {
+		return g.Output(name, v)
+	}
+	inferred := v.Shape()
+	if inferred != nil && len(inferred) != len(shape) {
+		g.fail("Output", "", fmt.Errorf("output %q: declared shape %v has rank %d, but the value is %s", name, shape, len(shape), v.typ))
+		return g.dead()
+	}
+	merged := shape.Clone()
+	for i := range merged {
+		if inferred == nil {
+			break
+		}
+		d := inferred[i]
+		switch {
+		case d.Conflicts(merged[i]) || (d.Param != "" && merged[i].Param != "" && d.Param != merged[i].Param):
+			g.fail("Output", "", fmt.Errorf("output %q: declared shape %v disagrees with the inferred %v at dimension %d", name, shape, inferred, i))
+			return g.dead()
+		case d.Known() || d.Param != "":
+			merged[i] = d
+		}
+	}
+	out := g.Output(name, v)
+	if !out.Dead() {
+		out.typ.Shape = merged
+	}
+	return out
+}

@@ -142,3 +142,18 @@ func TestToFloat32Conversions(t *testing.T) {
 		t.Errorf("int64 conversion: got %v", err)
 	}
 }
+
+func TestOutputAsNamesUnknownDims(t *testing.T) {
+	g := New("g")
+	x := g.Input("x", Float, Shape{Sym("batch"), UnknownDim()})
+	y := g.OutputAs("y", add(x, x), Dims("batch", "out_len"))
+	if got := y.Type().String(); got != "float32[batch,out_len]" {
+		t.Fatalf("declared output type %s", got)
+	}
+	g2 := New("g2")
+	x2 := g2.Input("x", Float, Dims("batch", 3))
+	g2.OutputAs("y", add(x2, x2), Dims("batch", 4))
+	if g2.Err() == nil || !strings.Contains(g2.Err().Error(), "disagrees with the inferred [batch,3] at dimension 1") {
+		t.Fatalf("got %v", g2.Err())
+	}
+}
