@@ -39,6 +39,7 @@ func init() {
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file or a model directory", usage: "[--json] FILE.onnx|DIR", run: runInspect},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
+		{name: "bench", summary: "measure greedy decoding speed: PyTorch eager, torch.onnx graphs, attnx step loop and in-graph loop, floor", usage: "[flags]", run: runBench},
 	}
 }
 

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/ops"
+	"github.com/attnx/attnx/runtime"
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// ProfileSummary describes the CPU profile taken of the lean step loop.
+// Read it with `go tool pprof -top BINARY PROFILE`: time inside ONNX
+// Runtime shows under runtime.cgocall (with 1 intra-op thread ORT computes
+// on the calling thread), the crossing itself under runtime.cgocall's own
+// entry and exit (entersyscall/exitsyscall) and onnxruntime_go's wrappers,
+// and Go's own work (argmax, binding checks, locks) under bench and
+// runtime functions.
+type ProfileSummary struct {
+	Path    string  `json:"path"`
+	Config  string  `json:"config"`
+	Seconds float64 `json:"seconds"`
+	Batches int     `json:"batches"`
+	Steps   int     `json:"steps"`
+	// GoArgmaxMsPerStep is the time of the Go argmax alone per step,
+	// measured separately on the bound log_probs.
+	GoArgmaxMsPerStep float64 `json:"go_argmax_ms_per_step"`
+	// ORTRunOverheadMs is one Binding.Run of a one-Identity graph: the
+	// fixed cost (cgo crossing, ORT's run setup) a step loop pays per step.
+	ORTRunOverheadMs float64 `json:"ort_run_overhead_ms"`
+	// ORTLoopIterationMs is one iteration of an ONNX Loop with an Identity
+	// body: the fixed cost the in-graph loop pays per step instead.
+	ORTLoopIterationMs float64 `json:"ort_loop_iteration_ms"`
+}
+
+// profile runs the lean step loop for max(3*MinTime, 0.1s) under the
+// CPU profiler.
+func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
+	H, L, V := m.cfg.Hidden, m.cfg.Layers, m.cfg.TgtVocab
+	enc, err := runtime.Open(filepath.Join(m.dir, "encoder.onnx"), sessionOptions(1))
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	dec, err := runtime.Open(filepath.Join(m.dir, "decoder.onnx"), sessionOptions(1))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	l, err := newStepLoop(enc, dec, 1, S, H, L, V)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	ids, lens := randomSources(1, S, m.cfg.SrcVocab, c.Seed)
+	l.setSources(ids, lens)
+	for i := 0; i < c.Warmup; i++ {
+		if _, _, err := l.run(c.Steps, attention.DefaultSpecial.SOS, nil); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.Create(c.CPUProfile)
+	if err != nil {
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	dur := max(3*c.MinTime, 100*time.Millisecond)
+	start := time.Now()
+	n := 0
+	for time.Since(start) < dur {
+		if _, _, err := l.run(c.Steps, attention.DefaultSpecial.SOS, nil); err != nil {
+			pprof.StopCPUProfile()
+			return nil, err
+		}
+		n++
+	}
+	pprof.StopCPUProfile()
+	secs := time.Since(start).Seconds()
+	// The argmax alone, on the last step's log_probs.
+	lp := l.logProbs.GetData()
+	const k = 2000
+	t0 := time.Now()
+	var sink int64
+	for i := 0; i < k; i++ {
+		sink += argmax(lp[:V])
+	}
+	_ = sink
+	argMs := float64(time.Since(t0)) / 1e6 / k
+	runMs, iterMs, err := overheads(1)
+	if err != nil {
+		return nil, fmt.Errorf("bench: measuring ORT's overheads: %w", err)
+	}
+	c.logf("bench: CPU profile of the lean step loop (%s S=%d B=1 T=1, %.1fs) in %s", m.arch, S, secs, c.CPUProfile)
+	return &ProfileSummary{Path: c.CPUProfile, Config: configKey(string(m.arch), S, 1, 1), Seconds: secs, Batches: n, Steps: n * c.Steps, GoArgmaxMsPerStep: argMs,
+		ORTRunOverheadMs: runMs, ORTLoopIterationMs: iterMs}, nil
+}
+
+// overheads measures ONNX Runtime's fixed costs, the floor under any step
+// loop and any in-graph loop: one Binding.Run of a graph with a single
+// Identity on a [1] tensor, and one iteration of a Loop whose body is that
+// Identity (from a Loop of 200 iterations, less one run). Both are the
+// fastest of many runs, in ms.
+func overheads(threads int) (runMs, iterMs float64, err error) {
+	const iters = 200
+	build := func(loop bool) (*runtime.Session, error) {
+		g := builder.New("attnx_overhead")
+		x := g.Input("x", builder.Float, builder.Dims(1))
+		y := ops.Identity(x)
+		if loop {
+			n := g.Init("n", builder.ScalarInt64(iters))
+			cond := g.Init("cond", builder.BoolTensor(nil, []bool{true}))
+			final, _ := ops.Loop(g, n, cond, []*builder.Value{x}, func(bg *builder.Graph, _, c *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+				return ops.Identity(c), []*builder.Value{ops.Identity(carried[0])}, nil
+			}, ops.LoopOpts{})
+			y = final[0]
+		}
+		g.Output("y", y)
+		data, err := export.Marshal(builder.NewModel(g))
+		if err != nil {
+			return nil, err
+		}
+		return runtime.OpenBytes(data, sessionOptions(threads))
+	}
+	timeRuns := func(s *runtime.Session, n int) (float64, error) {
+		x, err := ort.NewTensor(ort.NewShape(1), []float32{1})
+		if err != nil {
+			return 0, err
+		}
+		defer x.Destroy()
+		y, err := ort.NewEmptyTensor[float32](ort.NewShape(1))
+		if err != nil {
+			return 0, err
+		}
+		defer y.Destroy()
+		b, err := s.NewBinding()
+		if err != nil {
+			return 0, err
+		}
+		defer b.Close()
+		if err := b.BindInput("x", x); err != nil {
+			return 0, err
+		}
+		if err := b.BindOutput("y", y); err != nil {
+			return 0, err
+		}
+		best := math.Inf(1)
+		for i := 0; i < n; i++ {
+			t0 := time.Now()
+			if err := b.Run(); err != nil {
+				return 0, err
+			}
+			best = math.Min(best, float64(time.Since(t0))/1e6)
+		}
+		return best, nil
+	}
+	plain, err := build(false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer plain.Close()
+	loop, err := build(true)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer loop.Close()
+	if runMs, err = timeRuns(plain, 3000); err != nil {
+		return 0, 0, err
+	}
+	loopMs, err := timeRuns(loop, 200)
+	if err != nil {
+		return 0, 0, err
+	}
+	return runMs, (loopMs - runMs) / iters, nil
+}

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// python runs a reference script with c.Python and returns its stdout; the
+// error carries the script's stderr.
+func (c *Config) python(script string, args ...string) ([]byte, error) {
+	py := c.Python
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	cmd := exec.Command(py, append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %v: %s", py, filepath.Base(script), err, strings.TrimSpace(lastLine(stderr.Bytes())))
+	}
+	return stdout.Bytes(), nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// pyOut is bench.py's JSON.
+type pyOut struct {
+	EncoderMs []float64 `json:"encoder_ms"`
+	DecodeMs  []float64 `json:"decode_ms"`
+	Reps      int       `json:"reps"`
+	Threads   int       `json:"threads"`
+	PeakRSSMB float64   `json:"peak_rss_mb"`
+	Tokens    [][]int64 `json:"tokens"`
+	Torch     string    `json:"torch"`
+}
+
+// pytorch runs bench.py on the same checkpoint and inputs.
+func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) (Result, string, error) {
+	r := Result{Name: EnginePyTorch, Batch: B}
+	in := filepath.Join(work, string(m.arch), fmt.Sprintf("inputs_s%d_b%d.safetensors", S, B))
+	if err := writeInputs(in, B, S, ids, lens); err != nil {
+		return r, "", err
+	}
+	out, err := c.python(filepath.Join(c.RefDir, "bench.py"), "--checkpoint", m.ckpt, "--inputs", in,
+		"--steps", strconv.Itoa(c.Steps), "--threads", strconv.Itoa(T), "--warmup", strconv.Itoa(c.Warmup),
+		"--min-reps", strconv.Itoa(c.MinReps), "--max-reps", strconv.Itoa(c.MaxReps),
+		"--min-time", strconv.FormatFloat(c.MinTime.Seconds(), 'f', -1, 64))
+	if err != nil {
+		return r, "", err
+	}
+	var p pyOut
+	if err := json.Unmarshal(out, &p); err != nil {
+		return r, "", fmt.Errorf("bench.py printed %q, not its JSON: %w", lastLine(out), err)
+	}
+	if len(p.DecodeMs) == 0 || len(p.Tokens) != B {
+		return r, "", fmt.Errorf("bench.py returned %d times and %d token rows, want > 0 and %d", len(p.DecodeMs), len(p.Tokens), B)
+	}
+	if p.Threads != T {
+		return r, "", fmt.Errorf("bench.py ran with %d torch threads, want %d", p.Threads, T)
+	}
+	r.fill(p.EncoderMs, p.DecodeMs, c.Steps)
+	r.PeakRSSMB = p.PeakRSSMB
+	r.tokens = make([]int64, c.Steps*B)
+	for b, row := range p.Tokens {
+		if len(row) != c.Steps {
+			return r, "", fmt.Errorf("bench.py decoded %d steps, want %d", len(row), c.Steps)
+		}
+		for s, t := range row {
+			r.tokens[s*B+b] = t
+		}
+	}
+	r.Note = "bench.py process: torch " + p.Torch
+	return r, p.Torch, nil
+}

@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"bufio"
+	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// resetPeakRSS frees what Go can and resets the kernel's peak-RSS mark
+// (VmHWM) of this process (Linux: writing 5 to /proc/self/clear_refs), so
+// that peakRSSMB reports the peak of what runs next. It reports whether the
+// reset worked; if not, peakRSSMB is the process's lifetime peak.
+func resetPeakRSS() bool {
+	goruntime.GC()
+	debug.FreeOSMemory()
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSSMB returns VmHWM from /proc/self/status in MiB, 0 when unknown.
+func peakRSSMB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kb / 1024
+		}
+	}
+	return 0
+}

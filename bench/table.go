@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints the report as a table: one block per configuration,
+// one line per engine, then the ratios, targets, notes and profile.
+func WriteTable(w io.Writer, rep *Report) error {
+	c := rep.Config
+	fmt.Fprintf(w, "attnx bench: %s H=%d L=%d Vs=%d Vt=%d, %d steps, ONNX Runtime %s, torch %s\n",
+		strings.Join(c.Archs, ","), c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, c.Steps, c.ORT, c.Torch)
+	fmt.Fprintf(w, "EOS never emitted: %s\n", c.EOSMethod)
+	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step\n\n", c.MinReps, c.MinTimeS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tms/token\tp90\tmin\ttokens/s\tencoder ms\tRSS MB\tvs pytorch\tvs floor\tsame tokens\t")
+	last := ""
+	for _, r := range rep.Results {
+		key := configKey(r.Arch, r.SrcLen, r.Batch, r.Threads)
+		if last != "" && key != last {
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+		}
+		last = key
+		if r.NA != "" {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\tn/a\t\t\t\t\t\t\t\t\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name)
+			continue
+		}
+		same := ""
+		if r.TokensMatchPyTorch != nil {
+			same = fmt.Sprint(*r.TokensMatchPyTorch)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name,
+			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
+			orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), same)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	na := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.NA != "" && !na[r.Name+r.NA] {
+			na[r.Name+r.NA] = true
+			fmt.Fprintf(w, "\nn/a %s: %s", r.Name, r.NA)
+		}
+	}
+	if len(rep.Targets) > 0 {
+		fmt.Fprintf(w, "\n\ntargets (batch 1, 1 thread):\n")
+		for _, t := range rep.Targets {
+			mark := "MET    "
+			if !t.Met {
+				mark = "NOT MET"
+			}
+			fmt.Fprintf(w, "  %s %-22s %-45s want %-18s got %.2f (%s)\n", mark, t.Config, t.Name, t.Want, t.Got, t.Detail)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if p := rep.Profile; p != nil {
+		fmt.Fprintf(w, "\nCPU profile of %s at %s: %.1fs, %d steps; Go argmax alone %.4f ms/step; read with: go tool pprof -top %s\n",
+			EngineLean, p.Config, p.Seconds, p.Steps, p.GoArgmaxMsPerStep, p.Path)
+		fmt.Fprintf(w, "ORT fixed costs: one Binding.Run of an Identity graph %.4f ms (per step of a step loop); one Loop iteration with an Identity body %.4f ms (per step in-graph)\n",
+			p.ORTRunOverheadMs, p.ORTLoopIterationMs)
+	}
+	return nil
+}
+
+func orDash(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/bench"
+)
+
+func init() {
+	commandDocs["bench"] = `
+Measures greedy decoding, on the same weights and inputs, with:
+
+  attnx-steps-lean   attnx's encoder.onnx/decoder.onnx in bench's lean step
+                     loop (IoBinding, reused tensors, argmax in Go)
+  attnx-steps        package translate's "steps" engine on the same graphs
+  attnx-loop         package translate's "loop" engine: greedy.onnx, the
+                     whole decoding in one ONNX Loop, one run per batch
+  torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
+                     (batch 1 only: torch fixes the traced batch)
+  pytorch-eager      the PyTorch reference modules (testdata/reference/bench.py)
+  floor              one LSTM cell plus one classifier-sized product, alone
+
+The model is --checkpoint or a random one per --arch. To make every engine
+decode exactly --steps steps, the benchmarked copy of the weights has
+decoder.classifier.bias[EOS] = -1e9, so EOS is never the argmax.
+
+Times are decode only (the encoder is reported apart), per token (one row
+at one step), median and p90 over the repetitions. Peak RSS is bench.py's
+process for PyTorch and this process, reset before each engine, for the
+others. The targets of the performance issue are checked at batch 1 and
+1 thread. Exit status: 0, or 1 when an engine fails, 2 for usage errors.`
+}
+
+// intList parses "12,50".
+func intList(flagName, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 1 {
+			return nil, &usageError{fmt.Sprintf("-%s %q: want a comma-separated list of positive integers", flagName, s)}
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, &usageError{fmt.Sprintf("-%s is empty: want a comma-separated list of positive integers", flagName)}
+	}
+	return out, nil
+}
+
+func runBench(args []string) error {
+	def := bench.DefaultConfig()
+	fs := newFlagSet("bench")
+	ckpt := fs.String("checkpoint", "", "PyTorch or safetensors checkpoint to measure (default: random models of -arch)")
+	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated")
+	hidden := fs.Int("hidden", def.Hidden, "hidden size H of the random models")
+	vocab := fs.Int("vocab", def.Vocab, "source and target vocabulary size of the random models")
+	layers := fs.Int("layers", def.Layers, "LSTM layers of the random models")
+	srcLens := fs.String("src-len", "12,50", "source lengths, comma-separated")
+	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
+	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
+	steps := fs.Int("steps", def.Steps, "decoder steps (tokens per row)")
+	reps := fs.Int("reps", def.MinReps, "minimum measured repetitions per engine and configuration")
+	minTime := fs.Duration("min-time", def.MinTime, "minimum measuring time per engine and configuration")
+	warmup := fs.Int("warmup", def.Warmup, "unmeasured warm-up runs")
+	engines := fs.String("engines", "", "engines to run, comma-separated (default: all): "+strings.Join(bench.Engines, ","))
+	asJSON := fs.Bool("json", false, "print the report as one JSON object instead of the table")
+	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
+	python := fs.String("python", def.Python, "Python with torch 1.13 and onnx (Debian's)")
+	refDir := fs.String("ref-dir", def.RefDir, "directory of reference.py and bench.py")
+	workDir := fs.String("work-dir", "", "keep the models and inputs here (default: a temporary directory, removed)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) here")
+	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")
+	quiet := fs.Bool("q", false, "no progress on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	c := def
+	c.Checkpoint, c.Hidden, c.Vocab, c.Layers, c.Steps = *ckpt, *hidden, *vocab, *layers, *steps
+	c.MinReps, c.MinTime, c.Warmup = *reps, *minTime, *warmup
+	c.MaxReps = max(c.MaxReps, c.MinReps)
+	c.Python, c.RefDir, c.WorkDir, c.CPUProfile, c.Seed = *python, *refDir, *workDir, *cpuProfile, *seed
+	c.Archs = nil
+	for _, a := range strings.Split(*archs, ",") {
+		switch a := attention.Arch(strings.TrimSpace(a)); a {
+		case attention.Bahdanau, attention.LuongDot, attention.LuongGeneral, attention.LuongConcat:
+			c.Archs = append(c.Archs, a)
+		default:
+			return &usageError{fmt.Sprintf("-arch: unknown architecture %q (want bahdanau, luong-dot, luong-general, luong-concat)", a)}
+		}
+	}
+	var err error
+	if c.SrcLens, err = intList("src-len", *srcLens); err != nil {
+		return err
+	}
+	if c.Batches, err = intList("batch", *batches); err != nil {
+		return err
+	}
+	if c.Threads, err = intList("threads", *threads); err != nil {
+		return err
+	}
+	if *engines != "" {
+		c.Engines = strings.Split(*engines, ",")
+	}
+	if *hidden < 1 || *vocab < 1 || *layers < 1 {
+		return &usageError{fmt.Sprintf("-hidden %d, -vocab %d, -layers %d: each must be >= 1", *hidden, *vocab, *layers)}
+	}
+	if err := c.Validate(); err != nil {
+		return &usageError{strings.TrimPrefix(err.Error(), "bench: ")}
+	}
+	if !*quiet {
+		c.Log = stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := bench.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	if *jsonOut != "" {
+		if err := os.WriteFile(*jsonOut, js, 0o644); err != nil {
+			return fmt.Errorf("writing the JSON report: %w", err)
+		}
+	}
+	if *asJSON {
+		_, err := stdout.Write(js)
+		return err
+	}
+	return bench.WriteTable(stdout, rep)
+}

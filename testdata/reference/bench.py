@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""PyTorch eager greedy decoding timer for `attnx bench` (run with /usr/bin/python3).
+
+  bench.py --checkpoint CKPT --inputs IN.safetensors --steps T --threads N
+           [--warmup 3] [--min-reps 10] [--min-time 1.0] [--max-reps 1000]
+
+Runs the reference modules (attnx_reference.py): the encoder once, then
+exactly T decoder steps, each feeding back argmax(log_probs), with no EOS
+stop, so that every engine `attnx bench` compares does the same work. Prints
+one JSON object on stdout:
+
+  {"encoder_ms": [...], "decode_ms": [...], "reps": R, "threads": N,
+   "peak_rss_mb": M, "tokens": [[...], ...], "torch": "1.13.1"}
+
+encoder_ms and decode_ms hold one wall-clock time per repetition (warm-up
+runs excluded); tokens are the first repetition's [batch][T] token ids;
+peak_rss_mb is this process's peak resident set (getrusage ru_maxrss).
+User errors print "bench: ..." on stderr and exit 2.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import attnx_reference as ref  # noqa: E402
+from attnx_reference import ReferenceError  # noqa: E402
+
+
+@torch.no_grad()
+def decode(model, ids, lengths, steps, sos):
+    """(encoder seconds, decode seconds, tokens [B, steps])."""
+    t0 = time.perf_counter()
+    enc, state = model.encoder(ids, lengths)
+    t1 = time.perf_counter()
+    inp = torch.full((ids.shape[0],), sos, dtype=torch.int64)
+    toks = []
+    for _ in range(steps):
+        lp, state, _ = model.decoder(inp, state, enc, lengths)
+        inp = lp.argmax(dim=1)
+        toks.append(inp)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, torch.stack(toks, 1) if toks else torch.zeros(ids.shape[0], 0, dtype=torch.int64)
+
+
+def bench(model, ids, lengths, steps, sos=ref.SOS_ID, warmup=3, min_reps=10, min_time=1.0, max_reps=1000):
+    """Times decode() repeatedly: the result dict of the CLI, without RSS."""
+    if steps < 1:
+        raise ReferenceError("--steps %d, want >= 1" % steps)
+    ref.check_lengths(lengths, ids.shape[1])
+    for _ in range(warmup):
+        decode(model, ids, lengths, steps, sos)
+    enc_ms, dec_ms, tokens = [], [], None
+    start = time.perf_counter()
+    while len(dec_ms) < max_reps and (len(dec_ms) < min_reps or time.perf_counter() - start < min_time):
+        e, d, toks = decode(model, ids, lengths, steps, sos)
+        enc_ms.append(e * 1e3)
+        dec_ms.append(d * 1e3)
+        if tokens is None:
+            tokens = toks.tolist()
+    return {"encoder_ms": enc_ms, "decode_ms": dec_ms, "reps": len(dec_ms), "tokens": tokens}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="bench.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--inputs", required=True, help="safetensors with source_ids [B,S] and source_lengths [B]")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--sos", type=int, default=ref.SOS_ID)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--min-reps", type=int, default=10)
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds")
+    p.add_argument("--max-reps", type=int, default=1000)
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        if a.threads < 1:
+            raise ReferenceError("--threads %d, want >= 1" % a.threads)
+        torch.set_num_threads(a.threads)
+        torch.set_num_interop_threads(1)
+        model = ref.load_model(a.checkpoint).eval()
+        tensors, _ = ref.read_safetensors(a.inputs)
+        for k in ("source_ids", "source_lengths"):
+            if k not in tensors:
+                raise ReferenceError("%s lacks tensor %s" % (a.inputs, k))
+        ids, lengths = tensors["source_ids"].to(torch.int64), tensors["source_lengths"].to(torch.int64)
+        out = bench(model, ids, lengths, a.steps, a.sos, a.warmup, a.min_reps, a.min_time, a.max_reps)
+    except (ReferenceError, OSError) as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 2
+    out["threads"] = torch.get_num_threads()
+    out["torch"] = torch.__version__
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
