@@ -23,8 +23,8 @@ vet:
 # test runs the Go tests (ONNX backend cases, live PyTorch parity, ...), the
 # PyTorch reference's own unit tests, and fails when committed fixtures are stale.
 test: deps vet
-	$(GO) test -timeout 30m ./...
 	$(MAKE) --no-print-directory reference-test testdata-check
+	$(GO) test -timeout 30m ./...
 
 conformance: deps build
 	bin/attnx conformance
