@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,7 +102,7 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		if !ok {
 			return nil, nil, fmt.Errorf("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.dims, want.what, cfg.Arch)
 		}
-		if !equalDims(t.Dims, want.dims) {
+		if !slices.Equal(t.Dims, want.dims) {
 			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.dims, want.what)
 		}
 		var ft *builder.Tensor
@@ -248,18 +249,6 @@ func expectedShapes(cfg Config) map[string]shapeSpec {
 		}
 	}
 	return m
-}
-
-func equalDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // countNonFiniteRaw is countNonFinite on little-endian float32 bytes; it

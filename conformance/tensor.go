@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
@@ -104,7 +105,7 @@ func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (floa
 	if got.DType() != w.DType() {
 		return 0, fmt.Errorf("element type %v, want %v", got.DType(), w.DType())
 	}
-	if !sameShape(got.Shape, w.Shape) {
+	if !slices.Equal(got.Shape, w.Shape) {
 		return 0, fmt.Errorf("shape %v, want %v", got.Shape, w.Shape)
 	}
 	tol := compare.Options{RTol: opt.RTol, ATol: opt.ATol, EqualNaN: true}
@@ -144,16 +145,4 @@ func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (floa
 		return r.MaxAbsErr, fmt.Errorf("%s", r.String())
 	}
 	return r.MaxAbsErr, nil
-}
-
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -506,25 +507,13 @@ func compareGreedy(graph string, got, want [][]int64) greedyCheck {
 		if r < len(got) {
 			g = got[r]
 		}
-		if !equalInts(g, want[r]) {
+		if !slices.Equal(g, want[r]) {
 			c.Identical = false
 			c.Detail = fmt.Sprintf("row %d: got %v, PyTorch %v", r, g, want[r])
 			break
 		}
 	}
 	return c
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // summarizeRows folds the per-step rows into one line per output.
