@@ -1,5 +1,13 @@
 package bench
 
+// #include <malloc.h>
+// static void trim(void) {
+// #ifdef __GLIBC__
+// 	malloc_trim(0);
+// #endif
+// }
+import "C"
+
 import (
 	"bufio"
 	"os"
@@ -9,13 +17,16 @@ import (
 	"strings"
 )
 
-// resetPeakRSS frees what Go can and resets the kernel's peak-RSS mark
+// resetPeakRSS frees what Go can, returns glibc's free heap pages to the
+// system (malloc_trim: ORT's freed arenas would otherwise stay resident and
+// inflate every later engine's figure), and resets the kernel's peak-RSS mark
 // (VmHWM) of this process (Linux: writing 5 to /proc/self/clear_refs), so
 // that peakRSSMB reports the peak of what runs next. It reports whether the
 // reset worked; if not, peakRSSMB is the process's lifetime peak.
 func resetPeakRSS() bool {
 	goruntime.GC()
 	debug.FreeOSMemory()
+	C.trim()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
