@@ -96,6 +96,7 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 	// costs N more bytes only for the LSTM weights (reordered) and the two
 	// small H x H matrices some graphs transpose.
 	vals := make(map[string]*builder.Tensor, len(names))
+	converted := map[builder.DataType][]string{}
 	for _, k := range names {
 		want := expected[k]
 		t, ok := tensors[k]
@@ -116,7 +117,7 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 			if err != nil {
 				return nil, nil, fmt.Errorf("checkpoint key %s: dtype %v, expected float32", k, t.DType)
 			}
-			notes = append(notes, fmt.Sprintf("converted %s from %v to float32", k, t.DType))
+			converted[t.DType] = append(converted[t.DType], k)
 			ft = builder.FloatTensor(t.Dims, v)
 		}
 		if !opt.AllowNonFinite {
@@ -126,15 +127,25 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		}
 		vals[k] = ft
 	}
-	return assemble(cfg, vals), dedupeNotes(notes), nil
+	for _, dt := range []builder.DataType{builder.Float16, builder.BFloat16, builder.Double} {
+		if keys := converted[dt]; len(keys) > 0 {
+			notes = append(notes, conversionNote(dt, keys))
+		}
+	}
+	return assemble(cfg, vals), notes, nil
 }
 
-func dedupeNotes(notes []string) []string {
-	if len(notes) > 8 {
-		n := len(notes)
-		notes = append(notes[:7:7], fmt.Sprintf("... and %d more notes", n-7))
+// conversionNote says which tensors were converted to float32, naming at
+// most three of them.
+func conversionNote(from builder.DataType, keys []string) string {
+	if len(keys) == 1 {
+		return fmt.Sprintf("converted %s from %v to float32", keys[0], from)
 	}
-	return notes
+	list := strings.Join(keys[:min(3, len(keys))], ", ")
+	if len(keys) > 3 {
+		list += fmt.Sprintf(" and %d more", len(keys)-3)
+	}
+	return fmt.Sprintf("converted %d tensors from %v to float32 (%s)", len(keys), from, list)
 }
 
 // inferConfig reads the architecture and sizes from the keys and shapes.
