@@ -12,7 +12,10 @@ import (
 // inputs and outputs follow the order of Inputs() and Outputs(). An output
 // left nil is allocated by ORT and stored into outputs; the caller must
 // Destroy it (as well as its own values). Rank-0 outputs must be
-// preallocated (e.g. with ort.NewEmptyScalar). Models without inputs cannot
+// preallocated (e.g. with ort.NewEmptyScalar), and so must float16 and
+// bfloat16 ones (e.g. with NewValue over a Tensor of []F16 or []BF16):
+// onnxruntime_go v1.27.0 keeps only half the bytes of those that ORT
+// allocates, which FromValue reports as an error. Models without inputs cannot
 // use RunValues; use a Binding.
 func (s *Session) RunValues(inputs, outputs []ort.Value) error {
 	s.mu.RLock()

@@ -334,7 +334,7 @@ func TestInputErrors(t *testing.T) {
 			[]string{`has no inputs and its output "v" is declared int64[1,n]`, "fully known shape"}},
 		{"unknown input on a zero-input model", openModel(t, "free_const", Options{}), map[string]*Tensor{"x": Scalar1(1)},
 			[]string{`unknown input "x"; the model's inputs are (none)`}},
-		{"float16 unsupported", f16, map[string]*Tensor{"h": NewUint8([]int64{2}, []uint8{0, 0})},
+		{"float16 wrong element type", f16, map[string]*Tensor{"h": NewUint8([]int64{2}, []uint8{0, 0})},
 			[]string{`input "h": got uint8[2], model expects float16[2]`, "element type uint8, want float16"}},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -385,13 +386,20 @@ func (s *Session) Close() error {
 // are preallocated too (onnxruntime_go cannot read them back otherwise); an
 // output whose shape the model does not declare at all and that turns out to
 // be rank 0 cannot be read and gives an error.
+//
+// float16 and bfloat16 outputs are preallocated as well (onnxruntime_go
+// v1.27.0 truncates the ones ORT allocates), with their declared shape and
+// the symbolic dimensions the inputs fix; an output whose shape does not
+// follow from those is an error. Rank-0 and empty float16/bfloat16 tensors
+// cannot be fed or read.
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if err := s.check(inputs); err != nil {
+	symbols, err := s.check(inputs)
+	if err != nil {
 		return nil, err
 	}
 	in := make([]ort.Value, len(s.inputs))
@@ -409,19 +417,8 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 		if err := s.runNoInputs(out); err != nil {
 			return nil, err
 		}
-	} else {
-		for i, info := range s.outputs {
-			if info.Kind == "tensor" && info.RankKnown && len(info.Shape) == 0 {
-				v, err := newEmptyValue(info.Type, nil)
-				if err != nil {
-					return nil, fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
-				}
-				out[i] = v
-			}
-		}
-		if err := s.sess.Run(in, out); err != nil {
-			return nil, fmt.Errorf("runtime: running %s: %w", s.name, err)
-		}
+	} else if err := s.runWithInputs(in, out, symbols); err != nil {
+		return nil, err
 	}
 	res := make(map[string]*Tensor, len(out))
 	for i, info := range s.outputs {
@@ -432,6 +429,79 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 		res[info.Name] = t
 	}
 	return res, nil
+}
+
+// isHalf reports whether an output is a float16 or bfloat16 tensor, which
+// must be preallocated: onnxruntime_go v1.27.0 truncates ORT-allocated ones
+// to half their bytes.
+func isHalf(info IOInfo) bool {
+	return info.Kind == "tensor" && (info.Type == Float16 || info.Type == BFloat16)
+}
+
+// runWithInputs runs the model on in, preallocating the outputs that must
+// be: rank-0 ones, and float16/bfloat16 ones. The shape of a float16 or
+// bfloat16 output comes from its declaration, with symbolic dimensions taken
+// from the inputs (symbols). onnxruntime_go v1.27.0 cannot return one that
+// ORT allocates (it copies one byte per element and then fails), and the
+// shape is lost with it, so an output whose shape cannot be resolved before
+// running is an error.
+func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) error {
+	var guessed []string // outputs whose shapes came from symbols
+	for i, info := range s.outputs {
+		var shape []int64
+		switch {
+		case isHalf(info):
+			sh, fromSymbols, ok := resolveShape(info, symbols)
+			if !ok {
+				return fmt.Errorf("runtime: %s: output %q is declared %s, and its shape does not follow from the declaration and the inputs' dimensions; "+
+					"%s outputs must be preallocated with their exact shape (onnxruntime_go v1.27.0 cannot read the ones ORT allocates)",
+					s.name, info.Name, info, info.Type)
+			}
+			if fromSymbols {
+				guessed = append(guessed, fmt.Sprintf("%q as %s", info.Name, info.Type.String()+formatDims(sh, nil)))
+			}
+			shape = sh
+		case info.Kind == "tensor" && info.RankKnown && len(info.Shape) == 0:
+		default:
+			continue
+		}
+		v, err := newEmptyValue(info.Type, shape)
+		if err != nil {
+			return fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+		}
+		out[i] = v
+	}
+	if err := s.sess.Run(in, out); err != nil {
+		if len(guessed) > 0 {
+			return fmt.Errorf("runtime: running %s: %w (float16/bfloat16 outputs were preallocated from their declared symbolic shapes: %s; "+
+				"a declaration that does not hold makes ORT refuse the output)", s.name, err, strings.Join(guessed, ", "))
+		}
+		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// resolveShape returns an output's shape from its declaration, with
+// symbolic dimensions looked up in symbols. ok is false when the rank is
+// unknown or a dimension is neither fixed nor a known symbol; fromSymbols
+// says that some dimension came from symbols.
+func resolveShape(info IOInfo, symbols map[string]int64) (shape []int64, fromSymbols, ok bool) {
+	if !info.RankKnown {
+		return nil, false, false
+	}
+	shape = make([]int64, len(info.Shape))
+	for j, d := range info.Shape {
+		if d >= 0 {
+			shape[j] = d
+			continue
+		}
+		v, known := symbols[info.DimNames[j]]
+		if info.DimNames[j] == "" || !known {
+			return nil, false, false
+		}
+		shape[j], fromSymbols = v, true
+	}
+	return shape, fromSymbols, true
 }
 
 // runNoInputs runs a model without inputs: onnxruntime_go's Run cannot pass
@@ -474,15 +544,28 @@ func hasFreeDim(shape []int64) bool {
 
 func destroyAll(vs []ort.Value) {
 	for i, v := range vs {
-		if v != nil {
+		if !isNilValue(v) {
 			v.Destroy()
-			vs[i] = nil
 		}
+		vs[i] = nil
 	}
 }
 
-// check validates caller tensors against the declared inputs.
-func (s *Session) check(inputs map[string]*Tensor) error {
+// isNilValue reports whether v is nil, or a nil pointer in a non-nil
+// interface: onnxruntime_go can store one as an output when it fails to
+// wrap a value that ORT made (e.g. NewCustomDataTensor refusing an empty
+// tensor returns a nil *CustomDataTensor with its error).
+func isNilValue(v ort.Value) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// check validates caller tensors against the declared inputs, and returns
+// the value of every symbolic dimension the inputs fix.
+func (s *Session) check(inputs map[string]*Tensor) (map[string]int64, error) {
 	var unknown []string
 	for name := range inputs {
 		if s.inputIndex(name) < 0 {
@@ -491,7 +574,7 @@ func (s *Session) check(inputs map[string]*Tensor) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("runtime: %s: unknown input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("runtime: %s: unknown input %s; the model's inputs are %s",
 			s.name, strings.Join(unknown, ", "), s.describeInputs())
 	}
 	var missing []string
@@ -501,7 +584,7 @@ func (s *Session) check(inputs map[string]*Tensor) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("runtime: %s: missing input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("runtime: %s: missing input %s; the model's inputs are %s",
 			s.name, strings.Join(missing, ", "), s.describeInputs())
 	}
 	symbols := map[string]string{} // dim name -> "value (from input X)"
@@ -509,14 +592,14 @@ func (s *Session) check(inputs map[string]*Tensor) error {
 	for _, info := range s.inputs {
 		t := inputs[info.Name]
 		if err := checkTensor(info, t); err != nil {
-			return fmt.Errorf("runtime: %s: %w", s.name, err)
+			return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
 		}
 		for j, n := range info.DimNames {
 			if n == "" {
 				continue
 			}
 			if v, ok := symVals[n]; ok && v != t.Shape[j] {
-				return fmt.Errorf("runtime: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
+				return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
 					s.name, info.Name, t, info, j, n, t.Shape[j], symbols[n])
 			} else if !ok {
 				symVals[n] = t.Shape[j]
@@ -524,7 +607,7 @@ func (s *Session) check(inputs map[string]*Tensor) error {
 			}
 		}
 	}
-	return nil
+	return symVals, nil
 }
 
 // checkTensor validates one caller tensor against its declaration; the

@@ -12,8 +12,8 @@ import (
 // onnx.TensorProto.DataType (and of ORT's ONNXTensorElementDataType).
 type DType int32
 
-// The element types. Tensor supports all of them except Float16, BFloat16,
-// Complex64 and Complex128.
+// The element types. Tensor supports all of them except Complex64 and
+// Complex128 (Float16 and BFloat16 as []F16 and []BF16).
 const (
 	Undefined  DType = 0
 	Float32    DType = 1
@@ -51,17 +51,19 @@ func (d DType) String() string {
 }
 
 // supportedData lists the Data slice types Tensor accepts, for error messages.
-const supportedData = "[]float32, []float64, []int8, []int16, []int32, []int64, []uint8, []uint16, []uint32, []uint64, []bool, []string"
+const supportedData = "[]float32, []float64, []int8, []int16, []int32, []int64, []uint8, []uint16, []uint32, []uint64, []bool, []string, []F16 (float16), []BF16 (bfloat16)"
 
 // Element is the set of Go element types a Tensor can hold.
 type Element interface {
-	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | bool | string
+	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | bool | string | F16 | BF16
 }
 
 // Tensor is a dense row-major tensor owned by Go: a shape and a flat data
 // slice. Data is one of []float32, []float64, []int8, []int16, []int32,
-// []int64, []uint8, []uint16, []uint32, []uint64, []bool or []string, and
-// must hold exactly the product of Shape elements. A rank-0 (scalar) tensor
+// []int64, []uint8, []uint16, []uint32, []uint64, []bool, []string, []F16
+// (ONNX float16, as bit patterns) or []BF16 (bfloat16, as bit patterns; see
+// F16, BF16 and AsFloat32 for conversions), and must hold exactly the
+// product of Shape elements. A rank-0 (scalar) tensor
 // has an empty Shape and one element.
 //
 // Run reads input Data in place (no copy) while it runs, so callers must not
@@ -135,6 +137,10 @@ func (t *Tensor) DType() DType {
 		return Bool
 	case []string:
 		return String
+	case []F16:
+		return Float16
+	case []BF16:
+		return BFloat16
 	}
 	return Undefined
 }
@@ -166,6 +172,10 @@ func (t *Tensor) Len() int {
 	case []bool:
 		return len(d)
 	case []string:
+		return len(d)
+	case []F16:
+		return len(d)
+	case []BF16:
 		return len(d)
 	}
 	return -1
@@ -252,7 +262,7 @@ func NewValue(t *Tensor) (ort.Value, error) {
 		return nil, fmt.Errorf("runtime: tensor %s: %w", t, err)
 	}
 	if l := t.Len(); l < 0 {
-		return nil, fmt.Errorf("runtime: unsupported tensor data type %T; supported: %s (float16, bfloat16 and complex are not supported by onnxruntime_go's typed tensors)", t.Data, supportedData)
+		return nil, fmt.Errorf("runtime: unsupported tensor data type %T; supported: %s (complex is not supported)", t.Data, supportedData)
 	} else if int64(l) != n {
 		return nil, fmt.Errorf("runtime: tensor %s needs %d elements, data has %d", t, n, l)
 	}
@@ -292,6 +302,18 @@ func NewValue(t *Tensor) (ort.Value, error) {
 			return nil, fmt.Errorf("runtime: filling string tensor %s: %w", t, err)
 		}
 		return st, nil
+	case []F16:
+		v, err := newHalfValue(Float16, t.Shape, d)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+		return v, nil
+	case []BF16:
+		v, err := newHalfValue(BFloat16, t.Shape, d)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+		return v, nil
 	}
 	return nil, fmt.Errorf("runtime: unsupported tensor data type %T", t.Data)
 }
@@ -346,12 +368,16 @@ func newEmptyValue(dt DType, shape []int64) (ort.Value, error) {
 			return nil, fmt.Errorf("rank-0 string outputs are not supported by onnxruntime_go")
 		}
 		return ort.NewStringTensor(ort.Shape(shape))
+	case Float16:
+		return newHalfValue(dt, shape, make([]F16, n))
+	case BFloat16:
+		return newHalfValue(dt, shape, make([]BF16, n))
 	}
-	return nil, fmt.Errorf("element type %s is not supported by onnxruntime_go's typed tensors", dt)
+	return nil, fmt.Errorf("element type %s is not supported", dt)
 }
 
-// FromValue returns a Tensor sharing v's data (for typed tensors and
-// scalars; string contents are copied). v stays owned by the caller; the
+// FromValue returns a Tensor sharing v's data (for typed tensors, scalars
+// and float16/bfloat16 custom-data tensors; string contents are copied). v stays owned by the caller; the
 // returned Data slice stays valid after v is destroyed, since it is Go
 // memory, but while v lives, writes through either are seen by both.
 func FromValue(v ort.Value) (*Tensor, error) {
@@ -406,6 +432,8 @@ func FromValue(v ort.Value) (*Tensor, error) {
 			return nil, fmt.Errorf("runtime: reading string tensor: %w", err)
 		}
 		return &Tensor{Shape: []int64(x.GetShape()), Data: s}, nil
+	case *ort.CustomDataTensor:
+		return fromCustom(x)
 	case nil:
 		return nil, fmt.Errorf("runtime: nil value")
 	}

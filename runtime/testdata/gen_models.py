@@ -70,7 +70,7 @@ save("identity",
      [vi("in_" + n, t, ["d"]) for n, t in types],
      [vi("out_" + n, t, ["d"]) for n, t in types])
 
-# float16: an input type the runtime package does not support.
+# float16: a float16 Identity with a fixed shape.
 save("float16", [helper.make_node("Identity", ["h"], ["h_out"])],
      [vi("h", TensorProto.FLOAT16, [2])], [vi("h_out", TensorProto.FLOAT16, [2])])
 
@@ -85,3 +85,27 @@ save("free_const",
 # noshape: the output declares an element type but no shape at all.
 save("noshape", [helper.make_node("Identity", ["X"], ["Y"])],
      [vi("X", F, [2])], [vi("Y", F, None)], check=False)  # the checker insists on a shape; ORT does not
+
+# half: float16 and bfloat16 in and out, shapes known from the inputs' symbol
+# n; the Casts check the conversions against ORT's.
+H, BF = TensorProto.FLOAT16, TensorProto.BFLOAT16
+save("half",
+     [helper.make_node("Identity", ["h"], ["h_id"]),
+      helper.make_node("Identity", ["b"], ["b_id"]),
+      helper.make_node("Cast", ["h"], ["h_f32"], to=F),
+      helper.make_node("Cast", ["b"], ["b_f32"], to=F),
+      helper.make_node("Cast", ["x"], ["x_h"], to=H),
+      helper.make_node("Cast", ["x"], ["x_b"], to=BF)],
+     [vi("h", H, ["n"]), vi("b", BF, ["n"]), vi("x", F, ["n"])],
+     [vi("h_id", H, ["n"]), vi("b_id", BF, ["n"]), vi("h_f32", F, ["n"]), vi("b_f32", F, ["n"]),
+      vi("x_h", H, ["n"]), vi("x_b", BF, ["n"])])
+
+# half_free: hh's symbol m is not an input's, so its shape is unknown before
+# running, which the runtime cannot handle for float16 (a clear error).
+save("half_free", [helper.make_node("Concat", ["h", "h"], ["hh"], axis=0)],
+     [vi("h", H, ["n"])], [vi("hh", H, ["m"])])
+
+# half_misdeclared: hh is declared [n] but is [2n]: the shape the runtime
+# preallocates from the symbol is wrong (a clear error).
+save("half_misdeclared", [helper.make_node("Concat", ["h", "h"], ["hh"], axis=0)],
+     [vi("h", H, ["n"])], [vi("hh", H, ["n"])])
