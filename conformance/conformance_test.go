@@ -54,15 +54,19 @@ func TestSmallCases(t *testing.T) {
 		status Status
 		reason string
 	}{
-		"node/test_abs":                           {Passed, ""},
-		"node/test_add_bcast":                     {Passed, ""},
-		"node/test_argmax_default_axis_example":   {Passed, ""}, // int64 output, exact
-		"node/test_equal":                         {Passed, ""}, // bool output
-		"node/test_if":                            {Passed, ""}, // subgraphs
-		"simple/test_single_relu_model":           {Passed, ""},
-		"pytorch-operator/test_operator_exp":      {Passed, ""},
-		"node/test_sequence_insert_at_back":       {Skipped, "is a sequence"},
-		"node/test_cast_FLOAT16_to_FLOAT":         {Skipped, "is a float16 tensor"},
+		"node/test_abs":                         {Passed, ""},
+		"node/test_add_bcast":                   {Passed, ""},
+		"node/test_argmax_default_axis_example": {Passed, ""}, // int64 output, exact
+		"node/test_equal":                       {Passed, ""}, // bool output
+		"node/test_if":                          {Passed, ""}, // subgraphs
+		"simple/test_single_relu_model":         {Passed, ""},
+		"pytorch-operator/test_operator_exp":    {Passed, ""},
+		"node/test_sequence_insert_at_back":     {Skipped, "is a sequence"},
+		"node/test_cast_FLOAT16_to_FLOAT":       {Passed, ""}, // float16 input
+		"node/test_cast_FLOAT_to_FLOAT16":       {Passed, ""}, // float16 output
+		"node/test_cast_BFLOAT16_to_FLOAT":      {Passed, ""}, // bfloat16 input stored as uint16
+		// The expected bfloat16s were truncated, ORT rounds to nearest.
+		"node/test_cast_FLOAT_to_BFLOAT16":        {Skipped, "on the original file too"},
 		"node/test_lstm_batchwise":                {Skipped, "layout == 1"},
 		"node/test_bernoulli":                     {Skipped, "on the original file too"},
 		"node/test_optional_get_element_sequence": {Skipped, "an optional"},
@@ -95,8 +99,8 @@ func TestSmallCases(t *testing.T) {
 			t.Errorf("%s: %d data sets, max abs err %g", r.Name, r.DataSets, r.MaxAbsErr)
 		}
 	}
-	if rep.OriginalRuns != 2 { // lstm_batchwise and bernoulli
-		t.Errorf("%d original runs, want 2", rep.OriginalRuns)
+	if rep.OriginalRuns != 3 { // lstm_batchwise, bernoulli, cast_FLOAT_to_BFLOAT16
+		t.Errorf("%d original runs, want 3", rep.OriginalRuns)
 	}
 	var sb strings.Builder
 	if err := rep.WriteTable(&sb, false); err != nil {
@@ -154,6 +158,39 @@ func TestCorruptedExpectedOutputIsCaught(t *testing.T) {
 	rep, _ = Run(cases, Options{Strict: true, ATol: 1e-9, RTol: 1e-9})
 	if rep.Cases[0].Status != Failed {
 		t.Errorf("tight tolerance: %s", rep.Cases[0].Status)
+	}
+}
+
+// TestCorruptedFloat16OutputIsCaught: float16 outputs are compared by
+// value, not passed unchecked.
+func TestCorruptedFloat16OutputIsCaught(t *testing.T) {
+	needData(t)
+	dir := copyCase(t, "test_cast_FLOAT_to_FLOAT16")
+	out := filepath.Join(dir, "test_data_set_0", "output_0.pb")
+	tn, err := export.ReadTensorProto(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Element [1 2] of the [3,4] output becomes the half 1000.0 (0x63d0).
+	binary.LittleEndian.PutUint16(tn.Raw[2*(1*4+2):], 0x63d0)
+	b, err := export.MarshalTensor(tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(cases, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Cases[0]
+	if r.Status != Failed || !strings.Contains(r.Reason, "worst at [1 2]") || !strings.Contains(r.Reason, "want 1000") || r.MaxAbsErr < 990 {
+		t.Errorf("strict: %s %q max abs %g, want failed at [1 2] against 1000", r.Status, r.Reason, r.MaxAbsErr)
 	}
 }
 

@@ -81,6 +81,18 @@ func toRuntime(t *builder.Tensor) (*runtime.Tensor, error) {
 			d[i] = raw[i] != 0
 		}
 		data = d
+	case builder.Float16:
+		d := make([]runtime.F16, n/2)
+		for i := range d {
+			d[i] = runtime.F16(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+		data = d
+	case builder.BFloat16:
+		d := make([]runtime.BF16, n/2)
+		for i := range d {
+			d[i] = runtime.BF16(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+		data = d
 	case builder.String:
 		d := make([]string, len(t.Strings))
 		for i, s := range t.Strings {
@@ -95,7 +107,8 @@ func toRuntime(t *builder.Tensor) (*runtime.Tensor, error) {
 
 // compareTensor compares a runtime output with the expected tensor: same
 // element type and shape, floats within tolerance (NaN equal to NaN, as
-// numpy.testing.assert_allclose), everything else exactly. It returns the
+// numpy.testing.assert_allclose; float16 and bfloat16 converted to float32
+// first, with the same tolerances), everything else exactly. It returns the
 // largest absolute float error.
 func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (float64, error) {
 	w, err := toRuntime(want)
@@ -135,6 +148,16 @@ func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (floa
 		r = compare.Exact(g, w.Data.([]bool), w.Shape)
 	case []string:
 		r = compare.Exact(g, w.Data.([]string), w.Shape)
+	case []runtime.F16, []runtime.BF16:
+		gf, err := got.AsFloat32()
+		if err != nil {
+			return 0, err
+		}
+		wf, err := w.AsFloat32()
+		if err != nil {
+			return 0, err
+		}
+		r = compare.Float32(gf, wf, w.Shape, tol)
 	default:
 		return 0, fmt.Errorf("cannot compare %T outputs", got.Data)
 	}
