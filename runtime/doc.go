@@ -9,6 +9,11 @@
 //
 //	input "source_ids": got float32[2,5], model expects int64[batch,src_len]: element type float32, want int64
 //
+// Tensors hold Go slices of every ONNX numeric type, bools and strings;
+// float16 and bfloat16 are []F16 and []BF16 bit patterns (F16From, BF16From
+// and Tensor.AsFloat32 convert). Those two must be preallocated as outputs,
+// which Run does from the declared shapes (see Session.Run).
+//
 // The low-level path, for decode loops that run the same shapes many times,
 // is Session.RunValues or a Binding over caller-owned, reused ORT values.
 //
