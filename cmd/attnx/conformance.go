@@ -16,8 +16,8 @@ every test_data_set_N and compared with the expected outputs (rtol 1e-3,
 atol 1e-7 for floats; exact for integers, bools and strings). A case whose
 round-tripped model fails is run from the original file too: if ONNX
 Runtime fails there as well the case is skipped with its message,
-otherwise it fails. Cases with sequences, optionals, maps, float16,
-bfloat16 or complex values are skipped.
+otherwise it fails. Cases with sequences, optionals, maps or
+complex values are skipped.
 
 Each dir is a case directory, a folder of cases or a folder of folders;
 the default is the node, pytorch-converted, pytorch-operator and simple
