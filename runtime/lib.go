@@ -89,6 +89,9 @@ func Version() string {
 }
 
 func initialize() (string, error) {
+	if _, err := logLevel(os.Getenv(EnvLogLevel)); err != nil {
+		return "", fmt.Errorf("runtime: %w", err)
+	}
 	if p := os.Getenv(EnvLib); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("runtime: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
@@ -165,5 +168,28 @@ func load(path string) error {
 		return errors.New("onnxruntime_go is already initialised by another package")
 	}
 	ort.SetSharedLibraryPath(path)
-	return ort.InitializeEnvironment()
+	level, _ := logLevel(os.Getenv(EnvLogLevel)) // checked by initialize
+	return ort.InitializeEnvironment(level)
+}
+
+// EnvLogLevel names the environment variable that sets ONNX Runtime's own
+// log level: verbose, info, warning, error or fatal (the default). Errors
+// reach callers as Go errors either way; ORT's log lines on stderr only
+// repeat them, so they are off unless asked for.
+const EnvLogLevel = "ATTNX_ORT_LOG"
+
+func logLevel(name string) (ort.EnvironmentOption, error) {
+	switch strings.ToLower(name) {
+	case "verbose":
+		return ort.WithLogLevelVerbose(), nil
+	case "info":
+		return ort.WithLogLevelInfo(), nil
+	case "warning":
+		return ort.WithLogLevelWarning(), nil
+	case "error":
+		return ort.WithLogLevelError(), nil
+	case "", "fatal":
+		return ort.WithLogLevelFatal(), nil
+	}
+	return nil, fmt.Errorf("%s=%q: want verbose, info, warning, error or fatal", EnvLogLevel, name)
 }
