@@ -140,6 +140,25 @@ func runVerify(args []string) error {
 	}
 	sd, w = nil, nil
 
+	// Load the graphs before PyTorch starts: a corrupt file or a missing
+	// ONNX Runtime is reported at once, not after the reference has run.
+	if err := runtime.Init(); err != nil {
+		return err
+	}
+	sessions := map[string]*runtime.Session{}
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	for role, file := range info.Files {
+		s, err := runtime.Open(filepath.Join(*model, file), runtime.Options{IntraOpThreads: 1})
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(*model, file), err)
+		}
+		sessions[role] = s
+	}
+
 	script, err := findReference()
 	if err != nil {
 		return err
@@ -192,22 +211,6 @@ func runVerify(args []string) error {
 	}
 
 	bar.Set(2, "ONNX Runtime: steps")
-	if err := runtime.Init(); err != nil {
-		return err
-	}
-	sessions := map[string]*runtime.Session{}
-	defer func() {
-		for _, s := range sessions {
-			s.Close()
-		}
-	}()
-	for role, file := range info.Files {
-		s, err := runtime.Open(filepath.Join(*model, file), runtime.Options{IntraOpThreads: 1})
-		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(*model, file), err)
-		}
-		sessions[role] = s
-	}
 	inSD, err := checkpoint.LoadSafetensors(in)
 	if err != nil {
 		return err
