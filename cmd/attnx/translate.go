@@ -247,7 +247,7 @@ func (o *translateOutput) batch(ctx context.Context, inputs []translateInput) er
 			in := inputs[idx[ie.Row]]
 			// The API's hint names its Go option; here the flag is --unk.
 			msg := strings.Replace(ie.Msg, "set UnknownToUNK to map", "pass --unk to map", 1)
-			return fmt.Errorf("%s (%q): %s", in.where, in.shown, msg)
+			return &badInput{index: idx[ie.Row], err: fmt.Errorf("%s (%q): %s", in.where, in.shown, msg)}
 		}
 		if err != nil {
 			return translateCLIError(err)
@@ -257,10 +257,21 @@ func (o *translateOutput) batch(ctx context.Context, inputs []translateInput) er
 		}
 		return nil
 	}
-	if err := run(idIdx, func() ([]translate.Result, error) { return o.tr.TranslateIDs(ctx, rows) }); err != nil {
-		return err
+	err := run(idIdx, func() ([]translate.Result, error) { return o.tr.TranslateIDs(ctx, rows) })
+	if err == nil {
+		err = run(textIdx, func() ([]translate.Result, error) { return o.tr.Translate(ctx, texts) })
 	}
-	if err := run(textIdx, func() ([]translate.Result, error) { return o.tr.Translate(ctx, texts) }); err != nil {
+	var bad *badInput
+	if errors.As(err, &bad) {
+		// Nothing valid is lost: the inputs before the bad one are
+		// translated and written before the error is reported (an earlier
+		// bad input of the other kind surfaces in that call instead).
+		if perr := o.batch(ctx, inputs[:bad.index]); perr != nil {
+			return perr
+		}
+		return bad.err
+	}
+	if err != nil {
 		return err
 	}
 	for i, res := range results {
@@ -270,6 +281,14 @@ func (o *translateOutput) batch(ctx context.Context, inputs []translateInput) er
 	}
 	return o.w.Flush()
 }
+
+// badInput is an input the translator refused, with its place in the batch.
+type badInput struct {
+	index int
+	err   error
+}
+
+func (b *badInput) Error() string { return b.err.Error() }
 
 // translateJSON is one --json output line.
 type translateJSON struct {
