@@ -89,6 +89,7 @@ func runTranslate(args []string) error {
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	batch := fs.Int("batch", 32, "inputs decoded together")
 	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: 2n+10 for n source tokens)")
+	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
@@ -105,6 +106,8 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--batch %d: must be at least 1", *batch)}
 	case *maxLen < 0:
 		return &usageError{fmt.Sprintf("--max-len %d: must not be negative", *maxLen)}
+	case *maxSrc < 0:
+		return &usageError{fmt.Sprintf("--max-src-len %d: must not be negative", *maxSrc)}
 	case *threads < 0:
 		return &usageError{fmt.Sprintf("--threads %d: must not be negative", *threads)}
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
@@ -115,7 +118,7 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--plot %s: the file name must end in .png", *plotPath)}
 	}
 	tr, err := translate.Open(*model, translate.Options{
-		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, BatchSize: *batch, UnknownToUNK: *unk,
+		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 	})
 	if err != nil {
 		return translateCLIError(err)
@@ -245,8 +248,9 @@ func (o *translateOutput) batch(ctx context.Context, inputs []translateInput) er
 		var ie *translate.InputError
 		if errors.As(err, &ie) && ie.Row < len(idx) {
 			in := inputs[idx[ie.Row]]
-			// The API's hint names its Go option; here the flag is --unk.
-			msg := strings.Replace(ie.Msg, "set UnknownToUNK to map", "pass --unk to map", 1)
+			// The API's hints name its Go options; here they are flags.
+			msg := strings.NewReplacer("set UnknownToUNK to map", "pass --unk to map",
+				"the limit MaxSourceLen = ", "the limit --max-src-len ").Replace(ie.Msg)
 			return &badInput{index: idx[ie.Row], err: fmt.Errorf("%s (%q): %s", in.where, in.shown, msg)}
 		}
 		if err != nil {

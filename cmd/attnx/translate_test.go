@@ -116,6 +116,8 @@ func TestTranslateCommand(t *testing.T) {
 			"abc -> lfffffff\nhello -> jmjjlll\n", `attnx translate: line 3 ("abz"): character 'z'`},
 		{"bad text after good ids", "", []string{"translate", "--model", model, "--max-len", "8", "--ids", "4 5 6", "abz"}, 1,
 			"4 5 6 -> lfffffff\n", `("abz"): character 'z'`},
+		{"source over --max-src-len", "abc\nhello\n", []string{"translate", "--model", model, "--max-len", "8", "--max-src-len", "4"}, 1,
+			"abc -> lfffffff\n", `attnx translate: line 2 ("hello"): 5 tokens, more than the limit --max-src-len 4`},
 		{"cuda", "", []string{"translate", "--model", model, "--device", "cuda", "abc"}, 1,
 			"", `device "cuda" requested but CUDA cannot be used`},
 		{"no model", "", []string{"translate", "abc"}, 2, "", "attnx translate: --model DIR is required\nRun 'attnx help translate' for usage."},
