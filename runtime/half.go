@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/attnx/attnx/builder"
 )
 
 // F16 is one IEEE 754 half-precision (binary16) number, held as its bit
@@ -19,26 +21,7 @@ type F16 uint16
 type BF16 uint16
 
 // Float32 returns h as a float32 (exactly: every half is a float32).
-func (h F16) Float32() float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise
-		e := uint32(127 - 15 + 1)
-		for frac&0x400 == 0 {
-			frac <<= 1
-			e--
-		}
-		frac &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | frac<<13)
-	case exp == 0x1f: // Inf or NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
-}
+func (h F16) Float32() float32 { return builder.HalfToFloat32(uint16(h)) }
 
 // F16From rounds f to the nearest half (ties to even). Values beyond the
 // half range become ±Inf; NaN stays NaN.
