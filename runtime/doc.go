@@ -14,6 +14,13 @@
 // and Tensor.AsFloat32 convert). Those two must be preallocated as outputs,
 // which Run does from the declared shapes (see Session.Run).
 //
+// Models with sequence inputs or outputs (seq(tensor(T))) run through
+// Session.RunData, which takes and returns Datum values: a *Tensor, or a
+// *Sequence of tensors for what the model declares as a sequence. Element
+// types are checked against the declaration; onnxruntime_go v1.27.0 cannot
+// create empty input sequences nor read float16/bfloat16 elements of output
+// sequences (see Sequence).
+//
 // The low-level path, for decode loops that run the same shapes many times,
 // is Session.RunValues or a Binding over caller-owned, reused ORT values.
 //

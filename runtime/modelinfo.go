@@ -16,6 +16,7 @@ import (
 type ioDecl struct {
 	hasShape bool     // a TensorShapeProto is present (rank is known)
 	dims     []string // per dimension: dim_param, or "" (fixed or unnamed)
+	seqElem  DType    // element type of a sequence of tensors, if declared
 }
 
 // Field numbers from onnx.proto.
@@ -27,6 +28,9 @@ const (
 	valueInfoType     = 2  // ValueInfoProto.type
 	typeTensor        = 1  // TypeProto.tensor_type
 	typeSparseTensor  = 8  // TypeProto.sparse_tensor_type
+	typeSequence      = 4  // TypeProto.sequence_type
+	sequenceElemType  = 1  // TypeProto.Sequence.elem_type
+	tensorTypeElem    = 1  // TypeProto.Tensor.elem_type (varint)
 	tensorTypeShape   = 2  // TypeProto.Tensor.shape (same number in SparseTensor)
 	shapeDim          = 1  // TensorShapeProto.dim
 	dimensionDimParam = 2  // TensorShapeProto.Dimension.dim_param
@@ -69,6 +73,21 @@ func valueInfo(b []byte) (string, ioDecl, error) {
 			name = string(b)
 		case valueInfoType:
 			return fields(b, func(num protowire.Number, b []byte) error {
+				if num == typeSequence {
+					return fields(b, func(num protowire.Number, b []byte) error {
+						if num != sequenceElemType {
+							return nil
+						}
+						return fields(b, func(num protowire.Number, b []byte) error {
+							if num != typeTensor {
+								return nil
+							}
+							v, err := varintField(b, tensorTypeElem)
+							d.seqElem = DType(v)
+							return err
+						})
+					})
+				}
 				if num != typeTensor && num != typeSparseTensor {
 					return nil
 				}
@@ -126,4 +145,32 @@ func fields(b []byte, f func(protowire.Number, []byte) error) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// varintField returns the last value of varint field num in the message b,
+// or 0 when it is absent.
+func varintField(b []byte, num protowire.Number) (uint64, error) {
+	var out uint64
+	for len(b) > 0 {
+		n0, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, errTruncated
+		}
+		b = b[n:]
+		if n0 == num && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, errTruncated
+			}
+			out = v
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(n0, typ, b)
+		if n < 0 {
+			return 0, errTruncated
+		}
+		b = b[n:]
+	}
+	return out, nil
 }

@@ -82,10 +82,12 @@ type Options struct {
 type IOInfo struct {
 	// Name is the graph input or output name.
 	Name string
-	// Kind is "tensor", or "sequence", "map", ... for the kinds Run does
-	// not support.
+	// Kind is "tensor" or "sequence" (a sequence of tensors, which RunData
+	// feeds and reads), or "map", "optional", ... for the kinds the package
+	// does not support.
 	Kind string
-	// Type is the element type (tensors only).
+	// Type is the element type of a tensor, or of a sequence's tensors
+	// (Undefined when the model file does not declare it).
 	Type DType
 	// Shape holds the dimensions; -1 where the dimension is not fixed.
 	// It is nil when RankKnown is false.
@@ -100,6 +102,12 @@ type IOInfo struct {
 // String describes the declaration like "int64[batch,src_len]"; an unnamed
 // free dimension prints as "?", an unknown rank as "[...]".
 func (i IOInfo) String() string {
+	if i.Kind == "sequence" {
+		if i.Type == Undefined {
+			return "seq(tensor)"
+		}
+		return "seq(" + i.Type.String() + ")"
+	}
 	if i.Kind != "tensor" {
 		return i.Kind
 	}
@@ -315,6 +323,9 @@ func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bo
 				}
 			}
 		}
+		if in.OrtValueType == ort.ONNXTypeSequence {
+			io.Type = decls[in.Name].seqElem
+		}
 		out[i] = io
 	}
 	return out
@@ -392,7 +403,37 @@ func (s *Session) Close() error {
 // the symbolic dimensions the inputs fix; an output whose shape does not
 // follow from those is an error. Rank-0 and empty float16/bfloat16 tensors
 // cannot be fed or read.
+//
+// Models with sequence inputs or outputs must use RunData.
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	for _, info := range s.outputs {
+		if info.Kind == "sequence" {
+			return nil, fmt.Errorf("runtime: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
+		}
+	}
+	in := make(map[string]Datum, len(inputs))
+	for name, t := range inputs {
+		in[name] = t
+	}
+	out, err := s.RunData(in)
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]*Tensor, len(out))
+	for name, d := range out {
+		res[name] = d.(*Tensor)
+	}
+	return res, nil
+}
+
+// RunData is Run for models with sequences: inputs map each input name to
+// a *Tensor or, for an input the model declares as a sequence of tensors, a
+// *Sequence; outputs come back the same way (a *Sequence for each sequence
+// output). A sequence input is checked to be non-empty (onnxruntime_go
+// cannot create an empty one) and to hold valid tensors of the declared
+// element type; element shapes are not checked. Everything Run says about
+// tensors holds here too.
+func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -404,14 +445,26 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	}
 	in := make([]ort.Value, len(s.inputs))
 	out := make([]ort.Value, len(s.outputs))
+	var elems []ort.Value // elements of input sequences, released after them
+	defer destroyAll(elems)
 	defer destroyAll(in)
 	defer destroyAll(out)
 	for i, info := range s.inputs {
-		v, err := NewValue(inputs[info.Name])
-		if err != nil {
-			return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+		switch d := inputs[info.Name].(type) {
+		case *Sequence:
+			v, e, err := newSequenceValue(d)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+			}
+			in[i] = v
+			elems = append(elems, e...)
+		case *Tensor:
+			v, err := NewValue(d)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+			}
+			in[i] = v
 		}
-		in[i] = v
 	}
 	if len(in) == 0 {
 		if err := s.runNoInputs(out); err != nil {
@@ -420,8 +473,16 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	} else if err := s.runWithInputs(in, out, symbols); err != nil {
 		return nil, err
 	}
-	res := make(map[string]*Tensor, len(out))
+	res := make(map[string]Datum, len(out))
 	for i, info := range s.outputs {
+		if seq, ok := out[i].(*ort.Sequence); ok {
+			sq, err := sequenceFromValue(seq)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+			}
+			res[info.Name] = sq
+			continue
+		}
 		t, err := FromValue(out[i])
 		if err != nil {
 			return nil, fmt.Errorf("runtime: %s: output %q: %w", s.name, info.Name, err)
@@ -565,7 +626,7 @@ func isNilValue(v ort.Value) bool {
 
 // check validates caller tensors against the declared inputs, and returns
 // the value of every symbolic dimension the inputs fix.
-func (s *Session) check(inputs map[string]*Tensor) (map[string]int64, error) {
+func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 	var unknown []string
 	for name := range inputs {
 		if s.inputIndex(name) < 0 {
@@ -590,7 +651,21 @@ func (s *Session) check(inputs map[string]*Tensor) (map[string]int64, error) {
 	symbols := map[string]string{} // dim name -> "value (from input X)"
 	symVals := map[string]int64{}
 	for _, info := range s.inputs {
-		t := inputs[info.Name]
+		d := inputs[info.Name]
+		if info.Kind == "sequence" {
+			seq, ok := d.(*Sequence)
+			if !ok {
+				return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects a %s: pass a *Sequence (to RunData)", s.name, info.Name, describeDatum(d), info)
+			}
+			if err := checkSequence(info, seq); err != nil {
+				return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
+			}
+			continue
+		}
+		t, ok := d.(*Tensor)
+		if !ok && d != nil {
+			return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects %s", s.name, info.Name, describeDatum(d), info)
+		}
 		if err := checkTensor(info, t); err != nil {
 			return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
 		}
@@ -608,6 +683,14 @@ func (s *Session) check(inputs map[string]*Tensor) (map[string]int64, error) {
 		}
 	}
 	return symVals, nil
+}
+
+// describeDatum is d.String(), or "nil" for a nil interface.
+func describeDatum(d Datum) string {
+	if d == nil {
+		return "nil"
+	}
+	return d.String()
 }
 
 // checkTensor validates one caller tensor against its declaration; the

@@ -109,3 +109,16 @@ save("half_free", [helper.make_node("Concat", ["h", "h"], ["hh"], axis=0)],
 # preallocates from the symbol is wrong (a clear error).
 save("half_misdeclared", [helper.make_node("Concat", ["h", "h"], ["hh"], axis=0)],
      [vi("h", H, ["n"])], [vi("hh", H, ["n"])])
+
+# sequence: xs is a seq(tensor(float)); ys = xs with y appended, count =
+# len(xs) (rank 0), first = xs[0] (free shape), empty = an empty seq(float).
+seq_f = helper.make_tensor_sequence_value_info("xs", F, None)
+save("sequence",
+     [helper.make_node("SequenceInsert", ["xs", "y"], ["ys"]),
+      helper.make_node("SequenceLength", ["xs"], ["count"]),
+      helper.make_node("SequenceAt", ["xs", "zero"], ["first"]),
+      helper.make_node("SequenceEmpty", [], ["empty"], dtype=F)],
+     [seq_f, vi("y", F, ["n"])],
+     [helper.make_tensor_sequence_value_info("ys", F, None), vi("count", I64, []),
+      vi("first", F, ["m"]), helper.make_tensor_sequence_value_info("empty", F, None)],
+     [helper.make_tensor("zero", I64, [], [0])])
