@@ -54,17 +54,19 @@ func TestSmallCases(t *testing.T) {
 		status Status
 		reason string
 	}{
-		"node/test_abs":                         {Passed, ""},
-		"node/test_add_bcast":                   {Passed, ""},
-		"node/test_argmax_default_axis_example": {Passed, ""}, // int64 output, exact
-		"node/test_equal":                       {Passed, ""}, // bool output
-		"node/test_if":                          {Passed, ""}, // subgraphs
-		"simple/test_single_relu_model":         {Passed, ""},
-		"pytorch-operator/test_operator_exp":    {Passed, ""},
-		"node/test_sequence_insert_at_back":     {Skipped, "is a sequence"},
-		"node/test_cast_FLOAT16_to_FLOAT":       {Passed, ""}, // float16 input
-		"node/test_cast_FLOAT_to_FLOAT16":       {Passed, ""}, // float16 output
-		"node/test_cast_BFLOAT16_to_FLOAT":      {Passed, ""}, // bfloat16 input stored as uint16
+		"node/test_abs":                          {Passed, ""},
+		"node/test_add_bcast":                    {Passed, ""},
+		"node/test_argmax_default_axis_example":  {Passed, ""}, // int64 output, exact
+		"node/test_equal":                        {Passed, ""}, // bool output
+		"node/test_if":                           {Passed, ""}, // subgraphs
+		"simple/test_single_relu_model":          {Passed, ""},
+		"pytorch-operator/test_operator_exp":     {Passed, ""},
+		"node/test_sequence_insert_at_back":      {Passed, ""}, // int64 sequence in and out
+		"node/test_sequence_map_add_2_sequences": {Passed, ""}, // two float sequences in and out
+		"node/test_loop13_seq":                   {Skipped, "empty sequence"},
+		"node/test_cast_FLOAT16_to_FLOAT":        {Passed, ""}, // float16 input
+		"node/test_cast_FLOAT_to_FLOAT16":        {Passed, ""}, // float16 output
+		"node/test_cast_BFLOAT16_to_FLOAT":       {Passed, ""}, // bfloat16 input stored as uint16
 		// The expected bfloat16s were truncated, ORT rounds to nearest.
 		"node/test_cast_FLOAT_to_BFLOAT16":        {Skipped, "on the original file too"},
 		"node/test_lstm_batchwise":                {Skipped, "layout == 1"},
@@ -106,7 +108,7 @@ func TestSmallCases(t *testing.T) {
 	if err := rep.WriteTable(&sb, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"node", "total", "skipped by reason:", "runtime cannot feed or read a sequence"} {
+	for _, s := range []string{"node", "total", "skipped by reason:", "runtime cannot feed an empty sequence"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, sb.String())
 		}
@@ -228,5 +230,44 @@ func TestDiscover(t *testing.T) {
 	}
 	if _, err := Discover("/no/such/dir"); err == nil {
 		t.Error("missing dir accepted")
+	}
+}
+
+// TestSequenceOutputsAreCompared: sequence outputs are compared element by
+// element; a wrong length or a wrong element fails.
+func TestSequenceOutputsAreCompared(t *testing.T) {
+	needData(t)
+	tests := []struct {
+		name, from, to string
+		want           string
+	}{
+		// input_0 is the sequence before the insertion: 3 tensors, not 4.
+		{"test_sequence_insert_at_back", "input_0.pb", "output_0.pb", `output 0 "output_sequence": sequence of 4 tensors, want 3`},
+		// y0 and y1 swapped: element 0 is [6], y1's is [2].
+		{"test_sequence_map_identity_2_sequences", "output_1.pb", "output_0.pb", `output 0 "y0": sequence element 0: shape [6], want [2]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyCase(t, tc.name)
+			set := filepath.Join(dir, "test_data_set_0")
+			b, err := os.ReadFile(filepath.Join(set, tc.from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(set, tc.to), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cases, err := Discover(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(cases, Options{Strict: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Cases[0]; r.Status != Failed || !strings.Contains(r.Reason, tc.want) {
+				t.Errorf("%s (%s), want failed with %q", r.Status, r.Reason, tc.want)
+			}
+		})
 	}
 }

@@ -105,6 +105,35 @@ func toRuntime(t *builder.Tensor) (*runtime.Tensor, error) {
 	return &runtime.Tensor{Shape: shape, Data: data}, nil
 }
 
+// compareDatum compares a runtime output with the expected one: a tensor
+// (see compareTensor), or a sequence of the same length whose tensors
+// compare equal one by one. It returns the largest absolute float error.
+func compareDatum(got runtime.Datum, want namedTensor, opt Options) (float64, error) {
+	if !want.isSeq {
+		g, ok := got.(*runtime.Tensor)
+		if !ok {
+			return 0, fmt.Errorf("got %s, want a tensor", got)
+		}
+		return compareTensor(g, want.t, opt)
+	}
+	g, ok := got.(*runtime.Sequence)
+	if !ok {
+		return 0, fmt.Errorf("got %s, want a sequence of %d tensors", got, len(want.seq))
+	}
+	if g.Len() != len(want.seq) {
+		return 0, fmt.Errorf("sequence of %d tensors, want %d", g.Len(), len(want.seq))
+	}
+	maxErr := 0.0
+	for i, w := range want.seq {
+		e, err := compareTensor(g.Tensors[i], w, opt)
+		maxErr = math.Max(maxErr, e)
+		if err != nil {
+			return maxErr, fmt.Errorf("sequence element %d: %w", i, err)
+		}
+	}
+	return maxErr, nil
+}
+
 // compareTensor compares a runtime output with the expected tensor: same
 // element type and shape, floats within tolerance (NaN equal to NaN, as
 // numpy.testing.assert_allclose; float16 and bfloat16 converted to float32
