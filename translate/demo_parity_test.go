@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/internal/fixtures"
 )
 
 // pytorchGreedy decodes texts with the PyTorch reference (one batch,
@@ -86,7 +87,7 @@ func TestDemoMatchesPyTorchGreedy(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			writeModelDir(t, dir, loadWeights(t, ckpt), modelSpec{special: attention.DefaultSpecial, src: src, tgt: tgt, greedy: true})
+			writeModelDir(t, dir, fixtures.Weights(t, ckpt), modelSpec{special: attention.DefaultSpecial, src: src, tgt: tgt, greedy: true})
 			for _, engine := range []string{EngineSteps, EngineLoop} {
 				for _, batch := range []int{1, 32} {
 					tr, err := Open(dir, Options{Threads: 1, Engine: engine, MaxLen: maxLen, BatchSize: batch})

@@ -9,12 +9,9 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/runtime"
 )
-
-const fixtureDir = "../testdata/fixtures"
 
 // modelSpec says what writeModelDir writes.
 type modelSpec struct {
@@ -61,20 +58,6 @@ func writeInfo(tb testing.TB, dir string, info *attention.ModelInfo) {
 	if err := os.WriteFile(filepath.Join(dir, "attnx.json"), data, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// loadWeights converts a checkpoint.
-func loadWeights(tb testing.TB, path string) *attention.Weights {
-	tb.Helper()
-	sd, err := checkpoint.Load(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return w
 }
 
 // charVocab returns the four special tokens followed by n-4 distinct

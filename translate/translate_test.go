@@ -16,40 +16,14 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/fixtures"
 )
-
-type fixture struct {
-	Name   string `json:"name"`
-	Dir    string `json:"dir"`
-	Batch  int    `json:"batch"`
-	MaxLen int    `json:"max_len"`
-	SOS    int64  `json:"sos"`
-	EOS    int64  `json:"eos"`
-	PAD    int64  `json:"pad"`
-}
-
-func fixtures(t *testing.T) []fixture {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct{ Fixtures []fixture }
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Fixtures) == 0 {
-		t.Fatal("no fixtures in manifest.json")
-	}
-	return m.Fixtures
-}
 
 // fixtureModel writes the fixture's model directory (with greedy.onnx and
 // character vocabularies) into a temporary directory.
-func fixtureModel(t *testing.T, f fixture) (string, *attention.Weights) {
+func fixtureModel(t *testing.T, f fixtures.Fixture) (string, *attention.Weights) {
 	t.Helper()
-	w := loadWeights(t, filepath.Join(fixtureDir, f.Dir, "checkpoint.pt"))
+	w := fixtures.Weights(t, f.Path(t, "checkpoint.pt"))
 	dir := t.TempDir()
 	writeModelDir(t, dir, w, modelSpec{
 		special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: 3},
@@ -58,38 +32,13 @@ func fixtureModel(t *testing.T, f fixture) (string, *attention.Weights) {
 	return dir, w
 }
 
-// fixtureIO returns the fixture's source rows (cut to their lengths) and the
-// reference's greedy tokens per row.
-func fixtureIO(t *testing.T, f fixture) (src, want [][]int64) {
-	t.Helper()
-	in, err := checkpoint.LoadSafetensors(filepath.Join(fixtureDir, f.Dir, "inputs.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp, err := checkpoint.LoadSafetensors(filepath.Join(fixtureDir, f.Dir, "expected.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, _ := in.Tensors["source_ids"].Int64s()
-	lens, _ := in.Tensors["source_lengths"].Int64s()
-	S := int(in.Tensors["source_ids"].Dims[1])
-	gt := exp.Tensors["greedy_tokens"]
-	toks, _ := gt.Int64s()
-	glens, _ := exp.Tensors["greedy_lengths"].Int64s()
-	T := int(gt.Dims[1])
-	for r := range lens {
-		src = append(src, ids[r*S:r*S+int(lens[r])])
-		want = append(want, toks[r*T:r*T+int(glens[r])])
-	}
-	return src, want
-}
-
 func TestFixturesMatchPyTorchGreedy(t *testing.T) {
 	needORT(t)
-	for _, f := range fixtures(t) {
+	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			dir, _ := fixtureModel(t, f)
-			src, want := fixtureIO(t, f)
+			d := fixtures.Load(t, f.Path(t, ""))
+			src, want := d.Rows(t), d.GreedyTokens(t)
 			if len(src) != f.Batch {
 				t.Fatalf("%d rows, manifest says batch %d", len(src), f.Batch)
 			}
@@ -162,7 +111,7 @@ func randomRows(r *rand.Rand, n, vs, maxLen int) [][]int64 {
 
 func TestEnginesAgreeAndTextIsJoined(t *testing.T) {
 	needORT(t)
-	f := fixtures(t)[1] // bahdanau, two layers
+	f := fixtures.List(t)[1] // bahdanau, two layers
 	dir, w := fixtureModel(t, f)
 	rows := randomRows(rand.New(rand.NewSource(1)), 9, w.Config.SrcVocab, 12)
 	var got [2][]Result
@@ -237,7 +186,7 @@ func TestEnginesAgreeAndTextIsJoined(t *testing.T) {
 
 func TestConcurrentUseMatchesSerial(t *testing.T) {
 	needORT(t)
-	f := fixtures(t)[3] // luong-dot, two layers
+	f := fixtures.List(t)[3] // luong-dot, two layers
 	dir, w := fixtureModel(t, f)
 	const goroutines, calls = 16, 200
 	r := rand.New(rand.NewSource(7))
@@ -292,7 +241,7 @@ func TestConcurrentUseMatchesSerial(t *testing.T) {
 
 func TestCloseAndCancel(t *testing.T) {
 	needORT(t)
-	dir, _ := fixtureModel(t, fixtures(t)[0])
+	dir, _ := fixtureModel(t, fixtures.List(t)[0])
 	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +270,7 @@ func TestCloseAndCancel(t *testing.T) {
 
 func TestWorkspacePoolIsBounded(t *testing.T) {
 	needORT(t)
-	dir, _ := fixtureModel(t, fixtures(t)[0])
+	dir, _ := fixtureModel(t, fixtures.List(t)[0])
 	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps, MaxLen: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +300,7 @@ func TestWorkspacePoolIsBounded(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	needORT(t)
-	f := fixtures(t)[0]
+	f := fixtures.List(t)[0]
 	good, w := fixtureModel(t, f)
 	copyDir := func(t *testing.T) string {
 		dir := t.TempDir()
@@ -474,7 +423,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestInputErrors(t *testing.T) {
 	needORT(t)
-	f := fixtures(t)[0]
+	f := fixtures.List(t)[0]
 	dir, w := fixtureModel(t, f)
 	Vs := w.Config.SrcVocab
 	tr, err := Open(dir, Options{Threads: 1, MaxSourceLen: 10})
@@ -602,7 +551,7 @@ func TestDemoModels(t *testing.T) {
 			if _, err := os.Stat(ckpt); err != nil {
 				t.Skipf("demo model not trained yet: %v", err)
 			}
-			w := loadWeights(t, ckpt)
+			w := fixtures.Weights(t, ckpt)
 			dir := t.TempDir()
 			writeModelDir(t, dir, w, modelSpec{special: attention.DefaultSpecial, src: src, tgt: tgt, greedy: true})
 			var texts [2][]string

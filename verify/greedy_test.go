@@ -1,16 +1,13 @@
 package verify
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/runtime"
 )
@@ -22,26 +19,11 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 	if err := runtime.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
-	data, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man struct {
-		Fixtures []struct {
-			Name, Dir     string
-			SOS, EOS, PAD int64
-			MaxLen        int64 `json:"max_len"`
-		}
-	}
-	if err := json.Unmarshal(data, &man); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range man.Fixtures {
+	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			dir := filepath.Join(fixtureDir, f.Dir)
-			ids, lens, _, want := fixtureInputs(t, dir)
-			checkGreedy(t, filepath.Join(dir, "checkpoint.pt"), ids, lens, want,
-				attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}, f.MaxLen)
+			d := fixtures.Load(t, f.Path(t, ""))
+			checkGreedy(t, f.Path(t, "checkpoint.pt"), sourceTensor(t, d), d.Lengths, d.Expected,
+				attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}, int64(f.MaxLen))
 		})
 	}
 }
@@ -50,15 +32,7 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 // step loop, and compares both with the reference's greedy_tokens.
 func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
 	t.Helper()
-	sd, err := checkpoint.Load(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := attention.Greedy(w, sp)
+	m, err := attention.Greedy(fixtures.Weights(t, ckpt), sp)
 	if err != nil {
 		t.Fatal(err)
 	}

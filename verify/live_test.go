@@ -12,6 +12,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -128,14 +129,8 @@ func formatMaxAbs(m map[string]float64) string {
 
 func readRun(t *testing.T, inPath, outPath string) (*runtime.Tensor, []int64, [][]int64, map[string]*builder.Tensor) {
 	t.Helper()
-	dir := t.TempDir()
-	// fixtureInputs reads inputs.safetensors and expected.safetensors from a dir.
-	for src, dst := range map[string]string{inPath: "inputs.safetensors", outPath: "expected.safetensors"} {
-		if err := os.Link(src, filepath.Join(dir, dst)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return fixtureInputs(t, dir)
+	d := fixtures.LoadFiles(t, inPath, outPath)
+	return sourceTensor(t, d), d.Lengths, d.StepInputs, d.Expected
 }
 
 // TestTorchOnnxExportAgrees exports each architecture with torch.onnx.export
