@@ -16,7 +16,7 @@ every test_data_set_N and compared with the expected outputs (rtol 1e-3,
 atol 1e-7 for floats; exact for integers, bools and strings). A case whose
 round-tripped model fails is run from the original file too: if ONNX
 Runtime fails there as well the case is skipped with its message,
-otherwise it fails. Cases with sequences, optionals, maps or
+otherwise it fails. Cases with optionals, maps, empty sequences or
 complex values are skipped.
 
 Each dir is a case directory, a folder of cases or a folder of folders;

@@ -82,7 +82,7 @@ func needData(t *testing.T) string {
 
 func TestConformanceJSON(t *testing.T) {
 	needData(t)
-	code, out, errs := attnx("conformance", "-json", "-run", "test_(abs|relu|sequence_insert_at_back)$",
+	code, out, errs := attnx("conformance", "-json", "-run", "test_(abs|relu|sequence_insert_at_back|loop13_seq)$",
 		filepath.Join(conformance.DefaultRoot, "node"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -97,10 +97,13 @@ func TestConformanceJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if rep.Total != 3 || rep.Passed != 2 || rep.Skipped != 1 || rep.Failed != 0 || len(rep.Cases) != 3 {
+	if rep.Total != 4 || rep.Passed != 3 || rep.Skipped != 1 || rep.Failed != 0 || len(rep.Cases) != 4 {
 		t.Errorf("report %+v", rep)
 	}
-	if c := rep.Cases[2]; c.Name != "node/test_sequence_insert_at_back" || c.Status != "skipped" || !strings.Contains(c.Reason, "sequence") {
+	if c := rep.Cases[1]; c.Name != "node/test_loop13_seq" || c.Status != "skipped" || !strings.Contains(c.Reason, "empty sequence") {
+		t.Errorf("case %+v", c)
+	}
+	if c := rep.Cases[3]; c.Name != "node/test_sequence_insert_at_back" || c.Status != "passed" {
 		t.Errorf("case %+v", c)
 	}
 	code, out, _ = attnx("conformance", "-run", "test_abs$", filepath.Join(conformance.DefaultRoot, "node"))
