@@ -21,19 +21,26 @@ func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *runti
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := export.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		onnxcheck.Check(t, data)
-		s, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		sessions = append(sessions, s)
+		sessions = append(sessions, openChecked(t, m))
 	}
 	return w, sessions[0], sessions[1]
+}
+
+// openChecked marshals a built model, runs the ONNX checker on it and opens
+// it in ONNX Runtime; the session is closed when the test ends.
+func openChecked(t *testing.T, m *builder.Model) *runtime.Session {
+	t.Helper()
+	data, err := export.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onnxcheck.Check(t, data)
+	s, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // sourceTensor returns a reference run's source_ids as a runtime tensor.

@@ -6,9 +6,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/fixtures"
-	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -36,16 +34,7 @@ func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, w
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := export.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	onnxcheck.Check(t, data)
-	s, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openChecked(t, m)
 	B := int64(len(lens))
 	out, err := s.Run(map[string]*runtime.Tensor{
 		attention.InSourceIDs:     ids,
