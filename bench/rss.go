@@ -9,12 +9,11 @@ package bench
 import "C"
 
 import (
-	"bufio"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
+
+	"github.com/attnx/attnx/internal/procstat"
 )
 
 // resetPeakRSS frees what Go can, returns glibc's free heap pages to the
@@ -31,21 +30,4 @@ func resetPeakRSS() bool {
 }
 
 // peakRSSMB returns VmHWM from /proc/self/status in MiB, 0 when unknown.
-func peakRSSMB() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return 0
-			}
-			return kb / 1024
-		}
-	}
-	return 0
-}
+func peakRSSMB() float64 { return float64(procstat.Bytes("VmHWM")) / (1 << 20) }

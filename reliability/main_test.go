@@ -1,21 +1,20 @@
 package reliability
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"github.com/attnx/attnx/translate"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/procstat"
+	"github.com/attnx/attnx/translate"
 )
 
 var (
@@ -109,29 +108,11 @@ func sampleMem() memSample {
 	goruntime.GC()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
-	return memSample{heap: ms.HeapAlloc, rss: rssBytes()}
+	return memSample{heap: ms.HeapAlloc, rss: procstat.RSS()}
 }
 
 func (m memSample) String() string {
 	return fmt.Sprintf("heap %.2f MiB, RSS %.1f MiB", float64(m.heap)/(1<<20), float64(m.rss)/(1<<20))
-}
-
-// rssBytes reads VmRSS from /proc/self/status (0 when unavailable).
-func rssBytes() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			var kb uint64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // growth is (b-a)/a, or +Inf when a is 0 and b is not.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/procstat"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -552,7 +552,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	defer func() { stdout, stderr, translateStdin = os.Stdout, os.Stderr, os.Stdin }()
 
 	goruntime.GC()
-	heap0, rss0 := badHeap(), badRSS()
+	heap0, rss0 := badHeap(), procstat.RSS()
 	var maxHeap, maxRSS uint64
 	var samples int
 	stop := make(chan struct{})
@@ -567,7 +567,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 			case <-stop:
 				return
 			case <-tick.C:
-				maxHeap, maxRSS = max(maxHeap, badHeap()), max(maxRSS, badRSS())
+				maxHeap, maxRSS = max(maxHeap, badHeap()), max(maxRSS, procstat.RSS())
 				samples++
 			}
 		}
@@ -605,22 +605,4 @@ func badHeap() uint64 {
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	return ms.HeapAlloc
-}
-
-// badRSS is the process's resident set size from /proc/self/status, or 0.
-func badRSS() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			var kb uint64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb * 1024
-		}
-	}
-	return 0
 }
