@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/attnx/attnx/builder"
 )
 
 // DType is an ONNX tensor element type. The values are those of
@@ -34,21 +36,9 @@ const (
 	BFloat16   DType = 16
 )
 
-var dtypeNames = map[DType]string{
-	Undefined: "undefined", Float32: "float32", Uint8: "uint8", Int8: "int8",
-	Uint16: "uint16", Int16: "int16", Int32: "int32", Int64: "int64",
-	String: "string", Bool: "bool", Float16: "float16", Float64: "float64",
-	Uint32: "uint32", Uint64: "uint64", Complex64: "complex64",
-	Complex128: "complex128", BFloat16: "bfloat16",
-}
-
-// String returns the Go-style name: "float32", "int64", "bool", ...
-func (d DType) String() string {
-	if n, ok := dtypeNames[d]; ok {
-		return n
-	}
-	return "dtype(" + strconv.Itoa(int(d)) + ")"
-}
+// String returns the Go-style name: "float32", "int64", "bool", ... The
+// values are ONNX's element types, so builder.DataType names them.
+func (d DType) String() string { return builder.DataType(d).String() }
 
 // supportedData lists the Data slice types Tensor accepts, for error messages.
 const supportedData = "[]float32, []float64, []int8, []int16, []int32, []int64, []uint8, []uint16, []uint32, []uint64, []bool, []string, []F16 (float16), []BF16 (bfloat16)"
