@@ -9,61 +9,41 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
 )
 
-// exampleModelDir writes a model directory for the fixture checkpoint
+// exampleModelDir exports the fixture checkpoint
 // testdata/fixtures/bahdanau_b1_l1 (a small random Bahdanau model, Vs=19,
-// Vt=23) with made-up character vocabularies, as `attnx export` would.
+// Vt=23) with made-up character vocabularies, as `attnx export` does.
 func exampleModelDir() (string, error) {
-	sd, err := checkpoint.Load("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt")
+	tmp, err := os.MkdirTemp("", "attnx-example-")
 	if err != nil {
 		return "", err
 	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "attnx-example-")
-	if err != nil {
-		return "", err
-	}
-	enc, err := attention.Encoder(w)
-	if err != nil {
-		return "", err
-	}
-	dec, err := attention.Decoder(w)
-	if err != nil {
-		return "", err
-	}
-	if err := export.WriteFile(filepath.Join(dir, "encoder.onnx"), enc, export.WriteOptions{}); err != nil {
-		return "", err
-	}
-	if err := export.WriteFile(filepath.Join(dir, "decoder.onnx"), dec, export.WriteOptions{}); err != nil {
-		return "", err
-	}
-	vocab := func(n int) []string {
+	vocab := func(name string, n int) (string, error) {
 		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
 		for c := 'a'; len(v) < n; c++ {
 			v = append(v, string(c))
 		}
-		return v
+		data, err := json.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		path := filepath.Join(tmp, name)
+		return path, os.WriteFile(path, data, 0o644)
 	}
-	info := attention.ModelInfo{
-		Format: attention.ModelInfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
-		Special:   attention.DefaultSpecial,
-		SrcTokens: vocab(w.Config.SrcVocab), TgtTokens: vocab(w.Config.TgtVocab),
-		Files:    map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
-		Producer: "translate example",
-	}
-	data, err := json.Marshal(info)
+	src, err := vocab("src.json", 19)
 	if err != nil {
 		return "", err
 	}
-	return dir, os.WriteFile(filepath.Join(dir, "attnx.json"), data, 0o644)
+	tgt, err := vocab("tgt.json", 23)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, "model")
+	_, err = modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{SrcVocab: src, TgtVocab: tgt})
+	return dir, err
 }
 
 // Without MaxLen, a row of n tokens decodes at most 2n+10 tokens.

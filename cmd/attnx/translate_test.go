@@ -8,62 +8,37 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
 
-// translateTestModel writes a model directory for the fixture
-// bahdanau_b1_l1 (Vs=19, Vt=23) with character vocabularies "<pad>",
-// "<sos>", "<eos>", "<unk>", "a", "b", ...
+// translateTestModel exports the fixture bahdanau_b1_l1 (Vs=19, Vt=23)
+// with character vocabularies "<pad>", "<sos>", "<eos>", "<unk>", "a",
+// "b", ...
 func translateTestModel(t *testing.T) string {
 	t.Helper()
 	if err := runtime.Init(); err != nil {
 		t.Skipf("ONNX Runtime not available: %v", err)
 	}
-	sd, err := checkpoint.Load("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	enc, err := attention.Encoder(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := attention.Decoder(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := export.WriteFile(filepath.Join(dir, "encoder.onnx"), enc, export.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := export.WriteFile(filepath.Join(dir, "decoder.onnx"), dec, export.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vocab := func(n int) []string {
+	tmp := t.TempDir()
+	vocab := func(name string, n int) string {
 		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
 		for c := 'a'; len(v) < n; c++ {
 			v = append(v, string(c))
 		}
-		return v
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(tmp, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	info := attention.ModelInfo{
-		Format: attention.ModelInfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
-		Special:   attention.DefaultSpecial,
-		SrcTokens: vocab(w.Config.SrcVocab), TgtTokens: vocab(w.Config.TgtVocab),
-		Files:    map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
-		Producer: "attnx translate CLI tests",
-	}
-	data, err := json.Marshal(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "attnx.json"), data, 0o644); err != nil {
+	dir := filepath.Join(tmp, "model")
+	if _, err := modeldir.Export("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir,
+		modeldir.Options{SrcVocab: vocab("src.json", 19), TgtVocab: vocab("tgt.json", 23)}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
