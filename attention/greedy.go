@@ -30,7 +30,7 @@ const (
 // other loop-invariant work is hoisted too.)
 func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	cfg := wt.Config
-	if err := checkSpecial(cfg, sp); err != nil {
+	if err := sp.Check(cfg); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	g := builder.New("attnx_greedy_" + string(cfg.Arch))
@@ -80,17 +80,4 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	m.Metadata["attnx.eos"] = fmt.Sprint(sp.EOS)
 	m.Metadata["attnx.pad"] = fmt.Sprint(sp.PAD)
 	return m, nil
-}
-
-// checkSpecial checks that the decoding token ids are target ids.
-func checkSpecial(cfg Config, sp Special) error {
-	for _, t := range []struct {
-		name string
-		id   int64
-	}{{"sos", sp.SOS}, {"eos", sp.EOS}, {"pad", sp.PAD}} {
-		if t.id < 0 || t.id >= int64(cfg.TgtVocab) {
-			return fmt.Errorf("special token %s = %d: outside the target vocabulary [0, %d)", t.name, t.id, cfg.TgtVocab)
-		}
-	}
-	return nil
 }

@@ -223,9 +223,9 @@ func convert(path string, opt Options) (*attention.Weights, []string, error) {
 }
 
 // buildInfo fills in attnx.json's content but its files.
-func buildInfo(cfg attention.Config, ckpt string, opt Options) (*attention.ModelInfo, error) {
-	info := &attention.ModelInfo{
-		Format:        attention.ModelInfoFormat,
+func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
+	info := &Info{
+		Format:        InfoFormat,
 		FormatVersion: 1,
 		Config:        cfg,
 		Opset:         builder.DefaultOpset,
@@ -264,16 +264,8 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options) (*attention.Model
 			*o.dst = *o.v
 		}
 	}
-	if u := info.Special.UNK; u < -1 || u >= int64(cfg.SrcVocab) {
-		return nil, fmt.Errorf("special token unk = %d: outside the source vocabulary [0, %d)", u, cfg.SrcVocab)
-	}
-	for _, t := range []struct {
-		name string
-		id   int64
-	}{{"sos", info.Special.SOS}, {"eos", info.Special.EOS}, {"pad", info.Special.PAD}} {
-		if t.id < 0 || t.id >= int64(cfg.TgtVocab) {
-			return nil, fmt.Errorf("special token %s = %d: outside the target vocabulary [0, %d)", t.name, t.id, cfg.TgtVocab)
-		}
+	if err := info.Special.Check(cfg); err != nil {
+		return nil, err
 	}
 	return info, nil
 }

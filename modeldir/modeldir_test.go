@@ -76,7 +76,7 @@ func TestExportRoundTrip(t *testing.T) {
 					t.Errorf("%s: summary %+v, result %+v", f.Name, s, f)
 				}
 			}
-			info, err := attention.ReadModelInfo(filepath.Join(dir, InfoFile))
+			info, err := ReadInfo(filepath.Join(dir, InfoFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestExportGreedy(t *testing.T) {
 	if len(res.Files) != 4 || res.Files[2].Name != GreedyFile || res.Files[2].Nodes <= res.Files[1].Nodes {
 		t.Fatalf("files %+v", res.Files)
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(dir, InfoFile))
+	info, err := ReadInfo(filepath.Join(dir, InfoFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestExportVocabularies(t *testing.T) {
 	if res.Special != want {
 		t.Errorf("special %+v, want %+v", res.Special, want)
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(dir, InfoFile))
+	info, err := ReadInfo(filepath.Join(dir, InfoFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestExportForceReplaces(t *testing.T) {
 	if got := strings.Join(entries(t, dir), " "); got != "attnx.json decoder.onnx encoder.onnx" {
 		t.Errorf("dir holds %s (old files must go)", got)
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(dir, InfoFile))
+	info, err := ReadInfo(filepath.Join(dir, InfoFile))
 	if err != nil || info.Arch != attention.LuongGeneral {
 		t.Errorf("attnx.json %+v, %v", info, err)
 	}

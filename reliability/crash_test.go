@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/modeldir"
 )
 
 // modelFiles are the files `attnx export` (without --greedy) writes.
@@ -58,7 +58,7 @@ func checkComplete(t *testing.T, dir string, ref map[string][]byte) {
 	if strings.Join(names, ",") != strings.Join(modelFiles, ",") {
 		t.Fatalf("%s holds %v, want %v: a partial model directory", dir, names, modelFiles)
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(dir, "attnx.json"))
+	info, err := modeldir.ReadInfo(filepath.Join(dir, "attnx.json"))
 	if err != nil {
 		t.Fatalf("attnx.json: %v", err)
 	}

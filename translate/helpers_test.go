@@ -10,6 +10,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -42,14 +43,14 @@ func writeModelDir(tb testing.TB, dir string, w *attention.Weights, ms modelSpec
 			tb.Fatal(err)
 		}
 	}
-	info := attention.ModelInfo{
-		Format: attention.ModelInfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
+	info := modeldir.Info{
+		Format: modeldir.InfoFormat, FormatVersion: 1, Config: w.Config, Opset: 17,
 		Special: ms.special, SrcTokens: ms.src, TgtTokens: ms.tgt, Files: files, Producer: "attnx translate tests",
 	}
 	writeInfo(tb, dir, &info)
 }
 
-func writeInfo(tb testing.TB, dir string, info *attention.ModelInfo) {
+func writeInfo(tb testing.TB, dir string, info *modeldir.Info) {
 	tb.Helper()
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -90,7 +90,7 @@ type Result struct {
 // concurrent use; see the package documentation.
 type Translator struct {
 	dir    string
-	info   *attention.ModelInfo
+	info   *modeldir.Info
 	opt    Options
 	engine string
 
@@ -121,7 +121,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, fmt.Errorf("translate: %s is not a directory; a model directory holds attnx.json, encoder.onnx and decoder.onnx", dir)
 	}
 	infoPath := filepath.Join(dir, "attnx.json")
-	info, err := attention.ReadModelInfo(infoPath)
+	info, err := modeldir.ReadInfo(infoPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("translate: %s has no attnx.json: not an attnx model directory (it should hold attnx.json, encoder.onnx and decoder.onnx)", dir)
 	}
@@ -222,7 +222,7 @@ func (t *Translator) openRole(role string, ropt runtime.Options, spec graphSpec)
 }
 
 // Info returns a copy of the model directory's attnx.json.
-func (t *Translator) Info() attention.ModelInfo {
+func (t *Translator) Info() modeldir.Info {
 	m := *t.info
 	m.SrcTokens = append([]string(nil), m.SrcTokens...)
 	m.TgtTokens = append([]string(nil), m.TgtTokens...)

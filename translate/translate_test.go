@@ -17,6 +17,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/modeldir"
 )
 
 // fixtureModel writes the fixture's model directory (with greedy.onnx and
@@ -316,7 +317,7 @@ func TestOpenErrors(t *testing.T) {
 		}
 		return dir
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(good, "attnx.json"))
+	info, err := modeldir.ReadInfo(filepath.Join(good, "attnx.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

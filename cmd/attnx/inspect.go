@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/modeldir"
 )
@@ -39,9 +38,9 @@ type inspectedGraph struct {
 
 // inspectedDir is inspect's JSON output for a model directory.
 type inspectedDir struct {
-	Dir    string               `json:"dir"`
-	Model  *attention.ModelInfo `json:"model"`
-	Graphs []inspectedGraph     `json:"graphs"`
+	Dir    string           `json:"dir"`
+	Model  *modeldir.Info   `json:"model"`
+	Graphs []inspectedGraph `json:"graphs"`
 }
 
 func runInspect(args []string) error {
@@ -71,7 +70,7 @@ func runInspect(args []string) error {
 		return nil
 	}
 	infoPath := filepath.Join(path, modeldir.InfoFile)
-	info, err := attention.ReadModelInfo(infoPath)
+	info, err := modeldir.ReadInfo(infoPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", path, modeldir.InfoFile)
 	}
@@ -136,7 +135,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printInfo(w io.Writer, dir string, m *attention.ModelInfo) {
+func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 	fmt.Fprintf(w, "%s: attnx model (format %s v%d, producer %s", dir, m.Format, m.FormatVersion, m.Producer)
 	if m.Source != "" {
 		fmt.Fprintf(w, ", from %s", m.Source)

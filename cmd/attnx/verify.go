@@ -277,7 +277,7 @@ func runVerify(args []string) error {
 }
 
 // readModelDir reads DIR/attnx.json with an error that says what DIR is.
-func readModelDir(dir string) (*attention.ModelInfo, error) {
+func readModelDir(dir string) (*modeldir.Info, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
@@ -285,7 +285,7 @@ func readModelDir(dir string) (*attention.ModelInfo, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("--model %s is not a directory (want a model directory written by attnx export)", dir)
 	}
-	info, err := attention.ReadModelInfo(filepath.Join(dir, modeldir.InfoFile))
+	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", dir, modeldir.InfoFile)
 	}

@@ -1,4 +1,4 @@
-package attention
+package modeldir
 
 import (
 	"encoding/json"
@@ -27,11 +27,11 @@ const validInfoJSON = `{
 }
 `
 
-// FuzzModelInfo feeds arbitrary bytes to ParseModelInfo: it must never
-// panic; an error names the file; an accepted ModelInfo validates again,
+// FuzzInfo feeds arbitrary bytes to ParseInfo: it must never
+// panic; an error names the file; an accepted Info validates again,
 // survives a marshal/parse round trip unchanged, and names only plain files
 // inside the model directory, for every role.
-func FuzzModelInfo(f *testing.F) {
+func FuzzInfo(f *testing.F) {
 	f.Add([]byte(validInfoJSON))
 	f.Add([]byte(`{"format":"attnx-model","format_version":1,"arch":"bahdanau","hidden_size":1,"num_layers":1,"src_vocab_size":1,"tgt_vocab_size":3,"opset":17,"special_tokens":{"sos":1,"eos":2,"pad":0,"unk":-1},"files":{"encoder":"e.onnx","decoder":"d.onnx"},"producer":"attnx"}`))
 	f.Add([]byte(strings.Replace(validInfoJSON, `"greedy.onnx"`, `"../greedy.onnx"`, 1)))
@@ -42,10 +42,10 @@ func FuzzModelInfo(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseModelInfo(data, "fuzz.json")
+		m, err := ParseInfo(data, "fuzz.json")
 		if err != nil {
 			if m != nil {
-				t.Fatal("ParseModelInfo returned a ModelInfo with an error")
+				t.Fatal("ParseInfo returned an Info with an error")
 			}
 			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -60,7 +60,7 @@ func FuzzModelInfo(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted, but does not marshal: %v", err)
 		}
-		back, err := ParseModelInfo(out, "again.json")
+		back, err := ParseInfo(out, "again.json")
 		if err != nil {
 			t.Fatalf("accepted, but its own marshalling is refused: %v\n%s", err, out)
 		}
@@ -70,9 +70,9 @@ func FuzzModelInfo(f *testing.F) {
 	})
 }
 
-// checkInfoInvariants asserts what users of a valid ModelInfo rely on
+// checkInfoInvariants asserts what users of a valid Info rely on
 // without checking it again.
-func checkInfoInvariants(t *testing.T, m *ModelInfo) {
+func checkInfoInvariants(t *testing.T, m *Info) {
 	t.Helper()
 	for role, f := range m.Files {
 		if f == "" || f == "." || f == ".." || strings.ContainsAny(f, `/\`) || strings.ContainsRune(f, 0) {
@@ -92,10 +92,10 @@ func checkInfoInvariants(t *testing.T, m *ModelInfo) {
 	}
 }
 
-// TestParseModelInfoRefusesUnsafeFields holds the inputs FuzzModelInfo
-// found (or would find) that ParseModelInfo once accepted: file names for
+// TestParseInfoRefusesUnsafeFields holds the inputs FuzzInfo
+// found (or would find) that ParseInfo once accepted: file names for
 // any role that leave the model directory, and an unk id below -1.
-func TestParseModelInfoRefusesUnsafeFields(t *testing.T) {
+func TestParseInfoRefusesUnsafeFields(t *testing.T) {
 	cases := []struct{ from, to, want string }{
 		{`"greedy.onnx"`, `"../greedy.onnx"`, `files.greedy = "../greedy.onnx": must be a plain file name`},
 		{`"greedy.onnx"`, `"/tmp/greedy.onnx"`, `files.greedy = "/tmp/greedy.onnx": must be a plain file name`},
@@ -118,12 +118,12 @@ func TestParseModelInfoRefusesUnsafeFields(t *testing.T) {
 			t.Fatalf("%s not in the valid JSON", c.from)
 		}
 		data := strings.Replace(validInfoJSON, c.from, c.to, 1)
-		_, err := ParseModelInfo([]byte(data), "attnx.json")
+		_, err := ParseInfo([]byte(data), "attnx.json")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "attnx.json: ") {
 			t.Errorf("%s -> %s: error %v, want %q", c.from, c.to, err, c.want)
 		}
 	}
-	if _, err := ParseModelInfo([]byte(validInfoJSON), "attnx.json"); err != nil {
+	if _, err := ParseInfo([]byte(validInfoJSON), "attnx.json"); err != nil {
 		t.Errorf("the valid JSON: %v", err)
 	}
 }
