@@ -19,7 +19,7 @@ Cases that fail with ONNX Runtime itself, or that the Go binding cannot
 run, are named in an expected-failure list with the stage at which they
 fail (feed, load, run, compare) and why. The list is built in
 (` + conformance.BuiltinListPath + `, made by running every case through
-ONNX Runtime's Node.js binding: make conformance-expected); -expected
+ONNX Runtime's Node.js binding: make conformance-expected); --expected
 names another. Each case is reported as
   passed                every output matches
   failed                it errors or mismatches and is not on the list,
@@ -38,7 +38,7 @@ otherwise, 2 for usage errors.`
 func runConformance(args []string) error {
 	fs := newFlagSet("conformance")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	verbose := fs.Bool("v", false, "list every expected failure with its reason, and progress on stderr")
+	verbose := fs.BoolP("verbose", "v", false, "list every expected failure with its reason, and progress on stderr")
 	workers := fs.Int("workers", 2, "cases to run in parallel")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for one case")
 	rtol := fs.Float64("rtol", 1e-3, "relative tolerance for floats")
