@@ -86,10 +86,10 @@ func TestConformanceJSON(t *testing.T) {
 	}
 }
 
-// TestConformanceCorruptedOutputExits1: a flipped value in a copied case's
-// expected output fails the run, naming the case.
-func TestConformanceCorruptedOutputExits1(t *testing.T) {
-	src := needData(t)
+// corruptedAbs copies node/test_abs with its first expected output value
+// flipped to -7 (|x| never is) and returns the case directory.
+func corruptedAbs(t *testing.T, src string) string {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), "node", "test_abs")
 	if err := os.MkdirAll(filepath.Join(dst, "test_data_set_0"), 0o755); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,6 @@ func TestConformanceCorruptedOutputExits1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// |x| is never -7.
 	binary.LittleEndian.PutUint32(tn.Raw, math.Float32bits(-7))
 	b, err := export.MarshalTensor(tn)
 	if err != nil {
@@ -117,44 +116,50 @@ func TestConformanceCorruptedOutputExits1(t *testing.T) {
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	code, stdout, errs := attnx("conformance", "-json", dst)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1: %s", code, errs)
-	}
-	rep := decodeReport(t, stdout)
-	if rep.Failed != 1 || rep.Passed != 0 || len(rep.Cases) != 1 {
-		t.Fatalf("report %+v", rep)
-	}
-	if c := rep.Cases[0]; c.Name != "node/test_abs" || c.Status != "failed" || c.Stage != "compare" || !strings.Contains(c.Reason, "worst at [0 0 0]") || !strings.Contains(c.Reason, "want -7") {
-		t.Errorf("case %+v", c)
-	}
-	code, stdout, _ = attnx("conformance", dst)
-	if code != 1 || !strings.Contains(stdout, "FAILED node/test_abs at compare: test_data_set_0: output 0 \"y\": ") {
-		t.Errorf("table (exit %d):\n%s", code, stdout)
-	}
+	return dst
 }
 
-// TestConformanceUnexpectedlyPassingExits1: a case on the expected-failure
-// list that passes fails the run, so that the list cannot rot.
-func TestConformanceUnexpectedlyPassingExits1(t *testing.T) {
+// TestConformanceExits1: a flipped value in a copied case's expected output
+// fails the run, naming the case; so does a case on the expected-failure
+// list that passes, so that the list cannot rot.
+func TestConformanceExits1(t *testing.T) {
 	src := needData(t)
 	list := filepath.Join(t.TempDir(), "failures.tsv")
 	if err := os.WriteFile(list, []byte("# test list\nnode/test_abs\tload\tno-kernel\t-\tno Abs kernel\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, errs := attnx("conformance", "-json", "-expected", list, src)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1: %s", code, errs)
-	}
-	rep := decodeReport(t, stdout)
-	if c := rep.Cases[0]; rep.UnexpectedlyPassing != 1 || rep.ExpectedList.Source != list || rep.ExpectedList.Entries != 1 ||
-		c.Status != "unexpectedly-passing" || !strings.Contains(c.Reason, "expects it to fail at load (no-kernel: no Abs kernel)") {
-		t.Errorf("report %+v", rep)
-	}
-	code, stdout, _ = attnx("conformance", "-expected", list, src)
-	if code != 1 || !strings.Contains(stdout, "UNEXPECTEDLY PASSING node/test_abs: passes, but") {
-		t.Errorf("table (exit %d):\n%s", code, stdout)
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		status, stage string
+		reason, table string
+		failed, xpass int
+		listSource    string
+	}{
+		{"corrupted output", []string{corruptedAbs(t, src)}, "failed", "compare",
+			"worst at [0 0 0] (got 1.7640524, want -7)", `FAILED node/test_abs at compare: test_data_set_0: output 0 "y": `, 1, 0,
+			"built-in " + conformance.BuiltinListPath},
+		{"listed case passes", []string{"--expected", list, src}, "unexpectedly-passing", "",
+			"expects it to fail at load (no-kernel: no Abs kernel)", "UNEXPECTEDLY PASSING node/test_abs: passes, but", 0, 1,
+			list},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, errs := attnx(append([]string{"conformance", "--json"}, tc.args...)...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1: %s", code, errs)
+			}
+			rep := decodeReport(t, stdout)
+			if rep.Failed != tc.failed || rep.UnexpectedlyPassing != tc.xpass || rep.Passed != 0 || len(rep.Cases) != 1 || rep.ExpectedList.Source != tc.listSource {
+				t.Fatalf("report %+v", rep)
+			}
+			if c := rep.Cases[0]; c.Name != "node/test_abs" || c.Status != tc.status || c.Stage != tc.stage || !strings.Contains(c.Reason, tc.reason) {
+				t.Errorf("case %+v", c)
+			}
+			code, stdout, _ = attnx(append([]string{"conformance"}, tc.args...)...)
+			if code != 1 || !strings.Contains(stdout, tc.table) {
+				t.Errorf("table (exit %d):\n%s", code, stdout)
+			}
+		})
 	}
 }
 
