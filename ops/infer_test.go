@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -358,5 +359,68 @@ func TestAttributesOnlyWhenNotDefault(t *testing.T) {
 	}
 	if g.Err() != nil {
 		t.Fatal(g.Err())
+	}
+}
+
+// TestRecurrentOptionalElemTypes feeds each optional input of LSTM and GRU
+// with the wrong element type: the error names that input (it used to be an
+// index out of range panic, names and values having drifted apart).
+func TestRecurrentOptionalElemTypes(t *testing.T) {
+	const want = "X is float32[5,2,10] but %s is float64%s: element types must match"
+	x := func(g *builder.Graph) *builder.Value { return in(g, "x", f32, 5, 2, 10) }
+	lstmW := func(g *builder.Graph) (*builder.Value, *builder.Value) {
+		return in(g, "w", f32, 1, 80, 10), in(g, "r", f32, 1, 80, 20)
+	}
+	gruW := func(g *builder.Graph) (*builder.Value, *builder.Value) {
+		return in(g, "w", f32, 1, 60, 10), in(g, "r", f32, 1, 60, 20)
+	}
+	f64 := builder.Double
+	cases := []struct {
+		name, input, dims string
+		build             func(g *builder.Graph)
+	}{
+		{"LSTM W", "W", "[1,80,10]", func(g *builder.Graph) {
+			LSTM(x(g), in(g, "w", f64, 1, 80, 10), in(g, "r", f32, 1, 80, 20), LSTMOpts{})
+		}},
+		{"LSTM R", "R", "[1,80,20]", func(g *builder.Graph) {
+			LSTM(x(g), in(g, "w", f32, 1, 80, 10), in(g, "r", f64, 1, 80, 20), LSTMOpts{})
+		}},
+		{"LSTM B", "B", "[1,160]", func(g *builder.Graph) {
+			w, r := lstmW(g)
+			LSTM(x(g), w, r, LSTMOpts{RNNOpts: RNNOpts{B: in(g, "b", f64, 1, 160)}})
+		}},
+		{"LSTM initial_h", "initial_h", "[1,2,20]", func(g *builder.Graph) {
+			w, r := lstmW(g)
+			LSTM(x(g), w, r, LSTMOpts{RNNOpts: RNNOpts{InitialH: in(g, "h", f64, 1, 2, 20)}})
+		}},
+		{"LSTM initial_c", "initial_c", "[1,2,20]", func(g *builder.Graph) {
+			w, r := lstmW(g)
+			LSTM(x(g), w, r, LSTMOpts{InitialC: in(g, "c", f64, 1, 2, 20)})
+		}},
+		{"LSTM P", "P", "[1,60]", func(g *builder.Graph) {
+			w, r := lstmW(g)
+			LSTM(x(g), w, r, LSTMOpts{P: in(g, "p", f64, 1, 60)})
+		}},
+		{"GRU B", "B", "[1,120]", func(g *builder.Graph) {
+			w, r := gruW(g)
+			GRU(x(g), w, r, GRUOpts{RNNOpts: RNNOpts{B: in(g, "b", f64, 1, 120)}})
+		}},
+		{"GRU initial_h", "initial_h", "[1,2,20]", func(g *builder.Graph) {
+			w, r := gruW(g)
+			GRU(x(g), w, r, GRUOpts{RNNOpts: RNNOpts{InitialH: in(g, "h", f64, 1, 2, 20)}})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := builder.New("g")
+			c.build(g)
+			err := g.Err()
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if w := fmt.Sprintf(want, c.input, c.dims); !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q lacks %q", err, w)
+			}
+		})
 	}
 }
