@@ -446,9 +446,13 @@ func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 	in := make([]ort.Value, len(s.inputs))
 	out := make([]ort.Value, len(s.outputs))
 	var elems []ort.Value // elements of input sequences, released after them
-	defer destroyAll(elems)
-	defer destroyAll(in)
-	defer destroyAll(out)
+	// One deferred closure, so that it sees the elements appended below (a
+	// deferred destroyAll(elems) would see the nil slice of this line).
+	defer func() {
+		destroyAll(out)
+		destroyAll(in)
+		destroyAll(elems)
+	}()
 	for i, info := range s.inputs {
 		switch d := inputs[info.Name].(type) {
 		case *Sequence:
@@ -603,9 +607,16 @@ func hasFreeDim(shape []int64) bool {
 	return false
 }
 
+// destroyHook, when set (by tests), sees every value destroyAll releases.
+var destroyHook func(ort.Value)
+
+// destroyAll releases every value of vs and clears the slice.
 func destroyAll(vs []ort.Value) {
 	for i, v := range vs {
 		if !isNilValue(v) {
+			if destroyHook != nil {
+				destroyHook(v)
+			}
 			v.Destroy()
 		}
 		vs[i] = nil
