@@ -126,15 +126,17 @@ func Summarize(mp *onnxpb.ModelProto) Summary {
 	})
 	for _, t := range g.GetInitializer() {
 		s.Initializers++
-		n := builder.NumElements(t.GetDims())
+		// LoadBytes refuses shapes that ElementCount or ByteSize refuse; a
+		// model built in memory with one counts it as empty.
+		n, _ := builder.ElementCount(t.GetDims())
 		s.Parameters += n
-		s.ParameterBytes += tensorBytes(t, n)
+		s.ParameterBytes += tensorBytes(t)
 	}
 	return s
 }
 
 // tensorBytes returns the size of a tensor's data.
-func tensorBytes(t *onnxpb.TensorProto, n int64) int64 {
+func tensorBytes(t *onnxpb.TensorProto) int64 {
 	dt := builder.DataType(t.GetDataType())
 	if dt == builder.String {
 		var b int64
@@ -148,7 +150,8 @@ func tensorBytes(t *onnxpb.TensorProto, n int64) int64 {
 			return ref.length
 		}
 	}
-	return n * int64(dt.Size())
+	n, _ := builder.ByteSize(dt, t.GetDims()) // 0 for what it refuses
+	return n
 }
 
 func summarizeValue(v *onnxpb.ValueInfoProto) ValueSummary {

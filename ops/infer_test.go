@@ -424,3 +424,19 @@ func TestRecurrentOptionalElemTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestReshapeOverflow: element counts that wrap around int64 (2^32 x 2^32 =
+// 0) made Reshape infer a [0] shape for -1; they are an error now.
+func TestReshapeOverflow(t *testing.T) {
+	g := builder.New("g")
+	Reshape(in(g, "x", f32, 1<<32, 1<<32), ConstInt64s(g, -1), ReshapeOpts{})
+	const want = "shape [4294967296 4294967296] has more than 9223372036854775807 elements"
+	if err := g.Err(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Reshape: err = %v, want it to contain %q", err, want)
+	}
+	g = builder.New("g")
+	Reshape(in(g, "x", f32, "b", 1<<32, 1<<32), ConstInt64s(g, 4, -1), ReshapeOpts{})
+	if err := g.Err(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Reshape with a symbolic dimension: err = %v, want it to contain %q", err, want)
+	}
+}

@@ -227,10 +227,26 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 			outRest = append(outRest, d)
 		}
 	}
-	inN, inKnown := rest.Static()
+	_, inKnown := rest.Static()
 	outN, outKnown := outRest.Static()
+	var known []int64 // the fixed dimensions among those left of the input
+	for _, d := range rest {
+		if d.Known() {
+			known = append(known, d.Value)
+		}
+	}
+	knownIn, err := builder.ElementCount(known)
+	if err != nil {
+		return nil, fmt.Errorf("data %v: %w", in, err)
+	}
+	var b int64
+	if outKnown {
+		if b, err = builder.ElementCount(outN); err != nil {
+			return nil, fmt.Errorf("shape %v: %w", target, err)
+		}
+	}
 	if inKnown && outKnown {
-		a, b := builder.NumElements(inN), builder.NumElements(outN)
+		a := knownIn
 		if inferred >= 0 {
 			if b == 0 || a%b != 0 {
 				return nil, fmt.Errorf("cannot reshape %v to %v: %d elements do not divide into %d", in, target, a, b)
@@ -245,15 +261,12 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 		// One symbolic input dimension left over and the fixed ones on both
 		// sides balance: the -1 is that dimension.
 		var sym []builder.Dim
-		knownIn := int64(1)
 		for _, d := range rest {
-			if d.Known() {
-				knownIn *= d.Value
-			} else {
+			if !d.Known() {
 				sym = append(sym, d)
 			}
 		}
-		if len(sym) == 1 && sym[0].Param != "" && outKnown && builder.NumElements(outN) == knownIn {
+		if len(sym) == 1 && sym[0].Param != "" && outKnown && b == knownIn {
 			out[inferred] = sym[0]
 		} else {
 			out[inferred] = builder.UnknownDim()

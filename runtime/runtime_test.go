@@ -677,3 +677,35 @@ func TestTensorHelpers(t *testing.T) {
 		t.Error("NewTensor did not copy the shape")
 	}
 }
+
+// TestShapeOverflow: a shape whose element count does not fit in int64
+// wrapped around (2^32 x 2^32 = 0 elements matched empty data; 2^62 x 2
+// went negative and made([]T, n) panicked when preallocating an output).
+// Every path must refuse it, naming the shape.
+func TestShapeOverflow(t *testing.T) {
+	needORT(t)
+	huge := &Tensor{Shape: []int64{1 << 32, 1 << 32}, Data: []float32{}}
+	const want = "shape [4294967296 4294967296] has more than 9223372036854775807 elements"
+	if v, err := NewValue(huge); err == nil || !strings.Contains(err.Error(), want) {
+		if err == nil {
+			v.Destroy()
+		}
+		t.Errorf("NewValue: err = %v, want it to contain %q", err, want)
+	}
+	free := IOInfo{Name: "x", Kind: "tensor", Type: Float32}
+	if err := checkTensor(free, huge); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkTensor: err = %v, want it to contain %q", err, want)
+	}
+	if err := checkSequence(free, NewSequence(huge)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkSequence: err = %v, want it to contain %q", err, want)
+	}
+	for _, dt := range []DType{Float32, Float16, Int64} {
+		v, err := newEmptyValue(dt, []int64{1 << 62, 2})
+		if err == nil {
+			v.Destroy()
+		}
+		if w := "shape [4611686018427387904 2] has more than 9223372036854775807 elements"; err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("newEmptyValue(%s): err = %v, want it to contain %q", dt, err, w)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/attnx/attnx/builder"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -722,7 +723,7 @@ func checkTensor(info IOInfo, t *Tensor) error {
 	if t.DType() != info.Type {
 		return bad("element type %s, want %s", t.DType(), info.Type)
 	}
-	n, err := numElements(t.Shape)
+	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
 		return bad("%v", err)
 	}

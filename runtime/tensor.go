@@ -225,18 +225,6 @@ func formatDims(dims []int64, names []string) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// numElements returns the product of shape, or an error for a negative dim.
-func numElements(shape []int64) (int64, error) {
-	n := int64(1)
-	for i, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("dimension %d is negative (%d)", i, d)
-		}
-		n *= d
-	}
-	return n, nil
-}
-
 // NewValue makes an ORT value over t's data (not a copy; strings are
 // copied into ORT). The caller must Destroy it. It is the bridge to the
 // lower-level RunValues and Binding paths.
@@ -247,7 +235,7 @@ func NewValue(t *Tensor) (ort.Value, error) {
 	if t == nil {
 		return nil, fmt.Errorf("runtime: nil tensor")
 	}
-	n, err := numElements(t.Shape)
+	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: tensor %s: %w", t, err)
 	}
@@ -326,7 +314,7 @@ func newValue[T ort.TensorData](shape []int64, data []T) (ort.Value, error) {
 // newEmptyValue allocates a zeroed ORT value of type dt and fully known
 // shape, for preallocated outputs.
 func newEmptyValue(dt DType, shape []int64) (ort.Value, error) {
-	n, err := numElements(shape)
+	n, err := builder.ElementCount(shape)
 	if err != nil {
 		return nil, err
 	}
