@@ -9,18 +9,16 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
-// needData skips when the backend test data or ONNX Runtime is missing.
+// needData ends the test when the backend test data or ONNX Runtime is
+// missing (a skip, or a failure under CI: see package testenv).
 func needData(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(DefaultRoot, "node", "test_abs", "model.onnx")); err != nil {
-		t.Skipf("ONNX backend test data not installed (Debian libonnx-testdata): %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.Backend(t, "node")
+	testenv.ORT(t, runtime.Init())
 }
 
 // copyCase copies a backend test case into a temporary folder "node".

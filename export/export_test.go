@@ -10,10 +10,9 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"google.golang.org/protobuf/proto"
 )
-
-const backendData = "/usr/share/libonnx-testdata/data"
 
 // op adds a node whose output types are given, for building test models
 // without package ops.
@@ -204,11 +203,8 @@ func TestMarshalIsDeterministic(t *testing.T) {
 func backendModels(t *testing.T) []string {
 	var paths []string
 	for _, d := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		m, _ := filepath.Glob(filepath.Join(backendData, d, "*", "model.onnx"))
+		m, _ := filepath.Glob(filepath.Join(testenv.Backend(t, d), "*", "model.onnx"))
 		paths = append(paths, m...)
-	}
-	if len(paths) == 0 {
-		t.Skipf("no ONNX backend test data under %s (Debian package libonnx-testdata)", backendData)
 	}
 	return paths
 }

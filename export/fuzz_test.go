@@ -16,12 +16,9 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"google.golang.org/protobuf/proto"
 )
-
-// fuzzBackendData is where Debian's libonnx-testdata puts the ONNX backend
-// test data.
-const fuzzBackendData = "/usr/share/libonnx-testdata/data"
 
 // backendSeeds returns up to n small model.onnx files (under maxBytes) of
 // the ONNX backend test data, spread over the sorted list so that they
@@ -29,7 +26,7 @@ const fuzzBackendData = "/usr/share/libonnx-testdata/data"
 func backendSeeds(n int, maxBytes int64) [][]byte {
 	var paths []string
 	for _, d := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		m, _ := filepath.Glob(filepath.Join(fuzzBackendData, d, "*", "model.onnx"))
+		m, _ := filepath.Glob(filepath.Join(testenv.BackendData, d, "*", "model.onnx"))
 		paths = append(paths, m...)
 	}
 	sort.Strings(paths)
@@ -45,7 +42,7 @@ func backendSeeds(n int, maxBytes int64) [][]byte {
 		}
 	}
 	for _, name := range []string{"node/test_loop11/model.onnx", "node/test_if/model.onnx", "node/test_scan9_sum/model.onnx"} {
-		if b, err := os.ReadFile(filepath.Join(fuzzBackendData, name)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(testenv.BackendData, name)); err == nil {
 			out = append(out, b)
 		}
 	}

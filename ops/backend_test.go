@@ -16,11 +16,12 @@ import (
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
 // backendDir holds the ONNX backend node tests (Debian's libonnx-testdata).
-const backendDir = "/usr/share/libonnx-testdata/data/node"
+const backendDir = testenv.BackendData + "/node"
 
 // onode gives typed access to the attributes of a backend case's node.
 type onode struct{ *onnxpb.NodeProto }
@@ -486,12 +487,8 @@ func contains(xs []int, x int) bool {
 // onnx.checker.check_model(full_check=True), which runs ONNX's own shape
 // inference over the types ops inferred (written as value_info).
 func TestBackendNodeCases(t *testing.T) {
-	if _, err := os.Stat(backendDir); err != nil {
-		t.Skipf("ONNX backend test data not installed: %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.Backend(t, "node")
+	testenv.ORT(t, runtime.Init())
 	modelDir := t.TempDir()
 	seen := 0
 	for _, bc := range backendCases {
@@ -608,9 +605,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 // would take minutes).
 func checkModels(t *testing.T, dir string) {
 	t.Helper()
-	if err := onnxcheck.Available(); err != nil {
-		t.Skipf("onnx.checker: %v", err)
-	}
+	onnxcheck.Require(t)
 	py := onnxcheck.Python
 	script := `
 import glob, os, sys, onnx

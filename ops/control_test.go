@@ -9,6 +9,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -191,9 +192,7 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 
 	// Run it: the greedy loop must agree with a hand computation's shape and
 	// stay within the vocabulary.
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	sess, err := runtime.OpenBytes(d1, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -238,9 +237,7 @@ func TestLoopValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)

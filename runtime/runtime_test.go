@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,20 +12,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/attnx/attnx/internal/testenv"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
 // The models under testdata/ are written by testdata/gen_models.py.
 
-// needORT initialises ORT or skips when the library is genuinely absent.
+// needORT initialises ORT; see testenv.ORT for an absent library.
 func needORT(t *testing.T) {
 	t.Helper()
-	if err := Init(); err != nil {
-		if strings.Contains(err.Error(), "not found") {
-			t.Skipf("ONNX Runtime library absent (%v)", err)
-		}
-		t.Fatalf("Init: %v", err)
-	}
+	testenv.ORT(t, Init())
 }
 
 func openModel(t *testing.T, name string, opt Options) *Session {
@@ -50,12 +47,7 @@ func TestInitConcurrentAndVersion(t *testing.T) {
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				t.Skipf("ONNX Runtime library absent (%v)", err)
-			}
-			t.Fatalf("Init: %v", err)
-		}
+		testenv.ORT(t, err)
 	}
 	if p := LibraryPath(); os.Getenv(EnvLib) == "" && !strings.HasSuffix(p, projectLib) {
 		t.Errorf("LibraryPath() = %q, want the project install ending in %s", p, projectLib)
@@ -74,6 +66,7 @@ func TestInitChild(t *testing.T) {
 	}
 	err := Init()
 	fmt.Printf("INIT-RESULT: %v\n", err)
+	fmt.Printf("INIT-NOT-EXIST: %v\n", errors.Is(err, fs.ErrNotExist))
 	// A second call must give the same answer without retrying.
 	if err2 := Init(); fmt.Sprint(err2) != fmt.Sprint(err) {
 		fmt.Printf("INIT-SECOND-DIFFERS: %v\n", err2)
@@ -92,17 +85,19 @@ func TestInitErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// INIT-NOT-EXIST: absent libraries are fs.ErrNotExist (testenv.ORT then
+	// skips outside CI), a broken one is not.
 	tests := []struct {
 		name string
 		lib  string // "" = unset
 		want []string
 	}{
 		{"nonexistent path", filepath.Join(dir, "nope", "libonnxruntime.so.1"),
-			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
+			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1", "INIT-NOT-EXIST: true"}},
 		{"text file", text,
-			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`"}},
+			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`", "INIT-NOT-EXIST: false"}},
 		{"nothing installed anywhere", "",
-			[]string{"ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)", filepath.Join(dir, projectLib),
+			[]string{"INIT-NOT-EXIST: true", "ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)", filepath.Join(dir, projectLib),
 				"/usr/lib/libonnxruntime.so.1", "/usr/local/lib/libonnxruntime.so.1", "libonnxruntime.so (dynamic loader path)",
 				"run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
 	}

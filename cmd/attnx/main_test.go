@@ -13,6 +13,7 @@ import (
 
 	"github.com/attnx/attnx/conformance"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -70,13 +71,8 @@ func TestPanicIsReportedCleanly(t *testing.T) {
 
 func needData(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(conformance.DefaultRoot, "node", "test_abs")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("ONNX backend test data not installed: %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	dir := filepath.Join(testenv.Backend(t, "node"), "test_abs")
+	testenv.ORT(t, runtime.Init())
 	return dir
 }
 
