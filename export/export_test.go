@@ -95,7 +95,7 @@ func TestToProtoFields(t *testing.T) {
 	if len(g.Input) != 3 {
 		t.Fatalf("%d inputs, want 3", len(g.Input))
 	}
-	if _, shape := describeType(g.Input[0].Type); shape != "[batch,3]" {
+	if _, shape := valueTypeFromProto(g.Input[0].Type).describe(); shape != "[batch,3]" {
 		t.Errorf("x shape %s, want [batch,3]", shape)
 	}
 	if d := g.Input[1].Type.GetTensorType().Shape.Dim[0]; d.Value != nil {

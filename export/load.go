@@ -78,6 +78,11 @@ func LoadBytes(data []byte) (*onnxpb.ModelProto, error) {
 	return m, nil
 }
 
+// Equal reports whether two models are the same message, field by field
+// (protobuf equality): a model re-serialized with MarshalProto and loaded
+// again with LoadBytes must be Equal to the one loaded first.
+func Equal(a, b *onnxpb.ModelProto) bool { return proto.Equal(a, b) }
+
 // checkTensorShape refuses a tensor whose element count, or byte size for
 // types of fixed size, does not fit in int64: arithmetic on its shape would
 // wrap around.

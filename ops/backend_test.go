@@ -15,7 +15,6 @@ import (
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
-	"github.com/attnx/attnx/internal/onnxpb"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
@@ -24,77 +23,67 @@ import (
 const backendDir = testenv.BackendData + "/node"
 
 // onode gives typed access to the attributes of a backend case's node.
-type onode struct{ *onnxpb.NodeProto }
+type onode struct{ export.Node }
 
-func (n onode) attr(name string) *onnxpb.AttributeProto {
-	for _, a := range n.GetAttribute() {
-		if a.GetName() == name {
-			return a
-		}
+// attr returns the attribute called name, or nil.
+func (n onode) attr(name string) *export.Attr {
+	if a, ok := n.Attrs[name]; ok {
+		return &a
 	}
 	return nil
 }
 
 func (n onode) i(name string, def int64) int64 {
 	if a := n.attr(name); a != nil {
-		return a.GetI()
+		return a.Int
 	}
 	return def
 }
 
 func (n onode) s(name string) string {
 	if a := n.attr(name); a != nil {
-		return string(a.GetS())
+		return a.Str
 	}
 	return ""
 }
 
 func (n onode) fptr(name string) *float32 {
 	if a := n.attr(name); a != nil {
-		return Float(a.GetF())
+		return Float(a.Float)
 	}
 	return nil
 }
 
 func (n onode) ints(name string) []int64 {
 	if a := n.attr(name); a != nil {
-		return a.GetInts()
+		return a.Ints
 	}
 	return nil
 }
 
 func (n onode) strs(name string) []string {
-	a := n.attr(name)
-	if a == nil {
-		return nil
+	if a := n.attr(name); a != nil {
+		return a.Strings
 	}
-	var out []string
-	for _, s := range a.GetStrings() {
-		out = append(out, string(s))
-	}
-	return out
+	return nil
 }
 
 func (n onode) floats(name string) []float32 {
 	if a := n.attr(name); a != nil {
-		return a.GetFloats()
+		return a.Floats
 	}
 	return nil
 }
 
 // hasOut reports whether the node computes output k.
-func (n onode) hasOut(k int) bool { return k < len(n.GetOutput()) && n.GetOutput()[k] != "" }
+func (n onode) hasOut(k int) bool { return k < len(n.Outputs) && n.Outputs[k] != "" }
 
 // bodyConst returns the value of the Constant node computing name in the
 // graph attribute attr.
 func (n onode) bodyConst(t *testing.T, attr, name string) *builder.Tensor {
-	for _, bn := range n.attr(attr).GetG().GetNode() {
-		if bn.GetOpType() == "Constant" && bn.GetOutput()[0] == name {
-			tp, err := export.TensorFromProto(onode{bn}.attr("value").GetT())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tp
+	for _, bn := range n.Attrs[attr].Body {
+		if bn.Op == "Constant" && bn.Outputs[0] == name {
+			return bn.Attrs["value"].Tensor
 		}
 	}
 	t.Fatalf("no Constant %q in %s", name, attr)
@@ -105,7 +94,7 @@ func (n onode) bodyConst(t *testing.T, attr, name string) *builder.Tensor {
 // the axes attribute for cases written before opset 13.
 func axesInput(g *builder.Graph, n onode, in []*builder.Value) *builder.Value {
 	if a := n.attr("axes"); a != nil {
-		return ConstInt64s(g, a.GetInts()...)
+		return ConstInt64s(g, a.Ints...)
 	}
 	return at(in, 1)
 }
@@ -266,7 +255,7 @@ var backendCases = []backendCase{
 		return []*builder.Value{Concat(n.i("axis", 0), in...)}
 	}},
 	{names: matching("test_split_", "zero_size"), consts: []int{1}, build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
-		return Split(in[0], at(in, 1), n.i("axis", 0), len(n.GetOutput()))
+		return Split(in[0], at(in, 1), n.i("axis", 0), len(n.Outputs))
 	}},
 	{names: matching("test_slice"), consts: []int{1, 2, 3, 4}, build: func(_ *testing.T, _ *builder.Graph, _ onode, in []*builder.Value) []*builder.Value {
 		return []*builder.Value{Slice(in[0], in[1], in[2], at(in, 3), at(in, 4))}
@@ -287,7 +276,7 @@ var backendCases = []backendCase{
 	{names: matching("test_shape"), build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 		o := ShapeOpts{Start: n.i("start", 0)}
 		if a := n.attr("end"); a != nil {
-			o.End = Int(a.GetI())
+			o.End = Int(a.Int)
 		}
 		return []*builder.Value{Shape(in[0], o)}
 	}},
@@ -310,18 +299,10 @@ var backendCases = []backendCase{
 		return []*builder.Value{Range(in[0], in[1], in[2])}
 	}},
 	{names: []string{"test_constantofshape_float_ones", "test_constantofshape_int_zeros"}, consts: []int{0}, build: func(t *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
-		v, err := export.TensorFromProto(n.attr("value").GetT())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []*builder.Value{ConstantOfShape(in[0], v)}
+		return []*builder.Value{ConstantOfShape(in[0], n.Attrs["value"].Tensor)}
 	}},
 	{names: []string{"test_constant"}, build: func(t *testing.T, g *builder.Graph, n onode, _ []*builder.Value) []*builder.Value {
-		v, err := export.TensorFromProto(n.attr("value").GetT())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []*builder.Value{Constant(g, v)}
+		return []*builder.Value{Constant(g, n.Attrs["value"].Tensor)}
 	}},
 	{names: []string{"test_constant_pad"}, consts: []int{1}, build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 		return []*builder.Value{Pad(in[0], in[1], PadOpts{ConstantValue: at(in, 2), Mode: n.s("mode")})}
@@ -448,30 +429,6 @@ func compareTensors(got, want *runtime.Tensor) compare.Result {
 	return compare.Result{Err: fmt.Errorf("got %v, want %v", got.Data, want.Data)}
 }
 
-// declaredShape turns a graph input's declared shape into a builder.Shape.
-func declaredShape(vi *onnxpb.ValueInfoProto) builder.Shape {
-	tt := vi.GetType().GetTensorType()
-	if tt.GetShape() == nil {
-		return nil
-	}
-	s := builder.Shape{}
-	for _, d := range tt.GetShape().GetDim() {
-		switch {
-		case d.GetDimParam() != "":
-			s = append(s, builder.Sym(d.GetDimParam()))
-		case d.GetValue() != nil:
-			if _, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimValue); ok {
-				s = append(s, builder.D(d.GetDimValue()))
-				continue
-			}
-			s = append(s, builder.UnknownDim())
-		default:
-			s = append(s, builder.UnknownDim())
-		}
-	}
-	return s
-}
-
 func contains(xs []int, x int) bool {
 	for _, v := range xs {
 		if v == x {
@@ -510,7 +467,12 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := onode{ref.GetGraph().GetNode()[0]}
+	nodes, err := export.GraphNodes(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := onode{nodes[0]}
+	declIn, declOut := export.GraphIO(ref)
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(sets)
 	if len(sets) == 0 {
@@ -518,54 +480,52 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	}
 	set := sets[0]
 	inputsByName := map[string]*builder.Tensor{}
-	for i, vi := range ref.GetGraph().GetInput() {
-		inputsByName[vi.GetName()] = loadTensor(t, filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+	declared := map[string]export.ValueType{}
+	for i, vi := range declIn {
+		inputsByName[vi.Name] = loadTensor(t, filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+		declared[vi.Name] = vi.Type
 	}
 
 	g := builder.New(name)
-	declared := map[string]*onnxpb.ValueInfoProto{}
-	for _, vi := range ref.GetGraph().GetInput() {
-		declared[vi.GetName()] = vi
-	}
 	var ins []*builder.Value
 	feeds := map[string]*runtime.Tensor{}
-	for j, inName := range node.GetInput() {
+	for j, inName := range node.Inputs {
 		switch {
 		case inName == "":
 			ins = append(ins, nil)
 		case contains(bc.consts, j):
 			ins = append(ins, Constant(g, inputsByName[inName]))
 		default:
-			vi := declared[inName]
-			ins = append(ins, g.Input(inName, builder.DataType(vi.GetType().GetTensorType().GetElemType()), declaredShape(vi)))
+			vt := declared[inName]
+			ins = append(ins, g.Input(inName, vt.Elem, vt.Shape))
 			feeds[inName] = toRuntime(t, inputsByName[inName])
 		}
 	}
 	outs := bc.build(t, g, node, ins)
-	want := make([]*builder.Tensor, len(ref.GetGraph().GetOutput()))
-	for k, vo := range ref.GetGraph().GetOutput() {
+	want := make([]*builder.Tensor, len(declOut))
+	for k, vo := range declOut {
 		want[k] = loadTensor(t, filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
 		idx := -1
-		for j, o := range node.GetOutput() {
-			if o == vo.GetName() {
+		for j, o := range node.Outputs {
+			if o == vo.Name {
 				idx = j
 			}
 		}
 		if idx < 0 || idx >= len(outs) || outs[idx] == nil {
-			t.Fatalf("graph output %q is not computed by the node", vo.GetName())
+			t.Fatalf("graph output %q is not computed by the node", vo.Name)
 		}
-		v := g.Output(vo.GetName(), outs[idx])
+		v := g.Output(vo.Name, outs[idx])
 		if g.Err() != nil {
 			break
 		}
 		// The inferred type must agree with the expected output.
 		if v.Elem() != want[k].DType {
-			t.Errorf("output %q: inferred %s, expected data is %v", vo.GetName(), v.Type(), want[k].DType)
+			t.Errorf("output %q: inferred %s, expected data is %v", vo.Name, v.Type(), want[k].DType)
 		}
 		if v.Rank() >= 0 && v.Rank() != len(want[k].Dims) {
-			t.Errorf("output %q: inferred %s, expected shape %v", vo.GetName(), v.Type(), want[k].Dims)
+			t.Errorf("output %q: inferred %s, expected shape %v", vo.Name, v.Type(), want[k].Dims)
 		} else if dims, ok := v.Shape().Static(); ok && fmt.Sprint(dims) != fmt.Sprint(want[k].Dims) {
-			t.Errorf("output %q: inferred %s, expected shape %v", vo.GetName(), v.Type(), want[k].Dims)
+			t.Errorf("output %q: inferred %s, expected shape %v", vo.Name, v.Type(), want[k].Dims)
 		}
 	}
 	if err := g.Err(); err != nil {
@@ -591,10 +551,10 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err != nil {
 		t.Fatalf("running: %v", err)
 	}
-	for k, vo := range ref.GetGraph().GetOutput() {
-		res := compareTensors(got[vo.GetName()], toRuntime(t, want[k]))
+	for k, vo := range declOut {
+		res := compareTensors(got[vo.Name], toRuntime(t, want[k]))
 		if !res.OK {
-			t.Errorf("output %q: %v %v", vo.GetName(), res.Err, res)
+			t.Errorf("output %q: %v %v", vo.Name, res.Err, res)
 		}
 	}
 }

@@ -622,28 +622,6 @@ func TestRunValuesLowLevel(t *testing.T) {
 	}
 }
 
-func TestGraphIO(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "batch.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := graphIO(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]ioDecl{
-		"source_ids": {hasShape: true, dims: []string{"batch", "src_len"}},
-		"scale":      {hasShape: true, dims: []string{""}},
-		"out":        {hasShape: true, dims: []string{"batch", "src_len"}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("graphIO = %+v, want %+v", got, want)
-	}
-	if _, err := graphIO([]byte{0x3a, 0x10, 0x01}); err == nil {
-		t.Error("truncated model: no error")
-	}
-}
-
 func TestTensorHelpers(t *testing.T) {
 	tests := []struct {
 		t    *Tensor

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/export"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -182,7 +183,13 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading %s: %w", name, err)
 	}
-	decls, derr := graphIO(data)
+	// ORT reports symbolic dimensions as -1 without their names, and an
+	// absent shape like a rank-0 one: the file's own declarations say which.
+	declIn, declOut, derr := export.ReadGraphIO(data)
+	decls := map[string]export.ValueType{}
+	for _, d := range append(declIn, declOut...) {
+		decls[d.Name] = d.Type
+	}
 	s.inputs = describe(ins, decls, derr == nil)
 	s.outputs = describe(outs, decls, derr == nil)
 
@@ -296,17 +303,18 @@ func newSessionOptions(opt Options, cuda bool) (*ort.SessionOptions, error) {
 }
 
 // describe turns ORT's view of inputs/outputs into IOInfos, adding the
-// symbolic names and shape presence read from the model file.
-func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bool) []IOInfo {
+// symbolic names and shape presence that the model file declares (decls,
+// by name; haveDecls is false when the file could not be read for them).
+func describe(infos []ort.InputOutputInfo, decls map[string]export.ValueType, haveDecls bool) []IOInfo {
 	out := make([]IOInfo, len(infos))
 	for i, in := range infos {
 		io := IOInfo{Name: in.Name, Kind: onnxTypeName(in.OrtValueType)}
+		d, ok := decls[in.Name]
 		if in.OrtValueType == ort.ONNXTypeTensor || in.OrtValueType == ort.ONNXTypeSparseTensor {
 			io.Type = DType(in.DataType)
-			d, ok := decls[in.Name]
 			switch {
 			case ok:
-				io.RankKnown = d.hasShape
+				io.RankKnown = d.Shape != nil
 			case haveDecls:
 				io.RankKnown = true // ORT knows more than the file (should not happen)
 			default:
@@ -315,17 +323,19 @@ func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bo
 			if io.RankKnown {
 				io.Shape = append([]int64{}, in.Dimensions...)
 				io.DimNames = make([]string, len(io.Shape))
-				if ok && len(d.dims) == len(io.Shape) {
-					for j, n := range d.dims {
+				if ok && len(d.Shape) == len(io.Shape) {
+					for j, dim := range d.Shape {
 						if io.Shape[j] < 0 {
-							io.DimNames[j] = n
+							io.DimNames[j] = dim.Param
 						}
 					}
 				}
 			}
 		}
 		if in.OrtValueType == ort.ONNXTypeSequence {
-			io.Type = decls[in.Name].seqElem
+			if elem, isTensors := d.TensorElem(); isTensors {
+				io.Type = DType(elem)
+			}
 		}
 		out[i] = io
 	}
