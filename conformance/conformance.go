@@ -538,7 +538,7 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				seq := runtime.NewSequence()
 				for i, bt := range bts {
 					bfloat16Bits(bt, ins[k])
-					rt, err := toRuntime(bt)
+					rt, err := runtime.FromBuilder(bt)
 					if err != nil {
 						return nil, fmt.Errorf("%s: element %d: %w", p, i, err)
 					}
@@ -552,7 +552,7 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				return nil, err
 			}
 			bfloat16Bits(bt, ins[k])
-			rt, err := toRuntime(bt)
+			rt, err := runtime.FromBuilder(bt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}

@@ -1,9 +1,7 @@
 package ops
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -340,68 +338,11 @@ func loadTensor(t *testing.T, path string) *builder.Tensor {
 // toRuntime converts a builder tensor to a runtime tensor.
 func toRuntime(t *testing.T, bt *builder.Tensor) *runtime.Tensor {
 	t.Helper()
-	n := int(bt.NumElements())
-	raw := bt.Raw
-	switch bt.DType {
-	case builder.Float:
-		v, _ := bt.Float32s()
-		return runtime.NewFloat32(bt.Dims, v)
-	case builder.Int64:
-		v, _ := bt.Int64s()
-		return runtime.NewInt64(bt.Dims, v)
-	case builder.Double:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-		return runtime.NewFloat64(bt.Dims, v)
-	case builder.Int32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-		return runtime.NewInt32(bt.Dims, v)
-	case builder.Bool:
-		v := make([]bool, n)
-		for i := range v {
-			v[i] = raw[i] != 0
-		}
-		return runtime.NewBool(bt.Dims, v)
-	case builder.Uint8:
-		return runtime.NewUint8(bt.Dims, append([]uint8{}, raw...))
-	case builder.Int8:
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(raw[i])
-		}
-		return runtime.NewInt8(bt.Dims, v)
-	case builder.Int16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint16(raw[2*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint32:
-		v := make([]uint32, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint32(raw[4*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint64:
-		v := make([]uint64, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint64(raw[8*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
+	rt, err := runtime.FromBuilder(bt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("tensor %q: element type %v not supported by the test", bt.Name, bt.DType)
-	return nil
+	return rt
 }
 
 // compareTensors checks got against want: rtol 1e-3, atol 1e-7 for floats,
