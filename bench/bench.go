@@ -1,6 +1,6 @@
 // Package bench measures greedy decoding speed, on the same weights and
 // inputs, for five ways of running an attnx model (see Engines): PyTorch
-// eager (the reference modules through testdata/reference/bench.py),
+// eager (the reference modules through reference/bench.py),
 // torch.onnx.export's graphs in a step loop, attnx's graphs in a step loop,
 // attnx's in-graph loop (greedy.onnx, one run per batch) and a floor (the
 // LSTM cell and the classifier product alone). It is a benchmark, not a
@@ -100,7 +100,7 @@ func DefaultConfig() Config {
 		SrcLens: []int{12, 50}, Batches: []int{1, 32}, Threads: []int{1, 2},
 		Steps:  20,
 		Warmup: 3, MinReps: 10, MaxReps: 2000, MinTime: time.Second,
-		Python: "/usr/bin/python3", RefDir: "testdata/reference",
+		Python: "/usr/bin/python3", RefDir: "reference",
 		Seed: 1,
 	}
 }

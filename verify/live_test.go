@@ -16,7 +16,7 @@ import (
 	"github.com/attnx/attnx/runtime"
 )
 
-const referenceScript = "../testdata/reference/reference.py"
+const referenceScript = "../reference/reference.py"
 
 // requireTorch skips when Debian's PyTorch is absent; `make test` installs it,
 // so under CI=true a missing torch fails instead.

@@ -24,7 +24,7 @@ Measures greedy decoding, on the same weights and inputs, with:
                      whole decoding in one ONNX Loop, one run per batch
   torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
                      (batch 1 only: torch fixes the traced batch)
-  pytorch-eager      the PyTorch reference modules (testdata/reference/bench.py)
+  pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
 
 The model is --checkpoint or a random one per --arch. To make every engine

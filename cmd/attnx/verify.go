@@ -23,7 +23,7 @@ import (
 
 func init() {
 	commandDocs["verify"] = `
-Runs the PyTorch reference (testdata/reference/reference.py, through
+Runs the PyTorch reference (reference/reference.py, through
 /usr/bin/python3 with torch) and the model directory's ONNX graphs through
 ONNX Runtime on the same inputs, and compares every output of the encoder
 and of every decoder step (fed the same input ids) against the spec's
@@ -36,7 +36,7 @@ Inputs are random (reference.py random-inputs with --batch, --src-len and
 file with source_ids and source_lengths.
 
 reference.py is found through ATTNX_REFERENCE, else as
-testdata/reference/reference.py above the attnx executable or the current
+reference/reference.py above the attnx executable or the current
 directory.
 
 Exit status: 0 when everything matches, 1 on a mismatch or error, 2 for
@@ -53,7 +53,7 @@ const EnvReference = "ATTNX_REFERENCE"
 // pythonPath is the interpreter with torch (Debian's); a variable for tests.
 var pythonPath = "/usr/bin/python3"
 
-const referenceRel = "testdata/reference/reference.py"
+const referenceRel = "reference/reference.py"
 
 // verifyOutcome is verify's JSON output.
 type verifyOutcome struct {
@@ -293,7 +293,7 @@ func readModelDir(dir string) (*modeldir.Info, error) {
 }
 
 // findReference locates reference.py: $ATTNX_REFERENCE, else
-// testdata/reference/reference.py in the executable's directory or one
+// reference/reference.py in the executable's directory or one
 // above it, else in the current directory or one above it.
 func findReference() (string, error) {
 	if p := os.Getenv(EnvReference); p != "" {

@@ -1,6 +1,6 @@
 """Tests of the PyTorch reference against a literal transcription of the
 article's code (batch 1, full length, one layer), plus batching, masking and
-config inference. Run: /usr/bin/python3 -m unittest testdata/reference/test_reference.py
+config inference. Run: /usr/bin/python3 -m unittest reference/test_reference.py
 """
 
 import os
