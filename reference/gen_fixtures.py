@@ -68,7 +68,7 @@ def sha256(path):
 def generate(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     entries = []
-    for ai, arch in enumerate(ref.ARCHS):
+    for ai, arch in enumerate(ref.ARTICLE_ARCHS):
         for vi, (vname, batch, layers, ragged, forced) in enumerate(VARIANTS):
             name = "%s_%s" % (arch, vname)
             base = 1000 * (ai + 1) + 100 * vi

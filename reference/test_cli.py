@@ -113,6 +113,94 @@ class CLI(unittest.TestCase):
                 self.assertIn(want, err)
                 self.assertNotIn("Traceback", err)
 
+    def test_gru_and_tutorial_models(self):
+        """make-model's --cell, --embedding-size and --max-length; run writes
+        no cell tensors for GRU models."""
+        for argv, cfg in (
+            (("--arch", "bahdanau", "--cell", "gru", "--embedding-size", "4"),
+             {"arch": "bahdanau", "cell": "gru", "embedding_size": 4}),
+            (("--arch", "tutorial-location", "--max-length", "6"),
+             {"arch": "tutorial-location", "cell": "gru", "max_length": 6}),
+            (("--arch", "tutorial-bahdanau",), {"arch": "tutorial-bahdanau", "cell": "gru", "embedding_size": 6}),
+        ):
+            with self.subTest(argv=argv):
+                ck = self.p("m.safetensors")
+                rc, err = call("make-model", "--hidden", "6", "--layers", "2", "--src-vocab", "9", "--tgt-vocab", "11",
+                               "--out", ck, *argv)
+                self.assertEqual(rc, 0, err)
+                got = ref.load_model(ck).config
+                for k, v in cfg.items():
+                    self.assertEqual(got[k], v, k)
+                call("random-inputs", "--batch", "3", "--src-len", "5", "--src-vocab", "9", "--seed", "2",
+                     "--ragged", "--out", self.p("in.safetensors"))
+                rc, err = call("run", "--checkpoint", ck, "--inputs", self.p("in.safetensors"), "--steps", "3",
+                               "--out", self.p("out.safetensors"))
+                self.assertEqual(rc, 0, err)
+                out, _ = ref.read_safetensors(self.p("out.safetensors"))
+                self.assertEqual(sorted(out), ["attention", "encoder_outputs", "greedy_lengths", "greedy_tokens",
+                                               "hidden", "log_probs", "next_hidden", "step_input_ids", "tokens"])
+                self.assertEqual(list(out["next_hidden"].shape), [3, 2, 3, 6])
+        rc, err = call("make-model", "--arch", "luong-dot", "--hidden", "3", "--src-vocab", "5", "--tgt-vocab", "5",
+                       "--max-length", "4", "--out", self.p("z"))
+        self.assertEqual(rc, 2)
+        self.assertIn("--max-length is for tutorial-location only", err)
+        rc, err = call("make-model", "--arch", "tutorial-bahdanau", "--cell", "lstm", "--hidden", "3",
+                       "--src-vocab", "5", "--tgt-vocab", "5", "--out", self.p("z"))
+        self.assertEqual(rc, 2)
+        self.assertIn("GRU only", err)
+
+    def test_beam(self):
+        ck = self.p("m.pt")
+        call("make-model", "--arch", "luong-general", "--cell", "gru", "--hidden", "7", "--src-vocab", "9",
+             "--tgt-vocab", "12", "--seed", "5", "--out", ck)
+        call("random-inputs", "--batch", "3", "--src-len", "6", "--src-vocab", "9", "--seed", "4", "--ragged",
+             "--out", self.p("in.safetensors"))
+        rc, err = call("beam", "--checkpoint", ck, "--inputs", self.p("in.safetensors"), "--beam", "4",
+                       "--n-best", "3", "--max-len", "7", "--length-penalty", "0.7", "--out", self.p("b.safetensors"))
+        self.assertEqual(rc, 0, err)
+        out, _ = ref.read_safetensors(self.p("b.safetensors"))
+        self.assertEqual({k: list(v.shape) for k, v in out.items()}, {
+            "beam_tokens": [3, 3, 7], "beam_lengths": [3, 3], "beam_scores": [3, 3],
+            "beam_normalized_scores": [3, 3], "beam_counts": [3]})
+        self.assertEqual(out["beam_counts"].tolist(), [3, 3, 3])
+        self.assertEqual(out["beam_scores"].dtype, torch.float32)
+        model = ref.load_model(ck)
+        inp, _ = ref.read_safetensors(self.p("in.safetensors"))
+        want = ref.beam_search(model, inp["source_ids"], inp["source_lengths"], 4, 7, alpha=0.7)
+        for b, hyps in enumerate(want):
+            for j, h in enumerate(hyps[:3]):
+                n = int(out["beam_lengths"][b, j])
+                self.assertEqual(out["beam_tokens"][b, j, :n].tolist(), h.tokens)
+                self.assertTrue(bool((out["beam_tokens"][b, j, n:] == ref.PAD_ID).all()))
+                self.assertEqual(float(out["beam_scores"][b, j]), h.score)
+                self.assertEqual(float(out["beam_normalized_scores"][b, j]), h.normalized)
+            norm = out["beam_normalized_scores"][b].tolist()
+            self.assertEqual(norm, sorted(norm, reverse=True))
+        for argv, want in ((("--beam", "0", "--max-len", "3"), "--beam 0, want >= 1"),
+                           (("--beam", "2", "--n-best", "3", "--max-len", "3"), "--n-best 3, want 1 <= N <= beam 2"),
+                           (("--beam", "2", "--max-len", "0"), "--max-len 0, want >= 1"),
+                           (("--beam", "2", "--max-len", "3", "--length-penalty", "-1"), "length penalty")):
+            with self.subTest(argv=argv):
+                rc, err = call("beam", "--checkpoint", ck, "--inputs", self.p("in.safetensors"),
+                               "--out", self.p("x"), *argv)
+                self.assertEqual(rc, 2)
+                self.assertIn(want, err)
+
+    def test_export_onnx_gru(self):
+        ck = self.p("m.pt")
+        call("make-model", "--arch", "tutorial-bahdanau", "--hidden", "4", "--src-vocab", "6", "--tgt-vocab", "7",
+             "--out", ck)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc, err = call("export-onnx", "--checkpoint", ck, "--out-dir", self.p("onnx"))
+        self.assertEqual(rc, 0, err)
+        with open(self.p("onnx/torch_export.json")) as f:
+            rep = json.load(f)
+        self.assertEqual([v["name"] for v in rep["encoder"]["outputs"]], ["encoder_outputs", "hidden"])
+        self.assertEqual([v["name"] for v in rep["decoder"]["inputs"]],
+                         ["input_ids", "hidden", "encoder_outputs", "source_lengths"])
+        self.assertEqual([v["name"] for v in rep["decoder"]["outputs"]], ["log_probs", "next_hidden", "attention"])
+
     def test_export_onnx_report(self):
         ck = self.p("m.pt")
         call("make-model", "--arch", "luong-general", "--hidden", "4", "--layers", "2", "--src-vocab", "6",
