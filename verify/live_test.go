@@ -16,26 +16,14 @@ import (
 	"github.com/attnx/attnx/runtime"
 )
 
-const referenceScript = "../reference/reference.py"
-
 // requireTorch skips when Debian's PyTorch is absent; `make test` installs it,
 // so under CI=true a missing torch fails instead.
-func requireTorch(t *testing.T) {
-	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PyTorch is required in CI: /usr/bin/python3 -c 'import torch': %v", err)
-		}
-		t.Skip("PyTorch not installed (apt-get install python3-torch, or run make test)")
-	}
-}
+func requireTorch(t *testing.T) { fixtures.RequireTorch(t) }
 
+// reference runs the embedded PyTorch reference's reference.py.
 func reference(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", append([]string{referenceScript}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("reference.py %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	fixtures.Reference(t, args...)
 }
 
 type liveConfig struct {
