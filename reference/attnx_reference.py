@@ -142,6 +142,16 @@ def _uniform_row(hidden_size):
     return torch.empty(1, hidden_size).uniform_(-bound, bound)
 
 
+def _sizes(module, hidden_size, output_size, n_layers, embedding_size, rnn_attr):
+    """The size attributes every decoder keeps (no parameters: registering
+    nothing keeps the state_dict order of the modules)."""
+    module.hidden_size = hidden_size
+    module.output_size = output_size
+    module.n_layers = n_layers
+    module.embedding_size = embedding_size or hidden_size
+    module.rnn_attr = rnn_attr
+
+
 def _attend(scores, encoder_outputs, source_lengths):
     """Masked softmax over S and the context: (attention [B,S], context [B,H])."""
     scores = scores.masked_fill(length_mask(source_lengths, encoder_outputs.shape[1]), float("-inf"))
@@ -156,11 +166,7 @@ class BahdanauDecoder(nn.Module):
 
     def __init__(self, hidden_size, output_size, n_layers=1, cell="lstm", embedding_size=None, rnn_attr=None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.output_size = output_size
-        self.n_layers = n_layers
-        self.embedding_size = embedding_size or hidden_size
-        self.rnn_attr = rnn_attr or cell
+        _sizes(self, hidden_size, output_size, n_layers, embedding_size, rnn_attr or cell)
         self.embedding = nn.Embedding(output_size, self.embedding_size)
         self.fc_hidden = nn.Linear(hidden_size, hidden_size, bias=False)
         self.fc_encoder = nn.Linear(hidden_size, hidden_size, bias=False)
@@ -222,11 +228,7 @@ class LuongDecoder(nn.Module):
     def __init__(self, hidden_size, output_size, method="dot", n_layers=1, cell="lstm", embedding_size=None,
                  rnn_attr=None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.output_size = output_size
-        self.n_layers = n_layers
-        self.embedding_size = embedding_size or hidden_size
-        self.rnn_attr = rnn_attr or cell
+        _sizes(self, hidden_size, output_size, n_layers, embedding_size, rnn_attr or cell)
         self.attention = Attention(hidden_size, method)
         self.embedding = nn.Embedding(output_size, self.embedding_size)
         setattr(self, self.rnn_attr, make_rnn(cell, self.embedding_size, hidden_size, n_layers, batch_first=False))
@@ -259,12 +261,8 @@ class TutorialLocationDecoder(nn.Module):
 
     def __init__(self, hidden_size, output_size, max_length=TUTORIAL_MAX_LENGTH, n_layers=1, embedding_size=None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.output_size = output_size
-        self.n_layers = n_layers
+        _sizes(self, hidden_size, output_size, n_layers, embedding_size, "gru")
         self.max_length = max_length
-        self.embedding_size = embedding_size or hidden_size
-        self.rnn_attr = "gru"
         self.embedding = nn.Embedding(output_size, self.embedding_size)
         self.attn = nn.Linear(self.embedding_size + hidden_size, max_length)
         self.attn_combine = nn.Linear(self.embedding_size + hidden_size, hidden_size)
@@ -314,11 +312,7 @@ class TutorialBahdanauDecoder(nn.Module):
 
     def __init__(self, hidden_size, output_size, n_layers=1, embedding_size=None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.output_size = output_size
-        self.n_layers = n_layers
-        self.embedding_size = embedding_size or hidden_size
-        self.rnn_attr = "gru"
+        _sizes(self, hidden_size, output_size, n_layers, embedding_size, "gru")
         self.embedding = nn.Embedding(output_size, self.embedding_size)
         self.attention = TutorialAttention(hidden_size)
         self.gru = nn.GRU(self.embedding_size + hidden_size, hidden_size, n_layers, batch_first=True)

@@ -234,47 +234,40 @@ class TutorialWay(unittest.TestCase):
                 worst = max(worst, d)
         return worst
 
-    def test_2017_location_decoder(self):
-        M = 10
+    def compare(self, label, arch, modules, evaluate, lengths, limit, **kw):
+        """Seeds 1..3: the tutorial's modules (from modules(), loaded strictly
+        from the reference model's encoder./decoder. keys) run each sentence
+        alone with evaluate; the reference runs them as one ragged batch."""
         report = []
         for seed in (1, 2, 3):
-            model = tutorial_model("tutorial-location", self.H, self.VS, self.VT, seed, max_length=M)
+            model = tutorial_model(arch, self.H, self.VS, self.VT, seed, **kw)
             sd = model.state_dict()
-            enc, dec = Encoder2017(self.VS, self.H), AttnDecoder2017(self.H, self.VT, M)
+            enc, dec = modules()
             enc.load_state_dict(split(sd, "encoder."))  # strict: the tutorial's own key names
             dec.load_state_dict(split(sd, "decoder."))
             enc.eval(), dec.eval()
-            rows = sentences(self.VS, [4, 10, 1, 7, 2], seed)
-            runs = [evaluate_2017(enc, dec, r, M) for r in rows]
-            worst = self.check(model, rows, runs, M)
+            rows = sentences(self.VS, lengths, seed)
+            runs = [evaluate(enc, dec, r) for r in rows]
+            worst = self.check(model, rows, runs, limit)
             report.append((seed, [len(r[0]) for r in runs], worst))
         decoded = [n for _, ns, _ in report for n in ns]
         # Meaningful only if some sentences stop at EOS and others run to the limit.
-        self.assertTrue(min(decoded) < M and max(decoded) == M, decoded)
-        print("\n  tutorial-location (2017): seeds %s: tokens identical; decoded lengths %s; max |diff| %.3g"
-              % ([s for s, _, _ in report], [n for _, n, _ in report], max(w for _, _, w in report)),
+        self.assertTrue(min(decoded) < limit and max(decoded) == limit, decoded)
+        print("\n  %s: seeds %s: tokens identical; decoded lengths %s; max |diff| %.3g"
+              % (label, [s for s, _, _ in report], [n for _, n, _ in report], max(w for _, _, w in report)),
               file=sys.stderr)
+
+    def test_2017_location_decoder(self):
+        M = 10
+        self.compare("tutorial-location (2017)", "tutorial-location",
+                     lambda: (Encoder2017(self.VS, self.H), AttnDecoder2017(self.H, self.VT, M)),
+                     lambda enc, dec, r: evaluate_2017(enc, dec, r, M), [4, 10, 1, 7, 2], M, max_length=M)
 
     def test_current_bahdanau_decoder(self):
         T = 10
-        report = []
-        for seed in (1, 2, 3):
-            model = tutorial_model("tutorial-bahdanau", self.H, self.VS, self.VT, seed)
-            sd = model.state_dict()
-            enc, dec = EncoderNow(self.VS, self.H), AttnDecoderNow(self.H, self.VT, T)
-            enc.load_state_dict(split(sd, "encoder."))
-            dec.load_state_dict(split(sd, "decoder."))
-            enc.eval(), dec.eval()
-            rows = sentences(self.VS, [4, 12, 1, 7, 3], seed)
-            runs = [evaluate_now(enc, dec, r) for r in rows]
-            worst = self.check(model, rows, runs, T)
-            report.append((seed, [len(r[0]) for r in runs], worst))
-        decoded = [n for _, ns, _ in report for n in ns]
-        # Meaningful only if some sentences stop at EOS and others run to the limit.
-        self.assertTrue(min(decoded) < T and max(decoded) == T, decoded)
-        print("\n  tutorial-bahdanau (current): seeds %s: tokens identical; decoded lengths %s; max |diff| %.3g"
-              % ([s for s, _, _ in report], [n for _, n, _ in report], max(w for _, _, w in report)),
-              file=sys.stderr)
+        self.compare("tutorial-bahdanau (current)", "tutorial-bahdanau",
+                     lambda: (EncoderNow(self.VS, self.H), AttnDecoderNow(self.H, self.VT, T)),
+                     evaluate_now, [4, 12, 1, 7, 3], T)
 
 
 if __name__ == "__main__":
