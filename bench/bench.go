@@ -1,6 +1,6 @@
 // Package bench measures greedy decoding speed, on the same weights and
 // inputs, for five ways of running an attnx model (see Engines): PyTorch
-// eager (the reference modules through testdata/reference/bench.py),
+// eager (the reference modules through reference/bench.py),
 // torch.onnx.export's graphs in a step loop, attnx's graphs in a step loop,
 // attnx's in-graph loop (greedy.onnx, one run per batch) and a floor (the
 // LSTM cell and the classifier product alone). It is a benchmark, not a
@@ -29,6 +29,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
 )
@@ -76,7 +77,8 @@ type Config struct {
 	// Engines selects engines by name; nil means all.
 	Engines []string
 	// Python is the interpreter with torch (/usr/bin/python3) and RefDir
-	// the directory of reference.py and bench.py.
+	// the directory of reference.py and bench.py ("": the copy embedded in
+	// the binary, see package reference).
 	Python, RefDir string
 	// WorkDir holds the models and inputs; "" means a temporary directory
 	// removed afterwards.
@@ -100,7 +102,7 @@ func DefaultConfig() Config {
 		SrcLens: []int{12, 50}, Batches: []int{1, 32}, Threads: []int{1, 2},
 		Steps:  20,
 		Warmup: 3, MinReps: 10, MaxReps: 2000, MinTime: time.Second,
-		Python: "/usr/bin/python3", RefDir: "testdata/reference",
+		Python: "/usr/bin/python3", RefDir: "", // "": the embedded reference
 		Seed: 1,
 	}
 }
@@ -371,7 +373,7 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		m.cfg = res.Config
 		if c.enabled(EngineTorchONNX) {
 			td := filepath.Join(base, "torch")
-			if out, err := c.python(filepath.Join(c.RefDir, "reference.py"), "export-onnx", "--checkpoint", m.ckpt, "--out-dir", td); err != nil {
+			if out, err := c.python(reference.Script, "export-onnx", "--checkpoint", m.ckpt, "--out-dir", td); err != nil {
 				m.torchNA = err.Error()
 			} else {
 				m.torchDir = td

@@ -108,7 +108,6 @@ func TestRunSmall(t *testing.T) {
 	c.Hidden, c.Vocab, c.Steps = 8, 30, 4
 	c.SrcLens, c.Batches, c.Threads = []int{3}, []int{1, 2}, []int{1}
 	c.Warmup, c.MinReps, c.MaxReps, c.MinTime = 1, 2, 5, time.Millisecond
-	c.RefDir = "../testdata/reference"
 	c.CPUProfile = t.TempDir() + "/cpu.pprof"
 	c.Log = tlog{t, time.Now()}
 	torch := haveTorch()

@@ -1,29 +1,21 @@
 package bench
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/attnx/attnx/reference"
 )
 
-// python runs a reference script with c.Python and returns its stdout; the
-// error carries the script's stderr.
+// python runs one of the PyTorch reference's scripts (reference.Script,
+// reference.BenchScript) with c.Python, from c.RefDir or the copy embedded
+// in attnx, and returns its stdout; the error carries the script's stderr.
 func (c *Config) python(script string, args ...string) ([]byte, error) {
-	py := c.Python
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
-	cmd := exec.Command(py, append([]string{script}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s %s: %v: %s", py, filepath.Base(script), err, strings.TrimSpace(lastLine(stderr.Bytes())))
-	}
-	return stdout.Bytes(), nil
+	return reference.Runner{Python: c.Python, Dir: c.RefDir}.Run(context.Background(), script, args...)
 }
 
 func lastLine(b []byte) string {
@@ -49,7 +41,7 @@ func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) 
 	if err := writeInputs(in, B, S, ids, lens); err != nil {
 		return r, "", err
 	}
-	out, err := c.python(filepath.Join(c.RefDir, "bench.py"), "--checkpoint", m.ckpt, "--inputs", in,
+	out, err := c.python(reference.BenchScript, "--checkpoint", m.ckpt, "--inputs", in,
 		"--steps", strconv.Itoa(c.Steps), "--threads", strconv.Itoa(T), "--warmup", strconv.Itoa(c.Warmup),
 		"--min-reps", strconv.Itoa(c.MinReps), "--max-reps", strconv.Itoa(c.MaxReps),
 		"--min-time", strconv.FormatFloat(c.MinTime.Seconds(), 'f', -1, 64))

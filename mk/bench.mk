@@ -9,4 +9,4 @@ BENCH_JSON ?= bin/bench.json
 .PHONY: bench
 
 bench: deps build
-	bin/attnx bench -python $(PYTHON) -ref-dir testdata/reference -cpuprofile bin/bench-cpu.pprof -json-out $(BENCH_JSON) $(BENCH_FLAGS)
+	bin/attnx bench -python $(PYTHON) -cpuprofile bin/bench-cpu.pprof -json-out $(BENCH_JSON) $(BENCH_FLAGS)

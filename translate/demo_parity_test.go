@@ -72,7 +72,7 @@ func TestDemoMatchesPyTorchGreedy(t *testing.T) {
 	for _, name := range []string{"bahdanau.pt", "luong.pt"} {
 		t.Run(name, func(t *testing.T) {
 			ckpt := filepath.Join(demo, name)
-			cmd := exec.Command("/usr/bin/python3", "-c", pytorchGreedy, "../testdata/reference", ckpt, filepath.Join(demo, "src_vocab.json"), fmt.Sprint(maxLen))
+			cmd := exec.Command("/usr/bin/python3", "-c", pytorchGreedy, "../reference", ckpt, filepath.Join(demo, "src_vocab.json"), fmt.Sprint(maxLen))
 			cmd.Stdin = strings.NewReader(string(payload))
 			out, err := cmd.Output()
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,8 +16,6 @@ import (
 	"github.com/attnx/attnx/runtime"
 )
 
-const referenceScript = "../testdata/reference/reference.py"
-
 // requireTorch skips when Debian's PyTorch is absent; `make test` installs it,
 // so under CI=true a missing torch fails instead.
 func requireTorch(t *testing.T) {
@@ -26,12 +23,10 @@ func requireTorch(t *testing.T) {
 	testenv.Torch(t)
 }
 
+// reference runs the embedded PyTorch reference's reference.py.
 func reference(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", append([]string{referenceScript}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("reference.py %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	fixtures.Reference(t, args...)
 }
 
 type liveConfig struct {

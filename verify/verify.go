@@ -1,6 +1,6 @@
 // Package verify runs exported attention models step by step and compares
 // every output of every step with the PyTorch reference's, as recorded by
-// testdata/reference/reference.py (safetensors with the keys listed in
+// reference/reference.py (safetensors with the keys listed in
 // testdata/fixtures/manifest.json).
 package verify
 

@@ -24,7 +24,7 @@ Measures greedy decoding, on the same weights and inputs, with:
                      whole decoding in one ONNX Loop, one run per batch
   torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
                      (batch 1 only: torch fixes the traced batch)
-  pytorch-eager      the PyTorch reference modules (testdata/reference/bench.py)
+  pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
 
 The model is --checkpoint or a random one per --arch. To make every engine
@@ -77,7 +77,7 @@ func runBench(args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as one JSON object instead of the table")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
 	python := fs.String("python", def.Python, "Python with torch 1.13 and onnx (Debian's)")
-	refDir := fs.String("ref-dir", def.RefDir, "directory of reference.py and bench.py")
+	refDir := fs.String("ref-dir", def.RefDir, "directory of reference.py and bench.py (default: the PyTorch reference embedded in attnx)")
 	workDir := fs.String("work-dir", "", "keep the models and inputs here (default: a temporary directory, removed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) here")
 	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")

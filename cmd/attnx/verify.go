@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,14 +16,15 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/verify"
 )
 
 func init() {
 	commandDocs["verify"] = `
-Runs the PyTorch reference (testdata/reference/reference.py, through
-/usr/bin/python3 with torch) and the model directory's ONNX graphs through
+Runs the PyTorch reference (embedded in attnx, through /usr/bin/python3
+with torch) and the model directory's ONNX graphs through
 ONNX Runtime on the same inputs, and compares every output of the encoder
 and of every decoder step (fed the same input ids) against the spec's
 tolerance |a - b| <= 1e-05 + 1.3e-06 * |b|. Then it compares greedy decoding:
@@ -34,9 +35,10 @@ Inputs are random (reference.py random-inputs with --batch, --src-len and
 --seed; ragged lengths when --batch > 1) unless --inputs names a safetensors
 file with source_ids and source_lengths.
 
-reference.py is found through ATTNX_REFERENCE, else as
-testdata/reference/reference.py above the attnx executable or the current
-directory.
+The reference never reads the checkpoint itself: it gets the weights attnx
+read (without running anything a pickle names), as safetensors.
+ATTNX_REFERENCE=path/to/reference.py (or its directory) runs that copy of
+the reference instead of the embedded one.
 
 Exit status: 0 when everything matches, 1 on a mismatch or error, 2 for
 usage errors.
@@ -46,13 +48,8 @@ Example:
   attnx verify --model model/ --checkpoint model.pt --steps 20 --batch 4`
 }
 
-// EnvReference overrides where verify finds reference.py.
-const EnvReference = "ATTNX_REFERENCE"
-
-// pythonPath is the interpreter with torch (Debian's); a variable for tests.
-var pythonPath = "/usr/bin/python3"
-
-const referenceRel = "testdata/reference/reference.py"
+// referenceRunner runs the PyTorch reference; a variable for tests.
+var referenceRunner reference.Runner
 
 // verifyOutcome is verify's JSON output.
 type verifyOutcome struct {
@@ -129,6 +126,16 @@ func runVerify(args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading checkpoint: %w", err)
 	}
+	tmp, err := os.MkdirTemp("", "attnx-verify-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	// The reference gets the weights read here, never the user's pickle.
+	weights := filepath.Join(tmp, "checkpoint.safetensors")
+	if err := checkpoint.WriteSafetensors(weights, sd.Tensors, nil); err != nil {
+		return fmt.Errorf("handing the weights to the reference: %w", err)
+	}
 	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
 	if err != nil {
 		return fmt.Errorf("%s: %w", *ckpt, err)
@@ -158,18 +165,9 @@ func runVerify(args []string) error {
 		sessions[role] = s
 	}
 
-	script, err := findReference()
-	if err != nil {
+	if err := referenceRunner.Check(); err != nil {
 		return err
 	}
-	if err := checkPython(); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "attnx-verify-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	bar := newProgress(4, "verify")
 	defer bar.Finish()
 
@@ -194,14 +192,14 @@ func runVerify(args []string) error {
 		if *batch > 1 {
 			a = append(a, "--ragged")
 		}
-		if err := reference(script, a...); err != nil {
+		if _, err := referenceRunner.Run(context.Background(), reference.Script, a...); err != nil {
 			return err
 		}
 	}
 	outPath := filepath.Join(tmp, "expected.safetensors")
 	bar.Set(1, "PyTorch: reference run")
 	sp := info.Special
-	if err := reference(script, "run", "--checkpoint", *ckpt, "--inputs", in, "--steps", strconv.Itoa(*steps),
+	if _, err := referenceRunner.Run(context.Background(), reference.Script, "run", "--checkpoint", weights, "--inputs", in, "--steps", strconv.Itoa(*steps),
 		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
 		"--out", outPath); err != nil {
 		return err
@@ -287,77 +285,6 @@ func readModelDir(dir string) (*modeldir.Info, error) {
 		return nil, fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", dir, modeldir.InfoFile)
 	}
 	return info, err
-}
-
-// findReference locates reference.py: $ATTNX_REFERENCE, else
-// testdata/reference/reference.py in the executable's directory or one
-// above it, else in the current directory or one above it.
-func findReference() (string, error) {
-	if p := os.Getenv(EnvReference); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvReference, p, err)
-		}
-		return p, nil
-	}
-	var starts []string
-	if exe, err := os.Executable(); err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		starts = append(starts, filepath.Dir(exe))
-	}
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, referenceRel)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			up := filepath.Dir(dir)
-			if up == dir {
-				break
-			}
-			dir = up
-		}
-	}
-	return "", fmt.Errorf("cannot find %s above the attnx executable or the current directory; run attnx from the attnx repository or set %s=/path/to/reference.py", referenceRel, EnvReference)
-}
-
-// torchHint says how to get PyTorch for pythonPath.
-func torchHint() string {
-	return fmt.Sprintf("verify needs PyTorch for %s: install it with `apt-get install python3-torch` (or `make deps`)", pythonPath)
-}
-
-// checkPython checks that pythonPath exists; whether it has torch shows
-// when reference.py imports it (saving a separate interpreter start).
-func checkPython() error {
-	if _, err := os.Stat(pythonPath); err != nil {
-		return fmt.Errorf("%s is missing; %s", pythonPath, torchHint())
-	}
-	return nil
-}
-
-func lastLine(out []byte, err error) string {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
-		return l
-	}
-	return err.Error()
-}
-
-// reference runs reference.py with args, turning its errors into one line.
-func reference(script string, args ...string) error {
-	cmd := exec.Command(pythonPath, append([]string{script}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil && strings.Contains(string(out), "No module named 'torch'") {
-		return errors.New(torchHint())
-	}
-	if err != nil {
-		return fmt.Errorf("PyTorch reference (%s %s) failed: %s", filepath.Base(script), args[0], lastLine(out, err))
-	}
-	return nil
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.

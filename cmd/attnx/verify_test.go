@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -96,14 +98,8 @@ func TestVerifyMismatch(t *testing.T) {
 	}
 	// Same config, other weights: a numeric mismatch, exit 1.
 	ckpt := filepath.Join(t.TempDir(), "other.pt")
-	script, err := findReference()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reference(script, "make-model", "--arch", "luong-dot", "--hidden", "13", "--layers", "1",
-		"--src-vocab", "19", "--tgt-vocab", "23", "--seed", "4242", "--out", ckpt); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.Reference(t, "make-model", "--arch", "luong-dot", "--hidden", "13", "--layers", "1",
+		"--src-vocab", "19", "--tgt-vocab", "23", "--seed", "4242", "--out", ckpt)
 	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", ckpt, "--inputs", filepath.Join(fixtureRoot, "luong-dot_b1_l1", "inputs.safetensors"))
 	if code != 1 || !strings.Contains(out, "  log_probs           10  ") || !strings.Contains(out, "MISMATCH in 10 of 10: step 0: ") ||
 		!strings.HasSuffix(out, "\nMISMATCH: the ONNX graphs differ from PyTorch\n") || errs != "" {
@@ -139,24 +135,24 @@ func TestVerifyErrors(t *testing.T) {
 	if code != 1 || errs != "attnx verify: reading checkpoint: open "+filepath.Join(tmp, "none.pt")+": no such file or directory\n" {
 		t.Errorf("missing checkpoint: exit %d, %q", code, errs)
 	}
-	t.Setenv(EnvReference, filepath.Join(tmp, "ref.py"))
+	t.Setenv(reference.EnvReference, filepath.Join(tmp, "ref.py"))
 	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
 	if code != 1 || errs != "attnx verify: ATTNX_REFERENCE="+filepath.Join(tmp, "ref.py")+": stat "+filepath.Join(tmp, "ref.py")+": no such file or directory\n" {
 		t.Errorf("bad ATTNX_REFERENCE: exit %d, %q", code, errs)
 	}
-	t.Setenv(EnvReference, "")
-	saved := pythonPath
-	pythonPath = filepath.Join(tmp, "python3")
-	defer func() { pythonPath = saved }()
+	t.Setenv(reference.EnvReference, "")
+	py := filepath.Join(tmp, "python3")
+	referenceRunner.Python = py
+	defer func() { referenceRunner.Python = "" }()
 	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
-	want := "attnx verify: " + pythonPath + " is missing; verify needs PyTorch for " + pythonPath + ": install it with `apt-get install python3-torch` (or `make deps`)\n"
+	want := "attnx verify: " + py + " is missing: the PyTorch reference needs Python 3 with torch there; " + reference.InstallHint + "\n"
 	if code != 1 || errs != want {
 		t.Errorf("no python: exit %d, %q", code, errs)
 	}
 	// A python without torch.
-	os.WriteFile(pythonPath, []byte("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n"), 0o755)
+	os.WriteFile(py, []byte("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n"), 0o755)
 	code, _, errs = attnx("verify", "--model", dir, "--checkpoint", ck)
-	want = "attnx verify: verify needs PyTorch for " + pythonPath + ": install it with `apt-get install python3-torch` (or `make deps`)\n"
+	want = "attnx verify: " + py + " has no torch module: the PyTorch reference needs it; " + reference.InstallHint + "\n"
 	if code != 1 || errs != want {
 		t.Errorf("no torch: exit %d, %q", code, errs)
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate the small deterministic fixtures in testdata/fixtures.
 
-    /usr/bin/python3 testdata/reference/gen_fixtures.py --out testdata/fixtures
+    /usr/bin/python3 reference/gen_fixtures.py --out testdata/fixtures
 
 For each arch x {b1_l1: batch 1, one layer, full length; b4_l2: batch 4,
 ragged lengths, two layers, teacher-forced decoder inputs} with H=13, Vs=19,
@@ -68,7 +68,7 @@ def sha256(path):
 def generate(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     entries = []
-    for ai, arch in enumerate(ref.ARCHS):
+    for ai, arch in enumerate(ref.ARTICLE_ARCHS):
         for vi, (vname, batch, layers, ragged, forced) in enumerate(VARIANTS):
             name = "%s_%s" % (arch, vname)
             base = 1000 * (ai + 1) + 100 * vi
@@ -117,7 +117,7 @@ def generate(out_dir):
     manifest = {
         "description": "attnx reference fixtures: PyTorch outputs of seeded random models "
                        "(spec: /work/shared/spec/models.md). Regenerate: make testdata.",
-        "generator": "testdata/reference/gen_fixtures.py",
+        "generator": "reference/gen_fixtures.py",
         "torch": torch.__version__,
         "expected_keys": {
             "encoder_outputs": "float32 [B,S,H]", "hidden": "float32 [L,B,H]", "cell": "float32 [L,B,H]",
@@ -137,7 +137,7 @@ def generate(out_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "fixtures"))
     a = ap.parse_args()
     m = generate(a.out)
     for e in m["fixtures"]:

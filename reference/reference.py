@@ -3,10 +3,35 @@
 
 Tensors are exchanged as safetensors files. Run with /usr/bin/python3.
 
-  make-model    --arch A --hidden H --layers L --src-vocab Vs --tgt-vocab Vt --seed N --out PATH [--format pt|safetensors] [--std 0.5]
+  make-model    --arch A --hidden H --layers L --src-vocab Vs --tgt-vocab Vt --seed N --out PATH
+                [--cell lstm|gru] [--embedding-size E] [--max-length M] [--format pt|safetensors] [--std 0.5]
   random-inputs --batch B --src-len S --src-vocab Vs --seed N [--ragged] --out IN.safetensors
   run           --checkpoint CKPT --inputs IN.safetensors --steps T --out OUT.safetensors [--sos 1 --eos 2 --pad 0 --max-len N]
+  beam          --checkpoint CKPT --inputs IN.safetensors --beam K --max-len T --out OUT.safetensors
+                [--n-best N] [--length-penalty A] [--sos 1 --eos 2 --pad 0]
   export-onnx   --checkpoint CKPT --out-dir DIR [--opset 17]
+
+Architectures: bahdanau, luong-dot, luong-general, luong-concat (the
+article's; cell lstm or gru), tutorial-location, tutorial-bahdanau (PyTorch's
+seq2seq tutorial, 2017-2023 and current; gru). A checkpoint's architecture,
+cell, sizes and M follow from its keys.
+
+Checkpoints are read as safetensors, or as torch.save zip archives with
+torch.load(weights_only=True); `attnx verify` passes safetensors only.
+
+`run` writes: encoder_outputs [B,S,H], hidden [L,B,H], cell [L,B,H] (LSTM
+only), step_input_ids [T,B], log_probs [T,B,Vt], next_hidden [T,L,B,H],
+next_cell [T,L,B,H] (LSTM only), attention [T,B,S], tokens [T,B] (argmax per
+step), greedy_tokens [B,max_len] (padded with --pad), greedy_lengths [B].
+
+`beam` writes (N = --n-best, default K; spec "Beam search"):
+  beam_tokens            int64   [B,N,max_len]  each hypothesis's tokens (EOS included when finished), padded with --pad
+  beam_lengths           int64   [B,N]          its length (0 for a missing hypothesis)
+  beam_scores            float32 [B,N]          raw score: the float32 sum of its log_probs in step order (-inf if missing)
+  beam_normalized_scores float32 [B,N]          float32(score / length ** alpha), computed in float64 (-inf if missing)
+  beam_counts            int64   [B]            hypotheses present (N unless the vocabulary ran out)
+Hypotheses are in the final order: normalised score descending, ties in
+insertion order; the first is the translation.
 
 User errors print "reference: ..." on stderr and exit 2.
 """
@@ -39,7 +64,12 @@ def _int_tensor(tensors, name, path, dims):
 
 
 def cmd_make_model(a):
-    model = ref.make_model(a.arch, a.hidden, a.layers, a.src_vocab, a.tgt_vocab, a.seed, a.std)
+    kw = {"cell": a.cell, "embedding_size": a.embedding_size}
+    if a.arch == "tutorial-location":
+        kw["max_length"] = ref.TUTORIAL_MAX_LENGTH if a.max_length is None else a.max_length
+    elif a.max_length is not None:
+        raise ReferenceError("--max-length is for tutorial-location only, not %s" % a.arch)
+    model = ref.make_model(a.arch, a.hidden, a.layers, a.src_vocab, a.tgt_vocab, a.seed, a.std, **kw)
     _parent(a.out)
     ref.save_model(model, a.out, a.format)
 
@@ -70,8 +100,8 @@ def cmd_random_inputs(a):
     ref.write_safetensors(a.out, t)
 
 
-def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eos=2, pad=0, max_len=None):
-    """All outputs of the `run` subcommand, as a dict of tensors."""
+def check_inputs(model, source_ids, source_lengths, sos, eos, pad):
+    """The checks every subcommand makes on its inputs and special tokens."""
     B, S = source_ids.shape
     cfg = model.config
     if B < 1 or S < 1:
@@ -84,9 +114,24 @@ def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eo
     if lo < 0 or hi >= cfg["src_vocab"]:
         raise ReferenceError("source_ids hold values in [%d, %d], want [0, %d) (source vocabulary)"
                              % (lo, hi, cfg["src_vocab"]))
+    if "max_length" in cfg and S > cfg["max_length"]:
+        raise ReferenceError("src_len %d exceeds the tutorial-location decoder's max_length M = %d"
+                             % (S, cfg["max_length"]))
     for name, v in (("sos", sos), ("eos", eos), ("pad", pad)):
         if not 0 <= v < cfg["tgt_vocab"]:
             raise ReferenceError("--%s %d is outside the target vocabulary [0, %d)" % (name, v, cfg["tgt_vocab"]))
+
+
+def _contiguous(out):
+    return {k: (v.to(torch.float32) if v.is_floating_point() else v.to(torch.int64)).contiguous()
+            for k, v in out.items()}
+
+
+def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eos=2, pad=0, max_len=None):
+    """All outputs of the `run` subcommand, as a dict of tensors."""
+    B = source_ids.shape[0]
+    cfg = model.config
+    check_inputs(model, source_ids, source_lengths, sos, eos, pad)
     if step_input_ids is not None:
         if tuple(step_input_ids.shape) != (steps, B):
             raise ReferenceError("step_input_ids has shape %s, want [steps=%d, batch=%d]"
@@ -103,19 +148,60 @@ def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eo
     toks, lens = ref.greedy_decode(model, source_ids, source_lengths, sos=sos, eos=eos, max_len=max_len, pad=pad)
     out["greedy_tokens"] = toks
     out["greedy_lengths"] = lens
-    return {k: (v.to(torch.float32) if v.is_floating_point() else v.to(torch.int64)).contiguous()
-            for k, v in out.items()}
+    return _contiguous(out)
+
+
+def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, sos=1, eos=2, pad=0):
+    """The outputs of the `beam` subcommand, as a dict of tensors."""
+    check_inputs(model, source_ids, source_lengths, sos, eos, pad)
+    if k < 1:
+        raise ReferenceError("--beam %d, want >= 1" % k)
+    N = k if n_best is None else n_best
+    if not 1 <= N <= k:
+        raise ReferenceError("--n-best %d, want 1 <= N <= beam %d" % (N, k))
+    if max_len < 1:
+        raise ReferenceError("--max-len %d, want >= 1" % max_len)
+    results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha)
+    B = len(results)
+    tokens = torch.full((B, N, max_len), pad, dtype=torch.int64)
+    lengths = torch.zeros(B, N, dtype=torch.int64)
+    scores = torch.full((B, N), float("-inf"), dtype=torch.float32)
+    normalized = torch.full((B, N), float("-inf"), dtype=torch.float32)
+    counts = torch.zeros(B, dtype=torch.int64)
+    for b, hyps in enumerate(results):
+        hyps = hyps[:N]
+        counts[b] = len(hyps)
+        for j, h in enumerate(hyps):
+            tokens[b, j, :len(h.tokens)] = torch.tensor(h.tokens, dtype=torch.int64)
+            lengths[b, j] = len(h.tokens)
+            scores[b, j] = h.score
+            normalized[b, j] = h.normalized
+    return _contiguous({"beam_tokens": tokens, "beam_lengths": lengths, "beam_scores": scores,
+                        "beam_normalized_scores": normalized, "beam_counts": counts})
+
+
+def _read_inputs(path):
+    if not os.path.exists(path):
+        raise ReferenceError("inputs %s does not exist" % path)
+    tensors, _ = ref.read_safetensors(path)
+    ids = _int_tensor(tensors, "source_ids", path, 2)
+    lengths = _int_tensor(tensors, "source_lengths", path, 1)
+    return tensors, ids, lengths
 
 
 def cmd_run(a):
     model = ref.load_model(a.checkpoint)
-    if not os.path.exists(a.inputs):
-        raise ReferenceError("inputs %s does not exist" % a.inputs)
-    tensors, _ = ref.read_safetensors(a.inputs)
-    ids = _int_tensor(tensors, "source_ids", a.inputs, 2)
-    lengths = _int_tensor(tensors, "source_lengths", a.inputs, 1)
+    tensors, ids, lengths = _read_inputs(a.inputs)
     step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
     out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len)
+    _parent(a.out)
+    ref.write_safetensors(a.out, out)
+
+
+def cmd_beam(a):
+    model = ref.load_model(a.checkpoint)
+    _, ids, lengths = _read_inputs(a.inputs)
+    out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad)
     _parent(a.out)
     ref.write_safetensors(a.out, out)
 
@@ -131,35 +217,41 @@ class _EncoderExport(torch.nn.Module):
 
     def forward(self, source_ids, source_lengths):
         # The packed path needs concrete lengths; the exported graph uses the
-        # LSTM's sequence_lens via pack_padded_sequence when torch can export it.
+        # RNN's sequence_lens via pack_padded_sequence when torch can export it.
         embedded = self.encoder.embedding(source_ids)
         packed = torch.nn.utils.rnn.pack_padded_sequence(
             embedded, source_lengths, batch_first=True, enforce_sorted=False)
-        out, (h, c) = self.encoder.lstm(packed)
+        out, state = ref.run_rnn(self.encoder.rnn, packed, None)
         y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=source_ids.shape[1])
-        return y, h, c
+        return (y,) + state
 
 
 class _EncoderExportFull(torch.nn.Module):
-    """Fallback: the plain LSTM (full-length rows only)."""
+    """Fallback: the plain RNN (full-length rows only)."""
 
     def __init__(self, model):
         super().__init__()
         self.encoder = model.encoder
 
     def forward(self, source_ids, source_lengths):
-        y, (h, c) = self.encoder.lstm(self.encoder.embedding(source_ids))
-        return y, h, c
+        y, state = ref.run_rnn(self.encoder.rnn, self.encoder.embedding(source_ids), None)
+        return (y,) + state
 
 
 class _DecoderExport(torch.nn.Module):
+    """One decoder step with the ONNX interface's inputs: input_ids, hidden,
+    cell (LSTM only), encoder_outputs, source_lengths."""
+
     def __init__(self, model):
         super().__init__()
         self.decoder = model.decoder
+        self.lstm = model.cell == "lstm"
 
-    def forward(self, input_ids, hidden, cell, encoder_outputs, source_lengths):
-        lp, (h, c), att = self.decoder(input_ids, (hidden, cell), encoder_outputs, source_lengths)
-        return lp, h, c, att
+    def forward(self, input_ids, *args):
+        n = 2 if self.lstm else 1
+        state, (encoder_outputs, source_lengths) = tuple(args[:n]), args[n:]
+        lp, next_state, att = self.decoder(input_ids, state, encoder_outputs, source_lengths)
+        return (lp,) + tuple(next_state) + (att,)
 
 
 def _describe(path):
@@ -187,15 +279,18 @@ def export_onnx(model, out_dir, opset=17):
     H, L = cfg["hidden"], cfg["layers"]
     # Traced at batch 1: torch.onnx.export specialises the LSTM's initial
     # state (and the decoders) to the traced batch, so only batch 1 runs.
-    B, S = 1, 5
+    B, S = 1, min(5, cfg.get("max_length", 5))
     ids = torch.full((B, S), 4 if cfg["src_vocab"] > 4 else 0, dtype=torch.int64)
     lengths = torch.tensor([S], dtype=torch.int64)
     report = {"torch": torch.__version__, "opset": opset, "config": cfg, "notes": []}
+    lstm = cfg["cell"] == "lstm"
     enc_path = os.path.join(out_dir, "encoder.onnx")
     enc_in = ["source_ids", "source_lengths"]
-    enc_out = ["encoder_outputs", "hidden", "cell"]
+    enc_out = ["encoder_outputs", "hidden"] + (["cell"] if lstm else [])
     enc_axes = {"source_ids": {0: "batch", 1: "src_len"}, "source_lengths": {0: "batch"},
                 "encoder_outputs": {0: "batch", 1: "src_len"}, "hidden": {1: "batch"}, "cell": {1: "batch"}}
+    if not lstm:
+        del enc_axes["cell"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -210,19 +305,21 @@ def export_onnx(model, out_dir, opset=17):
                               enc_path, opset_version=opset, input_names=enc_in, output_names=enc_out,
                               dynamic_axes=enc_axes)
         with torch.no_grad():
-            enc, (h, c) = model.encoder(ids, lengths)
+            enc, state = model.encoder(ids, lengths)
         # torch.onnx fixes the decoder batch at the traced size (1 here).
         dec_path = os.path.join(out_dir, "decoder.onnx")
-        dec_args = (torch.tensor([ref.SOS_ID]), h[:, :1].contiguous(), c[:, :1].contiguous(),
-                    enc[:1].contiguous(), lengths[:1].contiguous())
+        sos = model.special_tokens()[0]
+        dec_args = (torch.tensor([sos]),) + tuple(t[:, :1].contiguous() for t in state) + (
+            enc[:1].contiguous(), lengths[:1].contiguous())
+        dec_in = ["input_ids", "hidden"] + (["cell"] if lstm else []) + ["encoder_outputs", "source_lengths"]
+        dec_out = ["log_probs", "next_hidden"] + (["next_cell"] if lstm else []) + ["attention"]
+        axes = {"input_ids": {0: "batch"}, "hidden": {1: "batch"}, "cell": {1: "batch"},
+                "encoder_outputs": {0: "batch", 1: "src_len"}, "source_lengths": {0: "batch"},
+                "log_probs": {0: "batch"}, "next_hidden": {1: "batch"}, "next_cell": {1: "batch"},
+                "attention": {0: "batch", 1: "src_len"}}
         torch.onnx.export(_DecoderExport(model).eval(), dec_args, dec_path, opset_version=opset,
-                          input_names=["input_ids", "hidden", "cell", "encoder_outputs", "source_lengths"],
-                          output_names=["log_probs", "next_hidden", "next_cell", "attention"],
-                          dynamic_axes={"input_ids": {0: "batch"}, "hidden": {1: "batch"}, "cell": {1: "batch"},
-                                        "encoder_outputs": {0: "batch", 1: "src_len"},
-                                        "source_lengths": {0: "batch"}, "log_probs": {0: "batch"},
-                                        "next_hidden": {1: "batch"}, "next_cell": {1: "batch"},
-                                        "attention": {0: "batch", 1: "src_len"}})
+                          input_names=dec_in, output_names=dec_out,
+                          dynamic_axes={k: v for k, v in axes.items() if k in dec_in or k in dec_out})
     report["encoder"] = _describe(enc_path)
     report["decoder"] = _describe(dec_path)
     report["notes"].append("decoder traced at batch 1, H=%d, L=%d; dynamic batch axes are requested but "
@@ -264,6 +361,11 @@ def parser():
     m.add_argument("--src-vocab", type=int, required=True)
     m.add_argument("--tgt-vocab", type=int, required=True)
     m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--cell", choices=ref.CELLS, default=None,
+                   help="default: lstm for the article's decoders, gru for the tutorial's")
+    m.add_argument("--embedding-size", type=int, default=None, help="E (default: H)")
+    m.add_argument("--max-length", type=int, default=None,
+                   help="M of tutorial-location (default %d, the tutorial's MAX_LENGTH)" % ref.TUTORIAL_MAX_LENGTH)
     m.add_argument("--std", type=float, default=0.5, help="std of the N(0, std) init of every parameter")
     m.add_argument("--out", required=True)
     m.add_argument("--format", choices=("pt", "safetensors"), default=None,
@@ -290,6 +392,19 @@ def parser():
     u.add_argument("--max-len", type=int, default=None, help="greedy decoding limit (default: --steps)")
     u.set_defaults(fn=cmd_run)
 
+    b = sub.add_parser("beam", help="beam search (spec: Beam search): n-best lists with scores")
+    b.add_argument("--checkpoint", required=True)
+    b.add_argument("--inputs", required=True)
+    b.add_argument("--beam", type=int, required=True, help="K, hypotheses per row")
+    b.add_argument("--max-len", type=int, required=True, help="decoder steps at most")
+    b.add_argument("--n-best", type=int, default=None, help="hypotheses written per row (default K)")
+    b.add_argument("--length-penalty", type=float, default=1.0, help="alpha in score / length ** alpha")
+    b.add_argument("--out", required=True)
+    b.add_argument("--sos", type=int, default=ref.SOS_ID)
+    b.add_argument("--eos", type=int, default=ref.EOS_ID)
+    b.add_argument("--pad", type=int, default=ref.PAD_ID)
+    b.set_defaults(fn=cmd_beam)
+
     e = sub.add_parser("export-onnx", help="torch.onnx.export of encoder and one decoder step")
     e.add_argument("--checkpoint", required=True)
     e.add_argument("--out-dir", required=True)
@@ -302,7 +417,7 @@ def main(argv=None):
     try:
         a = parser().parse_args(argv)
         if not getattr(a, "fn", None):
-            raise ReferenceError("missing subcommand: make-model, random-inputs, run or export-onnx")
+            raise ReferenceError("missing subcommand: make-model, random-inputs, run, beam or export-onnx")
         a.fn(a)
     except ReferenceError as e:
         print("reference: %s" % e, file=sys.stderr)
