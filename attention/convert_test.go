@@ -19,12 +19,19 @@ func randFloats(r *rand.Rand, n int) []float32 {
 }
 
 // stateDict returns a random state_dict of the given configuration with the
-// spec's keys and PyTorch's shapes.
-func stateDict(cfg Config, seed int64) map[string]*builder.Tensor {
+// spec's keys and PyTorch's shapes (optional keys left out).
+func stateDict(t testing.TB, cfg Config, seed int64) map[string]*builder.Tensor {
+	t.Helper()
+	keys, err := ExpectedKeys(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewSource(seed))
 	sd := map[string]*builder.Tensor{}
-	for k, s := range expectedShapes(cfg) {
-		sd[k] = builder.FloatTensor(s.dims, randFloats(r, int(builder.NumElements(s.dims))))
+	for _, k := range keys {
+		if !k.Optional {
+			sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
+		}
 	}
 	return sd
 }
@@ -43,8 +50,8 @@ func matvec(w []float32, x []float64, rows int) []float64 {
 	return out
 }
 
-// torchCell is one step of torch.nn.LSTM: gates i, f, g, o.
-func torchCell(H int, wih, whh, bih, bhh []float32, x, h, c []float64) ([]float64, []float64) {
+// torchLSTMCell is one step of torch.nn.LSTM: gates i, f, g, o.
+func torchLSTMCell(H int, wih, whh, bih, bhh []float32, x, h, c []float64) ([]float64, []float64) {
 	a, b := matvec(wih, x, 4*H), matvec(whh, h, 4*H)
 	h2, c2 := make([]float64, H), make([]float64, H)
 	for j := 0; j < H; j++ {
@@ -56,9 +63,9 @@ func torchCell(H int, wih, whh, bih, bhh []float32, x, h, c []float64) ([]float6
 	return h2, c2
 }
 
-// onnxCell is one step of the ONNX LSTM operator (default activations, no
-// peepholes): W and R stack gates i, o, f, c; B = [Wb; Rb].
-func onnxCell(H int, W, R, B []float32, x, h, c []float64) ([]float64, []float64) {
+// onnxLSTMCell is one step of the ONNX LSTM operator (default activations,
+// no peepholes): W and R stack gates i, o, f, c; B = [Wb; Rb].
+func onnxLSTMCell(H int, W, R, B []float32, x, h, c []float64) ([]float64, []float64) {
 	a, b := matvec(W, x, 4*H), matvec(R, h, 4*H)
 	h2, c2 := make([]float64, H), make([]float64, H)
 	for j := 0; j < H; j++ {
@@ -70,52 +77,189 @@ func onnxCell(H int, W, R, B []float32, x, h, c []float64) ([]float64, []float64
 	return h2, c2
 }
 
-func TestConvertLSTMLayerMatchesONNXSemantics(t *testing.T) {
-	for _, tc := range []struct{ H, in int }{{1, 1}, {3, 5}, {7, 14}} {
-		r := rand.New(rand.NewSource(int64(tc.H)))
-		H, in := tc.H, tc.in
-		wih, whh := randFloats(r, 4*H*in), randFloats(r, 4*H*H)
-		bih, bhh := randFloats(r, 4*H), randFloats(r, 4*H)
-		layer := ConvertLSTMLayer(int64(H), wih, whh, bih, bhh)
-		W, _ := layer.W.Float32s()
-		R, _ := layer.R.Float32s()
-		B, _ := layer.B.Float32s()
-		if got := fmt.Sprint(layer.W.Dims, layer.R.Dims, layer.B.Dims); got != fmt.Sprintf("[1 %d %d] [1 %d %d] [1 %d]", 4*H, in, 4*H, H, 8*H) {
-			t.Fatalf("H=%d: shapes %s", H, got)
-		}
-		x, h, c := make([]float64, in), make([]float64, H), make([]float64, H)
-		for i := range x {
-			x[i] = r.NormFloat64()
-		}
-		for i := range h {
-			h[i], c[i] = r.NormFloat64(), r.NormFloat64()
-		}
-		th, tcell := torchCell(H, wih, whh, bih, bhh, x, h, c)
-		oh, ocell := onnxCell(H, W, R, B, x, h, c)
-		for j := 0; j < H; j++ {
-			if math.Abs(th[j]-oh[j]) > 1e-12 || math.Abs(tcell[j]-ocell[j]) > 1e-12 {
-				t.Fatalf("H=%d unit %d: torch (%g, %g) vs onnx (%g, %g)", H, j, th[j], tcell[j], oh[j], ocell[j])
-			}
+// torchGRUCell is one step of torch.nn.GRU: gates r, z, n, with the reset
+// gate applied after the recurrent product.
+func torchGRUCell(H int, wih, whh, bih, bhh []float32, x, h []float64) []float64 {
+	a, b := matvec(wih, x, 3*H), matvec(whh, h, 3*H)
+	h2 := make([]float64, H)
+	for j := 0; j < H; j++ {
+		ai := func(k int) float64 { return a[k*H+j] + float64(bih[k*H+j]) }
+		bh := func(k int) float64 { return b[k*H+j] + float64(bhh[k*H+j]) }
+		r, z := sigmoid(ai(0)+bh(0)), sigmoid(ai(1)+bh(1))
+		n := math.Tanh(ai(2) + r*bh(2))
+		h2[j] = (1-z)*n + z*h[j]
+	}
+	return h2
+}
+
+// onnxGRUCell is one step of the ONNX GRU operator with
+// linear_before_reset = 1 (default activations): W and R stack gates z, r,
+// h; B = [Wb; Rb].
+func onnxGRUCell(H int, W, R, B []float32, x, h []float64) []float64 {
+	a, b := matvec(W, x, 3*H), matvec(R, h, 3*H)
+	h2 := make([]float64, H)
+	for j := 0; j < H; j++ {
+		wb := func(k int) float64 { return float64(B[k*H+j]) }
+		rb := func(k int) float64 { return float64(B[3*H+k*H+j]) }
+		z := sigmoid(a[j] + b[j] + wb(0) + rb(0))
+		r := sigmoid(a[H+j] + b[H+j] + wb(1) + rb(1))
+		hh := math.Tanh(a[2*H+j] + r*(b[2*H+j]+rb(2)) + wb(2))
+		h2[j] = (1-z)*hh + z*h[j]
+	}
+	return h2
+}
+
+func floats(t *testing.T, tt *builder.Tensor) []float32 {
+	t.Helper()
+	v, err := tt.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestConvertRNNLayerMatchesONNXSemantics checks the one gate repacking
+// path: a PyTorch cell on PyTorch's weights computes what the ONNX operator
+// computes on the converted ones.
+func TestConvertRNNLayerMatchesONNXSemantics(t *testing.T) {
+	for _, cell := range Cells {
+		for _, tc := range []struct{ H, in int }{{1, 1}, {3, 5}, {7, 14}} {
+			t.Run(fmt.Sprintf("%s/H%d/in%d", cell, tc.H, tc.in), func(t *testing.T) {
+				r := rand.New(rand.NewSource(int64(tc.H)))
+				H, in, G := tc.H, tc.in, cell.gates()
+				wih, whh := randFloats(r, G*H*in), randFloats(r, G*H*H)
+				bih, bhh := randFloats(r, G*H), randFloats(r, G*H)
+				layer, err := ConvertRNNLayer(cell, H,
+					builder.FloatTensor([]int64{int64(G * H), int64(in)}, wih), builder.FloatTensor([]int64{int64(G * H), int64(H)}, whh),
+					builder.FloatTensor([]int64{int64(G * H)}, bih), builder.FloatTensor([]int64{int64(G * H)}, bhh))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := fmt.Sprint(layer.W.Dims, layer.R.Dims, layer.B.Dims), fmt.Sprintf("[1 %d %d] [1 %d %d] [1 %d]", G*H, in, G*H, H, 2*G*H); got != want {
+					t.Fatalf("shapes %s, want %s", got, want)
+				}
+				W, R, B := floats(t, layer.W), floats(t, layer.R), floats(t, layer.B)
+				x, h, c := make([]float64, in), make([]float64, H), make([]float64, H)
+				for i := range x {
+					x[i] = r.NormFloat64()
+				}
+				for i := range h {
+					h[i], c[i] = r.NormFloat64(), r.NormFloat64()
+				}
+				var th, oh, tcl, ocl []float64
+				if cell == GRU {
+					th, oh = torchGRUCell(H, wih, whh, bih, bhh, x, h), onnxGRUCell(H, W, R, B, x, h)
+					tcl, ocl = make([]float64, H), make([]float64, H)
+				} else {
+					th, tcl = torchLSTMCell(H, wih, whh, bih, bhh, x, h, c)
+					oh, ocl = onnxLSTMCell(H, W, R, B, x, h, c)
+				}
+				for j := 0; j < H; j++ {
+					if math.Abs(th[j]-oh[j]) > 1e-12 || math.Abs(tcl[j]-ocl[j]) > 1e-12 {
+						t.Fatalf("unit %d: torch (%g, %g) vs onnx (%g, %g)", j, th[j], tcl[j], oh[j], ocl[j])
+					}
+				}
+			})
 		}
 	}
 }
 
 func TestReorderGatesBlocks(t *testing.T) {
-	// Rows tagged by gate: i=1, f=2, g=3, o=4 (H=2, one column).
-	p := []float32{1, 1, 2, 2, 3, 3, 4, 4}
-	got := fmt.Sprint(ReorderGates(p, 2, 1))
-	if got != "[1 1 4 4 2 2 3 3]" {
-		t.Fatalf("ReorderGates = %s, want i,o,f,c = [1 1 4 4 2 2 3 3]", got)
+	// Rows tagged by PyTorch gate number (H=2, one column).
+	for _, tc := range []struct {
+		cell Cell
+		in   []float32
+		want string
+	}{
+		{LSTM, []float32{1, 1, 2, 2, 3, 3, 4, 4}, "[1 1 4 4 2 2 3 3]"}, // i,f,g,o -> i,o,f,c
+		{GRU, []float32{1, 1, 2, 2, 3, 3}, "[2 2 1 1 3 3]"},            // r,z,n -> z,r,h
+	} {
+		p := builder.FloatTensor([]int64{int64(len(tc.in))}, tc.in)
+		out := &builder.Tensor{DType: builder.Float, Dims: p.Dims, Raw: reorderGates(nil, p.Raw, tc.cell, 2, 1)}
+		if got := fmt.Sprint(floats(t, out)); got != tc.want {
+			t.Errorf("%s: reorder = %s, want %s", tc.cell, got, tc.want)
+		}
 	}
 }
 
-func TestFromStateDictInfersConfig(t *testing.T) {
-	for _, want := range []Config{
-		{Bahdanau, 13, 1, 19, 23}, {LuongDot, 5, 2, 7, 11},
-		{LuongGeneral, 37, 2, 9, 4}, {LuongConcat, 3, 3, 6, 8},
+func TestConvertRNNLayerErrors(t *testing.T) {
+	f := func(dims ...int64) *builder.Tensor { return builder.FloatTensor(dims, make([]float32, builder.NumElements(dims))) }
+	for _, tc := range []struct {
+		name               string
+		cell               Cell
+		wih, whh, bih, bhh *builder.Tensor
+		want               string
+	}{
+		{"lstm rows for a gru", GRU, f(8, 3), f(8, 2), f(8), f(8), "gru layer: weight_ih: shape [8 3], expected [6 3]"},
+		{"nil bias", LSTM, f(8, 3), f(8, 2), nil, f(8), "bias_ih is missing"},
+		{"int weights", LSTM, builder.Int64Tensor([]int64{8, 3}, make([]int64, 24)), f(8, 2), f(8), f(8), "weight_ih: dtype int64, expected float32"},
+		{"short data", GRU, f(6, 3), &builder.Tensor{DType: builder.Float, Dims: []int64{6, 2}, Raw: make([]byte, 8)}, f(6), f(6), "weight_hh: 8 bytes of float32 data for shape [6 2], expected 48"},
+		{"unknown cell", "rnn", f(8, 3), f(8, 2), f(8), f(8), `unknown cell "rnn"`},
 	} {
-		sd := stateDict(want, 1)
-		sd["decoder.attn_combine.weight"] = builder.FloatTensor([]int64{1}, []float32{0})
+		_, err := ConvertRNNLayer(tc.cell, 2, tc.wih, tc.whh, tc.bih, tc.bhh)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRepack(t *testing.T) {
+	m := builder.FloatTensor([]int64{2, 3}, []float32{1, 2, 3, 4, 5, 6})
+	tr, err := repack(m, transposed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(tr.Dims, floats(t, tr)); got != "[3 2] [1 4 2 5 3 6]" {
+		t.Errorf("transposed = %s", got)
+	}
+	v, err := repack(builder.FloatTensor([]int64{1, 3}, []float32{7, 8, 9}), vector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v.Dims, floats(t, v)); got != "[3] [7 8 9]" {
+		t.Errorf("vector = %s", got)
+	}
+	// Regression (issue 11): transposing used to drop Float32s' error and
+	// transpose whatever came back.
+	for _, tc := range []struct {
+		t    *builder.Tensor
+		p    pack
+		want string
+	}{
+		{&builder.Tensor{DType: builder.Float16, Dims: []int64{2, 2}, Raw: make([]byte, 8)}, transposed, "dtype float16, expected float32"},
+		{&builder.Tensor{DType: builder.Float, Dims: []int64{2, 2}, Raw: make([]byte, 12)}, transposed, "12 bytes of float32 data"},
+		{builder.FloatTensor([]int64{2, 3}, make([]float32, 6)), vector, "expected [1 n]"},
+		{nil, asIs, "missing tensor"},
+	} {
+		if _, err := repack(tc.t, tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("repack(%v): error %v, want %q", tc.t, err, tc.want)
+		}
+	}
+}
+
+// allConfigs returns one configuration per architecture and cell, with odd
+// sizes and E != H.
+func allConfigs() []Config {
+	var out []Config
+	for i, a := range Archs {
+		for j, cell := range Cells {
+			c := Config{Arch: a, Cell: cell, Hidden: 5 + 2*i, Embedding: 3 + j + i, Layers: 1 + (i+j)%3, SrcVocab: 7 + i, TgtVocab: 9 + j}
+			if a == TutorialLocation {
+				c.MaxLength = 6 + j
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestFromStateDictInfersConfig(t *testing.T) {
+	for _, want := range allConfigs() {
+		sd := stateDict(t, want, 1)
+		article := !strings.HasPrefix(string(want.Arch), "tutorial-")
+		if article {
+			sd["decoder.attn_combine.weight"] = builder.FloatTensor([]int64{1}, []float32{0})
+		}
 		w, notes, err := FromStateDict(sd, Options{})
 		if err != nil {
 			t.Fatalf("%v: %v", want, err)
@@ -123,20 +267,53 @@ func TestFromStateDictInfersConfig(t *testing.T) {
 		if w.Config != want {
 			t.Errorf("inferred %v, want %v", w.Config, want)
 		}
-		if len(notes) != 1 || !strings.Contains(notes[0], "ignoring decoder.attn_combine.weight") {
+		if wantNotes := map[bool]int{true: 1, false: 0}[article]; len(notes) != wantNotes || (article && !strings.Contains(notes[0], "ignoring decoder.attn_combine.weight")) {
 			t.Errorf("%v: notes %q", want, notes)
 		}
 		if len(w.Encoder) != want.Layers || len(w.Decoder) != want.Layers {
 			t.Errorf("%v: %d/%d layers", want, len(w.Encoder), len(w.Decoder))
 		}
+		if err := w.Validate(); err != nil {
+			t.Errorf("%v: converted weights do not validate: %v", want, err)
+		}
+	}
+}
+
+// TestCellFromRows: a recurrent module called "rnn" takes its cell from
+// its gate rows.
+func TestCellFromRows(t *testing.T) {
+	for _, cell := range Cells {
+		cfg := Config{Arch: LuongGeneral, Cell: cell, Hidden: 4, Embedding: 4, Layers: 2, SrcVocab: 5, TgtVocab: 6}
+		sd := map[string]*builder.Tensor{}
+		for k, v := range stateDict(t, cfg, 3) {
+			sd[strings.Replace(k, "."+string(cell)+".", ".rnn.", 1)] = v
+		}
+		w, _, err := FromStateDict(sd, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", cell, err)
+		}
+		if w.Config != cfg {
+			t.Errorf("inferred %v, want %v", w.Config, cfg)
+		}
 	}
 }
 
 func TestFromStateDictErrors(t *testing.T) {
-	cfg := Config{Bahdanau, 4, 1, 6, 7}
+	cfg := Config{Arch: Bahdanau, Cell: LSTM, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	gru := Config{Arch: TutorialBahdanau, Cell: GRU, Hidden: 4, Embedding: 3, Layers: 2, SrcVocab: 6, TgtVocab: 7}
 	f16 := func(sd map[string]*builder.Tensor) {
 		old := sd["decoder.weight"]
 		sd["decoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: old.Dims, Raw: make([]byte, 2*4)}
+	}
+	rename := func(from, to string) func(map[string]*builder.Tensor) {
+		return func(sd map[string]*builder.Tensor) {
+			for k, v := range sd {
+				if strings.HasPrefix(k, from) {
+					delete(sd, k)
+					sd[to+strings.TrimPrefix(k, from)] = v
+				}
+			}
+		}
 	}
 	cases := []struct {
 		name   string
@@ -151,10 +328,10 @@ func TestFromStateDictErrors(t *testing.T) {
 		{"extra key", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.extra.weight"] = builder.FloatTensor([]int64{2}, []float32{1, 2})
 		}, Options{},
-			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau"}, ""},
+			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau lstm H=4"}, ""},
 		{"wrong shape", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
-		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x 2H"}, ""},
+		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x (E+H)"}, ""},
 		{"int tensor", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.classifier.bias"] = builder.Int64Tensor([]int64{7}, make([]int64, 7))
 		}, Options{},
@@ -165,17 +342,45 @@ func TestFromStateDictErrors(t *testing.T) {
 			sd["decoder.fc_hidden.weight"] = builder.FloatTensor([]int64{4, 4}, v)
 		}, Options{}, []string{"decoder.fc_hidden.weight: 1 non-finite values", "index 5: NaN", "--allow-nonfinite"}, ""},
 		{"wrong arch", cfg, nil, Options{Arch: LuongDot}, []string{"--arch luong-dot disagrees", "bahdanau model"}, ""},
-		{"layer mismatch", Config{LuongDot, 4, 2, 6, 7}, func(sd map[string]*builder.Tensor) {
+		{"layer mismatch", Config{Arch: LuongDot, Hidden: 4, Layers: 2, SrcVocab: 6, TgtVocab: 7}, func(sd map[string]*builder.Tensor) {
 			for _, p := range []string{"weight_ih", "weight_hh", "bias_ih", "bias_hh"} {
 				delete(sd, "decoder.lstm."+p+"_l1")
 			}
 		}, Options{}, []string{"2 encoder LSTM layers but 1 decoder layers"}, ""},
 		{"not a seq2seq", cfg, func(sd map[string]*builder.Tensor) { delete(sd, "encoder.embedding.weight") }, Options{},
 			[]string{"missing key encoder.embedding.weight", "not an attention seq2seq"}, ""},
+		{"no rnn", cfg, rename("encoder.lstm.", "encoder.cell."), Options{},
+			[]string{"checkpoint has no encoder.lstm.weight_ih_l0 or encoder.gru.weight_ih_l0"}, ""},
 		{"float16 converted", cfg, f16, Options{}, nil, "converted decoder.weight from float16 to float32"},
+		{"gru rows called lstm", gru, rename("encoder.gru.", "encoder.lstm."), Options{},
+			[]string{"encoder.lstm.weight_hh_l0: shape [12 4] has the 3H gate rows of a GRU, but the module is called lstm (expected [4H H])"}, ""},
+		{"mixed cells", Config{Arch: LuongDot, Cell: GRU, Hidden: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}, func(sd map[string]*builder.Tensor) {
+			for k, v := range stateDict(t, Config{Arch: LuongDot, Cell: LSTM, Hidden: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}, 5) {
+				if strings.HasPrefix(k, "decoder.") {
+					sd[k] = v
+				}
+			}
+			rename("decoder.gru.", "decoder.unused.")(sd)
+			for k := range sd {
+				if strings.HasPrefix(k, "decoder.unused.") {
+					delete(sd, k)
+				}
+			}
+		}, Options{}, []string{"encoder cell GRU, decoder cell LSTM: they must use the same cell"}, ""},
+		{"two rnn modules", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
+		}, Options{}, []string{"several recurrent modules in the decoder (decoder.gru.*, decoder.lstm.*)"}, ""},
+		{"two embedding sizes", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.embedding.weight"] = builder.FloatTensor([]int64{7, 5}, make([]float32, 35))
+		}, Options{}, []string{"decoder.embedding.weight: shape [7 5], expected [7 3]", "one embedding size"}, ""},
+		{"tutorial gru input", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.gru.weight_ih_l0"] = builder.FloatTensor([]int64{12, 4}, make([]float32, 48))
+		}, Options{}, []string{"decoder.gru.weight_ih_l0: shape [12 4], expected [12 7] (3H x (E+H): [embedding; context] (layer 0's input))"}, ""},
+		{"nothing fits", gru, rename("decoder.attention.Wa.", "decoder.attention.W1."), Options{},
+			[]string{"no known decoder architecture matches", "decoder.attention.W1.weight", "tutorial-bahdanau: decoder.attention.Wa.*"}, ""},
 	}
 	for _, c := range cases {
-		sd := stateDict(c.cfg, 2)
+		sd := stateDict(t, c.cfg, 2)
 		if c.edit != nil {
 			c.edit(sd)
 		}
@@ -195,6 +400,227 @@ func TestFromStateDictErrors(t *testing.T) {
 		for _, want := range c.errHas {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error %q lacks %q", c.name, err, want)
+			}
+		}
+	}
+}
+
+// TestLayoutsDetectOneArchitecture: every layout Layouts lists converts,
+// and is detected as its own architecture and cell and no other.
+func TestLayoutsDetectOneArchitecture(t *testing.T) {
+	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
+	layouts := Layouts(sizes)
+	if len(layouts) != len(Archs)*len(Cells) {
+		t.Fatalf("%d layouts, want %d", len(layouts), len(Archs)*len(Cells))
+	}
+	for _, l := range layouts {
+		r := rand.New(rand.NewSource(1))
+		sd := map[string]*builder.Tensor{}
+		shapes := map[string][]int64{}
+		for _, k := range l.Keys {
+			if k.Key != k.Pattern && !strings.Contains(k.Pattern, "_l{k}") {
+				t.Errorf("%s/%s: key %s has pattern %s", l.Arch, l.Cell, k.Key, k.Pattern)
+			}
+			if !k.Optional {
+				sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
+				shapes[k.Key] = k.Dims
+			}
+		}
+		var found []Arch
+		for _, ar := range Architectures() {
+			if ar.Detect(shapes) {
+				found = append(found, ar.Name())
+			}
+		}
+		if len(found) != 1 || found[0] != l.Arch {
+			t.Errorf("%s/%s: detected by %v", l.Arch, l.Cell, found)
+		}
+		w, _, err := FromStateDict(sd, Options{})
+		if err != nil {
+			t.Errorf("%s/%s: %v", l.Arch, l.Cell, err)
+			continue
+		}
+		want := sizes
+		want.Arch, want.Cell = l.Arch, l.Cell
+		if l.Arch != TutorialLocation {
+			want.MaxLength = 0
+		}
+		if w.Config != want {
+			t.Errorf("%s/%s: inferred %v, want %v", l.Arch, l.Cell, w.Config, want)
+		}
+	}
+}
+
+// TestGraphsRejectInvalidWeights is the regression test for issue 11's
+// "graph.go dereferences nil Weights fields without a Validate": each
+// broken Weights gives every graph builder an error naming the fault.
+func TestGraphsRejectInvalidWeights(t *testing.T) {
+	good := func(cfg Config) *Weights {
+		w, _, err := FromStateDict(stateDict(t, cfg, 4), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	bcfg := Config{Arch: Bahdanau, Cell: LSTM, Hidden: 4, Embedding: 4, Layers: 2, SrcVocab: 6, TgtVocab: 7}
+	lcfg := Config{Arch: LuongConcat, Cell: GRU, Hidden: 4, Embedding: 3, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	cases := []struct {
+		name string
+		w    func() *Weights
+		want string
+	}{
+		{"nil", func() *Weights { return nil }, "invalid weights: nil"},
+		{"zero", func() *Weights { return &Weights{} }, `invalid weights: config: unknown architecture ""`},
+		{"config only", func() *Weights { return &Weights{Config: bcfg} }, "encoder.embedding.weight is missing (expected float32 [6 4])"},
+		{"no fc_hidden", func() *Weights { w := good(bcfg); delete(w.Params, "decoder.fc_hidden.weight"); return w }, "decoder.fc_hidden.weight is missing"},
+		{"float16 fc_encoder", func() *Weights {
+			w := good(bcfg)
+			w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
+			return w
+		}, "decoder.fc_encoder.weight: dtype float16, expected float32"},
+		{"missing layer", func() *Weights { w := good(bcfg); w.Decoder = w.Decoder[:1]; return w }, "decoder has 1 recurrent layers, expected num_layers 2"},
+		{"nil R", func() *Weights { w := good(bcfg); w.Encoder[1].R = nil; return w }, "encoder layer 1 R is missing"},
+		{"lstm layers in a gru model", func() *Weights {
+			w := good(lcfg)
+			w.Encoder = good(Config{Arch: LuongConcat, Cell: LSTM, Hidden: 4, Embedding: 3, Layers: 1, SrcVocab: 6, TgtVocab: 7}).Encoder
+			return w
+		}, "encoder layer 0 W: shape [1 16 3], expected [1 12 3] (gru cell)"},
+		{"short attention vector", func() *Weights {
+			w := good(lcfg)
+			w.Params["decoder.attention.weight"] = builder.FloatTensor([]int64{1, 3}, make([]float32, 3))
+			return w
+		}, "decoder.attention.weight: shape [1 3], expected [1 4]"},
+		{"bad max_length", func() *Weights {
+			w := good(Config{Arch: TutorialLocation, Cell: GRU, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7, MaxLength: 5})
+			w.Config.MaxLength = 0
+			return w
+		}, "max_length 0: a tutorial-location model needs"},
+	}
+	builders := map[string]func(*Weights) (*builder.Model, error){
+		"encoder": Encoder, "decoder": Decoder,
+		"greedy": func(w *Weights) (*builder.Model, error) { return Greedy(w, DefaultSpecial) },
+	}
+	for _, c := range cases {
+		for name, build := range builders {
+			m, err := build(c.w())
+			if err == nil || m != nil {
+				t.Errorf("%s: %s built (err %v)", c.name, name, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), name+": ") {
+				t.Errorf("%s: %s error %q, want %q after %q", c.name, name, err, c.want, name+": ")
+			}
+		}
+	}
+}
+
+// TestParamRepackErrorFailsTheGraph: a parameter that cannot be repacked
+// (here one Validate would refuse, put in behind its back) fails the graph
+// with the parameter's name instead of being dropped.
+func TestParamRepackErrorFailsTheGraph(t *testing.T) {
+	cfg := Config{Arch: Bahdanau, Cell: GRU, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	w, _, err := FromStateDict(stateDict(t, cfg, 4), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStepGraph("t", w)
+	w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
+	s.param("decoder.fc_encoder.weight", transposed)
+	_, err = s.finish("t")
+	if err == nil || !strings.Contains(err.Error(), "parameter decoder.fc_encoder.weight: dtype float16, expected float32") {
+		t.Fatalf("finish: %v", err)
+	}
+}
+
+func TestConfigDefaultsAndValidate(t *testing.T) {
+	old := Config{Arch: LuongDot, Hidden: 8, Layers: 1, SrcVocab: 5, TgtVocab: 5}
+	if err := old.Validate(); err != nil {
+		t.Fatalf("a config from before cells: %v", err)
+	}
+	if d := old.WithDefaults(); d.Cell != LSTM || d.Embedding != 8 {
+		t.Errorf("defaults %+v", d)
+	}
+	if got := old.String(); got != "luong-dot lstm H=8 L=1 Vs=5 Vt=5" {
+		t.Errorf("String = %q", got)
+	}
+	tl := Config{Arch: TutorialLocation, Cell: GRU, Hidden: 8, Embedding: 6, Layers: 1, SrcVocab: 5, TgtVocab: 5, MaxLength: 10}
+	if got := tl.String(); got != "tutorial-location gru H=8 E=6 L=1 Vs=5 Vt=5 M=10" {
+		t.Errorf("String = %q", got)
+	}
+	if err := tl.CheckSourceLength(10); err != nil {
+		t.Error(err)
+	}
+	if err := tl.CheckSourceLength(11); err == nil || !strings.Contains(err.Error(), "longer than the model's max_length 10") {
+		t.Errorf("CheckSourceLength(11) = %v", err)
+	}
+	if err := old.CheckSourceLength(1000); err != nil {
+		t.Error(err)
+	}
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Cell = "rnn" }, `unknown cell "rnn"`},
+		{func(c *Config) { c.Embedding = -1 }, "embedding_size -1"},
+		{func(c *Config) { c.MaxLength = 3 }, "max_length 3: only tutorial-location models have one"},
+		{func(c *Config) { c.Arch = TutorialLocation }, "max_length 0: a tutorial-location model needs"},
+	} {
+		c := old
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Validate = %v, want %q", c, err, tc.want)
+		}
+	}
+}
+
+
+// TestGraphsBuild builds every graph of every architecture and cell and
+// checks the I/O contract: no cell input or output for GRU.
+func TestGraphsBuild(t *testing.T) {
+	for _, cfg := range allConfigs() {
+		w, _, err := FromStateDict(stateDict(t, cfg, 6), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io := func(vs []*builder.Value) string {
+			var names []string
+			for _, v := range vs {
+				names = append(names, v.Name()+":"+v.Type().String())
+			}
+			return strings.Join(names, " ")
+		}
+		H, L, Vt := cfg.Hidden, cfg.Layers, cfg.TgtVocab
+		st := fmt.Sprintf("[%d,batch,%d]", L, H)
+		cellIn, cellOut, nextCell := " cell:float32"+st, " cell:float32"+st, " next_cell:float32"+st
+		if cfg.Cell == GRU {
+			cellIn, cellOut, nextCell = "", "", ""
+		}
+		for _, tc := range []struct {
+			name    string
+			build   func(*Weights) (*builder.Model, error)
+			in, out string
+		}{
+			{"encoder", Encoder, "source_ids:int64[batch,src_len] source_lengths:int64[batch]",
+				fmt.Sprintf("encoder_outputs:float32[batch,src_len,%d] hidden:float32%s%s", H, st, cellOut)},
+			{"decoder", Decoder, fmt.Sprintf("input_ids:int64[batch] hidden:float32%s%s encoder_outputs:float32[batch,src_len,%d] source_lengths:int64[batch]", st, cellIn, H),
+				fmt.Sprintf("log_probs:float32[batch,%d] next_hidden:float32%s%s attention:float32[batch,src_len]", Vt, st, nextCell)},
+			{"greedy", func(w *Weights) (*builder.Model, error) { return Greedy(w, Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}) },
+				"source_ids:int64[batch,src_len] source_lengths:int64[batch] max_len:int64[]",
+				"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len]"},
+		} {
+			m, err := tc.build(w)
+			if err != nil {
+				t.Errorf("%v %s: %v", cfg, tc.name, err)
+				continue
+			}
+			if got := io(m.Graph.Inputs()); got != tc.in {
+				t.Errorf("%v %s inputs:\n got %s\nwant %s", cfg, tc.name, got, tc.in)
+			}
+			if got := io(m.Graph.Outputs()); got != tc.out {
+				t.Errorf("%v %s outputs:\n got %s\nwant %s", cfg, tc.name, got, tc.out)
+			}
+			if m.Metadata["attnx.cell"] != string(cfg.Cell) || m.Metadata["attnx.embedding_size"] != fmt.Sprint(cfg.Embedding) {
+				t.Errorf("%v %s: metadata %v", cfg, tc.name, m.Metadata)
 			}
 		}
 	}
