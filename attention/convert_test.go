@@ -183,7 +183,9 @@ func TestReorderGatesBlocks(t *testing.T) {
 }
 
 func TestConvertRNNLayerErrors(t *testing.T) {
-	f := func(dims ...int64) *builder.Tensor { return builder.FloatTensor(dims, make([]float32, builder.NumElements(dims))) }
+	f := func(dims ...int64) *builder.Tensor {
+		return builder.FloatTensor(dims, make([]float32, builder.NumElements(dims)))
+	}
 	for _, tc := range []struct {
 		name               string
 		cell               Cell
@@ -572,7 +574,6 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		}
 	}
 }
-
 
 // TestGraphsBuild builds every graph of every architecture and cell and
 // checks the I/O contract: no cell input or output for GRU.
