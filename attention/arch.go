@@ -45,7 +45,7 @@ type Architecture interface {
 	step(s *stepGraph, in stepInputs) stepOutputs
 }
 
-// architectures is the registry, in the order of Archs.
+// architectures is the registry, in the order of AllArchs.
 var architectures = map[Arch]Architecture{
 	Bahdanau:         bahdanau{},
 	LuongDot:         luong{LuongDot},
@@ -64,10 +64,11 @@ func Lookup(a Arch) (Architecture, error) {
 	return nil, err
 }
 
-// Architectures returns every supported architecture, in the order of Archs.
+// Architectures returns every supported architecture, in the order of
+// AllArchs.
 func Architectures() []Architecture {
-	out := make([]Architecture, len(Archs))
-	for i, a := range Archs {
+	out := make([]Architecture, len(AllArchs))
+	for i, a := range AllArchs {
 		out[i] = architectures[a]
 	}
 	return out

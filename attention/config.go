@@ -45,18 +45,25 @@ const (
 	TutorialBahdanau Arch = "tutorial-bahdanau"
 )
 
-// Archs lists every supported architecture.
-var Archs = []Arch{Bahdanau, LuongDot, LuongGeneral, LuongConcat, TutorialLocation, TutorialBahdanau}
+// Archs lists the article's architectures: the LSTM models every attnx
+// tool has supported from the start.
+var Archs = []Arch{Bahdanau, LuongDot, LuongGeneral, LuongConcat}
+
+// TutorialArchs lists the decoders of PyTorch's seq2seq tutorial.
+var TutorialArchs = []Arch{TutorialLocation, TutorialBahdanau}
+
+// AllArchs lists every supported architecture: Archs, then TutorialArchs.
+var AllArchs = append(append([]Arch{}, Archs...), TutorialArchs...)
 
 // ParseArch checks an architecture name given by a user.
 func ParseArch(s string) (Arch, error) {
-	for _, a := range Archs {
+	for _, a := range AllArchs {
 		if string(a) == s {
 			return a, nil
 		}
 	}
-	names := make([]string, len(Archs))
-	for i, a := range Archs {
+	names := make([]string, len(AllArchs))
+	for i, a := range AllArchs {
 		names[i] = string(a)
 	}
 	return "", fmt.Errorf("unknown architecture %q (want one of %s)", s, strings.Join(names, ", "))
@@ -173,12 +180,17 @@ func (c Config) CheckSourceLength(n int) error {
 	return nil
 }
 
-// String summarises the configuration, as in
-// "bahdanau gru H=64 E=32 L=1 Vs=40 Vt=14" (E only when it differs from H,
-// M for tutorial-location).
+// String summarises the configuration, as in "bahdanau H=64 L=1 Vs=40
+// Vt=14" or "tutorial-location gru H=64 E=32 L=1 Vs=40 Vt=14 M=10": the
+// cell when it is not LSTM (the article's), E when it differs from H, M
+// when there is one.
 func (c Config) String() string {
 	c = c.WithDefaults()
-	parts := []string{string(c.Arch), string(c.Cell), fmt.Sprintf("H=%d", c.Hidden)}
+	parts := []string{string(c.Arch)}
+	if c.Cell != LSTM {
+		parts = append(parts, string(c.Cell))
+	}
+	parts = append(parts, fmt.Sprintf("H=%d", c.Hidden))
 	if c.Embedding != c.Hidden {
 		parts = append(parts, fmt.Sprintf("E=%d", c.Embedding))
 	}

@@ -243,7 +243,7 @@ func TestRepack(t *testing.T) {
 // sizes and E != H.
 func allConfigs() []Config {
 	var out []Config
-	for i, a := range Archs {
+	for i, a := range AllArchs {
 		for j, cell := range Cells {
 			c := Config{Arch: a, Cell: cell, Hidden: 5 + 2*i, Embedding: 3 + j + i, Layers: 1 + (i+j)%3, SrcVocab: 7 + i, TgtVocab: 9 + j}
 			if a == TutorialLocation {
@@ -330,7 +330,7 @@ func TestFromStateDictErrors(t *testing.T) {
 		{"extra key", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.extra.weight"] = builder.FloatTensor([]int64{2}, []float32{1, 2})
 		}, Options{},
-			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau lstm H=4"}, ""},
+			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau H=4 L=1"}, ""},
 		{"wrong shape", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
 		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x (E+H)"}, ""},
@@ -412,8 +412,8 @@ func TestFromStateDictErrors(t *testing.T) {
 func TestLayoutsDetectOneArchitecture(t *testing.T) {
 	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
 	layouts := Layouts(sizes)
-	if len(layouts) != len(Archs)*len(Cells) {
-		t.Fatalf("%d layouts, want %d", len(layouts), len(Archs)*len(Cells))
+	if len(layouts) != len(AllArchs)*len(Cells) {
+		t.Fatalf("%d layouts, want %d", len(layouts), len(AllArchs)*len(Cells))
 	}
 	for _, l := range layouts {
 		r := rand.New(rand.NewSource(1))
@@ -542,7 +542,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	if d := old.WithDefaults(); d.Cell != LSTM || d.Embedding != 8 {
 		t.Errorf("defaults %+v", d)
 	}
-	if got := old.String(); got != "luong-dot lstm H=8 L=1 Vs=5 Vt=5" {
+	if got := old.String(); got != "luong-dot H=8 L=1 Vs=5 Vt=5" {
 		t.Errorf("String = %q", got)
 	}
 	tl := Config{Arch: TutorialLocation, Cell: GRU, Hidden: 8, Embedding: 6, Layers: 1, SrcVocab: 5, TgtVocab: 5, MaxLength: 10}

@@ -27,9 +27,9 @@ func (l luong) Evidence() string {
 	case LuongConcat:
 		return "decoder.attention.fc.weight and decoder.attention.weight"
 	case LuongGeneral:
-		return "decoder.attention.fc.weight without decoder.attention.weight"
+		return "decoder.attention.fc.weight, no decoder.attention.weight"
 	}
-	return "decoder.classifier.weight without decoder.fc_hidden.* or decoder.attention.*"
+	return "decoder.classifier.weight, no decoder.fc_hidden.* and no decoder.attention.*"
 }
 
 func (l luong) Detect(shapes map[string][]int64) bool {
