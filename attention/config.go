@@ -9,10 +9,11 @@
 // Such a file holds the architecture's checkpoint keys and shapes, the
 // evidence that detects it from the keys, its decoder step graph and what
 // it computes once per sentence. The parts every architecture shares live
-// in shared files: the recurrent layers and their gate repacking (rnn.go),
-// the checkpoint reading and checks (convert.go), the embedding, length
-// mask, attention softmax and classifier (graph.go) and the greedy loop
-// (greedy.go).
+// in shared files: every change of weight layout between PyTorch and ONNX
+// (pack.go: the recurrent gate blocks, transposed and vector weights), the
+// checkpoint reading and checks (convert.go), the stacked recurrent layers
+// (rnn.go), the embedding, length mask, attention softmax and classifier
+// (graph.go) and the greedy loop (greedy.go).
 //
 // The flow is: FromStateDict reads and checks the checkpoint's tensors,
 // infers the architecture, cell and sizes from its keys and shapes, and

@@ -1,7 +1,6 @@
 package attention
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -45,67 +44,6 @@ func (c consts) ints(vals ...int64) *builder.Value {
 func (c consts) scalarInt(v int64) *builder.Value { return c.g.Init("", builder.ScalarInt64(v)) }
 
 func (c consts) scalarFloat(v float32) *builder.Value { return c.g.Init("", builder.ScalarFloat(v)) }
-
-// pack says how a PyTorch parameter is laid out as an initializer.
-type pack int
-
-const (
-	// asIs keeps PyTorch's layout ([out, in] for a Linear's weight, which
-	// Gemm takes with transB).
-	asIs pack = iota
-	// transposed turns a 2-D [out, in] weight into [in, out], for MatMul
-	// over batched 3-D inputs.
-	transposed
-	// vector turns a [1, n] weight into a 1-D [n], so that MatMul([.., n],
-	// [n]) gives the dot product without a trailing axis to squeeze.
-	vector
-)
-
-// suffix is what the packing adds to the initializer's name.
-func (p pack) suffix() string {
-	switch p {
-	case transposed:
-		return "^T"
-	}
-	return "" // a vector keeps its key: nothing uses both layouts
-}
-
-// repack lays out a float32 PyTorch parameter as p says, sharing its data
-// unless it has to move elements. With the Weights.Validate before
-// every graph, the errors here cannot happen; they are reported anyway.
-func repack(t *builder.Tensor, p pack) (*builder.Tensor, error) {
-	if t == nil {
-		return nil, fmt.Errorf("missing tensor")
-	}
-	if t.DType != builder.Float {
-		return nil, fmt.Errorf("dtype %v, expected float32", t.DType)
-	}
-	if n := builder.NumElements(t.Dims); int64(len(t.Raw)) != 4*n {
-		return nil, fmt.Errorf("%d bytes of float32 data for shape %v, expected %d", len(t.Raw), t.Dims, 4*n)
-	}
-	switch p {
-	case asIs:
-		return &builder.Tensor{DType: builder.Float, Dims: t.Dims, Raw: t.Raw}, nil
-	case vector:
-		if len(t.Dims) != 2 || t.Dims[0] != 1 {
-			return nil, fmt.Errorf("shape %v, expected [1 n] for a vector", t.Dims)
-		}
-		return &builder.Tensor{DType: builder.Float, Dims: []int64{t.Dims[1]}, Raw: t.Raw}, nil
-	case transposed:
-		if len(t.Dims) != 2 {
-			return nil, fmt.Errorf("shape %v, expected a matrix to transpose", t.Dims)
-		}
-		r, c := int(t.Dims[0]), int(t.Dims[1])
-		out := make([]byte, len(t.Raw))
-		for i := 0; i < r; i++ {
-			for j := 0; j < c; j++ {
-				binary.LittleEndian.PutUint32(out[4*(j*r+i):], binary.LittleEndian.Uint32(t.Raw[4*(i*c+j):]))
-			}
-		}
-		return &builder.Tensor{DType: builder.Float, Dims: []int64{int64(c), int64(r)}, Raw: out}, nil
-	}
-	return nil, fmt.Errorf("unknown packing %d", p)
-}
 
 // params adds the model's parameters to a graph as initializers with
 // readable names, each at most once, and remembers the first error.

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -177,10 +176,21 @@ func tensorOf(t *testing.T, bt *builder.Tensor) *runtime.Tensor {
 	return nil
 }
 
-// parity accumulates the largest absolute error per output.
+// parity accumulates the largest absolute error per output, in the order
+// the outputs were first compared.
 type parity struct {
 	t      *testing.T
+	order  []string
 	maxAbs map[string]float64
+}
+
+// String lists "output error" pairs.
+func (p *parity) String() string {
+	parts := make([]string, len(p.order))
+	for i, name := range p.order {
+		parts[i] = fmt.Sprintf("%s %.1e", name, p.maxAbs[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // float compares ONNX Runtime's output against PyTorch's.
@@ -203,6 +213,9 @@ func (p *parity) float(what string, got *runtime.Tensor, want *builder.Tensor) {
 		p.t.Errorf("%s: %s", what, r)
 	}
 	name, _, _ := strings.Cut(what, "@")
+	if _, seen := p.maxAbs[name]; !seen {
+		p.order = append(p.order, name)
+	}
 	p.maxAbs[name] = max(p.maxAbs[name], r.MaxAbsErr)
 }
 
@@ -315,7 +328,7 @@ func TestParityWithPyTorch(t *testing.T) {
 				}
 			}
 			table = append(table, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %v (%d/%d rows end at EOS) | %s |", c.Arch, c.Cell, c.Batch, c.Layers, c.Hidden, c.Embedding,
-				formatMaxAbs(p.maxAbs), identical, eosRows, c.Batch, tutorial))
+				p, identical, eosRows, c.Batch, tutorial))
 		})
 	}
 	if err := onnxcheck.CheckFiles(files...); err != nil {
@@ -327,19 +340,6 @@ func TestParityWithPyTorch(t *testing.T) {
 	t.Logf("parity with PyTorch (max abs error per output over all steps; %d graphs pass onnx.checker full_check):\n"+
 		"| arch | cell | batch | L | H | E | max abs error | greedy tokens identical | tutorial's own way identical |\n|---|---|---|---|---|---|---|---|---|\n%s",
 		len(files), strings.Join(table, "\n"))
-}
-
-func formatMaxAbs(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %.1e", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // TestNodeCountsVsTorchExport compares the node counts of the encoder and
