@@ -423,3 +423,50 @@ func TestGraphsBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestGreedyComputesPrecomputeOnce: in greedy.onnx, what an architecture
+// precomputes per sentence (the Bahdanau decoders' projection of
+// encoder_outputs) is computed in the main graph, before the Loop, and
+// the Loop body uses it without computing it again.
+func TestGreedyComputesPrecomputeOnce(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		init string // the initializer only the precomputation uses
+	}{
+		{Config{Arch: Bahdanau, Cell: GRU, Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 7, TgtVocab: 8}, "decoder.fc_encoder.weight^T"},
+		{Config{Arch: TutorialBahdanau, Cell: GRU, Hidden: 5, Embedding: 3, Layers: 1, SrcVocab: 7, TgtVocab: 8}, "decoder.attention.Ua.weight^T"},
+		{Config{Arch: TutorialBahdanau, Cell: LSTM, Hidden: 5, Embedding: 5, Layers: 2, SrcVocab: 7, TgtVocab: 8}, "decoder.attention.Ua.weight^T"},
+	} {
+		w, _, err := FromStateDict(stateDict(t, tc.cfg, 8), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Greedy(w, DefaultSpecial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uses := func(nodes []*builder.Node) int {
+			n := 0
+			for _, nd := range nodes {
+				for _, in := range nd.Inputs {
+					if in != nil && in.Name() == tc.init {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		var body []*builder.Node
+		for _, nd := range m.Graph.Nodes() {
+			if nd.OpType == "Loop" {
+				body = nd.Attr("body").Graph.Nodes()
+			}
+		}
+		if body == nil {
+			t.Fatalf("%v: no Loop", tc.cfg)
+		}
+		if main, inLoop := uses(m.Graph.Nodes()), uses(body); main != 1 || inLoop != 0 {
+			t.Errorf("%v: %s used by %d main-graph nodes and %d Loop-body nodes, want 1 and 0", tc.cfg, tc.init, main, inLoop)
+		}
+	}
+}
