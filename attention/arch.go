@@ -40,9 +40,9 @@ type Architecture interface {
 	// precompute builds what does not change between the decoder steps of
 	// one sentence, from encoder_outputs [batch, src_len, H]; nil when
 	// nothing is.
-	precompute(s *stepGraph, enc *builder.Value) *builder.Value
+	precompute(s *modelGraph, enc *builder.Value) *builder.Value
 	// step builds one decoder step.
-	step(s *stepGraph, in stepInputs) stepOutputs
+	step(s *modelGraph, in stepInputs) stepOutputs
 }
 
 // architectures is the registry, in the order of AllArchs.

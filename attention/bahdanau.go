@@ -57,11 +57,11 @@ func (bahdanau) DecoderInput(cfg Config) (int, string) {
 func (bahdanau) sizes(map[string][]int64, *Config) error { return nil }
 
 // precompute is encoder_outputs W_e^T, [batch, src_len, H].
-func (bahdanau) precompute(s *stepGraph, enc *builder.Value) *builder.Value {
+func (bahdanau) precompute(s *modelGraph, enc *builder.Value) *builder.Value {
 	return s.linear3D(enc, "decoder.fc_encoder", false)
 }
 
-func (b bahdanau) step(s *stepGraph, in stepInputs) stepOutputs {
+func (b bahdanau) step(s *modelGraph, in stepInputs) stepOutputs {
 	keys := in.pre
 	if keys == nil {
 		keys = b.precompute(s, in.enc)
@@ -74,7 +74,7 @@ func (b bahdanau) step(s *stepGraph, in stepInputs) stepOutputs {
 // query, [batch, H]): score_s = tanh(keys_s + qp) . v with v the vector
 // called vKey, then the attention, the recurrent step on [e ; ctx] and the
 // Linear called classifier on the top layer's output.
-func additiveStep(s *stepGraph, in stepInputs, keys, qp *builder.Value, vKey, classifier string) stepOutputs {
+func additiveStep(s *modelGraph, in stepInputs, keys, qp *builder.Value, vKey, classifier string) stepOutputs {
 	u := ops.Tanh(ops.Add(keys, ops.Unsqueeze(qp, s.c.ints(1)))) // [batch, src_len, H]
 	score := ops.MatMul(u, s.param(vKey, vector))                // [batch, src_len]
 	a, ctx := s.attend(score, in.mask, in.enc)

@@ -322,7 +322,7 @@ func TestParamRepackErrorFailsTheGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStepGraph("t", w)
+	s := newModelGraph("t", w)
 	w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
 	s.param("decoder.fc_encoder.weight", transposed)
 	_, err = s.finish("t")

@@ -66,9 +66,9 @@ func (w *params) add(name string, t *builder.Tensor) *builder.Value {
 	return v
 }
 
-// stepGraph builds one graph (encoder, decoder step or greedy) of one
+// modelGraph builds one graph (encoder, decoder step or greedy) of one
 // model: the shared parts every architecture uses.
-type stepGraph struct {
+type modelGraph struct {
 	g   *builder.Graph
 	w   *params
 	c   consts
@@ -76,14 +76,14 @@ type stepGraph struct {
 	cfg Config
 }
 
-func newStepGraph(name string, wt *Weights) *stepGraph {
+func newModelGraph(name string, wt *Weights) *modelGraph {
 	g := builder.New(name)
-	return &stepGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults()}
+	return &modelGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults()}
 }
 
 // param adds the decoder parameter called key (its checkpoint key), laid
 // out as p says.
-func (s *stepGraph) param(key string, p pack) *builder.Value {
+func (s *modelGraph) param(key string, p pack) *builder.Value {
 	name := key + p.suffix()
 	if v, ok := s.w.seen[name]; ok {
 		return v
@@ -102,7 +102,7 @@ func (s *stepGraph) param(key string, p pack) *builder.Value {
 
 // linear applies the Linear module called prefix (weight [out, in], with
 // its bias when bias is set) to x [batch, in].
-func (s *stepGraph) linear(x *builder.Value, prefix string, bias bool) *builder.Value {
+func (s *modelGraph) linear(x *builder.Value, prefix string, bias bool) *builder.Value {
 	var b *builder.Value
 	if bias {
 		b = s.param(prefix+".bias", asIs)
@@ -112,7 +112,7 @@ func (s *stepGraph) linear(x *builder.Value, prefix string, bias bool) *builder.
 
 // linear3D applies the Linear module called prefix to x [batch, src_len,
 // in]: x W^T (+ b).
-func (s *stepGraph) linear3D(x *builder.Value, prefix string, bias bool) *builder.Value {
+func (s *modelGraph) linear3D(x *builder.Value, prefix string, bias bool) *builder.Value {
 	y := ops.MatMul(x, s.param(prefix+".weight", transposed))
 	if bias {
 		y = ops.Add(y, s.param(prefix+".bias", asIs))
@@ -121,44 +121,44 @@ func (s *stepGraph) linear3D(x *builder.Value, prefix string, bias bool) *builde
 }
 
 // top returns the top layer of a state [L, batch, H]: [batch, H].
-func (s *stepGraph) top(h *builder.Value) *builder.Value {
+func (s *modelGraph) top(h *builder.Value) *builder.Value {
 	return ops.Gather(h, s.c.scalarInt(int64(s.cfg.Layers-1)), 0)
 }
 
 // embed looks up the target embedding of input_ids [batch]: [batch, E].
-func (s *stepGraph) embed(ids *builder.Value) *builder.Value {
+func (s *modelGraph) embed(ids *builder.Value) *builder.Value {
 	return ops.Gather(s.w.add("decoder.embedding.weight", s.wt.TgtEmbedding), ids, 0)
 }
 
 // decoderRNN runs the decoder's recurrent layers for one step on x
 // [batch, in] from state and returns the new state.
-func (s *stepGraph) decoderRNN(x *builder.Value, state rnnState) rnnState {
+func (s *modelGraph) decoderRNN(x *builder.Value, state rnnState) rnnState {
 	_, next := s.rnnStack("decoder", s.wt.Decoder, ops.Unsqueeze(x, s.c.ints(0)), state, nil, false)
 	return next
 }
 
 // attend turns raw scores [batch, src_len] into attention weights (softmax
 // over each row's own length) and the context vector [batch, H].
-func (s *stepGraph) attend(score, mask, enc *builder.Value) (a, ctx *builder.Value) {
+func (s *modelGraph) attend(score, mask, enc *builder.Value) (a, ctx *builder.Value) {
 	a = ops.Softmax(ops.Where(mask, score, s.c.scalarFloat(float32(math.Inf(-1)))), -1)
 	return a, s.context(a, enc)
 }
 
 // context is sum_s a_s enc_s: [batch, H].
-func (s *stepGraph) context(a, enc *builder.Value) *builder.Value {
+func (s *modelGraph) context(a, enc *builder.Value) *builder.Value {
 	axis1 := s.c.ints(1)
 	return ops.Squeeze(ops.MatMul(ops.Unsqueeze(a, axis1), enc), axis1)
 }
 
 // classify is log_softmax(features W^T + b) for the Linear called prefix.
-func (s *stepGraph) classify(prefix string, features *builder.Value) *builder.Value {
+func (s *modelGraph) classify(prefix string, features *builder.Value) *builder.Value {
 	return ops.LogSoftmax(s.linear(features, prefix, true), -1)
 }
 
 // lengthMask returns a bool [batch, src_len] tensor that is true where the
 // position is inside the row's length. seq is any [batch, src_len, ...]
 // tensor; lengths is int64 [batch].
-func (s *stepGraph) lengthMask(seq, lengths *builder.Value) *builder.Value {
+func (s *modelGraph) lengthMask(seq, lengths *builder.Value) *builder.Value {
 	c := s.c
 	srcLen := ops.Shape(seq, ops.ShapeOpts{Start: 1, End: ops.Int(2)})
 	srcLenScalar := ops.Squeeze(srcLen, c.ints(0))
@@ -168,7 +168,7 @@ func (s *stepGraph) lengthMask(seq, lengths *builder.Value) *builder.Value {
 
 // encoder builds the encoder from its inputs, returning encoder_outputs
 // [batch, src_len, H] and the final state [L, batch, H].
-func (s *stepGraph) encoder(sourceIDs, sourceLengths *builder.Value) (*builder.Value, rnnState) {
+func (s *modelGraph) encoder(sourceIDs, sourceLengths *builder.Value) (*builder.Value, rnnState) {
 	// Transpose the int64 ids, not the embedded floats: the recurrent
 	// layers want sequence-first input (ONNX Runtime rejects layout=1).
 	ids := ops.Transpose(sourceIDs, []int64{1, 0})                                  // [src_len, batch]
@@ -203,7 +203,7 @@ type stepOutputs struct {
 }
 
 // finish wraps the graph as a model with attnx's metadata.
-func (s *stepGraph) finish(doc string) (*builder.Model, error) {
+func (s *modelGraph) finish(doc string) (*builder.Model, error) {
 	if s.w.err != nil {
 		return nil, s.w.err
 	}
@@ -233,7 +233,7 @@ func Encoder(wt *Weights) (*builder.Model, error) {
 	if err := wt.Validate(); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	s := newStepGraph("attnx_encoder", wt)
+	s := newModelGraph("attnx_encoder", wt)
 	ids := s.g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := s.g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
 	enc, state := s.encoder(ids, lens)
@@ -259,7 +259,7 @@ func Decoder(wt *Weights) (*builder.Model, error) {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newStepGraph("attnx_decoder_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_decoder_"+string(wt.Config.Arch), wt)
 	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := s.g.Input(InInputIDs, builder.Int64, builder.Dims(DimBatch))
 	state := rnnState{h: s.g.Input(InHidden, builder.Float, builder.Dims(L, DimBatch, H))}

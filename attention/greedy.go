@@ -37,7 +37,7 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newStepGraph("attnx_greedy_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt)
 	g, c := s.g, s.c
 	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))

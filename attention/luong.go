@@ -62,9 +62,9 @@ func (luong) DecoderInput(cfg Config) (int, string) { return cfg.Embedding, "E" 
 
 func (luong) sizes(map[string][]int64, *Config) error { return nil }
 
-func (luong) precompute(*stepGraph, *builder.Value) *builder.Value { return nil }
+func (luong) precompute(*modelGraph, *builder.Value) *builder.Value { return nil }
 
-func (l luong) step(s *stepGraph, in stepInputs) stepOutputs {
+func (l luong) step(s *modelGraph, in stepInputs) stepOutputs {
 	next := s.decoderRNN(s.embed(in.ids), in.state)
 	q := s.top(next.h) // [batch, H]: the top layer's output
 	last := s.c.ints(-1)

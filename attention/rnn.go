@@ -40,7 +40,7 @@ type rnnState struct{ h, c *builder.Value }
 // returns the top layer's Y ([seq, batch, H], nil unless needY) and the
 // final state. init holds the initial state (zero when its h is nil);
 // seqLens is int32 [batch] or nil.
-func (s *stepGraph) rnnStack(prefix string, layers []RNNLayer, x *builder.Value, init rnnState, seqLens *builder.Value, needY bool) (*builder.Value, rnnState) {
+func (s *modelGraph) rnnStack(prefix string, layers []RNNLayer, x *builder.Value, init rnnState, seqLens *builder.Value, needY bool) (*builder.Value, rnnState) {
 	L, cell := len(layers), s.cfg.Cell
 	var h0s, c0s []*builder.Value
 	switch {

@@ -54,11 +54,11 @@ func (tutorialBahdanau) DecoderInput(cfg Config) (int, string) {
 func (tutorialBahdanau) sizes(map[string][]int64, *Config) error { return nil }
 
 // precompute is Ua enc + b_Ua, [batch, src_len, H].
-func (tutorialBahdanau) precompute(s *stepGraph, enc *builder.Value) *builder.Value {
+func (tutorialBahdanau) precompute(s *modelGraph, enc *builder.Value) *builder.Value {
 	return s.linear3D(enc, "decoder.attention.Ua", true)
 }
 
-func (t tutorialBahdanau) step(s *stepGraph, in stepInputs) stepOutputs {
+func (t tutorialBahdanau) step(s *modelGraph, in stepInputs) stepOutputs {
 	keys := in.pre
 	if keys == nil {
 		keys = t.precompute(s, in.enc)

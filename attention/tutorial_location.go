@@ -67,9 +67,9 @@ func (tutorialLocation) sizes(shapes map[string][]int64, cfg *Config) error {
 	return nil
 }
 
-func (tutorialLocation) precompute(*stepGraph, *builder.Value) *builder.Value { return nil }
+func (tutorialLocation) precompute(*modelGraph, *builder.Value) *builder.Value { return nil }
 
-func (tutorialLocation) step(s *stepGraph, in stepInputs) stepOutputs {
+func (tutorialLocation) step(s *modelGraph, in stepInputs) stepOutputs {
 	e := s.embed(in.ids)
 	w := ops.Softmax(s.linear(ops.Concat(-1, e, s.top(in.state.h)), "decoder.attn", true), -1) // [batch, M]
 	srcLen := ops.Shape(in.enc, ops.ShapeOpts{Start: 1, End: ops.Int(2)})
