@@ -331,15 +331,16 @@ func TestParityWithPyTorch(t *testing.T) {
 				p, identical, eosRows, c.Batch, tutorial))
 		})
 	}
+	checked := fmt.Sprintf("%d graphs pass onnx.checker full_check", len(files))
 	if err := onnxcheck.CheckFiles(files...); err != nil {
-		if os.Getenv("CI") == "" && onnxcheck.Available() != nil {
-			t.Skipf("ONNX checker: %v", err)
+		if os.Getenv("CI") != "" || onnxcheck.Available() == nil {
+			t.Error(err)
 		}
-		t.Error(err)
+		checked = fmt.Sprintf("the ONNX checker did not run: %v", err)
 	}
-	t.Logf("parity with PyTorch (max abs error per output over all steps; %d graphs pass onnx.checker full_check):\n"+
+	t.Logf("parity with PyTorch (max abs error per output over all steps; %s):\n"+
 		"| arch | cell | batch | L | H | E | max abs error | greedy tokens identical | tutorial's own way identical |\n|---|---|---|---|---|---|---|---|---|\n%s",
-		len(files), strings.Join(table, "\n"))
+		checked, strings.Join(table, "\n"))
 }
 
 // TestNodeCountsVsTorchExport compares the node counts of the encoder and
