@@ -13,30 +13,59 @@ import (
 	"github.com/attnx/attnx/builder"
 )
 
-// LSTMLayer holds one LSTM layer's weights in ONNX's layout: W is
-// [1, 4H, input], R is [1, 4H, H] and B is [1, 8H], gates ordered i, o, f, c.
-type LSTMLayer struct {
-	W, R, B *builder.Tensor
-}
-
 // Weights is a checked checkpoint, ready to build graphs from.
 type Weights struct {
 	// Config is inferred from the keys and shapes.
 	Config Config
-	// SrcEmbedding is [Vs, H]; TgtEmbedding is [Vt, H].
+	// SrcEmbedding is [Vs, E]; TgtEmbedding is [Vt, E].
 	SrcEmbedding, TgtEmbedding *builder.Tensor
-	// Encoder and Decoder hold one entry per LSTM layer.
-	Encoder, Decoder []LSTMLayer
-	// FCHidden (W_h) and FCEncoder (W_e) are [H, H] in PyTorch's [out, in]
-	// layout; Bahdanau only.
-	FCHidden, FCEncoder *builder.Tensor
-	// AttnFC is W_a, [H, H] [out, in]; Luong general and concat.
-	AttnFC *builder.Tensor
-	// AttnVector is w, [1, H]: decoder.weight (Bahdanau) or
-	// decoder.attention.weight (Luong concat).
-	AttnVector *builder.Tensor
-	// ClassifierW is [Vt, H] (Bahdanau) or [Vt, 2H] (Luong); ClassifierB is [Vt].
-	ClassifierW, ClassifierB *builder.Tensor
+	// Encoder and Decoder hold one entry per recurrent layer, in ONNX's
+	// layout.
+	Encoder, Decoder []RNNLayer
+	// Params holds the decoder's own parameters (attention, classifier:
+	// the keys Architecture.DecoderKeys lists), by checkpoint key, float32
+	// in PyTorch's layout.
+	Params map[string]*builder.Tensor
+}
+
+// Validate checks that the weights are complete and agree with Config:
+// every tensor present, float32, of the shape the configuration implies.
+// Encoder, Decoder and Greedy call it first, so that hand-made or
+// half-filled Weights give an error instead of a panic.
+func (w *Weights) Validate() error {
+	if w == nil {
+		return fmt.Errorf("invalid weights: nil")
+	}
+	cfg := w.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid weights: config: %w", err)
+	}
+	ar, err := Lookup(cfg.Arch)
+	if err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	E, H := int64(cfg.Embedding), int64(cfg.Hidden)
+	if err := checkFloat("encoder.embedding.weight", w.SrcEmbedding, []int64{int64(cfg.SrcVocab), E}); err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	if err := checkFloat("decoder.embedding.weight", w.TgtEmbedding, []int64{int64(cfg.TgtVocab), E}); err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	if err := checkLayers("encoder", w.Encoder, cfg, int(E)); err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	in0, _ := ar.DecoderInput(cfg)
+	if err := checkLayers("decoder", w.Decoder, cfg, in0); err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	for _, k := range ar.DecoderKeys(cfg) {
+		if !k.Optional {
+			if err := checkFloat(k.Key, w.Params[k.Key], k.Dims); err != nil {
+				return fmt.Errorf("invalid weights: %w (%s, %s model with H=%d)", err, k.What, cfg.Arch, H)
+			}
+		}
+	}
+	return nil
 }
 
 // Options controls FromStateDict.
@@ -47,64 +76,71 @@ type Options struct {
 	AllowNonFinite bool
 }
 
-// ignoredKeys are parameters the article defines but never uses.
-var ignoredKeys = map[string]bool{
-	"decoder.attn_combine.weight": true,
-	"decoder.attn_combine.bias":   true,
-}
+// rnnKey matches a recurrent layer's parameter: part, module attribute,
+// parameter, layer.
+var rnnKey = regexp.MustCompile(`^(encoder|decoder)\.([A-Za-z_][A-Za-z0-9_]*)\.(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)$`)
 
-var lstmKey = regexp.MustCompile(`^(encoder|decoder)\.lstm\.(weight_ih|weight_hh|bias_ih|bias_hh)_l(\d+)$`)
-
-// FromStateDict checks a state_dict against the spec's checkpoint layout and
-// converts it. float32 tensors' data is shared with the returned Weights,
-// not copied: do not modify either while the other is in use. It returns notes for the user (ignored keys, converted
-// dtypes) beside the weights. Errors name the key at fault, its shape and
-// the expected shape.
+// FromStateDict checks a state_dict against the spec's checkpoint layouts
+// and converts it: it detects the architecture, the cell (from the
+// recurrent modules' names, "lstm" or "gru", or from their gate rows for a
+// module called "rnn": 4H LSTM, 3H GRU) and the sizes, checks every key's
+// shape, and repacks the recurrent weights into ONNX's layout. float32
+// tensors' data is shared with the returned Weights, not copied: do not
+// modify either while the other is in use. It returns notes for the user
+// (ignored keys, converted dtypes) beside the weights. Errors name the key
+// at fault, its shape and the expected shape.
 func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, []string, error) {
 	var notes []string
 	keys := make([]string, 0, len(tensors))
-	for k := range tensors {
+	shapes := make(map[string][]int64, len(tensors))
+	for k, t := range tensors {
 		keys = append(keys, k)
+		shapes[k] = t.Dims
 	}
 	sort.Strings(keys)
 
-	cfg, err := inferConfig(tensors, keys)
+	cfg, ar, attrs, err := inferConfig(shapes)
 	if err != nil {
 		return nil, nil, err
 	}
 	if opt.Arch != "" && opt.Arch != cfg.Arch {
-		return nil, nil, fmt.Errorf("--arch %s disagrees with the checkpoint: its keys (%s) are those of a %s model", opt.Arch, archEvidence(cfg.Arch), cfg.Arch)
+		return nil, nil, fmt.Errorf("--arch %s disagrees with the checkpoint: its keys (%s) are those of a %s model", opt.Arch, ar.Evidence(), cfg.Arch)
 	}
 
-	expected := expectedShapes(cfg)
+	expected := map[string]KeySpec{}
+	for _, k := range expectedKeys(ar, cfg, attrs[0], attrs[1]) {
+		expected[k.Key] = k
+	}
 	for _, k := range keys {
-		if ignoredKeys[k] {
-			notes = append(notes, fmt.Sprintf("ignoring %s: the article defines it but never uses it", k))
-			continue
+		spec, ok := expected[k]
+		if !ok {
+			return nil, nil, fmt.Errorf("checkpoint has an unexpected key %s %v: not part of a %s model", k, tensors[k].Dims, cfg)
 		}
-		if _, ok := expected[k]; !ok {
-			return nil, nil, fmt.Errorf("checkpoint has an unexpected key %s %v: not part of a %s model (H=%d, L=%d)", k, tensors[k].Dims, cfg.Arch, cfg.Hidden, cfg.Layers)
+		if spec.Optional {
+			notes = append(notes, fmt.Sprintf("ignoring %s: the article defines it but never uses it", k))
 		}
 	}
 	names := make([]string, 0, len(expected))
-	for k := range expected {
-		names = append(names, k)
+	for k, spec := range expected {
+		if !spec.Optional {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	// float32 tensors are used as they are: their Raw bytes are shared, not
 	// decoded and re-encoded, so that converting a checkpoint of N bytes
-	// costs N more bytes only for the LSTM weights (reordered) and the two
-	// small H x H matrices some graphs transpose.
+	// costs N more bytes only for the recurrent weights (reordered) and the
+	// small matrices some graphs transpose.
 	vals := make(map[string]*builder.Tensor, len(names))
 	converted := map[builder.DataType][]string{}
 	for _, k := range names {
 		want := expected[k]
 		t, ok := tensors[k]
 		if !ok {
-			return nil, nil, fmt.Errorf("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.dims, want.what, cfg.Arch)
+			return nil, nil, fmt.Errorf("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.Dims, want.What, cfg)
 		}
-		if !slices.Equal(t.Dims, want.dims) {
-			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.dims, want.what)
+		if !slices.Equal(t.Dims, want.Dims) {
+			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.Dims, want.What)
 		}
 		var ft *builder.Tensor
 		if t.DType == builder.Float {
@@ -132,7 +168,11 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 			notes = append(notes, conversionNote(dt, keys))
 		}
 	}
-	return assemble(cfg, vals), notes, nil
+	w, err := assemble(ar, cfg, attrs, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, notes, nil
 }
 
 // conversionNote says which tensors were converted to float32, naming at
@@ -148,122 +188,115 @@ func conversionNote(from builder.DataType, keys []string) string {
 	return fmt.Sprintf("converted %d tensors from %v to float32 (%s)", len(keys), from, list)
 }
 
-// inferConfig reads the architecture and sizes from the keys and shapes.
-func inferConfig(t map[string]*builder.Tensor, keys []string) (Config, error) {
-	var cfg Config
+// inferConfig reads the architecture, cell and sizes from the keys'
+// shapes; attrs are the encoder's and the decoder's recurrent module names.
+func inferConfig(shapes map[string][]int64) (cfg Config, ar Architecture, attrs [2]string, err error) {
 	dims2 := func(k string) ([]int64, error) {
-		v, ok := t[k]
+		d, ok := shapes[k]
 		if !ok {
 			return nil, fmt.Errorf("checkpoint is missing key %s: not an attention seq2seq state_dict (expected encoder.* and decoder.* keys as in the spec)", k)
 		}
-		if len(v.Dims) != 2 {
-			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions", k, v.Dims)
+		if len(d) != 2 || d[0] < 1 || d[1] < 1 {
+			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions of at least 1", k, d)
 		}
-		return v.Dims, nil
+		return d, nil
 	}
 	src, err := dims2("encoder.embedding.weight")
 	if err != nil {
-		return cfg, err
+		return cfg, nil, attrs, err
 	}
 	tgt, err := dims2("decoder.embedding.weight")
 	if err != nil {
-		return cfg, err
+		return cfg, nil, attrs, err
 	}
-	cfg.SrcVocab, cfg.Hidden, cfg.TgtVocab = int(src[0]), int(src[1]), int(tgt[0])
+	cfg.SrcVocab, cfg.Embedding, cfg.TgtVocab = int(src[0]), int(src[1]), int(tgt[0])
 	if tgt[1] != src[1] {
-		return cfg, fmt.Errorf("checkpoint key decoder.embedding.weight: shape %v, expected [%d %d] (Vt x H, H=%d from encoder.embedding.weight)", tgt, tgt[0], src[1], src[1])
+		return cfg, nil, attrs, fmt.Errorf("checkpoint key decoder.embedding.weight: shape %v, expected [%d %d] (Vt x E, with the embedding size E=%d of encoder.embedding.weight: attnx needs one embedding size)", tgt, tgt[0], src[1], src[1])
 	}
-	layers := map[string]int{}
-	for _, k := range keys {
-		if m := lstmKey.FindStringSubmatch(k); m != nil {
-			n, _ := strconv.Atoi(m[3])
-			if n+1 > layers[m[1]] {
-				layers[m[1]] = n + 1
-			}
+
+	var cells [2]Cell
+	layers := [2]int{}
+	for i, part := range []string{"encoder", "decoder"} {
+		attr, n, err := findRNN(shapes, part)
+		if err != nil {
+			return cfg, nil, attrs, err
 		}
+		attrs[i], layers[i] = attr, n
+		hh := fmt.Sprintf("%s.%s.weight_hh_l0", part, attr)
+		d, err := dims2(hh)
+		if err != nil {
+			return cfg, nil, attrs, err
+		}
+		if i == 0 {
+			cfg.Hidden = int(d[1])
+		}
+		H := int64(cfg.Hidden)
+		if d[1] != H || (d[0] != 3*H && d[0] != 4*H) {
+			return cfg, nil, attrs, fmt.Errorf("checkpoint key %s: shape %v, expected [4H H] (LSTM) or [3H H] (GRU) with H=%d", hh, d, H)
+		}
+		rowCell := LSTM
+		if d[0] == 3*H {
+			rowCell = GRU
+		}
+		if attr != "rnn" && Cell(attr) != rowCell {
+			return cfg, nil, attrs, fmt.Errorf("checkpoint key %s: shape %v has the %dH gate rows of a %s, but the module is called %s (expected [%dH H])",
+				hh, d, rowCell.gates(), strings.ToUpper(string(rowCell)), attr, Cell(attr).gates())
+		}
+		cells[i] = rowCell
 	}
-	if layers["encoder"] == 0 {
-		return cfg, fmt.Errorf("checkpoint has no encoder.lstm.weight_ih_l0: not an attention seq2seq state_dict")
+	if cells[0] != cells[1] {
+		return cfg, nil, attrs, fmt.Errorf("checkpoint has encoder cell %s, decoder cell %s: they must use the same cell (the decoder starts from the encoder's final state)",
+			strings.ToUpper(string(cells[0])), strings.ToUpper(string(cells[1])))
 	}
-	if layers["decoder"] != layers["encoder"] {
-		return cfg, fmt.Errorf("checkpoint has %d encoder LSTM layers but %d decoder layers: they must be equal (the decoder starts from the encoder's final state)", layers["encoder"], layers["decoder"])
+	cfg.Cell = cells[0]
+	if layers[0] != layers[1] {
+		return cfg, nil, attrs, fmt.Errorf("checkpoint has %d encoder %s layers but %d decoder layers: they must be equal (the decoder starts from the encoder's final state)",
+			layers[0], strings.ToUpper(string(cfg.Cell)), layers[1])
 	}
-	cfg.Layers = layers["encoder"]
-	_, fcHidden := t["decoder.fc_hidden.weight"]
-	_, attnFC := t["decoder.attention.fc.weight"]
-	_, attnW := t["decoder.attention.weight"]
-	switch {
-	case fcHidden:
-		cfg.Arch = Bahdanau
-	case attnFC && attnW:
-		cfg.Arch = LuongConcat
-	case attnFC:
-		cfg.Arch = LuongGeneral
-	case attnW:
-		return cfg, fmt.Errorf("checkpoint has decoder.attention.weight without decoder.attention.fc.weight: Luong concat needs both")
-	default:
-		cfg.Arch = LuongDot
+	cfg.Layers = layers[0]
+	if ar, err = detect(shapes); err != nil {
+		return cfg, nil, attrs, err
 	}
-	return cfg, cfg.Validate()
+	cfg.Arch = ar.Name()
+	if err := ar.sizes(shapes, &cfg); err != nil {
+		return cfg, nil, attrs, err
+	}
+	return cfg, ar, attrs, cfg.Validate()
 }
 
-func archEvidence(a Arch) string {
-	switch a {
-	case Bahdanau:
-		return "decoder.fc_hidden.weight, decoder.fc_encoder.weight, decoder.weight"
-	case LuongConcat:
-		return "decoder.attention.fc.weight and decoder.attention.weight"
-	case LuongGeneral:
-		return "decoder.attention.fc.weight, no decoder.attention.weight"
+// findRNN finds part's recurrent module among rnnAttrs and its number of
+// layers (the highest l{k} plus one).
+func findRNN(shapes map[string][]int64, part string) (attr string, layers int, err error) {
+	found := map[string]int{}
+	for k := range shapes {
+		m := rnnKey.FindStringSubmatch(k)
+		if m == nil || m[1] != part || !slices.Contains(rnnAttrs, m[2]) {
+			continue
+		}
+		n, err := strconv.Atoi(m[4])
+		if err != nil || n > 1<<20 {
+			return "", 0, fmt.Errorf("checkpoint key %s: layer index %s out of range", k, m[4])
+		}
+		found[m[2]] = max(found[m[2]], n+1)
 	}
-	return "no decoder.fc_hidden.* and no decoder.attention.*"
-}
-
-type shapeSpec struct {
-	dims []int64
-	what string
-}
-
-// expectedShapes lists every key a model of cfg has, with its shape.
-func expectedShapes(cfg Config) map[string]shapeSpec {
-	H, Vs, Vt := int64(cfg.Hidden), int64(cfg.SrcVocab), int64(cfg.TgtVocab)
-	m := map[string]shapeSpec{
-		"encoder.embedding.weight":  {[]int64{Vs, H}, "Vs x H"},
-		"decoder.embedding.weight":  {[]int64{Vt, H}, "Vt x H"},
-		"decoder.classifier.weight": {[]int64{Vt, H}, "Vt x H for bahdanau"},
-		"decoder.classifier.bias":   {[]int64{Vt}, "Vt"},
-	}
-	for _, part := range []string{"encoder", "decoder"} {
-		for k := 0; k < cfg.Layers; k++ {
-			in, what := H, "4H x H"
-			if part == "decoder" && k == 0 && cfg.Arch == Bahdanau {
-				in, what = 2*H, "4H x 2H: bahdanau's layer 0 input is [embedding; context]"
-			}
-			m[fmt.Sprintf("%s.lstm.weight_ih_l%d", part, k)] = shapeSpec{[]int64{4 * H, in}, what}
-			m[fmt.Sprintf("%s.lstm.weight_hh_l%d", part, k)] = shapeSpec{[]int64{4 * H, H}, "4H x H"}
-			m[fmt.Sprintf("%s.lstm.bias_ih_l%d", part, k)] = shapeSpec{[]int64{4 * H}, "4H"}
-			m[fmt.Sprintf("%s.lstm.bias_hh_l%d", part, k)] = shapeSpec{[]int64{4 * H}, "4H"}
+	switch len(found) {
+	case 0:
+		return "", 0, fmt.Errorf("checkpoint has no %s.lstm.weight_ih_l0 or %s.gru.weight_ih_l0: not an attention seq2seq state_dict (the %s needs an LSTM or GRU module called lstm, gru or rnn)", part, part, part)
+	case 1:
+		for a, n := range found {
+			return a, n, nil
 		}
 	}
-	switch cfg.Arch {
-	case Bahdanau:
-		m["decoder.fc_hidden.weight"] = shapeSpec{[]int64{H, H}, "H x H"}
-		m["decoder.fc_encoder.weight"] = shapeSpec{[]int64{H, H}, "H x H"}
-		m["decoder.weight"] = shapeSpec{[]int64{1, H}, "1 x H"}
-	default:
-		m["decoder.classifier.weight"] = shapeSpec{[]int64{Vt, 2 * H}, "Vt x 2H for luong"}
-		if cfg.Arch != LuongDot {
-			m["decoder.attention.fc.weight"] = shapeSpec{[]int64{H, H}, "H x H"}
-		}
-		if cfg.Arch == LuongConcat {
-			m["decoder.attention.weight"] = shapeSpec{[]int64{1, H}, "1 x H"}
-		}
+	var mods []string
+	for a := range found {
+		mods = append(mods, part+"."+a+".*")
 	}
-	return m
+	sort.Strings(mods)
+	return "", 0, fmt.Errorf("checkpoint has several recurrent modules in the %s (%s): expected one", part, strings.Join(mods, ", "))
 }
 
-// countNonFiniteRaw is countNonFinite on little-endian float32 bytes; it
-// also returns the first non-finite value.
+// countNonFiniteRaw counts the non-finite values among little-endian
+// float32 bytes; it also returns the first one and its index.
 func countNonFiniteRaw(raw []byte) (n, first int, firstVal float32) {
 	first = -1
 	for i := 0; i+4 <= len(raw); i += 4 {
@@ -278,105 +311,35 @@ func countNonFiniteRaw(raw []byte) (n, first int, firstVal float32) {
 	return n, first, firstVal
 }
 
-// assemble builds Weights from checked float32 tensors, sharing their data.
-func assemble(cfg Config, v map[string]*builder.Tensor) *Weights {
-	H := int64(cfg.Hidden)
-	t2 := func(k string, dims ...int64) *builder.Tensor {
-		return &builder.Tensor{DType: builder.Float, Dims: dims, Raw: v[k].Raw}
-	}
+// assemble builds Weights from checked float32 tensors, sharing their data
+// but for the recurrent weights, which it repacks.
+func assemble(ar Architecture, cfg Config, attrs [2]string, v map[string]*builder.Tensor) (*Weights, error) {
 	w := &Weights{
 		Config:       cfg,
-		SrcEmbedding: t2("encoder.embedding.weight", int64(cfg.SrcVocab), H),
-		TgtEmbedding: t2("decoder.embedding.weight", int64(cfg.TgtVocab), H),
-		ClassifierB:  t2("decoder.classifier.bias", int64(cfg.TgtVocab)),
+		SrcEmbedding: v["encoder.embedding.weight"],
+		TgtEmbedding: v["decoder.embedding.weight"],
+		Params:       map[string]*builder.Tensor{},
 	}
-	for _, part := range []string{"encoder", "decoder"} {
-		layers := make([]LSTMLayer, cfg.Layers)
+	for i, part := range []string{"encoder", "decoder"} {
+		layers := make([]RNNLayer, cfg.Layers)
 		for k := range layers {
-			p := fmt.Sprintf("%s.lstm.%%s_l%d", part, k)
-			layers[k] = convertLSTMLayerRaw(H,
-				v[fmt.Sprintf(p, "weight_ih")].Raw, v[fmt.Sprintf(p, "weight_hh")].Raw,
-				v[fmt.Sprintf(p, "bias_ih")].Raw, v[fmt.Sprintf(p, "bias_hh")].Raw)
+			p := func(name string) *builder.Tensor { return v[fmt.Sprintf("%s.%s.%s_l%d", part, attrs[i], name, k)] }
+			l, err := ConvertRNNLayer(cfg.Cell, cfg.Hidden, p("weight_ih"), p("weight_hh"), p("bias_ih"), p("bias_hh"))
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s layer %d: %w", part, attrs[i], k, err)
+			}
+			layers[k] = l
 		}
-		if part == "encoder" {
+		if i == 0 {
 			w.Encoder = layers
 		} else {
 			w.Decoder = layers
 		}
 	}
-	switch cfg.Arch {
-	case Bahdanau:
-		w.FCHidden = t2("decoder.fc_hidden.weight", H, H)
-		w.FCEncoder = t2("decoder.fc_encoder.weight", H, H)
-		w.AttnVector = t2("decoder.weight", 1, H)
-		w.ClassifierW = t2("decoder.classifier.weight", int64(cfg.TgtVocab), H)
-	default:
-		w.ClassifierW = t2("decoder.classifier.weight", int64(cfg.TgtVocab), 2*H)
-		if cfg.Arch != LuongDot {
-			w.AttnFC = t2("decoder.attention.fc.weight", H, H)
-		}
-		if cfg.Arch == LuongConcat {
-			w.AttnVector = t2("decoder.attention.weight", 1, H)
+	for _, k := range ar.DecoderKeys(cfg) {
+		if !k.Optional {
+			w.Params[k.Key] = v[k.Key]
 		}
 	}
-	return w
-}
-
-// pytorchToONNXGates maps ONNX's gate blocks (i, o, f, c) to PyTorch's
-// block index (i=0, f=1, g=2, o=3).
-var pytorchToONNXGates = [4]int{0, 3, 1, 2}
-
-// ReorderGates turns a PyTorch LSTM parameter of 4H rows (gates i, f, g, o,
-// each H rows of cols values) into ONNX's gate order i, o, f, c. This is the
-// one place where attnx repacks LSTM weights.
-func ReorderGates(p []float32, hidden, cols int) []float32 {
-	out := make([]float32, 0, len(p))
-	block := hidden * cols
-	for _, src := range pytorchToONNXGates {
-		out = append(out, p[src*block:(src+1)*block]...)
-	}
-	return out
-}
-
-// ConvertLSTMLayer converts one PyTorch LSTM layer (weight_ih [4H, in],
-// weight_hh [4H, H], bias_ih and bias_hh [4H]) into ONNX's W, R and B.
-func ConvertLSTMLayer(hidden int64, wih, whh, bih, bhh []float32) LSTMLayer {
-	H := int(hidden)
-	in := len(wih) / (4 * H)
-	b := append(ReorderGates(bih, H, 1), ReorderGates(bhh, H, 1)...)
-	return LSTMLayer{
-		W: builder.FloatTensor([]int64{1, 4 * hidden, int64(in)}, ReorderGates(wih, H, in)),
-		R: builder.FloatTensor([]int64{1, 4 * hidden, hidden}, ReorderGates(whh, H, H)),
-		B: builder.FloatTensor([]int64{1, 8 * hidden}, b),
-	}
-}
-
-// reorderGatesRaw is ReorderGates on float32 bytes, appended to dst: the
-// gate blocks are copied as they are, without decoding.
-func reorderGatesRaw(dst, p []byte, hidden, cols int) []byte {
-	block := 4 * hidden * cols
-	for _, src := range pytorchToONNXGates {
-		dst = append(dst, p[src*block:(src+1)*block]...)
-	}
-	return dst
-}
-
-// convertLSTMLayerRaw is ConvertLSTMLayer on float32 bytes: one new buffer
-// per ONNX tensor, nothing decoded.
-func convertLSTMLayerRaw(hidden int64, wih, whh, bih, bhh []byte) LSTMLayer {
-	H := int(hidden)
-	in := len(wih) / (4 * 4 * H)
-	b := reorderGatesRaw(make([]byte, 0, 2*len(bih)), bih, H, 1)
-	b = reorderGatesRaw(b, bhh, H, 1)
-	return LSTMLayer{
-		W: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 4 * hidden, int64(in)}, Raw: reorderGatesRaw(make([]byte, 0, len(wih)), wih, H, in)},
-		R: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 4 * hidden, hidden}, Raw: reorderGatesRaw(make([]byte, 0, len(whh)), whh, H, H)},
-		B: &builder.Tensor{DType: builder.Float, Dims: []int64{1, 8 * hidden}, Raw: b},
-	}
-}
-
-// String summarises the configuration, as in "bahdanau H=64 L=1 Vs=40 Vt=14".
-func (c Config) String() string {
-	return strings.Join([]string{string(c.Arch), "H=" + strconv.Itoa(c.Hidden), "L=" + strconv.Itoa(c.Layers),
-		"Vs=" + strconv.Itoa(c.SrcVocab), "Vt=" + strconv.Itoa(c.TgtVocab)}, " ")
+	return w, nil
 }

@@ -19,103 +19,46 @@ func randFloats(r *rand.Rand, n int) []float32 {
 }
 
 // stateDict returns a random state_dict of the given configuration with the
-// spec's keys and PyTorch's shapes.
-func stateDict(cfg Config, seed int64) map[string]*builder.Tensor {
+// spec's keys and PyTorch's shapes (optional keys left out).
+func stateDict(t testing.TB, cfg Config, seed int64) map[string]*builder.Tensor {
+	t.Helper()
+	keys, err := ExpectedKeys(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewSource(seed))
 	sd := map[string]*builder.Tensor{}
-	for k, s := range expectedShapes(cfg) {
-		sd[k] = builder.FloatTensor(s.dims, randFloats(r, int(builder.NumElements(s.dims))))
+	for _, k := range keys {
+		if !k.Optional {
+			sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
+		}
 	}
 	return sd
 }
 
-func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
-
-// matvec computes W x for W of rows x len(x).
-func matvec(w []float32, x []float64, rows int) []float64 {
-	out := make([]float64, rows)
-	cols := len(x)
-	for r := 0; r < rows; r++ {
-		for c := 0; c < cols; c++ {
-			out[r] += float64(w[r*cols+c]) * x[c]
+// allConfigs returns one configuration per architecture and cell, with odd
+// sizes and E != H.
+func allConfigs() []Config {
+	var out []Config
+	for i, a := range AllArchs {
+		for j, cell := range Cells {
+			c := Config{Arch: a, Cell: cell, Hidden: 5 + 2*i, Embedding: 3 + j + i, Layers: 1 + (i+j)%3, SrcVocab: 7 + i, TgtVocab: 9 + j}
+			if a == TutorialLocation {
+				c.MaxLength = 6 + j
+			}
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// torchCell is one step of torch.nn.LSTM: gates i, f, g, o.
-func torchCell(H int, wih, whh, bih, bhh []float32, x, h, c []float64) ([]float64, []float64) {
-	a, b := matvec(wih, x, 4*H), matvec(whh, h, 4*H)
-	h2, c2 := make([]float64, H), make([]float64, H)
-	for j := 0; j < H; j++ {
-		g := func(k int) float64 { return a[k*H+j] + b[k*H+j] + float64(bih[k*H+j]) + float64(bhh[k*H+j]) }
-		i, f, gg, o := sigmoid(g(0)), sigmoid(g(1)), math.Tanh(g(2)), sigmoid(g(3))
-		c2[j] = f*c[j] + i*gg
-		h2[j] = o * math.Tanh(c2[j])
-	}
-	return h2, c2
-}
-
-// onnxCell is one step of the ONNX LSTM operator (default activations, no
-// peepholes): W and R stack gates i, o, f, c; B = [Wb; Rb].
-func onnxCell(H int, W, R, B []float32, x, h, c []float64) ([]float64, []float64) {
-	a, b := matvec(W, x, 4*H), matvec(R, h, 4*H)
-	h2, c2 := make([]float64, H), make([]float64, H)
-	for j := 0; j < H; j++ {
-		g := func(k int) float64 { return a[k*H+j] + b[k*H+j] + float64(B[k*H+j]) + float64(B[4*H+k*H+j]) }
-		i, o, f, cc := sigmoid(g(0)), sigmoid(g(1)), sigmoid(g(2)), math.Tanh(g(3))
-		c2[j] = f*c[j] + i*cc
-		h2[j] = o * math.Tanh(c2[j])
-	}
-	return h2, c2
-}
-
-func TestConvertLSTMLayerMatchesONNXSemantics(t *testing.T) {
-	for _, tc := range []struct{ H, in int }{{1, 1}, {3, 5}, {7, 14}} {
-		r := rand.New(rand.NewSource(int64(tc.H)))
-		H, in := tc.H, tc.in
-		wih, whh := randFloats(r, 4*H*in), randFloats(r, 4*H*H)
-		bih, bhh := randFloats(r, 4*H), randFloats(r, 4*H)
-		layer := ConvertLSTMLayer(int64(H), wih, whh, bih, bhh)
-		W, _ := layer.W.Float32s()
-		R, _ := layer.R.Float32s()
-		B, _ := layer.B.Float32s()
-		if got := fmt.Sprint(layer.W.Dims, layer.R.Dims, layer.B.Dims); got != fmt.Sprintf("[1 %d %d] [1 %d %d] [1 %d]", 4*H, in, 4*H, H, 8*H) {
-			t.Fatalf("H=%d: shapes %s", H, got)
-		}
-		x, h, c := make([]float64, in), make([]float64, H), make([]float64, H)
-		for i := range x {
-			x[i] = r.NormFloat64()
-		}
-		for i := range h {
-			h[i], c[i] = r.NormFloat64(), r.NormFloat64()
-		}
-		th, tcell := torchCell(H, wih, whh, bih, bhh, x, h, c)
-		oh, ocell := onnxCell(H, W, R, B, x, h, c)
-		for j := 0; j < H; j++ {
-			if math.Abs(th[j]-oh[j]) > 1e-12 || math.Abs(tcell[j]-ocell[j]) > 1e-12 {
-				t.Fatalf("H=%d unit %d: torch (%g, %g) vs onnx (%g, %g)", H, j, th[j], tcell[j], oh[j], ocell[j])
-			}
-		}
-	}
-}
-
-func TestReorderGatesBlocks(t *testing.T) {
-	// Rows tagged by gate: i=1, f=2, g=3, o=4 (H=2, one column).
-	p := []float32{1, 1, 2, 2, 3, 3, 4, 4}
-	got := fmt.Sprint(ReorderGates(p, 2, 1))
-	if got != "[1 1 4 4 2 2 3 3]" {
-		t.Fatalf("ReorderGates = %s, want i,o,f,c = [1 1 4 4 2 2 3 3]", got)
-	}
-}
-
 func TestFromStateDictInfersConfig(t *testing.T) {
-	for _, want := range []Config{
-		{Bahdanau, 13, 1, 19, 23}, {LuongDot, 5, 2, 7, 11},
-		{LuongGeneral, 37, 2, 9, 4}, {LuongConcat, 3, 3, 6, 8},
-	} {
-		sd := stateDict(want, 1)
-		sd["decoder.attn_combine.weight"] = builder.FloatTensor([]int64{1}, []float32{0})
+	for _, want := range allConfigs() {
+		sd := stateDict(t, want, 1)
+		article := !strings.HasPrefix(string(want.Arch), "tutorial-")
+		if article {
+			sd["decoder.attn_combine.weight"] = builder.FloatTensor([]int64{1}, []float32{0})
+		}
 		w, notes, err := FromStateDict(sd, Options{})
 		if err != nil {
 			t.Fatalf("%v: %v", want, err)
@@ -123,20 +66,53 @@ func TestFromStateDictInfersConfig(t *testing.T) {
 		if w.Config != want {
 			t.Errorf("inferred %v, want %v", w.Config, want)
 		}
-		if len(notes) != 1 || !strings.Contains(notes[0], "ignoring decoder.attn_combine.weight") {
+		if wantNotes := map[bool]int{true: 1, false: 0}[article]; len(notes) != wantNotes || (article && !strings.Contains(notes[0], "ignoring decoder.attn_combine.weight")) {
 			t.Errorf("%v: notes %q", want, notes)
 		}
 		if len(w.Encoder) != want.Layers || len(w.Decoder) != want.Layers {
 			t.Errorf("%v: %d/%d layers", want, len(w.Encoder), len(w.Decoder))
 		}
+		if err := w.Validate(); err != nil {
+			t.Errorf("%v: converted weights do not validate: %v", want, err)
+		}
+	}
+}
+
+// TestCellFromRows: a recurrent module called "rnn" takes its cell from
+// its gate rows.
+func TestCellFromRows(t *testing.T) {
+	for _, cell := range Cells {
+		cfg := Config{Arch: LuongGeneral, Cell: cell, Hidden: 4, Embedding: 4, Layers: 2, SrcVocab: 5, TgtVocab: 6}
+		sd := map[string]*builder.Tensor{}
+		for k, v := range stateDict(t, cfg, 3) {
+			sd[strings.Replace(k, "."+string(cell)+".", ".rnn.", 1)] = v
+		}
+		w, _, err := FromStateDict(sd, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", cell, err)
+		}
+		if w.Config != cfg {
+			t.Errorf("inferred %v, want %v", w.Config, cfg)
+		}
 	}
 }
 
 func TestFromStateDictErrors(t *testing.T) {
-	cfg := Config{Bahdanau, 4, 1, 6, 7}
+	cfg := Config{Arch: Bahdanau, Cell: LSTM, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	gru := Config{Arch: TutorialBahdanau, Cell: GRU, Hidden: 4, Embedding: 3, Layers: 2, SrcVocab: 6, TgtVocab: 7}
 	f16 := func(sd map[string]*builder.Tensor) {
 		old := sd["decoder.weight"]
 		sd["decoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: old.Dims, Raw: make([]byte, 2*4)}
+	}
+	rename := func(from, to string) func(map[string]*builder.Tensor) {
+		return func(sd map[string]*builder.Tensor) {
+			for k, v := range sd {
+				if strings.HasPrefix(k, from) {
+					delete(sd, k)
+					sd[to+strings.TrimPrefix(k, from)] = v
+				}
+			}
+		}
 	}
 	cases := []struct {
 		name   string
@@ -151,10 +127,10 @@ func TestFromStateDictErrors(t *testing.T) {
 		{"extra key", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.extra.weight"] = builder.FloatTensor([]int64{2}, []float32{1, 2})
 		}, Options{},
-			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau"}, ""},
+			[]string{"unexpected key decoder.extra.weight [2]", "bahdanau H=4 L=1"}, ""},
 		{"wrong shape", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
-		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x 2H"}, ""},
+		}, Options{}, []string{"decoder.lstm.weight_ih_l0: shape [16 4], expected [16 8]", "4H x (E+H)"}, ""},
 		{"int tensor", cfg, func(sd map[string]*builder.Tensor) {
 			sd["decoder.classifier.bias"] = builder.Int64Tensor([]int64{7}, make([]int64, 7))
 		}, Options{},
@@ -165,17 +141,45 @@ func TestFromStateDictErrors(t *testing.T) {
 			sd["decoder.fc_hidden.weight"] = builder.FloatTensor([]int64{4, 4}, v)
 		}, Options{}, []string{"decoder.fc_hidden.weight: 1 non-finite values", "index 5: NaN", "--allow-nonfinite"}, ""},
 		{"wrong arch", cfg, nil, Options{Arch: LuongDot}, []string{"--arch luong-dot disagrees", "bahdanau model"}, ""},
-		{"layer mismatch", Config{LuongDot, 4, 2, 6, 7}, func(sd map[string]*builder.Tensor) {
+		{"layer mismatch", Config{Arch: LuongDot, Hidden: 4, Layers: 2, SrcVocab: 6, TgtVocab: 7}, func(sd map[string]*builder.Tensor) {
 			for _, p := range []string{"weight_ih", "weight_hh", "bias_ih", "bias_hh"} {
 				delete(sd, "decoder.lstm."+p+"_l1")
 			}
 		}, Options{}, []string{"2 encoder LSTM layers but 1 decoder layers"}, ""},
 		{"not a seq2seq", cfg, func(sd map[string]*builder.Tensor) { delete(sd, "encoder.embedding.weight") }, Options{},
 			[]string{"missing key encoder.embedding.weight", "not an attention seq2seq"}, ""},
+		{"no rnn", cfg, rename("encoder.lstm.", "encoder.cell."), Options{},
+			[]string{"checkpoint has no encoder.lstm.weight_ih_l0 or encoder.gru.weight_ih_l0"}, ""},
 		{"float16 converted", cfg, f16, Options{}, nil, "converted decoder.weight from float16 to float32"},
+		{"gru rows called lstm", gru, rename("encoder.gru.", "encoder.lstm."), Options{},
+			[]string{"encoder.lstm.weight_hh_l0: shape [12 4] has the 3H gate rows of a GRU, but the module is called lstm (expected [4H H])"}, ""},
+		{"mixed cells", Config{Arch: LuongDot, Cell: GRU, Hidden: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}, func(sd map[string]*builder.Tensor) {
+			for k, v := range stateDict(t, Config{Arch: LuongDot, Cell: LSTM, Hidden: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}, 5) {
+				if strings.HasPrefix(k, "decoder.") {
+					sd[k] = v
+				}
+			}
+			rename("decoder.gru.", "decoder.unused.")(sd)
+			for k := range sd {
+				if strings.HasPrefix(k, "decoder.unused.") {
+					delete(sd, k)
+				}
+			}
+		}, Options{}, []string{"encoder cell GRU, decoder cell LSTM: they must use the same cell"}, ""},
+		{"two rnn modules", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.lstm.weight_ih_l0"] = builder.FloatTensor([]int64{16, 4}, make([]float32, 64))
+		}, Options{}, []string{"several recurrent modules in the decoder (decoder.gru.*, decoder.lstm.*)"}, ""},
+		{"two embedding sizes", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.embedding.weight"] = builder.FloatTensor([]int64{7, 5}, make([]float32, 35))
+		}, Options{}, []string{"decoder.embedding.weight: shape [7 5], expected [7 3]", "one embedding size"}, ""},
+		{"tutorial gru input", gru, func(sd map[string]*builder.Tensor) {
+			sd["decoder.gru.weight_ih_l0"] = builder.FloatTensor([]int64{12, 4}, make([]float32, 48))
+		}, Options{}, []string{"decoder.gru.weight_ih_l0: shape [12 4], expected [12 7] (3H x (E+H): [embedding; context] (layer 0's input))"}, ""},
+		{"nothing fits", gru, rename("decoder.attention.Wa.", "decoder.attention.W1."), Options{},
+			[]string{"no known decoder architecture matches", "decoder.attention.W1.weight", "tutorial-bahdanau: decoder.attention.Wa.*"}, ""},
 	}
 	for _, c := range cases {
-		sd := stateDict(c.cfg, 2)
+		sd := stateDict(t, c.cfg, 2)
 		if c.edit != nil {
 			c.edit(sd)
 		}
@@ -196,6 +200,273 @@ func TestFromStateDictErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error %q lacks %q", c.name, err, want)
 			}
+		}
+	}
+}
+
+// TestLayoutsDetectOneArchitecture: every layout Layouts lists converts,
+// and is detected as its own architecture and cell and no other.
+func TestLayoutsDetectOneArchitecture(t *testing.T) {
+	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
+	layouts := Layouts(sizes)
+	if len(layouts) != len(AllArchs)*len(Cells) {
+		t.Fatalf("%d layouts, want %d", len(layouts), len(AllArchs)*len(Cells))
+	}
+	for _, l := range layouts {
+		r := rand.New(rand.NewSource(1))
+		sd := map[string]*builder.Tensor{}
+		shapes := map[string][]int64{}
+		for _, k := range l.Keys {
+			if k.Key != k.Pattern && !strings.Contains(k.Pattern, "_l{k}") {
+				t.Errorf("%s/%s: key %s has pattern %s", l.Arch, l.Cell, k.Key, k.Pattern)
+			}
+			if !k.Optional {
+				sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
+				shapes[k.Key] = k.Dims
+			}
+		}
+		var found []Arch
+		for _, ar := range Architectures() {
+			if ar.Detect(shapes) {
+				found = append(found, ar.Name())
+			}
+		}
+		if len(found) != 1 || found[0] != l.Arch {
+			t.Errorf("%s/%s: detected by %v", l.Arch, l.Cell, found)
+		}
+		w, _, err := FromStateDict(sd, Options{})
+		if err != nil {
+			t.Errorf("%s/%s: %v", l.Arch, l.Cell, err)
+			continue
+		}
+		want := sizes
+		want.Arch, want.Cell = l.Arch, l.Cell
+		if l.Arch != TutorialLocation {
+			want.MaxLength = 0
+		}
+		if w.Config != want {
+			t.Errorf("%s/%s: inferred %v, want %v", l.Arch, l.Cell, w.Config, want)
+		}
+	}
+}
+
+// TestGraphsRejectInvalidWeights is the regression test for issue 11's
+// "graph.go dereferences nil Weights fields without a Validate": each
+// broken Weights gives every graph builder an error naming the fault.
+func TestGraphsRejectInvalidWeights(t *testing.T) {
+	good := func(cfg Config) *Weights {
+		w, _, err := FromStateDict(stateDict(t, cfg, 4), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	bcfg := Config{Arch: Bahdanau, Cell: LSTM, Hidden: 4, Embedding: 4, Layers: 2, SrcVocab: 6, TgtVocab: 7}
+	lcfg := Config{Arch: LuongConcat, Cell: GRU, Hidden: 4, Embedding: 3, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	cases := []struct {
+		name string
+		w    func() *Weights
+		want string
+	}{
+		{"nil", func() *Weights { return nil }, "invalid weights: nil"},
+		{"zero", func() *Weights { return &Weights{} }, `invalid weights: config: unknown architecture ""`},
+		{"config only", func() *Weights { return &Weights{Config: bcfg} }, "encoder.embedding.weight is missing (expected float32 [6 4])"},
+		{"no fc_hidden", func() *Weights { w := good(bcfg); delete(w.Params, "decoder.fc_hidden.weight"); return w }, "decoder.fc_hidden.weight is missing"},
+		{"float16 fc_encoder", func() *Weights {
+			w := good(bcfg)
+			w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
+			return w
+		}, "decoder.fc_encoder.weight: dtype float16, expected float32"},
+		{"missing layer", func() *Weights { w := good(bcfg); w.Decoder = w.Decoder[:1]; return w }, "decoder has 1 recurrent layers, expected num_layers 2"},
+		{"nil R", func() *Weights { w := good(bcfg); w.Encoder[1].R = nil; return w }, "encoder layer 1 R is missing"},
+		{"lstm layers in a gru model", func() *Weights {
+			w := good(lcfg)
+			w.Encoder = good(Config{Arch: LuongConcat, Cell: LSTM, Hidden: 4, Embedding: 3, Layers: 1, SrcVocab: 6, TgtVocab: 7}).Encoder
+			return w
+		}, "encoder layer 0 W: shape [1 16 3], expected [1 12 3] (gru cell)"},
+		{"short attention vector", func() *Weights {
+			w := good(lcfg)
+			w.Params["decoder.attention.weight"] = builder.FloatTensor([]int64{1, 3}, make([]float32, 3))
+			return w
+		}, "decoder.attention.weight: shape [1 3], expected [1 4]"},
+		{"bad max_length", func() *Weights {
+			w := good(Config{Arch: TutorialLocation, Cell: GRU, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7, MaxLength: 5})
+			w.Config.MaxLength = 0
+			return w
+		}, "max_length 0: a tutorial-location model needs"},
+	}
+	builders := map[string]func(*Weights) (*builder.Model, error){
+		"encoder": Encoder, "decoder": Decoder,
+		"greedy": func(w *Weights) (*builder.Model, error) { return Greedy(w, DefaultSpecial) },
+	}
+	for _, c := range cases {
+		for name, build := range builders {
+			m, err := build(c.w())
+			if err == nil || m != nil {
+				t.Errorf("%s: %s built (err %v)", c.name, name, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), name+": ") {
+				t.Errorf("%s: %s error %q, want %q after %q", c.name, name, err, c.want, name+": ")
+			}
+		}
+	}
+}
+
+// TestParamRepackErrorFailsTheGraph: a parameter that cannot be repacked
+// (here one Validate would refuse, put in behind its back) fails the graph
+// with the parameter's name instead of being dropped.
+func TestParamRepackErrorFailsTheGraph(t *testing.T) {
+	cfg := Config{Arch: Bahdanau, Cell: GRU, Hidden: 4, Embedding: 4, Layers: 1, SrcVocab: 6, TgtVocab: 7}
+	w, _, err := FromStateDict(stateDict(t, cfg, 4), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newModelGraph("t", w)
+	w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
+	s.param("decoder.fc_encoder.weight", transposed)
+	_, err = s.finish("t")
+	if err == nil || !strings.Contains(err.Error(), "parameter decoder.fc_encoder.weight: dtype float16, expected float32") {
+		t.Fatalf("finish: %v", err)
+	}
+}
+
+func TestConfigDefaultsAndValidate(t *testing.T) {
+	old := Config{Arch: LuongDot, Hidden: 8, Layers: 1, SrcVocab: 5, TgtVocab: 5}
+	if err := old.Validate(); err != nil {
+		t.Fatalf("a config from before cells: %v", err)
+	}
+	if d := old.WithDefaults(); d.Cell != LSTM || d.Embedding != 8 {
+		t.Errorf("defaults %+v", d)
+	}
+	if got := old.String(); got != "luong-dot H=8 L=1 Vs=5 Vt=5" {
+		t.Errorf("String = %q", got)
+	}
+	tl := Config{Arch: TutorialLocation, Cell: GRU, Hidden: 8, Embedding: 6, Layers: 1, SrcVocab: 5, TgtVocab: 5, MaxLength: 10}
+	if got := tl.String(); got != "tutorial-location gru H=8 E=6 L=1 Vs=5 Vt=5 M=10" {
+		t.Errorf("String = %q", got)
+	}
+	if err := tl.CheckSourceLength(10); err != nil {
+		t.Error(err)
+	}
+	if err := tl.CheckSourceLength(11); err == nil || !strings.Contains(err.Error(), "longer than the model's max_length 10") {
+		t.Errorf("CheckSourceLength(11) = %v", err)
+	}
+	if err := old.CheckSourceLength(1000); err != nil {
+		t.Error(err)
+	}
+	for _, tc := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Cell = "rnn" }, `unknown cell "rnn"`},
+		{func(c *Config) { c.Embedding = -1 }, "embedding_size -1"},
+		{func(c *Config) { c.MaxLength = 3 }, "max_length 3: only tutorial-location models have one"},
+		{func(c *Config) { c.Arch = TutorialLocation }, "max_length 0: a tutorial-location model needs"},
+	} {
+		c := old
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Validate = %v, want %q", c, err, tc.want)
+		}
+	}
+}
+
+// TestGraphsBuild builds every graph of every architecture and cell and
+// checks the I/O contract: no cell input or output for GRU.
+func TestGraphsBuild(t *testing.T) {
+	for _, cfg := range allConfigs() {
+		w, _, err := FromStateDict(stateDict(t, cfg, 6), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io := func(vs []*builder.Value) string {
+			var names []string
+			for _, v := range vs {
+				names = append(names, v.Name()+":"+v.Type().String())
+			}
+			return strings.Join(names, " ")
+		}
+		H, L, Vt := cfg.Hidden, cfg.Layers, cfg.TgtVocab
+		st := fmt.Sprintf("[%d,batch,%d]", L, H)
+		cellIn, cellOut, nextCell := " cell:float32"+st, " cell:float32"+st, " next_cell:float32"+st
+		if cfg.Cell == GRU {
+			cellIn, cellOut, nextCell = "", "", ""
+		}
+		for _, tc := range []struct {
+			name    string
+			build   func(*Weights) (*builder.Model, error)
+			in, out string
+		}{
+			{"encoder", Encoder, "source_ids:int64[batch,src_len] source_lengths:int64[batch]",
+				fmt.Sprintf("encoder_outputs:float32[batch,src_len,%d] hidden:float32%s%s", H, st, cellOut)},
+			{"decoder", Decoder, fmt.Sprintf("input_ids:int64[batch] hidden:float32%s%s encoder_outputs:float32[batch,src_len,%d] source_lengths:int64[batch]", st, cellIn, H),
+				fmt.Sprintf("log_probs:float32[batch,%d] next_hidden:float32%s%s attention:float32[batch,src_len]", Vt, st, nextCell)},
+			{"greedy", func(w *Weights) (*builder.Model, error) { return Greedy(w, Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}) },
+				"source_ids:int64[batch,src_len] source_lengths:int64[batch] max_len:int64[]",
+				"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len]"},
+		} {
+			m, err := tc.build(w)
+			if err != nil {
+				t.Errorf("%v %s: %v", cfg, tc.name, err)
+				continue
+			}
+			if got := io(m.Graph.Inputs()); got != tc.in {
+				t.Errorf("%v %s inputs:\n got %s\nwant %s", cfg, tc.name, got, tc.in)
+			}
+			if got := io(m.Graph.Outputs()); got != tc.out {
+				t.Errorf("%v %s outputs:\n got %s\nwant %s", cfg, tc.name, got, tc.out)
+			}
+			if m.Metadata["attnx.cell"] != string(cfg.Cell) || m.Metadata["attnx.embedding_size"] != fmt.Sprint(cfg.Embedding) {
+				t.Errorf("%v %s: metadata %v", cfg, tc.name, m.Metadata)
+			}
+		}
+	}
+}
+
+// TestGreedyComputesPrecomputeOnce: in greedy.onnx, what an architecture
+// precomputes per sentence (the Bahdanau decoders' projection of
+// encoder_outputs) is computed in the main graph, before the Loop, and
+// the Loop body uses it without computing it again.
+func TestGreedyComputesPrecomputeOnce(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		init string // the initializer only the precomputation uses
+	}{
+		{Config{Arch: Bahdanau, Cell: GRU, Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 7, TgtVocab: 8}, "decoder.fc_encoder.weight^T"},
+		{Config{Arch: TutorialBahdanau, Cell: GRU, Hidden: 5, Embedding: 3, Layers: 1, SrcVocab: 7, TgtVocab: 8}, "decoder.attention.Ua.weight^T"},
+		{Config{Arch: TutorialBahdanau, Cell: LSTM, Hidden: 5, Embedding: 5, Layers: 2, SrcVocab: 7, TgtVocab: 8}, "decoder.attention.Ua.weight^T"},
+	} {
+		w, _, err := FromStateDict(stateDict(t, tc.cfg, 8), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Greedy(w, DefaultSpecial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uses := func(nodes []*builder.Node) int {
+			n := 0
+			for _, nd := range nodes {
+				for _, in := range nd.Inputs {
+					if in != nil && in.Name() == tc.init {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		var body []*builder.Node
+		for _, nd := range m.Graph.Nodes() {
+			if nd.OpType == "Loop" {
+				body = nd.Attr("body").Graph.Nodes()
+			}
+		}
+		if body == nil {
+			t.Fatalf("%v: no Loop", tc.cfg)
+		}
+		if main, inLoop := uses(m.Graph.Nodes()), uses(body); main != 1 || inLoop != 0 {
+			t.Errorf("%v: %s used by %d main-graph nodes and %d Loop-body nodes, want 1 and 0", tc.cfg, tc.init, main, inLoop)
 		}
 	}
 }

@@ -25,27 +25,28 @@ const (
 // the loop ends when every row has emitted EOS or after max_len steps.
 //
 // What does not change between steps is computed once, before the loop:
-// the length mask and, for Bahdanau, encoder_outputs W_e^T. (The builder
-// places a node in the outermost graph that holds all its inputs, so any
-// other loop-invariant work is hoisted too.)
+// the length mask and what the architecture precomputes (the Bahdanau
+// decoders' projection of encoder_outputs). The builder places a node in
+// the outermost graph that holds all its inputs, so any other
+// loop-invariant work is hoisted too.
 func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
-	cfg := wt.Config
-	if err := sp.Check(cfg); err != nil {
+	if err := wt.Validate(); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
-	g := builder.New("attnx_greedy_" + string(cfg.Arch))
-	w, c := newWeights(g), consts{g}
-	H, L := cfg.Hidden, cfg.Layers
+	if err := sp.Check(wt.Config); err != nil {
+		return nil, fmt.Errorf("greedy: %w", err)
+	}
+	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
+	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt)
+	g, c := s.g, s.c
+	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
 	maxLen := g.Input(InMaxLen, builder.Int64, builder.Scalar())
 
-	enc, hidden, cell := encoderBody(w, c, wt, ids, lens)
-	mask := lengthMask(c, enc, lens)
-	var keys *builder.Value
-	if cfg.Arch == Bahdanau {
-		keys = bahdanauKeys(w, wt, enc)
-	}
+	enc, state := s.encoder(ids, lens)
+	mask := s.lengthMask(enc, lens)
+	pre := ar.precompute(s, enc)
 	batchShape := ops.Shape(ids, ops.ShapeOpts{End: ops.Int(1)}) // [1]: batch
 	start := ops.Expand(c.scalarInt(sp.SOS), batchShape)
 	notDone := ops.Expand(g.Init("", builder.BoolTensor(nil, []bool{false})), batchShape)
@@ -53,26 +54,40 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	zero := c.scalarFloat(0)
 	axis1 := c.ints(1)
 
+	// Carried: the next input ids, h (and c for LSTM), and which rows are done.
 	batch := builder.Dims(DimBatch)
-	state := builder.Dims(L, DimBatch, H)
-	_, scans := ops.Loop(g, maxLen, g.Init("", builder.BoolTensor(nil, []bool{true})),
-		[]*builder.Value{start, hidden, cell, notDone},
-		func(b *builder.Graph, _, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
-			in, h, cl, done := carried[0], carried[1], carried[2], carried[3]
-			logProbs, nh, nc, attn := decoderStep(w, c, wt, in, h, cl, enc, keys, mask)
-			next := ops.ArgMax(logProbs, -1, ops.ArgOpts{NoKeepDims: true}) // [batch]
+	stateShape := builder.Dims(L, DimBatch, H)
+	carried := []*builder.Value{start, state.h}
+	shapes := []builder.Shape{batch, stateShape}
+	if state.c != nil {
+		carried, shapes = append(carried, state.c), append(shapes, stateShape)
+	}
+	carried, shapes = append(carried, notDone), append(shapes, batch)
+	_, scans := ops.Loop(g, maxLen, g.Init("", builder.BoolTensor(nil, []bool{true})), carried,
+		func(b *builder.Graph, _, _ *builder.Value, in []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+			st := rnnState{h: in[1]}
+			if state.c != nil {
+				st.c = in[2]
+			}
+			done := in[len(in)-1]
+			out := ar.step(s, stepInputs{ids: in[0], state: st, enc: enc, mask: mask, pre: pre})
+			next := ops.ArgMax(out.logProbs, -1, ops.ArgOpts{NoKeepDims: true}) // [batch]
 			token := ops.Where(done, pad, next)
-			attnOut := ops.Where(ops.Unsqueeze(done, axis1), zero, attn)
+			attnOut := ops.Where(ops.Unsqueeze(done, axis1), zero, out.attn)
 			nowDone := ops.Or(done, ops.Equal(next, eos))
 			// Go on while any row is still running.
 			running := ops.ReduceMax(ops.Cast(ops.Not(nowDone), builder.Int64), ops.ReduceOpts{NoKeepDims: true})
-			return ops.Cast(running, builder.Bool), []*builder.Value{next, nh, nc, nowDone}, []*builder.Value{token, attnOut}
-		}, ops.LoopOpts{CarriedShapes: []builder.Shape{batch, state, state, batch}})
+			carriedOut := []*builder.Value{next, out.state.h}
+			if out.state.c != nil {
+				carriedOut = append(carriedOut, out.state.c)
+			}
+			return ops.Cast(running, builder.Bool), append(carriedOut, nowDone), []*builder.Value{token, attnOut}
+		}, ops.LoopOpts{CarriedShapes: shapes})
 	if len(scans) == 2 {
 		g.OutputAs(OutOutputIDs, ops.Transpose(scans[0], []int64{1, 0}), builder.Dims(DimBatch, DimOutLen))
 		g.OutputAs(OutAttentions, ops.Transpose(scans[1], []int64{1, 0, 2}), builder.Dims(DimBatch, DimOutLen, DimSrcLen))
 	}
-	m, err := newModel(g, cfg, "attnx "+string(cfg.Arch)+" greedy decoding in one graph ("+cfg.String()+")")
+	m, err := s.finish(fmt.Sprintf("attnx %s greedy decoding in one graph (%s)", s.cfg.Arch, s.cfg))
 	if err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}

@@ -12,7 +12,12 @@ import (
 )
 
 // Info is the content of attnx.json, the file that makes a model
-// directory self-describing.
+// directory self-describing. The model's configuration is inlined: "arch",
+// "cell" ("lstm" or "gru"), "hidden_size", "embedding_size", "num_layers",
+// "src_vocab_size", "tgt_vocab_size" and, for tutorial-location models,
+// "max_length". Files written before cells and embedding sizes were
+// recorded lack "cell" and "embedding_size": they read as LSTM with the
+// embedding size equal to the hidden size.
 type Info struct {
 	// Format identifies the file; always "attnx-model".
 	Format string `json:"format"`
@@ -102,6 +107,7 @@ func ParseInfo(data []byte, name string) (*Info, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%s: not a valid attnx.json: unexpected data after the JSON object at byte %d", name, dec.InputOffset())
 	}
+	m.Config = m.Config.WithDefaults()
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

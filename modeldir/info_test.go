@@ -2,9 +2,12 @@ package modeldir
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/attention"
 )
 
 // validInfoJSON is an attnx.json as modeldir writes it for a small
@@ -125,5 +128,54 @@ func TestParseInfoRefusesUnsafeFields(t *testing.T) {
 	}
 	if _, err := ParseInfo([]byte(validInfoJSON), "attnx.json"); err != nil {
 		t.Errorf("the valid JSON: %v", err)
+	}
+}
+
+// TestParseInfoCellsAndSizes: attnx.json records the cell, the embedding
+// size and, for tutorial-location, max_length; files written before they
+// existed read as LSTM with E = H.
+func TestParseInfoCellsAndSizes(t *testing.T) {
+	cases := []struct {
+		name, from, to string
+		want           attention.Config
+		err            string
+	}{
+		{"before cells", "", "", attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 8, Embedding: 8, Layers: 2, SrcVocab: 5, TgtVocab: 4}, ""},
+		{"gru with E", `"hidden_size": 8,`, `"hidden_size": 8, "cell": "gru", "embedding_size": 6,`,
+			attention.Config{Arch: attention.LuongGeneral, Cell: attention.GRU, Hidden: 8, Embedding: 6, Layers: 2, SrcVocab: 5, TgtVocab: 4}, ""},
+		{"tutorial-location", `"arch": "luong-general",`, `"arch": "tutorial-location", "cell": "gru", "max_length": 10,`,
+			attention.Config{Arch: attention.TutorialLocation, Cell: attention.GRU, Hidden: 8, Embedding: 8, Layers: 2, SrcVocab: 5, TgtVocab: 4, MaxLength: 10}, ""},
+		{"unknown cell", `"hidden_size": 8,`, `"hidden_size": 8, "cell": "rnn",`, attention.Config{}, `unknown cell "rnn"`},
+		{"no max_length", `"arch": "luong-general",`, `"arch": "tutorial-location",`, attention.Config{}, "max_length 0: a tutorial-location model needs"},
+		{"stray max_length", `"hidden_size": 8,`, `"hidden_size": 8, "max_length": 3,`, attention.Config{}, "max_length 3: only tutorial-location models have one"},
+	}
+	for _, c := range cases {
+		data := strings.Replace(validInfoJSON, c.from, c.to, 1)
+		m, err := ParseInfo([]byte(data), "attnx.json")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if m.Config != c.want {
+			t.Errorf("%s: config %+v, want %+v", c.name, m.Config, c.want)
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{`"cell":"` + string(c.want.Cell) + `"`, fmt.Sprintf(`"embedding_size":%d`, c.want.Embedding)} {
+			if !strings.Contains(string(out), field) {
+				t.Errorf("%s: written back without %s: %s", c.name, field, out)
+			}
+		}
+		if has := strings.Contains(string(out), `"max_length"`); has != (c.want.MaxLength > 0) {
+			t.Errorf("%s: max_length written = %v: %s", c.name, has, out)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func TestExportRoundTrip(t *testing.T) {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "model")
 			res := mustExport(t, ckpt("bahdanau_b4_l2", file), dir, Options{})
-			want := attention.Config{Arch: attention.Bahdanau, Hidden: 13, Layers: 2, SrcVocab: 19, TgtVocab: 23}
+			want := attention.Config{Arch: attention.Bahdanau, Cell: attention.LSTM, Hidden: 13, Embedding: 13, Layers: 2, SrcVocab: 19, TgtVocab: 23}
 			if res.Config != want {
 				t.Errorf("config %+v, want %+v", res.Config, want)
 			}

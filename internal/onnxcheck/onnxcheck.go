@@ -149,3 +149,74 @@ func Check(t testing.TB, data []byte) {
 		t.Errorf("ONNX checker rejects the model: %v", err)
 	}
 }
+
+// manyScript checks every model named in argv[1:] and prints one line per
+// failing file: the marker, the file's index and the checker's message.
+const manyScript = `
+import sys
+try:
+    import onnx
+    import onnx.checker
+except Exception as e:
+    print("import onnx failed: %s" % e, file=sys.stderr)
+    sys.exit(3)
+bad = 0
+for i, p in enumerate(sys.argv[1:]):
+    try:
+        onnx.checker.check_model(p, full_check=True)
+    except Exception as e:
+        bad = 1
+        print("ATTNX-CHECK-FAILED %d %s: %s" % (i, type(e).__name__, " ".join(str(e).split())))
+sys.exit(bad)
+`
+
+// CheckFiles is CheckFile for several files in one Python process, for
+// tests that build many models. It returns nil when every file passes, an
+// error wrapping ErrUnavailable when the checker cannot run, and otherwise
+// an error naming each failing file with the checker's message.
+func CheckFiles(paths ...string) error {
+	if err := Available(); err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	abs := make([]string, len(paths))
+	for i, p := range paths {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("onnxcheck: %w", err)
+		}
+		abs[i] = a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Python, append([]string{"-E", "-c", manyScript}, abs...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("onnxcheck: %d files: checker timed out after %v", len(paths), Timeout)
+	}
+	var fails []string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		rest, ok := strings.CutPrefix(line, "ATTNX-CHECK-FAILED ")
+		if !ok {
+			continue
+		}
+		idx, msg, _ := strings.Cut(rest, " ")
+		var i int
+		if _, err := fmt.Sscan(idx, &i); err != nil || i < 0 || i >= len(paths) {
+			fails = append(fails, rest)
+			continue
+		}
+		fails = append(fails, fmt.Sprintf("%s: onnx checker: %s", paths[i], msg))
+	}
+	if len(fails) == 0 {
+		return fmt.Errorf("onnxcheck: running the checker on %d files: %v: %s", len(paths), err, strings.TrimSpace(stderr.String()+stdout.String()))
+	}
+	return fmt.Errorf("%d of %d models fail the onnx checker:\n%s", len(fails), len(paths), strings.Join(fails, "\n"))
+}

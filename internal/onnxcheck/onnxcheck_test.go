@@ -73,3 +73,32 @@ func TestCheckerRejectsUnknownOperator(t *testing.T) {
 		t.Errorf("unknown operator: %v", err)
 	}
 }
+
+func TestCheckFiles(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.onnx", model(t, builder.TensorType(builder.Float, builder.Dims("batch", 3))))
+	bad := write("bad.onnx", model(t, builder.TensorType(builder.Int64, builder.Dims("batch", 3))))
+	junk := write("junk.onnx", []byte("junk"))
+	if err := CheckFiles(good, good); err != nil {
+		t.Errorf("valid models rejected: %v", err)
+	}
+	err := CheckFiles(good, bad, good, junk)
+	if err == nil {
+		t.Fatal("a wrongly typed model and junk passed")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "2 of 4 models fail") || !strings.Contains(msg, bad+": onnx checker: InferenceError") ||
+		!strings.Contains(msg, junk+": onnx checker:") || strings.Contains(msg, good+":") {
+		t.Errorf("error %q should name bad.onnx and junk.onnx with the checker's messages, and not good.onnx", msg)
+	}
+}

@@ -1,0 +1,81 @@
+package attention
+
+import (
+	"fmt"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/ops"
+)
+
+// tutorialLocation is the decoder of PyTorch's seq2seq translation tutorial
+// as published from 2017 to 2023 (AttnDecoderRNN with max_length): the
+// attention weights come from the embedding and the state alone, over M =
+// max_length positions (spec: "PyTorch tutorial, 2017-2023 version"):
+//
+//	q = hidden[L-1]  (state before this step)
+//	w = softmax over M of ([e ; q] W_attn^T + b_attn)       [batch, M]
+//	attention = w[:, :src_len], zero past each row's length
+//	ctx = sum_s attention_s enc_s
+//	x = relu([e ; ctx] W_comb^T + b_comb)
+//	out, state' = RNN(x, state)
+//	log_probs = log_softmax(out W_out^T + b_out)
+//
+// The tutorial's encoder_outputs buffer has M rows, zero past the sentence,
+// so positions past the length add nothing to ctx: computing ctx from the
+// zeroed attention reproduces that, whatever the decoder graph is given
+// past each length. The weights do not sum to 1 over the source. Sources
+// longer than M cannot run: Config.MaxLength records M so that callers
+// refuse them first (Config.CheckSourceLength).
+//
+// Keys: decoder.attn.* (M x (E+H)), decoder.attn_combine.* (H x (E+H)),
+// decoder.out.*. Nothing is computed once per sentence.
+type tutorialLocation struct{}
+
+func (tutorialLocation) Name() Arch { return TutorialLocation }
+
+func (tutorialLocation) Evidence() string {
+	return "decoder.attn.weight (M x (E+H)), decoder.attn_combine.*, decoder.out.*"
+}
+
+func (tutorialLocation) Detect(shapes map[string][]int64) bool {
+	return has(shapes, "decoder.attn.weight")
+}
+
+func (tutorialLocation) DecoderKeys(cfg Config) []KeySpec {
+	H, EH, M, Vt := int64(cfg.Hidden), int64(cfg.Embedding+cfg.Hidden), int64(cfg.MaxLength), int64(cfg.TgtVocab)
+	return []KeySpec{
+		key("decoder.attn.weight", "M x (E+H): location scores over max_length M from [embedding; hidden]", M, EH),
+		key("decoder.attn.bias", "M", M),
+		key("decoder.attn_combine.weight", "H x (E+H): over [embedding; context]", H, EH),
+		key("decoder.attn_combine.bias", "H", H),
+		key("decoder.out.weight", "Vt x H", Vt, H),
+		key("decoder.out.bias", "Vt", Vt),
+	}
+}
+
+func (tutorialLocation) DecoderInput(cfg Config) (int, string) {
+	return cfg.Hidden, "H: relu(attn_combine)"
+}
+
+// sizes reads M from decoder.attn.weight's rows.
+func (tutorialLocation) sizes(shapes map[string][]int64, cfg *Config) error {
+	d := shapes["decoder.attn.weight"]
+	if len(d) != 2 || d[0] < 1 {
+		return fmt.Errorf("checkpoint key decoder.attn.weight: shape %v, expected [M E+H] with max_length M >= 1", d)
+	}
+	cfg.MaxLength = int(d[0])
+	return nil
+}
+
+func (tutorialLocation) precompute(*modelGraph, *builder.Value) *builder.Value { return nil }
+
+func (tutorialLocation) step(s *modelGraph, in stepInputs) stepOutputs {
+	e := s.embed(in.ids)
+	w := ops.Softmax(s.linear(ops.Concat(-1, e, s.top(in.state.h)), "decoder.attn", true), -1) // [batch, M]
+	srcLen := ops.Shape(in.enc, ops.ShapeOpts{Start: 1, End: ops.Int(2)})
+	first := s.c.ints(0)
+	a := ops.Where(in.mask, ops.Slice(w, first, srcLen, s.c.ints(1), nil), s.c.scalarFloat(0)) // [batch, src_len]
+	x := ops.Relu(s.linear(ops.Concat(-1, e, s.context(a, in.enc)), "decoder.attn_combine", true))
+	next := s.decoderRNN(x, in.state)
+	return stepOutputs{logProbs: s.classify("decoder.out", s.top(next.h)), state: next, attn: a}
+}
