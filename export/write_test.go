@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,17 +70,19 @@ func TestWriteFileInline(t *testing.T) {
 	}
 }
 
-// dirNames lists a directory's entries, comma-separated.
+// dirNames lists a directory's entries, comma-separated, in order.
 func dirNames(t *testing.T, dir string) string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		t.Fatal(err)
 	}
+	sort.Strings(names)
 	return strings.Join(names, ",")
 }
 

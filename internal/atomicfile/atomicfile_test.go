@@ -12,18 +12,17 @@ import (
 	"testing"
 )
 
-// names lists a directory's entries.
+// names lists a directory's entries (Glob's "*" matches dot files too).
 func names(t *testing.T, dir string) []string {
 	t.Helper()
-	es, err := os.ReadDir(dir)
+	paths, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
+	for i, p := range paths {
+		paths[i] = filepath.Base(p)
 	}
-	return out
+	return paths
 }
 
 func TestWriteFile(t *testing.T) {
