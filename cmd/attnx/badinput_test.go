@@ -20,6 +20,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/procstat"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -196,9 +197,7 @@ type badCase struct {
 }
 
 func TestBadInput(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	m := badSetup(t, tmp)
 	out := filepath.Join(tmp, "out")
@@ -284,13 +283,13 @@ func TestBadInput(t *testing.T) {
 		{name: "export: --force on a dir that is no model", args: []string{"export", ck, "-o", nonEmpty, "--force"}, code: 1,
 			want: []string{"has no attnx.json", "--force only replaces attnx model directories"}},
 		{name: "export: unknown flag", args: []string{"export", ck, "-o", out, "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus", "attnx help export"}, noPath: out},
+			want: []string{"unknown flag: --bogus", "attnx help export"}, noPath: out},
 		{name: "export: missing checkpoint argument", args: []string{"export", "-o", out}, code: 2,
 			want: []string{"missing CHECKPOINT"}, noPath: out},
 		{name: "export: missing -o", args: []string{"export", ck}, code: 2,
 			want: []string{"missing -o DIR"}},
 		{name: "export: -o without its value", args: []string{"export", ck, "-o"}, code: 2,
-			want: []string{"flag needs an argument: -o"}},
+			want: []string{"flag needs an argument: 'o' in -o"}},
 
 		// translate
 		{name: "translate: missing model dir", args: []string{"translate", "--model", missing, "--ids", "4 5"}, code: 1,
@@ -333,7 +332,7 @@ func TestBadInput(t *testing.T) {
 		{name: "translate: unknown device", args: []string{"translate", "--model", m.ids, "--device", "tpu", "--ids", "4"}, code: 2,
 			want: []string{`--device "tpu"`, "want cpu, cuda or auto"}},
 		{name: "translate: unknown flag", args: []string{"translate", "--model", m.ids, "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus", "attnx help translate"}},
+			want: []string{"unknown flag: --bogus", "attnx help translate"}},
 		{name: "translate: missing --model", args: []string{"translate", "abc"}, code: 2,
 			want: []string{"--model DIR is required"}},
 		{name: "translate: --batch 0", args: []string{"translate", "--model", m.ids, "--batch", "0"}, code: 2,
@@ -353,7 +352,7 @@ func TestBadInput(t *testing.T) {
 		{name: "inspect: missing argument", args: []string{"inspect"}, code: 2,
 			want: []string{"want one FILE.onnx or model DIR, got 0 arguments"}},
 		{name: "inspect: unknown flag", args: []string{"inspect", "--bogus", m.ids}, code: 2,
-			want: []string{"flag provided but not defined: -bogus"}},
+			want: []string{"unknown flag: --bogus"}},
 
 		// verify
 		{name: "verify: missing model dir", args: []string{"verify", "--model", missing, "--checkpoint", ck}, code: 1,
@@ -373,7 +372,7 @@ func TestBadInput(t *testing.T) {
 		{name: "verify: missing --model", args: []string{"verify", "--checkpoint", ck}, code: 2,
 			want: []string{"--model"}},
 		{name: "verify: unknown flag", args: []string{"verify", "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus"}},
+			want: []string{"unknown flag: --bogus"}},
 
 		// the command line itself
 		{name: "unknown command", args: []string{"exprot"}, code: 2, want: []string{`unknown command "exprot"`}},
@@ -453,9 +452,7 @@ func TestBadInputHelperProcess(t *testing.T) {
 // pointing at nothing, in a subprocess: the message names the library path
 // and the variable, and there is no panic.
 func TestBadInputMissingORT(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available, so a model cannot be exported first: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
@@ -536,9 +533,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 translations")
 	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
