@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/runtime"
 	ort "github.com/yalue/onnxruntime_go"
@@ -66,11 +66,11 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 			return nil, err
 		}
 	}
-	f, err := os.Create(c.CPUProfile)
+	f, err := atomicfile.Create(c.CPUProfile, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
-	defer f.Close()
+	defer f.Discard()
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
@@ -86,6 +86,9 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 	}
 	pprof.StopCPUProfile()
 	secs := time.Since(start).Seconds()
+	if err := f.Commit(); err != nil {
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
 	// The argmax alone, on the last step's log_probs.
 	lp := l.logProbs.GetData()
 	const k = 2000

@@ -1,17 +1,7 @@
 package bench
 
-// #include <malloc.h>
-// static void trim(void) {
-// #ifdef __GLIBC__
-// 	malloc_trim(0);
-// #endif
-// }
-import "C"
-
 import (
 	"os"
-	goruntime "runtime"
-	"runtime/debug"
 
 	"github.com/attnx/attnx/internal/procstat"
 )
@@ -23,9 +13,7 @@ import (
 // that peakRSSMB reports the peak of what runs next. It reports whether the
 // reset worked; if not, peakRSSMB is the process's lifetime peak.
 func resetPeakRSS() bool {
-	goruntime.GC()
-	debug.FreeOSMemory()
-	C.trim()
+	procstat.ReleaseFreeMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 

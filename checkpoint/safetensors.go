@@ -9,11 +9,10 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/atomicfile"
 )
 
 // maxHeaderSize is the largest safetensors JSON header accepted, as in the
@@ -302,38 +301,5 @@ func WriteSafetensors(path string, tensors map[string]*builder.Tensor, metadata 
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return writeAtomic(path, data)
-}
-
-func writeAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("%s: writing: %w", path, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("%s: syncing: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("%s: closing: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o644)
 }

@@ -91,10 +91,16 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 	if extModel, err = os.ReadFile(p); err != nil {
 		tb.Fatal(err)
 	}
-	if extData, err = os.ReadFile(p + ".data"); err != nil {
+	// WriteFile tags the data file's name with its content's hash; the
+	// fuzzed directory holds it as "model.onnx.data".
+	mp, err := export.LoadBytes(extModel)
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return inline, extModel, extData
+	if extData, err = os.ReadFile(filepath.Join(dir, externalLocations(mp.Graph)[0])); err != nil {
+		tb.Fatal(err)
+	}
+	return inline, withLocation(tb, extModel, "model.onnx.data"), extData
 }
 
 // withLocation returns model (which must have external tensors) with every

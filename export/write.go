@@ -2,6 +2,8 @@ package export
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/internal/onnxpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -34,18 +37,34 @@ type WriteOptions struct {
 	// exceed protobuf's 2 GiB limit; then tensors of 1 KiB and more move
 	// automatically.
 	ExternalDataThreshold int64
-	// ExternalDataFile is the data file's name, in the model's directory;
-	// default "<model file name>.data", such as "model.onnx.data".
+	// ExternalDataFile names the data file, in the model's directory;
+	// default "<model file name>.data", such as "model.onnx.data". The
+	// file written carries a tag of its content before the extension,
+	// such as "model.onnx.0123456789abcdef.data" (see WriteFile).
 	ExternalDataFile string
 	// ValueInfo records intermediate value types (see ProtoOptions).
 	ValueInfo bool
 }
 
-// WriteFile writes m to path atomically: the model (and the external data
-// file, if any) is written to a temporary file in the same directory,
-// synced, and renamed over the final name, so that a crash never leaves a
-// half-written file under that name. On error, temporary files are removed
-// and existing files are left as they were.
+// WriteFile writes m to path atomically: a crash, or an error, at any
+// point leaves either the previous model or the new one, never a partial
+// file and never a graph paired with another graph's external data.
+//
+// Without external data, the model is written with atomicfile (a synced
+// temporary file renamed over path). With external data, the data file's
+// name carries the first 16 hex digits of the SHA-256 of its content
+// ("m.onnx.0123456789abcdef.data"), and the graph refers to that name.
+// The order is: the data file is written and renamed into place (beside
+// the old one, whose name differs unless its content is the same), then
+// the graph is renamed over path, and only then are data files of the
+// same name pattern other than the new one removed. A crash before the
+// graph's rename leaves the old graph with its old data (the new data
+// file is an orphan that the next write removes); after it, the new graph
+// has its data, and stale files are removed by the next write. Since the
+// tag derives from the content, writing the same model twice gives the
+// same files. Two models in one directory must not share an
+// ExternalDataFile name, and concurrent writers of the same path must be
+// serialised by the caller.
 func WriteFile(path string, m *builder.Model, opt WriteOptions) error {
 	mp, err := ToProtoWith(m, ProtoOptions{ValueInfo: opt.ValueInfo})
 	if err != nil {
@@ -54,10 +73,16 @@ func WriteFile(path string, m *builder.Model, opt WriteOptions) error {
 	return WriteProtoFile(path, mp, opt)
 }
 
+// testHookCommitted, set by tests, runs after the data file (stage
+// "data") and after the graph (stage "graph") are renamed into place; an
+// error returns from WriteProtoFile at once, leaving the files as a crash
+// at that point would.
+var testHookCommitted func(stage string) error
+
 // WriteProtoFile writes a ModelProto to path atomically, with external
 // data as opt says (see WriteFile). Tensors moved to external data are
 // replaced in mp by their external references.
-func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err error) {
+func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) error {
 	if mp == nil || mp.Graph == nil {
 		return fmt.Errorf("export: writing %s: model has no graph", path)
 	}
@@ -76,17 +101,15 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err e
 		return fmt.Errorf("export: writing %s: ExternalDataFile %q must be a plain file name (it goes next to the model)", path, dataName)
 	}
 	dir := filepath.Dir(path)
-
-	var tmps []string
-	defer func() {
-		if err != nil {
-			for _, t := range tmps {
-				os.Remove(t)
-			}
+	hook := func(stage string) error {
+		if testHookCommitted != nil {
+			return testHookCommitted(stage)
 		}
-	}()
+		return nil
+	}
 
-	var dataTmp string
+	var dataFile string // the tagged name written, if any
+	var dataNew bool    // whether no file of that name existed before
 	if threshold > 0 {
 		var moved []*onnxpb.TensorProto
 		_ = forEachTensor(mp.Graph, func(tp *onnxpb.TensorProto) error {
@@ -96,53 +119,79 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) (err e
 			return nil
 		})
 		if len(moved) > 0 {
-			f, err := os.CreateTemp(dir, "."+dataName+".tmp-*")
-			if err != nil {
+			var err error
+			if dataFile, dataNew, err = writeExternal(dir, dataName, moved); err != nil {
 				return fmt.Errorf("export: writing external data for %s: %w", path, err)
 			}
-			dataTmp = f.Name()
-			tmps = append(tmps, dataTmp)
-			refs, err := writeExternal(f, moved, dataName)
-			if cerr := closeSynced(f); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("export: writing external data %s: %w", filepath.Join(dir, dataName), err)
-			}
-			// Only now, with the data safely written, point the tensors at it.
-			for i, tp := range moved {
-				tp.RawData = nil
-				tp.ExternalData = refs[i]
-				tp.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
+			if err := hook("data"); err != nil {
+				return err
 			}
 		}
+	}
+	// A failure from here on leaves the old graph: the new data file,
+	// unless the old graph has the same data, is of no use to it.
+	graphErr := func(err error) error {
+		if dataNew {
+			os.Remove(filepath.Join(dir, dataFile))
+		}
+		return err
 	}
 	if n := int64(proto.Size(mp)); n > maxProtoSize {
-		return fmt.Errorf("export: writing %s: model is %d bytes, over protobuf's 2 GiB limit even with external data above %d bytes", path, n, threshold)
+		return graphErr(fmt.Errorf("export: writing %s: model is %d bytes, over protobuf's 2 GiB limit even with external data above %d bytes", path, n, threshold))
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return StreamProto(w, mp) }); err != nil {
+		return graphErr(fmt.Errorf("export: %w", err))
+	}
+	if err := hook("graph"); err != nil {
+		return err
+	}
+	return removeStaleData(dir, dataName, dataFile)
+}
+
+// dataTagLen is the number of hex digits of the content tag in external
+// data file names.
+const dataTagLen = 16
+
+// taggedDataName inserts tag before name's extension: "m.onnx.data" ->
+// "m.onnx.TAG.data", "weights" -> "weights.TAG".
+func taggedDataName(name, tag string) string {
+	ext := filepath.Ext(name)
+	return strings.TrimSuffix(name, ext) + "." + tag + ext
+}
+
+// isTaggedDataName reports whether file is name tagged by taggedDataName
+// with some tag.
+func isTaggedDataName(name, file string) bool {
+	ext := filepath.Ext(name)
+	rest, ok := strings.CutPrefix(file, strings.TrimSuffix(name, ext)+".")
+	if !ok {
+		return false
+	}
+	tag, ok := strings.CutSuffix(rest, ext)
+	return ok && len(tag) == dataTagLen && strings.Trim(tag, "0123456789abcdef") == ""
+}
+
+// removeStaleData removes the data files of earlier writes (name tagged,
+// other than keep), once the graph that no longer refers to them is in
+// place.
+func removeStaleData(dir, name, keep string) error {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("export: writing %s: %w", path, err)
+		return fmt.Errorf("export: removing stale external data in %s: %w", dir, err)
 	}
-	modelTmp := f.Name()
-	tmps = append(tmps, modelTmp)
-	err = StreamProto(f, mp)
-	if cerr := closeSynced(f); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("export: writing %s: %w", path, err)
-	}
-	if dataTmp != "" {
-		if err := os.Rename(dataTmp, filepath.Join(dir, dataName)); err != nil {
-			return fmt.Errorf("export: writing %s: %w", path, err)
+	removed := false
+	for _, e := range ents {
+		if e.Name() != keep && e.Type().IsRegular() && isTaggedDataName(name, e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("export: removing stale external data: %w", err)
+			}
+			removed = true
 		}
 	}
-	if err := os.Rename(modelTmp, path); err != nil {
-		return fmt.Errorf("export: writing %s: %w", path, err)
+	if removed {
+		return atomicfile.SyncDir(dir)
 	}
-	tmps = nil
-	return syncDir(dir)
+	return nil
 }
 
 // streamMin (a variable for tests) is the size from which StreamProto writes a field straight from
@@ -258,56 +307,50 @@ func streamMessage(w *bufio.Writer, m protoreflect.Message) error {
 	return err
 }
 
-// writeExternal streams the tensors' data to f, each at an aligned offset,
-// and returns their external_data entries.
-func writeExternal(f *os.File, tensors []*onnxpb.TensorProto, location string) ([][]*onnxpb.StringStringEntryProto, error) {
-	w := bufio.NewWriterSize(f, 1<<20)
+// writeExternal writes the tensors' data, each at an aligned offset, to a
+// data file in dir named after name tagged with the data's hash, commits
+// it, and only then points the tensors at it. It returns the file's name
+// and whether no file of that name existed before.
+func writeExternal(dir, name string, tensors []*onnxpb.TensorProto) (file string, isNew bool, err error) {
+	f, err := atomicfile.Create(filepath.Join(dir, name), 0o644)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Discard()
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
 	var off int64
 	zeros := make([]byte, externalAlign)
-	refs := make([][]*onnxpb.StringStringEntryProto, len(tensors))
+	offsets := make([]int64, len(tensors))
 	for i, tp := range tensors {
 		if pad := (externalAlign - off%externalAlign) % externalAlign; pad > 0 {
 			if _, err := w.Write(zeros[:pad]); err != nil {
-				return nil, err
+				return "", false, err
 			}
 			off += pad
 		}
-		n, err := w.Write(tp.RawData)
-		if err != nil {
-			return nil, err
+		if _, err := w.Write(tp.RawData); err != nil {
+			return "", false, err
 		}
-		refs[i] = []*onnxpb.StringStringEntryProto{
-			{Key: proto.String("location"), Value: proto.String(location)},
-			{Key: proto.String("offset"), Value: proto.String(strconv.FormatInt(off, 10))},
-			{Key: proto.String("length"), Value: proto.String(strconv.Itoa(n))},
+		offsets[i] = off
+		off += int64(len(tp.RawData))
+	}
+	if err := w.Flush(); err != nil {
+		return "", false, err
+	}
+	file = taggedDataName(name, hex.EncodeToString(h.Sum(nil))[:dataTagLen])
+	_, statErr := os.Lstat(filepath.Join(dir, file))
+	if err := f.CommitAs(filepath.Join(dir, file)); err != nil {
+		return "", false, err
+	}
+	for i, tp := range tensors {
+		tp.ExternalData = []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("location"), Value: proto.String(file)},
+			{Key: proto.String("offset"), Value: proto.String(strconv.FormatInt(offsets[i], 10))},
+			{Key: proto.String("length"), Value: proto.String(strconv.Itoa(len(tp.RawData)))},
 		}
-		off += int64(n)
+		tp.RawData = nil
+		tp.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
 	}
-	return refs, w.Flush()
-}
-
-// closeSynced makes f world-readable like an ordinary file (CreateTemp
-// makes it private), syncs it to disk and closes it.
-func closeSynced(f *os.File) error {
-	err := f.Chmod(0o644)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("export: syncing directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("export: syncing directory %s: %w", dir, err)
-	}
-	return nil
+	return file, errors.Is(statErr, os.ErrNotExist), nil
 }

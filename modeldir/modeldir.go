@@ -3,18 +3,22 @@
 // beside attnx.json, the file that makes the directory self-describing
 // (shared/spec/models.md, "ONNX interface").
 //
-// Export never leaves a half-written directory under the requested name:
-// everything is written into a temporary directory next to it, synced, and
-// renamed into place. The temporary names, all in DIR's parent, are
+// Export never leaves a half-written directory under the requested name,
+// and a run killed at any point leaves DIR as it was or complete with the
+// new model: everything is written into a temporary directory next to DIR
+// (.BASE.tmp-N, BASE = filepath.Base(DIR)), each file synced, and then put
+// in place in one step. A missing or empty DIR is replaced by rename(2); a
+// model directory being replaced (Force) is exchanged with the new one by
+// renameat2(RENAME_EXCHANGE) on Linux (renamex_np on macOS), so DIR never
+// ceases to exist, and the old model, now under the temporary name, is
+// removed. Where no exchange exists, DIR is renamed aside (.BASE.old-N)
+// and the new one renamed in; a crash in between leaves DIR missing until
+// the next Export of it puts the old directory back (swap.go).
 //
-//	.BASE.tmp-RANDOM   a directory being written (BASE = filepath.Base(DIR))
-//	.BASE.old-RANDOM   the previous DIR, set aside during a --force swap
-//
-// A run that is killed can leave them behind; the next Export of the same
-// DIR removes them (a .tmp- directory only when no live process holds its
-// lock, an .old- directory only once DIR exists again; if DIR is missing the
-// .old- directory is renamed back to DIR, since it is the only copy).
-// Directories of other names are never touched.
+// A killed run can leave temporary directories behind; the next Export of
+// the same DIR removes them (never one a live run holds locked, never the
+// only complete copy of a model). Directories of other names are never
+// touched.
 package modeldir
 
 import (
@@ -23,13 +27,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/atomicfile"
 )
 
 // File names inside a model directory.
@@ -189,13 +192,10 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	data = append(data, '\n')
-	if err := writeSynced(filepath.Join(tmp, InfoFile), data); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, InfoFile), data, 0o644); err != nil {
 		return nil, err
 	}
 	res.Files = append(res.Files, FileInfo{Role: "info", Name: InfoFile, Bytes: int64(len(data))})
-	if err := syncDir(tmp); err != nil {
-		return nil, err
-	}
 
 	unlockParent = lockParent(dir)
 	defer unlockParent()
@@ -330,35 +330,6 @@ func writeGraph(path string, build func() (*builder.Model, error)) (FileInfo, er
 	return FileInfo{Name: filepath.Base(path), Bytes: st.Size(), Nodes: nodes}, nil
 }
 
-// writeSynced writes data to a new file and syncs it.
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
-}
-
 // checkTarget refuses a dir that exists and is not an empty directory,
 // unless force is set and it is a model directory.
 func checkTarget(dir string, force bool) error {
@@ -386,105 +357,4 @@ func checkTarget(dir string, force bool) error {
 		return fmt.Errorf("%s is not empty and has no %s: --force only replaces attnx model directories; remove it yourself or choose another -o", dir, InfoFile)
 	}
 	return nil
-}
-
-func tmpPrefix(dir string) string { return "." + filepath.Base(dir) + ".tmp-" }
-func oldPrefix(dir string) string { return "." + filepath.Base(dir) + ".old-" }
-
-// makeTemp creates and locks the temporary directory for dir.
-func makeTemp(dir string) (string, func(), error) {
-	parent := filepath.Dir(dir)
-	tmp, err := os.MkdirTemp(parent, tmpPrefix(dir))
-	if err != nil {
-		return "", nil, fmt.Errorf("creating a temporary directory next to %s: %w", dir, err)
-	}
-	return tmp, lockDir(tmp, false), nil
-}
-
-// staleDirs lists parent entries that are directories whose names start
-// with prefix followed by MkdirTemp's random digits.
-func staleDirs(dir, prefix string) []string {
-	parent := filepath.Dir(dir)
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() || rest == "" || strings.Trim(rest, "0123456789") != "" {
-			continue
-		}
-		out = append(out, filepath.Join(parent, e.Name()))
-	}
-	sort.Strings(out)
-	return out
-}
-
-// cleanStale removes what killed runs for the same dir left behind (see
-// the package comment). The caller holds the parent's lock.
-func cleanStale(dir string) {
-	for _, t := range staleDirs(dir, tmpPrefix(dir)) {
-		if unlock, ok := tryLockDir(t); ok {
-			os.RemoveAll(t)
-			unlock()
-		}
-	}
-	olds := staleDirs(dir, oldPrefix(dir))
-	if len(olds) == 0 {
-		return
-	}
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		// Killed between setting DIR aside and renaming the new one in:
-		// the old directory is the only copy. Put it back.
-		if os.Rename(olds[len(olds)-1], dir) == nil {
-			olds = olds[:len(olds)-1]
-		}
-	}
-	for _, o := range olds {
-		os.RemoveAll(o)
-	}
-}
-
-// swapIn renames tmp to dir. An empty dir is replaced; a non-empty one only
-// with force, by renaming it aside first and restoring it on failure.
-func swapIn(tmp, dir string, force bool) (replaced bool, err error) {
-	parent := filepath.Dir(dir)
-	if err := checkTarget(dir, force); err != nil {
-		return false, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	if len(entries) == 0 {
-		// Missing, or empty: rename(2) replaces an empty directory.
-		if err := renameDir(tmp, dir); err != nil {
-			return false, fmt.Errorf("moving the new model into %s: %w", dir, err)
-		}
-		return false, syncDir(parent)
-	}
-	// MkdirTemp picks a fresh name; rename(2) then replaces that empty
-	// directory with DIR.
-	old, err := os.MkdirTemp(parent, oldPrefix(dir))
-	if err != nil {
-		return false, fmt.Errorf("setting %s aside: %w", dir, err)
-	}
-	if err := renameDir(dir, old); err != nil {
-		os.Remove(old)
-		return false, fmt.Errorf("setting %s aside: %w", dir, err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if rerr := os.Rename(old, dir); rerr != nil {
-			return false, fmt.Errorf("moving the new model into %s: %w; restoring the old directory from %s also failed: %v", dir, err, old, rerr)
-		}
-		return false, fmt.Errorf("moving the new model into %s: %w (the old directory is unchanged)", dir, err)
-	}
-	if err := syncDir(parent); err != nil {
-		return true, err
-	}
-	if err := os.RemoveAll(old); err != nil {
-		return true, fmt.Errorf("the new model is in %s, but removing the old one (%s) failed: %w", dir, old, err)
-	}
-	return true, nil
 }

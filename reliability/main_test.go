@@ -33,6 +33,11 @@ func TestMain(m *testing.M) {
 }
 
 // attnxBinary builds cmd/attnx once per test binary and returns its path.
+// It is built with the attnx_crashpoints tag, which adds modeldir's test
+// hooks: ATTNX_CRASH_AT=POINT makes it SIGKILL itself at that point of the
+// model directory swap, ATTNX_SWAP=rename forces the rename fallback. A
+// normal build has no such code; without those variables the binary
+// behaves as a normal one.
 func attnxBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -41,9 +46,9 @@ func attnxBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "attnx")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/attnx").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "attnx_crashpoints", "-o", binPath, "../cmd/attnx").CombinedOutput()
 		if err != nil {
-			binErr = fmt.Errorf("go build ../cmd/attnx: %v\n%s", err, out)
+			binErr = fmt.Errorf("go build -tags attnx_crashpoints ../cmd/attnx: %v\n%s", err, out)
 		}
 	})
 	if binErr != nil {
@@ -100,12 +105,13 @@ func writeCheckpoint(t *testing.T, path string, sd map[string]*builder.Tensor) s
 	return path
 }
 
-// memSample is the Go heap after a full GC and the process's RSS.
+// memSample is the Go heap after a full GC and the process's RSS after
+// freed memory, Go's and the C allocator's, is returned to the system.
 type memSample struct{ heap, rss uint64 }
 
 func sampleMem() memSample {
 	goruntime.GC()
-	goruntime.GC()
+	procstat.ReleaseFreeMemory()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	return memSample{heap: ms.HeapAlloc, rss: procstat.RSS()}

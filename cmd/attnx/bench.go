@@ -11,6 +11,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/bench"
+	"github.com/attnx/attnx/internal/atomicfile"
 )
 
 func init() {
@@ -136,7 +137,7 @@ func runBench(args []string) error {
 	}
 	js = append(js, '\n')
 	if *jsonOut != "" {
-		if err := os.WriteFile(*jsonOut, js, 0o644); err != nil {
+		if err := atomicfile.WriteFile(*jsonOut, js, 0o644); err != nil {
 			return fmt.Errorf("writing the JSON report: %w", err)
 		}
 	}

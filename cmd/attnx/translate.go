@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
 	"github.com/schollz/progressbar/v3"
@@ -440,16 +441,12 @@ func writeAttentionPNG(path, caption string, res translate.Result) error {
 	p.Draw(draw.Crop(dc, 0, -barW-vg.Points(10), 0, 0))
 	bar.Draw(draw.Crop(dc, width-barW+vg.Points(15), 0, vg.Points(40), -vg.Points(10)))
 
-	f, err := os.Create(path)
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("--plot: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--plot: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--plot: writing %s: %w", path, err)
 	}
 	return nil
 }
