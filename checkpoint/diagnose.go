@@ -318,15 +318,46 @@ func stem(key string) (string, string) {
 	return key[:i], key[i+1:]
 }
 
-type foundGroup struct {
+type stemGroup[T any] struct {
 	stem  string
-	items []int // indexes into found
+	items []T
 }
+
+// groupByStem groups items by the stem of their names, in the order the
+// stems first appear.
+func groupByStem[T any](items []T, name func(T) string) []*stemGroup[T] {
+	var out []*stemGroup[T]
+	byStem := map[string]*stemGroup[T]{}
+	for _, it := range items {
+		s, _ := stem(name(it))
+		g := byStem[s]
+		if g == nil {
+			g = &stemGroup[T]{stem: s}
+			byStem[s] = g
+			out = append(out, g)
+		}
+		g.items = append(g.items, it)
+	}
+	return out
+}
+
+// unused lists the indexes i with !used[i].
+func unused(found []KeyShape, used []bool) []int {
+	var out []int
+	for i := range found {
+		if !used[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// foundGroup holds the indexes of found keys sharing a stem.
+type foundGroup = stemGroup[int]
 
 type wantGroup struct {
 	stem     string
 	pats     []*pattern
-	leaves   []string // leaf patterns, in order
 	assigned bool
 }
 
@@ -416,32 +447,10 @@ func matchLayout(found []KeyShape, name string, pats []pattern) *layoutMatch {
 	m := &layoutMatch{name: name, ex: ex}
 	// Phase two: the keys left over, grouped by stem, against the groups
 	// of missing keys.
-	var fgs []*foundGroup
-	byStem := map[string]*foundGroup{}
-	for i, f := range found {
-		if ex.used[i] {
-			continue
-		}
-		s, _ := stem(f.Key)
-		g := byStem[s]
-		if g == nil {
-			g = &foundGroup{stem: s}
-			byStem[s] = g
-			fgs = append(fgs, g)
-		}
-		g.items = append(g.items, i)
-	}
+	fgs := groupByStem(unused(found, ex.used), func(i int) string { return found[i].Key })
 	var wgs []*wantGroup
-	wantByStem := map[string]*wantGroup{}
-	for _, p := range ex.missing {
-		s, _ := stem(p.Name)
-		g := wantByStem[s]
-		if g == nil {
-			g = &wantGroup{stem: s}
-			wantByStem[s] = g
-			wgs = append(wgs, g)
-		}
-		g.pats = append(g.pats, p)
+	for _, g := range groupByStem(ex.missing, func(p *pattern) string { return p.Name }) {
+		wgs = append(wgs, &wantGroup{stem: g.stem, pats: g.items})
 	}
 	bind := ex.bind
 	renamed := map[*pattern]bool{}
