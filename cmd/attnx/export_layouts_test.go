@@ -72,39 +72,3 @@ func TestExportLayouts(t *testing.T) {
 		})
 	}
 }
-
-func TestExportLayoutErrors(t *testing.T) {
-	tmp := t.TempDir()
-	out := filepath.Join(tmp, "out")
-	enc, dec := layoutFixture("s2s_encoder.pt"), layoutFixture("s2s_decoder.pt")
-	flat := layoutFixture("s2s_flat.pt")
-	cases := []struct {
-		args []string
-		code int
-		err  string
-	}{
-		{[]string{"export", flat, "--encoder", enc, "--decoder", dec, "-o", out}, 2,
-			"attnx export: give either CHECKPOINT (" + flat + ") or --encoder and --decoder, not both\n"},
-		{[]string{"export", "--encoder", enc, "-o", out}, 2, "attnx export: --encoder needs --decoder (the decoder's checkpoint)\n"},
-		{[]string{"export", "--decoder", dec, "-o", out}, 2, "attnx export: --decoder needs --encoder (the encoder's checkpoint)\n"},
-		{[]string{"export", flat, "-o", out, "--map", "attention.W1"}, 2,
-			`attnx export: invalid argument "attention.W1" for "--map" flag: "attention.W1" has no '=': want FROM=TO, e.g. attention.W1=attention.Wa` + "\n"},
-		{[]string{"export", flat, "-o", out, "--map", "a.b=a.b"}, 2,
-			`attnx export: invalid argument "a.b=a.b" for "--map" flag: "a.b=a.b" renames a prefix to itself` + "\n"},
-		{[]string{"export", flat, "-o", out, "--map", "decoder.attention=decoder.attn"}, 1,
-			`attnx export: reading checkpoint: ` + flat + `: map decoder.attention=decoder.attn: no key starts with "decoder.attention" (keys: decoder.attn_combine.bias,`},
-		{[]string{"export", "--encoder", flat, "--decoder", dec, "-o", out}, 1,
-			"attnx export: reading checkpoint: " + flat + ": has decoder.* keys: it holds a whole model (or the decoder), not the encoder alone; pass it as the one checkpoint\n"},
-		{[]string{"export", layoutFixture("evil_eval.pt"), "-o", out}, 1,
-			"attnx export: reading checkpoint: " + layoutFixture("evil_eval.pt") + ": pytorch: evil_eval/data.pkl: the pickle would run code in Python: it names __builtin__.eval (builtins.eval)"},
-	}
-	for _, c := range cases {
-		code, _, errs := attnx(c.args...)
-		if code != c.code || !strings.HasPrefix(errs, c.err) {
-			t.Errorf("attnx %q: exit %d, stderr %q\nwant exit %d, %q", c.args, code, errs, c.code, c.err)
-		}
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("a failed export left %s: %v", out, err)
-	}
-}
