@@ -93,9 +93,9 @@ func TestLayouts(t *testing.T) {
 			[]string{`removed the prefix "module." in front of encoder./decoder.: the model was wrapped in DataParallel or DistributedDataParallel`}},
 		{"renamed attention with maps", Files{Path: td("s2s_renamed.pt")},
 			[]string{"decoder.attention.W1=decoder.fc_hidden", "decoder.attention.W2=decoder.fc_encoder", "decoder.attention.V=decoder"}, FormatPyTorch, []string{
-				"map decoder.attention.W1=decoder.fc_hidden renamed 1 keys: decoder.attention.W1.weight -> decoder.fc_hidden.weight",
-				"map decoder.attention.W2=decoder.fc_encoder renamed 1 keys: decoder.attention.W2.weight -> decoder.fc_encoder.weight",
-				"map decoder.attention.V=decoder renamed 1 keys: decoder.attention.V.weight -> decoder.weight"}},
+				"map decoder.attention.W1=decoder.fc_hidden renamed 1 key: decoder.attention.W1.weight -> decoder.fc_hidden.weight",
+				"map decoder.attention.W2=decoder.fc_encoder renamed 1 key: decoder.attention.W2.weight -> decoder.fc_encoder.weight",
+				"map decoder.attention.V=decoder renamed 1 key: decoder.attention.V.weight -> decoder.weight"}},
 		{"maps after the wrapper is stripped", Files{Path: td("s2s_dataparallel.pt")},
 			[]string{"decoder.classifier=decoder.out"}, FormatPyTorch, []string{
 				`removed the prefix "module." in front of encoder./decoder.: the model was wrapped in DataParallel or DistributedDataParallel`,

@@ -130,7 +130,7 @@ func (s *StateDict) StripPrefix(roots ...string) bool {
 	note := fmt.Sprintf("removed the prefix %q in front of %s.: %s", prefix, strings.Join(roots, "./"), wrapperKind(prefix))
 	s.Notes = append(s.Notes, note)
 	if len(dropped) > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("dropped %d keys outside %s: %s", len(dropped), prefix, listKeys(dropped, 5)))
+		s.Notes = append(s.Notes, fmt.Sprintf("dropped %s outside %s: %s", nKeys(len(dropped)), prefix, listKeys(dropped, 5)))
 	}
 	return true
 }
@@ -143,6 +143,13 @@ func wrapperKind(prefix string) string {
 		return "the model was an attribute of a wrapper such as a LightningModule"
 	}
 	return "the model was an attribute of a wrapper module"
+}
+
+func nKeys(n int) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return fmt.Sprintf("%d keys", n)
 }
 
 func listKeys(keys []string, max int) string {
@@ -307,7 +314,7 @@ func (s *StateDict) rename(r Rename) (string, error) {
 		tensors[keys[i]] = t
 	}
 	s.Keys, s.Tensors = keys, tensors
-	return fmt.Sprintf("map %s renamed %d keys: %s", r, len(changed), listKeys(changed, 3)), nil
+	return fmt.Sprintf("map %s renamed %s: %s", r, nKeys(len(changed)), listKeys(changed, 3)), nil
 }
 
 func sortedCopy(s []string) []string {

@@ -51,8 +51,8 @@ func TestExportLayouts(t *testing.T) {
 			`removed the prefix "model." in front of encoder./decoder.`}},
 		{"maps", []string{layoutFixture("s2s_renamed.pt"), "--map", "decoder.attention.W1=decoder.fc_hidden",
 			"--map=decoder.attention.W2=decoder.fc_encoder", "--map", "decoder.attention.V=decoder"}, []string{
-			"  notes  map decoder.attention.W1=decoder.fc_hidden renamed 1 keys: decoder.attention.W1.weight -> decoder.fc_hidden.weight\n",
-			"         map decoder.attention.V=decoder renamed 1 keys: decoder.attention.V.weight -> decoder.weight\n"}},
+			"  notes  map decoder.attention.W1=decoder.fc_hidden renamed 1 key: decoder.attention.W1.weight -> decoder.fc_hidden.weight\n",
+			"         map decoder.attention.V=decoder renamed 1 key: decoder.attention.V.weight -> decoder.weight\n"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
