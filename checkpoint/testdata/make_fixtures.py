@@ -17,6 +17,10 @@ seq2seq tutorial (current version) with its attention's Wa/Ua/Va renamed
 W1/W2/V; tiny_resnet.pt an unrelated model; evil_* pickles whose
 unpickling in Python runs code (they create a file pwned-* in the working
 directory).
+
+The zip files come out byte for byte the same on every run; the legacy ones
+(legacy.pt, s2s_legacy*.pt) do not, because the legacy format names each
+storage by its memory address. Their content is the same.
 """
 import collections
 import json
