@@ -1,11 +1,19 @@
-// Package checkpoint reads PyTorch state_dicts without Python: the zip
-// format written by torch.save (1.6 and later) and safetensors files. It also
-// writes safetensors files, the format in which the Python reference and the
-// Go tests exchange tensors.
+// Package checkpoint reads PyTorch weights without Python: what torch.save
+// writes (the zip format of PyTorch 1.6 and later, and the legacy format
+// before it) and safetensors files. It also writes safetensors files, the
+// format in which the Python reference and the Go tests exchange tensors.
 //
-// Every reader validates sizes against the file before allocating, and turns
-// any panic of the pickle decoder into an error naming the file, so hostile
-// or damaged files give errors, never crashes.
+// The weights may come as people save them: a flat state_dict, a training
+// checkpoint with the state_dict under a key beside epoch and optimizer
+// state, nested dicts, or a whole pickled nn.Module, read without its class
+// code. Nothing in a pickle is executed (see unpickle.go). StripPrefix,
+// Rename and LoadPair put the names in the layout a caller expects, and
+// Diagnose says how a set of keys differs from the layouts it knows.
+//
+// Every reader validates sizes against the file before allocating, with
+// overflow-checked arithmetic, and turns a panic of the third-party pickle
+// decoder into an error naming the file, so hostile or damaged files give
+// errors, never crashes.
 package checkpoint
 
 import (
@@ -22,8 +30,9 @@ import (
 
 // Format names stored in StateDict.Format.
 const (
-	FormatPyTorch     = "pytorch-zip"
-	FormatSafetensors = "safetensors"
+	FormatPyTorch       = "pytorch-zip"
+	FormatPyTorchLegacy = "pytorch-legacy"
+	FormatSafetensors   = "safetensors"
 )
 
 // StateDict is a flat map from parameter names to tensors.
@@ -34,7 +43,9 @@ type StateDict struct {
 	// Tensors maps each name to its tensor, contiguous, little-endian. The
 	// tensor's Name field equals its key.
 	Tensors map[string]*builder.Tensor
-	// Format is FormatPyTorch or FormatSafetensors.
+	// Format is FormatPyTorch, FormatPyTorchLegacy or FormatSafetensors
+	// (for LoadPair, the two files' formats joined with "+" when they
+	// differ).
 	Format string
 	// Metadata holds the safetensors __metadata__ strings; nil otherwise.
 	Metadata map[string]string
@@ -73,43 +84,51 @@ func (s *StateDict) Float32(key string) ([]float32, []int64, error) {
 
 // Load reads a state dict from path, choosing the reader by the file's
 // content rather than its extension: a zip archive is read as a torch.save
-// checkpoint, a file starting with an 8-byte header length and a JSON object
-// as safetensors.
+// checkpoint, a file starting with torch.save's legacy magic number in the
+// legacy format, a file starting with an 8-byte header length and a JSON
+// object as safetensors.
 func Load(path string) (*StateDict, error) {
+	return load(path, false)
+}
+
+// LoadPyTorch reads a checkpoint written by torch.save, in the zip or the
+// legacy format (see ReadPyTorch for what it may hold).
+func LoadPyTorch(path string) (*StateDict, error) {
+	return load(path, true)
+}
+
+func load(path string, torchOnly bool) (*StateDict, error) {
 	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var head [16]byte
-	n, err := f.ReadAt(head[:], 0)
+	head := make([]byte, 512)
+	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	switch sniff(head[:n], size, filepath.Ext(path)) {
+	kind := sniff(head[:n], size, filepath.Ext(path))
+	if torchOnly && kind == kindSafetensors {
+		kind = kindUnknown
+	}
+	switch kind {
 	case kindZip:
 		sd, err := ReadPyTorch(f, size)
+		return sd, wrapFile(path, err)
+	case kindLegacy:
+		sd, err := ReadPyTorchLegacy(f, size)
 		return sd, wrapFile(path, err)
 	case kindSafetensors:
 		sd, err := ReadSafetensors(f, size)
 		return sd, wrapFile(path, err)
-	case kindLegacy:
-		return nil, fmt.Errorf("%s: %w", path, errLegacy)
+	case kindTar:
+		return nil, fmt.Errorf("%s: %w", path, errTar)
 	}
-	return nil, fmt.Errorf("%s: not a PyTorch zip checkpoint or safetensors file", path)
-}
-
-// LoadPyTorch reads a checkpoint written by torch.save (zip format). The
-// top-level object must be a dict of tensors, or a dict holding one under a
-// "state_dict" or "model" key.
-func LoadPyTorch(path string) (*StateDict, error) {
-	f, size, err := openSized(path)
-	if err != nil {
-		return nil, err
+	if torchOnly {
+		return nil, fmt.Errorf("%s: not a torch.save checkpoint (neither a zip archive nor the legacy format)", path)
 	}
-	defer f.Close()
-	sd, err := ReadPyTorch(f, size)
-	return sd, wrapFile(path, err)
+	return nil, fmt.Errorf("%s: not a PyTorch zip checkpoint or safetensors file (nor torch.save's legacy format)", path)
 }
 
 // LoadSafetensors reads a safetensors file.
@@ -154,13 +173,14 @@ const (
 	kindZip
 	kindSafetensors
 	kindLegacy
+	kindTar
 )
 
 // legacyMagic is how torch.save's legacy format starts: PROTO 2, LONG1 of
 // ten bytes holding the magic number 0x1950a86a20f9469cfc6c.
 var legacyMagic = []byte{0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19}
 
-var errLegacy = fmt.Errorf("legacy (pre-1.6, non-zip) PyTorch serialization is not supported; re-save it with torch.save(obj, path) from torch >= 1.6")
+var errTar = fmt.Errorf("a tar archive: the tar-based serialization of torch < 0.4 is not supported; load it in Python and re-save it with torch.save(obj, path)")
 
 func sniff(head []byte, size int64, ext string) fileKind {
 	if bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) {
@@ -168,6 +188,9 @@ func sniff(head []byte, size int64, ext string) fileKind {
 	}
 	if bytes.HasPrefix(head, legacyMagic) {
 		return kindLegacy
+	}
+	if len(head) >= 262 && string(head[257:262]) == "ustar" {
+		return kindTar
 	}
 	if len(head) >= 9 {
 		n := binary.LittleEndian.Uint64(head)

@@ -132,6 +132,12 @@ func TestLoadFixtures(t *testing.T) {
 			[]string{`tensors read from the top-level "state_dict" entry; other entries ignored: epoch, optimizer`}},
 		{"nested_model.pt", FormatPyTorch, []string{"weight", "bias"}, linearWant,
 			[]string{`tensors read from the top-level "model" entry; other entries ignored: step`}},
+		{"notensor.pt", FormatPyTorch, []string{"w"}, map[string]want{
+			"w": {builder.Float, []int64{2}, []float32{1, 1}, nil},
+		}, []string{"ignored entries that hold no tensors: n"}},
+		{"legacy.pt", FormatPyTorchLegacy, []string{"w"}, map[string]want{
+			"w": {builder.Float, []int64{2}, []float32{1, 1}, nil},
+		}, nil},
 		{"hand.safetensors", FormatSafetensors, []string{"a", "h", "bf", "n", "d"}, map[string]want{
 			"a":  {builder.Float, []int64{2, 2}, []float32{1, -2, 0.5, 8}, nil},
 			"h":  {builder.Float16, []int64{2}, []float32{1.5, -3}, nil},

@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,7 +100,7 @@ func checkConsistent(t *testing.T, sd *StateDict) {
 // the pickle scanner, the unpickler, state-dict selection and strided
 // materialisation far more often than FuzzLoadPyTorch does.
 func FuzzPyTorchPickle(f *testing.F) {
-	for _, n := range []string{"dtypes.pt", "transposed.pt", "shared.pt", "linear.pt", "nested_state_dict.pt", "list.pt"} {
+	for _, n := range []string{"dtypes.pt", "transposed.pt", "shared.pt", "linear.pt", "nested_state_dict.pt", "list.pt", "s2s_module.pt", "s2s_nested.pt"} {
 		zr, err := zip.NewReader(bytes.NewReader(fixture(f, n)), int64(len(fixture(f, n))))
 		if err != nil {
 			f.Fatal(err)
@@ -125,5 +127,82 @@ func FuzzPyTorchPickle(f *testing.F) {
 			return
 		}
 		checkConsistent(t, sd)
+	})
+}
+
+// FuzzPyTorchLegacy feeds arbitrary bytes to the legacy-format reader.
+func FuzzPyTorchLegacy(f *testing.F) {
+	seeds(f, "legacy.pt", "s2s_legacy.pt", "s2s_legacy_module.pt")
+	f.Add(legacyFileOf(legacyPickle("w", "FloatStorage", 4, 0, []int{2}, []int{1}, &[3]int{0, 1, 2}), []string{"0"}, counted(4, f32s(1, 2, 3, 4))))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sd, err := ReadPyTorchLegacy(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		checkConsistent(t, sd)
+	})
+}
+
+// FuzzDiagnose checks the matcher on arbitrary keys and shapes (one key a
+// line: "name d1 d2 ..."): it never panics, and when it says its maps fix
+// the keys, renaming with them leaves keys that fit the layout exactly.
+func FuzzDiagnose(f *testing.F) {
+	lines := func(ks []KeyShape) string {
+		var b strings.Builder
+		for _, k := range ks {
+			b.WriteString(k.Key)
+			for _, d := range k.Shape {
+				fmt.Fprintf(&b, " %d", d)
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	f.Add(lines(s2sKeys))
+	f.Add(lines(renamed(s2sKeys, Rename{"encoder.", "net.enc."}, Rename{"decoder.", "net.dec."})))
+	f.Add(lines(renamed(s2sKeys, Rename{"decoder.fc_hidden", "decoder.attention.W1"}, Rename{"decoder.weight", "decoder.attention.V.weight"})))
+	f.Add("conv1.weight 4 3 3 3\nfc.weight 3 4\nfc.bias 3\n")
+	layouts := testLayouts()
+	f.Fuzz(func(t *testing.T, in string) {
+		var found []KeyShape
+		seen := map[string]bool{}
+		for _, line := range strings.Split(in, "\n") {
+			fs := strings.Fields(line)
+			if len(fs) == 0 || seen[fs[0]] || len(found) == 64 {
+				continue
+			}
+			seen[fs[0]] = true
+			k := KeyShape{Key: fs[0], Shape: []int64{}}
+			for _, d := range fs[1:min(len(fs), 5)] {
+				n, err := strconv.Atoi(d)
+				if err != nil || n < 0 || n > 64 {
+					n = 1
+				}
+				k.Shape = append(k.Shape, int64(n))
+			}
+			found = append(found, k)
+		}
+		d, err := Diagnose(found, layouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = d.String()
+		if !d.Fixes {
+			return
+		}
+		sd := &StateDict{Tensors: fakeTensors(found)}
+		for _, k := range found {
+			sd.Keys = append(sd.Keys, k.Key)
+		}
+		if err := sd.Rename(d.Maps); err != nil {
+			t.Fatalf("maps %v said to fix the keys fail: %v", d.Maps, err)
+		}
+		after, err := Diagnose(sd.KeyShapes(), layouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Fit != len(found) || len(after.Misnamed)+len(after.Missing)+len(after.Extra)+len(after.WrongShapes) != 0 {
+			t.Fatalf("maps %v said to fix the keys leave:\n%s", d.Maps, after)
+		}
 	})
 }

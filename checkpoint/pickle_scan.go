@@ -3,19 +3,26 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
+
+// errPickleEnds marks a scan that ran out of bytes: the pickle is truncated,
+// or (for the legacy format, read in growing windows) the window is too
+// short.
+var errPickleEnds = errors.New("pickle ends early")
 
 // scanPickle walks the opcodes of a pickle up to STOP without executing
 // them and checks that every length argument fits in the bytes that remain.
 // gopickle allocates a buffer of the declared length before reading, so a
 // hostile length of, say, 2^40 would otherwise exhaust memory before any
-// error could be returned.
-func scanPickle(p []byte) error {
+// error could be returned. It returns the length of the pickle, STOP
+// included: the legacy format writes several pickles back to back.
+func scanPickle(p []byte) (int, error) {
 	i := 0
 	need := func(n uint64, what string, op byte, at int) error {
 		if n > uint64(len(p)-i) {
-			return fmt.Errorf("pickle: opcode 0x%02x at byte %d: %s of %d bytes runs past the end of the %d-byte pickle", op, at, what, n, len(p))
+			return fmt.Errorf("pickle: opcode 0x%02x at byte %d: %s of %d bytes runs past the end of the %d-byte pickle%w", op, at, what, n, len(p), quiet{errPickleEnds})
 		}
 		return nil
 	}
@@ -48,22 +55,22 @@ func scanPickle(p []byte) error {
 		case 0x8d, 0x8e, 0x96, 0x95:
 			lenSize = 8
 		default:
-			return fmt.Errorf("pickle: unknown opcode 0x%02x at byte %d", op, at)
+			return 0, fmt.Errorf("pickle: unknown opcode 0x%02x at byte %d", op, at)
 		}
 		if err := need(uint64(fixed), "argument", op, at); err != nil {
-			return err
+			return 0, err
 		}
 		i += fixed
 		for ; lines > 0; lines-- {
 			nl := bytes.IndexByte(p[i:], '\n')
 			if nl < 0 {
-				return fmt.Errorf("pickle: opcode 0x%02x at byte %d: argument line has no end", op, at)
+				return 0, fmt.Errorf("pickle: opcode 0x%02x at byte %d: argument line has no end%w", op, at, quiet{errPickleEnds})
 			}
 			i += nl + 1
 		}
 		if lenSize > 0 {
 			if err := need(uint64(lenSize), "length", op, at); err != nil {
-				return err
+				return 0, err
 			}
 			var n uint64
 			switch lenSize {
@@ -76,7 +83,7 @@ func scanPickle(p []byte) error {
 			}
 			i += lenSize
 			if err := need(n, "argument", op, at); err != nil {
-				return err
+				return 0, err
 			}
 			if op == 0x95 { // FRAME: the frame's opcodes follow inline
 				continue
@@ -84,8 +91,15 @@ func scanPickle(p []byte) error {
 			i += int(n)
 		}
 		if op == '.' {
-			return nil
+			return i, nil
 		}
 	}
-	return fmt.Errorf("pickle: ends without a STOP opcode (truncated?)")
+	return 0, fmt.Errorf("pickle: ends without a STOP opcode (truncated?)%w", quiet{errPickleEnds})
 }
+
+// quiet wraps a sentinel error so that errors.Is finds it while %w adds
+// nothing to the message.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }

@@ -68,6 +68,18 @@ type Options struct {
 	// Progress, when set, is called before each stage with the stage's
 	// description, the number of stages done and the total.
 	Progress func(stage string, done, total int)
+	// EncoderCheckpoint and DecoderCheckpoint name a model saved as two
+	// files, the encoder's and the decoder's state dicts; Export's
+	// checkpointPath is then "".
+	EncoderCheckpoint, DecoderCheckpoint string
+	// Maps rename key prefixes, in order, once the checkpoint is read
+	// (attnx export --map FROM=TO).
+	Maps []checkpoint.Rename
+}
+
+// files names the checkpoint files Export reads.
+func (o Options) files(path string) checkpoint.Files {
+	return checkpoint.Files{Path: path, Encoder: o.EncoderCheckpoint, Decoder: o.DecoderCheckpoint}
 }
 
 // FileInfo describes one file written into the directory.
@@ -104,8 +116,11 @@ type Result struct {
 // into the temporary directory; an error fails the export there.
 var testHookAfterFile func(name string) error
 
-// Export converts the checkpoint at checkpointPath into the model directory
-// dir. See the package comment for how dir is replaced.
+// Export converts the checkpoint at checkpointPath (or, with
+// checkpointPath "", opt's EncoderCheckpoint and DecoderCheckpoint) into the
+// model directory dir. The checkpoint may be in any container and layout
+// checkpoint.LoadModel reads. See the package comment for how dir is
+// replaced.
 func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	if dir == "" {
 		return nil, errors.New("no output directory given")
@@ -131,7 +146,7 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 
-	progress("reading " + filepath.Base(checkpointPath))
+	progress("reading " + opt.files(checkpointPath).Base())
 	w, notes, err := convert(checkpointPath, opt)
 	if err != nil {
 		return nil, err
@@ -211,13 +226,14 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
 func convert(path string, opt Options) (*attention.Weights, []string, error) {
-	sd, err := checkpoint.Load(path)
+	files := opt.files(path)
+	sd, err := checkpoint.LoadModel(files, opt.Maps)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading checkpoint: %w", err)
 	}
 	w, notes, err := attention.FromStateDict(sd.Tensors, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", files, err)
 	}
 	return w, append(append([]string(nil), sd.Notes...), notes...), nil
 }
@@ -231,7 +247,7 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
 		Opset:         builder.DefaultOpset,
 		Special:       attention.DefaultSpecial,
 		Producer:      Producer,
-		Source:        filepath.Base(ckpt),
+		Source:        opt.files(ckpt).Base(),
 	}
 	var err error
 	if opt.SrcVocab != "" {

@@ -3,21 +3,35 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 )
 
 func init() {
 	commandDocs["export"] = `
-Reads a PyTorch state_dict (torch.save zip or .safetensors) of an attention
-seq2seq model, infers its architecture and sizes from the keys, and writes a
-model directory: encoder.onnx, decoder.onnx (one decoder step), greedy.onnx
-with --greedy (the whole greedy decoding in one graph) and attnx.json (config,
-opset, special token ids, vocabularies).
+Reads the weights of an attention seq2seq model, infers its architecture
+and sizes from the keys, and writes a model directory: encoder.onnx,
+decoder.onnx (one decoder step), greedy.onnx with --greedy (the whole greedy
+decoding in one graph) and attnx.json (config, opset, special token ids,
+vocabularies).
+
+CHECKPOINT is what torch.save wrote (zip or the legacy format of torch < 1.6)
+or a .safetensors file, holding the weights the way people save them: a
+state_dict, a training checkpoint (weights under state_dict,
+model_state_dict, model, net, network or module, beside epoch, optimizer
+state and the like, which are ignored), nested dicts ({"encoder": ...,
+"decoder": ...}), or the whole pickled module (torch.save(model)), read
+without its class code; nothing in the file is executed. A prefix in front
+of encoder./decoder. (DataParallel's module., Lightning's model.) is
+stripped. A model saved as two files, the encoder's and the decoder's, is
+given as --encoder ENC --decoder DEC instead of CHECKPOINT. --map FROM=TO
+(repeatable) then renames keys starting with FROM, for models whose
+attribute names differ from attnx's. The notes say each thing done to the
+names.
 
 The directory appears all at once: it is written to .DIR.tmp-N beside DIR and
 renamed into place, so an interrupted export leaves DIR as it was (the next
@@ -31,7 +45,9 @@ vocabularies (JSON arrays of strings, index = id) they are the positions of
 
 Example:
   attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy
-  attnx verify --model model/ --checkpoint model.pt`
+  attnx verify --model model/ --checkpoint model.pt
+  attnx export --encoder encoder.pt --decoder decoder.pt -o model/
+  attnx export model.pt -o model/ --map decoder.attention.W1=decoder.fc_hidden`
 }
 
 // optionalInt is an int64 flag that remembers whether it was given.
@@ -56,6 +72,29 @@ func (o *optionalInt) Set(s string) error {
 	return nil
 }
 
+// renameFlags collects the --map FROM=TO flags, in order.
+type renameFlags []checkpoint.Rename
+
+func (r *renameFlags) String() string {
+	s := make([]string, len(*r))
+	for i, rn := range *r {
+		s[i] = rn.String()
+	}
+	return strings.Join(s, " ")
+}
+
+// Type names the value in the help, as pflag.Value requires.
+func (r *renameFlags) Type() string { return "FROM=TO" }
+
+func (r *renameFlags) Set(s string) error {
+	rn, err := checkpoint.ParseRename(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, rn)
+	return nil
+}
+
 func runExport(args []string) error {
 	fs := newFlagSet("export")
 	out := fs.StringP("output", "o", "", "the model directory to write (required)")
@@ -70,13 +109,24 @@ func runExport(args []string) error {
 	greedy := fs.Bool("greedy", false, "also write greedy.onnx, the whole greedy decoding as one graph")
 	force := fs.Bool("force", false, "replace an existing non-empty model directory")
 	allowNonFinite := fs.Bool("allow-nonfinite", false, "export weights that hold NaN or Inf")
+	encoder := fs.String("encoder", "", "the encoder's checkpoint, for a model saved as two files (with --decoder, instead of CHECKPOINT)")
+	decoder := fs.String("decoder", "", "the decoder's checkpoint, for a model saved as two files (with --encoder)")
+	var maps renameFlags
+	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()
+	pair := *encoder != "" || *decoder != ""
 	switch {
-	case len(pos) == 0:
-		return &usageError{"missing CHECKPOINT (a .pt or .safetensors state_dict)"}
+	case pair && len(pos) > 0:
+		return &usageError{fmt.Sprintf("give either CHECKPOINT (%s) or --encoder and --decoder, not both", strings.Join(pos, " "))}
+	case pair && *encoder == "":
+		return &usageError{"--decoder needs --encoder (the encoder's checkpoint)"}
+	case pair && *decoder == "":
+		return &usageError{"--encoder needs --decoder (the decoder's checkpoint)"}
+	case !pair && len(pos) == 0:
+		return &usageError{"missing CHECKPOINT (a .pt or .safetensors state_dict), or --encoder ENC --decoder DEC"}
 	case len(pos) > 1:
 		return &usageError{fmt.Sprintf("one CHECKPOINT expected, got %d arguments: %s", len(pos), strings.Join(pos, " "))}
 	case *out == "":
@@ -86,6 +136,11 @@ func runExport(args []string) error {
 		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Force: *force,
 		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
+		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
+	}
+	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
+	if !pair {
+		files.Path = pos[0]
 	}
 	if *arch != "" {
 		a, err := attention.ParseArch(*arch)
@@ -101,23 +156,24 @@ func runExport(args []string) error {
 		}
 		bar.Set(done, stage)
 	}
-	res, err := modeldir.Export(pos[0], *out, opt)
+	res, err := modeldir.Export(files.Path, *out, opt)
 	bar.Finish()
 	if err != nil {
 		return err
 	}
-	printExport(stdout, pos[0], res)
+	printExport(stdout, files.Base(), res)
 	return nil
 }
 
-// printExport writes export's summary.
-func printExport(w io.Writer, ckpt string, res *modeldir.Result) {
+// printExport writes export's summary; source names the checkpoint
+// file(s) without their directories.
+func printExport(w io.Writer, source string, res *modeldir.Result) {
 	c := res.Config
 	verb := "wrote"
 	if res.Replaced {
 		verb = "replaced"
 	}
-	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, filepath.Base(ckpt))
+	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, source)
 	fmt.Fprintf(w, "  arch     %s\n", c.Arch)
 	fmt.Fprintf(w, "  sizes    H=%d L=%d Vs=%d Vt=%d\n", c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab)
 	sp := res.Special

@@ -53,6 +53,8 @@ func TestExportCommandErrors(t *testing.T) {
 	os.WriteFile(corrupt, []byte("garbage, not a checkpoint"), 0o644)
 	out := filepath.Join(tmp, "out")
 	ck := fixtureCkpt("luong-general_b1_l1")
+	enc, dec := layoutFixture("s2s_encoder.pt"), layoutFixture("s2s_decoder.pt")
+	flat := layoutFixture("s2s_flat.pt")
 	cases := []struct {
 		args []string
 		code int
@@ -61,16 +63,31 @@ func TestExportCommandErrors(t *testing.T) {
 		{[]string{"export", filepath.Join(tmp, "none.pt"), "-o", out}, 1,
 			"attnx export: reading checkpoint: open " + filepath.Join(tmp, "none.pt") + ": no such file or directory\n"},
 		{[]string{"export", corrupt, "-o", out}, 1,
-			"attnx export: reading checkpoint: " + corrupt + ": not a PyTorch zip checkpoint or safetensors file\n"},
+			"attnx export: reading checkpoint: " + corrupt + ": not a PyTorch zip checkpoint or safetensors file (nor torch.save's legacy format)\n"},
 		{[]string{"export", ck, "-o", out, "--arch", "bahdanau"}, 1,
 			"attnx export: " + ck + ": --arch bahdanau disagrees with the checkpoint: its keys (decoder.attention.fc.weight, no decoder.attention.weight) are those of a luong-general model\n"},
 		{[]string{"export", ck, "-o", out, "--arch", "transformer"}, 2,
 			"attnx export: --arch: unknown architecture \"transformer\" (want one of bahdanau, luong-dot, luong-general, luong-concat, tutorial-location, tutorial-bahdanau)\nRun 'attnx help export' for usage.\n"},
 		{[]string{"export", ck}, 2, "attnx export: missing -o DIR (the model directory to write)\n"},
-		{[]string{"export", "-o", out}, 2, "attnx export: missing CHECKPOINT (a .pt or .safetensors state_dict)\n"},
+		{[]string{"export", "-o", out}, 2, "attnx export: missing CHECKPOINT (a .pt or .safetensors state_dict), or --encoder ENC --decoder DEC\n"},
 		{[]string{"export", ck, ck, "-o", out}, 2, "attnx export: one CHECKPOINT expected, got 2 arguments"},
 		{[]string{"export", ck, "-o", out, "--sos", "x"}, 2, "attnx export: invalid argument \"x\" for \"--sos\" flag: not an integer\n"},
 		{[]string{"export", ck, "-o", out, "--eos", "99"}, 1, "attnx export: special token eos = 99: outside the target vocabulary [0, 23)\n"},
+		// Two files, maps, and what the checkpoint reader refuses.
+		{[]string{"export", flat, "--encoder", enc, "--decoder", dec, "-o", out}, 2,
+			"attnx export: give either CHECKPOINT (" + flat + ") or --encoder and --decoder, not both\n"},
+		{[]string{"export", "--encoder", enc, "-o", out}, 2, "attnx export: --encoder needs --decoder (the decoder's checkpoint)\n"},
+		{[]string{"export", "--decoder", dec, "-o", out}, 2, "attnx export: --decoder needs --encoder (the encoder's checkpoint)\n"},
+		{[]string{"export", flat, "-o", out, "--map", "attention.W1"}, 2,
+			`attnx export: invalid argument "attention.W1" for "--map" flag: "attention.W1" has no '=': want FROM=TO, e.g. attention.W1=attention.Wa` + "\n"},
+		{[]string{"export", flat, "-o", out, "--map", "a.b=a.b"}, 2,
+			`attnx export: invalid argument "a.b=a.b" for "--map" flag: "a.b=a.b" renames a prefix to itself` + "\n"},
+		{[]string{"export", flat, "-o", out, "--map", "decoder.attention=decoder.attn"}, 1,
+			`attnx export: reading checkpoint: ` + flat + `: map decoder.attention=decoder.attn: no key starts with "decoder.attention" (keys: decoder.attn_combine.bias,`},
+		{[]string{"export", "--encoder", flat, "--decoder", dec, "-o", out}, 1,
+			"attnx export: reading checkpoint: " + flat + ": has decoder.* keys: it holds a whole model (or the decoder), not the encoder alone; pass it as the one checkpoint\n"},
+		{[]string{"export", layoutFixture("evil_eval.pt"), "-o", out}, 1,
+			"attnx export: reading checkpoint: " + layoutFixture("evil_eval.pt") + ": pytorch: evil_eval/data.pkl: the pickle would run code in Python: it names __builtin__.eval (builtins.eval)"},
 	}
 	for _, c := range cases {
 		code, _, errs := attnx(c.args...)
