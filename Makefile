@@ -1,11 +1,12 @@
 # attnx: two commands set up everything on a fresh machine.
 #   make demo   export, translate and verify the demo models
 #   make test   install what the tests need, then run them all
+# make build writes bin/attnx; make install puts it on PATH (see install).
 GO ?= go
 PYTHON := /usr/bin/python3
 export ATTNX_ORT_LIB ?= $(CURDIR)/.deps/onnxruntime/lib/libonnxruntime.so.1
 
-.PHONY: all deps build test vet demo conformance generate
+.PHONY: all deps build install uninstall test vet demo conformance generate
 
 all: build
 
@@ -15,6 +16,21 @@ deps:
 
 build:
 	$(GO) build -o bin/attnx ./cmd/attnx
+
+# install copies bin/attnx to $(PREFIX)/bin and the ONNX Runtime library it
+# runs on ($(ATTNX_ORT_LIB), which make deps installs) to $(PREFIX)/lib.
+# attnx looks in /usr/local/lib by itself, so with the default PREFIX it
+# works from any directory; with another one (make install
+# PREFIX=$$HOME/.local) set ATTNX_ORT_LIB=$(PREFIX)/lib/libonnxruntime.so.1.
+# DESTDIR stages the files elsewhere, for packaging.
+PREFIX ?= /usr/local
+install: build
+	@test -f "$(ATTNX_ORT_LIB)" || { echo "make install: no ONNX Runtime library at $(ATTNX_ORT_LIB): run make deps first" >&2; exit 1; }
+	install -D -m 0755 bin/attnx "$(DESTDIR)$(PREFIX)/bin/attnx"
+	install -D -m 0644 "$(ATTNX_ORT_LIB)" "$(DESTDIR)$(PREFIX)/lib/libonnxruntime.so.1"
+
+uninstall:
+	rm -f "$(DESTDIR)$(PREFIX)/bin/attnx" "$(DESTDIR)$(PREFIX)/lib/libonnxruntime.so.1"
 
 vet:
 	@test -z "$$(gofmt -l . | grep -v '^internal/onnxpb/')" || { echo "gofmt needed:"; gofmt -l . | grep -v '^internal/onnxpb/'; exit 1; }

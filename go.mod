@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/spf13/pflag v1.1.0
 	github.com/yalue/onnxruntime_go v1.27.0
 	golang.org/x/term v0.48.0
 	gonum.org/v1/plot v0.17.0

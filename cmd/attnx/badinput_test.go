@@ -284,13 +284,13 @@ func TestBadInput(t *testing.T) {
 		{name: "export: --force on a dir that is no model", args: []string{"export", ck, "-o", nonEmpty, "--force"}, code: 1,
 			want: []string{"has no attnx.json", "--force only replaces attnx model directories"}},
 		{name: "export: unknown flag", args: []string{"export", ck, "-o", out, "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus", "attnx help export"}, noPath: out},
+			want: []string{"unknown flag: --bogus", "attnx help export"}, noPath: out},
 		{name: "export: missing checkpoint argument", args: []string{"export", "-o", out}, code: 2,
 			want: []string{"missing CHECKPOINT"}, noPath: out},
 		{name: "export: missing -o", args: []string{"export", ck}, code: 2,
 			want: []string{"missing -o DIR"}},
 		{name: "export: -o without its value", args: []string{"export", ck, "-o"}, code: 2,
-			want: []string{"flag needs an argument: -o"}},
+			want: []string{"flag needs an argument: 'o' in -o"}},
 
 		// translate
 		{name: "translate: missing model dir", args: []string{"translate", "--model", missing, "--ids", "4 5"}, code: 1,
@@ -333,7 +333,7 @@ func TestBadInput(t *testing.T) {
 		{name: "translate: unknown device", args: []string{"translate", "--model", m.ids, "--device", "tpu", "--ids", "4"}, code: 2,
 			want: []string{`--device "tpu"`, "want cpu, cuda or auto"}},
 		{name: "translate: unknown flag", args: []string{"translate", "--model", m.ids, "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus", "attnx help translate"}},
+			want: []string{"unknown flag: --bogus", "attnx help translate"}},
 		{name: "translate: missing --model", args: []string{"translate", "abc"}, code: 2,
 			want: []string{"--model DIR is required"}},
 		{name: "translate: --batch 0", args: []string{"translate", "--model", m.ids, "--batch", "0"}, code: 2,
@@ -353,7 +353,7 @@ func TestBadInput(t *testing.T) {
 		{name: "inspect: missing argument", args: []string{"inspect"}, code: 2,
 			want: []string{"want one FILE.onnx or model DIR, got 0 arguments"}},
 		{name: "inspect: unknown flag", args: []string{"inspect", "--bogus", m.ids}, code: 2,
-			want: []string{"flag provided but not defined: -bogus"}},
+			want: []string{"unknown flag: --bogus"}},
 
 		// verify
 		{name: "verify: missing model dir", args: []string{"verify", "--model", missing, "--checkpoint", ck}, code: 1,
@@ -373,7 +373,7 @@ func TestBadInput(t *testing.T) {
 		{name: "verify: missing --model", args: []string{"verify", "--checkpoint", ck}, code: 2,
 			want: []string{"--model"}},
 		{name: "verify: unknown flag", args: []string{"verify", "--bogus"}, code: 2,
-			want: []string{"flag provided but not defined: -bogus"}},
+			want: []string{"unknown flag: --bogus"}},
 
 		// the command line itself
 		{name: "unknown command", args: []string{"exprot"}, code: 2, want: []string{`unknown command "exprot"`}},

@@ -81,7 +81,7 @@ func runBench(args []string) error {
 	workDir := fs.String("work-dir", "", "keep the models and inputs here (default: a temporary directory, removed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) here")
 	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

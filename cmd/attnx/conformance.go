@@ -29,7 +29,7 @@ Exit status: 0 when no case failed, 1 otherwise, 2 for usage errors.`
 func runConformance(args []string) error {
 	fs := newFlagSet("conformance")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	verbose := fs.Bool("v", false, "list every skipped case with its reason, and progress on stderr")
+	verbose := fs.BoolP("verbose", "v", false, "list every skipped case with its reason, and progress on stderr")
 	workers := fs.Int("workers", 2, "cases to run in parallel")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time limit for one case")
 	rtol := fs.Float64("rtol", 1e-3, "relative tolerance for floats")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -45,6 +44,9 @@ func (o *optionalInt) String() string {
 	return strconv.FormatInt(*o.v, 10)
 }
 
+// Type names the value in the help, as pflag.Value requires.
+func (o *optionalInt) Type() string { return "int" }
+
 func (o *optionalInt) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -54,30 +56,9 @@ func (o *optionalInt) Set(s string) error {
 	return nil
 }
 
-// parseInterspersed parses flags that may come before, between and after
-// positional arguments (attnx export CKPT -o DIR), which package flag alone
-// does not allow, and returns the positional arguments. "--" ends flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
 func runExport(args []string) error {
 	fs := newFlagSet("export")
-	out := fs.String("o", "", "the model directory to write (required)")
+	out := fs.StringP("output", "o", "", "the model directory to write (required)")
 	arch := fs.String("arch", "", "expected architecture (bahdanau, luong-dot, luong-general, luong-concat); an error if the checkpoint's keys say otherwise")
 	srcVocab := fs.String("src-vocab", "", "source vocabulary: JSON array of strings, index = id; its length must equal Vs")
 	tgtVocab := fs.String("tgt-vocab", "", "target vocabulary: JSON array of strings, index = id; its length must equal Vt")
@@ -89,10 +70,10 @@ func runExport(args []string) error {
 	greedy := fs.Bool("greedy", false, "also write greedy.onnx, the whole greedy decoding as one graph")
 	force := fs.Bool("force", false, "replace an existing non-empty model directory")
 	allowNonFinite := fs.Bool("allow-nonfinite", false, "export weights that hold NaN or Inf")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	switch {
 	case len(pos) == 0:
 		return &usageError{"missing CHECKPOINT (a .pt or .safetensors state_dict)"}

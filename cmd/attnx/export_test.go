@@ -69,7 +69,7 @@ func TestExportCommandErrors(t *testing.T) {
 		{[]string{"export", ck}, 2, "attnx export: missing -o DIR (the model directory to write)\n"},
 		{[]string{"export", "-o", out}, 2, "attnx export: missing CHECKPOINT (a .pt or .safetensors state_dict)\n"},
 		{[]string{"export", ck, ck, "-o", out}, 2, "attnx export: one CHECKPOINT expected, got 2 arguments"},
-		{[]string{"export", ck, "-o", out, "--sos", "x"}, 2, "attnx export: invalid value \"x\" for flag -sos: not an integer\n"},
+		{[]string{"export", ck, "-o", out, "--sos", "x"}, 2, "attnx export: invalid argument \"x\" for \"--sos\" flag: not an integer\n"},
 		{[]string{"export", ck, "-o", out, "--eos", "99"}, 1, "attnx export: special token eos = 99: outside the target vocabulary [0, 23)\n"},
 	}
 	for _, c := range cases {

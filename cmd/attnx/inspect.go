@@ -46,10 +46,10 @@ type inspectedDir struct {
 func runInspect(args []string) error {
 	fs := newFlagSet("inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		return &usageError{fmt.Sprintf("want one FILE.onnx or model DIR, got %d arguments", len(pos))}
 	}

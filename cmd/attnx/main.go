@@ -5,12 +5,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // command is one subcommand. Adding a command is one entry in commands and
@@ -40,6 +41,7 @@ func init() {
 		{name: "inspect", summary: "describe an .onnx file or a model directory", usage: "[--json] FILE.onnx|DIR", run: runInspect},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
 		{name: "bench", summary: "measure greedy decoding speed: PyTorch eager, torch.onnx graphs, attnx step loop and in-graph loop, floor", usage: "[flags]", run: runBench},
+		{name: "version", summary: "print attnx's version, the Go version and the ONNX Runtime library it loads", usage: "[--json]", run: runVersion},
 	}
 }
 
@@ -97,6 +99,8 @@ func run(args []string) (code int) {
 			return exitUsage
 		}
 		return report(c.name, c.run([]string{"-h"}))
+	case "-version", "--version":
+		name = "version"
 	}
 	c := lookup(name)
 	if c == nil {
@@ -112,7 +116,7 @@ func report(name string, err error) int {
 	var ee *exitError
 	var ue *usageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
@@ -146,49 +150,105 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'attnx help <command>' or 'attnx <command> -h' for a command's flags.\n")
+	fmt.Fprintf(w, "Flags may come before, between or after arguments; -- ends them.\n")
+	fmt.Fprintf(w, "Long flags take two dashes (--json) or one (-json), short ones one (-o).\n")
 }
 
-// newFlagSet returns a flag set for command name that prints its usage to
-// stdout on -h and reports errors through the returned error (not by
-// exiting), so that the command returns a usageError.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("attnx "+name, flag.ContinueOnError)
+// newFlagSet returns the flag set of command name. Every command parses
+// its flags with package pflag, GNU style: flags may come before, between
+// and after positional arguments, "--" ends them, long flags are --name
+// (and, through normalizeArgs, -name as package flag accepted), shorthands
+// -x. The set prints nothing itself: parseFlags prints the help on -h and
+// returns parse errors as usageErrors.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("attnx "+name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	// The flag package calls Usage itself on -h and on every parse error;
-	// parseFlags prints the help once, and only for -h.
 	fs.Usage = func() {}
 	return fs
 }
 
 // printFlagUsage writes the help of command name, with fs's flags, to stdout.
-func printFlagUsage(name string, fs *flag.FlagSet) {
+func printFlagUsage(name string, fs *pflag.FlagSet) {
 	c := lookup(name)
 	fmt.Fprintf(stdout, "Usage: attnx %s %s\n\n%s.\n", name, c.usage, upperFirst(c.summary))
 	if doc := commandDocs[name]; doc != "" {
 		fmt.Fprintf(stdout, "\n%s\n", strings.TrimSpace(doc))
 	}
-	fmt.Fprintf(stdout, "\nFlags:\n")
-	fs.SetOutput(stdout)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fmt.Fprintf(stdout, "\nFlags:\n%s", fs.FlagUsagesWrapped(80))
 }
 
 // commandDocs holds longer help texts, by command name; each command's
 // file fills in its own entry.
 var commandDocs = map[string]string{}
 
-// parseFlags parses args with fs, turning parse errors into usageErrors
-// and -h into flag.ErrHelp after printing the usage.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	err := fs.Parse(args)
+// parseFlags parses args with fs; the positional arguments are then
+// fs.Args(). Parse errors become usageErrors naming the flag, and -h or
+// --help prints the command's help and returns pflag.ErrHelp.
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	args, err := normalizeArgs(fs, args)
+	if err == nil {
+		err = fs.Parse(args)
+	}
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		printFlagUsage(strings.TrimPrefix(fs.Name(), "attnx "), fs)
-		return flag.ErrHelp
+		return pflag.ErrHelp
 	}
 	return &usageError{err.Error()}
+}
+
+// normalizeArgs rewrites args for pflag so that the flag spellings package
+// flag accepted keep working: -name[=v] becomes --name[=v] when name is a
+// long flag of fs, and --x[=v] becomes -x[=v] when x is only a shorthand.
+// A single-dash argument that is neither a long flag nor starts with a
+// shorthand is an unknown flag (pflag would report its first letter, or
+// ignore it silently when it starts with "test."). Values of flags that
+// take one are passed through untouched, so --plot -json plots to "-json";
+// so is everything after "--".
+func normalizeArgs(fs *pflag.FlagSet, args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			out = append(out, a)
+			continue
+		}
+		var f *pflag.Flag
+		if a[1] == '-' {
+			name, _, _ := strings.Cut(a[2:], "=")
+			if f = fs.Lookup(name); f == nil && len(name) == 1 {
+				if f = fs.ShorthandLookup(name); f != nil {
+					a = a[1:]
+				}
+			}
+		} else {
+			name, _, _ := strings.Cut(a[1:], "=")
+			switch {
+			case len(name) > 1 && fs.Lookup(name) != nil:
+				f = fs.Lookup(name)
+				a = "-" + a
+			case name == "help":
+				a = "-" + a
+			case a == "-h" || fs.ShorthandLookup(a[1:2]) != nil:
+				if len(a) == 2 {
+					f = fs.ShorthandLookup(a[1:2])
+				}
+			default:
+				return nil, fmt.Errorf("unknown flag: -%s (arguments that begin with - go after --)", name)
+			}
+		}
+		out = append(out, a)
+		if f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") && i+1 < len(args) {
+			out = append(out, args[i+1])
+			i++
+		}
+	}
+	return out, nil
 }
 
 func upperFirst(s string) string {

@@ -37,7 +37,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"conformance", "-h"}, 0, "-strict", ""},
 		{[]string{"help", "nope"}, 2, "", `unknown command "nope"`},
 		{[]string{"nope"}, 2, "", `attnx: unknown command "nope"`},
-		{[]string{"conformance", "-bogus"}, 2, "", "flag provided but not defined: -bogus\nRun 'attnx help conformance' for usage."},
+		{[]string{"conformance", "-bogus"}, 2, "", "unknown flag: -bogus (arguments that begin with - go after --)\nRun 'attnx help conformance' for usage."},
 		{[]string{"conformance", "-workers", "0"}, 2, "", "-workers must be at least 1"},
 		{[]string{"conformance", "-run", "("}, 2, "", "-run: error parsing regexp"},
 		{[]string{"conformance", "/no/such/dir"}, 1, "", "attnx conformance: conformance: stat /no/such/dir"},

@@ -56,6 +56,9 @@ type translateIDsFlag [][]int64
 
 func (f *translateIDsFlag) String() string { return "" }
 
+// Type names the value in the help, as pflag.Value requires.
+func (f *translateIDsFlag) Type() string { return "ids" }
+
 func (f *translateIDsFlag) Set(s string) error {
 	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' })
 	if len(fields) == 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -104,7 +103,7 @@ func runVerify(args []string) error {
 	inputs := fs.String("inputs", "", "safetensors file with source_ids [batch, src_len] and source_lengths [batch], instead of random input")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
 	verbose := fs.Bool("verbose", false, "print every output of every step, not one line per output")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -182,9 +181,7 @@ func runVerify(args []string) error {
 			return fmt.Errorf("--inputs: %w", err)
 		}
 		if si := sd.Tensors["step_input_ids"]; si != nil && len(si.Dims) == 2 && int(si.Dims[0]) != *steps {
-			stepsSet := false
-			fs.Visit(func(f *flag.Flag) { stepsSet = stepsSet || f.Name == "steps" })
-			if stepsSet {
+			if fs.Changed("steps") {
 				return &usageError{fmt.Sprintf("%s has step_input_ids for %d steps, but --steps is %d; drop --steps or pass --steps %d", in, si.Dims[0], *steps, si.Dims[0])}
 			}
 			*steps = int(si.Dims[0])

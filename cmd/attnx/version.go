@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	goruntime "runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/attnx/attnx/runtime"
+)
+
+func init() {
+	commandDocs["version"] = `
+Prints what a bug report needs: attnx's version and the commit it was built
+from, the Go version and platform, and the ONNX Runtime library attnx loads
+with its version.
+
+The version and commit come from the Go build information: "go install
+github.com/attnx/attnx/cmd/attnx@VERSION" records VERSION; a build in a git
+clone records the commit, its time and whether the tree had uncommitted
+changes ("modified"). A build without them (outside a clone, in a git
+worktree, or with -buildvcs=false) says so.
+
+The library is found as every command finds it: $ATTNX_ORT_LIB, else
+.deps/onnxruntime/lib above the executable or the current directory, else
+the system library directories.
+
+Exit status: 0; 1 when no ONNX Runtime library can be loaded (everything
+else is still printed: export and inspect work without it, translate,
+verify, conformance and bench do not); 2 for usage errors.`
+}
+
+// versionReport is what `attnx version` prints; --json writes it as is.
+type versionReport struct {
+	// Version is the module version ("v1.2.0", a pseudo-version, or
+	// "(devel)" for a build from a source tree).
+	Version string `json:"version"`
+	// Revision, Time and Modified are the commit the binary was built
+	// from, when the build recorded it.
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	// Go is the Go release that built the binary; Platform is GOOS/GOARCH.
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+	// ORT is the ONNX Runtime library found, or why none was.
+	ORT versionORT `json:"onnxruntime"`
+}
+
+// versionORT describes the ONNX Runtime library: Path and Version when it
+// loaded, Error otherwise.
+type versionORT struct {
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// buildVersion fills in the attnx and Go parts of a versionReport from
+// the build information (ok false: the binary has none).
+func buildVersion(bi *debug.BuildInfo, ok bool) versionReport {
+	rep := versionReport{Version: "unknown", Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
+	if !ok || bi == nil {
+		return rep
+	}
+	if bi.Main.Version != "" {
+		rep.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		rep.Go = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rep.Revision = s.Value
+		case "vcs.time":
+			rep.Time = s.Value
+		case "vcs.modified":
+			rep.Modified = s.Value == "true"
+		}
+	}
+	return rep
+}
+
+// findORT loads ONNX Runtime the way every command does and reports it.
+func findORT() versionORT {
+	if err := runtime.Init(); err != nil {
+		return versionORT{Error: strings.TrimPrefix(err.Error(), "runtime: ")}
+	}
+	return versionORT{Path: runtime.LibraryPath(), Version: runtime.Version()}
+}
+
+// writeVersion prints rep as text.
+func writeVersion(w io.Writer, rep versionReport) {
+	fmt.Fprintf(w, "attnx %s\n", rep.Version)
+	switch {
+	case rep.Revision == "":
+		fmt.Fprintf(w, "  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n")
+	default:
+		var notes []string
+		if rep.Time != "" {
+			notes = append(notes, rep.Time)
+		}
+		if rep.Modified {
+			notes = append(notes, "modified")
+		}
+		fmt.Fprintf(w, "  commit       %s", rep.Revision)
+		if len(notes) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(notes, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  go           %s %s\n", rep.Go, rep.Platform)
+	if rep.ORT.Error != "" {
+		fmt.Fprintf(w, "  onnxruntime  not loaded: %s\n", rep.ORT.Error)
+		return
+	}
+	fmt.Fprintf(w, "  onnxruntime  %s %s\n", rep.ORT.Version, rep.ORT.Path)
+}
+
+func runVersion(args []string) error {
+	fs := newFlagSet("version")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	rep := buildVersion(debug.ReadBuildInfo())
+	rep.ORT = findORT()
+	if *asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		writeVersion(stdout, rep)
+	}
+	if rep.ORT.Error != "" {
+		return &exitError{exitFailure}
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/runtime"
+)
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	platform := goruntime.GOOS + "/" + goruntime.GOARCH
+	cases := []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want versionReport
+	}{
+		{"no build info", nil, false, versionReport{Version: "unknown", Go: goruntime.Version(), Platform: platform}},
+		{"source tree without VCS", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/attnx/attnx", Version: "(devel)"}}, true,
+			versionReport{Version: "(devel)", Go: "go1.26.8", Platform: platform}},
+		{"git clone with changes", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20260102030405-0123456789ab+dirty"},
+			Settings: []debug.BuildSetting{{Key: "GOOS", Value: "linux"}, {Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef"},
+				{Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"}}}, true,
+			versionReport{Version: "v0.0.0-20260102030405-0123456789ab+dirty", Revision: "0123456789abcdef", Time: "2026-01-02T03:04:05Z", Modified: true, Go: "go1.26.8", Platform: platform}},
+		{"go install of a release", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"},
+			Settings: []debug.BuildSetting{{Key: "vcs.modified", Value: "false"}}}, true,
+			versionReport{Version: "v1.2.0", Go: "go1.26.8", Platform: platform}},
+	}
+	for _, c := range cases {
+		if got := buildVersion(c.bi, c.ok); got != c.want {
+			t.Errorf("%s: buildVersion = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestWriteVersion(t *testing.T) {
+	cases := []struct {
+		rep  versionReport
+		want string
+	}{
+		{versionReport{Version: "v1.2.0", Revision: "0123abc", Time: "2026-01-02T03:04:05Z", Modified: true, Go: "go1.26.8", Platform: "linux/amd64",
+			ORT: versionORT{Path: "/opt/ort/libonnxruntime.so.1", Version: "1.24.1"}},
+			"attnx v1.2.0\n  commit       0123abc (2026-01-02T03:04:05Z, modified)\n  go           go1.26.8 linux/amd64\n  onnxruntime  1.24.1 /opt/ort/libonnxruntime.so.1\n"},
+		{versionReport{Version: "(devel)", Go: "go1.26.8", Platform: "linux/arm64", ORT: versionORT{Error: "ONNX Runtime shared library not found; searched X"}},
+			"attnx (devel)\n  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n  go           go1.26.8 linux/arm64\n  onnxruntime  not loaded: ONNX Runtime shared library not found; searched X\n"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		writeVersion(&b, c.rep)
+		if b.String() != c.want {
+			t.Errorf("writeVersion(%+v):\n%s\nwant:\n%s", c.rep, b.String(), c.want)
+		}
+	}
+}
+
+// TestVersionCommand runs `attnx version` in this process: it reports the
+// library runtime.Init loads, and exits 0 exactly when there is one.
+func TestVersionCommand(t *testing.T) {
+	initErr := runtime.Init()
+	if initErr != nil && os.Getenv("CI") == "true" {
+		t.Fatalf("ONNX Runtime not available under CI: %v", initErr)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		code, out, errs := attnx(args...)
+		first, _, _ := strings.Cut(out, "\n")
+		if !strings.HasPrefix(first, "attnx ") || !strings.Contains(out, "\n  go           "+goruntime.Version()+" ") || errs != "" {
+			t.Errorf("attnx %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+		switch {
+		case initErr == nil && (code != 0 || !strings.Contains(out, "\n  onnxruntime  "+runtime.Version()+" "+runtime.LibraryPath()+"\n")):
+			t.Errorf("attnx %q with ONNX Runtime %s at %s: exit %d, stdout %q", args, runtime.Version(), runtime.LibraryPath(), code, out)
+		case initErr != nil && (code != 1 || !strings.Contains(out, "onnxruntime  not loaded: ")):
+			t.Errorf("attnx %q without ONNX Runtime (%v): exit %d, stdout %q", args, initErr, code, out)
+		}
+	}
+	code, out, _ := attnx("version", "--json")
+	var rep versionReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("version --json (exit %d) is not JSON: %v\n%s", code, err, out)
+	}
+	if rep.Go != goruntime.Version() || rep.ORT.Path != runtime.LibraryPath() || rep.ORT.Version != runtime.Version() || (rep.ORT.Error == "") != (initErr == nil) {
+		t.Errorf("version --json: %+v", rep)
+	}
+	if code, _, errs := attnx("version", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+		t.Errorf("version extra: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestVersionMissingORT runs `attnx version` in a subprocess whose
+// ATTNX_ORT_LIB names no file: the report is printed all the same, names
+// the missing library, and the exit status is 1.
+func TestVersionMissingORT(t *testing.T) {
+	const lib = "/nonexistent/libonnxruntime.so.1"
+	for _, args := range []string{`["version"]`, `["version","--json"]`} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
+		cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+args, "ATTNX_ORT_LIB="+lib)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, io.Discard
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("attnx %s: exit %d (%v), want 1\n%s", args, code, err, out.String())
+		}
+		s := out.String()
+		if strings.Contains(args, "json") {
+			var rep versionReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.ORT.Path != "" || !strings.Contains(rep.ORT.Error, "ATTNX_ORT_LIB="+lib) || rep.Go == "" {
+				t.Errorf("attnx %s: %+v, %v\n%s", args, rep, err, s)
+			}
+			continue
+		}
+		if !strings.HasPrefix(s, "attnx ") || !strings.Contains(s, "\n  go           go") || !strings.Contains(s, "\n  onnxruntime  not loaded: ") || !strings.Contains(s, "ATTNX_ORT_LIB="+lib+": stat "+lib+": no such file") {
+			t.Errorf("attnx %s: stdout\n%s", args, s)
+		}
+		badNoTrace(t, s)
+	}
+}
