@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/verify"
 )
 
 // needTorch skips when Debian's PyTorch or ONNX Runtime is absent (CI=true
@@ -107,7 +108,7 @@ func TestVerifyMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reference(script, "make-model", "--arch", "luong-dot", "--hidden", "13", "--layers", "1",
+	if err := (verify.Reference{Python: pythonPath, Script: script}).Run("make-model", "--arch", "luong-dot", "--hidden", "13", "--layers", "1",
 		"--src-vocab", "19", "--tgt-vocab", "23", "--seed", "4242", "--out", ckpt); err != nil {
 		t.Fatal(err)
 	}
