@@ -334,10 +334,7 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 	if t.closed {
 		return nil, ErrClosed
 	}
-	bs := t.opt.BatchSize
-	if bs == 0 {
-		bs = DefaultBatchSize
-	}
+	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
 		rows := sources[start:min(start+bs, len(sources))]
@@ -357,6 +354,14 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 		out = append(out, res...)
 	}
 	return out, nil
+}
+
+// batchSize is Options.BatchSize or its default.
+func (t *Translator) batchSize() int {
+	if t.opt.BatchSize == 0 {
+		return DefaultBatchSize
+	}
+	return t.opt.BatchSize
 }
 
 // checkRows validates every source row.
