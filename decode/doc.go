@@ -1,5 +1,5 @@
 // Package decode is attnx's one decoding core over an exported model's
-// encoder.onnx and decoder.onnx (shared/spec/models.md). Every step-by-step
+// encoder.onnx and decoder.onnx (docs/models.md). Every step-by-step
 // decoder in attnx runs on it: package translate's "steps" engine, verify's
 // step traces and greedy checks, and bench's lean loop. The whole-graph
 // engine (greedy.onnx, one ONNX Loop) lives beside it in package translate.

@@ -1,6 +1,6 @@
 // Package translate is attnx's Go inference API: it opens a model directory
 // (encoder.onnx, decoder.onnx, attnx.json and optionally greedy.onnx, see
-// shared/spec/models.md) and greedy-decodes batches of source sentences.
+// docs/models.md) and greedy-decodes batches of source sentences.
 //
 //	tr, err := translate.Open("models/dates", translate.Options{})
 //	if err != nil { ... }
