@@ -415,8 +415,8 @@ func TestExecutorErrors(t *testing.T) {
 
 // BenchmarkGreedyStep decodes a batch of 12-token sources for 20 steps
 // (EOS suppressed, so every row runs them all) with the core as bench's
-// lean engine does, once warmed up: ms per step and per token, and
-// allocations per decode (0).
+// lean engine does, once warmed up: ms per step and per token (the whole
+// decode, encoder included, over the steps), and allocations per decode (0).
 func BenchmarkGreedyStep(b *testing.B) {
 	needORT(b)
 	const srcLen, steps = 12, 20

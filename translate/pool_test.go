@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/fixtures"
 )
 
@@ -19,18 +20,25 @@ func repeated(n int, id int64) []int64 {
 	return row
 }
 
+// poolModel writes a fixture's model directory and returns it with its
+// decode.Model, to size the pool limits with.
+func poolModel(t *testing.T) (string, *decode.Model) {
+	t.Helper()
+	dir, _ := fixtureModel(t, fixtures.List(t)[1])
+	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return dir, tr.pool.m
+}
+
 // TestPoolCapsIdleBytes: the idle executors never hold more than
 // MaxIdleBytes, whatever shapes come, and an idle executor serves any
 // batch it has room for (capacity, not shape, decides).
 func TestPoolCapsIdleBytes(t *testing.T) {
 	needORT(t)
-	dir, _ := fixtureModel(t, fixtures.List(t)[1])
-	probe, err := Open(dir, Options{Threads: 1, Engine: EngineSteps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := probe.pool.m
-	probe.Close()
+	dir, m := poolModel(t)
 	capBytes := 3 * m.Bytes(1, 40)
 	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps, MaxLen: 2, MaxIdleBytes: capBytes})
 	if err != nil {
@@ -72,13 +80,8 @@ func TestPoolCapsIdleBytes(t *testing.T) {
 // calls never hold more than the bound together.
 func TestPoolBoundsLiveBytes(t *testing.T) {
 	needORT(t)
-	dir, _ := fixtureModel(t, fixtures.List(t)[1])
-	probe, err := Open(dir, Options{Threads: 1, Engine: EngineSteps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	limit := probe.pool.m.Bytes(2, 16)
-	probe.Close()
+	dir, m := poolModel(t)
+	limit := m.Bytes(2, 16)
 	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps, MaxLen: 3, MaxLiveBytes: limit, BatchSize: 4})
 	if err != nil {
 		t.Fatal(err)

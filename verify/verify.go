@@ -61,6 +61,24 @@ func sourceRows(sourceIDs *runtime.Tensor, sourceLengths []int64) ([][]int64, in
 	return rows, S, nil
 }
 
+// executor returns an executor of enc and dec with room for the source
+// rows (cut to their lengths) at the given src_len; the caller closes it.
+func executor(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
+	m, err := decode.NewModel(enc, dec, decode.Dims{})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rows, S, err := sourceRows(sourceIDs, sourceLengths)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ex, err := m.NewExecutor(len(rows), len(rows)*S)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ex, rows, S, nil
+}
+
 // floatTensor copies data into a new runtime tensor.
 func floatTensor(dims []int64, data []float32) *runtime.Tensor {
 	return runtime.NewFloat32(dims, append([]float32(nil), data...))
@@ -72,25 +90,17 @@ func floatTensor(dims []int64, data []float32) *runtime.Tensor {
 // so that errors would accumulate as in real use). The encoder runs at the
 // given src_len, whatever the lengths.
 func Run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
-	m, err := decode.NewModel(enc, dec, decode.Dims{})
-	if err != nil {
-		return nil, err
-	}
-	rows, S, err := sourceRows(sourceIDs, sourceLengths)
-	if err != nil {
-		return nil, err
-	}
-	B := len(rows)
 	for t, ids := range stepInputs {
-		if len(ids) != B {
-			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), B)
+		if len(ids) != len(sourceLengths) {
+			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), len(sourceLengths))
 		}
 	}
-	ex, err := m.NewExecutor(B, B*S)
+	ex, rows, S, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err
 	}
 	defer ex.Close()
+	m, B := ex.Model(), len(rows)
 	first := make([]int64, B)
 	if len(stepInputs) > 0 {
 		copy(first, stepInputs[0])
@@ -264,15 +274,7 @@ type Decoded struct {
 // argmax, a row stops at EOS (which is part of its output) or after maxLen
 // tokens.
 func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
-	m, err := decode.NewModel(enc, dec, decode.Dims{})
-	if err != nil {
-		return nil, err
-	}
-	rows, S, err := sourceRows(sourceIDs, sourceLengths)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := m.NewExecutor(len(rows), len(rows)*S)
+	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err
 	}
