@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
@@ -12,19 +11,15 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/runtime"
 )
 
-// needORT skips without ONNX Runtime, or fails under CI.
+// needORT initialises ONNX Runtime; see testenv.ORT for an absent library.
 func needORT(tb testing.TB) {
 	tb.Helper()
-	if err := runtime.Init(); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("ONNX Runtime is required in CI: %v", err)
-		}
-		tb.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(tb, runtime.Init())
 }
 
 // pair is an opened encoder/decoder pair and its decode.Model.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -13,9 +14,7 @@ import (
 // reference with fewer tokens than the steps run, or a cell state the graphs
 // lack, is an error, not a panic.
 func TestRunAndCompareEdges(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	f := fixtures.List(t)[1]
 	_, enc, dec := openModel(t, f.Path(t, "checkpoint.pt"))
 	d := fixtures.Load(t, f.Path(t, ""))
