@@ -284,9 +284,9 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 // source length the encoder runs at (0 for the longest row). When the batch
 // is empty the encoder writes straight into the decoder's buffers; otherwise
 // into staging buffers, from which the rows are copied in, the batch's
-// encoder outputs being re-laid out when a longer source joins. Join returns
-// the new rows' ids (consecutive, increasing with every Join) through first
-// row id.
+// encoder outputs being re-laid out when a longer source joins. It returns
+// the first new row's id; the new rows have consecutive ids (see Row),
+// larger than those of every earlier Join.
 func (e *Executor) Join(sources [][]int64, first []int64, padTo int) (firstRow int32, err error) {
 	if e.err != nil {
 		return 0, e.err
@@ -323,8 +323,8 @@ func (e *Executor) Join(sources [][]int64, first []int64, padTo int) (firstRow i
 	if direct {
 		kind = bindEncoderDirect
 		e.cur = 0
-	} else if err := e.reserveStaging(n, sn); err != nil {
-		return 0, err
+	} else {
+		e.reserveStaging(n, sn)
 	}
 	bd, err := e.binding(bindKey{kind: kind, b: int32(n), s: int32(sn)})
 	if err != nil {
@@ -382,7 +382,8 @@ func (e *Executor) zeroPast(buf []float32, j, n, s int) {
 	clear(buf[(j*s+n)*H : (j+1)*s*H])
 }
 
-func (e *Executor) reserveStaging(n, sn int) error {
+// reserveStaging makes the staging buffers hold n rows of sn positions.
+func (e *Executor) reserveStaging(n, sn int) {
 	H, L := e.m.hidden, e.m.layers
 	if need := n * sn * H; cap(e.stEnc) < need {
 		e.dropStagedBindings()
@@ -398,7 +399,6 @@ func (e *Executor) reserveStaging(n, sn int) error {
 	for k := range e.stStates {
 		e.stStates[k] = e.stStates[k][:cap(e.stStates[k])]
 	}
-	return nil
 }
 
 func (e *Executor) dropStagedBindings() {
