@@ -58,13 +58,17 @@ func (p *pool) get(ctx context.Context, slots, cells int) (*decode.Executor, err
 			p.mu.Unlock()
 			return nil, ErrClosed
 		}
-		// The smallest idle executor with room, else a new one.
-		pick, charge := -1, need
+		// The smallest idle executor with room that the budget allows,
+		// else a new one of exactly the size needed.
+		pick, charge := -1, int64(0)
 		for i, ex := range p.idle {
 			s, c := ex.Capacity()
-			if s >= slots && c >= cells && (pick < 0 || ex.Bytes() < charge) {
-				pick, charge = i, ex.Bytes()
+			if b := ex.Bytes(); s >= slots && c >= cells && p.live+b <= p.maxLive && (pick < 0 || b < charge) {
+				pick, charge = i, b
 			}
+		}
+		if pick < 0 {
+			charge = need
 		}
 		if p.live+charge <= p.maxLive {
 			var ex *decode.Executor
@@ -72,12 +76,11 @@ func (p *pool) get(ctx context.Context, slots, cells int) (*decode.Executor, err
 				ex = p.idle[pick]
 				p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
 				p.idleBytes -= charge
+			} else {
+				p.made++
 			}
 			p.live += charge
 			p.peakLive = max(p.peakLive, p.live)
-			if ex == nil {
-				p.made++
-			}
 			p.mu.Unlock()
 			if ex == nil {
 				var err error

@@ -139,3 +139,36 @@ func TestPoolBoundsLiveBytes(t *testing.T) {
 		t.Errorf("live bytes peaked at %d, bound %d", tr.pool.peakLive, limit)
 	}
 }
+
+// TestPoolSkipsIdleOverBudget: an idle executor too big for what the live
+// budget has left is passed over for a new one of the size needed, instead
+// of waiting.
+func TestPoolSkipsIdleOverBudget(t *testing.T) {
+	needORT(t)
+	dir, m := poolModel(t)
+	big, small := m.Bytes(2, 16), m.Bytes(1, 2)
+	tr, err := Open(dir, Options{Threads: 1, Engine: EngineSteps, MaxLen: 3, MaxLiveBytes: big + small - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx := context.Background()
+	held, err := tr.pool.get(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := m.NewExecutor(2, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.pool.put(idle) // idle now, never charged
+	short, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := tr.TranslateIDs(short, [][]int64{repeated(3, 5)}); err != nil {
+		t.Fatalf("a small batch beside a small held executor: %v", err)
+	}
+	if n, _, _ := tr.pool.stats(); n != 2 || tr.pool.made != 2 {
+		t.Errorf("%d idle, %d made: want the big one left idle and a new one made", n, tr.pool.made)
+	}
+	tr.pool.put(held)
+}
