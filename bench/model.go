@@ -19,7 +19,7 @@ import (
 const suppressedBias = -1e9
 
 // RandomStateDict returns a seeded random state_dict of the spec's layout
-// (shared/spec/models.md) for arch, initialised like PyTorch's defaults:
+// (docs/models.md) for arch, initialised like PyTorch's defaults:
 // uniform in [-1/sqrt(H), 1/sqrt(H)], embeddings N(0, 1).
 func RandomStateDict(arch attention.Arch, hidden, layers, srcVocab, tgtVocab int, seed uint64) (map[string]*builder.Tensor, error) {
 	if hidden < 1 || layers < 1 || srcVocab < 1 || tgtVocab < 1 {

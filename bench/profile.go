@@ -1,14 +1,14 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"runtime/pprof"
 	"time"
 
-	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/ops"
@@ -43,26 +43,15 @@ type ProfileSummary struct {
 // profile runs the lean step loop for max(3*MinTime, 0.1s) under the
 // CPU profiler.
 func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
-	H, L, V := m.cfg.Hidden, m.cfg.Layers, m.cfg.TgtVocab
-	enc, err := runtime.Open(filepath.Join(m.dir, "encoder.onnx"), sessionOptions(1))
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Close()
-	dec, err := runtime.Open(filepath.Join(m.dir, "decoder.onnx"), sessionOptions(1))
-	if err != nil {
-		return nil, err
-	}
-	defer dec.Close()
-	l, err := newStepLoop(enc, dec, 1, S, H, L, V)
+	ids, _ := randomSources(1, S, m.cfg.SrcVocab, c.Seed)
+	l, err := newLeanLoop(m.dir, 1, [][]int64{ids}, c.Steps)
 	if err != nil {
 		return nil, err
 	}
 	defer l.close()
-	ids, lens := randomSources(1, S, m.cfg.SrcVocab, c.Seed)
-	l.setSources(ids, lens)
+	ctx := context.Background()
 	for i := 0; i < c.Warmup; i++ {
-		if _, _, err := l.run(c.Steps, attention.DefaultSpecial.SOS, nil); err != nil {
+		if _, _, err := l.run(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +67,7 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 	start := time.Now()
 	n := 0
 	for time.Since(start) < dur {
-		if _, _, err := l.run(c.Steps, attention.DefaultSpecial.SOS, nil); err != nil {
+		if _, _, err := l.run(ctx, nil); err != nil {
 			pprof.StopCPUProfile()
 			return nil, err
 		}
@@ -89,13 +78,21 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 	if err := f.Commit(); err != nil {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
-	// The argmax alone, on the last step's log_probs.
-	lp := l.logProbs.GetData()
+	// The argmax alone, on a first step's log_probs.
+	l.batch.Reset()
+	if err := l.batch.Add(l.rows, l.searches); err != nil {
+		return nil, err
+	}
+	if err := l.ex.Step(); err != nil {
+		return nil, err
+	}
+	V := m.cfg.TgtVocab
+	lp := l.ex.LogProbs()
 	const k = 2000
 	t0 := time.Now()
 	var sink int64
 	for i := 0; i < k; i++ {
-		sink += argmax(lp[:V])
+		sink += decode.Argmax(lp[:V])
 	}
 	_ = sink
 	argMs := float64(time.Since(t0)) / 1e6 / k

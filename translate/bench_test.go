@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -151,7 +152,7 @@ func benchPlainRun(b *testing.B, dir string, vocab int) {
 					next := make([]int64, batch)
 					running := false
 					for r := range next {
-						next[r] = argmax(lp[r*vocab : (r+1)*vocab])
+						next[r] = decode.Argmax(lp[r*vocab : (r+1)*vocab])
 						if !done[r] {
 							tokens++
 							_ = append([]float32(nil), at[r*benchSrcLen:(r+1)*benchSrcLen]...)

@@ -1,6 +1,6 @@
 // Package translate is attnx's Go inference API: it opens a model directory
 // (encoder.onnx, decoder.onnx, attnx.json and optionally greedy.onnx, see
-// shared/spec/models.md) and greedy-decodes batches of source sentences.
+// docs/models.md) and greedy-decodes batches of source sentences.
 //
 //	tr, err := translate.Open("models/dates", translate.Options{})
 //	if err != nil { ... }
@@ -20,11 +20,12 @@
 //
 // Two engines do the same computation:
 //
-//   - "steps" runs encoder.onnx once and decoder.onnx once per step, through
-//     ONNX Runtime IoBindings over preallocated tensors: the decoder's
-//     hidden and cell ping-pong between two buffers, nothing is copied or
-//     allocated per step except each row's output, and the argmax is done in
-//     Go on the log_probs buffer.
+//   - "steps" runs encoder.onnx once and decoder.onnx once per step on
+//     attnx's decoding core (package decode): IoBindings over preallocated
+//     buffers, the argmax in Go on the log_probs buffer, and rows leaving
+//     the batch as soon as they finish, so a long row does not keep the
+//     short ones running. Nothing is allocated per step except each row's
+//     output.
 //   - "loop" runs greedy.onnx, where the whole decode is one ONNX Loop: one
 //     session run per batch.
 //
@@ -32,8 +33,10 @@
 //
 // # Inputs
 //
-// TranslateIDs takes token ids. Ragged batches are padded with PAD and carry
-// their lengths; every row is checked before anything runs (not empty, ids in
+// TranslateIDs takes token ids. Ragged batches are padded with source id 0
+// (positions past a row's length are masked, so any valid source id does;
+// PAD is a target-side token and may lie outside the source vocabulary) and
+// carry their lengths; every row is checked before anything runs (not empty, ids in
 // [0, Vs), not longer than Options.MaxSourceLen). Translate takes text and
 // needs the source vocabulary of attnx.json: a vocabulary whose ordinary
 // tokens are all single characters is character-level, and text is split
@@ -46,13 +49,17 @@
 //
 // A Translator is safe for use by many goroutines at once. The ONNX Runtime
 // sessions are shared (ORT sessions allow concurrent runs); everything that
-// changes during a decode lives in a per-call workspace (the preallocated
-// tensors and IoBindings of one batch shape). Workspaces are kept on a
-// bounded free list keyed by (batch, src_len): a call takes one (or makes
-// one), owns it exclusively until the batch is done, and puts it back; the
-// least recently returned workspaces are released when the list is full.
-// Close waits for calls in progress, then releases the sessions and every
-// pooled workspace; calls after Close fail with ErrClosed.
+// changes during a steps-engine decode lives in an executor (the
+// preallocated buffers and IoBindings of package decode) that the call owns
+// until its batch is done. Executors are pooled by bytes, not by count or
+// shape: an idle one serves any later batch it has room for, idle ones are
+// kept up to Options.MaxIdleBytes (the oldest released first), and the
+// executors of all calls in progress together stay within
+// Options.MaxLiveBytes: a call that would go over waits for others to
+// finish or for its context to end, and a batch that alone needs more is
+// refused with an error that names the limit. Close waits for calls in
+// progress, then releases the sessions and every pooled executor; calls
+// after Close fail with ErrClosed.
 //
 // A cancelled context stops the steps engine between two decoder steps; the
 // loop engine checks it only before its single run.

@@ -14,7 +14,7 @@ import (
 func (t *Translator) runLoop(ctx context.Context, rows [][]int64) ([]Result, error) {
 	B, S := len(rows), maxLen(rows)
 	ids, lens := make([]int64, B*S), make([]int64, B)
-	t.fillSources(ids, lens, rows, S)
+	fillSources(ids, lens, rows, S)
 	limits := make([]int, B)
 	steps := 0
 	for r, row := range rows {

@@ -16,6 +16,9 @@ type ioSpec struct {
 	// fixed one after its attnx.json field.
 	dims   []int64
 	labels []string
+	// optional inputs and outputs may be absent: the LSTM cell state,
+	// which GRU models do not have (decode.NewModel checks the pairs).
+	optional bool
 }
 
 // graphSpec is the interface one model file must have.
@@ -29,7 +32,7 @@ func (t *Translator) encoderSpec() graphSpec {
 	H, L := int64(t.info.Hidden), int64(t.info.Layers)
 	state := ioSpec{dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
 	h, c := state, state
-	h.name, c.name = attention.OutHidden, attention.OutCell
+	h.name, c.name, c.optional = attention.OutHidden, attention.OutCell, true
 	return graphSpec{role: "encoder",
 		inputs: []ioSpec{
 			{name: attention.InSourceIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
@@ -44,7 +47,8 @@ func (t *Translator) encoderSpec() graphSpec {
 func (t *Translator) decoderSpec() graphSpec {
 	H, L, Vt := int64(t.info.Hidden), int64(t.info.Layers), int64(t.info.TgtVocab)
 	state := func(name string) ioSpec {
-		return ioSpec{name: name, dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
+		return ioSpec{name: name, dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"},
+			optional: name == attention.InCell || name == attention.OutNextCell}
 	}
 	return graphSpec{role: "decoder",
 		inputs: []ioSpec{
@@ -98,6 +102,9 @@ func checkIOs(path, what string, have []runtime.IOInfo, want []ioSpec, allowExtr
 	for _, w := range want {
 		expected[w.name] = true
 		io, ok := byName[w.name]
+		if !ok && w.optional {
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("translate: %s disagrees with attnx.json: it has no %s %q (its %ss: %s)", path, what, w.name, what, list)
 		}

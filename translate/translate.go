@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
@@ -31,9 +32,6 @@ const (
 // DefaultBatchSize is the largest number of rows run together when
 // Options.BatchSize is 0; longer calls are split.
 const DefaultBatchSize = 64
-
-// maxIdleWorkspaces bounds the free list of step-engine workspaces.
-const maxIdleWorkspaces = 32
 
 // ErrClosed is returned by calls on a closed Translator.
 var ErrClosed = errors.New("translate: translator is closed")
@@ -63,6 +61,15 @@ type Options struct {
 	// UnknownToUNK makes Translate map characters or words outside the
 	// source vocabulary to the UNK token instead of failing.
 	UnknownToUNK bool
+	// MaxIdleBytes caps the memory of the steps engine's idle decoding
+	// buffers, kept for later calls; 0 means DefaultMaxIdleBytes.
+	MaxIdleBytes int64
+	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
+	// in progress, all together: a call whose batch would go over waits for
+	// others to finish (or for its context to end), and a batch that alone
+	// needs more is refused with an error naming this limit. 0 means
+	// DefaultMaxLiveBytes. ONNX Runtime's own working memory comes on top.
+	MaxLiveBytes int64
 }
 
 // Result is the translation of one input.
@@ -101,7 +108,7 @@ type Translator struct {
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
-	pool   *wsPool
+	pool   *pool // steps engine only
 }
 
 // Open reads dir/attnx.json, opens the sessions the engine needs and checks
@@ -128,7 +135,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
 	}
-	t := &Translator{dir: dir, info: info, opt: opt, pool: &wsPool{max: maxIdleWorkspaces}}
+	t := &Translator{dir: dir, info: info, opt: opt}
 	t.src = newVocab(info.SrcTokens, info.Special)
 	t.tgt = newVocab(info.TgtTokens, info.Special)
 
@@ -165,6 +172,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if t.dec, err = t.openRole("decoder", ropt, t.decoderSpec()); err != nil {
 			return fail(err)
 		}
+		m, err := decode.NewModel(t.enc, t.dec, decode.Dims{Hidden: info.Hidden, Layers: info.Layers, TgtVocab: info.TgtVocab})
+		if err != nil {
+			return fail(fmt.Errorf("translate: %s: %w", dir, err))
+		}
+		t.pool = newPool(m, opt.MaxIdleBytes, opt.MaxLiveBytes)
 	} else {
 		if t.greedy, err = t.openRole("greedy", ropt, t.greedySpec()); err != nil {
 			return fail(err)
@@ -188,6 +200,14 @@ func checkOptions(opt Options) error {
 		name string
 		v    int
 	}{{"Threads", opt.Threads}, {"MaxLen", opt.MaxLen}, {"MaxSourceLen", opt.MaxSourceLen}, {"BatchSize", opt.BatchSize}} {
+		if f.v < 0 {
+			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"MaxIdleBytes", opt.MaxIdleBytes}, {"MaxLiveBytes", opt.MaxLiveBytes}} {
 		if f.v < 0 {
 			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
 		}
@@ -269,7 +289,9 @@ func (t *Translator) Close() error {
 		return nil
 	}
 	t.closed = true
-	t.pool.close()
+	if t.pool != nil {
+		t.pool.close()
+	}
 	return t.closeSessions()
 }
 
@@ -312,10 +334,7 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 	if t.closed {
 		return nil, ErrClosed
 	}
-	bs := t.opt.BatchSize
-	if bs == 0 {
-		bs = DefaultBatchSize
-	}
+	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
 		rows := sources[start:min(start+bs, len(sources))]
@@ -335,6 +354,14 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 		out = append(out, res...)
 	}
 	return out, nil
+}
+
+// batchSize is Options.BatchSize or its default.
+func (t *Translator) batchSize() int {
+	if t.opt.BatchSize == 0 {
+		return DefaultBatchSize
+	}
+	return t.opt.BatchSize
 }
 
 // checkRows validates every source row.
@@ -372,18 +399,15 @@ func (t *Translator) finish(r *Result, src []int64) {
 	r.Text = t.tgt.text(r.Tokens)
 }
 
-// fillSources writes rows into source_ids [B*S], PAD-filled, and lengths.
-func (t *Translator) fillSources(ids, lens []int64, rows [][]int64, S int) {
-	pad := t.info.Special.PAD
-	if pad < 0 {
-		pad = 0
-	}
+// fillSources writes rows into source_ids [B*S] and their lengths. The
+// padding is source id 0, valid in every source vocabulary: positions past
+// a row's length are masked, so any valid id does, but PAD is a target-side
+// token and may lie outside the source vocabulary.
+func fillSources(ids, lens []int64, rows [][]int64, S int) {
 	for r, row := range rows {
 		line := ids[r*S : (r+1)*S]
 		copy(line, row)
-		for j := len(row); j < S; j++ {
-			line[j] = pad
-		}
+		clear(line[len(row):])
 		lens[r] = int64(len(row))
 	}
 }

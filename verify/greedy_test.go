@@ -75,9 +75,11 @@ func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, w
 		}
 		for step := int64(0); step < T; step++ {
 			row := gotAttn[(b*T+step)*S : (b*T+step+1)*S]
-			ref := make([]float32, S) // zeros once the row has finished
+			// The step loop gives the row's own positions; the rest is zero,
+			// as it is everywhere once the row has finished.
+			ref := make([]float32, S)
 			if step < int64(len(steps.Attention[b])) {
-				ref = steps.Attention[b][step]
+				copy(ref, steps.Attention[b][step])
 			}
 			if r := compare.Float32(row, ref, []int64{S}, Tolerance); !r.OK {
 				t.Fatalf("row %d step %d attention vs the step loop: %s", b, step, r)

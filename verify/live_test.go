@@ -23,8 +23,8 @@ func requireTorch(t *testing.T) {
 	testenv.Torch(t)
 }
 
-// reference runs the embedded PyTorch reference's reference.py.
-func reference(t *testing.T, args ...string) {
+// runReference runs the embedded PyTorch reference's reference.py.
+func runReference(t *testing.T, args ...string) {
 	t.Helper()
 	fixtures.Reference(t, args...)
 }
@@ -71,14 +71,14 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 			dir := t.TempDir()
 			ckpt, in, out := filepath.Join(dir, "model.pt"), filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
 			seed := fmt.Sprint(7000 + i)
-			reference(t, "make-model", "--arch", string(c.arch), "--hidden", fmt.Sprint(c.hidden), "--layers", fmt.Sprint(c.layers),
+			runReference(t, "make-model", "--arch", string(c.arch), "--hidden", fmt.Sprint(c.hidden), "--layers", fmt.Sprint(c.layers),
 				"--src-vocab", "31", "--tgt-vocab", "29", "--seed", seed, "--out", ckpt)
 			args := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(srcLen), "--src-vocab", "31", "--seed", seed, "--out", in}
 			if c.batch > 1 {
 				args = append(args, "--ragged")
 			}
-			reference(t, args...)
-			reference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", fmt.Sprint(steps), "--out", out)
+			runReference(t, args...)
+			runReference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", fmt.Sprint(steps), "--out", out)
 
 			_, enc, dec := openModel(t, ckpt)
 			ids, lens, stepIDs, want := readRun(t, in, out)
@@ -135,10 +135,10 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 		t.Run(string(arch), func(t *testing.T) {
 			dir := t.TempDir()
 			ckpt, in, out := filepath.Join(dir, "m.pt"), filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
-			reference(t, "make-model", "--arch", string(arch), "--hidden", "13", "--layers", "2", "--src-vocab", "31", "--tgt-vocab", "29", "--seed", "11", "--out", ckpt)
-			reference(t, "random-inputs", "--batch", "1", "--src-len", "8", "--src-vocab", "31", "--seed", "11", "--out", in)
-			reference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", "10", "--out", out)
-			reference(t, "export-onnx", "--checkpoint", ckpt, "--out-dir", filepath.Join(dir, "torch"))
+			runReference(t, "make-model", "--arch", string(arch), "--hidden", "13", "--layers", "2", "--src-vocab", "31", "--tgt-vocab", "29", "--seed", "11", "--out", ckpt)
+			runReference(t, "random-inputs", "--batch", "1", "--src-len", "8", "--src-vocab", "31", "--seed", "11", "--out", in)
+			runReference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", "10", "--out", out)
+			runReference(t, "export-onnx", "--checkpoint", ckpt, "--out-dir", filepath.Join(dir, "torch"))
 
 			w, enc, dec := openModel(t, ckpt)
 			ids, lens, stepIDs, want := readRun(t, in, out)

@@ -1,23 +1,31 @@
 // Package verify runs exported attention models step by step and compares
 // every output of every step with the PyTorch reference's, as recorded by
 // reference/reference.py (safetensors with the keys listed in
-// testdata/fixtures/manifest.json).
+// testdata/fixtures/manifest.json). Check is what `attnx verify` does: run
+// the reference and the model directory's graphs on the same inputs and
+// compare the step outputs, the step argmax tokens and free-running greedy
+// decoding. Run, Compare and Greedy are its parts, usable on any opened
+// encoder/decoder pair. Every run goes through attnx's decoding core
+// (package decode), the code that translate and bench run too.
 package verify
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/runtime"
 )
 
 // Tolerance is the spec's float32 tolerance: torch.testing's defaults.
 var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 
-// Step holds one decoder step's outputs.
+// Step holds one decoder step's outputs. NextCell is nil for models
+// without a cell state (GRU).
 type Step struct {
 	InputIDs                                  []int64
 	LogProbs, NextHidden, NextCell, Attention *runtime.Tensor
@@ -25,69 +33,107 @@ type Step struct {
 	Tokens []int64
 }
 
-// Trace is the record of an encoder run followed by decoder steps.
+// Trace is the record of an encoder run followed by decoder steps. Cell is
+// nil for models without a cell state (GRU).
 type Trace struct {
 	EncoderOutputs, Hidden, Cell *runtime.Tensor
 	Steps                        []Step
 }
 
+// sourceRows cuts source_ids [batch, src_len] to each row's length,
+// checking 1 <= length <= src_len.
+func sourceRows(sourceIDs *runtime.Tensor, sourceLengths []int64) ([][]int64, int, error) {
+	if len(sourceIDs.Shape) != 2 || int(sourceIDs.Shape[0]) != len(sourceLengths) {
+		return nil, 0, fmt.Errorf("source_ids %s and %d source_lengths: want source_ids [batch, src_len] with one length per row", sourceIDs, len(sourceLengths))
+	}
+	ids, err := sourceIDs.Int64s()
+	if err != nil {
+		return nil, 0, fmt.Errorf("source_ids: %w", err)
+	}
+	S := int(sourceIDs.Shape[1])
+	rows := make([][]int64, len(sourceLengths))
+	for r, n := range sourceLengths {
+		if n < 1 || int(n) > S {
+			return nil, 0, fmt.Errorf("source_lengths[%d] = %d: want 1 <= length <= src_len %d", r, n, S)
+		}
+		rows[r] = ids[r*S : r*S+int(n)]
+	}
+	return rows, S, nil
+}
+
+// executor returns an executor of enc and dec with room for the source
+// rows (cut to their lengths) at the given src_len; the caller closes it.
+func executor(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
+	m, err := decode.NewModel(enc, dec, decode.Dims{})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rows, S, err := sourceRows(sourceIDs, sourceLengths)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ex, err := m.NewExecutor(len(rows), len(rows)*S)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ex, rows, S, nil
+}
+
+// floatTensor copies data into a new runtime tensor.
+func floatTensor(dims []int64, data []float32) *runtime.Tensor {
+	return runtime.NewFloat32(dims, append([]float32(nil), data...))
+}
+
 // Run runs the encoder on sourceIDs [batch, srcLen] and sourceLengths, then
 // len(stepInputs) decoder steps, feeding stepInputs[t] (one id per row) as
 // input_ids and each step's states to the next (the ONNX model's own states,
-// so that errors would accumulate as in real use).
+// so that errors would accumulate as in real use). The encoder runs at the
+// given src_len, whatever the lengths.
 func Run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
-	batch := int64(len(sourceLengths))
-	lens := runtime.NewInt64([]int64{batch}, sourceLengths)
-	out, err := enc.Run(map[string]*runtime.Tensor{attention.InSourceIDs: sourceIDs, attention.InSourceLengths: lens})
+	for t, ids := range stepInputs {
+		if len(ids) != len(sourceLengths) {
+			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), len(sourceLengths))
+		}
+	}
+	ex, rows, S, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
+		return nil, err
+	}
+	defer ex.Close()
+	m, B := ex.Model(), len(rows)
+	first := make([]int64, B)
+	if len(stepInputs) > 0 {
+		copy(first, stepInputs[0])
+	}
+	if _, err := ex.Join(rows, first, S); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	tr := &Trace{EncoderOutputs: out[attention.OutEncoder], Hidden: out[attention.OutHidden], Cell: out[attention.OutCell]}
-	hidden, cell := tr.Hidden, tr.Cell
-	for t, ids := range stepInputs {
-		if int64(len(ids)) != batch {
-			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), batch)
+	H, L, V, b, s := int64(m.Hidden()), int64(m.Layers()), m.TgtVocab(), int64(B), int64(S)
+	state := func() map[string]*runtime.Tensor {
+		out := map[string]*runtime.Tensor{}
+		for k, name := range m.States() {
+			out[name] = floatTensor([]int64{L, b, H}, ex.State(k))
 		}
-		res, err := dec.Run(map[string]*runtime.Tensor{
-			attention.InInputIDs:       runtime.NewInt64([]int64{batch}, ids),
-			attention.InHidden:         hidden,
-			attention.InCell:           cell,
-			attention.InEncoderOutputs: tr.EncoderOutputs,
-			attention.InSourceLengths:  lens,
-		})
-		if err != nil {
+		return out
+	}
+	st := state()
+	tr := &Trace{EncoderOutputs: floatTensor([]int64{b, s, H}, ex.EncoderOutputs()), Hidden: st[attention.OutHidden], Cell: st[attention.OutCell]}
+	for t, ids := range stepInputs {
+		copy(ex.Inputs(), ids)
+		if err := ex.Step(); err != nil {
 			return nil, fmt.Errorf("decoder step %d: %w", t, err)
 		}
-		lp := res[attention.OutLogProbs]
-		v, err := lp.Float32s()
-		if err != nil {
-			return nil, fmt.Errorf("decoder step %d: log_probs: %w", t, err)
+		lp := ex.LogProbs()
+		toks := make([]int64, B)
+		for r := range toks {
+			toks[r] = decode.Argmax(lp[r*V : (r+1)*V])
 		}
-		st := Step{InputIDs: ids, LogProbs: lp, NextHidden: res[attention.OutNextHidden],
-			NextCell: res[attention.OutNextCell], Attention: res[attention.OutAttention],
-			Tokens: Argmax(v, int(batch))}
-		tr.Steps = append(tr.Steps, st)
-		hidden, cell = st.NextHidden, st.NextCell
+		next := state()
+		tr.Steps = append(tr.Steps, Step{InputIDs: ids, LogProbs: floatTensor([]int64{b, int64(V)}, lp),
+			NextHidden: next[attention.OutHidden], NextCell: next[attention.OutCell],
+			Attention: floatTensor([]int64{b, s}, ex.Attention()), Tokens: toks})
 	}
 	return tr, nil
-}
-
-// Argmax returns the index of the largest value in each of rows equal
-// slices of v; ties go to the first, as torch.argmax does on CPU.
-func Argmax(v []float32, rows int) []int64 {
-	out := make([]int64, rows)
-	n := len(v) / rows
-	for r := 0; r < rows; r++ {
-		row := v[r*n : (r+1)*n]
-		best := 0
-		for i, x := range row {
-			if x > row[best] {
-				best = i
-			}
-		}
-		out[r] = int64(best)
-	}
-	return out
 }
 
 // Row is one line of a verification report: one output at one step.
@@ -120,7 +166,9 @@ type Report struct {
 
 // Compare checks tr against the reference tensors want (keys as written by
 // reference.py run: encoder_outputs, hidden, cell, and log_probs,
-// next_hidden, next_cell, attention, tokens stacked over steps).
+// next_hidden, next_cell, attention, tokens stacked over steps). cell and
+// next_cell are compared when the model has a cell state, and must then be
+// in the reference; a model without one must not meet a reference with one.
 func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*Report, error) {
 	rep := &Report{TokensIdentical: true, OK: true, MaxAbs: map[string]float64{}}
 	add := func(step int, name string, got *runtime.Tensor, ref []float32, shape []int64) error {
@@ -145,27 +193,35 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 			return nil, nil, fmt.Errorf("reference lacks %s", name)
 		}
 		v, err := t.Float32s()
-		return v, t.Dims, err
+		if err != nil {
+			return nil, nil, fmt.Errorf("reference %s: %w", name, err)
+		}
+		return v, t.Dims, nil
 	}
+	hasCell := tr.Cell != nil
+	if _, refCell := want["cell"]; refCell && !hasCell {
+		return nil, fmt.Errorf("the reference has a cell state, the graphs have none: not the same kind of model (LSTM vs GRU)")
+	}
+	encOuts := map[string]*runtime.Tensor{"encoder_outputs": tr.EncoderOutputs, "hidden": tr.Hidden, "cell": tr.Cell}
 	for _, name := range []string{"encoder_outputs", "hidden", "cell"} {
+		if encOuts[name] == nil {
+			continue
+		}
 		ref, dims, err := get(name)
 		if err != nil {
 			return nil, err
 		}
-		got := map[string]*runtime.Tensor{"encoder_outputs": tr.EncoderOutputs, "hidden": tr.Hidden, "cell": tr.Cell}[name]
-		if err := add(-1, name, got, ref, dims); err != nil {
+		if err := add(-1, name, encOuts[name], ref, dims); err != nil {
 			return nil, err
 		}
 	}
-	tokT, ok := want["tokens"]
-	if !ok {
-		return nil, fmt.Errorf("reference lacks tokens")
-	}
-	refTokens, err := tokT.Int64s()
-	if err != nil {
-		return nil, err
+	if len(tr.Steps) == 0 {
+		return rep, nil
 	}
 	for _, name := range []string{"log_probs", "next_hidden", "next_cell", "attention"} {
+		if name == "next_cell" && !hasCell {
+			continue
+		}
 		ref, dims, err := get(name)
 		if err != nil {
 			return nil, err
@@ -181,7 +237,18 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 			}
 		}
 	}
+	tokT, ok := want["tokens"]
+	if !ok {
+		return nil, fmt.Errorf("reference lacks tokens")
+	}
+	refTokens, err := tokT.Int64s()
+	if err != nil {
+		return nil, fmt.Errorf("reference tokens: %w", err)
+	}
 	batch := len(tr.Steps[0].Tokens)
+	if len(refTokens) < len(tr.Steps)*batch {
+		return nil, fmt.Errorf("reference tokens %v: fewer than the %d steps of %d rows run", tokT.Dims, len(tr.Steps), batch)
+	}
 	for t, st := range tr.Steps {
 		res := compare.Exact(st.Tokens, refTokens[t*batch:(t+1)*batch], []int64{int64(batch)})
 		rep.Rows = append(rep.Rows, Row{Step: t, Output: "tokens", OK: res.OK, Detail: res.String()})
@@ -197,57 +264,33 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 type Decoded struct {
 	// Tokens holds each row's output, EOS included when it was emitted.
 	Tokens [][]int64
-	// Attention holds, per row, one [src_len] row of weights per token.
+	// Attention holds, per row, one row of weights over the row's own
+	// source length per token.
 	Attention [][][]float32
 }
 
-// Greedy decodes step by step with the encoder and decoder sessions, as
-// the spec's "Greedy decoding" says: start from SOS, feed back the argmax,
-// a row stops at EOS (which is part of its output), and decoding stops when
-// every row has stopped or after maxLen steps.
+// Greedy decodes with the encoder and decoder sessions on the decoding
+// core, as the spec's "Greedy decoding" says: start from SOS, feed back the
+// argmax, a row stops at EOS (which is part of its output) or after maxLen
+// tokens.
 func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
-	batch := len(sourceLengths)
-	lens := runtime.NewInt64([]int64{int64(batch)}, sourceLengths)
-	out, err := enc.Run(map[string]*runtime.Tensor{attention.InSourceIDs: sourceIDs, attention.InSourceLengths: lens})
+	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
-		return nil, fmt.Errorf("encoder: %w", err)
+		return nil, err
 	}
-	encOut, hidden, cell := out[attention.OutEncoder], out[attention.OutHidden], out[attention.OutCell]
-	d := &Decoded{Tokens: make([][]int64, batch), Attention: make([][][]float32, batch)}
-	ids := make([]int64, batch)
-	for i := range ids {
-		ids[i] = sos
+	defer ex.Close()
+	gs := make([]decode.Greedy, len(rows))
+	searches := make([]decode.Search, len(rows))
+	for r := range gs {
+		gs[r] = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true}
+		searches[r] = &gs[r]
 	}
-	done := make([]bool, batch)
-	srcLen := int(sourceIDs.Shape[1])
-	for step := 0; step < maxLen; step++ {
-		res, err := dec.Run(map[string]*runtime.Tensor{
-			attention.InInputIDs:       runtime.NewInt64([]int64{int64(batch)}, ids),
-			attention.InHidden:         hidden,
-			attention.InCell:           cell,
-			attention.InEncoderOutputs: encOut,
-			attention.InSourceLengths:  lens,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("decoder step %d: %w", step, err)
-		}
-		lp, _ := res[attention.OutLogProbs].Float32s()
-		attn, _ := res[attention.OutAttention].Float32s()
-		next := Argmax(lp, batch)
-		running := false
-		for b := 0; b < batch; b++ {
-			if done[b] {
-				continue
-			}
-			d.Tokens[b] = append(d.Tokens[b], next[b])
-			d.Attention[b] = append(d.Attention[b], attn[b*srcLen:(b+1)*srcLen])
-			done[b] = next[b] == eos
-			running = running || !done[b]
-		}
-		if !running {
-			break
-		}
-		ids, hidden, cell = next, res[attention.OutNextHidden], res[attention.OutNextCell]
+	if err := decode.Decode(context.Background(), ex, rows, searches); err != nil {
+		return nil, err
+	}
+	d := &Decoded{Tokens: make([][]int64, len(rows)), Attention: make([][][]float32, len(rows))}
+	for r := range gs {
+		d.Tokens[r], d.Attention[r] = gs[r].Tokens(), gs[r].Attention()
 	}
 	return d, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/attnx/attnx/internal/procstat"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/translate"
 )
 
 // This file holds the bad-input table: every failure a user can cause on
@@ -230,7 +231,7 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(nonEmpty, "notes.txt"), []byte("mine"), 0o644)
 	corruptOnnx := filepath.Join(tmp, "corrupt.onnx")
 	os.WriteFile(corruptOnnx, []byte("\x08\x07\x12\xffnot really protobuf"), 0o644)
-	longLine := strings.Repeat("a", translateMaxLine+1) + "\n"
+	longLine := strings.Repeat("a", translate.MaxLineBytes+1) + "\n"
 	missing := filepath.Join(tmp, "no-such-dir")
 	missingKey := badCheckpoint(t, filepath.Join(tmp, "missing-key.safetensors"), func(ts map[string]*builder.Tensor) {
 		delete(ts, "decoder.classifier.bias")
@@ -326,7 +327,7 @@ func TestBadInput(t *testing.T) {
 		{name: "translate: ids line that is not numbers", args: []string{"translate", "--model", m.ids}, stdin: "4 5\n4 x\n", code: 1,
 			want: []string{"line 2", `"x" is not a token id`}},
 		{name: "translate: source longer than the line limit", args: []string{"translate", "--model", m.text}, stdin: longLine, code: 1,
-			want: []string{"line 1", fmt.Sprintf("longer than %d bytes", translateMaxLine)}},
+			want: []string{"line 1", fmt.Sprintf("longer than %d bytes", translate.MaxLineBytes)}},
 		{name: "translate: --device cuda on a machine without CUDA", args: []string{"translate", "--model", m.ids, "--device", "cuda", "--ids", "4 5"}, code: 1,
 			want: []string{"cuda", "CUDA"}},
 		{name: "translate: unknown device", args: []string{"translate", "--model", m.ids, "--device", "tpu", "--ids", "4"}, code: 2,

@@ -18,8 +18,9 @@ func init() {
 	commandDocs["bench"] = `
 Measures greedy decoding, on the same weights and inputs, with:
 
-  attnx-steps-lean   attnx's encoder.onnx/decoder.onnx in bench's lean step
-                     loop (IoBinding, reused tensors, argmax in Go)
+  attnx-steps-lean   attnx's encoder.onnx/decoder.onnx on the decoding core
+                     alone (package decode: IoBinding, reused tensors,
+                     argmax in Go), without translate's per-call work
   attnx-steps        package translate's "steps" engine on the same graphs
   attnx-loop         package translate's "loop" engine: greedy.onnx, the
                      whole decoding in one ONNX Loop, one run per batch

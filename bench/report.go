@@ -1,0 +1,93 @@
+package bench
+
+import "fmt"
+
+// Result is one engine at one configuration. Times are wall-clock; a token
+// is one row's output at one step, so a step of batch B makes B tokens.
+type Result struct {
+	Name    string `json:"name"`
+	Arch    string `json:"arch"`
+	SrcLen  int    `json:"src_len"`
+	Batch   int    `json:"batch"`
+	Threads int    `json:"threads"`
+	// MsPerTokenMedian and MsPerTokenP90 are the decode time (encoder
+	// excluded) per token over the repetitions.
+	MsPerTokenMedian float64 `json:"ms_per_token_median"`
+	MsPerTokenP90    float64 `json:"ms_per_token_p90"`
+	// MsPerTokenMin is the fastest repetition's: the least disturbed by
+	// other load on a shared machine.
+	MsPerTokenMin float64 `json:"ms_per_token_min"`
+	// MsPerStepMedian is MsPerTokenMedian * Batch.
+	MsPerStepMedian float64 `json:"ms_per_step_median"`
+	// TokensPerS is 1000 / MsPerTokenMedian.
+	TokensPerS float64 `json:"tokens_per_s"`
+	// EncoderMsMedian is the encoder's time per batch (0 for the floor).
+	EncoderMsMedian float64 `json:"encoder_ms_median"`
+	// PeakRSSMB is the peak resident set while the engine ran: bench.py's
+	// own process for PyTorch, this process (reset before each engine) for
+	// the others.
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Reps      int     `json:"reps"`
+	// SpeedupVsPyTorch is PyTorch eager's ms per token over this engine's.
+	SpeedupVsPyTorch float64 `json:"speedup_vs_pytorch,omitempty"`
+	// RatioToFloor is this engine's ms per token over the floor's.
+	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
+	// TokensMatchPyTorch tells whether the tokens equal PyTorch's.
+	TokensMatchPyTorch *bool `json:"tokens_match_pytorch,omitempty"`
+	// NA, when set, says why the engine could not run here ("n/a").
+	NA string `json:"na,omitempty"`
+	// Note adds how the figure was obtained, where it differs.
+	Note string `json:"note,omitempty"`
+
+	tokens []int64 // step-major [steps*B], first repetition
+}
+
+// Target is one of the issue's goals, checked at batch 1 and 1 thread.
+type Target struct {
+	Config string  `json:"config"`
+	Name   string  `json:"name"`
+	Want   string  `json:"want"`
+	Got    float64 `json:"got"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail"`
+}
+
+// Report is the benchmark's outcome, as printed with --json.
+type Report struct {
+	Config struct {
+		Checkpoint string   `json:"checkpoint,omitempty"`
+		Archs      []string `json:"archs"`
+		Hidden     int      `json:"hidden"`
+		Layers     int      `json:"layers"`
+		SrcVocab   int      `json:"src_vocab"`
+		TgtVocab   int      `json:"tgt_vocab"`
+		SrcLens    []int    `json:"src_lens"`
+		Batches    []int    `json:"batches"`
+		Threads    []int    `json:"threads"`
+		Steps      int      `json:"steps"`
+		EOS        int64    `json:"eos"`
+		EOSMethod  string   `json:"eos_method"`
+		MinReps    int      `json:"min_reps"`
+		MinTimeS   float64  `json:"min_time_s"`
+		ORT        string   `json:"onnxruntime"`
+		Torch      string   `json:"torch,omitempty"`
+	} `json:"config"`
+	Results []Result `json:"results"`
+	// Ratios maps "ARCH S=.. B=.. T=.." to named ratios at that configuration:
+	// lean_vs_pytorch, steps_vs_pytorch, loop_vs_pytorch (speedups),
+	// steps_vs_torch_onnx (torch-onnx ms / best attnx step loop ms),
+	// loop_vs_steps (best step loop ms / loop ms), best_vs_floor (best attnx
+	// ms / floor ms).
+	Ratios  map[string]map[string]float64 `json:"ratios"`
+	Targets []Target                      `json:"targets"`
+	Notes   []string                      `json:"notes,omitempty"`
+	// Profile summarises the CPU profile, when one was taken.
+	Profile *ProfileSummary `json:"profile,omitempty"`
+}
+
+func (r Result) brief() string {
+	if r.NA != "" {
+		return "n/a: " + r.NA
+	}
+	return fmt.Sprintf("%.4f ms/token (p90 %.4f), encoder %.3f ms, %d reps, peak RSS %.0f MB", r.MsPerTokenMedian, r.MsPerTokenP90, r.EncoderMsMedian, r.Reps, r.PeakRSSMB)
+}

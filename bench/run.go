@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/reference"
+	"github.com/attnx/attnx/runtime"
+)
+
+// model is one architecture's prepared files.
+type model struct {
+	arch     attention.Arch
+	cfg      attention.Config
+	ckpt     string // safetensors with EOS suppressed
+	dir      string // attnx model directory
+	torchDir string // torch.onnx.export graphs, "" when unavailable
+	torchNA  string
+}
+
+// Run measures every enabled engine at every configuration.
+func Run(ctx context.Context, c Config) (*Report, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := runtime.Init(); err != nil {
+		return nil, err
+	}
+	work := c.WorkDir
+	if work == "" {
+		d, err := os.MkdirTemp("", "attnx-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	rep := &Report{Ratios: map[string]map[string]float64{}}
+	rc := &rep.Config
+	rc.Checkpoint, rc.Hidden, rc.Layers = c.Checkpoint, c.Hidden, c.Layers
+	rc.SrcLens, rc.Batches, rc.Threads, rc.Steps = c.SrcLens, c.Batches, c.Threads, c.Steps
+	rc.EOS = attention.DefaultSpecial.EOS
+	rc.EOSMethod = fmt.Sprintf("decoder.classifier.bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
+	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), runtime.Version()
+
+	models, err := c.prepare(work)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range models {
+		rc.Archs = append(rc.Archs, string(m.arch))
+		rc.Hidden, rc.Layers, rc.SrcVocab, rc.TgtVocab = m.cfg.Hidden, m.cfg.Layers, m.cfg.SrcVocab, m.cfg.TgtVocab
+		if m.torchNA != "" {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: torch.onnx.export unavailable: %s", m.arch, m.torchNA))
+		}
+	}
+	profiled := c.CPUProfile == ""
+	for _, m := range models {
+		for _, S := range c.SrcLens {
+			for _, B := range c.Batches {
+				for _, T := range c.Threads {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					rs, torchVer, err := c.measure(ctx, work, m, S, B, T)
+					if err != nil {
+						return nil, err
+					}
+					if torchVer != "" {
+						rc.Torch = torchVer
+					}
+					key := configKey(string(m.arch), S, B, T)
+					rep.Ratios[key] = ratios(rs)
+					rep.Results = append(rep.Results, rs...)
+					if !profiled && B == 1 && T == 1 {
+						profiled = true
+						ps, err := c.profile(m, S)
+						if err != nil {
+							return nil, err
+						}
+						rep.Profile = ps
+					}
+				}
+			}
+		}
+	}
+	rep.Targets = targets(rep)
+	return rep, nil
+}
+
+func configKey(arch string, S, B, T int) string {
+	return fmt.Sprintf("%s S=%d B=%d T=%d", arch, S, B, T)
+}
+
+// prepare writes each model's benchmark checkpoint (EOS suppressed), its
+// attnx model directory and torch.onnx.export's graphs.
+func (c *Config) prepare(work string) ([]*model, error) {
+	type src struct {
+		arch attention.Arch
+		sd   map[string]*builder.Tensor
+	}
+	var srcs []src
+	if c.Checkpoint != "" {
+		sd, err := checkpoint.Load(c.Checkpoint)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", c.Checkpoint, err)
+		}
+		srcs = append(srcs, src{w.Config.Arch, sd.Tensors})
+	} else {
+		for i, a := range c.Archs {
+			sd, err := RandomStateDict(a, c.Hidden, c.Layers, c.Vocab, c.Vocab, c.Seed+uint64(i))
+			if err != nil {
+				return nil, err
+			}
+			srcs = append(srcs, src{a, sd})
+		}
+	}
+	var models []*model
+	for _, s := range srcs {
+		sd, err := SuppressEOS(s.sd, attention.DefaultSpecial.EOS)
+		if err != nil {
+			return nil, err
+		}
+		m := &model{arch: s.arch}
+		base := filepath.Join(work, string(s.arch))
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		m.ckpt = filepath.Join(base, "checkpoint.safetensors")
+		c.logf("bench: %s: writing the benchmark checkpoint and exporting", s.arch)
+		if err := checkpoint.WriteSafetensors(m.ckpt, sd, nil); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		m.dir = filepath.Join(base, "model")
+		res, err := modeldir.Export(m.ckpt, m.dir, modeldir.Options{Greedy: true, Force: true})
+		if err != nil {
+			return nil, fmt.Errorf("bench: exporting %s: %w", s.arch, err)
+		}
+		m.cfg = res.Config
+		if c.enabled(EngineTorchONNX) {
+			td := filepath.Join(base, "torch")
+			if out, err := c.python(reference.Script, "export-onnx", "--checkpoint", m.ckpt, "--out-dir", td); err != nil {
+				m.torchNA = err.Error()
+			} else {
+				m.torchDir = td
+				c.logf("bench: %s: torch.onnx.export: %s", s.arch, lastLine(out))
+			}
+		}
+		models = append(models, m)
+	}
+	return models, nil
+}
+
+// sessionOptions are the ORT options every attnx engine runs with.
+func sessionOptions(threads int) runtime.Options {
+	return runtime.Options{IntraOpThreads: threads, InterOpThreads: 1}
+}

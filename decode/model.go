@@ -1,0 +1,177 @@
+package decode
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/runtime"
+)
+
+// nextPrefix names a recurrent state's output after its input: hidden ->
+// next_hidden, cell -> next_cell.
+const nextPrefix = "next_"
+
+// Model is a pair of opened graphs of the spec's interface, encoder.onnx and
+// decoder.onnx, with what the executor needs to know about them. The
+// recurrent states are discovered from the decoder's inputs: every input
+// other than input_ids, encoder_outputs and source_lengths is a state
+// [L, batch, H] with a matching "next_" output and an encoder output of the
+// same name (hidden -> next_hidden for every cell, cell -> next_cell only for
+// LSTMs). A Model is read-only and may be shared by many Executors.
+type Model struct {
+	enc, dec *runtime.Session
+	states   []string // decoder state inputs, in the decoder's input order
+	hidden   int      // H
+	layers   int      // L
+	vocab    int      // Vt
+}
+
+// Dims are sizes the caller may know from attnx.json; a zero field is taken
+// from the graphs' declarations, a non-zero one must agree with them.
+type Dims struct {
+	Hidden, Layers, TgtVocab int
+}
+
+// NewModel checks that enc and dec have the spec's inputs and outputs,
+// discovers the recurrent states and reads H, L and Vt. The sessions stay the
+// caller's to close, after every Executor of the Model is closed.
+func NewModel(enc, dec *runtime.Session, known Dims) (*Model, error) {
+	m := &Model{enc: enc, dec: dec}
+	ins, outs := byName(dec.Inputs()), byName(dec.Outputs())
+	encOuts := byName(enc.Outputs())
+	encIns := byName(enc.Inputs())
+	var missing []string
+	need := func(set map[string]runtime.IOInfo, what string, names ...string) {
+		for _, n := range names {
+			if _, ok := set[n]; !ok {
+				missing = append(missing, fmt.Sprintf("%s %q", what, n))
+			}
+		}
+	}
+	need(encIns, "encoder input", attention.InSourceIDs, attention.InSourceLengths)
+	need(encOuts, "encoder output", attention.OutEncoder)
+	need(ins, "decoder input", attention.InInputIDs, attention.InEncoderOutputs, attention.InSourceLengths)
+	need(outs, "decoder output", attention.OutLogProbs, attention.OutAttention)
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("decode: the graphs lack %s (see the spec's ONNX interface)", strings.Join(missing, ", "))
+	}
+	for _, in := range dec.Inputs() {
+		switch in.Name {
+		case attention.InInputIDs, attention.InEncoderOutputs, attention.InSourceLengths:
+			continue
+		}
+		if _, ok := outs[nextPrefix+in.Name]; !ok {
+			return nil, fmt.Errorf("decode: decoder input %q has no output %q: a recurrent state needs both", in.Name, nextPrefix+in.Name)
+		}
+		if _, ok := encOuts[in.Name]; !ok {
+			return nil, fmt.Errorf("decode: decoder state %q has no encoder output of that name to start from", in.Name)
+		}
+		m.states = append(m.states, in.Name)
+	}
+	if len(m.states) == 0 {
+		return nil, fmt.Errorf("decode: the decoder has no recurrent state input (want %q, and %q for an LSTM)", attention.InHidden, attention.InCell)
+	}
+	// Every output gets bound, so every one must be known.
+	isState := map[string]bool{}
+	for _, st := range m.states {
+		isState[st] = true
+	}
+	for _, o := range dec.Outputs() {
+		st, isNext := strings.CutPrefix(o.Name, nextPrefix)
+		if o.Name != attention.OutLogProbs && o.Name != attention.OutAttention && !(isNext && isState[st]) {
+			return nil, fmt.Errorf("decode: decoder output %q is not part of the interface (log_probs, attention and next_STATE for each state input)", o.Name)
+		}
+	}
+	for _, o := range enc.Outputs() {
+		if o.Name != attention.OutEncoder && !isState[o.Name] {
+			return nil, fmt.Errorf("decode: encoder output %q is not part of the interface (encoder_outputs and the decoder's state inputs %v)", o.Name, m.states)
+		}
+	}
+
+	// Sizes: every declared fixed dimension must agree, with the caller's
+	// too; at least one declaration (or the caller) must give each size.
+	sizes := []struct {
+		name string
+		v    *int
+		from []dimRef
+	}{
+		{"hidden size H", &m.hidden, []dimRef{{encOuts[attention.OutEncoder], 2}, {ins[attention.InEncoderOutputs], 2}}},
+		{"layers L", &m.layers, nil},
+		{"target vocabulary Vt", &m.vocab, []dimRef{{outs[attention.OutLogProbs], 1}}},
+	}
+	for _, st := range m.states {
+		for _, io := range []runtime.IOInfo{ins[st], outs[nextPrefix+st], encOuts[st]} {
+			sizes[0].from = append(sizes[0].from, dimRef{io, 2})
+			sizes[1].from = append(sizes[1].from, dimRef{io, 0})
+		}
+	}
+	*sizes[0].v, *sizes[1].v, *sizes[2].v = known.Hidden, known.Layers, known.TgtVocab
+	for _, sz := range sizes {
+		for _, d := range sz.from {
+			v, ok := d.fixed()
+			if !ok {
+				continue
+			}
+			if *sz.v != 0 && *sz.v != v {
+				return nil, fmt.Errorf("decode: %s %s fixes the %s at %d, but it is %d elsewhere", d.io.Name, d.io, sz.name, v, *sz.v)
+			}
+			*sz.v = v
+		}
+		if *sz.v <= 0 {
+			return nil, fmt.Errorf("decode: the graphs do not declare the %s; pass it in Dims", sz.name)
+		}
+	}
+	return m, nil
+}
+
+// dimRef is one dimension of one declared input or output.
+type dimRef struct {
+	io  runtime.IOInfo
+	dim int
+}
+
+func (d dimRef) fixed() (int, bool) {
+	if !d.io.RankKnown || d.dim >= len(d.io.Shape) || d.io.Shape[d.dim] < 0 {
+		return 0, false
+	}
+	return int(d.io.Shape[d.dim]), true
+}
+
+func byName(infos []runtime.IOInfo) map[string]runtime.IOInfo {
+	m := make(map[string]runtime.IOInfo, len(infos))
+	for _, io := range infos {
+		m[io.Name] = io
+	}
+	return m
+}
+
+// States returns the names of the recurrent states, in the decoder's input
+// order: ["hidden", "cell"] for an LSTM, ["hidden"] for a GRU.
+func (m *Model) States() []string { return append([]string(nil), m.states...) }
+
+// Hidden returns H.
+func (m *Model) Hidden() int { return m.hidden }
+
+// Layers returns L.
+func (m *Model) Layers() int { return m.layers }
+
+// TgtVocab returns Vt.
+func (m *Model) TgtVocab() int { return m.vocab }
+
+// Bytes returns the memory an Executor holds when sized for slots slots and
+// cells slot-positions (slots times the padded source length): the figure
+// the capacity-based pools of package translate and of a scheduler budget
+// with. Buffers for rows joining a non-empty batch come on top (see
+// Executor.Bytes).
+func (m *Model) Bytes(slots, cells int) int64 {
+	H, L, V, ns := int64(m.hidden), int64(m.layers), int64(m.vocab), int64(len(m.states))
+	s, c := int64(slots), int64(cells)
+	f32 := c*H + // encoder_outputs
+		c + // attention
+		s*V + // log_probs
+		2*ns*L*s*H // states, ping-pong
+	i64 := 5*s + // input_ids, source_lengths (decoder, encoder, gather scratch), identity parents
+		c // source_ids
+	return 4*f32 + 8*i64 + 4*2*s // and the int32 row ids with their scratch
+}

@@ -1,0 +1,207 @@
+package translate
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// MaxLineBytes is the longest input line Stream reads.
+const MaxLineBytes = 1 << 20
+
+// Input is one input of TranslateInputs or Stream: a text to tokenise with
+// the source vocabulary, or source token ids.
+type Input struct {
+	// Text is the text of a text input.
+	Text string
+	// IDs are the token ids of an ids input (IsIDs), possibly none.
+	IDs   []int64
+	IsIDs bool
+	// Where says where the input came from ("line 7", "argument 2") and
+	// Shown is the input as written; errors name the input with both.
+	Where, Shown string
+}
+
+// BadInputError is an *InputError about one Input of TranslateInputs or
+// Stream, naming it.
+type BadInputError struct {
+	Input Input
+	*InputError
+}
+
+// Error returns "translate: WHERE ("SHOWN"): MSG".
+func (e *BadInputError) Error() string {
+	return fmt.Sprintf("translate: %s (%q): %s", e.Input.Where, e.Input.Shown, e.Msg)
+}
+
+// Unwrap returns the InputError.
+func (e *BadInputError) Unwrap() error { return e.InputError }
+
+// ParseIDs reads token ids separated by spaces, commas or tabs ("5 9 2").
+func ParseIDs(s string) ([]int64, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' })
+	if len(fields) == 0 {
+		return nil, errors.New("empty list of token ids")
+	}
+	ids := make([]int64, len(fields))
+	for i, x := range fields {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a token id (want integers separated by spaces)", x)
+		}
+		ids[i] = v
+	}
+	return ids, nil
+}
+
+// FormatIDs writes token ids as ParseIDs reads them.
+func FormatIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, " ")
+}
+
+// TranslateInputs translates inputs, texts and ids in any mix, Options.
+// BatchSize at a time, and calls emit with each result in input order as
+// each batch finishes. A refused input stops it with a *BadInputError, but
+// nothing valid is lost: the inputs before it are translated and emitted
+// first.
+func (t *Translator) TranslateInputs(ctx context.Context, inputs []Input, emit func(Input, Result) error) error {
+	bs := t.batchSize()
+	for start := 0; start < len(inputs); start += bs {
+		if err := t.translateBatch(ctx, inputs[start:min(start+bs, len(inputs))], emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// translateBatch translates one batch of inputs (split into an ids call and
+// a text call) and emits the results in order.
+func (t *Translator) translateBatch(ctx context.Context, inputs []Input, emit func(Input, Result) error) error {
+	results := make([]Result, len(inputs))
+	var textIdx, idIdx []int
+	var texts []string
+	var rows [][]int64
+	for i, in := range inputs {
+		if in.IsIDs {
+			idIdx, rows = append(idIdx, i), append(rows, in.IDs)
+		} else {
+			textIdx, texts = append(textIdx, i), append(texts, in.Text)
+		}
+	}
+	bad := -1
+	var badErr *InputError
+	run := func(idx []int, call func() ([]Result, error)) error {
+		if len(idx) == 0 {
+			return nil
+		}
+		res, err := call()
+		var ie *InputError
+		if errors.As(err, &ie) && ie.Row < len(idx) {
+			bad, badErr = idx[ie.Row], ie
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		for k, i := range idx {
+			results[i] = res[k]
+		}
+		return nil
+	}
+	err := run(idIdx, func() ([]Result, error) { return t.TranslateIDs(ctx, rows) })
+	if err == nil {
+		err = run(textIdx, func() ([]Result, error) { return t.Translate(ctx, texts) })
+	}
+	if bad >= 0 {
+		// The inputs before the bad one first (an earlier bad input of the
+		// other kind surfaces in that call instead).
+		if perr := t.translateBatch(ctx, inputs[:bad], emit); perr != nil {
+			return perr
+		}
+		return &BadInputError{Input: inputs[bad], InputError: badErr}
+	}
+	if err != nil {
+		return err
+	}
+	for i, res := range results {
+		if err := emit(inputs[i], res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countingReader counts the bytes read.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Stream translates r line by line, one input per line (token ids when the
+// model has no source vocabulary, text otherwise; a trailing CR is
+// dropped), Options.BatchSize lines at a time, calling emit with each
+// result in order as each batch finishes: memory stays bounded whatever the
+// input's length. progress, when not nil, hears the bytes and lines read
+// after each batch. Errors are as for TranslateInputs, and name the line.
+func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, Result) error, progress func(bytes int64, lines int)) error {
+	counter := &countingReader{r: r}
+	sc := bufio.NewScanner(counter)
+	sc.Buffer(make([]byte, 64*1024), MaxLineBytes)
+	idsInput := !t.HasSourceVocab()
+	bs := t.batchSize()
+	var pending []Input
+	line := 0
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		err := t.translateBatch(ctx, pending, emit)
+		pending = pending[:0]
+		if progress != nil {
+			progress(counter.n, line)
+		}
+		return err
+	}
+	for sc.Scan() {
+		line++
+		s := strings.TrimSuffix(sc.Text(), "\r")
+		in := Input{Where: fmt.Sprintf("line %d", line), Shown: s, Text: s}
+		if idsInput {
+			if strings.TrimSpace(s) != "" {
+				ids, err := ParseIDs(s)
+				if err != nil {
+					return fmt.Errorf("translate: line %d: %v (the model has no source vocabulary, so input lines are token ids)", line, err)
+				}
+				in.IDs = ids
+			}
+			in.IsIDs = true
+		}
+		pending = append(pending, in)
+		if len(pending) == bs {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("translate: line %d: longer than %d bytes", line+1, MaxLineBytes)
+		}
+		return fmt.Errorf("translate: reading input: %w", err)
+	}
+	return flush()
+}

@@ -1,0 +1,394 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/reference"
+	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/translate"
+)
+
+// DefaultSteps is the number of decoder steps Check compares when neither
+// Options.Steps nor the inputs file fixes it.
+const DefaultSteps = 10
+
+// Options says what Check compares.
+type Options struct {
+	// ModelDir is the model directory and Info its attnx.json.
+	ModelDir string
+	Info     *modeldir.Info
+	// Checkpoint names the PyTorch checkpoint the model came from (one
+	// file, or the encoder's and the decoder's), read as attnx export
+	// reads it, with Maps renaming key prefixes.
+	Checkpoint checkpoint.Files
+	Maps       []checkpoint.Rename
+	// Steps is the number of decoder steps compared, also the greedy
+	// max_len. 0 means the inputs file's step count when it has
+	// step_input_ids, else DefaultSteps; a non-zero value that disagrees
+	// with the inputs file is a *StepsMismatchError.
+	Steps int
+	// Inputs is a safetensors file with source_ids [batch, src_len] and
+	// source_lengths [batch]; "" means random inputs of Batch rows (ragged
+	// when Batch > 1) of SrcLen tokens from Seed.
+	Inputs              string
+	Batch, SrcLen, Seed int
+	// Reference runs the PyTorch reference (package reference). It is
+	// handed the weights read here, as safetensors, never the user's file:
+	// unpickling a checkpoint in Python could run code.
+	Reference reference.Runner
+	// Rows keeps every output of every step in the Outcome.
+	Rows bool
+	// Progress, when set, hears of each of the four stages as it starts.
+	Progress func(stage int, desc string)
+}
+
+// StepsMismatchError is Options.Steps disagreeing with the inputs file's
+// step_input_ids.
+type StepsMismatchError struct {
+	Inputs            string
+	InputSteps, Steps int
+}
+
+func (e *StepsMismatchError) Error() string {
+	return fmt.Sprintf("%s has step_input_ids for %d steps, but %d steps were asked for", e.Inputs, e.InputSteps, e.Steps)
+}
+
+// Outcome is what Check found, as `attnx verify --json` prints it.
+type Outcome struct {
+	Model      string             `json:"model"`
+	Checkpoint string             `json:"checkpoint"`
+	Config     attention.Config   `json:"config"`
+	Batch      int                `json:"batch"`
+	SrcLen     int                `json:"src_len"`
+	Steps      int                `json:"steps"`
+	Tolerance  map[string]float64 `json:"tolerance"`
+	Outputs    []OutputSummary    `json:"outputs"`
+	Rows       []Row              `json:"rows,omitempty"`
+	// StepTokensIdentical: the argmax of every step equals PyTorch's.
+	StepTokensIdentical bool `json:"step_tokens_identical"`
+	// Greedy holds free-running greedy decodes compared with PyTorch's.
+	Greedy []GreedyCheck `json:"greedy"`
+	OK     bool          `json:"ok"`
+}
+
+// OutputSummary is the worst error of one output over all steps.
+type OutputSummary struct {
+	Output    string  `json:"output"`
+	Steps     int     `json:"steps"`
+	MaxAbs    float64 `json:"max_abs_err"`
+	MaxRel    float64 `json:"max_rel_err"`
+	WorstStep int     `json:"worst_step"`
+	Failed    int     `json:"failed_steps"`
+	OK        bool    `json:"ok"`
+	Detail    string  `json:"detail"`
+}
+
+// GreedyCheck compares one greedy decode with the reference's.
+type GreedyCheck struct {
+	Graph     string    `json:"graph"`
+	Identical bool      `json:"identical"`
+	Tokens    [][]int64 `json:"tokens"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Check runs the PyTorch reference and the model directory's graphs on the
+// same inputs and compares every output of the encoder and of every decoder
+// step (fed the same input ids) within Tolerance, the per-step argmax
+// tokens, and free-running greedy decoding with decoder.onnx and, when the
+// directory has it, greedy.onnx. The graphs are opened before PyTorch runs,
+// so that a corrupt file or a missing ONNX Runtime is reported at once.
+func Check(o Options) (*Outcome, error) {
+	info := o.Info
+	sd, err := checkpoint.LoadModel(o.Checkpoint, o.Maps)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Checkpoint, err)
+	}
+	if w.Config != info.Config.WithDefaults() {
+		return nil, fmt.Errorf("checkpoint %s is a %v model, but %s describes a %v model: they are not the same model",
+			o.Checkpoint, w.Config, filepath.Join(o.ModelDir, modeldir.InfoFile), info.Config)
+	}
+	w = nil
+
+	steps := o.Steps
+	if o.Inputs != "" {
+		in, err := checkpoint.LoadSafetensors(o.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("inputs file: %w", err)
+		}
+		if si := in.Tensors["step_input_ids"]; si != nil && len(si.Dims) == 2 && int(si.Dims[0]) != steps {
+			if steps != 0 {
+				return nil, &StepsMismatchError{Inputs: o.Inputs, InputSteps: int(si.Dims[0]), Steps: steps}
+			}
+			steps = int(si.Dims[0])
+		}
+	}
+	if steps == 0 {
+		steps = DefaultSteps
+	}
+
+	if err := runtime.Init(); err != nil {
+		return nil, err
+	}
+	sessions := map[string]*runtime.Session{}
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	for _, role := range []string{"encoder", "decoder"} {
+		path := filepath.Join(o.ModelDir, info.Files[role])
+		s, err := runtime.Open(path, runtime.Options{IntraOpThreads: 1})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		sessions[role] = s
+	}
+	var loop *translate.Translator
+	if info.Files["greedy"] != "" {
+		if loop, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
+			return nil, err
+		}
+		defer loop.Close()
+	}
+	if err := o.Reference.Check(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "attnx-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	// The reference gets the weights read here, never the user's pickle.
+	weights := filepath.Join(tmp, "checkpoint.safetensors")
+	if err := checkpoint.WriteSafetensors(weights, sd.Tensors, nil); err != nil {
+		return nil, fmt.Errorf("handing the weights to the reference: %w", err)
+	}
+	sd = nil
+	ctx := context.Background()
+	ref := func(args ...string) error {
+		_, err := o.Reference.Run(ctx, reference.Script, args...)
+		return err
+	}
+	progress := func(stage int, desc string) {
+		if o.Progress != nil {
+			o.Progress(stage, desc)
+		}
+	}
+
+	in := o.Inputs
+	if in == "" {
+		in = filepath.Join(tmp, "inputs.safetensors")
+		progress(0, "PyTorch: random inputs")
+		a := []string{"random-inputs", "--batch", strconv.Itoa(o.Batch), "--src-len", strconv.Itoa(o.SrcLen),
+			"--src-vocab", strconv.Itoa(info.SrcVocab), "--seed", strconv.Itoa(o.Seed), "--out", in}
+		if o.Batch > 1 {
+			a = append(a, "--ragged")
+		}
+		if err := ref(a...); err != nil {
+			return nil, err
+		}
+	}
+	outPath := filepath.Join(tmp, "expected.safetensors")
+	progress(1, "PyTorch: reference run")
+	sp := info.Special
+	if err := ref("run", "--checkpoint", weights, "--inputs", in, "--steps", strconv.Itoa(steps),
+		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
+		"--out", outPath); err != nil {
+		return nil, err
+	}
+
+	progress(2, "ONNX Runtime: steps")
+	inSD, err := checkpoint.LoadSafetensors(in)
+	if err != nil {
+		return nil, err
+	}
+	ids, lens, err := sourceInputs(inSD.Tensors, in)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := checkpoint.LoadSafetensors(outPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the reference's output: %w", err)
+	}
+	stepIDs, err := stepInputs(exp.Tensors["step_input_ids"])
+	if err != nil {
+		return nil, err
+	}
+	enc, dec := sessions["encoder"], sessions["decoder"]
+	tr, err := Run(enc, dec, ids, lens, stepIDs)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := Compare(tr, exp.Tensors, Tolerance)
+	if err != nil {
+		return nil, fmt.Errorf("comparing with the reference: %w", err)
+	}
+
+	progress(3, "ONNX Runtime: greedy")
+	refTokens, err := referenceGreedy(exp.Tensors)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Model: o.ModelDir, Checkpoint: o.Checkpoint.String(), Config: info.Config, Batch: len(lens), SrcLen: int(ids.Shape[1]),
+		Steps: len(stepIDs), Tolerance: map[string]float64{"rtol": Tolerance.RTol, "atol": Tolerance.ATol},
+		Outputs: summarizeRows(rep.Rows), StepTokensIdentical: rep.TokensIdentical, OK: rep.OK}
+	if o.Rows {
+		out.Rows = rep.Rows
+	}
+	got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, steps)
+	if err != nil {
+		return nil, err
+	}
+	out.Greedy = append(out.Greedy, compareGreedy(modeldir.DecoderFile+" (step by step)", got.Tokens, refTokens))
+	if loop != nil {
+		rows, _, err := sourceRows(ids, lens)
+		if err != nil {
+			return nil, err
+		}
+		res, err := loop.TranslateIDs(context.Background(), rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", info.Files["greedy"], err)
+		}
+		toks := make([][]int64, len(res))
+		for r := range res {
+			toks[r] = res[r].Tokens
+		}
+		out.Greedy = append(out.Greedy, compareGreedy(info.Files["greedy"], toks, refTokens))
+	}
+	for _, g := range out.Greedy {
+		out.OK = out.OK && g.Identical
+	}
+	return out, nil
+}
+
+// sourceInputs takes source_ids and source_lengths from an inputs file.
+func sourceInputs(t map[string]*builder.Tensor, path string) (*runtime.Tensor, []int64, error) {
+	ids, ok := t["source_ids"]
+	if !ok || len(ids.Dims) != 2 {
+		return nil, nil, fmt.Errorf("%s: want source_ids int64 [batch, src_len]", path)
+	}
+	lt, ok := t["source_lengths"]
+	if !ok || len(lt.Dims) != 1 || lt.Dims[0] != ids.Dims[0] {
+		return nil, nil, fmt.Errorf("%s: want source_lengths int64 [batch] beside source_ids %v", path, ids.Dims)
+	}
+	iv, err := ids.Int64s()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: source_ids: %w", path, err)
+	}
+	lens, err := lt.Int64s()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: source_lengths: %w", path, err)
+	}
+	return runtime.NewInt64(ids.Dims, iv), lens, nil
+}
+
+func stepInputs(t *builder.Tensor) ([][]int64, error) {
+	if t == nil || len(t.Dims) != 2 {
+		return nil, fmt.Errorf("the reference's output lacks step_input_ids [steps, batch]")
+	}
+	flat, err := t.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	T, B := int(t.Dims[0]), int(t.Dims[1])
+	out := make([][]int64, T)
+	for s := range out {
+		out[s] = flat[s*B : (s+1)*B]
+	}
+	return out, nil
+}
+
+// referenceGreedy returns PyTorch's greedy tokens per row, cut to each
+// row's length.
+func referenceGreedy(t map[string]*builder.Tensor) ([][]int64, error) {
+	toks, lens := t["greedy_tokens"], t["greedy_lengths"]
+	if toks == nil || lens == nil || len(toks.Dims) != 2 {
+		return nil, fmt.Errorf("the reference's output lacks greedy_tokens and greedy_lengths")
+	}
+	tv, err := toks.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	lv, err := lens.Int64s()
+	if err != nil {
+		return nil, err
+	}
+	n := int(toks.Dims[1])
+	if len(lv) != int(toks.Dims[0]) {
+		return nil, fmt.Errorf("the reference's greedy_lengths has %d rows, greedy_tokens %d", len(lv), toks.Dims[0])
+	}
+	out := make([][]int64, len(lv))
+	for r, l := range lv {
+		if l < 0 || int(l) > n {
+			return nil, fmt.Errorf("the reference's greedy_lengths[%d] = %d: outside [0, %d]", r, l, n)
+		}
+		out[r] = tv[r*n : r*n+int(l)]
+	}
+	return out, nil
+}
+
+func compareGreedy(graph string, got, want [][]int64) GreedyCheck {
+	c := GreedyCheck{Graph: graph, Identical: true, Tokens: got}
+	for r := range want {
+		var g []int64
+		if r < len(got) {
+			g = got[r]
+		}
+		if !slices.Equal(g, want[r]) {
+			c.Identical = false
+			c.Detail = fmt.Sprintf("row %d: got %v, PyTorch %v", r, g, want[r])
+			break
+		}
+	}
+	return c
+}
+
+// summarizeRows folds the per-step rows into one line per output.
+func summarizeRows(rows []Row) []OutputSummary {
+	idx := map[string]int{}
+	var out []OutputSummary
+	for _, r := range rows {
+		if r.Output == "tokens" {
+			continue
+		}
+		i, ok := idx[r.Output]
+		if !ok {
+			i = len(out)
+			idx[r.Output] = i
+			out = append(out, OutputSummary{Output: r.Output, OK: true, WorstStep: r.Step, Detail: r.Detail})
+		}
+		s := &out[i]
+		s.Steps++
+		if r.MaxAbs > s.MaxAbs || (s.Steps == 1) {
+			s.MaxAbs, s.WorstStep = r.MaxAbs, r.Step
+			if s.OK {
+				s.Detail = r.Detail
+			}
+		}
+		s.MaxRel = max(s.MaxRel, r.MaxRel)
+		if !r.OK {
+			if s.OK {
+				s.Detail = fmt.Sprintf("step %d: %s", r.Step, r.Detail)
+			}
+			s.OK = false
+			s.Failed++
+		}
+	}
+	order := map[string]int{"encoder_outputs": 0, "hidden": 1, "cell": 2, "log_probs": 3, "next_hidden": 4, "next_cell": 5, "attention": 6}
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Output] < order[out[j].Output] })
+	return out
+}

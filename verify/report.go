@@ -1,0 +1,67 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+)
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISMATCH"
+}
+
+// WriteText prints the outcome as `attnx verify` does: one line per output
+// (worst error over the steps), every step's rows when verbose, then the
+// token and greedy comparisons and the verdict.
+func (o *Outcome) WriteText(w io.Writer, verbose bool) {
+	c := o.Config
+	fmt.Fprintf(w, "verify %s against %s\n", o.Model, filepath.Base(o.Checkpoint))
+	fmt.Fprintf(w, "  model %s H=%d L=%d Vs=%d Vt=%d; batch %d, src_len %d, %d steps; tolerance |a-b| <= %g + %g*|b|\n\n",
+		c.Arch, c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, o.Batch, o.SrcLen, o.Steps, o.Tolerance["atol"], o.Tolerance["rtol"])
+	fmt.Fprintf(w, "  %-16s %5s  %-11s %-11s %5s  %s\n", "output", "steps", "max abs", "max rel", "worst", "verdict")
+	for _, s := range o.Outputs {
+		worst := "enc"
+		if s.WorstStep >= 0 {
+			worst = strconv.Itoa(s.WorstStep)
+		}
+		v := verdict(s.OK)
+		if !s.OK {
+			v = fmt.Sprintf("MISMATCH in %d of %d: %s", s.Failed, s.Steps, s.Detail)
+		}
+		fmt.Fprintf(w, "  %-16s %5d  %-11.3e %-11.3e %5s  %s\n", s.Output, s.Steps, s.MaxAbs, s.MaxRel, worst, v)
+	}
+	if verbose {
+		fmt.Fprintf(w, "\n  every step:\n")
+		for _, r := range o.Rows {
+			step := "enc"
+			if r.Step >= 0 {
+				step = strconv.Itoa(r.Step)
+			}
+			fmt.Fprintf(w, "  %5s %-16s %s\n", step, r.Output, r.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+	same := func(b bool) string {
+		if b {
+			return "identical"
+		}
+		return "DIFFERENT"
+	}
+	fmt.Fprintf(w, "  step argmax tokens: %s\n", same(o.StepTokensIdentical))
+	for _, g := range o.Greedy {
+		fmt.Fprintf(w, "  greedy decoding, %s: %s", g.Graph, same(g.Identical))
+		if g.Detail != "" {
+			fmt.Fprintf(w, " (%s)", g.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+	if o.OK {
+		fmt.Fprintf(w, "\nOK: the ONNX graphs compute what PyTorch computes\n")
+	} else {
+		fmt.Fprintf(w, "\nMISMATCH: the ONNX graphs differ from PyTorch\n")
+	}
+}
