@@ -297,18 +297,9 @@ type badInput struct {
 
 func (b *badInput) Error() string { return b.err.Error() }
 
-// translateJSON is one --json output line.
-type translateJSON struct {
-	Input     string      `json:"input"`
-	SourceIDs []int64     `json:"source_ids"`
-	Tokens    []int64     `json:"tokens"`
-	Text      string      `json:"text"`
-	Attention [][]float32 `json:"attention"`
-}
-
 func (o *translateOutput) write(in translateInput, res translate.Result) error {
 	if o.json {
-		data, err := json.Marshal(translateJSON{Input: in.shown, SourceIDs: res.Source, Tokens: res.Tokens, Text: res.Text, Attention: res.Attention})
+		data, err := json.Marshal(res.JSON(in.shown))
 		if err != nil {
 			return err
 		}
