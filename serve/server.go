@@ -245,9 +245,9 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 		w.Header().Set("Allow", http.MethodPost)
 		return fail(nil, http.StatusMethodNotAllowed, "%s %s: use POST with a JSON body such as {\"inputs\": [\"text\"]}", r.Method, r.URL.Path)
 	}
-	if s.closing.Load() {
-		return fail(nil, http.StatusServiceUnavailable, "shutting down: send the request to another replica")
-	}
+	// Requests that reach a handler while shutting down are still
+	// served: the listener is closing (or draining), and the backends stay
+	// open until every handler has returned.
 	if !s.ready.Load() {
 		return fail(nil, http.StatusServiceUnavailable, "not ready: the models are loading")
 	}
