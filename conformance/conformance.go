@@ -5,15 +5,24 @@
 // the original, and run through package runtime (ONNX Runtime) on every
 // data set; outputs are compared with package compare.
 //
-// A case whose round-tripped model fails or mismatches is run again from
-// the original file: when ONNX Runtime fails the same way there, the case
-// is "skipped" with ORT's message (ORT's limitation, not attnx's); when only
-// the round trip fails, it is "failed" (an attnx bug). Sequences of tensors
-// are fed and read (input_N.pb / output_N.pb then hold a SequenceProto) and
-// compared element by element. Cases with types the runtime binding cannot
-// feed or read (optionals, maps, sequences of anything but tensors, complex,
-// empty input sequences, float16/bfloat16 output sequences) are skipped
-// with that reason.
+// Sequences of tensors are fed and read (input_N.pb / output_N.pb then hold
+// a SequenceProto) and compared element by element.
+//
+// Some cases fail with ONNX Runtime itself (no kernel for an old opset,
+// results that differ from the reference, random outputs) or cannot run
+// through the Go binding (optionals, empty sequences). They are named, with
+// the stage at which they fail and why, in an expected-failure list made
+// independently of this package: conformance/expected/gen.mjs runs every
+// case through ONNX Runtime's Node.js binding (`make conformance-expected`),
+// and the list is built into attnx. A case then
+//
+//   - passes: it runs and every output matches;
+//   - fails: it errors or mismatches and is not on the list, or fails at
+//     another stage than the list says (an attnx bug, or a changed ORT);
+//   - is an expected failure: it is on the list and fails at that stage;
+//   - is unexpectedly passing: it is on the list but passes. This counts
+//     as a failure of the run, as in ONNX Runtime's own backend test
+//     runner, so that the list cannot rot: regenerate it.
 package conformance
 
 import (
@@ -30,9 +39,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
-	"github.com/attnx/attnx/internal/onnxpb"
 	"github.com/attnx/attnx/runtime"
-	"google.golang.org/protobuf/proto"
 )
 
 // DefaultRoot is where Debian's libonnx-testdata installs the backend tests.
@@ -46,9 +53,16 @@ type Status string
 
 // The verdicts.
 const (
-	Passed  Status = "passed"
-	Failed  Status = "failed"
-	Skipped Status = "skipped"
+	// Passed: every output matches.
+	Passed Status = "passed"
+	// Failed: the case errors or mismatches and the expected-failure list
+	// does not excuse it.
+	Failed Status = "failed"
+	// ExpectedFailure: the case fails at the stage its entry names.
+	ExpectedFailure Status = "expected-failure"
+	// UnexpectedlyPassing: the case passes but is on the list; the run
+	// fails until the list is regenerated.
+	UnexpectedlyPassing Status = "unexpectedly-passing"
 )
 
 // Options configures Run. Zero fields take the defaults noted.
@@ -64,10 +78,10 @@ type Options struct {
 	RTol, ATol float64
 	// Match, when set, runs only the cases whose name matches.
 	Match *regexp.Regexp
-	// Strict counts every case whose round-tripped model errors or
-	// mismatches as failed, without running the original file to excuse
-	// it (so a corrupted expected output fails).
-	Strict bool
+	// Expected is the expected-failure list; nil means the built-in one
+	// (BuiltinExpectations). Entries are matched by case name
+	// ("node/test_abs"), wherever the case directory is.
+	Expected *Expectations
 	// Progress, when set, is called after each case finishes.
 	Progress func(done, total int, r CaseResult)
 }
@@ -87,18 +101,22 @@ type CaseResult struct {
 	Name   string `json:"name"`
 	Folder string `json:"folder"`
 	Status Status `json:"status"`
-	// Group is a short reason shared by similar cases, for summaries.
-	Group string `json:"group,omitempty"`
-	// Reason says why the case failed or was skipped.
+	// Stage is where the case failed; empty when it passed.
+	Stage Stage `json:"stage,omitempty"`
+	// Reason says why the case failed, or why it is unexpectedly passing.
 	Reason string `json:"reason,omitempty"`
-	// MaxAbsErr is the largest absolute error over the float outputs of
-	// every data set of the round-tripped model's run.
+	// Expected is the case's entry in the expected-failure list, when it
+	// has one that applies here.
+	Expected *Expectation `json:"expected,omitempty"`
+	// Note adds what the verdict alone does not say (an entry not applied
+	// here, a random output that matched by chance).
+	Note string `json:"note,omitempty"`
+	// MaxAbsErr is the largest absolute error over the float outputs
+	// compared.
 	MaxAbsErr float64 `json:"max_abs_err"`
 	// RoundTripEqual reports that the re-serialized model decodes equal
-	// (proto.Equal) to the original.
+	// (export.Equal) to the original.
 	RoundTripEqual bool `json:"round_trip_equal"`
-	// RanOriginal reports that the original file was run through ORT too.
-	RanOriginal bool `json:"ran_original,omitempty"`
 	// DataSets is the number of test_data_set_N directories.
 	DataSets int `json:"data_sets"`
 	// Seconds is the wall time of the case.
@@ -107,20 +125,32 @@ type CaseResult struct {
 
 // Report is the outcome of a run.
 type Report struct {
-	Total   int `json:"total"`
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
+	Total               int `json:"total"`
+	Passed              int `json:"passed"`
+	Failed              int `json:"failed"`
+	ExpectedFailures    int `json:"expected_failures"`
+	UnexpectedlyPassing int `json:"unexpectedly_passing"`
 	// RoundTripEqual counts the models whose re-serialization decodes
 	// equal to the original.
 	RoundTripEqual int `json:"round_trip_equal"`
-	// OriginalRuns counts the cases that were also run from the original
-	// file, because the round-tripped model failed or mismatched.
-	OriginalRuns int `json:"original_runs"`
 	// ORTVersion is the ONNX Runtime that ran the models.
-	ORTVersion string       `json:"ort_version"`
-	Seconds    float64      `json:"seconds"`
-	Cases      []CaseResult `json:"cases"`
+	ORTVersion string `json:"ort_version"`
+	// ExpectedList describes the expected-failure list checked against.
+	ExpectedList ListInfo     `json:"expected_list"`
+	Seconds      float64      `json:"seconds"`
+	Cases        []CaseResult `json:"cases"`
+}
+
+// OK reports whether the run succeeded: no case failed and none is
+// unexpectedly passing.
+func (r *Report) OK() bool { return r.Failed == 0 && r.UnexpectedlyPassing == 0 }
+
+// ListInfo describes an expected-failure list in a report.
+type ListInfo struct {
+	Source  string `json:"source"`
+	Entries int    `json:"entries"`
+	// Header is the list's leading comment: how and when it was made.
+	Header []string `json:"header,omitempty"`
 }
 
 // Discover lists the cases under root, which may be a case directory
@@ -208,12 +238,20 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run runs the cases with opt.Workers in parallel and returns the report.
-// It fails only when ONNX Runtime cannot be loaded at all.
+// Run runs the cases with opt.Workers in parallel and judges them against
+// the expected-failure list. It fails only when ONNX Runtime cannot be
+// loaded at all or the built-in list does not parse.
 func Run(cases []Case, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
 	if err := runtime.Init(); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	if opt.Expected == nil {
+		x, err := BuiltinExpectations()
+		if err != nil {
+			return nil, err
+		}
+		opt.Expected = x
 	}
 	if opt.Match != nil {
 		var keep []Case
@@ -223,6 +261,19 @@ func Run(cases []Case, opt Options) (*Report, error) {
 			}
 		}
 		cases = keep
+	}
+	// Each case's entry, when the list has one that applies here.
+	expect := make([]*Expectation, len(cases))
+	notes := make([]string, len(cases))
+	var conds conditions
+	for i, c := range cases {
+		if e, ok := opt.Expected.Entries[c.Name]; ok {
+			if applies, why := conds.applies(e); applies {
+				expect[i] = &e
+			} else {
+				notes[i] = why
+			}
+		}
 	}
 	start := time.Now()
 	results := make([]CaseResult, len(cases))
@@ -235,7 +286,10 @@ func Run(cases []Case, opt Options) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = runGuarded(cases[i], opt)
+				r := runGuarded(cases[i], opt)
+				r.Expected, r.Note = expect[i], notes[i]
+				judge(&r, r.Expected)
+				results[i] = r
 				if opt.Progress != nil {
 					mu.Lock()
 					done++
@@ -250,21 +304,21 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	}
 	close(next)
 	wg.Wait()
-	rep := &Report{Total: len(cases), Cases: results, ORTVersion: runtime.Version(), Seconds: time.Since(start).Seconds()}
+	rep := &Report{Total: len(cases), Cases: results, ORTVersion: runtime.Version(), Seconds: time.Since(start).Seconds(),
+		ExpectedList: ListInfo{Source: opt.Expected.Source, Entries: len(opt.Expected.Entries), Header: opt.Expected.Header}}
 	for _, r := range results {
 		switch r.Status {
 		case Passed:
 			rep.Passed++
 		case Failed:
 			rep.Failed++
-		case Skipped:
-			rep.Skipped++
+		case ExpectedFailure:
+			rep.ExpectedFailures++
+		case UnexpectedlyPassing:
+			rep.UnexpectedlyPassing++
 		}
 		if r.RoundTripEqual {
 			rep.RoundTripEqual++
-		}
-		if r.RanOriginal {
-			rep.OriginalRuns++
 		}
 	}
 	return rep, nil
@@ -278,7 +332,7 @@ func runGuarded(c Case, opt Options) CaseResult {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ch <- CaseResult{Name: c.Name, Folder: c.Folder, Status: Failed, Group: "panic", Reason: fmt.Sprintf("panic: %v", p)}
+				ch <- CaseResult{Name: c.Name, Folder: c.Folder, Stage: StagePanic, Reason: fmt.Sprintf("panic: %v", p)}
 			}
 		}()
 		ch <- runCase(c, opt)
@@ -289,8 +343,7 @@ func runGuarded(c Case, opt Options) CaseResult {
 	select {
 	case r = <-ch:
 	case <-timer.C:
-		r = CaseResult{Name: c.Name, Folder: c.Folder, Status: Failed, Group: "timed out",
-			Reason: fmt.Sprintf("timed out after %v", opt.Timeout)}
+		r = CaseResult{Name: c.Name, Folder: c.Folder, Stage: StageTimeout, Reason: fmt.Sprintf("timed out after %v", opt.Timeout)}
 	}
 	r.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	return r
@@ -312,55 +365,57 @@ type namedTensor struct {
 	isSeq bool
 }
 
+// runCase runs one case; it leaves Stage empty when the case passed, and
+// otherwise sets Stage and Reason. The verdict is judge's.
 func runCase(c Case, opt Options) CaseResult {
 	r := CaseResult{Name: c.Name, Folder: c.Folder}
-	fail := func(group, format string, a ...any) CaseResult {
-		r.Status, r.Group, r.Reason = Failed, group, fmt.Sprintf(format, a...)
-		return r
-	}
-	skip := func(group, format string, a ...any) CaseResult {
-		r.Status, r.Group, r.Reason = Skipped, group, fmt.Sprintf(format, a...)
+	fail := func(stage Stage, format string, a ...any) CaseResult {
+		r.Stage, r.Reason = stage, fmt.Sprintf(format, a...)
 		return r
 	}
 	modelPath := filepath.Join(c.Dir, "model.onnx")
 	orig, err := export.Load(modelPath)
 	if err != nil {
-		return fail("export cannot load the model", "%v", err)
+		return fail(StageExport, "%v", err)
 	}
 	b, err := export.MarshalProto(orig)
 	if err != nil {
-		return fail("export cannot re-serialize the model", "%v", err)
+		return fail(StageExport, "export cannot re-serialize the model: %v", err)
 	}
 	back, err := export.LoadBytes(b)
 	if err != nil {
-		return fail("re-serialized model does not load", "%v", err)
+		return fail(StageExport, "the re-serialized model does not load: %v", err)
 	}
-	if !proto.Equal(orig, back) {
-		return fail("round trip changed the model", "the re-serialized model decodes differently from %s", modelPath)
+	if !export.Equal(orig, back) {
+		return fail(StageExport, "the re-serialized model decodes differently from %s", modelPath)
 	}
 	r.RoundTripEqual = true
 
-	ins, outs := graphIO(orig)
+	ins, outs := export.GraphIO(orig)
 	for _, v := range outs {
-		if elem := v.GetType().GetSequenceType().GetElemType().GetTensorType(); elem != nil {
-			switch dt := builder.DataType(elem.GetElemType()); dt {
+		if dt, ok := v.Type.TensorElem(); ok && v.Type.Kind == export.KindSequence {
+			switch dt {
 			case builder.Float16, builder.BFloat16:
-				return skip("runtime cannot read "+dt.String()+" sequence elements", "output %q is a sequence of %s tensors; onnxruntime_go v1.27.0 truncates the %s tensors ORT allocates, and sequence elements cannot be preallocated", v.GetName(), dt, dt)
+				return fail(StageFeed, "output %q is a sequence of %s tensors; onnxruntime_go v1.27.0 truncates the %s tensors ORT allocates, and sequence elements cannot be preallocated", v.Name, dt, dt)
 			}
 		}
 	}
-	for _, v := range append(append([]*onnxpb.ValueInfoProto{}, ins...), outs...) {
-		if why := unsupported(v.GetType()); why != "" {
-			return skip("runtime cannot feed or read "+why, "%s %q is %s, which the runtime binding cannot feed or read (tensors of numbers, bools and strings only)", ioKind(v, ins), v.GetName(), why)
+	for i, v := range append(append([]export.ValueInfo{}, ins...), outs...) {
+		if why := unsupported(v.Type); why != "" {
+			kind := "output"
+			if i < len(ins) {
+				kind = "input"
+			}
+			return fail(StageFeed, "%s %q is %s, which the Go binding cannot feed or read (tensors and sequences of tensors only)", kind, v.Name, why)
 		}
 	}
 	sets, err := loadDataSets(c.Dir, ins, outs)
 	if err != nil {
-		return fail("cannot read test data", "%v", err)
+		return fail(StageData, "cannot read the test data: %v", err)
 	}
 	r.DataSets = len(sets)
 	if len(sets) == 0 {
-		return skip("no test data sets", "no test_data_set_N directories in %s", c.Dir)
+		return fail(StageData, "no test_data_set_N directories in %s", c.Dir)
 	}
 	for _, s := range sets {
 		for name, d := range s.inputs {
@@ -370,106 +425,70 @@ func runCase(c Case, opt Options) CaseResult {
 				ts = append(ts, d)
 			case *runtime.Sequence:
 				if d.Len() == 0 {
-					return skip("runtime cannot feed an empty sequence", "input %q is an empty sequence in %s, which onnxruntime_go v1.27.0 cannot create", name, filepath.Base(s.dir))
+					return fail(StageFeed, "input %q is an empty sequence in %s, which onnxruntime_go v1.27.0 cannot create", name, filepath.Base(s.dir))
 				}
 				ts = d.Tensors
 			}
 			for _, t := range ts {
 				if _, ok := t.Data.([]string); ok && len(t.Shape) == 0 {
-					return skip("runtime cannot feed rank-0 strings", "input %q is or holds a rank-0 string tensor, which onnxruntime_go cannot create", name)
+					return fail(StageFeed, "input %q is or holds a rank-0 string tensor, which onnxruntime_go cannot create", name)
 				}
 			}
 		}
 	}
-
-	maxErr, rtErr := runSets(b, "", sets, opt)
+	maxErr, ferr := runSets(b, sets, opt)
 	r.MaxAbsErr = maxErr
-	if rtErr == nil {
-		r.Status = Passed
-		return r
+	if ferr != nil {
+		return fail(ferr.stage, "%v", ferr.err)
 	}
-	if opt.Strict {
-		var ce *caseError
-		group := "fails"
-		if errors.As(rtErr, &ce) {
-			group = ce.group
-		}
-		return fail(group, "%v", rtErr)
-	}
-	// The round-tripped model failed: does ORT fail on the original too?
-	r.RanOriginal = true
-	_, origErr := runSets(nil, modelPath, sets, opt)
-	if origErr == nil {
-		return fail("only the round-tripped model fails", "%v (the original file passes)", rtErr)
-	}
-	group := "ORT fails on the original file too: " + classify(origErr)
-	return skip(group, "ONNX Runtime fails on the original file too: %v", origErr)
+	return r
 }
 
-// classify names the kind of an ORT failure, for grouping skipped cases.
-func classify(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "layout == 1") || strings.Contains(msg, "Batchwise recurrent"):
-		return "RNN/GRU/LSTM with layout=1 is not supported"
-	case strings.Contains(msg, "Could not find an implementation for"):
-		return "no kernel for this operator version or type"
-	case strings.Contains(msg, "is not a registered function/op"):
-		return "operator not implemented (training/preview domain)"
-	case strings.Contains(msg, "locale"):
-		return "StringNormalizer cannot create its locale"
-	case strings.Contains(msg, ", model expects "):
-		return "test data does not fit the model's declared inputs"
-	}
-	var ce *caseError
-	if errors.As(err, &ce) {
-		return ce.group
-	}
-	return "error"
-}
-
-// caseError is an error with a group for summaries.
-type caseError struct {
-	group string
+// stageError is a failure at a stage.
+type stageError struct {
+	stage Stage
 	err   error
 }
 
-func (e *caseError) Error() string { return e.err.Error() }
-func (e *caseError) Unwrap() error { return e.err }
+// session is what runSets needs of a runtime session.
+type session interface {
+	RunData(inputs map[string]runtime.Datum) (map[string]runtime.Datum, error)
+	Close() error
+}
 
-// runSets opens the model (from data, or from path when data is nil) and
-// runs every data set, returning the largest absolute float error and the
-// first failure: a session error, a run error or a mismatch.
-func runSets(data []byte, path string, sets []dataSet, opt Options) (float64, error) {
-	ropt := runtime.Options{IntraOpThreads: 1, InterOpThreads: 1}
-	var sess *runtime.Session
-	var err error
-	if data != nil {
-		sess, err = runtime.OpenBytes(data, ropt)
-	} else {
-		sess, err = runtime.Open(path, ropt)
-	}
+// openSession opens a model for runSets; tests substitute a faulty runtime
+// to check that its bugs are counted as failures.
+var openSession = func(data []byte, opt runtime.Options) (session, error) {
+	return runtime.OpenBytes(data, opt)
+}
+
+// runSets opens the model from data and runs every data set, returning
+// the largest absolute float error and the first failure: a session error
+// (StageLoad), a run error (StageRun) or a missing or different output
+// (StageCompare).
+func runSets(data []byte, sets []dataSet, opt Options) (float64, *stageError) {
+	sess, err := openSession(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
-		return 0, &caseError{"ORT rejects the model", oneLine(err)}
+		return 0, &stageError{StageLoad, oneLine(err)}
 	}
 	defer sess.Close()
 	maxErr := 0.0
 	for _, s := range sets {
 		got, err := sess.RunData(s.inputs)
 		if err != nil {
-			return maxErr, &caseError{"ORT fails running the model", fmt.Errorf("%s: %w", filepath.Base(s.dir), oneLine(err))}
+			return maxErr, &stageError{StageRun, fmt.Errorf("%s: %w", filepath.Base(s.dir), oneLine(err))}
 		}
 		for i, want := range s.outputs {
 			g, ok := got[want.name]
 			if !ok {
-				return maxErr, &caseError{"missing output", fmt.Errorf("%s: no output %q", filepath.Base(s.dir), want.name)}
+				return maxErr, &stageError{StageCompare, fmt.Errorf("%s: no output %q", filepath.Base(s.dir), want.name)}
 			}
 			e, err := compareDatum(g, want, opt)
 			if e > maxErr {
 				maxErr = e
 			}
 			if err != nil {
-				return maxErr, &caseError{"outputs differ from the expected ones", fmt.Errorf("%s: output %d %q: %w", filepath.Base(s.dir), i, want.name, err)}
+				return maxErr, &stageError{StageCompare, fmt.Errorf("%s: output %d %q: %w", filepath.Base(s.dir), i, want.name, err)}
 			}
 		}
 	}
@@ -485,55 +504,28 @@ func oneLine(err error) error {
 	return errors.New(msg)
 }
 
-func ioKind(v *onnxpb.ValueInfoProto, ins []*onnxpb.ValueInfoProto) string {
-	for _, in := range ins {
-		if in == v {
-			return "input"
-		}
-	}
-	return "output"
-}
-
-// graphIO returns the graph inputs that are not initializers, and the
-// outputs.
-func graphIO(mp *onnxpb.ModelProto) (ins, outs []*onnxpb.ValueInfoProto) {
-	inits := map[string]bool{}
-	for _, t := range mp.GetGraph().GetInitializer() {
-		inits[t.GetName()] = true
-	}
-	for _, v := range mp.GetGraph().GetInput() {
-		if !inits[v.GetName()] {
-			ins = append(ins, v)
-		}
-	}
-	return ins, mp.GetGraph().GetOutput()
-}
-
 // unsupported says why the runtime binding cannot handle a value of type
 // t, or returns "".
-func unsupported(t *onnxpb.TypeProto) string {
-	switch {
-	case t == nil:
-		return ""
-	case t.GetSequenceType() != nil:
-		elem := t.GetSequenceType().GetElemType()
-		if elem.GetTensorType() == nil {
+func unsupported(t export.ValueType) string {
+	switch t.Kind {
+	case export.KindSequence:
+		if t.Inner == nil || t.Inner.Kind != export.KindTensor {
 			return "a sequence of non-tensors"
 		}
-		if why := unsupported(elem); why != "" {
+		if why := unsupported(*t.Inner); why != "" {
 			return "a sequence of " + strings.TrimPrefix(why, "a ")
 		}
 		return ""
-	case t.GetOptionalType() != nil:
+	case export.KindOptional:
 		return "an optional"
-	case t.GetMapType() != nil:
+	case export.KindMap:
 		return "a map"
-	case t.GetSparseTensorType() != nil:
+	case export.KindSparseTensor:
 		return "a sparse tensor"
-	case t.GetTensorType() != nil:
-		switch dt := builder.DataType(t.GetTensorType().GetElemType()); dt {
+	case export.KindTensor:
+		switch t.Elem {
 		case builder.Complex64, builder.Complex128:
-			return "a " + dt.String() + " tensor"
+			return "a " + t.Elem.String() + " tensor"
 		}
 	}
 	return ""
@@ -541,7 +533,7 @@ func unsupported(t *onnxpb.TypeProto) string {
 
 // loadDataSets reads every test_data_set_N of dir: input_K.pb feeds the
 // K-th non-initializer graph input, output_K.pb is the K-th output.
-func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, error) {
+func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 	dirs, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(dirs)
 	var sets []dataSet
@@ -563,13 +555,13 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				seq := runtime.NewSequence()
 				for i, bt := range bts {
 					bfloat16Bits(bt, ins[k])
-					rt, err := toRuntime(bt)
+					rt, err := runtime.FromBuilder(bt)
 					if err != nil {
 						return nil, fmt.Errorf("%s: element %d: %w", p, i, err)
 					}
 					seq.Tensors = append(seq.Tensors, rt)
 				}
-				s.inputs[ins[k].GetName()] = seq
+				s.inputs[ins[k].Name] = seq
 				continue
 			}
 			bt, err := export.ReadTensorProto(p)
@@ -577,11 +569,11 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				return nil, err
 			}
 			bfloat16Bits(bt, ins[k])
-			rt, err := toRuntime(bt)
+			rt, err := runtime.FromBuilder(bt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
-			s.inputs[ins[k].GetName()] = rt
+			s.inputs[ins[k].Name] = rt
 		}
 		for k := 0; ; k++ {
 			p := filepath.Join(d, fmt.Sprintf("output_%d.pb", k))
@@ -599,7 +591,7 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				for _, bt := range bts {
 					bfloat16Bits(bt, outs[k])
 				}
-				s.outputs = append(s.outputs, namedTensor{name: outs[k].GetName(), seq: bts, isSeq: true})
+				s.outputs = append(s.outputs, namedTensor{name: outs[k].Name, seq: bts, isSeq: true})
 				continue
 			}
 			bt, err := export.ReadTensorProto(p)
@@ -607,7 +599,7 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				return nil, err
 			}
 			bfloat16Bits(bt, outs[k])
-			s.outputs = append(s.outputs, namedTensor{name: outs[k].GetName(), t: bt})
+			s.outputs = append(s.outputs, namedTensor{name: outs[k].Name, t: bt})
 		}
 		sets = append(sets, s)
 	}
@@ -619,18 +611,14 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 // wrote bfloat16 data as UINT16 tensors of the same bits (as in
 // node/test_cast_BFLOAT16_to_FLOAT, whose input 16117 is 0x3ef5, bfloat16
 // 0.4785, the expected output).
-func bfloat16Bits(t *builder.Tensor, v *onnxpb.ValueInfoProto) {
-	tt := v.GetType().GetTensorType()
-	if isSequence(v) {
-		tt = v.GetType().GetSequenceType().GetElemType().GetTensorType()
-	}
-	if t.DType == builder.Uint16 && builder.DataType(tt.GetElemType()) == builder.BFloat16 {
+func bfloat16Bits(t *builder.Tensor, v export.ValueInfo) {
+	if elem, ok := v.Type.TensorElem(); ok && t.DType == builder.Uint16 && elem == builder.BFloat16 {
 		t.DType = builder.BFloat16
 	}
 }
 
 // isSequence reports whether v is declared as a sequence (of tensors, the
 // only kind unsupported lets through).
-func isSequence(v *onnxpb.ValueInfoProto) bool {
-	return v.GetType().GetSequenceType() != nil
+func isSequence(v export.ValueInfo) bool {
+	return v.Type.Kind == export.KindSequence
 }

@@ -15,11 +15,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes a summary: passed/failed/skipped per folder, the
-// skipped and failed reasons grouped with counts, and each failed case.
-// With verbose, every skipped case is listed too.
+// WriteTable writes a summary: the verdicts per folder, the expected
+// failures counted by category, and each failed or unexpectedly passing
+// case with its reason. With verbose, every expected failure and every
+// note is listed too.
 func (r *Report) WriteTable(w io.Writer, verbose bool) error {
-	type counts struct{ total, passed, failed, skipped int }
+	type counts struct{ total, passed, failed, xfail, xpass int }
 	per := map[string]*counts{}
 	var folders []string
 	for _, c := range r.Cases {
@@ -35,51 +36,63 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 			k.passed++
 		case Failed:
 			k.failed++
-		case Skipped:
-			k.skipped++
+		case ExpectedFailure:
+			k.xfail++
+		case UnexpectedlyPassing:
+			k.xpass++
 		}
 	}
 	sort.Strings(folders)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "folder\tcases\tpassed\tfailed\tskipped\t\n")
+	fmt.Fprintf(tw, "folder\tcases\tpassed\tfailed\texpected failures\tunexpectedly passing\t\n")
 	for _, f := range folders {
 		k := per[f]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", f, k.total, k.passed, k.failed, k.skipped)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", f, k.total, k.passed, k.failed, k.xfail, k.xpass)
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t\n", r.Total, r.Passed, r.Failed, r.Skipped)
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t\n", r.Total, r.Passed, r.Failed, r.ExpectedFailures, r.UnexpectedlyPassing)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nround trip: %d of %d models re-serialize to an equal model; %d cases also run from the original file; ONNX Runtime %s; %.1fs\n",
-		r.RoundTripEqual, r.Total, r.OriginalRuns, r.ORTVersion, r.Seconds)
-	for _, st := range []Status{Skipped, Failed} {
-		groups := map[string][]string{}
-		for _, c := range r.Cases {
-			if c.Status == st {
-				groups[c.Group] = append(groups[c.Group], c.Name)
-			}
-		}
-		if len(groups) == 0 {
-			continue
-		}
-		keys := make([]string, 0, len(groups))
-		for g := range groups {
-			keys = append(keys, g)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			if len(groups[keys[i]]) != len(groups[keys[j]]) {
-				return len(groups[keys[i]]) > len(groups[keys[j]])
-			}
-			return keys[i] < keys[j]
-		})
-		fmt.Fprintf(w, "\n%s by reason:\n", st)
-		for _, g := range keys {
-			fmt.Fprintf(w, "  %4d  %s\n", len(groups[g]), g)
+	fmt.Fprintf(w, "\nround trip: %d of %d models re-serialize to an equal model; ONNX Runtime %s; %.1fs\n",
+		r.RoundTripEqual, r.Total, r.ORTVersion, r.Seconds)
+	fmt.Fprintf(w, "expected-failure list: %s, %d entries\n", r.ExpectedList.Source, r.ExpectedList.Entries)
+
+	byCat := map[string]int{}
+	for _, c := range r.Cases {
+		if c.Status == ExpectedFailure {
+			byCat[c.Expected.Category]++
 		}
 	}
+	if len(byCat) > 0 {
+		cats := make([]string, 0, len(byCat))
+		for k := range byCat {
+			cats = append(cats, k)
+		}
+		sort.Slice(cats, func(i, j int) bool {
+			if byCat[cats[i]] != byCat[cats[j]] {
+				return byCat[cats[i]] > byCat[cats[j]]
+			}
+			return cats[i] < cats[j]
+		})
+		fmt.Fprintf(w, "\nexpected failures by category:\n")
+		for _, k := range cats {
+			fmt.Fprintf(w, "  %4d  %s\n", byCat[k], k)
+		}
+	}
+	if r.Failed+r.UnexpectedlyPassing > 0 || verbose {
+		fmt.Fprintln(w)
+	}
 	for _, c := range r.Cases {
-		if c.Status == Failed || (verbose && c.Status == Skipped) {
-			fmt.Fprintf(w, "%s %s: %s\n", c.Status, c.Name, c.Reason)
+		switch {
+		case c.Status == Failed:
+			fmt.Fprintf(w, "FAILED %s at %s: %s\n", c.Name, c.Stage, c.Reason)
+		case c.Status == UnexpectedlyPassing:
+			fmt.Fprintf(w, "UNEXPECTEDLY PASSING %s: %s\n", c.Name, c.Reason)
+		case verbose && c.Status == ExpectedFailure:
+			fmt.Fprintf(w, "expected failure %s at %s (%s): %s\n", c.Name, c.Stage, c.Expected.Category, c.Reason)
+		}
+		if verbose && c.Note != "" {
+			fmt.Fprintf(w, "note %s: %s\n", c.Name, c.Note)
 		}
 	}
 	return nil

@@ -1,0 +1,8 @@
+# Conformance: the expected-failure list of `attnx conformance`.
+#   make conformance-expected   regenerate conformance/expected/failures.tsv by
+#                               running every ONNX backend case through ONNX
+#                               Runtime's Node.js binding (needs node and npm)
+.PHONY: conformance-expected
+
+conformance-expected:
+	scripts/gen-conformance-expected.sh
