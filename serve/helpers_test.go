@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
@@ -35,16 +36,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needORT skips the test when ONNX Runtime cannot be loaded, and fails it
-// under CI=true.
+// needORT ends the test when ONNX Runtime cannot be used (see testenv.ORT).
 func needORT(tb testing.TB) {
 	tb.Helper()
-	if err := runtime.Init(); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("ONNX Runtime is required under CI=true: %v", err)
-		}
-		tb.Skipf("ONNX Runtime not available (set ATTNX_ORT_LIB or run make deps): %v", err)
-	}
+	testenv.ORT(tb, runtime.Init())
 }
 
 func exportModels(tb testing.TB) {

@@ -7,35 +7,14 @@ import (
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/chromedp/chromedp"
 )
-
-// findChromium returns the Chromium binary ($ATTNX_CHROMIUM, else chromium
-// or chromium-browser on PATH). It skips the test when there is none, and
-// fails it under CI=true.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("ATTNX_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "Chromium not found (install Debian's chromium package: make deps does it, or set ATTNX_CHROMIUM)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "; the viewer test is required under CI=true")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // TestViewerInBrowser drives the attention viewer in headless Chromium: it
 // types a sentence, waits for the heat map, checks the output text, the
@@ -43,7 +22,7 @@ func findChromium(t *testing.T) string {
 // and checks the weight shown, and saves a screenshot ($ATTNX_VIEWER_PNG,
 // else a temporary file).
 func TestViewerInBrowser(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := testenv.Command(t, "chromium", "chromium")
 	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demoModel(t)}}})
 	const sentence = "Wednesday, March 3, 2021"
 	code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q]}`, sentence))
@@ -167,4 +146,3 @@ func TestViewerInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot (%dx%d) saved as %s; answer %q, %d cells, hover %q", img.Bounds().Dx(), img.Bounds().Dy(), path, want.Text, got.Cells, readout)
 }
-
