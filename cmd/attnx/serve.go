@@ -37,6 +37,27 @@ finishes those in flight and exits 0.`
 }
 
 func runServe(args []string) error {
+	cfg, addr, err := serveConfig(args)
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", addr, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return srv.Serve(ctx, ln)
+}
+
+// serveConfig parses attnx serve's arguments into the server's
+// configuration and the address to listen on.
+func serveConfig(args []string) (serve.Config, string, error) {
+	fail := func(msg string) (serve.Config, string, error) { return serve.Config{}, "", &usageError{msg} }
 	fs := newFlagSet("serve")
 	models := fs.StringArray("model", nil, "model directory `DIR`, or NAME=DIR to choose the name requests use (default: the directory's name); repeatable, the first is the default model")
 	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
@@ -54,13 +75,13 @@ func runServe(args []string) error {
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return serve.Config{}, "", err
 	}
 	if fs.NArg() > 0 {
-		return &usageError{fmt.Sprintf("unexpected argument %q (models are given with --model DIR)", fs.Arg(0))}
+		return fail(fmt.Sprintf("unexpected argument %q (models are given with --model DIR)", fs.Arg(0)))
 	}
 	if len(*models) == 0 {
-		return &usageError{"--model DIR is required"}
+		return fail("--model DIR is required")
 	}
 	cfg := serve.Config{
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
@@ -72,7 +93,7 @@ func runServe(args []string) error {
 	for _, m := range *models {
 		md, err := serve.ParseModelDir(m)
 		if err != nil {
-			return &usageError{err.Error()}
+			return fail(err.Error())
 		}
 		cfg.Models = append(cfg.Models, md)
 	}
@@ -85,28 +106,18 @@ func runServe(args []string) error {
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
 	} {
 		if f.v < 1 {
-			return &usageError{fmt.Sprintf("%s: must be positive", f.name)}
+			return fail(fmt.Sprintf("%s: must be positive", f.name))
 		}
 	}
 	switch {
 	case *threads < 0:
-		return &usageError{fmt.Sprintf("--threads %d: must not be negative", *threads)}
+		return fail(fmt.Sprintf("--threads %d: must not be negative", *threads))
 	case *drain < 0:
-		return &usageError{fmt.Sprintf("--drain-delay %s: must not be negative", *drain)}
+		return fail(fmt.Sprintf("--drain-delay %s: must not be negative", *drain))
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
-		return &usageError{fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop)}
+		return fail(fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop))
 	case *device != runtime.DeviceCPU && *device != runtime.DeviceCUDA && *device != runtime.DeviceAuto:
-		return &usageError{fmt.Sprintf("--device %q: want cpu, cuda or auto", *device)}
+		return fail(fmt.Sprintf("--device %q: want cpu, cuda or auto", *device))
 	}
-	srv, err := serve.New(cfg)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", *addr, err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return srv.Serve(ctx, ln)
+	return cfg, *addr, nil
 }

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -211,4 +214,42 @@ func inFlight(t *testing.T, client *http.Client, url string) int {
 		}
 	}
 	return 0
+}
+
+// TestServeDeployArgs parses the arguments the Dockerfile's CMD and the
+// Kubernetes Deployment give attnx serve with its own flag parser.
+func TestServeDeployArgs(t *testing.T) {
+	var dep appsv1.Deployment
+	data, err := os.ReadFile("../../deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &dep); err != nil {
+		t.Fatal(err)
+	}
+	docker, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd []string
+	for _, line := range strings.Split(string(docker), "\n") {
+		if rest, ok := strings.CutPrefix(line, "CMD "); ok {
+			if err := json.Unmarshal([]byte(rest), &cmd); err != nil {
+				t.Fatalf("Dockerfile %s: %v", line, err)
+			}
+		}
+	}
+	for where, args := range map[string][]string{
+		"deploy/deployment.yaml": dep.Spec.Template.Spec.Containers[0].Args,
+		"Dockerfile CMD":         cmd,
+	} {
+		if len(args) == 0 || args[0] != "serve" {
+			t.Errorf("%s: %q does not run attnx serve", where, args)
+			continue
+		}
+		cfg, addr, err := serveConfig(args[1:])
+		if err != nil || addr != ":8080" || len(cfg.Models) != 1 || cfg.Models[0].Name != "dates" {
+			t.Errorf("%s: attnx %q: %v (address %q, models %v)", where, args, err, addr, cfg.Models)
+		}
+	}
 }
