@@ -120,22 +120,25 @@ func startServer(tb testing.TB, cfg Config) (*Server, *httptest.Server) {
 // post sends body to url and returns the status and the body read.
 func post(tb testing.TB, url, body string) (int, string) {
 	tb.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resp.StatusCode, string(data)
+	return roundTrip(tb, http.MethodPost, url, body)
 }
 
 // get fetches url and returns the status and the body.
 func get(tb testing.TB, url string) (int, string) {
 	tb.Helper()
-	resp, err := http.Get(url)
+	return roundTrip(tb, http.MethodGet, url, "")
+}
+
+func roundTrip(tb testing.TB, method, url, body string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
