@@ -6,6 +6,7 @@
 #   ONNX Runtime 1.24.1 (CPU shared library, from the npm package
 #   onnxruntime-node, no install scripts run) -> .deps/onnxruntime/lib/
 #   Debian packages: protobuf-compiler python3-onnx libonnx-testdata python3-torch
+#   chromium (headless, for the attention viewer's browser test)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ say() { echo "install-deps: $*" >&2; }
 
 # --- Debian packages -------------------------------------------------------
 need=()
-for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch; do
+for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 		need+=("$pkg")
 	fi
@@ -27,7 +28,7 @@ done
 if ((${#need[@]})); then
 	SUDO=""
 	if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-	say "installing Debian packages: ${need[*]} (python3-torch is about 160 MB)"
+	say "installing Debian packages: ${need[*]} (python3-torch is about 160 MB, chromium about 350 MB installed)"
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi

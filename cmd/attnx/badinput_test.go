@@ -433,7 +433,8 @@ func badNoTrace(t *testing.T, out string) {
 	}
 }
 
-// TestBadInputHelperProcess is not a test: TestBadInputMissingORT runs the
+// TestBadInputHelperProcess is not a test: TestBadInputMissingORT (and
+// TestServeSIGTERMDuringLoad) run the
 // test binary again with it selected, to run the CLI in a process of its
 // own (ONNX Runtime is loaded once per process).
 func TestBadInputHelperProcess(t *testing.T) {

@@ -146,18 +146,9 @@ type translateOutput struct {
 	tr   *translate.Translator
 }
 
-// translateJSON is one --json output line.
-type translateJSON struct {
-	Input     string      `json:"input"`
-	SourceIDs []int64     `json:"source_ids"`
-	Tokens    []int64     `json:"tokens"`
-	Text      string      `json:"text"`
-	Attention [][]float32 `json:"attention"`
-}
-
 func (o *translateOutput) write(in translate.Input, res translate.Result) error {
 	if o.json {
-		data, err := json.Marshal(translateJSON{Input: in.Shown, SourceIDs: res.Source, Tokens: res.Tokens, Text: res.Text, Attention: res.Attention})
+		data, err := json.Marshal(res.JSON(in.Shown))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/serve"
+	"github.com/attnx/attnx/translate"
+)
+
+func init() {
+	commandDocs["serve"] = `
+Serves translations over HTTP with one or more model directories.
+
+  POST /v1/translate   {"inputs": ["text", ...]} or {"ids": [[5, 9, 2], ...]},
+                       optional "max_len" and "model" (the default model is
+                       the first --model); answers {"model": ..., "results":
+                       [...]}, one object per input with the fields of
+                       attnx translate --json. /v1/models/NAME/translate
+                       names the model in the path.
+  GET  /v1/models      the models served, with their vocabularies and limits
+  GET  /               the attention viewer (a page for people)
+  GET  /healthz        200 while the process runs (liveness)
+  GET  /readyz         200 once the models are loaded, 503 while loading and
+                       once shutdown begins (readiness)
+  GET  /metrics        Prometheus metrics
+
+Bad requests get 4xx with {"error": "..."} saying what is wrong; 429 when
+the model's queue is full. SIGTERM or Ctrl-C stops accepting requests,
+finishes those in flight and exits 0.`
+}
+
+func runServe(args []string) error {
+	cfg, addr, err := serveConfig(args)
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", addr, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return srv.Serve(ctx, ln)
+}
+
+// serveConfig parses attnx serve's arguments into the server's
+// configuration and the address to listen on.
+func serveConfig(args []string) (serve.Config, string, error) {
+	fail := func(msg string) (serve.Config, string, error) { return serve.Config{}, "", &usageError{msg} }
+	fs := newFlagSet("serve")
+	models := fs.StringArray("model", nil, "model directory `DIR`, or NAME=DIR to choose the name requests use (default: the directory's name); repeatable, the first is the default model")
+	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
+	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads per session (0: one per core)")
+	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
+	engine := fs.String("engine", "", "steps or loop (greedy.onnx); default loop when greedy.onnx exists")
+	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
+	maxBody := fs.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in `bytes` (413 past it)")
+	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
+	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input")
+	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
+	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests per model decoding at once")
+	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
+	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
+	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
+	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
+	if err := parseFlags(fs, args); err != nil {
+		return serve.Config{}, "", err
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Sprintf("unexpected argument %q (models are given with --model DIR)", fs.Arg(0)))
+	}
+	if len(*models) == 0 {
+		return fail("--model DIR is required")
+	}
+	cfg := serve.Config{
+		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
+		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut,
+		MaxConcurrent: *maxConc, MaxQueue: *maxQueue,
+		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
+	}
+	for _, m := range *models {
+		md, err := serve.ParseModelDir(m)
+		if err != nil {
+			return fail(err.Error())
+		}
+		cfg.Models = append(cfg.Models, md)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)},
+		{"--max-concurrent", int64(*maxConc)}, {"--max-queue", int64(*maxQueue)},
+		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
+	} {
+		if f.v < 1 {
+			return fail(fmt.Sprintf("%s: must be positive", f.name))
+		}
+	}
+	switch {
+	case *threads < 0:
+		return fail(fmt.Sprintf("--threads %d: must not be negative", *threads))
+	case *drain < 0:
+		return fail(fmt.Sprintf("--drain-delay %s: must not be negative", *drain))
+	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
+		return fail(fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop))
+	case *device != runtime.DeviceCPU && *device != runtime.DeviceCUDA && *device != runtime.DeviceAuto:
+		return fail(fmt.Sprintf("--device %q: want cpu, cuda or auto", *device))
+	}
+	return cfg, *addr, nil
+}

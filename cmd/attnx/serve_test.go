@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestServeUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"serve"}, "--model DIR is required"},
+		{[]string{"serve", "--model", "a b=dir"}, `--model "a b=dir": model name "a b" must be letters, digits`},
+		{[]string{"serve", "--model", "m="}, `--model "m=": no directory (want NAME=DIR or DIR)`},
+		{[]string{"serve", "--model", "dir", "extra"}, `unexpected argument "extra" (models are given with --model DIR)`},
+		{[]string{"serve", "--model", "dir", "--max-queue", "0"}, "--max-queue: must be positive"},
+		{[]string{"serve", "--model", "dir", "--max-body", "-1"}, "--max-body: must be positive"},
+		{[]string{"serve", "--model", "dir", "--engine", "fast"}, `--engine "fast": want steps or loop`},
+		{[]string{"serve", "--model", "dir", "--device", "tpu"}, `--device "tpu": want cpu, cuda or auto`},
+		{[]string{"serve", "--model", "dir", "--threads", "-2"}, "--threads -2: must not be negative"},
+	}
+	for _, c := range cases {
+		code, _, errs := attnx(c.args...)
+		if code != 2 || !strings.Contains(errs, c.err) || !strings.Contains(errs, "Run 'attnx help serve' for usage.") {
+			t.Errorf("attnx %q: exit %d, stderr %q; want exit 2 and %q", c.args, code, errs, c.err)
+		}
+	}
+	code, _, errs := attnx("serve", "--model", "a=/no/such/dir", "--model", "b=/no/such/dir")
+	if code != 1 || !strings.Contains(errs, `attnx serve: model "a" (/no/such/dir): translate: model directory /no/such/dir does not exist`) {
+		t.Errorf("missing model: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = attnx("serve", "--model", "x=/a", "--model", "x=/b")
+	if code != 1 || !strings.Contains(errs, `two models are named "x"`) {
+		t.Errorf("duplicate names: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestServeSIGTERMDuringLoad runs `attnx serve` in a subprocess, loads it
+// with 8 clients sending long requests on fresh connections, and sends
+// SIGTERM while several are in flight; the clients stop sending then. Each
+// request is answered 200 (those accepted by the kernel but not yet by the
+// server too, thanks to --drain-delay), and the process exits 0.
+func TestServeSIGTERMDuringLoad(t *testing.T) {
+	model := translateTestModel(t)
+	argv, _ := json.Marshal([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "500ms"})
+	// The helper process of TestBadInputMissingORT runs any command line.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
+	cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	// The log: "listening on http://ADDR", then "ready: m".
+	lines := make(chan string, 100)
+	var logMu sync.Mutex
+	var logText strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			logMu.Lock()
+			logText.WriteString(sc.Text() + "\n")
+			logMu.Unlock()
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	url := ""
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("attnx serve exited early:\n%s", logText.String())
+			}
+			if _, addr, found := strings.Cut(l, "listening on "); found {
+				url = addr
+			}
+			ready = strings.Contains(l, "ready: m")
+		case <-time.After(60 * time.Second):
+			t.Fatal("attnx serve did not start within 60 s")
+		}
+	}
+
+	// Long requests: random weights rarely emit EOS, so each of the 16
+	// rows runs to max_len.
+	inputs := make([]string, 16)
+	for i := range inputs {
+		inputs[i] = fmt.Sprintf(`"%s"`, strings.Repeat("abcdefg", 1+i%3))
+	}
+	body := `{"inputs": [` + strings.Join(inputs, ",") + `], "max_len": 400}`
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	type result struct {
+		code     int
+		err      error
+		answered time.Time
+	}
+	var mu sync.Mutex
+	var results []result
+	var stop sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for c := 0; c < 8; c++ {
+		stop.Add(1)
+		go func() {
+			defer stop.Done()
+			for ctx.Err() == nil {
+				resp, err := client.Post(url+"/v1/translate", "application/json", strings.NewReader(body))
+				r := result{err: err}
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					r.code, r.err = resp.StatusCode, err
+				}
+				r.answered = time.Now()
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	// Signal once at least 4 requests are in flight, as the server counts.
+	deadline := time.Now().Add(60 * time.Second)
+	for inFlight(t, client, url) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatal("never 4 requests in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	stop.Wait()
+	err = cmd.Wait()
+	logMu.Lock()
+	log := logText.String()
+	logMu.Unlock()
+	if err != nil {
+		t.Fatalf("attnx serve after SIGTERM: %v (want exit 0)\n%s", err, log)
+	}
+	after := 0
+	for _, r := range results {
+		switch {
+		case r.err == nil && r.code == 200:
+			if r.answered.After(signalled) {
+				after++
+			}
+		default:
+			t.Errorf("request answered %d, error %v", r.code, r.err)
+		}
+	}
+	if after < 4 {
+		t.Errorf("%d requests answered 200 after SIGTERM, want the 4 or more in flight", after)
+	}
+	for _, want := range []string{"shutting down: draining for 500ms", "shutting down: finishing requests in flight", "attnx serve: stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	t.Logf("%d requests, %d answered after SIGTERM; log:\n%s", len(results), after, log)
+}
+
+// inFlight reads attnx_serve_requests_in_flight from /metrics.
+func inFlight(t *testing.T, client *http.Client, url string) int {
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var n float64
+		if _, err := fmt.Sscanf(sc.Text(), "attnx_serve_requests_in_flight %g", &n); err == nil {
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// TestServeDeployArgs parses the arguments the Dockerfile's CMD and the
+// Kubernetes Deployment give attnx serve with its own flag parser.
+func TestServeDeployArgs(t *testing.T) {
+	var dep appsv1.Deployment
+	data, err := os.ReadFile("../../deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &dep); err != nil {
+		t.Fatal(err)
+	}
+	docker, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd []string
+	for _, line := range strings.Split(string(docker), "\n") {
+		if rest, ok := strings.CutPrefix(line, "CMD "); ok {
+			if err := json.Unmarshal([]byte(rest), &cmd); err != nil {
+				t.Fatalf("Dockerfile %s: %v", line, err)
+			}
+		}
+	}
+	for where, args := range map[string][]string{
+		"deploy/deployment.yaml": dep.Spec.Template.Spec.Containers[0].Args,
+		"Dockerfile CMD":         cmd,
+	} {
+		if len(args) == 0 || args[0] != "serve" {
+			t.Errorf("%s: %q does not run attnx serve", where, args)
+			continue
+		}
+		cfg, addr, err := serveConfig(args[1:])
+		if err != nil || addr != ":8080" || len(cfg.Models) != 1 || cfg.Models[0].Name != "dates" {
+			t.Errorf("%s: attnx %q: %v (address %q, models %v)", where, args, err, addr, cfg.Models)
+		}
+	}
+}

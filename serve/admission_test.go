@@ -1,0 +1,194 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond every millisecond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type answer struct {
+	code int
+	body string
+}
+
+// postAsync sends body in the background; the answer comes on the channel.
+func postAsync(t *testing.T, url, body string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			ch <- answer{-1, err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			ch <- answer{-1, err.Error()}
+			return
+		}
+		ch <- answer{resp.StatusCode, string(data)}
+	}()
+	return ch
+}
+
+// TestQueueFull: with one request decoding and one waiting, the next gets
+// 429 at once; the two admitted ones are then answered.
+func TestQueueFull(t *testing.T) {
+	b := newBlockingBackend()
+	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), MaxConcurrent: 1, MaxQueue: 1})
+	url := hs.URL + PathTranslate
+	first := postAsync(t, url, `{"ids": [[3, 4]]}`)
+	<-b.entered
+	second := postAsync(t, url, `{"ids": [[5]]}`)
+	waitFor(t, "the second request to queue", func() bool { return s.models["m"].lim.depth() == 1 })
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"ids": [[6]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `{"error":"model \"m\" is busy (queue full: 1 requests decoding and 1 waiting): retry later"}` + "\n"
+	if resp.StatusCode != 429 || string(body) != want || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("third request: %d %q Retry-After %q\nwant 429 %q Retry-After 1", resp.StatusCode, body, resp.Header.Get("Retry-After"), want)
+	}
+
+	b.release <- struct{}{}
+	if a := <-first; a.code != 200 || a.body != `{"model":"m","results":[{"input":"3 4","source_ids":[3,4],"tokens":[4,3,2],"text":"","attention":null}]}`+"\n" {
+		t.Errorf("first request: %d %s", a.code, a.body)
+	}
+	<-b.entered
+	b.release <- struct{}{}
+	if a := <-second; a.code != 200 {
+		t.Errorf("second request: %d %s", a.code, a.body)
+	}
+	if d := s.models["m"].lim.depth(); d != 0 {
+		t.Errorf("queue depth %d after everything was answered", d)
+	}
+}
+
+// TestRequestTimeout: a request that waits longer than RequestTimeout gets
+// 504; one whose client goes away is counted as 499 and frees its place.
+func TestRequestTimeout(t *testing.T) {
+	b := newBlockingBackend()
+	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), RequestTimeout: 50 * time.Millisecond})
+	code, body := post(t, hs.URL+PathTranslate, `{"ids": [[3]]}`)
+	<-b.entered
+	if code != 504 || body != `{"error":"not answered within the request timeout of 50ms"}`+"\n" {
+		t.Errorf("got %d %s", code, body)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+PathTranslate, strings.NewReader(`{"ids": [[3]]}`))
+	done := make(chan error, 1)
+	go func() {
+		_, err := http.DefaultClient.Do(req)
+		done <- err
+	}()
+	<-b.entered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("client: %v", err)
+	}
+	waitFor(t, "the server to count the request as 499", func() bool {
+		return counterValue(t, s, MetricRequests, map[string]string{"model": "m", "code": "499"}) == 1
+	})
+	if n := counterValue(t, s, MetricRequests, map[string]string{"model": "m", "code": "504"}); n != 1 {
+		t.Errorf("%s{code=504} = %v, want 1", MetricRequests, n)
+	}
+}
+
+// TestServeShutdown: when Serve's context ends, readiness fails, the
+// request in flight is answered, new connections are refused and Serve
+// returns nil.
+func TestServeShutdown(t *testing.T) {
+	b := newBlockingBackend()
+	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	waitFor(t, "readiness", s.Ready)
+	if code, body := get(t, url+PathReady); code != 200 || body != `{"status":"ready"}`+"\n" {
+		t.Errorf("readyz: %d %s", code, body)
+	}
+
+	inFlight := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9]]}`)
+	<-b.entered
+	stop()
+	waitFor(t, "readiness to fail", func() bool { return !s.Ready() })
+	waitFor(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v with a request in flight", err)
+	default:
+	}
+	b.release <- struct{}{}
+	if a := <-inFlight; a.code != 200 || !strings.Contains(a.body, `"tokens":[9,8,7,2]`) {
+		t.Errorf("request in flight: %d %s", a.code, a.body)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestHealthAndReadiness: liveness answers from the start, readiness only
+// between Load and Close.
+func TestHealthAndReadiness(t *testing.T) {
+	b := newBlockingBackend()
+	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when, path string, code int, body string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != code || rec.Body.String() != body {
+			t.Errorf("%s: GET %s = %d %q, want %d %q", when, path, rec.Code, rec.Body.String(), code, body)
+		}
+	}
+	check("before Load", PathHealth, 200, `{"status":"alive"}`+"\n")
+	check("before Load", PathReady, 503, `{"status":"loading models"}`+"\n")
+	check("before Load", PathModels, 503, `{"error":"not ready: the models are loading"}`+"\n")
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	check("after Load", PathReady, 200, `{"status":"ready"}`+"\n")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after Close", PathReady, 503, `{"status":"shutting down"}`+"\n")
+	check("after Close", PathHealth, 200, `{"status":"alive"}`+"\n")
+}

@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/translate"
+)
+
+// The routes of the service.
+const (
+	// PathTranslate takes a Request by POST and answers a Response.
+	PathTranslate = "/v1/translate"
+	// PathModels lists the models served (GET), as a ModelsResponse.
+	PathModels = "/v1/models"
+	// PathModelTranslate is PathTranslate for the model named in the path:
+	// /v1/models/NAME/translate.
+	PathModelTranslate = "/v1/models/{name}/translate"
+	// PathHealth answers 200 while the process is alive (liveness).
+	PathHealth = "/healthz"
+	// PathReady answers 200 once every model is loaded and until shutdown
+	// begins, 503 otherwise (readiness).
+	PathReady = "/readyz"
+	// PathMetrics serves Prometheus metrics in the text format.
+	PathMetrics = "/metrics"
+	// PathViewer serves the attention viewer page.
+	PathViewer = "/"
+)
+
+// DefaultPort is the port `attnx serve` listens on by default, and the one
+// the manifests under deploy/ use.
+const DefaultPort = 8080
+
+// Request is the body of POST /v1/translate. Exactly one of Inputs and IDs
+// is given.
+type Request struct {
+	// Model names the model to use; empty means the default one (the first
+	// given to the server). The path /v1/models/NAME/translate names it too.
+	Model string `json:"model,omitempty"`
+	// Inputs are texts, tokenised with the model's source vocabulary.
+	Inputs []string `json:"inputs,omitempty"`
+	// IDs are source token id rows, for models without a vocabulary or
+	// callers that tokenise themselves.
+	IDs [][]int64 `json:"ids,omitempty"`
+	// MaxLen limits each output to this many tokens, EOS included; absent
+	// means 2n+10 for a source of n tokens, as `attnx translate` does.
+	MaxLen *int `json:"max_len,omitempty"`
+	// Beam is the beam width. Only 1 (greedy) is served until beam search
+	// exists; other values get 400.
+	Beam *int `json:"beam,omitempty"`
+	// NBest is the number of hypotheses returned per input, at most Beam.
+	// Only 1 is served until beam search exists.
+	NBest *int `json:"n_best,omitempty"`
+}
+
+// requestFields lists Request's JSON fields, for error messages.
+const requestFields = "model, inputs, ids, max_len, beam, n_best"
+
+// Response is the answer to a successful POST /v1/translate: one result
+// per input, in input order, with the fields of `attnx translate --json`.
+type Response struct {
+	// Model is the name of the model that translated.
+	Model string `json:"model"`
+	// Results holds one result per input.
+	Results []translate.ResultJSON `json:"results"`
+}
+
+// ErrorResponse is the body of every 4xx and 5xx answer.
+type ErrorResponse struct {
+	// Error says what is wrong and, where it helps, what was expected.
+	Error string `json:"error"`
+}
+
+// ModelsResponse is the answer to GET /v1/models.
+type ModelsResponse struct {
+	Models []ModelInfo `json:"models"`
+}
+
+// ModelInfo describes one served model: what the viewer needs to label
+// tokens, and what a client needs to send ids.
+type ModelInfo struct {
+	// Name is the name requests use.
+	Name string `json:"name"`
+	// Default is true for the model used when a request names none.
+	Default bool `json:"default"`
+	attention.Config
+	// Special holds the special token ids.
+	Special attention.Special `json:"special_tokens"`
+	// SrcTokens and TgtTokens are the vocabularies (index = id), when the
+	// model directory has them.
+	SrcTokens []string `json:"src_vocab,omitempty"`
+	TgtTokens []string `json:"tgt_vocab,omitempty"`
+	// Batching is true when the model is served by the continuous-batching
+	// scheduler, false when each request is decoded alone.
+	Batching bool `json:"batching"`
+	// MaxInputs, MaxSourceLen and MaxOutLen are the server's limits per
+	// request (0: none for MaxSourceLen).
+	MaxInputs    int `json:"max_inputs"`
+	MaxSourceLen int `json:"max_source_len"`
+	MaxOutLen    int `json:"max_out_len"`
+}

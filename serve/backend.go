@@ -1,0 +1,207 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/translate"
+)
+
+// ErrQueueFull is returned (wrapped) when a request cannot be admitted
+// because the model's queue is full; the server answers 429.
+var ErrQueueFull = errors.New("serve: queue full")
+
+// Job is one request's work for a Backend: texts or token id rows (exactly
+// one of the two is non-empty) and the output length limit.
+type Job struct {
+	// Texts are tokenised with the model's source vocabulary.
+	Texts []string
+	// IDs are source token id rows.
+	IDs [][]int64
+	// MaxLen is the most output tokens per row, EOS included; 0 means
+	// 2n+10 for a source of n tokens.
+	MaxLen int
+}
+
+// Backend decodes the requests of one model. Implementations are safe for
+// concurrent use.
+type Backend interface {
+	// Translate decodes the job's rows and returns one result per row, in
+	// order. A bad row is a *translate.InputError; a cancelled or expired
+	// ctx returns ctx.Err() (wrapped or not) as soon as the backend can stop.
+	Translate(ctx context.Context, job Job) ([]translate.Result, error)
+	// Info returns the model directory's attnx.json.
+	Info() modeldir.Info
+	// Close releases the model once no call is in progress.
+	Close() error
+}
+
+// QueueDepther is implemented by backends with a queue of their own; the
+// queue-depth metric adds theirs to the server's.
+type QueueDepther interface {
+	QueueDepth() int
+}
+
+// BatchObserver receives the number of rows of every batch a backend
+// decodes (a Translator call when batching is off, a decoder step when it
+// is on), for the batch-size histogram.
+type BatchObserver func(rows int)
+
+// Opener opens the backend of one model directory. Config.Open defaults to
+// OpenTranslatorBackend.
+type Opener func(dir string, cfg *Config, obs BatchObserver) (Backend, error)
+
+// translatorBackend is batching off: every request is one call of a
+// translate.Translator, decoded alone (the Translator runs concurrent
+// calls side by side on shared sessions).
+type translatorBackend struct {
+	dir    string
+	opt    translate.Options
+	def    *translate.Translator
+	obs    BatchObserver
+	maxOut int
+	eos    int64
+
+	longMu sync.Mutex
+	long   *translate.Translator // opened on first need; MaxLen = maxOut
+}
+
+// OpenTranslatorBackend opens dir with a translate.Translator configured
+// from cfg (threads, device, engine, unknown-token mapping, source length
+// limit): the backend used when batching is off.
+func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend, error) {
+	opt := translate.Options{
+		Threads: cfg.Threads, Device: cfg.Device, Engine: cfg.Engine,
+		MaxSourceLen: cfg.MaxSourceLen, BatchSize: cfg.MaxInputs, UnknownToUNK: cfg.UnknownToUNK,
+	}
+	tr, err := translate.Open(dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		obs = func(int) {}
+	}
+	eos := tr.Info().Special.EOS
+	return &translatorBackend{dir: dir, opt: opt, def: tr, obs: obs, maxOut: cfg.MaxOutLen, eos: eos}, nil
+}
+
+func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
+
+// Translate decodes with the Translator's default limit (2n+10), then
+// applies job.MaxLen: greedy decoding is prefix-stable (a row's first k
+// tokens do not depend on its limit or on the other rows), so a shorter
+// limit is a cut, and a row that stopped at the default limit without EOS
+// and is allowed more is decoded again with a Translator whose limit is
+// the server's MaxOutLen, then cut.
+func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
+	var res []translate.Result
+	var err error
+	if job.IDs != nil {
+		res, err = b.def.TranslateIDs(ctx, job.IDs)
+	} else {
+		res, err = b.def.Translate(ctx, job.Texts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.obs(len(res))
+	if job.MaxLen == 0 {
+		return res, nil
+	}
+	var again []int
+	for i, r := range res {
+		n := len(r.Tokens)
+		if job.MaxLen > n && n == 2*len(r.Source)+10 && r.Tokens[n-1] != b.eos {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		long, err := b.longTranslator()
+		if err != nil {
+			return nil, err
+		}
+		rows := make([][]int64, len(again))
+		for k, i := range again {
+			rows[k] = res[i].Source
+		}
+		more, err := long.TranslateIDs(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		b.obs(len(rows))
+		for k, i := range again {
+			res[i] = more[k]
+		}
+	}
+	for i := range res {
+		if r := &res[i]; len(r.Tokens) > job.MaxLen {
+			r.Tokens, r.Attention, r.OutputTokens = r.Tokens[:job.MaxLen], r.Attention[:job.MaxLen], r.OutputTokens[:job.MaxLen]
+			r.Text = b.def.TargetText(r.Tokens)
+		}
+	}
+	return res, nil
+}
+
+func (b *translatorBackend) longTranslator() (*translate.Translator, error) {
+	b.longMu.Lock()
+	defer b.longMu.Unlock()
+	if b.long == nil {
+		opt := b.opt
+		opt.MaxLen = b.maxOut
+		tr, err := translate.Open(b.dir, opt)
+		if err != nil {
+			return nil, fmt.Errorf("opening the model for max_len above the default limit: %w", err)
+		}
+		b.long = tr
+	}
+	return b.long, nil
+}
+
+func (b *translatorBackend) Close() error {
+	b.longMu.Lock()
+	defer b.longMu.Unlock()
+	err := b.def.Close()
+	if b.long != nil {
+		err = errors.Join(err, b.long.Close())
+	}
+	return err
+}
+
+// limiter bounds the requests of one model: at most conc are handed to the
+// backend at once and at most queue more wait for their turn; past that,
+// acquire fails with ErrQueueFull at once.
+type limiter struct {
+	slots   chan struct{}
+	admit   int64 // conc + queue
+	in      atomic.Int64
+	waiting atomic.Int64
+}
+
+func newLimiter(conc, queue int) *limiter {
+	return &limiter{slots: make(chan struct{}, conc), admit: int64(conc + queue)}
+}
+
+// acquire waits for a slot; the returned release gives it back.
+func (l *limiter) acquire(ctx context.Context) (release func(), err error) {
+	if l.in.Add(1) > l.admit {
+		l.in.Add(-1)
+		return nil, fmt.Errorf("%w: %d requests decoding and %d waiting", ErrQueueFull, cap(l.slots), l.admit-int64(cap(l.slots)))
+	}
+	l.waiting.Add(1)
+	select {
+	case l.slots <- struct{}{}:
+		l.waiting.Add(-1)
+		return func() { <-l.slots; l.in.Add(-1) }, nil
+	case <-ctx.Done():
+		l.waiting.Add(-1)
+		l.in.Add(-1)
+		return nil, ctx.Err()
+	}
+}
+
+// depth returns the requests waiting for a slot.
+func (l *limiter) depth() int { return int(l.waiting.Load()) }

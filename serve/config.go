@@ -1,0 +1,148 @@
+package serve
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Defaults of Config's limits, used where a field is 0.
+const (
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxInputs       = 64
+	DefaultMaxSourceLen    = 256
+	DefaultMaxOutLen       = 512
+	DefaultMaxConcurrent   = 64
+	DefaultMaxQueue        = 256
+	DefaultRequestTimeout  = 60 * time.Second
+	DefaultShutdownTimeout = 25 * time.Second
+)
+
+// ModelDir is one model to serve: the name requests use and its directory.
+type ModelDir struct {
+	Name string
+	Dir  string
+}
+
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ParseModelDir parses the value of `attnx serve --model`: NAME=DIR, or
+// DIR alone, named after its last path element.
+func ParseModelDir(s string) (ModelDir, error) {
+	name, dir, ok := strings.Cut(s, "=")
+	if !ok {
+		dir = s
+		name = filepath.Base(filepath.Clean(s))
+	}
+	if dir == "" {
+		return ModelDir{}, fmt.Errorf("--model %q: no directory (want NAME=DIR or DIR)", s)
+	}
+	if !modelName.MatchString(name) {
+		return ModelDir{}, fmt.Errorf("--model %q: model name %q must be letters, digits, '.', '_' or '-', starting with a letter or digit (give NAME=DIR to choose one)", s, name)
+	}
+	return ModelDir{Name: name, Dir: dir}, nil
+}
+
+// Config configures a Server. Zero limits take the defaults above.
+type Config struct {
+	// Models are served by name; the first is the default one.
+	Models []ModelDir
+	// Threads is ONNX Runtime's intra-op thread count per session (0: one
+	// per core).
+	Threads int
+	// Device is "cpu" (or ""), "cuda" or "auto".
+	Device string
+	// Engine is the translate engine when batching is off ("", "steps" or
+	// "loop").
+	Engine string
+	// UnknownToUNK maps characters or words outside the source vocabulary
+	// to UNK instead of answering 400.
+	UnknownToUNK bool
+
+	// MaxBodyBytes bounds a request body (413 past it).
+	MaxBodyBytes int64
+	// MaxInputs bounds the inputs of one request.
+	MaxInputs int
+	// MaxSourceLen bounds the source tokens of one input.
+	MaxSourceLen int
+	// MaxOutLen bounds a request's max_len.
+	MaxOutLen int
+	// MaxConcurrent bounds the requests of one model handed to its backend
+	// at once; MaxQueue bounds those waiting for their turn (429 past it).
+	MaxConcurrent int
+	MaxQueue      int
+	// RequestTimeout bounds the time a request may wait and decode (504
+	// past it).
+	RequestTimeout time.Duration
+	// ShutdownTimeout bounds the time requests in flight get to finish
+	// once shutdown begins.
+	ShutdownTimeout time.Duration
+	// DrainDelay keeps serving for this long after shutdown begins, with
+	// readiness already failing, so that a load balancer stops sending
+	// requests before the listener closes.
+	DrainDelay time.Duration
+
+	// Open opens a model's backend; nil means OpenTranslatorBackend.
+	Open Opener
+	// Logf, when set, receives one line per lifecycle event and per
+	// internal error.
+	Logf func(format string, args ...any)
+}
+
+// withDefaults validates c and fills in zero limits.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Models) == 0 {
+		return c, fmt.Errorf("serve: no model to serve (give --model DIR or NAME=DIR)")
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Models {
+		if !modelName.MatchString(m.Name) {
+			return c, fmt.Errorf("serve: model name %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", m.Name)
+		}
+		if seen[m.Name] {
+			return c, fmt.Errorf("serve: two models are named %q (give NAME=DIR to tell them apart)", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputs", int64(c.MaxInputs)},
+		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
+		{"MaxQueue", int64(c.MaxQueue)}, {"RequestTimeout", int64(c.RequestTimeout)}, {"ShutdownTimeout", int64(c.ShutdownTimeout)},
+		{"DrainDelay", int64(c.DrainDelay)},
+	} {
+		if f.v < 0 {
+			return c, fmt.Errorf("serve: %s = %d: must not be negative", f.name, f.v)
+		}
+	}
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	def(&c.MaxInputs, DefaultMaxInputs)
+	def(&c.MaxSourceLen, DefaultMaxSourceLen)
+	def(&c.MaxOutLen, DefaultMaxOutLen)
+	def(&c.MaxConcurrent, DefaultMaxConcurrent)
+	def(&c.MaxQueue, DefaultMaxQueue)
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Open == nil {
+		c.Open = OpenTranslatorBackend
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c, nil
+}

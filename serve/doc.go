@@ -1,0 +1,80 @@
+// Package serve is attnx's HTTP translation service (`attnx serve`): one
+// process serves one or more model directories by name, each through a
+// Backend, with JSON errors, bounded queues, Prometheus metrics, an
+// attention viewer for people, and graceful shutdown.
+//
+// # API
+//
+//	POST /v1/translate              a Request; answers a Response
+//	POST /v1/models/NAME/translate  the same, for the model NAME
+//	GET  /v1/models                 the models, with vocabularies and limits
+//	GET  /                          the attention viewer
+//	GET  /healthz                   200 while the process runs (liveness)
+//	GET  /readyz                    200 once every model is loaded and until
+//	                                shutdown begins, else 503 (readiness)
+//	GET  /metrics                   Prometheus text format
+//
+// A request gives texts or token id rows, at most Config.MaxInputs, and
+// optionally max_len and the model:
+//
+//	{"inputs": ["3rd of March 2021"], "max_len": 20}
+//	{"model": "dates", "ids": [[12, 56, 44]]}
+//
+// The answer has one result per input, in order, with the fields of
+// `attnx translate --json` (translate.ResultJSON): input, source_ids,
+// tokens, text, attention. The model is the one named in the path or the
+// "model" field, else the first one given to the server. "beam" and
+// "n_best" are accepted as 1 (greedy) and refused otherwise until beam
+// search exists.
+//
+// # Errors
+//
+// Every error answer is a JSON ErrorResponse whose message names what is
+// wrong: 400 for a body that is not one JSON object, an unknown field, a
+// value of the wrong type, no inputs, both inputs and ids, too many inputs,
+// an empty input, a character or word outside the source vocabulary (the
+// input's index and the position), a source longer than
+// Config.MaxSourceLen, an id outside the vocabulary, max_len outside
+// 1..Config.MaxOutLen, beam search options; 404 for an unknown model or
+// page; 405 for a method other than POST; 413 for a body over
+// Config.MaxBodyBytes (1 MiB by default); 429 (with Retry-After) when the
+// model's queue is full; 503 while the models load; 504 when a request is
+// not answered within Config.RequestTimeout; 500 when decoding fails.
+//
+// # Admission and backends
+//
+// Each model has a limiter: at most Config.MaxConcurrent requests are
+// handed to its backend at once and at most Config.MaxQueue more wait;
+// past that a request gets 429 at once. A request whose client goes away
+// while it waits or decodes is abandoned (its context is cancelled) and
+// counted with status 499.
+//
+// The Backend decodes. OpenTranslatorBackend, the default, is batching off:
+// each request is one call of a translate.Translator, decoded alone (the
+// Translator runs concurrent calls side by side on shared ONNX Runtime
+// sessions). Config.Open chooses another, such as a test double.
+//
+// # Metrics
+//
+// attnx_serve_requests_total{model,code}, attnx_serve_request_duration_seconds{model}
+// (answers 200), attnx_serve_batch_rows{model} (rows decoded together),
+// attnx_serve_tokens_decoded_total{model}, attnx_serve_inputs_translated_total{model},
+// attnx_serve_queue_depth{model}, attnx_serve_requests_in_flight, and the
+// Go and process collectors.
+//
+// # Shutdown
+//
+// Server.Serve loads the models after it starts listening, so that
+// liveness answers while they load. When its context ends (attnx serve:
+// SIGTERM or Ctrl-C), readiness fails at once, the listener stays open for
+// Config.DrainDelay (so that a load balancer stops sending requests), then
+// closes; requests in flight, and any that reached a handler, are answered
+// within Config.ShutdownTimeout; then the backends close and Serve returns
+// nil.
+//
+// # Load tests
+//
+// RunLoad drives a running server with concurrent single-sentence clients
+// and reports throughput, latency percentiles and the server's batch sizes;
+// `attnx loadtest` runs it for several client counts.
+package serve

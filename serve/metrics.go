@@ -1,0 +1,73 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metric names, all under the attnx_serve_ prefix.
+const (
+	MetricRequests   = "attnx_serve_requests_total"
+	MetricLatency    = "attnx_serve_request_duration_seconds"
+	MetricBatchRows  = "attnx_serve_batch_rows"
+	MetricTokens     = "attnx_serve_tokens_decoded_total"
+	MetricInputs     = "attnx_serve_inputs_translated_total"
+	MetricQueueDepth = "attnx_serve_queue_depth"
+	MetricInFlight   = "attnx_serve_requests_in_flight"
+)
+
+// metrics are a Server's Prometheus collectors, on a registry of its own
+// (with the Go and process collectors).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	batch    *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+	inputs   *prometheus.CounterVec
+	inFlight prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRequests,
+			Help: "Translation requests answered, by model and HTTP status (499: the client went away). Model is empty when the request named no served model.",
+		}, []string{"model", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricLatency,
+			Help:    "Time from a translation request's arrival to its answer, for requests answered 200.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms .. 33 s
+		}, []string{"model"}),
+		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricBatchRows,
+			Help:    "Rows decoded together: per decoder step with continuous batching, per Translator call without.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}, []string{"model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricTokens,
+			Help: "Output tokens decoded (EOS included) in answered requests.",
+		}, []string{"model"}),
+		inputs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricInputs,
+			Help: "Inputs (sentences) translated in answered requests.",
+		}, []string{"model"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricInFlight,
+			Help: "Translation requests being handled (waiting or decoding).",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.batch, m.tokens, m.inputs, m.inFlight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// addQueueDepth registers the queue-depth gauge of one model.
+func (m *metrics) addQueueDepth(model string, depth func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        MetricQueueDepth,
+		Help:        "Translation requests waiting for their turn to decode.",
+		ConstLabels: prometheus.Labels{"model": model},
+	}, func() float64 { return float64(depth()) }))
+}

@@ -1,0 +1,460 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/attnx/attnx/translate"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is the HTTP translation service over one backend per model. Make
+// one with New, then Serve it (or Load it and mount Handler yourself).
+type Server struct {
+	cfg     Config
+	models  map[string]*servedModel
+	order   []*servedModel
+	ready   atomic.Bool
+	closing atomic.Bool
+	metrics *metrics
+	handler http.Handler
+}
+
+// servedModel is one served model.
+type servedModel struct {
+	name, dir string
+	lim       *limiter
+	loaded    atomic.Bool // backend and info are set
+	backend   Backend
+	info      ModelInfo
+}
+
+// New checks cfg and returns a Server whose models are not loaded yet.
+func New(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, models: map[string]*servedModel{}, metrics: newMetrics()}
+	for _, md := range cfg.Models {
+		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
+		s.models[m.name] = m
+		s.order = append(s.order, m)
+		s.metrics.addQueueDepth(m.name, func() int {
+			d := m.lim.depth()
+			if m.loaded.Load() {
+				if q, ok := m.backend.(QueueDepther); ok {
+					d += q.QueueDepth()
+				}
+			}
+			return d
+		})
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the service's routes. Translation requests get 503 until
+// Load has succeeded.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Ready reports whether every model is loaded and shutdown has not begun.
+func (s *Server) Ready() bool { return s.ready.Load() && !s.closing.Load() }
+
+// Load opens every model's backend; on the first failure it closes those
+// already open and returns the error.
+func (s *Server) Load() error {
+	for i, m := range s.order {
+		start := time.Now()
+		obs := s.metrics.batch.WithLabelValues(m.name)
+		b, err := s.cfg.Open(m.dir, &s.cfg, func(rows int) { obs.Observe(float64(rows)) })
+		if err != nil {
+			for _, o := range s.order[:i] {
+				o.backend.Close()
+			}
+			return fmt.Errorf("model %q (%s): %w", m.name, m.dir, err)
+		}
+		info := b.Info()
+		m.backend = b
+		m.info = ModelInfo{
+			Name: m.name, Default: i == 0, Config: info.Config, Special: info.Special,
+			SrcTokens: info.SrcTokens, TgtTokens: info.TgtTokens,
+			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen,
+		}
+		m.loaded.Store(true)
+		s.cfg.Logf("model %q loaded from %s in %s", m.name, m.dir, time.Since(start).Round(time.Millisecond))
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+// Close fails readiness and closes every loaded backend, waiting for their
+// calls in progress.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	var errs []error
+	for _, m := range s.order {
+		if m.loaded.Load() {
+			errs = append(errs, m.backend.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Serve answers HTTP on ln until ctx is done. It loads the models after it
+// starts listening, so that liveness answers while they load. When ctx is
+// done it shuts down gracefully: readiness fails at once, the listener
+// stays open for DrainDelay, then closes; requests in flight get up to
+// ShutdownTimeout to finish, and the models are closed. Serve returns nil
+// after a clean shutdown, or the error that stopped it (a model that would
+// not load, requests still running at the timeout).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	s.cfg.Logf("listening on http://%s", ln.Addr())
+
+	loaded := make(chan error, 1)
+	go func() { loaded <- s.Load() }()
+	var err error
+	select {
+	case err = <-loaded:
+		if err == nil {
+			s.cfg.Logf("ready: %s", strings.Join(s.modelNames(), ", "))
+			select {
+			case <-ctx.Done():
+			case err = <-served:
+			}
+		}
+	case <-ctx.Done():
+		// Shutting down while loading: let Load finish so that its
+		// backends are closed below.
+		err = <-loaded
+	case err = <-served:
+	}
+	s.closing.Store(true)
+	if err == nil && s.cfg.DrainDelay > 0 {
+		s.cfg.Logf("shutting down: draining for %s", s.cfg.DrainDelay)
+		time.Sleep(s.cfg.DrainDelay)
+	}
+	s.cfg.Logf("shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		hs.Close()
+		err = errors.Join(err, fmt.Errorf("requests still in flight after the shutdown timeout of %s: %w", s.cfg.ShutdownTimeout, serr))
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	err = errors.Join(err, s.Close())
+	if err == nil {
+		s.cfg.Logf("stopped")
+	}
+	return err
+}
+
+func (s *Server) modelNames() []string {
+	names := make([]string, len(s.order))
+	for i, m := range s.order {
+		names[i] = m.name
+	}
+	return names
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+	})
+	mux.HandleFunc("GET "+PathReady, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.closing.Load():
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		case !s.ready.Load():
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading models"})
+		default:
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		}
+	})
+	mux.Handle("GET "+PathMetrics, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+PathModels, s.listModels)
+	mux.HandleFunc(PathTranslate, s.translate)
+	mux.HandleFunc(PathModelTranslate, s.translate)
+	mux.HandleFunc("GET /{$}", serveViewer)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such page %s: the API is POST %s, GET %s, %s, %s and %s", r.URL.Path, PathTranslate, PathModels, PathHealth, PathReady, PathMetrics))
+	})
+	return mux
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if !s.ready.Load() {
+		writeError(w, http.StatusServiceUnavailable, "not ready: the models are loading")
+		return
+	}
+	resp := ModelsResponse{Models: []ModelInfo{}}
+	for _, m := range s.order {
+		resp.Models = append(resp.Models, m.info)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// translate handles POST /v1/translate and /v1/models/NAME/translate.
+func (s *Server) translate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	s.metrics.inFlight.Inc()
+	defer s.metrics.inFlight.Dec()
+	m, code, resp := s.handleTranslate(w, r)
+	name := ""
+	if m != nil {
+		name = m.name
+	}
+	s.metrics.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
+	if code == statusClientGone {
+		return
+	}
+	if code == http.StatusOK {
+		s.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	}
+	writeJSON(w, code, resp)
+}
+
+// statusClientGone is recorded for requests whose client went away (as
+// nginx does); nothing is written.
+const statusClientGone = 499
+
+// handleTranslate returns the model (nil when none was resolved), the
+// status and the body to answer.
+func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*servedModel, int, any) {
+	fail := func(m *servedModel, code int, format string, args ...any) (*servedModel, int, any) {
+		return m, code, ErrorResponse{Error: fmt.Sprintf(format, args...)}
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return fail(nil, http.StatusMethodNotAllowed, "%s %s: use POST with a JSON body such as {\"inputs\": [\"text\"]}", r.Method, r.URL.Path)
+	}
+	// Requests that reach a handler while shutting down are still
+	// served: the listener is closing (or draining), and the backends stay
+	// open until every handler has returned.
+	if !s.ready.Load() {
+		return fail(nil, http.StatusServiceUnavailable, "not ready: the models are loading")
+	}
+	var req Request
+	if code, msg := decodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), &req, s.cfg.MaxBodyBytes); code != 0 {
+		return fail(nil, code, "%s", msg)
+	}
+	m, code, msg := s.resolveModel(r.PathValue("name"), req.Model)
+	if code != 0 {
+		return fail(nil, code, "%s", msg)
+	}
+	job, msg := s.checkRequest(&req)
+	if msg != "" {
+		return fail(m, http.StatusBadRequest, "%s", msg)
+	}
+	if job.Texts != nil && m.info.SrcTokens == nil {
+		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	release, err := m.lim.acquire(ctx)
+	var res []translate.Result
+	if err == nil {
+		res, err = m.backend.Translate(ctx, job)
+		release()
+	}
+	field := "inputs"
+	if job.IDs != nil {
+		field = "ids"
+	}
+	var ie *translate.InputError
+	switch {
+	case err == nil:
+	case errors.As(err, &ie):
+		return fail(m, http.StatusBadRequest, "%s[%d]: %s", field, ie.Row, serverHints.Replace(ie.Msg))
+	case errors.Is(err, ErrQueueFull):
+		w.Header().Set("Retry-After", "1")
+		return fail(m, http.StatusTooManyRequests, "model %q is busy (%v): retry later", m.name, strings.TrimPrefix(err.Error(), "serve: "))
+	case r.Context().Err() != nil:
+		return m, statusClientGone, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(m, http.StatusGatewayTimeout, "not answered within the request timeout of %s", s.cfg.RequestTimeout)
+	case errors.Is(err, translate.ErrClosed):
+		return fail(m, http.StatusServiceUnavailable, "shutting down: send the request to another replica")
+	default:
+		s.cfg.Logf("model %q: decoding failed: %v", m.name, err)
+		return fail(m, http.StatusInternalServerError, "decoding failed: %v", err)
+	}
+	if len(res) != len(job.Texts)+len(job.IDs) {
+		s.cfg.Logf("model %q: backend returned %d results for %d inputs", m.name, len(res), len(job.Texts)+len(job.IDs))
+		return fail(m, http.StatusInternalServerError, "decoding failed: %d results for %d inputs", len(res), len(job.Texts)+len(job.IDs))
+	}
+	out := Response{Model: m.name, Results: make([]translate.ResultJSON, len(res))}
+	tokens := 0
+	for i, rr := range res {
+		input := ""
+		if job.IDs != nil {
+			input = joinIDs(job.IDs[i])
+		} else {
+			input = job.Texts[i]
+		}
+		out.Results[i] = rr.JSON(input)
+		tokens += len(rr.Tokens)
+	}
+	s.metrics.tokens.WithLabelValues(m.name).Add(float64(tokens))
+	s.metrics.inputs.WithLabelValues(m.name).Add(float64(len(res)))
+	return m, http.StatusOK, out
+}
+
+// serverHints turns the translate API's hints, which name its Go options,
+// into the server's flags.
+var serverHints = strings.NewReplacer(
+	"set UnknownToUNK to map", "start attnx serve with --unk to map",
+	"the limit MaxSourceLen = ", "the server's limit --max-src-len ",
+)
+
+// resolveModel finds the model named by the path or the body (either may
+// be empty; both must agree), or the default one.
+func (s *Server) resolveModel(fromPath, fromBody string) (*servedModel, int, string) {
+	name := fromPath
+	switch {
+	case fromPath != "" && fromBody != "" && fromPath != fromBody:
+		return nil, http.StatusBadRequest, fmt.Sprintf("the path names model %q and the body model %q: name one", fromPath, fromBody)
+	case name == "":
+		name = fromBody
+	}
+	if name == "" {
+		return s.order[0], 0, ""
+	}
+	if m := s.models[name]; m != nil {
+		return m, 0, ""
+	}
+	quoted := make([]string, len(s.order))
+	for i, m := range s.order {
+		quoted[i] = strconv.Quote(m.name)
+	}
+	return nil, http.StatusNotFound, fmt.Sprintf("unknown model %q: this server serves %s", name, strings.Join(quoted, ", "))
+}
+
+// checkRequest validates the fields of req and returns its Job, or a
+// message saying what is wrong.
+func (s *Server) checkRequest(req *Request) (Job, string) {
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"beam", req.Beam}, {"n_best", req.NBest}} {
+		if f.v != nil && *f.v != 1 {
+			return Job{}, fmt.Sprintf("%s = %d: beam search is not available yet; this server decodes greedily (%s must be 1 or absent)", f.name, *f.v, f.name)
+		}
+	}
+	n := len(req.Inputs) + len(req.IDs)
+	switch {
+	case req.Inputs != nil && req.IDs != nil:
+		return Job{}, `give "inputs" (texts) or "ids" (token id rows), not both`
+	case n == 0:
+		return Job{}, `no inputs: give "inputs": ["text", ...] or "ids": [[5, 9, 2], ...]`
+	case n > s.cfg.MaxInputs:
+		return Job{}, fmt.Sprintf("%d inputs: more than the limit of %d per request (--max-inputs); split them into several requests", n, s.cfg.MaxInputs)
+	}
+	job := Job{Texts: req.Inputs, IDs: req.IDs}
+	if req.MaxLen != nil {
+		if *req.MaxLen < 1 || *req.MaxLen > s.cfg.MaxOutLen {
+			return Job{}, fmt.Sprintf("max_len = %d: want 1 to %d (--max-out-len)", *req.MaxLen, s.cfg.MaxOutLen)
+		}
+		job.MaxLen = *req.MaxLen
+	}
+	return job, ""
+}
+
+// decodeRequest reads one JSON object into req. It returns 0 or the status
+// and message of what is wrong with the body.
+func decodeRequest(body io.Reader, req *Request, limit int64) (int, string) {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(req)
+	if err == nil {
+		// One value only: anything after it but white space is an error.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = terr
+			if err == nil {
+				return http.StatusBadRequest, "the body holds more than one JSON value: send one object"
+			}
+		}
+	}
+	var tooBig *http.MaxBytesError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return 0, ""
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than the limit of %d bytes (--max-body); split the inputs into several requests", limit)
+	case errors.Is(err, io.EOF):
+		return http.StatusBadRequest, `empty body: want a JSON object such as {"inputs": ["text"]}`
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return http.StatusBadRequest, "body is not valid JSON: it ends in the middle of a value"
+	case errors.As(err, &syn):
+		return http.StatusBadRequest, fmt.Sprintf("body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syn.Error(), "json: "), syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return http.StatusBadRequest, fmt.Sprintf(`body is a JSON %s: want an object such as {"inputs": ["text"]}`, typ.Value)
+		}
+		return http.StatusBadRequest, fmt.Sprintf("field %q: got a JSON %s, want %s", typ.Field, typ.Value, describeType(typ.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return http.StatusBadRequest, fmt.Sprintf("%s (the fields are %s)", strings.TrimPrefix(err.Error(), "json: "), requestFields)
+	}
+	return http.StatusBadRequest, fmt.Sprintf("reading the body: %v", err)
+}
+
+// describeType names a Go type of Request in JSON terms.
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
+	}
+	return t.String()
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, " ")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		enc.Encode(ErrorResponse{Error: "encoding the answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorResponse{Error: msg})
+}

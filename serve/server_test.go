@@ -1,0 +1,80 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestBadRequests sends every kind of bad request to a server of the demo
+// model and checks the status and the whole error body.
+func TestBadRequests(t *testing.T) {
+	_, hs := startServer(t, Config{
+		Models:    []ModelDir{{Name: "dates", Dir: demoModel(t)}, {Name: "ids", Dir: fixtureModel(t)}},
+		MaxInputs: 3, MaxSourceLen: 30, MaxOutLen: 50, MaxBodyBytes: 4096,
+	})
+	big := fmt.Sprintf(`{"inputs": [%q]}`, strings.Repeat("1", 5000))
+	cases := []struct {
+		name, method, path, body string
+		code                     int
+		err                      string
+	}{
+		{"not JSON", "POST", PathTranslate, `hello`, 400, `body is not valid JSON: invalid character 'h' looking for beginning of value (at byte 1)`},
+		{"cut JSON", "POST", PathTranslate, `{"inputs": ["3rd of March`, 400, `body is not valid JSON: it ends in the middle of a value`},
+		{"empty body", "POST", PathTranslate, ``, 400, `empty body: want a JSON object such as {"inputs": ["text"]}`},
+		{"array body", "POST", PathTranslate, `["3rd of March 2021"]`, 400, `body is a JSON array: want an object such as {"inputs": ["text"]}`},
+		{"two values", "POST", PathTranslate, `{"inputs": ["1"]} {}`, 400, `the body holds more than one JSON value: send one object`},
+		{"unknown field", "POST", PathTranslate, `{"input": ["1"]}`, 400, `unknown field "input" (the fields are model, inputs, ids, max_len, beam, n_best)`},
+		{"inputs not a list", "POST", PathTranslate, `{"inputs": "3rd of March 2021"}`, 400, `field "inputs": got a JSON string, want an array of strings`},
+		{"ids not integers", "POST", PathTranslate, `{"ids": [[5, 2.5]]}`, 400, `field "ids": got a JSON number 2.5, want an integer`},
+		{"no inputs", "POST", PathTranslate, `{}`, 400, `no inputs: give "inputs": ["text", ...] or "ids": [[5, 9, 2], ...]`},
+		{"empty inputs", "POST", PathTranslate, `{"inputs": []}`, 400, `no inputs: give "inputs": ["text", ...] or "ids": [[5, 9, 2], ...]`},
+		{"inputs and ids", "POST", PathTranslate, `{"inputs": ["1"], "ids": [[5]]}`, 400, `give "inputs" (texts) or "ids" (token id rows), not both`},
+		{"too many inputs", "POST", PathTranslate, `{"inputs": ["1", "2", "3", "4"]}`, 400, `4 inputs: more than the limit of 3 per request (--max-inputs); split them into several requests`},
+		{"unknown character", "POST", PathTranslate, `{"inputs": ["3rd of March 2021", "3 März 2021"]}`, 400, `inputs[1]: character 'ä' (U+00E4) at position 3 is not in the source vocabulary (start attnx serve with --unk to map unknown characters to <unk> (id 3))`},
+		{"empty input", "POST", PathTranslate, `{"inputs": [""]}`, 400, `inputs[0]: empty input, nothing to translate`},
+		{"source over the limit", "POST", PathTranslate, `{"inputs": ["Wednesday, the 3rd of March, 2021"]}`, 400, `inputs[0]: 33 tokens, more than the server's limit --max-src-len 30`},
+		{"id outside the vocabulary", "POST", PathTranslate, `{"ids": [[12, 63]]}`, 400, `ids[0]: token id 63 at position 1 is outside the source vocabulary [0, 63)`},
+		{"empty id row", "POST", PathTranslate, `{"ids": [[12], []]}`, 400, `ids[1]: empty input, nothing to translate`},
+		{"text to a model without vocabulary", "POST", "/v1/models/ids/translate", `{"inputs": ["abc"]}`, 400, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`},
+		{"body over the limit", "POST", PathTranslate, big, 413, `request body larger than the limit of 4096 bytes (--max-body); split the inputs into several requests`},
+		{"max_len zero", "POST", PathTranslate, `{"inputs": ["1"], "max_len": 0}`, 400, `max_len = 0: want 1 to 50 (--max-out-len)`},
+		{"max_len over the limit", "POST", PathTranslate, `{"inputs": ["1"], "max_len": 51}`, 400, `max_len = 51: want 1 to 50 (--max-out-len)`},
+		{"beam", "POST", PathTranslate, `{"inputs": ["1"], "beam": 4}`, 400, `beam = 4: beam search is not available yet; this server decodes greedily (beam must be 1 or absent)`},
+		{"n_best", "POST", PathTranslate, `{"inputs": ["1"], "n_best": 2}`, 400, `n_best = 2: beam search is not available yet; this server decodes greedily (n_best must be 1 or absent)`},
+		{"unknown model in the body", "POST", PathTranslate, `{"model": "nope", "inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},
+		{"unknown model in the path", "POST", "/v1/models/nope/translate", `{"inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},
+		{"path and body disagree", "POST", "/v1/models/dates/translate", `{"model": "ids", "inputs": ["1"]}`, 400, `the path names model "dates" and the body model "ids": name one`},
+		{"GET translate", "GET", PathTranslate, ``, 405, `GET /v1/translate: use POST with a JSON body such as {"inputs": ["text"]}`},
+		{"unknown page", "GET", "/v2/translate", ``, 404, `no such page /v2/translate: the API is POST /v1/translate, GET /v1/models, /healthz, /readyz and /metrics`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequest(c.method, hs.URL+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			var body ErrorResponse
+			dec := json.NewDecoder(strings.NewReader(string(data)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&body); err != nil {
+				t.Fatalf("%d %q: not an error object: %v", resp.StatusCode, data, err)
+			}
+			if resp.StatusCode != c.code || body.Error != c.err {
+				t.Errorf("got %d %q\nwant %d %q", resp.StatusCode, body.Error, c.code, c.err)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/chromedp/chromedp"
+)
+
+// TestViewerInBrowser drives the attention viewer in headless Chromium: it
+// types a sentence, waits for the heat map, checks the output text, the
+// cell count and the token labels against the JSON answer, hovers a cell
+// and checks the weight shown, and saves a screenshot ($ATTNX_VIEWER_PNG,
+// else a temporary file).
+func TestViewerInBrowser(t *testing.T) {
+	chromium := testenv.Command(t, "chromium", "chromium")
+	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demoModel(t)}}})
+	const sentence = "Wednesday, March 3, 2021"
+	code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q]}`, sentence))
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	want := decodeResponse(t, body).Results[0]
+	rows, cols := len(want.Attention), len(want.SourceIDs)
+
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 640),
+	)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	// Start the browser without a deadline (it lives as long as ctx), then
+	// bound the test's actions.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+
+	err := chromedp.Do(tctx,
+		chromedp.Navigate(hs.URL+PathViewer),
+		chromedp.WaitReady(chromedp.CSS("#model option")),
+		chromedp.SendKeys(chromedp.CSS("#source"), sentence),
+		chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS("#heatmap .cell")),
+	)
+	if err != nil {
+		t.Fatalf("typing a sentence and waiting for the heat map: %v", err)
+	}
+	type page struct {
+		Output string
+		Cells  int
+		Rows   []string
+		Cols   []string
+		Error  string
+	}
+	got, err := chromedp.Run(tctx, chromedp.Evaluate[page](`({
+		output: document.getElementById("output").textContent,
+		cells: document.querySelectorAll("#heatmap .cell").length,
+		rows: [...document.querySelectorAll("#heatmap .label.row")].map((e) => e.textContent),
+		cols: [...document.querySelectorAll("#heatmap .label.col")].map((e) => e.textContent),
+		error: document.getElementById("error").textContent,
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Error != "" || got.Output != want.Text {
+		t.Errorf("page shows output %q, error %q; the answer is %q", got.Output, got.Error, want.Text)
+	}
+	if got.Cells != rows*cols {
+		t.Errorf("heat map has %d cells; the answer has %d output tokens x %d source tokens = %d", got.Cells, rows, cols, rows*cols)
+	}
+	// Labels: source characters across (spaces shown as ·), output down.
+	var wantCols []string
+	for _, r := range sentence {
+		wantCols = append(wantCols, strings.ReplaceAll(string(r), " ", "·"))
+	}
+	if strings.Join(got.Cols, "|") != strings.Join(wantCols, "|") || len(got.Rows) != rows || got.Rows[rows-1] != "<eos>" {
+		t.Errorf("labels: source %q, output %q", got.Cols, got.Rows)
+	}
+
+	// Hover the cell of output 2 and its most attended source token.
+	i, j := 1, 0
+	for k, w := range want.Attention[i] {
+		if w > want.Attention[i][j] {
+			j = k
+		}
+	}
+	type box struct{ X, Y float64 }
+	at, err := chromedp.Run(tctx, chromedp.Evaluate[box](fmt.Sprintf(`(() => {
+		const r = document.querySelector('#heatmap .cell[data-i="%d"][data-j="%d"]').getBoundingClientRect();
+		return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+	})()`, i, j)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tctx, chromedp.MouseEvent("mouseMoved", at.X, at.Y)); err != nil {
+		t.Fatal(err)
+	}
+	readout, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("#readout")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrefix := fmt.Sprintf(`output %d "%s" ← source %d "%s": weight `, i+1, got.Rows[i], j+1, wantCols[j])
+	shown, ok := strings.CutPrefix(readout, wantPrefix)
+	var w float64
+	if _, err := fmt.Sscanf(shown, "%g", &w); !ok || err != nil || math.Abs(w-float64(want.Attention[i][j])) > 5e-5 || len(shown) != 6 {
+		t.Errorf("hovering cell (%d, %d) shows %q; want %q and the weight %.4f", i, j, readout, wantPrefix, want.Attention[i][j])
+	}
+
+	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
+		t.Errorf("screenshot is %dx%d", b.Dx(), b.Dy())
+	}
+	path := os.Getenv("ATTNX_VIEWER_PNG")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "viewer.png")
+	}
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot (%dx%d) saved as %s; answer %q, %d cells, hover %q", img.Bounds().Dx(), img.Bounds().Dy(), path, want.Text, got.Cells, readout)
+}
