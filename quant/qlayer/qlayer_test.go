@@ -246,3 +246,44 @@ func TestCellWeightErrors(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// optimizedOps returns the operators of g's model after ONNX Runtime's
+// graph optimisations (all levels), as export.Summarize counts them.
+func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
+	t.Helper()
+	if err := runtime.Init(); err != nil {
+		t.Skipf("ONNX Runtime not available: %v", err)
+	}
+	data, err := export.Marshal(builder.NewModel(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/optimized.onnx"
+	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, OptimizedModelPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	mp, err := export.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, o := range export.Summarize(mp).Ops {
+		ops[o.Op] = o.Count
+	}
+	return ops
+}
+
+// TestDynamicInt8Fuses checks what DynamicInt8's speed rests on: ONNX
+// Runtime fuses DynamicQuantizeLinear, MatMulInteger, Cast, the scale Mul
+// and the bias Add into one com.microsoft DynamicQuantizeMatMul.
+func TestDynamicInt8Fuses(t *testing.T) {
+	g := builder.New("fuse")
+	l := Layer{W: randn(rand.New(rand.NewPCG(5, 5)), 32*64, 0.1), B: make([]float32, 32), Out: 32, In: 64}
+	g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8}).Y)
+	got := optimizedOps(t, g)
+	if got["com.microsoft.DynamicQuantizeMatMul"] != 1 || got["MatMulInteger"] != 0 || got["DynamicQuantizeLinear"] != 0 || len(got) != 1 {
+		t.Errorf("optimised operators %v, want one com.microsoft.DynamicQuantizeMatMul and nothing else", got)
+	}
+}
