@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/runtime"
 )
@@ -66,28 +66,6 @@ func TestQuantBackendNodeCases(t *testing.T) {
 	checkModels(t, modelDir)
 }
 
-// runModel marshals g's model and runs it once in ONNX Runtime, one thread.
-func runModel(t *testing.T, g *builder.Graph, feeds map[string]*runtime.Tensor) map[string]*runtime.Tensor {
-	t.Helper()
-	if err := g.Err(); err != nil {
-		t.Fatalf("building: %v", err)
-	}
-	data, err := export.Marshal(builder.NewModel(g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	if err != nil {
-		t.Fatalf("loading in ONNX Runtime: %v", err)
-	}
-	defer sess.Close()
-	out, err := sess.Run(feeds)
-	if err != nil {
-		t.Fatalf("running: %v", err)
-	}
-	return out
-}
-
 func randFloats(rng *rand.Rand, n int) []float32 {
 	v := make([]float32, n)
 	for i := range v {
@@ -117,9 +95,7 @@ func matmulT(a []float32, w []float32, m, k, n int) []float64 {
 // must be what the operator reads. At accuracy level 4 A is quantized to
 // int8 per block at run time, so the tolerance is that quantization's.
 func TestMatMulNBits(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	ortest.Require(t)
 	cases := []struct {
 		name                 string
 		bits, block, k, n    int
@@ -168,7 +144,7 @@ func TestMatMulNBits(t *testing.T) {
 				t.Errorf("inferred %s", got)
 			}
 			g.Output("y", y)
-			out := runModel(t, g, map[string]*runtime.Tensor{"a": runtime.NewFloat32([]int64{m, int64(c.k)}, a)})
+			out := ortest.Run(t, g, map[string]*runtime.Tensor{"a": runtime.NewFloat32([]int64{m, int64(c.k)}, a)})
 			got, err := out["y"].Float32s()
 			if err != nil {
 				t.Fatal(err)
@@ -198,9 +174,7 @@ func itoa(n int) string { return builder.D(int64(n)).String() }
 // DynamicQuantizeLinear of A then MatMulInteger with int8 and uint8 weights,
 // rescaled; QLinearMatMul with a float output range.
 func TestQuantizedMatMulForms(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	ortest.Require(t)
 	const m, k, n = 2, 48, 20
 	rng := rand.New(rand.NewPCG(9, 10))
 	w := randFloats(rng, n*k) // PyTorch layout [n, k]
@@ -238,7 +212,7 @@ func TestQuantizedMatMulForms(t *testing.T) {
 	qy := QLinearMatMul(xq, xs, xzp, bInt8, scales, g.Init("zp_b", &builder.Tensor{DType: builder.Int8, Dims: []int64{n}, Raw: make([]byte, n)}), ys, yzp)
 	g.Output("qlinear", DequantizeLinear(qy, ys, yzp, QuantOpts{}))
 
-	out := runModel(t, g, map[string]*runtime.Tensor{"a": runtime.NewFloat32([]int64{m, k}, a)})
+	out := ortest.Run(t, g, map[string]*runtime.Tensor{"a": runtime.NewFloat32([]int64{m, k}, a)})
 	scale := 0.0
 	for _, v := range want {
 		scale = max(scale, math.Abs(v))
@@ -267,124 +241,120 @@ func TestQuantizedMatMulForms(t *testing.T) {
 	}
 }
 
+// TestInferQuant checks the inferred types of the quantization operators
+// and, where err is set, the error a bad call records (want then holds
+// fragments of the message: the signature, the fault, the caller).
 func TestInferQuant(t *testing.T) {
+	nbits := func(g *builder.Graph, a, w, s *builder.Value, k, n, bs int64, o MatMulNBitsOpts) []*builder.Value {
+		return []*builder.Value{MatMulNBits(a, w, s, k, n, bs, o)}
+	}
 	cases := []struct {
 		name  string
+		err   bool
 		build func(g *builder.Graph) []*builder.Value
 		want  []string
 	}{
-		{"DequantizeLinear per axis", func(g *builder.Graph) []*builder.Value {
+		{"DequantizeLinear per axis", false, func(g *builder.Graph) []*builder.Value {
 			return []*builder.Value{DequantizeLinear(in(g, "x", s8, "b", 16), in(g, "s", f32, "b"), nil, QuantOpts{Axis: Int(0)})}
 		}, []string{"float32[b,16]"}},
-		{"QuantizeLinear int8", func(g *builder.Graph) []*builder.Value {
+		{"QuantizeLinear int8", false, func(g *builder.Graph) []*builder.Value {
 			return []*builder.Value{QuantizeLinear(in(g, "x", f32, 3, 4), in(g, "s", f32), in(g, "z", s8), QuantOpts{})}
 		}, []string{"int8[3,4]"}},
-		{"DynamicQuantizeLinear", func(g *builder.Graph) []*builder.Value {
+		{"DynamicQuantizeLinear", false, func(g *builder.Graph) []*builder.Value {
 			y, s, z := DynamicQuantizeLinear(in(g, "x", f32, "b", 512))
 			return []*builder.Value{y, s, z}
 		}, []string{"uint8[b,512]", "float32[]", "uint8[]"}},
-		{"MatMulInteger", func(g *builder.Graph) []*builder.Value {
+		{"MatMulInteger", false, func(g *builder.Graph) []*builder.Value {
 			return []*builder.Value{MatMulInteger(in(g, "a", u8, "b", 512), in(g, "w", s8, 512, 100), in(g, "za", u8), in(g, "zw", s8, 100))}
 		}, []string{"int32[b,100]"}},
-		{"QLinearMatMul", func(g *builder.Graph) []*builder.Value {
+		{"QLinearMatMul", false, func(g *builder.Graph) []*builder.Value {
 			return []*builder.Value{QLinearMatMul(in(g, "a", u8, 2, "b", 8), in(g, "as", f32), in(g, "az", u8),
 				in(g, "w", s8, 8, 5), in(g, "ws", f32, 5), in(g, "wz", s8, 5), in(g, "ys", f32), in(g, "yz", s8))}
 		}, []string{"int8[2,b,5]"}},
-		{"MatMulNBits", func(g *builder.Graph) []*builder.Value {
+		{"MatMulNBits", false, func(g *builder.Graph) []*builder.Value {
 			return []*builder.Value{MatMulNBits(in(g, "a", f32, "b", 1, 500), in(g, "w", u8, 7, 16, 16), in(g, "s", f32, 112), 500, 7, 32,
 				MatMulNBitsOpts{ZeroPoints: in(g, "z", u8, 7, 8), Bias: in(g, "bias", f32, 7)})}
 		}, []string{"float32[b,1,7]"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			g := builder.New("g")
-			vs := c.build(g)
-			if err := g.Err(); err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			for i, v := range vs {
-				if got := v.Type().String(); got != c.want[i] {
-					t.Errorf("output %d type = %s, want %s", i, got, c.want[i])
-				}
-			}
-			if p := vs[0].Producer(); p.OpType == "MatMulNBits" && p.Domain != MicrosoftDomain {
-				t.Errorf("MatMulNBits domain %q, want %q", p.Domain, MicrosoftDomain)
-			}
-		})
-	}
-}
-
-func TestInferQuantErrors(t *testing.T) {
-	nbits := func(g *builder.Graph, a, w, s *builder.Value, k, n, bs int64, o MatMulNBitsOpts) {
-		MatMulNBits(a, w, s, k, n, bs, o)
-	}
-	cases := []struct {
-		name  string
-		build func(g *builder.Graph)
-		want  []string
-	}{
-		{"DequantizeLinear float x", func(g *builder.Graph) {
-			DequantizeLinear(in(g, "x", f32, 2), in(g, "s", f32), nil, QuantOpts{})
+		{"DequantizeLinear float x", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{DequantizeLinear(in(g, "x", f32, 2), in(g, "s", f32), nil, QuantOpts{})}
 		}, []string{"DequantizeLinear(x: float32[2], x_scale: float32[])", "x is float32[2], want one of int8, uint8, int32", "quant_test.go:"}},
-		{"DequantizeLinear scale length", func(g *builder.Graph) {
-			DequantizeLinear(in(g, "x", s8, 4, 3), in(g, "s", f32, 4), nil, QuantOpts{})
+		{"DequantizeLinear scale length", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{DequantizeLinear(in(g, "x", s8, 4, 3), in(g, "s", f32, 4), nil, QuantOpts{})}
 		}, []string{"x_scale is float32[4] but x is int8[4,3]: a 1-D scale needs x's dimension 1 (axis 1) elements"}},
-		{"DequantizeLinear zero point type", func(g *builder.Graph) {
-			DequantizeLinear(in(g, "x", s8, 4), in(g, "s", f32), in(g, "z", u8), QuantOpts{})
+		{"DequantizeLinear zero point type", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{DequantizeLinear(in(g, "x", s8, 4), in(g, "s", f32), in(g, "z", u8), QuantOpts{})}
 		}, []string{"x_zero_point is uint8[], want int8"}},
-		{"DequantizeLinear axis", func(g *builder.Graph) {
-			DequantizeLinear(in(g, "x", s8, 4), in(g, "s", f32, 4), nil, QuantOpts{Axis: Int(2)})
+		{"DequantizeLinear axis", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{DequantizeLinear(in(g, "x", s8, 4), in(g, "s", f32, 4), nil, QuantOpts{Axis: Int(2)})}
 		}, []string{"axis 2 is out of range for rank 1"}},
-		{"QuantizeLinear scale rank", func(g *builder.Graph) {
-			QuantizeLinear(in(g, "x", f32, 4), in(g, "s", f32, 1, 1), nil, QuantOpts{})
+		{"QuantizeLinear scale rank", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{QuantizeLinear(in(g, "x", f32, 4), in(g, "s", f32, 1, 1), nil, QuantOpts{})}
 		}, []string{"y_scale is float32[1,1], want rank [0 1]"}},
-		{"DynamicQuantizeLinear int", func(g *builder.Graph) { DynamicQuantizeLinear(in(g, "x", i64, 2)) }, []string{"x is int64[2], want float32"}},
-		{"MatMulInteger float", func(g *builder.Graph) { MatMulInteger(in(g, "a", f32, 2, 3), in(g, "b", s8, 3, 4), nil, nil) },
-			[]string{"A is float32[2,3], want one of uint8, int8"}},
-		{"MatMulInteger inner", func(g *builder.Graph) { MatMulInteger(in(g, "a", u8, 2, 3), in(g, "b", s8, 4, 4), nil, nil) },
-			[]string{"inner dimensions differ"}},
-		{"MatMulInteger zero point per column", func(g *builder.Graph) {
-			MatMulInteger(in(g, "a", u8, 2, 3), in(g, "b", s8, 3, 4), nil, in(g, "z", s8, 3))
+		{"DynamicQuantizeLinear int", true, func(g *builder.Graph) []*builder.Value {
+			y, _, _ := DynamicQuantizeLinear(in(g, "x", i64, 2))
+			return []*builder.Value{y}
+		}, []string{"x is int64[2], want float32"}},
+		{"MatMulInteger float", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{MatMulInteger(in(g, "a", f32, 2, 3), in(g, "b", s8, 3, 4), nil, nil)}
+		}, []string{"A is float32[2,3], want one of uint8, int8"}},
+		{"MatMulInteger inner", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{MatMulInteger(in(g, "a", u8, 2, 3), in(g, "b", s8, 4, 4), nil, nil)}
+		}, []string{"inner dimensions differ"}},
+		{"MatMulInteger zero point per column", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{MatMulInteger(in(g, "a", u8, 2, 3), in(g, "b", s8, 3, 4), nil, in(g, "z", s8, 3))}
 		}, []string{"b_zero_point is int8[3], want a scalar, 1 or 4 elements"}},
-		{"QLinearMatMul missing", func(g *builder.Graph) {
-			QLinearMatMul(in(g, "a", u8, 2, 3), in(g, "as", f32), nil, in(g, "b", s8, 3, 4), in(g, "bs", f32), in(g, "bz", s8), in(g, "ys", f32), in(g, "yz", u8))
+		{"QLinearMatMul missing", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{QLinearMatMul(in(g, "a", u8, 2, 3), in(g, "as", f32), nil, in(g, "b", s8, 3, 4), in(g, "bs", f32), in(g, "bz", s8), in(g, "ys", f32), in(g, "yz", u8))}
 		}, []string{"input a_zero_point is required but nil"}},
-		{"QLinearMatMul scale type", func(g *builder.Graph) {
-			QLinearMatMul(in(g, "a", u8, 2, 3), in(g, "as", i64), in(g, "az", u8), in(g, "b", s8, 3, 4), in(g, "bs", f32), in(g, "bz", s8), in(g, "ys", f32), in(g, "yz", u8))
+		{"QLinearMatMul scale type", true, func(g *builder.Graph) []*builder.Value {
+			return []*builder.Value{QLinearMatMul(in(g, "a", u8, 2, 3), in(g, "as", i64), in(g, "az", u8), in(g, "b", s8, 3, 4), in(g, "bs", f32), in(g, "bz", s8), in(g, "ys", f32), in(g, "yz", u8))}
 		}, []string{"a_scale is int64[], want float32"}},
-		{"MatMulNBits B shape", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 32), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{})
+		{"MatMulNBits B shape", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 32), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{})
 		}, []string{"MatMulNBits(A: float32[1,64], B: uint8[10,2,32], scales: float32[20]; K=64, N=10, block_size=32)", "B is uint8[10,2,32], want [10,2,16]"}},
-		{"MatMulNBits K", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 60), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{})
+		{"MatMulNBits K", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 60), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{})
 		}, []string{"A is float32[1,60], want its last dimension to be K = 64"}},
-		{"MatMulNBits block size", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 3, 12), in(g, "s", f32, 30), 64, 10, 24, MatMulNBitsOpts{})
+		{"MatMulNBits block size", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 3, 12), in(g, "s", f32, 30), 64, 10, 24, MatMulNBitsOpts{})
 		}, []string{"block_size is 24, want a power of two of at least 16"}},
-		{"MatMulNBits scales", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 10), 64, 10, 32, MatMulNBitsOpts{})
+		{"MatMulNBits scales", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 10), 64, 10, 32, MatMulNBitsOpts{})
 		}, []string{"scales is float32[10], want [20]"}},
-		{"MatMulNBits zero points", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{ZeroPoints: in(g, "z", u8, 20)})
+		{"MatMulNBits zero points", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{ZeroPoints: in(g, "z", u8, 20)})
 		}, []string{"zero_points is uint8[20], want [10]"}},
-		{"MatMulNBits bits", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{Bits: 3})
+		{"MatMulNBits bits", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{Bits: 3})
 		}, []string{"bits is 3, want 2, 4 or 8"}},
-		{"MatMulNBits bias", func(g *builder.Graph) {
-			nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{Bias: in(g, "b", f32, 64)})
+		{"MatMulNBits bias", true, func(g *builder.Graph) []*builder.Value {
+			return nbits(g, in(g, "a", f32, 1, 64), in(g, "w", u8, 10, 2, 16), in(g, "s", f32, 20), 64, 10, 32, MatMulNBitsOpts{Bias: in(g, "b", f32, 64)})
 		}, []string{"bias is float32[64], want [10]"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := builder.New("g")
-			c.build(g)
+			vs := c.build(g)
 			err := g.Err()
-			if err == nil {
+			switch {
+			case c.err && err == nil:
 				t.Fatal("want an error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
+			case c.err:
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+			case err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			default:
+				for i, v := range vs {
+					if got := v.Type().String(); got != c.want[i] {
+						t.Errorf("output %d type = %s, want %s", i, got, c.want[i])
+					}
+				}
+				if p := vs[0].Producer(); p.OpType == "MatMulNBits" && p.Domain != MicrosoftDomain {
+					t.Errorf("MatMulNBits domain %q, want %q", p.Domain, MicrosoftDomain)
 				}
 			}
 		})

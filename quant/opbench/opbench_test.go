@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/internal/ortest"
 )
 
 // TestRunSmall measures small instances of every group for two rounds and
@@ -16,9 +16,7 @@ import (
 // more than that but within their quantization error, and reduced weights
 // are smaller.
 func TestRunSmall(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	ortest.Require(t)
 	var cases []Case
 	cases = append(cases, ClassifierCases(2, 64, 300, 1)...)
 	cases = append(cases, CellCases("LSTM", 2, 32, 32, 2)...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/runtime"
 )
@@ -18,38 +19,6 @@ func randn(rng *rand.Rand, n int, scale float64) []float32 {
 		v[i] = float32(rng.NormFloat64() * scale)
 	}
 	return v
-}
-
-// run builds g's model, runs it in ONNX Runtime (one thread) and returns
-// the float32 outputs.
-func run(t *testing.T, g *builder.Graph, feeds map[string]*runtime.Tensor) map[string][]float32 {
-	t.Helper()
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
-	if err := g.Err(); err != nil {
-		t.Fatalf("building: %v", err)
-	}
-	data, err := export.Marshal(builder.NewModel(g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
-	if err != nil {
-		t.Fatalf("loading in ONNX Runtime: %v", err)
-	}
-	defer sess.Close()
-	out, err := sess.Run(feeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := map[string][]float32{}
-	for k, v := range out {
-		if res[k], err = v.Float32s(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return res
 }
 
 func maxDiff(a, b []float32) float64 {
@@ -108,7 +77,7 @@ func TestLinearSchemes(t *testing.T) {
 				if b.Bytes <= 0 {
 					t.Errorf("Bytes = %d", b.Bytes)
 				}
-				got := run(t, g, map[string]*runtime.Tensor{"x": runtime.NewFloat32(shape, x)})["y"]
+				got := ortest.Floats(t, g, map[string]*runtime.Tensor{"x": runtime.NewFloat32(shape, x)})["y"]
 				if d := maxDiff(got, want); d > c.tol {
 					t.Errorf("max |diff| %.4g > %.4g", d, c.tol)
 				}
@@ -213,7 +182,7 @@ func TestCellsMatchOperators(t *testing.T) {
 				g.Output("ref_c", yc)
 				g.Output("h2", h2)
 				g.Output("c2", c2)
-				out := run(t, g, feeds)
+				out := ortest.Floats(t, g, feeds)
 				if d := max(maxDiff(out["h2"], out["ref_h"]), maxDiff(out["c2"], out["ref_c"])); d > sc.tol {
 					t.Errorf("max |diff| from the LSTM operator %.4g > %.4g", d, sc.tol)
 				}
@@ -228,7 +197,7 @@ func TestCellsMatchOperators(t *testing.T) {
 				h2, _ := GRUCell(g, "cell", xv, hv, gru, sc.s, CellOpts{TwoProducts: two})
 				g.Output("ref_h", yh)
 				g.Output("h2", h2)
-				out := run(t, g, feeds)
+				out := ortest.Floats(t, g, feeds)
 				if d := maxDiff(out["h2"], out["ref_h"]); d > sc.tol {
 					t.Errorf("max |diff| from the GRU operator %.4g > %.4g", d, sc.tol)
 				}
@@ -251,19 +220,8 @@ func TestCellWeightErrors(t *testing.T) {
 // graph optimisations (all levels), as export.Summarize counts them.
 func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
 	t.Helper()
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
-	data, err := export.Marshal(builder.NewModel(g))
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := t.TempDir() + "/optimized.onnx"
-	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, OptimizedModelPath: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess.Close()
+	ortest.Open(t, builder.NewModel(g), runtime.Options{OptimizedModelPath: path})
 	mp, err := export.Load(path)
 	if err != nil {
 		t.Fatal(err)
