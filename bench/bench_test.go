@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -101,9 +102,7 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PyTorch")
 	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	c := DefaultConfig()
 	c.Archs = []attention.Arch{attention.LuongGeneral}
 	c.Hidden, c.Vocab, c.Steps = 8, 30, 4
@@ -114,6 +113,7 @@ func TestRunSmall(t *testing.T) {
 	c.Log = tlog{t, time.Now()}
 	torch := haveTorch()
 	if !torch {
+		testenv.MissingPart(t, "PyTorch or onnx for /usr/bin/python3 (the PyTorch and torch.onnx engines)", "apt-get install python3-torch python3-onnx (or make deps)", nil)
 		c.Engines = []string{EngineLean, EngineSteps, EngineLoop, EngineFloor}
 	}
 	rep, err := Run(context.Background(), c)

@@ -233,13 +233,60 @@ type Tensor struct {
 // NumElements returns the product of the dimensions (1 for a scalar).
 func (t *Tensor) NumElements() int64 { return NumElements(t.Dims) }
 
-// NumElements returns the product of dims (1 for a scalar).
+// NumElements returns the product of dims (1 for a scalar), or -1 when
+// ElementCount refuses dims (a negative dimension, or a product beyond
+// int64). Code that reads dims from a file or a caller uses ElementCount,
+// whose error says which.
 func NumElements(dims []int64) int64 {
-	n := int64(1)
-	for _, d := range dims {
-		n *= d
+	n, err := ElementCount(dims)
+	if err != nil {
+		return -1
 	}
 	return n
+}
+
+// ElementCount returns the number of elements of a tensor shaped dims: their
+// product, 1 for a scalar. A negative dimension, or a product that does not
+// fit in int64, is an error naming the shape; the product is computed
+// without ever overflowing, so no shape can wrap around to a small count.
+func ElementCount(dims []int64) (int64, error) {
+	empty := false
+	for i, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("dimension %d is negative (%d)", i, d)
+		}
+		empty = empty || d == 0
+	}
+	if empty {
+		return 0, nil // whatever the other dimensions are
+	}
+	n := int64(1)
+	for _, d := range dims {
+		if n > math.MaxInt64/d {
+			return 0, fmt.Errorf("shape %v has more than %d elements", dims, int64(math.MaxInt64))
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// ByteSize returns the number of bytes a tensor of element type dt shaped
+// dims holds: ElementCount(dims) times dt.Size(). It is an error when dt has
+// no fixed size (strings, undefined), or when the count or the byte size
+// does not fit in int64.
+func ByteSize(dt DataType, dims []int64) (int64, error) {
+	size := int64(dt.Size())
+	if size == 0 {
+		return 0, fmt.Errorf("element type %v has no fixed size", dt)
+	}
+	n, err := ElementCount(dims)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt64/size {
+		return 0, fmt.Errorf("%v %v needs more than %d bytes", dt, dims, int64(math.MaxInt64))
+	}
+	return n * size, nil
 }
 
 // Type returns the tensor's static Type.
@@ -253,24 +300,25 @@ func (t *Tensor) Type() Type {
 
 // Validate checks that the data length agrees with the type and shape.
 func (t *Tensor) Validate() error {
-	for i, d := range t.Dims {
-		if d < 0 {
-			return fmt.Errorf("tensor %q: dimension %d is negative (%d)", t.Name, i, d)
-		}
-	}
-	n := t.NumElements()
 	if t.DType == String {
+		n, err := ElementCount(t.Dims)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
 		if int64(len(t.Strings)) != n {
 			return fmt.Errorf("tensor %q: %d strings for shape %v (want %d)", t.Name, len(t.Strings), t.Dims, n)
 		}
 		return nil
 	}
-	size := t.DType.Size()
-	if size == 0 {
+	if t.DType.Size() == 0 {
 		return fmt.Errorf("tensor %q: unsupported element type %v", t.Name, t.DType)
 	}
-	if int64(len(t.Raw)) != n*int64(size) {
-		return fmt.Errorf("tensor %q: %d bytes of %v data for shape %v (want %d)", t.Name, len(t.Raw), t.DType, t.Dims, n*int64(size))
+	want, err := ByteSize(t.DType, t.Dims)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if int64(len(t.Raw)) != want {
+		return fmt.Errorf("tensor %q: %d bytes of %v data for shape %v (want %d)", t.Name, len(t.Raw), t.DType, t.Dims, want)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/testenv"
 )
 
 // ints decodes an integer or bool tensor's data to int64s.
@@ -269,9 +270,7 @@ func TestWriteSafetensorsRoundTrip(t *testing.T) {
 // Python reads what WriteSafetensors writes, by hand (json + struct), the
 // way the reference does when the safetensors package is absent.
 func TestPythonReadsOurSafetensors(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
+	testenv.PythonInterpreter(t)
 	p := filepath.Join(t.TempDir(), "go.safetensors")
 	ts := map[string]*builder.Tensor{
 		"w": builder.FloatTensor([]int64{2, 2}, []float32{1, -2, 0.5, 8}),

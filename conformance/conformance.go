@@ -39,9 +39,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
-	"github.com/attnx/attnx/internal/onnxpb"
 	"github.com/attnx/attnx/runtime"
-	"google.golang.org/protobuf/proto"
 )
 
 // DefaultRoot is where Debian's libonnx-testdata installs the backend tests.
@@ -117,7 +115,7 @@ type CaseResult struct {
 	// compared.
 	MaxAbsErr float64 `json:"max_abs_err"`
 	// RoundTripEqual reports that the re-serialized model decodes equal
-	// (proto.Equal) to the original.
+	// (export.Equal) to the original.
 	RoundTripEqual bool `json:"round_trip_equal"`
 	// DataSets is the number of test_data_set_N directories.
 	DataSets int `json:"data_sets"`
@@ -388,23 +386,27 @@ func runCase(c Case, opt Options) CaseResult {
 	if err != nil {
 		return fail(StageExport, "the re-serialized model does not load: %v", err)
 	}
-	if !proto.Equal(orig, back) {
+	if !export.Equal(orig, back) {
 		return fail(StageExport, "the re-serialized model decodes differently from %s", modelPath)
 	}
 	r.RoundTripEqual = true
 
-	ins, outs := graphIO(orig)
+	ins, outs := export.GraphIO(orig)
 	for _, v := range outs {
-		if elem := v.GetType().GetSequenceType().GetElemType().GetTensorType(); elem != nil {
-			switch dt := builder.DataType(elem.GetElemType()); dt {
+		if dt, ok := v.Type.TensorElem(); ok && v.Type.Kind == export.KindSequence {
+			switch dt {
 			case builder.Float16, builder.BFloat16:
-				return fail(StageFeed, "output %q is a sequence of %s tensors; onnxruntime_go v1.27.0 truncates the %s tensors ORT allocates, and sequence elements cannot be preallocated", v.GetName(), dt, dt)
+				return fail(StageFeed, "output %q is a sequence of %s tensors; onnxruntime_go v1.27.0 truncates the %s tensors ORT allocates, and sequence elements cannot be preallocated", v.Name, dt, dt)
 			}
 		}
 	}
-	for _, v := range append(append([]*onnxpb.ValueInfoProto{}, ins...), outs...) {
-		if why := unsupported(v.GetType()); why != "" {
-			return fail(StageFeed, "%s %q is %s, which the Go binding cannot feed or read (tensors and sequences of tensors only)", ioKind(v, ins), v.GetName(), why)
+	for i, v := range append(append([]export.ValueInfo{}, ins...), outs...) {
+		if why := unsupported(v.Type); why != "" {
+			kind := "output"
+			if i < len(ins) {
+				kind = "input"
+			}
+			return fail(StageFeed, "%s %q is %s, which the Go binding cannot feed or read (tensors and sequences of tensors only)", kind, v.Name, why)
 		}
 	}
 	sets, err := loadDataSets(c.Dir, ins, outs)
@@ -502,55 +504,28 @@ func oneLine(err error) error {
 	return errors.New(msg)
 }
 
-func ioKind(v *onnxpb.ValueInfoProto, ins []*onnxpb.ValueInfoProto) string {
-	for _, in := range ins {
-		if in == v {
-			return "input"
-		}
-	}
-	return "output"
-}
-
-// graphIO returns the graph inputs that are not initializers, and the
-// outputs.
-func graphIO(mp *onnxpb.ModelProto) (ins, outs []*onnxpb.ValueInfoProto) {
-	inits := map[string]bool{}
-	for _, t := range mp.GetGraph().GetInitializer() {
-		inits[t.GetName()] = true
-	}
-	for _, v := range mp.GetGraph().GetInput() {
-		if !inits[v.GetName()] {
-			ins = append(ins, v)
-		}
-	}
-	return ins, mp.GetGraph().GetOutput()
-}
-
 // unsupported says why the runtime binding cannot handle a value of type
 // t, or returns "".
-func unsupported(t *onnxpb.TypeProto) string {
-	switch {
-	case t == nil:
-		return ""
-	case t.GetSequenceType() != nil:
-		elem := t.GetSequenceType().GetElemType()
-		if elem.GetTensorType() == nil {
+func unsupported(t export.ValueType) string {
+	switch t.Kind {
+	case export.KindSequence:
+		if t.Inner == nil || t.Inner.Kind != export.KindTensor {
 			return "a sequence of non-tensors"
 		}
-		if why := unsupported(elem); why != "" {
+		if why := unsupported(*t.Inner); why != "" {
 			return "a sequence of " + strings.TrimPrefix(why, "a ")
 		}
 		return ""
-	case t.GetOptionalType() != nil:
+	case export.KindOptional:
 		return "an optional"
-	case t.GetMapType() != nil:
+	case export.KindMap:
 		return "a map"
-	case t.GetSparseTensorType() != nil:
+	case export.KindSparseTensor:
 		return "a sparse tensor"
-	case t.GetTensorType() != nil:
-		switch dt := builder.DataType(t.GetTensorType().GetElemType()); dt {
+	case export.KindTensor:
+		switch t.Elem {
 		case builder.Complex64, builder.Complex128:
-			return "a " + dt.String() + " tensor"
+			return "a " + t.Elem.String() + " tensor"
 		}
 	}
 	return ""
@@ -558,7 +533,7 @@ func unsupported(t *onnxpb.TypeProto) string {
 
 // loadDataSets reads every test_data_set_N of dir: input_K.pb feeds the
 // K-th non-initializer graph input, output_K.pb is the K-th output.
-func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, error) {
+func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 	dirs, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(dirs)
 	var sets []dataSet
@@ -580,13 +555,13 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				seq := runtime.NewSequence()
 				for i, bt := range bts {
 					bfloat16Bits(bt, ins[k])
-					rt, err := toRuntime(bt)
+					rt, err := runtime.FromBuilder(bt)
 					if err != nil {
 						return nil, fmt.Errorf("%s: element %d: %w", p, i, err)
 					}
 					seq.Tensors = append(seq.Tensors, rt)
 				}
-				s.inputs[ins[k].GetName()] = seq
+				s.inputs[ins[k].Name] = seq
 				continue
 			}
 			bt, err := export.ReadTensorProto(p)
@@ -594,11 +569,11 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				return nil, err
 			}
 			bfloat16Bits(bt, ins[k])
-			rt, err := toRuntime(bt)
+			rt, err := runtime.FromBuilder(bt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
-			s.inputs[ins[k].GetName()] = rt
+			s.inputs[ins[k].Name] = rt
 		}
 		for k := 0; ; k++ {
 			p := filepath.Join(d, fmt.Sprintf("output_%d.pb", k))
@@ -616,7 +591,7 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				for _, bt := range bts {
 					bfloat16Bits(bt, outs[k])
 				}
-				s.outputs = append(s.outputs, namedTensor{name: outs[k].GetName(), seq: bts, isSeq: true})
+				s.outputs = append(s.outputs, namedTensor{name: outs[k].Name, seq: bts, isSeq: true})
 				continue
 			}
 			bt, err := export.ReadTensorProto(p)
@@ -624,7 +599,7 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 				return nil, err
 			}
 			bfloat16Bits(bt, outs[k])
-			s.outputs = append(s.outputs, namedTensor{name: outs[k].GetName(), t: bt})
+			s.outputs = append(s.outputs, namedTensor{name: outs[k].Name, t: bt})
 		}
 		sets = append(sets, s)
 	}
@@ -636,18 +611,14 @@ func loadDataSets(dir string, ins, outs []*onnxpb.ValueInfoProto) ([]dataSet, er
 // wrote bfloat16 data as UINT16 tensors of the same bits (as in
 // node/test_cast_BFLOAT16_to_FLOAT, whose input 16117 is 0x3ef5, bfloat16
 // 0.4785, the expected output).
-func bfloat16Bits(t *builder.Tensor, v *onnxpb.ValueInfoProto) {
-	tt := v.GetType().GetTensorType()
-	if isSequence(v) {
-		tt = v.GetType().GetSequenceType().GetElemType().GetTensorType()
-	}
-	if t.DType == builder.Uint16 && builder.DataType(tt.GetElemType()) == builder.BFloat16 {
+func bfloat16Bits(t *builder.Tensor, v export.ValueInfo) {
+	if elem, ok := v.Type.TensorElem(); ok && t.DType == builder.Uint16 && elem == builder.BFloat16 {
 		t.DType = builder.BFloat16
 	}
 }
 
 // isSequence reports whether v is declared as a sequence (of tensors, the
 // only kind unsupported lets through).
-func isSequence(v *onnxpb.ValueInfoProto) bool {
-	return v.GetType().GetSequenceType() != nil
+func isSequence(v export.ValueInfo) bool {
+	return v.Type.Kind == export.KindSequence
 }

@@ -11,26 +11,16 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
-// needData skips when the backend test data or ONNX Runtime is missing;
-// under CI=true it fails instead.
+// needData ends the test when the backend test data or ONNX Runtime is
+// missing (a skip, or a failure under CI: see package testenv).
 func needData(t *testing.T) {
 	t.Helper()
-	missing := func(format string, a ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("required in CI: "+format, a...)
-		}
-		t.Skipf(format, a...)
-	}
-	if _, err := os.Stat(filepath.Join(DefaultRoot, "node", "test_abs", "model.onnx")); err != nil {
-		missing("ONNX backend test data not installed (Debian libonnx-testdata): %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		missing("ONNX Runtime not available: %v", err)
-	}
+	testenv.Backend(t, "node")
+	testenv.ORT(t, runtime.Init())
 }
 
 // copyCase copies a backend test case into a temporary folder "node".

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -10,100 +9,6 @@ import (
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/runtime"
 )
-
-// toRuntime converts a builder tensor (raw little-endian data) to a
-// runtime tensor with a typed slice.
-func toRuntime(t *builder.Tensor) (*runtime.Tensor, error) {
-	shape := append([]int64{}, t.Dims...)
-	raw := t.Raw
-	n := len(raw)
-	var data any
-	switch t.DType {
-	case builder.Float:
-		d := make([]float32, n/4)
-		for i := range d {
-			d[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-		data = d
-	case builder.Double:
-		d := make([]float64, n/8)
-		for i := range d {
-			d[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-		data = d
-	case builder.Int8:
-		d := make([]int8, n)
-		for i := range d {
-			d[i] = int8(raw[i])
-		}
-		data = d
-	case builder.Uint8:
-		data = append([]uint8{}, raw...)
-	case builder.Int16:
-		d := make([]int16, n/2)
-		for i := range d {
-			d[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-		data = d
-	case builder.Uint16:
-		d := make([]uint16, n/2)
-		for i := range d {
-			d[i] = binary.LittleEndian.Uint16(raw[2*i:])
-		}
-		data = d
-	case builder.Int32:
-		d := make([]int32, n/4)
-		for i := range d {
-			d[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-		data = d
-	case builder.Uint32:
-		d := make([]uint32, n/4)
-		for i := range d {
-			d[i] = binary.LittleEndian.Uint32(raw[4*i:])
-		}
-		data = d
-	case builder.Int64:
-		d := make([]int64, n/8)
-		for i := range d {
-			d[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-		data = d
-	case builder.Uint64:
-		d := make([]uint64, n/8)
-		for i := range d {
-			d[i] = binary.LittleEndian.Uint64(raw[8*i:])
-		}
-		data = d
-	case builder.Bool:
-		d := make([]bool, n)
-		for i := range d {
-			d[i] = raw[i] != 0
-		}
-		data = d
-	case builder.Float16:
-		d := make([]runtime.F16, n/2)
-		for i := range d {
-			d[i] = runtime.F16(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-		data = d
-	case builder.BFloat16:
-		d := make([]runtime.BF16, n/2)
-		for i := range d {
-			d[i] = runtime.BF16(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-		data = d
-	case builder.String:
-		d := make([]string, len(t.Strings))
-		for i, s := range t.Strings {
-			d[i] = string(s)
-		}
-		data = d
-	default:
-		return nil, fmt.Errorf("tensor %q: the runtime binding cannot hold %v tensors", t.Name, t.DType)
-	}
-	return &runtime.Tensor{Shape: shape, Data: data}, nil
-}
 
 // compareDatum compares a runtime output with the expected one: a tensor
 // (see compareTensor), or a sequence of the same length whose tensors
@@ -140,7 +45,7 @@ func compareDatum(got runtime.Datum, want namedTensor, opt Options) (float64, er
 // first, with the same tolerances), everything else exactly. It returns the
 // largest absolute float error.
 func compareTensor(got *runtime.Tensor, want *builder.Tensor, opt Options) (float64, error) {
-	w, err := toRuntime(want)
+	w, err := runtime.FromBuilder(want)
 	if err != nil {
 		return 0, err
 	}

@@ -16,12 +16,9 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"google.golang.org/protobuf/proto"
 )
-
-// fuzzBackendData is where Debian's libonnx-testdata puts the ONNX backend
-// test data.
-const fuzzBackendData = "/usr/share/libonnx-testdata/data"
 
 // backendSeeds returns up to n small model.onnx files (under maxBytes) of
 // the ONNX backend test data, spread over the sorted list so that they
@@ -29,7 +26,7 @@ const fuzzBackendData = "/usr/share/libonnx-testdata/data"
 func backendSeeds(n int, maxBytes int64) [][]byte {
 	var paths []string
 	for _, d := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		m, _ := filepath.Glob(filepath.Join(fuzzBackendData, d, "*", "model.onnx"))
+		m, _ := filepath.Glob(filepath.Join(testenv.BackendData, d, "*", "model.onnx"))
 		paths = append(paths, m...)
 	}
 	sort.Strings(paths)
@@ -45,7 +42,7 @@ func backendSeeds(n int, maxBytes int64) [][]byte {
 		}
 	}
 	for _, name := range []string{"node/test_loop11/model.onnx", "node/test_if/model.onnx", "node/test_scan9_sum/model.onnx"} {
-		if b, err := os.ReadFile(filepath.Join(fuzzBackendData, name)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(testenv.BackendData, name)); err == nil {
 			out = append(out, b)
 		}
 	}
@@ -360,8 +357,43 @@ func TestLoadWithExternalLengthOverflow(t *testing.T) {
 		must(t, os.WriteFile(p, overflowModel(t, dt), 0o644))
 		_, err := export.LoadWith(p, export.LoadOptions{LoadExternalData: true})
 		want := fmt.Sprintf(`tensor "w": external data of %d bytes at offset 1 runs past the end of "w.bin" (16 bytes)`, int64(math.MaxInt64))
+		if dt == onnxpb.TensorProto_FLOAT { // refused before its data is looked at
+			want = `tensor "w": float32 [9223372036854775807] needs more than 9223372036854775807 bytes`
+		}
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "m.onnx") {
 			t.Errorf("dtype %v: error %v, want %q", dt, err, want)
 		}
+	}
+}
+
+// TestLoadRefusesOverflowingShapes: an external tensor whose byte size
+// overflows int64 (2^62 float32s = 2^64 bytes, wrapping to 0) matched an
+// empty data file and loaded with no data; a tensor with such dims is
+// refused by LoadBytes whatever its data.
+func TestLoadRefusesOverflowingShapes(t *testing.T) {
+	const want = `tensor "w": float32 [4611686018427387904] needs more than 9223372036854775807 bytes`
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), Graph: &onnxpb.GraphProto{Initializer: []*onnxpb.TensorProto{{
+		Name: proto.String("w"), DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)), Dims: []int64{1 << 62},
+		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{{Key: proto.String("location"), Value: proto.String("w.bin")}},
+	}}}}
+	b, err := proto.Marshal(mp)
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "w.bin"), nil, 0o644))
+	p := filepath.Join(dir, "m.onnx")
+	must(t, os.WriteFile(p, b, 0o644))
+	for _, opt := range []export.LoadOptions{{}, {LoadExternalData: true}} {
+		if _, err := export.LoadWith(p, opt); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadWith(%+v): err = %v, want it to contain %q", opt, err, want)
+		}
+	}
+	// The same in a typed field, and as a count that wraps past zero.
+	mp.Graph.Initializer[0] = &onnxpb.TensorProto{Name: proto.String("w"), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)),
+		Dims: []int64{1 << 32, 1 << 32}}
+	b, err = proto.Marshal(mp)
+	must(t, err)
+	if _, err := export.LoadBytes(b); err == nil || !strings.Contains(err.Error(), `tensor "w": shape [4294967296 4294967296] has more than 9223372036854775807 elements`) {
+		t.Errorf("LoadBytes: err = %v, want an element-count overflow", err)
 	}
 }

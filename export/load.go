@@ -51,17 +51,11 @@ func LoadWith(path string, opt LoadOptions) (*onnxpb.ModelProto, error) {
 }
 
 // LoadBytes decodes a serialized ONNX model. It refuses data that is not
-// valid protobuf and protobuf that lacks what every ONNX model has (an IR
-// version and a graph). External data is not resolved: there is no
-// directory to resolve it in.
-func LoadBytes(data []byte) (mp *onnxpb.ModelProto, err error) {
-	defer func() {
-		// The protobuf runtime does not panic on bad input, but a decoder
-		// must never take the program down with it.
-		if r := recover(); r != nil {
-			mp, err = nil, fmt.Errorf("not an ONNX model: decoder failed: %v", r)
-		}
-	}()
+// valid protobuf, protobuf that lacks what every ONNX model has (an IR
+// version and a graph), and tensors whose shape no data can have (a negative
+// dimension, or more elements or bytes than int64 counts). External data is
+// not resolved: there is no directory to resolve it in.
+func LoadBytes(data []byte) (*onnxpb.ModelProto, error) {
 	if len(data) == 0 {
 		return nil, errors.New("not an ONNX model: the file is empty")
 	}
@@ -78,7 +72,32 @@ func LoadBytes(data []byte) (mp *onnxpb.ModelProto, err error) {
 	if m.Graph == nil {
 		return nil, errors.New("not an ONNX model: no graph")
 	}
+	if err := forEachTensor(m.Graph, checkTensorShape); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// Equal reports whether two models are the same message, field by field
+// (protobuf equality): a model re-serialized with MarshalProto and loaded
+// again with LoadBytes must be Equal to the one loaded first.
+func Equal(a, b *onnxpb.ModelProto) bool { return proto.Equal(a, b) }
+
+// checkTensorShape refuses a tensor whose element count, or byte size for
+// types of fixed size, does not fit in int64: arithmetic on its shape would
+// wrap around.
+func checkTensorShape(tp *onnxpb.TensorProto) error {
+	dt := builder.DataType(tp.GetDataType())
+	var err error
+	if dt.Size() > 0 {
+		_, err = builder.ByteSize(dt, tp.Dims)
+	} else {
+		_, err = builder.ElementCount(tp.Dims)
+	}
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", tp.GetName(), err)
+	}
+	return nil
 }
 
 // modelFields names ModelProto's fields for truncation messages.
@@ -279,8 +298,12 @@ func loadExternalData(mp *onnxpb.ModelProto, dir string) error {
 			return fmt.Errorf("tensor %q: external data of %d bytes at offset %d runs past the end of %q (%d bytes)", tp.GetName(), length, ref.offset, ref.location, size)
 		}
 		dt := builder.DataType(tp.GetDataType())
-		if dt != builder.String && dt.Size() > 0 {
-			if want := builder.NumElements(tp.Dims) * int64(dt.Size()); want != length {
+		if dt.Size() > 0 {
+			want, err := builder.ByteSize(dt, tp.Dims)
+			if err != nil {
+				return fmt.Errorf("tensor %q: %w", tp.GetName(), err)
+			}
+			if want != length {
 				return fmt.Errorf("tensor %q: external data has %d bytes, want %d for %v%v", tp.GetName(), length, want, dt, tp.Dims)
 			}
 		}

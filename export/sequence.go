@@ -4,29 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
-
-// SequenceProto (onnx-data.proto, which internal/onnxpb does not bind) is
-// decoded field by field. Its field numbers:
-const (
-	seqName         = 1 // string name
-	seqElemType     = 2 // int32 elem_type (DataType below)
-	seqTensorValues = 3 // repeated TensorProto tensor_values
-)
-
-// SequenceProto.DataType values.
-const (
-	seqElemUndefined = 0
-	seqElemTensor    = 1
-)
-
-// seqElemNames names the SequenceProto element kinds, for errors.
-var seqElemNames = map[uint64]string{0: "undefined", 1: "tensor", 2: "sparse tensor", 3: "sequence", 4: "map", 5: "optional"}
 
 // ReadSequenceProto reads a serialized onnx SequenceProto of tensors (as
 // the ONNX backend test data stores sequence inputs and outputs) and
@@ -46,62 +29,52 @@ func ReadSequenceProto(path string) ([]*builder.Tensor, error) {
 // ReadSequenceProtoBytes decodes a serialized SequenceProto whose elements
 // are tensors (elem_type TENSOR) into builder tensors (see
 // TensorFromProto). An empty sequence gives an empty, non-nil slice.
-// Sequences of sparse tensors, sequences, maps or optionals are refused.
+// Sequences of sparse tensors, sequences, maps or optionals are refused, and
+// so is data with fields SequenceProto does not have (a TensorProto file,
+// for instance).
 func ReadSequenceProtoBytes(data []byte) ([]*builder.Tensor, error) {
-	elemType := uint64(seqElemUndefined)
-	ts := []*builder.Tensor{}
-	b := data
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, errors.New("not a SequenceProto: malformed protobuf")
-		}
-		b = b[n:]
-		switch {
-		case num == seqElemType && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, errors.New("not a SequenceProto: malformed elem_type")
-			}
-			elemType = v
-			b = b[n:]
-			continue
-		case num == seqTensorValues && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return nil, errors.New("not a SequenceProto: malformed tensor_values")
-			}
-			tp := &onnxpb.TensorProto{}
-			if err := proto.Unmarshal(v, tp); err != nil {
-				return nil, fmt.Errorf("sequence element %d: not a TensorProto: %w", len(ts), err)
-			}
-			t, err := TensorFromProto(tp)
-			if err != nil {
-				return nil, fmt.Errorf("sequence element %d: %w", len(ts), err)
-			}
-			ts = append(ts, t)
-			b = b[n:]
-			continue
-		case num > seqTensorValues && num <= 7 && typ == protowire.BytesType:
-			return nil, fmt.Errorf("sequence holds %s values (field %d); only sequences of tensors are supported", seqElemNames[uint64(num)-2], num)
-		case num == seqName && typ == protowire.BytesType:
-		case num > 7 || num < 1:
-			return nil, fmt.Errorf("not a SequenceProto: unknown field %d", num)
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return nil, errors.New("not a SequenceProto: malformed protobuf")
-		}
-		b = b[n:]
+	sp := &onnxpb.SequenceProto{}
+	if err := proto.Unmarshal(data, sp); err != nil {
+		return nil, fmt.Errorf("not a SequenceProto: malformed protobuf: %w", err)
 	}
-	if elemType != seqElemTensor {
-		name, ok := seqElemNames[elemType]
-		if !ok {
-			name = fmt.Sprintf("unknown (%d)", elemType)
+	if len(sp.ProtoReflect().GetUnknown()) > 0 {
+		return nil, errors.New("not a SequenceProto: it has fields that SequenceProto does not define")
+	}
+	for _, other := range []struct {
+		kind onnxpb.SequenceProto_DataType
+		n    int
+	}{
+		{onnxpb.SequenceProto_SPARSE_TENSOR, len(sp.SparseTensorValues)},
+		{onnxpb.SequenceProto_SEQUENCE, len(sp.SequenceValues)},
+		{onnxpb.SequenceProto_MAP, len(sp.MapValues)},
+		{onnxpb.SequenceProto_OPTIONAL, len(sp.OptionalValues)},
+	} {
+		if other.n > 0 {
+			return nil, fmt.Errorf("sequence holds %s values; only sequences of tensors are supported", seqKind(other.kind))
 		}
-		if elemType != seqElemUndefined || len(ts) == 0 {
-			return nil, fmt.Errorf("not a SequenceProto of tensors: elem_type is %s, want tensor", name)
+	}
+	// An undeclared elem_type is accepted when the elements are tensors.
+	elem := onnxpb.SequenceProto_DataType(sp.GetElemType())
+	if elem != onnxpb.SequenceProto_TENSOR && (elem != onnxpb.SequenceProto_UNDEFINED || len(sp.TensorValues) == 0) {
+		return nil, fmt.Errorf("not a SequenceProto of tensors: elem_type is %s, want tensor", seqKind(elem))
+	}
+	ts := make([]*builder.Tensor, len(sp.TensorValues))
+	for i, tp := range sp.TensorValues {
+		t, err := TensorFromProto(tp)
+		if err != nil {
+			return nil, fmt.Errorf("sequence element %d: %w", i, err)
 		}
+		ts[i] = t
 	}
 	return ts, nil
+}
+
+// seqKind names a SequenceProto element kind for errors: "sparse tensor",
+// "map", or "unknown (9)".
+func seqKind(k onnxpb.SequenceProto_DataType) string {
+	name, ok := onnxpb.SequenceProto_DataType_name[int32(k)]
+	if !ok {
+		return fmt.Sprintf("unknown (%d)", int32(k))
+	}
+	return strings.ToLower(strings.ReplaceAll(name, "_", " "))
 }

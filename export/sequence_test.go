@@ -8,24 +8,16 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/attnx/attnx/internal/testenv"
 	"google.golang.org/protobuf/proto"
 )
 
-// seqBytes builds a SequenceProto by hand: name, elem_type, tensor_values.
-func seqBytes(t *testing.T, elemType uint64, tensors ...*onnxpb.TensorProto) []byte {
+// seqBytes serializes a SequenceProto of the given tensors.
+func seqBytes(t *testing.T, elemType onnxpb.SequenceProto_DataType, tensors ...*onnxpb.TensorProto) []byte {
 	t.Helper()
-	b := protowire.AppendTag(nil, seqName, protowire.BytesType)
-	b = protowire.AppendString(b, "s")
-	b = protowire.AppendTag(b, seqElemType, protowire.VarintType)
-	b = protowire.AppendVarint(b, elemType)
-	for _, tp := range tensors {
-		m, err := proto.Marshal(tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = protowire.AppendTag(b, seqTensorValues, protowire.BytesType)
-		b = protowire.AppendBytes(b, m)
+	b, err := proto.Marshal(&onnxpb.SequenceProto{Name: proto.String("s"), ElemType: proto.Int32(int32(elemType)), TensorValues: tensors})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return b
 }
@@ -33,7 +25,7 @@ func seqBytes(t *testing.T, elemType uint64, tensors ...*onnxpb.TensorProto) []b
 func TestReadSequenceProtoBytes(t *testing.T) {
 	a := &onnxpb.TensorProto{DataType: proto.Int32(7), Dims: []int64{2}, Int64Data: []int64{1, -1}}
 	c := &onnxpb.TensorProto{DataType: proto.Int32(1), Dims: []int64{1, 1}, FloatData: []float32{1}}
-	ts, err := ReadSequenceProtoBytes(seqBytes(t, seqElemTensor, a, c))
+	ts, err := ReadSequenceProtoBytes(seqBytes(t, onnxpb.SequenceProto_TENSOR, a, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,24 +51,28 @@ func TestReadSequenceProtoBytes(t *testing.T) {
 		}
 	}
 
-	empty, err := ReadSequenceProtoBytes(seqBytes(t, seqElemTensor))
+	empty, err := ReadSequenceProtoBytes(seqBytes(t, onnxpb.SequenceProto_TENSOR))
 	if err != nil || empty == nil || len(empty) != 0 {
 		t.Errorf("empty sequence = %v, %v; want an empty slice", empty, err)
 	}
 
 	tensorFile, _ := proto.Marshal(&onnxpb.TensorProto{Name: proto.String("x"), DataType: proto.Int32(1), Dims: []int64{1}, RawData: []byte{0, 0, 0, 0}})
-	mapSeq := protowire.AppendTag(protowire.AppendVarint(protowire.AppendTag(nil, seqElemType, protowire.VarintType), 4), 6, protowire.BytesType)
-	mapSeq = protowire.AppendBytes(mapSeq, nil)
+	mapSeq, _ := proto.Marshal(&onnxpb.SequenceProto{ElemType: proto.Int32(int32(onnxpb.SequenceProto_MAP)), MapValues: []*onnxpb.MapProto{{}}})
 	bad := []struct {
 		name string
 		data []byte
 		want string
 	}{
-		{"tensor file", tensorFile, "not a SequenceProto"},
+		{"tensor file", tensorFile, "not a SequenceProto: it has fields that SequenceProto does not define"},
 		{"map values", mapSeq, "sequence holds map values"},
-		{"elem_type map", seqBytes(t, 4), "elem_type is map, want tensor"},
-		{"truncated", seqBytes(t, seqElemTensor, a)[:12], "malformed"},
-		{"bad element", seqBytes(t, seqElemTensor, &onnxpb.TensorProto{DataType: proto.Int32(1), Dims: []int64{-1}}), "sequence element 0: tensor \"\": dimension 0 is negative"},
+		{"elem_type map", seqBytes(t, onnxpb.SequenceProto_MAP), "elem_type is map, want tensor"},
+		{"elem_type unknown", seqBytes(t, 9), "elem_type is unknown (9), want tensor"},
+		{"sparse values", func() []byte {
+			b, _ := proto.Marshal(&onnxpb.SequenceProto{SparseTensorValues: []*onnxpb.SparseTensorProto{{}}})
+			return b
+		}(), "sequence holds sparse tensor values"},
+		{"truncated", seqBytes(t, onnxpb.SequenceProto_TENSOR, a)[:12], "malformed"},
+		{"bad element", seqBytes(t, onnxpb.SequenceProto_TENSOR, &onnxpb.TensorProto{DataType: proto.Int32(1), Dims: []int64{-1}}), "sequence element 0: tensor \"\": dimension 0 is negative"},
 	}
 	for _, tc := range bad {
 		if _, err := ReadSequenceProtoBytes(tc.data); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -87,7 +83,7 @@ func TestReadSequenceProtoBytes(t *testing.T) {
 
 func TestReadSequenceProtoFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "output_0.pb")
-	if err := os.WriteFile(p, seqBytes(t, seqElemTensor, &onnxpb.TensorProto{DataType: proto.Int32(9), Dims: []int64{1}, Int32Data: []int32{1}}), 0o644); err != nil {
+	if err := os.WriteFile(p, seqBytes(t, onnxpb.SequenceProto_TENSOR, &onnxpb.TensorProto{DataType: proto.Int32(9), Dims: []int64{1}, Int32Data: []int32{1}}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := ReadSequenceProto(p)
@@ -97,12 +93,10 @@ func TestReadSequenceProtoFile(t *testing.T) {
 	if _, err := ReadSequenceProto(filepath.Join(t.TempDir(), "missing.pb")); err == nil || !strings.Contains(err.Error(), "missing.pb") {
 		t.Errorf("missing file: err = %v", err)
 	}
-	// The backend test data, when installed.
-	real := "/usr/share/libonnx-testdata/data/node/test_sequence_insert_at_back/test_data_set_0/output_0.pb"
-	if _, err := os.Stat(real); err == nil {
-		ts, err := ReadSequenceProto(real)
-		if err != nil || len(ts) != 4 || ts[3].DType != builder.Int64 {
-			t.Errorf("%s = %d tensors, %v; want 4 int64 tensors", real, len(ts), err)
-		}
+	// A sequence of the backend test data.
+	real := filepath.Join(testenv.Backend(t, "node"), "test_sequence_insert_at_back", "test_data_set_0", "output_0.pb")
+	ts, err = ReadSequenceProto(real)
+	if err != nil || len(ts) != 4 || ts[3].DType != builder.Int64 {
+		t.Errorf("%s = %d tensors, %v; want 4 int64 tensors", real, len(ts), err)
 	}
 }

@@ -1,10 +1,7 @@
 package export
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
@@ -82,16 +79,11 @@ func Summarize(mp *onnxpb.ModelProto) Summary {
 	}
 	g := mp.GetGraph()
 	s.GraphName = g.GetName()
-	inits := map[string]bool{}
-	for _, t := range g.GetInitializer() {
-		inits[t.GetName()] = true
+	inputs, outputs := GraphIO(mp)
+	for _, v := range inputs {
+		s.Inputs = append(s.Inputs, summarizeValue(v))
 	}
-	for _, v := range g.GetInput() {
-		if !inits[v.GetName()] {
-			s.Inputs = append(s.Inputs, summarizeValue(v))
-		}
-	}
-	for _, v := range g.GetOutput() {
+	for _, v := range outputs {
 		s.Outputs = append(s.Outputs, summarizeValue(v))
 	}
 	counts := map[string]int{}
@@ -126,15 +118,17 @@ func Summarize(mp *onnxpb.ModelProto) Summary {
 	})
 	for _, t := range g.GetInitializer() {
 		s.Initializers++
-		n := builder.NumElements(t.GetDims())
+		// LoadBytes refuses shapes that ElementCount or ByteSize refuse; a
+		// model built in memory with one counts it as empty.
+		n, _ := builder.ElementCount(t.GetDims())
 		s.Parameters += n
-		s.ParameterBytes += tensorBytes(t, n)
+		s.ParameterBytes += tensorBytes(t)
 	}
 	return s
 }
 
 // tensorBytes returns the size of a tensor's data.
-func tensorBytes(t *onnxpb.TensorProto, n int64) int64 {
+func tensorBytes(t *onnxpb.TensorProto) int64 {
 	dt := builder.DataType(t.GetDataType())
 	if dt == builder.String {
 		var b int64
@@ -148,53 +142,11 @@ func tensorBytes(t *onnxpb.TensorProto, n int64) int64 {
 			return ref.length
 		}
 	}
-	return n * int64(dt.Size())
+	n, _ := builder.ByteSize(dt, t.GetDims()) // 0 for what it refuses
+	return n
 }
 
-func summarizeValue(v *onnxpb.ValueInfoProto) ValueSummary {
-	typ, shape := describeType(v.GetType())
-	return ValueSummary{Name: v.GetName(), Type: typ, Shape: shape}
-}
-
-// describeType formats a TypeProto as an element type and a shape string.
-func describeType(t *onnxpb.TypeProto) (string, string) {
-	switch {
-	case t == nil:
-		return "unknown", "[*]"
-	case t.GetTensorType() != nil:
-		tt := t.GetTensorType()
-		return builder.DataType(tt.GetElemType()).String(), shapeString(tt.GetShape())
-	case t.GetSparseTensorType() != nil:
-		st := t.GetSparseTensorType()
-		return "sparse(" + builder.DataType(st.GetElemType()).String() + ")", shapeString(st.GetShape())
-	case t.GetSequenceType() != nil:
-		e, sh := describeType(t.GetSequenceType().GetElemType())
-		return "sequence(" + e + sh + ")", ""
-	case t.GetOptionalType() != nil:
-		e, sh := describeType(t.GetOptionalType().GetElemType())
-		return "optional(" + e + sh + ")", ""
-	case t.GetMapType() != nil:
-		mt := t.GetMapType()
-		e, sh := describeType(mt.GetValueType())
-		return fmt.Sprintf("map(%v,%s%s)", builder.DataType(mt.GetKeyType()), e, sh), ""
-	}
-	return "unknown", "[*]"
-}
-
-func shapeString(sp *onnxpb.TensorShapeProto) string {
-	if sp == nil {
-		return "[*]"
-	}
-	parts := make([]string, len(sp.Dim))
-	for i, d := range sp.Dim {
-		switch v := d.Value.(type) {
-		case *onnxpb.TensorShapeProto_Dimension_DimValue:
-			parts[i] = strconv.FormatInt(v.DimValue, 10)
-		case *onnxpb.TensorShapeProto_Dimension_DimParam:
-			parts[i] = v.DimParam
-		default:
-			parts[i] = "?"
-		}
-	}
-	return "[" + strings.Join(parts, ",") + "]"
+func summarizeValue(v ValueInfo) ValueSummary {
+	typ, shape := v.Type.describe()
+	return ValueSummary{Name: v.Name, Type: typ, Shape: shape}
 }

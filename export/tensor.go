@@ -103,9 +103,9 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 	if tp.Segment != nil {
 		return nil, fmt.Errorf("tensor %q: segmented tensors are not supported", name)
 	}
-	n, ok := numElements(t.Dims)
-	if !ok {
-		return nil, fmt.Errorf("tensor %q: shape %v has too many elements", name, t.Dims)
+	n, err := builder.ElementCount(t.Dims)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", name, err)
 	}
 	if dt == builder.String {
 		if int64(len(tp.StringData)) != n {
@@ -115,11 +115,13 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 		copy(t.Strings, tp.StringData)
 		return t, nil
 	}
-	size := dt.Size()
-	if size == 0 {
+	if dt.Size() == 0 {
 		return nil, fmt.Errorf("tensor %q: unsupported element type %v", name, dt)
 	}
-	want := n * int64(size)
+	want, err := builder.ByteSize(dt, t.Dims)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", name, err)
+	}
 	if tp.RawData != nil {
 		if int64(len(tp.RawData)) != want {
 			return nil, fmt.Errorf("tensor %q: raw_data has %d bytes, want %d for %v%v", name, len(tp.RawData), want, dt, t.Dims)
@@ -203,20 +205,4 @@ func typedField(tp *onnxpb.TensorProto, dt builder.DataType) (string, int) {
 		return "int32_data", len(tp.Int32Data)
 	}
 	return "", 0
-}
-
-// numElements multiplies dims, reporting false on overflow or when the
-// result exceeds what any file could hold (2^50).
-func numElements(dims []int64) (int64, bool) {
-	n := int64(1)
-	for _, d := range dims {
-		if d < 0 {
-			return 0, false
-		}
-		if d != 0 && n > (1<<50)/d {
-			return 0, false
-		}
-		n *= d
-	}
-	return n, true
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -119,10 +120,10 @@ func TestTensorRoundTrip(t *testing.T) {
 }
 
 func TestReadBackendTestTensors(t *testing.T) {
-	dir := filepath.Join(backendData, "node", "test_abs", "test_data_set_0")
+	dir := filepath.Join(testenv.Backend(t, "node"), "test_abs", "test_data_set_0")
 	in, err := ReadTensorProto(filepath.Join(dir, "input_0.pb"))
 	if err != nil {
-		t.Skipf("backend test data: %v", err)
+		t.Fatal(err)
 	}
 	out, err := ReadTensorProto(filepath.Join(dir, "output_0.pb"))
 	if err != nil {
@@ -140,7 +141,7 @@ func TestReadBackendTestTensors(t *testing.T) {
 	}
 	// Every .pb tensor of the backend tests decodes (sequences and
 	// optionals are other messages and may fail, but never panic).
-	files, _ := filepath.Glob(filepath.Join(backendData, "*", "*", "test_data_set_*", "*.pb"))
+	files, _ := filepath.Glob(filepath.Join(testenv.BackendData, "*", "*", "test_data_set_*", "*.pb"))
 	ok := 0
 	for _, f := range files {
 		if _, err := ReadTensorProto(f); err == nil {
@@ -183,9 +184,9 @@ func TestSummarize(t *testing.T) {
 	if s.Initializers != 3 || s.Parameters != 7 || s.ParameterBytes != 12+16+3 {
 		t.Errorf("initializers %d parameters %d bytes %d", s.Initializers, s.Parameters, s.ParameterBytes)
 	}
-	loop, err := Load(filepath.Join(backendData, "node", "test_range_float_type_positive_delta_expanded", "model.onnx"))
+	loop, err := Load(filepath.Join(testenv.Backend(t, "node"), "test_range_float_type_positive_delta_expanded", "model.onnx"))
 	if err != nil {
-		t.Skipf("backend test data: %v", err)
+		t.Fatal(err)
 	}
 	ls := Summarize(loop)
 	lc := map[string]int{}

@@ -1,9 +1,7 @@
 package ops
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,85 +13,75 @@ import (
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
-	"github.com/attnx/attnx/internal/onnxpb"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
 // backendDir holds the ONNX backend node tests (Debian's libonnx-testdata).
-const backendDir = "/usr/share/libonnx-testdata/data/node"
+const backendDir = testenv.BackendData + "/node"
 
 // onode gives typed access to the attributes of a backend case's node.
-type onode struct{ *onnxpb.NodeProto }
+type onode struct{ export.Node }
 
-func (n onode) attr(name string) *onnxpb.AttributeProto {
-	for _, a := range n.GetAttribute() {
-		if a.GetName() == name {
-			return a
-		}
+// attr returns the attribute called name, or nil.
+func (n onode) attr(name string) *export.Attr {
+	if a, ok := n.Attrs[name]; ok {
+		return &a
 	}
 	return nil
 }
 
 func (n onode) i(name string, def int64) int64 {
 	if a := n.attr(name); a != nil {
-		return a.GetI()
+		return a.Int
 	}
 	return def
 }
 
 func (n onode) s(name string) string {
 	if a := n.attr(name); a != nil {
-		return string(a.GetS())
+		return a.Str
 	}
 	return ""
 }
 
 func (n onode) fptr(name string) *float32 {
 	if a := n.attr(name); a != nil {
-		return Float(a.GetF())
+		return Float(a.Float)
 	}
 	return nil
 }
 
 func (n onode) ints(name string) []int64 {
 	if a := n.attr(name); a != nil {
-		return a.GetInts()
+		return a.Ints
 	}
 	return nil
 }
 
 func (n onode) strs(name string) []string {
-	a := n.attr(name)
-	if a == nil {
-		return nil
+	if a := n.attr(name); a != nil {
+		return a.Strings
 	}
-	var out []string
-	for _, s := range a.GetStrings() {
-		out = append(out, string(s))
-	}
-	return out
+	return nil
 }
 
 func (n onode) floats(name string) []float32 {
 	if a := n.attr(name); a != nil {
-		return a.GetFloats()
+		return a.Floats
 	}
 	return nil
 }
 
 // hasOut reports whether the node computes output k.
-func (n onode) hasOut(k int) bool { return k < len(n.GetOutput()) && n.GetOutput()[k] != "" }
+func (n onode) hasOut(k int) bool { return k < len(n.Outputs) && n.Outputs[k] != "" }
 
 // bodyConst returns the value of the Constant node computing name in the
 // graph attribute attr.
 func (n onode) bodyConst(t *testing.T, attr, name string) *builder.Tensor {
-	for _, bn := range n.attr(attr).GetG().GetNode() {
-		if bn.GetOpType() == "Constant" && bn.GetOutput()[0] == name {
-			tp, err := export.TensorFromProto(onode{bn}.attr("value").GetT())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tp
+	for _, bn := range n.Attrs[attr].Body {
+		if bn.Op == "Constant" && bn.Outputs[0] == name {
+			return bn.Attrs["value"].Tensor
 		}
 	}
 	t.Fatalf("no Constant %q in %s", name, attr)
@@ -104,7 +92,7 @@ func (n onode) bodyConst(t *testing.T, attr, name string) *builder.Tensor {
 // the axes attribute for cases written before opset 13.
 func axesInput(g *builder.Graph, n onode, in []*builder.Value) *builder.Value {
 	if a := n.attr("axes"); a != nil {
-		return ConstInt64s(g, a.GetInts()...)
+		return ConstInt64s(g, a.Ints...)
 	}
 	return at(in, 1)
 }
@@ -265,7 +253,7 @@ var backendCases = []backendCase{
 		return []*builder.Value{Concat(n.i("axis", 0), in...)}
 	}},
 	{names: matching("test_split_", "zero_size"), consts: []int{1}, build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
-		return Split(in[0], at(in, 1), n.i("axis", 0), len(n.GetOutput()))
+		return Split(in[0], at(in, 1), n.i("axis", 0), len(n.Outputs))
 	}},
 	{names: matching("test_slice"), consts: []int{1, 2, 3, 4}, build: func(_ *testing.T, _ *builder.Graph, _ onode, in []*builder.Value) []*builder.Value {
 		return []*builder.Value{Slice(in[0], in[1], in[2], at(in, 3), at(in, 4))}
@@ -286,7 +274,7 @@ var backendCases = []backendCase{
 	{names: matching("test_shape"), build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 		o := ShapeOpts{Start: n.i("start", 0)}
 		if a := n.attr("end"); a != nil {
-			o.End = Int(a.GetI())
+			o.End = Int(a.Int)
 		}
 		return []*builder.Value{Shape(in[0], o)}
 	}},
@@ -309,18 +297,10 @@ var backendCases = []backendCase{
 		return []*builder.Value{Range(in[0], in[1], in[2])}
 	}},
 	{names: []string{"test_constantofshape_float_ones", "test_constantofshape_int_zeros"}, consts: []int{0}, build: func(t *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
-		v, err := export.TensorFromProto(n.attr("value").GetT())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []*builder.Value{ConstantOfShape(in[0], v)}
+		return []*builder.Value{ConstantOfShape(in[0], n.Attrs["value"].Tensor)}
 	}},
 	{names: []string{"test_constant"}, build: func(t *testing.T, g *builder.Graph, n onode, _ []*builder.Value) []*builder.Value {
-		v, err := export.TensorFromProto(n.attr("value").GetT())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []*builder.Value{Constant(g, v)}
+		return []*builder.Value{Constant(g, n.Attrs["value"].Tensor)}
 	}},
 	{names: []string{"test_constant_pad"}, consts: []int{1}, build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 		return []*builder.Value{Pad(in[0], in[1], PadOpts{ConstantValue: at(in, 2), Mode: n.s("mode")})}
@@ -358,68 +338,11 @@ func loadTensor(t *testing.T, path string) *builder.Tensor {
 // toRuntime converts a builder tensor to a runtime tensor.
 func toRuntime(t *testing.T, bt *builder.Tensor) *runtime.Tensor {
 	t.Helper()
-	n := int(bt.NumElements())
-	raw := bt.Raw
-	switch bt.DType {
-	case builder.Float:
-		v, _ := bt.Float32s()
-		return runtime.NewFloat32(bt.Dims, v)
-	case builder.Int64:
-		v, _ := bt.Int64s()
-		return runtime.NewInt64(bt.Dims, v)
-	case builder.Double:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-		}
-		return runtime.NewFloat64(bt.Dims, v)
-	case builder.Int32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-		return runtime.NewInt32(bt.Dims, v)
-	case builder.Bool:
-		v := make([]bool, n)
-		for i := range v {
-			v[i] = raw[i] != 0
-		}
-		return runtime.NewBool(bt.Dims, v)
-	case builder.Uint8:
-		return runtime.NewUint8(bt.Dims, append([]uint8{}, raw...))
-	case builder.Int8:
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(raw[i])
-		}
-		return runtime.NewInt8(bt.Dims, v)
-	case builder.Int16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint16(raw[2*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint32:
-		v := make([]uint32, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint32(raw[4*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
-	case builder.Uint64:
-		v := make([]uint64, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint64(raw[8*i:])
-		}
-		return runtime.NewTensor(bt.Dims, v)
+	rt, err := runtime.FromBuilder(bt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("tensor %q: element type %v not supported by the test", bt.Name, bt.DType)
-	return nil
+	return rt
 }
 
 // compareTensors checks got against want: rtol 1e-3, atol 1e-7 for floats,
@@ -447,30 +370,6 @@ func compareTensors(got, want *runtime.Tensor) compare.Result {
 	return compare.Result{Err: fmt.Errorf("got %v, want %v", got.Data, want.Data)}
 }
 
-// declaredShape turns a graph input's declared shape into a builder.Shape.
-func declaredShape(vi *onnxpb.ValueInfoProto) builder.Shape {
-	tt := vi.GetType().GetTensorType()
-	if tt.GetShape() == nil {
-		return nil
-	}
-	s := builder.Shape{}
-	for _, d := range tt.GetShape().GetDim() {
-		switch {
-		case d.GetDimParam() != "":
-			s = append(s, builder.Sym(d.GetDimParam()))
-		case d.GetValue() != nil:
-			if _, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimValue); ok {
-				s = append(s, builder.D(d.GetDimValue()))
-				continue
-			}
-			s = append(s, builder.UnknownDim())
-		default:
-			s = append(s, builder.UnknownDim())
-		}
-	}
-	return s
-}
-
 func contains(xs []int, x int) bool {
 	for _, v := range xs {
 		if v == x {
@@ -486,12 +385,8 @@ func contains(xs []int, x int) bool {
 // onnx.checker.check_model(full_check=True), which runs ONNX's own shape
 // inference over the types ops inferred (written as value_info).
 func TestBackendNodeCases(t *testing.T) {
-	if _, err := os.Stat(backendDir); err != nil {
-		t.Skipf("ONNX backend test data not installed: %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.Backend(t, "node")
+	testenv.ORT(t, runtime.Init())
 	modelDir := t.TempDir()
 	seen := 0
 	for _, bc := range backendCases {
@@ -513,7 +408,12 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := onode{ref.GetGraph().GetNode()[0]}
+	nodes, err := export.GraphNodes(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := onode{nodes[0]}
+	declIn, declOut := export.GraphIO(ref)
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(sets)
 	if len(sets) == 0 {
@@ -521,54 +421,52 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	}
 	set := sets[0]
 	inputsByName := map[string]*builder.Tensor{}
-	for i, vi := range ref.GetGraph().GetInput() {
-		inputsByName[vi.GetName()] = loadTensor(t, filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+	declared := map[string]export.ValueType{}
+	for i, vi := range declIn {
+		inputsByName[vi.Name] = loadTensor(t, filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+		declared[vi.Name] = vi.Type
 	}
 
 	g := builder.New(name)
-	declared := map[string]*onnxpb.ValueInfoProto{}
-	for _, vi := range ref.GetGraph().GetInput() {
-		declared[vi.GetName()] = vi
-	}
 	var ins []*builder.Value
 	feeds := map[string]*runtime.Tensor{}
-	for j, inName := range node.GetInput() {
+	for j, inName := range node.Inputs {
 		switch {
 		case inName == "":
 			ins = append(ins, nil)
 		case contains(bc.consts, j):
 			ins = append(ins, Constant(g, inputsByName[inName]))
 		default:
-			vi := declared[inName]
-			ins = append(ins, g.Input(inName, builder.DataType(vi.GetType().GetTensorType().GetElemType()), declaredShape(vi)))
+			vt := declared[inName]
+			ins = append(ins, g.Input(inName, vt.Elem, vt.Shape))
 			feeds[inName] = toRuntime(t, inputsByName[inName])
 		}
 	}
 	outs := bc.build(t, g, node, ins)
-	want := make([]*builder.Tensor, len(ref.GetGraph().GetOutput()))
-	for k, vo := range ref.GetGraph().GetOutput() {
+	want := make([]*builder.Tensor, len(declOut))
+	for k, vo := range declOut {
 		want[k] = loadTensor(t, filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
 		idx := -1
-		for j, o := range node.GetOutput() {
-			if o == vo.GetName() {
+		for j, o := range node.Outputs {
+			if o == vo.Name {
 				idx = j
 			}
 		}
 		if idx < 0 || idx >= len(outs) || outs[idx] == nil {
-			t.Fatalf("graph output %q is not computed by the node", vo.GetName())
+			t.Fatalf("graph output %q is not computed by the node", vo.Name)
 		}
-		v := g.Output(vo.GetName(), outs[idx])
+		v := g.Output(vo.Name, outs[idx])
 		if g.Err() != nil {
 			break
 		}
 		// The inferred type must agree with the expected output.
 		if v.Elem() != want[k].DType {
-			t.Errorf("output %q: inferred %s, expected data is %v", vo.GetName(), v.Type(), want[k].DType)
+			t.Errorf("output %q: inferred %s, expected data is %v", vo.Name, v.Type(), want[k].DType)
 		}
 		if v.Rank() >= 0 && v.Rank() != len(want[k].Dims) {
-			t.Errorf("output %q: inferred %s, expected shape %v", vo.GetName(), v.Type(), want[k].Dims)
+			t.Errorf("output %q: inferred %s, expected shape %v", vo.Name, v.Type(), want[k].Dims)
 		} else if dims, ok := v.Shape().Static(); ok && fmt.Sprint(dims) != fmt.Sprint(want[k].Dims) {
-			t.Errorf("output %q: inferred %s, expected shape %v", vo.GetName(), v.Type(), want[k].Dims)
+			t.Errorf("output %q: inferred %s, expected shape %v", vo.Name, v.Type(), want[k].Dims)
 		}
 	}
 	if err := g.Err(); err != nil {
@@ -594,10 +492,10 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err != nil {
 		t.Fatalf("running: %v", err)
 	}
-	for k, vo := range ref.GetGraph().GetOutput() {
-		res := compareTensors(got[vo.GetName()], toRuntime(t, want[k]))
+	for k, vo := range declOut {
+		res := compareTensors(got[vo.Name], toRuntime(t, want[k]))
 		if !res.OK {
-			t.Errorf("output %q: %v %v", vo.GetName(), res.Err, res)
+			t.Errorf("output %q: %v %v", vo.Name, res.Err, res)
 		}
 	}
 }
@@ -608,9 +506,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 // would take minutes).
 func checkModels(t *testing.T, dir string) {
 	t.Helper()
-	if err := onnxcheck.Available(); err != nil {
-		t.Skipf("onnx.checker: %v", err)
-	}
+	onnxcheck.Require(t)
 	py := onnxcheck.Python
 	script := `
 import glob, os, sys, onnx

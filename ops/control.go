@@ -35,15 +35,16 @@ type LoopOpts struct {
 // The body's inputs and outputs get deterministic names derived from a fresh
 // "loop_N" prefix; the body may use any value visible in g.
 func Loop(g *builder.Graph, maxTrip, cond *builder.Value, carried []*builder.Value, body LoopBody, opts LoopOpts) (final, scans []*builder.Value) {
+	loopInputs := append([]*builder.Value{maxTrip, cond}, carried...)
 	if g == nil || g.Err() != nil {
-		return deadValues(g, len(carried)), nil
+		return deadValues(g, "Loop", loopInputs, len(carried)), nil
 	}
 	for i, v := range carried {
 		if v.Dead() {
 			builder.Apply(builder.Call{Graph: g, Op: "Loop", Inputs: carried, Infer: func() ([]*builder.Type, error) {
 				return nil, fmt.Errorf("carried value %d is nil", i)
 			}}, 1)
-			return deadValues(g, len(carried)), nil
+			return deadValues(g, "Loop", loopInputs, len(carried)), nil
 		}
 	}
 	base := g.UniqueName("loop")
@@ -59,7 +60,7 @@ func Loop(g *builder.Graph, maxTrip, cond *builder.Value, carried []*builder.Val
 		in[i] = b.Input(fmt.Sprintf("%s_carried%d", base, i), v.Elem(), shape)
 	}
 	if g.Err() != nil {
-		return deadValues(g, len(carried)), nil
+		return deadValues(g, "Loop", loopInputs, len(carried)), nil
 	}
 	condOut, carriedOut, scanOut := body(b, iter, condIn, in)
 	if condOut == nil {
@@ -97,10 +98,9 @@ func Loop(g *builder.Graph, maxTrip, cond *builder.Value, carried []*builder.Val
 		}
 	}
 
-	names := append([]string{"M", "cond"}, variadicNames(len(carried), "v_initial")...)
-	inputs := append([]*builder.Value{maxTrip, cond}, carried...)
+	ins := append(operands{{"M", maxTrip}, {"cond", cond}}, numbered("v_initial", carried)...)
 	n := len(carried) + len(scanOut)
-	outs := builder.Apply(builder.Call{Graph: g, Op: "Loop", InputNames: names, Inputs: trimInputs(inputs),
+	outs := builder.Apply(builder.Call{Graph: g, Op: "Loop", InputNames: ins.names(), Inputs: trimInputs(ins.values()),
 		Attrs: []builder.Attr{builder.GraphAttr("body", b)},
 		Infer: func() ([]*builder.Type, error) {
 			if bodyErr != nil {
@@ -158,7 +158,7 @@ type IfBranch func(b *builder.Graph) []*builder.Value
 // kept where the branches agree and unknown where they differ.
 func If(g *builder.Graph, cond *builder.Value, thenBranch, elseBranch IfBranch) []*builder.Value {
 	if g == nil || g.Err() != nil {
-		return deadValues(g, 1)
+		return deadValues(g, "If", []*builder.Value{cond}, 1)
 	}
 	base := g.UniqueName("if")
 	thenG, elseG := g.Sub(base+"_then"), g.Sub(base+"_else")
@@ -200,13 +200,14 @@ func If(g *builder.Graph, cond *builder.Value, thenBranch, elseBranch IfBranch) 
 			elseG.Output(fmt.Sprintf("%s_else_out%d", base, i), elseOut[i])
 		}
 	}
-	return builder.Apply(builder.Call{Graph: g, Op: "If", InputNames: []string{"cond"}, Inputs: []*builder.Value{cond},
+	ins := operands{{"cond", cond}}
+	return builder.Apply(builder.Call{Graph: g, Op: "If", InputNames: ins.names(), Inputs: ins.values(),
 		Attrs: []builder.Attr{builder.GraphAttr("else_branch", elseG), builder.GraphAttr("then_branch", thenG)},
 		Infer: func() ([]*builder.Type, error) {
 			if branchErr != nil {
 				return nil, branchErr
 			}
-			if err := required([]string{"cond"}, cond); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("cond", cond, boolTypes); err != nil {
@@ -219,10 +220,12 @@ func If(g *builder.Graph, cond *builder.Value, thenBranch, elseBranch IfBranch) 
 		}}, max(len(thenOut), 1))
 }
 
-// deadValues returns n placeholder values after an error, through a call
-// that fails at once (so an error is recorded if none is yet).
-func deadValues(g *builder.Graph, n int) []*builder.Value {
-	return builder.Apply(builder.Call{Graph: g, Op: "Loop", Infer: func() ([]*builder.Type, error) {
-		return nil, errors.New("graph is nil or has failed")
+// deadValues returns n placeholder values for an op (If or Loop) that
+// cannot be added to g, because g is nil or has failed. A nil g is
+// recorded as op's error in the graph of its inputs, when they have one;
+// a failed g already holds its first error, which stays.
+func deadValues(g *builder.Graph, op string, inputs []*builder.Value, n int) []*builder.Value {
+	return builder.Apply(builder.Call{Graph: g, Op: op, Inputs: inputs, Infer: func() ([]*builder.Type, error) {
+		return nil, errors.New("the graph to add it to is nil")
 	}}, max(n, 1))[:n]
 }

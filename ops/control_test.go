@@ -2,12 +2,14 @@ package ops
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -190,9 +192,7 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 
 	// Run it: the greedy loop must agree with a hand computation's shape and
 	// stay within the vocabulary.
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	sess, err := runtime.OpenBytes(d1, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -237,9 +237,7 @@ func TestLoopValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -257,5 +255,47 @@ func TestLoopValues(t *testing.T) {
 	}
 	if want := x[:8]; len(rows) != 8 || rows[7] != want[7] || rows[0] != want[0] {
 		t.Errorf("rows = %v, want %v", rows, want)
+	}
+}
+
+// TestControlFlowErrorsNameTheirOperator checks that a failed If is reported
+// as If and a failed Loop as Loop, including when the graph to add them to is
+// nil: the error then goes to the graph of their inputs (it used to be
+// dropped, and the placeholder call that dropped it was labelled Loop for
+// both).
+func TestControlFlowErrorsNameTheirOperator(t *testing.T) {
+	branch := func(b *builder.Graph) []*builder.Value { return []*builder.Value{ScalarInt64(b, 1)} }
+	cases := []struct {
+		name, op, want string
+		build          func(g *builder.Graph)
+	}{
+		{"If nil graph", "If", "the graph to add it to is nil", func(g *builder.Graph) {
+			If(nil, g.Input("c", builder.Bool, builder.Scalar()), branch, branch)
+		}},
+		{"If float cond", "If", "cond is float32[], want bool", func(g *builder.Graph) {
+			If(g, g.Input("c", builder.Float, builder.Scalar()), branch, branch)
+		}},
+		{"If branch counts", "If", "then branch returns 1 values but else branch 0", func(g *builder.Graph) {
+			If(g, g.Input("c", builder.Bool, builder.Scalar()), branch, func(*builder.Graph) []*builder.Value { return nil })
+		}},
+		{"Loop nil graph", "Loop", "the graph to add it to is nil", func(g *builder.Graph) {
+			Loop(nil, g.Input("m", builder.Int64, builder.Scalar()), nil, []*builder.Value{g.Input("x", builder.Float, builder.Dims(2))},
+				func(b *builder.Graph, iter, cond *builder.Value, c []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+					return nil, c, nil
+				}, LoopOpts{})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := builder.New("g")
+			c.build(g)
+			var be *builder.Error
+			if !errors.As(g.Err(), &be) {
+				t.Fatalf("error %v, want a *builder.Error", g.Err())
+			}
+			if be.Op != c.op || !strings.Contains(be.Error(), c.want) {
+				t.Errorf("error from %q: %v; want one from %q containing %q", be.Op, be, c.op, c.want)
+			}
+		})
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"github.com/attnx/attnx/builder"
 )
 
-// unary adds a one-input operator whose output has the input's type.
-func unary(op, inName, outName string, x *builder.Value, allowed typeSet) *builder.Value {
-	names := []string{inName}
-	return builder.Apply(builder.Call{Op: op, InputNames: names, Inputs: []*builder.Value{x},
+// unary adds a one-input operator whose output has the input's type; inName
+// is the input's name in the operator's schema ("X" or "input").
+func unary(op, inName string, x *builder.Value, allowed typeSet) *builder.Value {
+	ins := operands{{inName, x}}
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, x); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem(inName, x, allowed); err != nil {
@@ -24,16 +25,16 @@ func unary(op, inName, outName string, x *builder.Value, allowed typeSet) *build
 // binary adds a two-input broadcasting operator. out gives the output
 // element type from the input element type.
 func binaryOp(op string, a, b *builder.Value, allowed typeSet, out func(builder.DataType) builder.DataType) *builder.Value {
-	names := []string{"A", "B"}
-	return builder.Apply(builder.Call{Op: op, InputNames: names, Inputs: []*builder.Value{a, b},
+	ins := operands{{"A", a}, {"B", b}}
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, a, b); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("A", a, allowed); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, a, b); err != nil {
+			if err := sameElem(ins[0], ins[1]); err != nil {
 				return nil, err
 			}
 			s, err := builder.Broadcast(a.Shape(), b.Shape())
@@ -46,13 +47,6 @@ func binaryOp(op string, a, b *builder.Value, allowed typeSet, out func(builder.
 
 func same(d builder.DataType) builder.DataType { return d }
 func toBool(builder.DataType) builder.DataType { return builder.Bool }
-func variadicNames(n int, prefix string) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s_%d", prefix, i)
-	}
-	return names
-}
 
 // Add returns a + b elementwise, with numpy broadcasting (ONNX Add).
 func Add(a, b *builder.Value) *builder.Value { return binaryOp("Add", a, b, numTypes, same) }
@@ -69,10 +63,10 @@ func Div(a, b *builder.Value) *builder.Value { return binaryOp("Div", a, b, numT
 // Pow returns x raised to the power y elementwise, with numpy broadcasting
 // (ONNX Pow). The exponent may have a different numeric type.
 func Pow(x, y *builder.Value) *builder.Value {
-	names := []string{"X", "Y"}
-	return builder.Apply(builder.Call{Op: "Pow", InputNames: names, Inputs: []*builder.Value{x, y},
+	ins := operands{{"X", x}, {"Y", y}}
+	return builder.Apply(builder.Call{Op: "Pow", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, x, y); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("X", x, powTypes); err != nil {
@@ -124,61 +118,61 @@ func Or(a, b *builder.Value) *builder.Value { return binaryOp("Or", a, b, boolTy
 func Xor(a, b *builder.Value) *builder.Value { return binaryOp("Xor", a, b, boolTypes, same) }
 
 // Not returns the logical negation of a bool tensor (ONNX Not).
-func Not(x *builder.Value) *builder.Value { return unary("Not", "X", "Y", x, boolTypes) }
+func Not(x *builder.Value) *builder.Value { return unary("Not", "X", x, boolTypes) }
 
 // Tanh returns the hyperbolic tangent of x elementwise (ONNX Tanh).
-func Tanh(x *builder.Value) *builder.Value { return unary("Tanh", "input", "output", x, floatTypes) }
+func Tanh(x *builder.Value) *builder.Value { return unary("Tanh", "input", x, floatTypes) }
 
 // Sigmoid returns 1/(1+exp(-x)) elementwise (ONNX Sigmoid).
-func Sigmoid(x *builder.Value) *builder.Value { return unary("Sigmoid", "X", "Y", x, floatTypes) }
+func Sigmoid(x *builder.Value) *builder.Value { return unary("Sigmoid", "X", x, floatTypes) }
 
 // Relu returns max(x, 0) elementwise (ONNX Relu).
-func Relu(x *builder.Value) *builder.Value { return unary("Relu", "X", "Y", x, signedTypes) }
+func Relu(x *builder.Value) *builder.Value { return unary("Relu", "X", x, signedTypes) }
 
 // Neg returns -x elementwise (ONNX Neg).
-func Neg(x *builder.Value) *builder.Value { return unary("Neg", "X", "Y", x, signedTypes) }
+func Neg(x *builder.Value) *builder.Value { return unary("Neg", "X", x, signedTypes) }
 
 // Abs returns |x| elementwise (ONNX Abs).
-func Abs(x *builder.Value) *builder.Value { return unary("Abs", "X", "Y", x, numTypes) }
+func Abs(x *builder.Value) *builder.Value { return unary("Abs", "X", x, numTypes) }
 
 // Exp returns e^x elementwise (ONNX Exp).
-func Exp(x *builder.Value) *builder.Value { return unary("Exp", "input", "output", x, floatTypes) }
+func Exp(x *builder.Value) *builder.Value { return unary("Exp", "input", x, floatTypes) }
 
 // Log returns the natural logarithm of x elementwise (ONNX Log).
-func Log(x *builder.Value) *builder.Value { return unary("Log", "input", "output", x, floatTypes) }
+func Log(x *builder.Value) *builder.Value { return unary("Log", "input", x, floatTypes) }
 
 // Sqrt returns the square root of x elementwise (ONNX Sqrt).
-func Sqrt(x *builder.Value) *builder.Value { return unary("Sqrt", "X", "Y", x, floatTypes) }
+func Sqrt(x *builder.Value) *builder.Value { return unary("Sqrt", "X", x, floatTypes) }
 
 // Reciprocal returns 1/x elementwise (ONNX Reciprocal).
 func Reciprocal(x *builder.Value) *builder.Value {
-	return unary("Reciprocal", "X", "Y", x, floatTypes)
+	return unary("Reciprocal", "X", x, floatTypes)
 }
 
 // Erf returns the error function of x elementwise (ONNX Erf).
-func Erf(x *builder.Value) *builder.Value { return unary("Erf", "input", "output", x, numTypes) }
+func Erf(x *builder.Value) *builder.Value { return unary("Erf", "input", x, numTypes) }
 
 // Identity returns its input unchanged (ONNX Identity).
 func Identity(x *builder.Value) *builder.Value {
-	return unary("Identity", "input", "output", x, allTypes)
+	return unary("Identity", "input", x, allTypes)
 }
 
 // variadic adds Max/Min/Sum-style operators: one or more inputs of the same
 // type, broadcast together.
 func variadic(op string, xs []*builder.Value, allowed typeSet) *builder.Value {
-	names := variadicNames(len(xs), "data")
-	return builder.Apply(builder.Call{Op: op, InputNames: names, Inputs: xs,
+	ins := numbered("data", xs)
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
 			if len(xs) == 0 {
 				return nil, fmt.Errorf("needs at least one input")
 			}
-			if err := required(names, xs...); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
-			if err := checkElem(names[0], xs[0], allowed); err != nil {
+			if err := checkElem(ins[0].name, xs[0], allowed); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, xs...); err != nil {
+			if err := sameElem(ins[0], ins[1:]...); err != nil {
 				return nil, err
 			}
 			shapes := make([]builder.Shape, len(xs))
@@ -208,16 +202,16 @@ func Sum(xs ...*builder.Value) *builder.Value { return variadic("Sum", xs, float
 // Where returns x where condition is true and y elsewhere, with broadcasting
 // of all three (ONNX Where).
 func Where(condition, x, y *builder.Value) *builder.Value {
-	names := []string{"condition", "X", "Y"}
-	return builder.Apply(builder.Call{Op: "Where", InputNames: names, Inputs: []*builder.Value{condition, x, y},
+	ins := operands{{"condition", condition}, {"X", x}, {"Y", y}}
+	return builder.Apply(builder.Call{Op: "Where", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, condition, x, y); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("condition", condition, boolTypes); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names[1:], x, y); err != nil {
+			if err := sameElem(ins[1], ins[2]); err != nil {
 				return nil, err
 			}
 			s, err := builder.Broadcast(condition.Shape(), x.Shape(), y.Shape())

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -297,19 +298,24 @@ func TestInferErrors(t *testing.T) {
 		}, []string{"W is float32[1,80,10], want [1,60,10]"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			g := builder.New("g")
-			c.build(g)
-			err := g.Err()
-			if err == nil {
-				t.Fatal("want an error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { wantBuildError(t, c.build, c.want...) })
+	}
+}
+
+// wantBuildError builds a graph with build and checks that it records an
+// error containing each of want.
+func wantBuildError(t *testing.T, build func(g *builder.Graph), want ...string) {
+	t.Helper()
+	g := builder.New("g")
+	build(g)
+	err := g.Err()
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
 	}
 }
 
@@ -359,4 +365,50 @@ func TestAttributesOnlyWhenNotDefault(t *testing.T) {
 	if g.Err() != nil {
 		t.Fatal(g.Err())
 	}
+}
+
+// TestRecurrentOptionalElemTypes feeds each optional input of LSTM and GRU
+// with the wrong element type: the error names that input (it used to be an
+// index out of range panic, names and values having drifted apart).
+func TestRecurrentOptionalElemTypes(t *testing.T) {
+	const want = "X is float32[5,2,10] but %s is float64%s: element types must match"
+	f64 := builder.Double
+	x := func(g *builder.Graph) *builder.Value { return in(g, "x", f32, 5, 2, 10) }
+	// lstm and gru build the layer with float32 W and R unless opts is nil.
+	lstm := func(opts func(g *builder.Graph) LSTMOpts) func(g *builder.Graph) {
+		return func(g *builder.Graph) { LSTM(x(g), in(g, "w", f32, 1, 80, 10), in(g, "r", f32, 1, 80, 20), opts(g)) }
+	}
+	gru := func(opts func(g *builder.Graph) GRUOpts) func(g *builder.Graph) {
+		return func(g *builder.Graph) { GRU(x(g), in(g, "w", f32, 1, 60, 10), in(g, "r", f32, 1, 60, 20), opts(g)) }
+	}
+	cases := []struct {
+		name, input, dims string
+		build             func(g *builder.Graph)
+	}{
+		{"LSTM W", "W", "[1,80,10]", func(g *builder.Graph) { LSTM(x(g), in(g, "w", f64, 1, 80, 10), in(g, "r", f32, 1, 80, 20), LSTMOpts{}) }},
+		{"LSTM R", "R", "[1,80,20]", func(g *builder.Graph) { LSTM(x(g), in(g, "w", f32, 1, 80, 10), in(g, "r", f64, 1, 80, 20), LSTMOpts{}) }},
+		{"LSTM B", "B", "[1,160]", lstm(func(g *builder.Graph) LSTMOpts { return LSTMOpts{RNNOpts: RNNOpts{B: in(g, "b", f64, 1, 160)}} })},
+		{"LSTM initial_h", "initial_h", "[1,2,20]", lstm(func(g *builder.Graph) LSTMOpts {
+			return LSTMOpts{RNNOpts: RNNOpts{InitialH: in(g, "h", f64, 1, 2, 20)}}
+		})},
+		{"LSTM initial_c", "initial_c", "[1,2,20]", lstm(func(g *builder.Graph) LSTMOpts { return LSTMOpts{InitialC: in(g, "c", f64, 1, 2, 20)} })},
+		{"LSTM P", "P", "[1,60]", lstm(func(g *builder.Graph) LSTMOpts { return LSTMOpts{P: in(g, "p", f64, 1, 60)} })},
+		{"GRU B", "B", "[1,120]", gru(func(g *builder.Graph) GRUOpts { return GRUOpts{RNNOpts: RNNOpts{B: in(g, "b", f64, 1, 120)}} })},
+		{"GRU initial_h", "initial_h", "[1,2,20]", gru(func(g *builder.Graph) GRUOpts {
+			return GRUOpts{RNNOpts: RNNOpts{InitialH: in(g, "h", f64, 1, 2, 20)}}
+		})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { wantBuildError(t, c.build, fmt.Sprintf(want, c.input, c.dims)) })
+	}
+}
+
+// TestReshapeOverflow: element counts that wrap around int64 (2^32 x 2^32 =
+// 0) made Reshape infer a [0] shape for -1; they are an error now.
+func TestReshapeOverflow(t *testing.T) {
+	const want = "shape [4294967296 4294967296] has more than 9223372036854775807 elements"
+	wantBuildError(t, func(g *builder.Graph) { Reshape(in(g, "x", f32, 1<<32, 1<<32), ConstInt64s(g, -1), ReshapeOpts{}) }, want)
+	wantBuildError(t, func(g *builder.Graph) {
+		Reshape(in(g, "x", f32, "b", 1<<32, 1<<32), ConstInt64s(g, 4, -1), ReshapeOpts{})
+	}, want)
 }

@@ -11,16 +11,16 @@ import (
 // broadcast, and a 1-D a (b) gets a dimension prepended (appended) that is
 // then removed. [batch,S,H] x [H,K] gives [batch,S,K].
 func MatMul(a, b *builder.Value) *builder.Value {
-	names := []string{"A", "B"}
-	return builder.Apply(builder.Call{Op: "MatMul", InputNames: names, Inputs: []*builder.Value{a, b},
+	ins := operands{{"A", a}, {"B", b}}
+	return builder.Apply(builder.Call{Op: "MatMul", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, a, b); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("A", a, matmulTypes); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, a, b); err != nil {
+			if err := sameElem(ins[0], ins[1]); err != nil {
 				return nil, err
 			}
 			out, err := matmulShape(a, b)
@@ -96,16 +96,16 @@ func Gemm(a, b, c *builder.Value, opts GemmOpts) *builder.Value {
 	if opts.TransB {
 		attrs = append(attrs, builder.IntAttr("transB", 1))
 	}
-	names := []string{"A", "B", "C"}
-	return builder.Apply(builder.Call{Op: "Gemm", InputNames: names, Inputs: trimInputs([]*builder.Value{a, b, c}), Attrs: attrs,
+	ins := operands{{"A", a}, {"B", b}, {"C", c}}
+	return builder.Apply(builder.Call{Op: "Gemm", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:2], a, b); err != nil {
+			if err := required(ins[:2]...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("A", a, matmulTypes); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, a, b, c); err != nil {
+			if err := sameElem(ins[0], ins[1:]...); err != nil {
 				return nil, err
 			}
 			if err := checkRank("A", a, 2); err != nil {
@@ -150,9 +150,10 @@ func axisOp(op string, x *builder.Value, axis, def int64) *builder.Value {
 	if axis != def {
 		attrs = append(attrs, builder.IntAttr("axis", axis))
 	}
-	return builder.Apply(builder.Call{Op: op, InputNames: []string{"input"}, Inputs: []*builder.Value{x}, Attrs: attrs,
+	ins := operands{{"input", x}}
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"input"}, x); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("input", x, floatTypes); err != nil {
@@ -231,10 +232,10 @@ func ReduceSum(data, axes *builder.Value, opts ReduceSumOpts) *builder.Value {
 	if opts.NoopWithEmptyAxes {
 		attrs = append(attrs, builder.IntAttr("noop_with_empty_axes", 1))
 	}
-	names := []string{"data", "axes"}
-	return builder.Apply(builder.Call{Op: "ReduceSum", InputNames: names, Inputs: trimInputs([]*builder.Value{data, axes}), Attrs: attrs,
+	ins := operands{{"data", data}, {"axes", axes}}
+	return builder.Apply(builder.Call{Op: "ReduceSum", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:1], data); err != nil {
+			if err := required(ins[0]); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, reduceTypes); err != nil {
@@ -285,9 +286,10 @@ func reduceAttrOp(op string, data *builder.Value, opts ReduceOpts, allowed typeS
 	if opts.NoKeepDims {
 		attrs = append(attrs, builder.IntAttr("keepdims", 0))
 	}
-	return builder.Apply(builder.Call{Op: op, InputNames: []string{"data"}, Inputs: []*builder.Value{data}, Attrs: attrs,
+	ins := operands{{"data", data}}
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"data"}, data); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allowed); err != nil {
@@ -341,9 +343,10 @@ func argOp(op string, data *builder.Value, axis int64, opts ArgOpts) *builder.Va
 	if opts.SelectLastIndex {
 		attrs = append(attrs, builder.IntAttr("select_last_index", 1))
 	}
-	return builder.Apply(builder.Call{Op: op, InputNames: []string{"data"}, Inputs: []*builder.Value{data}, Attrs: attrs,
+	ins := operands{{"data", data}}
+	return builder.Apply(builder.Call{Op: op, InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"data"}, data); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, numTypes); err != nil {

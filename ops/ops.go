@@ -80,11 +80,51 @@ func checkElem(name string, v *builder.Value, allowed typeSet) error {
 	return nil
 }
 
-// sameElem checks that all named values share the first one's element type.
-func sameElem(names []string, vs ...*builder.Value) error {
-	for i := 1; i < len(vs); i++ {
-		if vs[i] != nil && vs[i].Elem() != vs[0].Elem() {
-			return fmt.Errorf("%s is %s but %s is %s: element types must match", names[0], vs[0].Type(), names[i], vs[i].Type())
+// operand is one input of a node: its name in the operator's schema and its
+// value (nil for an omitted optional input). Checks take operands, not
+// parallel lists of names and values, so that an error can only ever name
+// the input it is about.
+type operand struct {
+	name string
+	v    *builder.Value
+}
+
+// operands are a node's inputs in schema order.
+type operands []operand
+
+// names returns the inputs' schema names, for builder.Call.InputNames.
+func (ins operands) names() []string {
+	out := make([]string, len(ins))
+	for i, in := range ins {
+		out[i] = in.name
+	}
+	return out
+}
+
+// values returns the inputs' values, for builder.Call.Inputs.
+func (ins operands) values() []*builder.Value {
+	out := make([]*builder.Value, len(ins))
+	for i, in := range ins {
+		out[i] = in.v
+	}
+	return out
+}
+
+// numbered names the values of a variadic input prefix_0, prefix_1, ...
+func numbered(prefix string, vs []*builder.Value) operands {
+	out := make(operands, len(vs))
+	for i, v := range vs {
+		out[i] = operand{fmt.Sprintf("%s_%d", prefix, i), v}
+	}
+	return out
+}
+
+// sameElem checks that every given (non-nil) operand has first's element
+// type.
+func sameElem(first operand, rest ...operand) error {
+	for _, o := range rest {
+		if o.v != nil && o.v.Elem() != first.v.Elem() {
+			return fmt.Errorf("%s is %s but %s is %s: element types must match", first.name, first.v.Type(), o.name, o.v.Type())
 		}
 	}
 	return nil
@@ -213,10 +253,10 @@ func normAxes(axes []int64, rank int) ([]int, error) {
 func errNilInput(name string) error { return fmt.Errorf("input %s is required but nil", name) }
 
 // required returns an error naming the first nil among required inputs.
-func required(names []string, vs ...*builder.Value) error {
-	for i, v := range vs {
-		if v == nil {
-			return errNilInput(names[i])
+func required(ins ...operand) error {
+	for _, in := range ins {
+		if in.v == nil {
+			return errNilInput(in.name)
 		}
 	}
 	return nil

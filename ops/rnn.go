@@ -105,17 +105,19 @@ func (o RNNOpts) hiddenFrom(r *builder.Value) int64 {
 	return 0
 }
 
-// rnnInfer checks the inputs of LSTM (gates=4) or GRU (gates=3) and returns
-// the shapes of Y and of the Y_h/Y_c state outputs.
-func rnnInfer(x, w, r *builder.Value, o RNNOpts, hidden int64, gates int64, extra map[string]*builder.Value) (y, state builder.Shape, err error) {
-	names := []string{"X", "W", "R"}
-	if err := required(names, x, w, r); err != nil {
+// rnnInfer checks the inputs of LSTM (gates=4) or GRU (gates=3; initialC
+// and p are then nil) and returns the shapes of Y and of the Y_h/Y_c state
+// outputs.
+func rnnInfer(x, w, r *builder.Value, o RNNOpts, initialC, p *builder.Value, hidden int64, gates int64) (y, state builder.Shape, err error) {
+	xIn := operand{"X", x}
+	if err := required(xIn, operand{"W", w}, operand{"R", r}); err != nil {
 		return nil, nil, err
 	}
 	if err := checkElem("X", x, rnnTypes); err != nil {
 		return nil, nil, err
 	}
-	if err := sameElem(names, x, w, r, o.B, o.InitialH, extra["initial_c"], extra["P"]); err != nil {
+	if err := sameElem(xIn, operand{"W", w}, operand{"R", r}, operand{"B", o.B},
+		operand{"initial_h", o.InitialH}, operand{"initial_c", initialC}, operand{"P", p}); err != nil {
 		return nil, nil, err
 	}
 	if hidden <= 0 {
@@ -147,11 +149,10 @@ func rnnInfer(x, w, r *builder.Value, o RNNOpts, hidden int64, gates int64, extr
 		return nil, nil, fmt.Errorf("clip is %g, want a positive threshold", *o.Clip)
 	}
 	for _, v := range []struct {
-		name string
-		v    *builder.Value
+		operand
 		rank int
-	}{{"X", x, 3}, {"W", w, 3}, {"R", r, 3}, {"B", o.B, 2}, {"sequence_lens", o.SequenceLens, 1},
-		{"initial_h", o.InitialH, 3}, {"initial_c", extra["initial_c"], 3}, {"P", extra["P"], 2}} {
+	}{{xIn, 3}, {operand{"W", w}, 3}, {operand{"R", r}, 3}, {operand{"B", o.B}, 2}, {operand{"sequence_lens", o.SequenceLens}, 1},
+		{operand{"initial_h", o.InitialH}, 3}, {operand{"initial_c", initialC}, 3}, {operand{"P", p}, 2}} {
 		if v.v != nil {
 			if err := checkRank(v.name, v.v, v.rank); err != nil {
 				return nil, nil, err
@@ -206,11 +207,8 @@ func rnnInfer(x, w, r *builder.Value, o RNNOpts, hidden int64, gates int64, extr
 		return nil, nil, err
 	}
 	batch = lens[0]
-	for _, name := range []string{"initial_h", "initial_c"} {
-		v := o.InitialH
-		if name == "initial_c" {
-			v = extra["initial_c"]
-		}
+	for _, state := range []operand{{"initial_h", o.InitialH}, {"initial_c", initialC}} {
+		name, v := state.name, state.v
 		dims := []builder.Dim{nd, batch, h}
 		if o.Layout == 1 {
 			dims = []builder.Dim{batch, nd, h}
@@ -224,7 +222,7 @@ func rnnInfer(x, w, r *builder.Value, o RNNOpts, hidden int64, gates int64, extr
 			batch = dims[0]
 		}
 	}
-	if err := want("P", extra["P"], nd, builder.D(3*hidden)); err != nil {
+	if err := want("P", p, nd, builder.D(3*hidden)); err != nil {
 		return nil, nil, err
 	}
 	if o.Layout == 0 {
@@ -246,11 +244,11 @@ func LSTM(x, w, r *builder.Value, opts LSTMOpts) (y, yh, yc *builder.Value) {
 	if opts.InputForget {
 		attrs = append(attrs, builder.IntAttr("input_forget", 1))
 	}
-	names := []string{"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"}
-	inputs := []*builder.Value{x, w, r, opts.B, opts.SequenceLens, opts.InitialH, opts.InitialC, opts.P}
-	outs := builder.Apply(builder.Call{Op: "LSTM", InputNames: names, Inputs: trimInputs(inputs), Attrs: attrs,
+	ins := operands{{"X", x}, {"W", w}, {"R", r}, {"B", opts.B}, {"sequence_lens", opts.SequenceLens},
+		{"initial_h", opts.InitialH}, {"initial_c", opts.InitialC}, {"P", opts.P}}
+	outs := builder.Apply(builder.Call{Op: "LSTM", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			ys, ss, err := rnnInfer(x, w, r, opts.RNNOpts, hidden, 4, map[string]*builder.Value{"initial_c": opts.InitialC, "P": opts.P})
+			ys, ss, err := rnnInfer(x, w, r, opts.RNNOpts, opts.InitialC, opts.P, hidden, 4)
 			if err != nil {
 				return nil, err
 			}
@@ -272,11 +270,10 @@ func GRU(x, w, r *builder.Value, opts GRUOpts) (y, yh *builder.Value) {
 	if opts.LinearBeforeReset {
 		attrs = append(attrs, builder.IntAttr("linear_before_reset", 1))
 	}
-	names := []string{"X", "W", "R", "B", "sequence_lens", "initial_h"}
-	inputs := []*builder.Value{x, w, r, opts.B, opts.SequenceLens, opts.InitialH}
-	outs := builder.Apply(builder.Call{Op: "GRU", InputNames: names, Inputs: trimInputs(inputs), Attrs: attrs,
+	ins := operands{{"X", x}, {"W", w}, {"R", r}, {"B", opts.B}, {"sequence_lens", opts.SequenceLens}, {"initial_h", opts.InitialH}}
+	outs := builder.Apply(builder.Call{Op: "GRU", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			ys, ss, err := rnnInfer(x, w, r, opts.RNNOpts, hidden, 3, nil)
+			ys, ss, err := rnnInfer(x, w, r, opts.RNNOpts, nil, nil, hidden, 3)
 			if err != nil {
 				return nil, err
 			}

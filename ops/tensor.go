@@ -77,9 +77,10 @@ func Shape(data *builder.Value, opts ShapeOpts) *builder.Value {
 	}
 	var dims []int64
 	known := false
-	out := builder.Apply(builder.Call{Op: "Shape", InputNames: []string{"data"}, Inputs: []*builder.Value{data}, Attrs: attrs,
+	ins := operands{{"data", data}}
+	out := builder.Apply(builder.Call{Op: "Shape", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"data"}, data); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			r := data.Rank()
@@ -112,10 +113,11 @@ func Shape(data *builder.Value, opts ShapeOpts) *builder.Value {
 
 // Cast converts x to element type to (ONNX Cast).
 func Cast(x *builder.Value, to builder.DataType) *builder.Value {
-	return builder.Apply(builder.Call{Op: "Cast", InputNames: []string{"input"}, Inputs: []*builder.Value{x},
+	ins := operands{{"input", x}}
+	return builder.Apply(builder.Call{Op: "Cast", InputNames: ins.names(), Inputs: ins.values(),
 		Attrs: []builder.Attr{builder.IntAttr("to", int64(to))},
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"input"}, x); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("input", x, castTypes); err != nil {
@@ -144,10 +146,10 @@ func Reshape(data, shape *builder.Value, opts ReshapeOpts) *builder.Value {
 	if opts.AllowZero {
 		attrs = append(attrs, builder.IntAttr("allowzero", 1))
 	}
-	names := []string{"data", "shape"}
-	return builder.Apply(builder.Call{Op: "Reshape", InputNames: names, Inputs: []*builder.Value{data, shape}, Attrs: attrs,
+	ins := operands{{"data", data}, {"shape", shape}}
+	return builder.Apply(builder.Call{Op: "Reshape", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, data, shape); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
@@ -225,10 +227,26 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 			outRest = append(outRest, d)
 		}
 	}
-	inN, inKnown := rest.Static()
+	_, inKnown := rest.Static()
 	outN, outKnown := outRest.Static()
+	var known []int64 // the fixed dimensions among those left of the input
+	for _, d := range rest {
+		if d.Known() {
+			known = append(known, d.Value)
+		}
+	}
+	knownIn, err := builder.ElementCount(known)
+	if err != nil {
+		return nil, fmt.Errorf("data %v: %w", in, err)
+	}
+	var b int64
+	if outKnown {
+		if b, err = builder.ElementCount(outN); err != nil {
+			return nil, fmt.Errorf("shape %v: %w", target, err)
+		}
+	}
 	if inKnown && outKnown {
-		a, b := builder.NumElements(inN), builder.NumElements(outN)
+		a := knownIn
 		if inferred >= 0 {
 			if b == 0 || a%b != 0 {
 				return nil, fmt.Errorf("cannot reshape %v to %v: %d elements do not divide into %d", in, target, a, b)
@@ -243,15 +261,12 @@ func reshapeShape(in builder.Shape, target []int64, allowZero bool) (builder.Sha
 		// One symbolic input dimension left over and the fixed ones on both
 		// sides balance: the -1 is that dimension.
 		var sym []builder.Dim
-		knownIn := int64(1)
 		for _, d := range rest {
-			if d.Known() {
-				knownIn *= d.Value
-			} else {
+			if !d.Known() {
 				sym = append(sym, d)
 			}
 		}
-		if len(sym) == 1 && sym[0].Param != "" && outKnown && builder.NumElements(outN) == knownIn {
+		if len(sym) == 1 && sym[0].Param != "" && outKnown && b == knownIn {
 			out[inferred] = sym[0]
 		} else {
 			out[inferred] = builder.UnknownDim()
@@ -267,9 +282,10 @@ func Transpose(data *builder.Value, perm []int64) *builder.Value {
 	if perm != nil {
 		attrs = append(attrs, builder.IntsAttr("perm", perm))
 	}
-	return builder.Apply(builder.Call{Op: "Transpose", InputNames: []string{"data"}, Inputs: []*builder.Value{data}, Attrs: attrs,
+	ins := operands{{"data", data}}
+	return builder.Apply(builder.Call{Op: "Transpose", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"data"}, data); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
@@ -308,10 +324,10 @@ func Transpose(data *builder.Value, perm []int64) *builder.Value {
 // Squeeze removes dimensions of size 1 from data (ONNX Squeeze): those
 // listed in axes (a 1-D int64 tensor), or all of them when axes is nil.
 func Squeeze(data, axes *builder.Value) *builder.Value {
-	names := []string{"data", "axes"}
-	return builder.Apply(builder.Call{Op: "Squeeze", InputNames: names, Inputs: trimInputs([]*builder.Value{data, axes}),
+	ins := operands{{"data", data}, {"axes", axes}}
+	return builder.Apply(builder.Call{Op: "Squeeze", InputNames: ins.names(), Inputs: trimInputs(ins.values()),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:1], data); err != nil {
+			if err := required(ins[0]); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
@@ -370,10 +386,10 @@ func Squeeze(data, axes *builder.Value) *builder.Value {
 // Unsqueeze inserts dimensions of size 1 into data at the positions listed in
 // axes, a 1-D int64 tensor of output axes (ONNX Unsqueeze).
 func Unsqueeze(data, axes *builder.Value) *builder.Value {
-	names := []string{"data", "axes"}
-	return builder.Apply(builder.Call{Op: "Unsqueeze", InputNames: names, Inputs: trimInputs([]*builder.Value{data, axes}),
+	ins := operands{{"data", data}, {"axes", axes}}
+	return builder.Apply(builder.Call{Op: "Unsqueeze", InputNames: ins.names(), Inputs: trimInputs(ins.values()),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, data, axes); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
@@ -419,26 +435,27 @@ func Unsqueeze(data, axes *builder.Value) *builder.Value {
 // Concat joins its inputs along axis (ONNX Concat). All inputs have the same
 // element type and rank and agree on every other dimension.
 func Concat(axis int64, inputs ...*builder.Value) *builder.Value {
-	names := variadicNames(len(inputs), "inputs")
-	return builder.Apply(builder.Call{Op: "Concat", InputNames: names, Inputs: inputs,
+	ins := numbered("inputs", inputs)
+	return builder.Apply(builder.Call{Op: "Concat", InputNames: ins.names(), Inputs: ins.values(),
 		Attrs: []builder.Attr{builder.IntAttr("axis", axis)},
 		Infer: func() ([]*builder.Type, error) {
 			if len(inputs) == 0 {
 				return nil, errors.New("needs at least one input")
 			}
-			if err := required(names, inputs...); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
-			if err := checkElem(names[0], inputs[0], allTypes); err != nil {
+			if err := checkElem(ins[0].name, inputs[0], allTypes); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, inputs...); err != nil {
+			if err := sameElem(ins[0], ins[1:]...); err != nil {
 				return nil, err
 			}
 			var out builder.Shape
+			var first operand // the input out's shape comes from
 			a := -1
-			for i, in := range inputs {
-				s := in.Shape()
+			for _, in := range ins {
+				s := in.v.Shape()
 				if s == nil {
 					continue
 				}
@@ -447,11 +464,11 @@ func Concat(axis int64, inputs ...*builder.Value) *builder.Value {
 					if a, err = builder.NormAxis(axis, len(s)); err != nil {
 						return nil, err
 					}
-					out = s.Clone()
+					out, first = s.Clone(), in
 					continue
 				}
 				if len(s) != len(out) {
-					return nil, fmt.Errorf("%s is %s but %s has rank %d: ranks must match", names[i], in.Type(), names[0], len(out))
+					return nil, fmt.Errorf("%s is %s but %s has rank %d: ranks must match", in.name, in.v.Type(), first.name, len(out))
 				}
 				for d := range s {
 					if d == a {
@@ -464,7 +481,7 @@ func Concat(axis int64, inputs ...*builder.Value) *builder.Value {
 					}
 					m, ok := mergeDim(out[d], s[d])
 					if !ok {
-						return nil, fmt.Errorf("%s is %s: dimension %d is %s, want %s as in the other inputs", names[i], in.Type(), d, s[d], out[d])
+						return nil, fmt.Errorf("%s is %s: dimension %d is %s, want %s as in the other inputs", in.name, in.v.Type(), d, s[d], out[d])
 					}
 					out[d] = m
 				}
@@ -486,10 +503,10 @@ func Split(input, split *builder.Value, axis int64, numOutputs int) []*builder.V
 	if axis != 0 {
 		attrs = append(attrs, builder.IntAttr("axis", axis))
 	}
-	names := []string{"input", "split"}
-	return builder.Apply(builder.Call{Op: "Split", InputNames: names, Inputs: trimInputs([]*builder.Value{input, split}), Attrs: attrs,
+	ins := operands{{"input", input}, {"split", split}}
+	return builder.Apply(builder.Call{Op: "Split", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:1], input); err != nil {
+			if err := required(ins[0]); err != nil {
 				return nil, err
 			}
 			if numOutputs < 1 {
@@ -562,27 +579,26 @@ func Split(input, split *builder.Value, axis int64, numOutputs int) []*builder.V
 // optional (nil): all leading axes and steps of 1. The output shape is
 // inferred when they are build-time constants.
 func Slice(data, starts, ends, axes, steps *builder.Value) *builder.Value {
-	names := []string{"data", "starts", "ends", "axes", "steps"}
-	return builder.Apply(builder.Call{Op: "Slice", InputNames: names, Inputs: trimInputs([]*builder.Value{data, starts, ends, axes, steps}),
+	ins := operands{{"data", data}, {"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}
+	return builder.Apply(builder.Call{Op: "Slice", InputNames: ins.names(), Inputs: trimInputs(ins.values()),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:3], data, starts, ends); err != nil {
+			if err := required(ins[:3]...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
 				return nil, err
 			}
-			idx := []*builder.Value{starts, ends, axes, steps}
-			for i, v := range idx {
-				if v == nil {
+			for _, in := range ins[1:] {
+				if in.v == nil {
 					continue
 				}
-				if err := checkElem(names[i+1], v, indexTypes); err != nil {
+				if err := checkElem(in.name, in.v, indexTypes); err != nil {
 					return nil, err
 				}
-				if err := checkRank(names[i+1], v, 1); err != nil {
+				if err := checkRank(in.name, in.v, 1); err != nil {
 					return nil, err
 				}
-				if err := sameElem([]string{"starts", names[i+1]}, starts, v); err != nil {
+				if err := sameElem(ins[1], in); err != nil {
 					return nil, err
 				}
 			}
@@ -670,10 +686,10 @@ func Gather(data, indices *builder.Value, axis int64) *builder.Value {
 	if axis != 0 {
 		attrs = append(attrs, builder.IntAttr("axis", axis))
 	}
-	names := []string{"data", "indices"}
-	return builder.Apply(builder.Call{Op: "Gather", InputNames: names, Inputs: []*builder.Value{data, indices}, Attrs: attrs,
+	ins := operands{{"data", data}, {"indices", indices}}
+	return builder.Apply(builder.Call{Op: "Gather", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, data, indices); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("data", data, allTypes); err != nil {
@@ -704,10 +720,10 @@ func Gather(data, indices *builder.Value, axis int64) *builder.Value {
 // Expand broadcasts input to shape, a 1-D int64 tensor (ONNX Expand). The
 // result has the numpy broadcast of input's shape and shape.
 func Expand(input, shape *builder.Value) *builder.Value {
-	names := []string{"input", "shape"}
-	return builder.Apply(builder.Call{Op: "Expand", InputNames: names, Inputs: []*builder.Value{input, shape},
+	ins := operands{{"input", input}, {"shape", shape}}
+	return builder.Apply(builder.Call{Op: "Expand", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, input, shape); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("input", input, allTypes); err != nil {
@@ -750,9 +766,10 @@ func ConstantOfShape(shape *builder.Value, value *builder.Tensor) *builder.Value
 	if value != nil {
 		attrs = append(attrs, builder.TensorAttr("value", value))
 	}
-	return builder.Apply(builder.Call{Op: "ConstantOfShape", InputNames: []string{"input"}, Inputs: []*builder.Value{shape}, Attrs: attrs,
+	ins := operands{{"input", shape}}
+	return builder.Apply(builder.Call{Op: "ConstantOfShape", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"input"}, shape); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("input", shape, int64Types); err != nil {
@@ -795,20 +812,20 @@ func ConstantOfShape(shape *builder.Value, value *builder.Tensor) *builder.Value
 // including limit (ONNX Range). The three inputs are scalars of the same
 // type; the length is inferred when they are build-time constants.
 func Range(start, limit, delta *builder.Value) *builder.Value {
-	names := []string{"start", "limit", "delta"}
-	return builder.Apply(builder.Call{Op: "Range", InputNames: names, Inputs: []*builder.Value{start, limit, delta},
+	ins := operands{{"start", start}, {"limit", limit}, {"delta", delta}}
+	return builder.Apply(builder.Call{Op: "Range", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, start, limit, delta); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("start", start, rangeTypes); err != nil {
 				return nil, err
 			}
-			if err := sameElem(names, start, limit, delta); err != nil {
+			if err := sameElem(ins[0], ins[1:]...); err != nil {
 				return nil, err
 			}
-			for i, v := range []*builder.Value{start, limit, delta} {
-				if err := checkRank(names[i], v, 0); err != nil {
+			for _, in := range ins {
+				if err := checkRank(in.name, in.v, 0); err != nil {
 					return nil, err
 				}
 			}
@@ -844,11 +861,11 @@ func Pad(data, pads *builder.Value, opts PadOpts) *builder.Value {
 	if opts.Mode != "" && opts.Mode != "constant" {
 		attrs = append(attrs, builder.StringAttr("mode", opts.Mode))
 	}
-	names := []string{"data", "pads", "constant_value"}
 	cv := opts.ConstantValue
-	return builder.Apply(builder.Call{Op: "Pad", InputNames: names, Inputs: trimInputs([]*builder.Value{data, pads, cv}), Attrs: attrs,
+	ins := operands{{"data", data}, {"pads", pads}, {"constant_value", cv}}
+	return builder.Apply(builder.Call{Op: "Pad", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:2], data, pads); err != nil {
+			if err := required(ins[:2]...); err != nil {
 				return nil, err
 			}
 			switch opts.Mode {
@@ -866,7 +883,7 @@ func Pad(data, pads *builder.Value, opts PadOpts) *builder.Value {
 				return nil, err
 			}
 			if cv != nil {
-				if err := sameElem([]string{"data", "constant_value"}, data, cv); err != nil {
+				if err := sameElem(ins[0], ins[2]); err != nil {
 					return nil, err
 				}
 				if err := checkRank("constant_value", cv, 0, 1); err != nil {

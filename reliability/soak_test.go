@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
@@ -23,9 +24,7 @@ const soakFixture = "../testdata/fixtures/bahdanau_b4_l2/checkpoint.pt"
 // soakModel exports soakFixture (with greedy.onnx) into a temporary dir.
 func soakModel(t *testing.T) string {
 	t.Helper()
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	dir := filepath.Join(t.TempDir(), "model")
 	if _, err := modeldir.Export(soakFixture, dir, modeldir.Options{Greedy: true}); err != nil {
 		t.Fatal(err)

@@ -166,16 +166,16 @@ func newHalfValue[T F16 | BF16](dt DType, shape []int64, d []T) (ort.Value, erro
 func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
 	dt := DType(x.DataType())
 	shape := []int64(x.GetShape())
-	n, err := numElements(shape)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: %s tensor: %w", dt, err)
-	}
 	b := x.GetData()
 	switch dt {
 	case Float16, BFloat16:
-		if int64(len(b)) != 2*n {
+		want, err := builder.ByteSize(builder.DataType(dt), shape)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %s tensor: %w", dt, err)
+		}
+		if int64(len(b)) != want {
 			return nil, fmt.Errorf("runtime: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
-				dt, formatDims(shape, nil), len(b), 2*n, dt)
+				dt, formatDims(shape, nil), len(b), want, dt)
 		}
 		if dt == Float16 {
 			return &Tensor{Shape: shape, Data: halvesOf[F16](b)}, nil

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,9 @@ var (
 //  4. the same two names through the dynamic loader's default search path.
 //
 // The first file that exists is the one loaded; if it is not a loadable ONNX
-// Runtime library, Init fails naming it rather than trying the next.
+// Runtime library, Init fails naming it rather than trying the next. When
+// there is no library file at all (none found, or $ATTNX_ORT_LIB names a
+// file that does not exist), errors.Is(err, fs.ErrNotExist) holds.
 func Init() error {
 	initMu.Lock()
 	defer initMu.Unlock()
@@ -118,9 +121,18 @@ func initialize() (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("runtime: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
-		EnvLib, strings.Join(searched, ", "), installHint)
+	return "", &notFoundError{fmt.Sprintf("runtime: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
+		EnvLib, strings.Join(searched, ", "), installHint)}
 }
+
+// notFoundError is Init's error when no library file exists anywhere it
+// looked; it is an fs.ErrNotExist, as a missing $ATTNX_ORT_LIB file is.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, fs.ErrNotExist) true.
+func (e *notFoundError) Is(target error) bool { return target == fs.ErrNotExist }
 
 // candidates lists the files to look for, in order, without duplicates.
 func candidates() []string {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,20 +12,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/attnx/attnx/internal/testenv"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
 // The models under testdata/ are written by testdata/gen_models.py.
 
-// needORT initialises ORT or skips when the library is genuinely absent.
+// needORT initialises ORT; see testenv.ORT for an absent library.
 func needORT(t *testing.T) {
 	t.Helper()
-	if err := Init(); err != nil {
-		if strings.Contains(err.Error(), "not found") {
-			t.Skipf("ONNX Runtime library absent (%v)", err)
-		}
-		t.Fatalf("Init: %v", err)
-	}
+	testenv.ORT(t, Init())
 }
 
 func openModel(t *testing.T, name string, opt Options) *Session {
@@ -50,12 +47,7 @@ func TestInitConcurrentAndVersion(t *testing.T) {
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				t.Skipf("ONNX Runtime library absent (%v)", err)
-			}
-			t.Fatalf("Init: %v", err)
-		}
+		testenv.ORT(t, err)
 	}
 	if p := LibraryPath(); os.Getenv(EnvLib) == "" && !strings.HasSuffix(p, projectLib) {
 		t.Errorf("LibraryPath() = %q, want the project install ending in %s", p, projectLib)
@@ -74,6 +66,7 @@ func TestInitChild(t *testing.T) {
 	}
 	err := Init()
 	fmt.Printf("INIT-RESULT: %v\n", err)
+	fmt.Printf("INIT-NOT-EXIST: %v\n", errors.Is(err, fs.ErrNotExist))
 	// A second call must give the same answer without retrying.
 	if err2 := Init(); fmt.Sprint(err2) != fmt.Sprint(err) {
 		fmt.Printf("INIT-SECOND-DIFFERS: %v\n", err2)
@@ -92,17 +85,19 @@ func TestInitErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// INIT-NOT-EXIST: absent libraries are fs.ErrNotExist (testenv.ORT then
+	// skips outside CI), a broken one is not.
 	tests := []struct {
 		name string
 		lib  string // "" = unset
 		want []string
 	}{
 		{"nonexistent path", filepath.Join(dir, "nope", "libonnxruntime.so.1"),
-			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
+			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1", "INIT-NOT-EXIST: true"}},
 		{"text file", text,
-			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`"}},
+			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`", "INIT-NOT-EXIST: false"}},
 		{"nothing installed anywhere", "",
-			[]string{"ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)", filepath.Join(dir, projectLib),
+			[]string{"INIT-NOT-EXIST: true", "ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)", filepath.Join(dir, projectLib),
 				"/usr/lib/libonnxruntime.so.1", "/usr/local/lib/libonnxruntime.so.1", "libonnxruntime.so (dynamic loader path)",
 				"run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
 	}
@@ -627,28 +622,6 @@ func TestRunValuesLowLevel(t *testing.T) {
 	}
 }
 
-func TestGraphIO(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "batch.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := graphIO(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]ioDecl{
-		"source_ids": {hasShape: true, dims: []string{"batch", "src_len"}},
-		"scale":      {hasShape: true, dims: []string{""}},
-		"out":        {hasShape: true, dims: []string{"batch", "src_len"}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("graphIO = %+v, want %+v", got, want)
-	}
-	if _, err := graphIO([]byte{0x3a, 0x10, 0x01}); err == nil {
-		t.Error("truncated model: no error")
-	}
-}
-
 func TestTensorHelpers(t *testing.T) {
 	tests := []struct {
 		t    *Tensor
@@ -675,5 +648,37 @@ func TestTensorHelpers(t *testing.T) {
 	shape[0] = 9
 	if tt.Shape[0] != 2 {
 		t.Error("NewTensor did not copy the shape")
+	}
+}
+
+// TestShapeOverflow: a shape whose element count does not fit in int64
+// wrapped around (2^32 x 2^32 = 0 elements matched empty data; 2^62 x 2
+// went negative and made([]T, n) panicked when preallocating an output).
+// Every path must refuse it, naming the shape.
+func TestShapeOverflow(t *testing.T) {
+	needORT(t)
+	huge := &Tensor{Shape: []int64{1 << 32, 1 << 32}, Data: []float32{}}
+	const want = "shape [4294967296 4294967296] has more than 9223372036854775807 elements"
+	if v, err := NewValue(huge); err == nil || !strings.Contains(err.Error(), want) {
+		if err == nil {
+			v.Destroy()
+		}
+		t.Errorf("NewValue: err = %v, want it to contain %q", err, want)
+	}
+	free := IOInfo{Name: "x", Kind: "tensor", Type: Float32}
+	if err := checkTensor(free, huge); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkTensor: err = %v, want it to contain %q", err, want)
+	}
+	if err := checkSequence(free, NewSequence(huge)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkSequence: err = %v, want it to contain %q", err, want)
+	}
+	for _, dt := range []DType{Float32, Float16, Int64} {
+		v, err := newEmptyValue(dt, []int64{1 << 62, 2})
+		if err == nil {
+			v.Destroy()
+		}
+		if w := "shape [4611686018427387904 2] has more than 9223372036854775807 elements"; err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("newEmptyValue(%s): err = %v, want it to contain %q", dt, err, w)
+		}
 	}
 }

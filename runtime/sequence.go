@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/attnx/attnx/builder"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -91,7 +92,7 @@ func checkSequence(info IOInfo, s *Sequence) error {
 		if t.DType() != want {
 			return bad("element type %s, want %s", t.DType(), want)
 		}
-		n, err := numElements(t.Shape)
+		n, err := builder.ElementCount(t.Shape)
 		if err != nil {
 			return bad("%v", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	ort "github.com/yalue/onnxruntime_go"
 )
 
 func TestSequenceIOInfo(t *testing.T) {
@@ -96,5 +98,31 @@ func TestSequenceInputErrors(t *testing.T) {
 	_, err = s.Run(map[string]*Tensor{"y": y})
 	if want := `output "ys" is a seq(float32), which Run cannot return; use RunData`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Run: err = %v, want it to contain %q", err, want)
+	}
+}
+
+// TestRunDataReleasesSequenceElements counts the ORT values RunData
+// releases: its inputs, its outputs and the tensor values it made for the
+// elements of an input sequence (those used to leak, one OrtValue per
+// element per call).
+func TestRunDataReleasesSequenceElements(t *testing.T) {
+	s := openModel(t, "sequence", Options{})
+	destroyed := 0
+	destroyHook = func(ort.Value) { destroyed++ }
+	t.Cleanup(func() { destroyHook = nil })
+	for _, n := range []int{1, 2, 5} {
+		xs := NewSequence()
+		for i := range n {
+			xs.Tensors = append(xs.Tensors, NewFloat32([]int64{1}, []float32{float32(i)}))
+		}
+		destroyed = 0
+		if _, err := s.RunData(map[string]Datum{"xs": xs, "y": NewFloat32([]int64{1}, []float32{9})}); err != nil {
+			t.Fatalf("RunData: %v", err)
+		}
+		want := len(s.Inputs()) + len(s.Outputs()) + n
+		if destroyed != want {
+			t.Errorf("sequence of %d: RunData released %d ORT values, want %d (%d inputs, %d outputs, %d sequence elements)",
+				n, destroyed, want, len(s.Inputs()), len(s.Outputs()), n)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/export"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -181,7 +183,13 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading %s: %w", name, err)
 	}
-	decls, derr := graphIO(data)
+	// ORT reports symbolic dimensions as -1 without their names, and an
+	// absent shape like a rank-0 one: the file's own declarations say which.
+	declIn, declOut, derr := export.ReadGraphIO(data)
+	decls := map[string]export.ValueType{}
+	for _, d := range append(declIn, declOut...) {
+		decls[d.Name] = d.Type
+	}
 	s.inputs = describe(ins, decls, derr == nil)
 	s.outputs = describe(outs, decls, derr == nil)
 
@@ -295,17 +303,18 @@ func newSessionOptions(opt Options, cuda bool) (*ort.SessionOptions, error) {
 }
 
 // describe turns ORT's view of inputs/outputs into IOInfos, adding the
-// symbolic names and shape presence read from the model file.
-func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bool) []IOInfo {
+// symbolic names and shape presence that the model file declares (decls,
+// by name; haveDecls is false when the file could not be read for them).
+func describe(infos []ort.InputOutputInfo, decls map[string]export.ValueType, haveDecls bool) []IOInfo {
 	out := make([]IOInfo, len(infos))
 	for i, in := range infos {
 		io := IOInfo{Name: in.Name, Kind: onnxTypeName(in.OrtValueType)}
+		d, ok := decls[in.Name]
 		if in.OrtValueType == ort.ONNXTypeTensor || in.OrtValueType == ort.ONNXTypeSparseTensor {
 			io.Type = DType(in.DataType)
-			d, ok := decls[in.Name]
 			switch {
 			case ok:
-				io.RankKnown = d.hasShape
+				io.RankKnown = d.Shape != nil
 			case haveDecls:
 				io.RankKnown = true // ORT knows more than the file (should not happen)
 			default:
@@ -314,17 +323,19 @@ func describe(infos []ort.InputOutputInfo, decls map[string]ioDecl, haveDecls bo
 			if io.RankKnown {
 				io.Shape = append([]int64{}, in.Dimensions...)
 				io.DimNames = make([]string, len(io.Shape))
-				if ok && len(d.dims) == len(io.Shape) {
-					for j, n := range d.dims {
+				if ok && len(d.Shape) == len(io.Shape) {
+					for j, dim := range d.Shape {
 						if io.Shape[j] < 0 {
-							io.DimNames[j] = n
+							io.DimNames[j] = dim.Param
 						}
 					}
 				}
 			}
 		}
 		if in.OrtValueType == ort.ONNXTypeSequence {
-			io.Type = decls[in.Name].seqElem
+			if elem, isTensors := d.TensorElem(); isTensors {
+				io.Type = DType(elem)
+			}
 		}
 		out[i] = io
 	}
@@ -446,9 +457,13 @@ func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 	in := make([]ort.Value, len(s.inputs))
 	out := make([]ort.Value, len(s.outputs))
 	var elems []ort.Value // elements of input sequences, released after them
-	defer destroyAll(elems)
-	defer destroyAll(in)
-	defer destroyAll(out)
+	// One deferred closure, so that it sees the elements appended below (a
+	// deferred destroyAll(elems) would see the nil slice of this line).
+	defer func() {
+		destroyAll(out)
+		destroyAll(in)
+		destroyAll(elems)
+	}()
 	for i, info := range s.inputs {
 		switch d := inputs[info.Name].(type) {
 		case *Sequence:
@@ -603,9 +618,16 @@ func hasFreeDim(shape []int64) bool {
 	return false
 }
 
+// destroyHook, when set (by tests), sees every value destroyAll releases.
+var destroyHook func(ort.Value)
+
+// destroyAll releases every value of vs and clears the slice.
 func destroyAll(vs []ort.Value) {
 	for i, v := range vs {
 		if !isNilValue(v) {
+			if destroyHook != nil {
+				destroyHook(v)
+			}
 			v.Destroy()
 		}
 		vs[i] = nil
@@ -711,7 +733,7 @@ func checkTensor(info IOInfo, t *Tensor) error {
 	if t.DType() != info.Type {
 		return bad("element type %s, want %s", t.DType(), info.Type)
 	}
-	n, err := numElements(t.Shape)
+	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
 		return bad("%v", err)
 	}

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -225,18 +227,6 @@ func formatDims(dims []int64, names []string) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// numElements returns the product of shape, or an error for a negative dim.
-func numElements(shape []int64) (int64, error) {
-	n := int64(1)
-	for i, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("dimension %d is negative (%d)", i, d)
-		}
-		n *= d
-	}
-	return n, nil
-}
-
 // NewValue makes an ORT value over t's data (not a copy; strings are
 // copied into ORT). The caller must Destroy it. It is the bridge to the
 // lower-level RunValues and Binding paths.
@@ -247,7 +237,7 @@ func NewValue(t *Tensor) (ort.Value, error) {
 	if t == nil {
 		return nil, fmt.Errorf("runtime: nil tensor")
 	}
-	n, err := numElements(t.Shape)
+	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: tensor %s: %w", t, err)
 	}
@@ -326,7 +316,7 @@ func newValue[T ort.TensorData](shape []int64, data []T) (ort.Value, error) {
 // newEmptyValue allocates a zeroed ORT value of type dt and fully known
 // shape, for preallocated outputs.
 func newEmptyValue(dt DType, shape []int64) (ort.Value, error) {
-	n, err := numElements(shape)
+	n, err := builder.ElementCount(shape)
 	if err != nil {
 		return nil, err
 	}
@@ -453,4 +443,67 @@ func onnxTypeName(t ort.ONNXType) string {
 		return "optional"
 	}
 	return "unknown-kind"
+}
+
+// FromBuilder converts a builder tensor (little-endian raw bytes, as
+// initializers, checkpoints and export.ReadTensorProto hold them) into a
+// Tensor with a typed slice, copying the data. It is the one conversion
+// from builder's tensors to runtime's. Complex tensors, which Tensor
+// cannot hold, and tensors whose data does not fit their shape are errors
+// naming the tensor.
+func FromBuilder(t *builder.Tensor) (*Tensor, error) {
+	if t == nil {
+		return nil, fmt.Errorf("runtime: nil builder tensor")
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	raw := t.Raw
+	var data any
+	switch t.DType {
+	case builder.Float:
+		data = fromLE(raw, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+	case builder.Double:
+		data = fromLE(raw, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	case builder.Int8:
+		data = fromLE(raw, 1, func(b []byte) int8 { return int8(b[0]) })
+	case builder.Uint8:
+		data = append([]uint8{}, raw...)
+	case builder.Int16:
+		data = fromLE(raw, 2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
+	case builder.Uint16:
+		data = fromLE(raw, 2, binary.LittleEndian.Uint16)
+	case builder.Int32:
+		data = fromLE(raw, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+	case builder.Uint32:
+		data = fromLE(raw, 4, binary.LittleEndian.Uint32)
+	case builder.Int64:
+		data = fromLE(raw, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+	case builder.Uint64:
+		data = fromLE(raw, 8, binary.LittleEndian.Uint64)
+	case builder.Bool:
+		data = fromLE(raw, 1, func(b []byte) bool { return b[0] != 0 })
+	case builder.Float16:
+		data = fromLE(raw, 2, func(b []byte) F16 { return F16(binary.LittleEndian.Uint16(b)) })
+	case builder.BFloat16:
+		data = fromLE(raw, 2, func(b []byte) BF16 { return BF16(binary.LittleEndian.Uint16(b)) })
+	case builder.String:
+		s := make([]string, len(t.Strings))
+		for i, b := range t.Strings {
+			s[i] = string(b)
+		}
+		data = s
+	default:
+		return nil, fmt.Errorf("runtime: tensor %q: %v tensors cannot be held in a runtime Tensor (supported: %s)", t.Name, t.DType, supportedData)
+	}
+	return &Tensor{Shape: append([]int64{}, t.Dims...), Data: data}, nil
+}
+
+// fromLE decodes raw as consecutive little-endian elements of size bytes.
+func fromLE[T any](raw []byte, size int, decode func([]byte) T) []T {
+	out := make([]T, len(raw)/size)
+	for i := range out {
+		out[i] = decode(raw[size*i : size*(i+1)])
+	}
+	return out
 }

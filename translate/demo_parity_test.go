@@ -14,6 +14,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/testenv"
 )
 
 // pytorchGreedy decodes texts with the PyTorch reference (one batch,
@@ -40,12 +41,7 @@ print(json.dumps([toks[i, :lens[i]].tolist() for i in range(len(texts))]))
 // tokens for every input.
 func TestDemoMatchesPyTorchGreedy(t *testing.T) {
 	needORT(t)
-	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PyTorch is required in CI: %v", err)
-		}
-		t.Skip("PyTorch not installed (apt-get install python3-torch)")
-	}
+	testenv.Torch(t)
 	const demo, maxLen = "../testdata/demo", 12
 	var src, tgt []string
 	for name, v := range map[string]*[]string{"src_vocab.json": &src, "tgt_vocab.json": &tgt} {

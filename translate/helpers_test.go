@@ -10,6 +10,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
@@ -119,7 +120,5 @@ func randomStateDict(cfg attention.Config, seed int64) map[string]*builder.Tenso
 
 func needORT(tb testing.TB) {
 	tb.Helper()
-	if err := runtime.Init(); err != nil {
-		tb.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(tb, runtime.Init())
 }

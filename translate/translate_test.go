@@ -17,6 +17,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 )
 
@@ -527,7 +528,7 @@ func TestDemoModels(t *testing.T) {
 	for name, v := range map[string]*[]string{"src_vocab.json": &src, "tgt_vocab.json": &tgt} {
 		data, err := os.ReadFile(filepath.Join(demo, name))
 		if err != nil {
-			t.Skipf("demo vocabularies: %v", err)
+			testenv.Missing(t, "the demo vocabulary "+name, "git checkout testdata/demo (the files are committed; testdata/demo/README.md says how to regenerate them)", err)
 		}
 		if err := json.Unmarshal(data, v); err != nil {
 			t.Fatal(err)
@@ -535,7 +536,7 @@ func TestDemoModels(t *testing.T) {
 	}
 	fh, err := os.Open(filepath.Join(demo, "heldout.txt"))
 	if err != nil {
-		t.Skipf("demo held-out set: %v", err)
+		testenv.Missing(t, "the demo held-out set", "git checkout testdata/demo (the files are committed; testdata/demo/README.md says how to regenerate them)", err)
 	}
 	defer fh.Close()
 	var inputs, wants []string
@@ -550,7 +551,7 @@ func TestDemoModels(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ckpt := filepath.Join(demo, name)
 			if _, err := os.Stat(ckpt); err != nil {
-				t.Skipf("demo model not trained yet: %v", err)
+				testenv.Missing(t, "the demo model "+name, "git checkout testdata/demo (the files are committed; testdata/demo/README.md says how to regenerate them)", err)
 			}
 			w := fixtures.Weights(t, ckpt)
 			dir := t.TempDir()

@@ -46,11 +46,11 @@ func openChecked(t *testing.T, m *builder.Model) *runtime.Session {
 // sourceTensor returns a reference run's source_ids as a runtime tensor.
 func sourceTensor(t *testing.T, d *fixtures.Data) *runtime.Tensor {
 	t.Helper()
-	ids, err := d.SourceIDs.Int64s()
+	ids, err := runtime.FromBuilder(d.SourceIDs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runtime.NewInt64(d.SourceIDs.Dims, ids)
+	return ids
 }
 
 func TestFixturesMatchPyTorch(t *testing.T) {

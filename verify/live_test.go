@@ -13,6 +13,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -22,12 +23,7 @@ const referenceScript = "../testdata/reference/reference.py"
 // so under CI=true a missing torch fails instead.
 func requireTorch(t *testing.T) {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PyTorch is required in CI: /usr/bin/python3 -c 'import torch': %v", err)
-		}
-		t.Skip("PyTorch not installed (apt-get install python3-torch, or run make test)")
-	}
+	testenv.Torch(t)
 }
 
 func reference(t *testing.T, args ...string) {
@@ -138,9 +134,7 @@ func readRun(t *testing.T, inPath, outPath string) (*runtime.Tensor, []int64, []
 // computes what attnx's graphs compute; it also logs both node counts.
 func TestTorchOnnxExportAgrees(t *testing.T) {
 	requireTorch(t)
-	if err := exec.Command("/usr/bin/python3", "-c", "import onnx").Run(); err != nil {
-		t.Skip("python3-onnx not installed")
-	}
+	testenv.PythonONNX(t)
 	var counts []string
 	for _, arch := range attention.Archs {
 		t.Run(string(arch), func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/procstat"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -196,9 +197,7 @@ type badCase struct {
 }
 
 func TestBadInput(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	m := badSetup(t, tmp)
 	out := filepath.Join(tmp, "out")
@@ -453,9 +452,7 @@ func TestBadInputHelperProcess(t *testing.T) {
 // pointing at nothing, in a subprocess: the message names the library path
 // and the variable, and there is no panic.
 func TestBadInputMissingORT(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available, so a model cannot be exported first: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
@@ -536,9 +533,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 translations")
 	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -38,9 +39,7 @@ func TestBenchUsageErrors(t *testing.T) {
 // TestBenchJSON runs the ORT engines on a tiny random model (no PyTorch)
 // and checks the JSON report's shape.
 func TestBenchJSON(t *testing.T) {
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	jsonOut := t.TempDir() + "/r.json"
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "bahdanau", "-hidden", "8", "-vocab", "20",
 		"-src-len", "3", "-batch", "1", "-threads", "1", "-steps", "3", "-reps", "2", "-min-time", "1ms", "-warmup", "1",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/attnx/attnx/conformance"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
@@ -18,20 +19,8 @@ import (
 // the data or ONNX Runtime is missing, and fails under CI=true.
 func needData(t *testing.T) string {
 	t.Helper()
-	missing := func(format string, a ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("required in CI: "+format, a...)
-		}
-		t.Skipf(format, a...)
-	}
-	dir := filepath.Join(conformance.DefaultRoot, "node", "test_abs")
-	if _, err := os.Stat(dir); err != nil {
-		missing("ONNX backend test data not installed (Debian libonnx-testdata): %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		missing("ONNX Runtime not available: %v", err)
-	}
+	dir := filepath.Join(testenv.Backend(t, "node"), "test_abs")
+	testenv.ORT(t, runtime.Init())
 	return dir
 }
 

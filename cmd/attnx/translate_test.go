@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 )
@@ -17,9 +18,7 @@ import (
 // "b", ...
 func translateTestModel(t *testing.T) string {
 	t.Helper()
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	vocab := func(name string, n int) string {
 		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}

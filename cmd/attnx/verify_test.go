@@ -3,27 +3,20 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
-// needTorch skips when Debian's PyTorch or ONNX Runtime is absent (CI=true
-// makes a missing torch fail instead, as in package verify).
+// needTorch ends the test when Debian's PyTorch or ONNX Runtime is absent
+// (a skip, or a failure under CI: see package testenv).
 func needTorch(t *testing.T) {
 	t.Helper()
-	if err := exec.Command(pythonPath, "-c", "import torch").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PyTorch is required in CI: %v", err)
-		}
-		t.Skip("PyTorch not installed for /usr/bin/python3 (apt-get install python3-torch, or make deps)")
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.Torch(t)
+	testenv.ORT(t, runtime.Init())
 }
 
 func exportFixture(t *testing.T, name string, extra ...string) string {

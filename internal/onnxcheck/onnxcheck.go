@@ -2,7 +2,8 @@
 // onnx.checker.check_model(model, full_check=True), on models that attnx
 // builds. It uses Debian's /usr/bin/python3 with python3-onnx (1.12), not
 // whatever python3 comes first on PATH. Tests call Check on every model
-// they build; it skips the test when the checker is not installed.
+// they build; when the checker is not installed, Require (which Check calls)
+// skips the test, or fails it under CI (see package testenv).
 package onnxcheck
 
 import (
@@ -17,10 +18,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/attnx/attnx/internal/testenv"
 )
 
 // Python is the interpreter that has the onnx module (Debian's).
-const Python = "/usr/bin/python3"
+const Python = testenv.Python
 
 // Timeout bounds one checker run.
 var Timeout = 2 * time.Minute
@@ -127,14 +130,21 @@ func CheckBytes(data []byte) error {
 	return checkFile(p, "model")
 }
 
-// Check fails t with the checker's message when data, a serialized model,
-// does not pass onnx.checker.check_model(full_check=True). It skips t when
-// the checker is not installed.
-func Check(t testing.TB, data []byte) {
+// Require ends t when the checker cannot run: through testenv.Missing, a
+// skip outside CI and a failure under CI.
+func Require(t testing.TB) {
 	t.Helper()
 	if err := Available(); err != nil {
-		t.Skipf("skipping the ONNX checker: %v", err)
+		testenv.Missing(t, "the ONNX checker (onnx.checker for "+Python+")", "apt-get install python3-onnx (or make deps)", err)
 	}
+}
+
+// Check fails t with the checker's message when data, a serialized model,
+// does not pass onnx.checker.check_model(full_check=True). When the checker
+// is not installed, see Require.
+func Check(t testing.TB, data []byte) {
+	t.Helper()
+	Require(t)
 	if err := CheckBytes(data); err != nil {
 		t.Errorf("ONNX checker rejects the model: %v", err)
 	}

@@ -29,9 +29,7 @@ func model(t *testing.T, outType builder.Type) []byte {
 }
 
 func TestCheckerAcceptsAndRejects(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	Require(t)
 	good := model(t, builder.TensorType(builder.Float, builder.Dims("batch", 3)))
 	Check(t, good)
 	if err := CheckBytes(good); err != nil {
@@ -59,9 +57,7 @@ func TestCheckerAcceptsAndRejects(t *testing.T) {
 }
 
 func TestCheckerRejectsUnknownOperator(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	Require(t)
 	g := builder.New("g")
 	x := g.Input("x", builder.Float, builder.Dims(2))
 	y := builder.Apply(builder.Call{Op: "NoSuchOp", Inputs: []*builder.Value{x}, Infer: func() ([]*builder.Type, error) {

@@ -1,11 +1,13 @@
-// Package onnxpb holds the protobuf bindings for onnx.proto, generated from
-// the copy that Debian's python3-onnx installs (ONNX 1.12, IR version 8,
-// opsets up to 17). Regenerate with `go generate ./internal/onnxpb` (needs
-// protoc from Debian's protobuf-compiler); TestGeneratedCodeIsFresh fails
-// when the committed copy is stale.
+// Package onnxpb holds the protobuf bindings for onnx.proto and
+// onnx-data.proto (SequenceProto and its kin, the files of the ONNX backend
+// test data), generated from the copies that Debian's python3-onnx installs
+// (ONNX 1.12, IR version 8, opsets up to 17). Regenerate with `go generate
+// ./internal/onnxpb` (needs protoc from Debian's protobuf-compiler);
+// TestGeneratedCodeIsFresh fails when the committed copies are stale.
 //
-// Only package export touches these types; everything else works on the
-// builder's own types.
+// Only package export touches these types (TestProtobufStaysInExport in
+// package export enforces it); everything else works on the builder's own
+// types and on what export returns.
 package onnxpb
 
 //go:generate ./generate.sh
