@@ -88,10 +88,10 @@ func (o QuantOpts) axis() int64 {
 // opts.Axis for per-axis quantization; zeroPoint (nil-able) has the scale's
 // shape.
 func QuantizeLinear(x, scale, zeroPoint *builder.Value, opts QuantOpts) *builder.Value {
-	names := []string{"x", "y_scale", "y_zero_point"}
-	return builder.Apply(builder.Call{Op: "QuantizeLinear", InputNames: names, Inputs: trimInputs([]*builder.Value{x, scale, zeroPoint}), Attrs: opts.attrs(),
+	ins := operands{{"x", x}, {"y_scale", scale}, {"y_zero_point", zeroPoint}}
+	return builder.Apply(builder.Call{Op: "QuantizeLinear", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: opts.attrs(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:2], x, scale); err != nil {
+			if err := required(ins[:2]...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("x", x, typeSet{builder.Float, builder.Int32}); err != nil {
@@ -114,10 +114,10 @@ func QuantizeLinear(x, scale, zeroPoint *builder.Value, opts QuantOpts) *builder
 // output channel of a weight, one per row of an embedding table); zeroPoint
 // (nil-able, meaning 0) has the scale's shape and x's type.
 func DequantizeLinear(x, scale, zeroPoint *builder.Value, opts QuantOpts) *builder.Value {
-	names := []string{"x", "x_scale", "x_zero_point"}
-	return builder.Apply(builder.Call{Op: "DequantizeLinear", InputNames: names, Inputs: trimInputs([]*builder.Value{x, scale, zeroPoint}), Attrs: opts.attrs(),
+	ins := operands{{"x", x}, {"x_scale", scale}, {"x_zero_point", zeroPoint}}
+	return builder.Apply(builder.Call{Op: "DequantizeLinear", InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: opts.attrs(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:2], x, scale); err != nil {
+			if err := required(ins[:2]...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("x", x, dequantTypes); err != nil {
@@ -135,9 +135,10 @@ func DequantizeLinear(x, scale, zeroPoint *builder.Value, opts QuantOpts) *build
 // DynamicQuantizeLinear): y has x's shape, scale and zeroPoint are scalars
 // (float32 and uint8).
 func DynamicQuantizeLinear(x *builder.Value) (y, scale, zeroPoint *builder.Value) {
-	outs := builder.Apply(builder.Call{Op: "DynamicQuantizeLinear", InputNames: []string{"x"}, Inputs: []*builder.Value{x},
+	ins := operands{{"x", x}}
+	outs := builder.Apply(builder.Call{Op: "DynamicQuantizeLinear", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required([]string{"x"}, x); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("x", x, scaleTypes); err != nil {
@@ -192,10 +193,10 @@ func rowsCols(a, b *builder.Value) (rows, cols builder.Dim) {
 // are int8 or uint8; a zero point (nil-able, meaning 0) has its matrix's
 // type and is a scalar, or 1-D per row of A / per column of B.
 func MatMulInteger(a, b, aZeroPoint, bZeroPoint *builder.Value) *builder.Value {
-	names := []string{"A", "B", "a_zero_point", "b_zero_point"}
-	return builder.Apply(builder.Call{Op: "MatMulInteger", InputNames: names, Inputs: trimInputs([]*builder.Value{a, b, aZeroPoint, bZeroPoint}),
+	ins := operands{{"A", a}, {"B", b}, {"a_zero_point", aZeroPoint}, {"b_zero_point", bZeroPoint}}
+	return builder.Apply(builder.Call{Op: "MatMulInteger", InputNames: ins.names(), Inputs: trimInputs(ins.values()),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:2], a, b); err != nil {
+			if err := required(ins[:2]...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("A", a, quantTypes); err != nil {
@@ -226,11 +227,11 @@ func MatMulInteger(a, b, aZeroPoint, bZeroPoint *builder.Value) *builder.Value {
 // type); scales are float32. All eight inputs are required. A's scale and
 // zero point are scalars or 1-D per row, B's per column, y's scalars.
 func QLinearMatMul(a, aScale, aZeroPoint, b, bScale, bZeroPoint, yScale, yZeroPoint *builder.Value) *builder.Value {
-	names := []string{"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"}
-	inputs := []*builder.Value{a, aScale, aZeroPoint, b, bScale, bZeroPoint, yScale, yZeroPoint}
-	return builder.Apply(builder.Call{Op: "QLinearMatMul", InputNames: names, Inputs: inputs,
+	ins := operands{{"a", a}, {"a_scale", aScale}, {"a_zero_point", aZeroPoint}, {"b", b}, {"b_scale", bScale},
+		{"b_zero_point", bZeroPoint}, {"y_scale", yScale}, {"y_zero_point", yZeroPoint}}
+	return builder.Apply(builder.Call{Op: "QLinearMatMul", InputNames: ins.names(), Inputs: ins.values(),
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names, inputs...); err != nil {
+			if err := required(ins...); err != nil {
 				return nil, err
 			}
 			if err := checkElem("a", a, quantTypes); err != nil {
@@ -244,21 +245,21 @@ func QLinearMatMul(a, aScale, aZeroPoint, b, bScale, bZeroPoint, yScale, yZeroPo
 			}
 			rows, cols := rowsCols(a, b)
 			for _, p := range []struct {
-				scale, zp, of *builder.Value
-				names         []string
-				dim           builder.Dim
+				scale, zp operand
+				of        *builder.Value
+				dim       builder.Dim
 			}{
-				{aScale, aZeroPoint, a, names[1:3], rows},
-				{bScale, bZeroPoint, b, names[4:6], cols},
-				{yScale, yZeroPoint, yZeroPoint, names[6:8], builder.D(1)},
+				{ins[1], ins[2], a, rows},
+				{ins[4], ins[5], b, cols},
+				{ins[6], ins[7], yZeroPoint, builder.D(1)},
 			} {
-				if err := checkElem(p.names[0], p.scale, scaleTypes); err != nil {
+				if err := checkElem(p.scale.name, p.scale.v, scaleTypes); err != nil {
 					return nil, err
 				}
-				if err := checkMatmulZeroPoint(p.names[0], p.scale, p.scale, p.dim); err != nil {
+				if err := checkMatmulZeroPoint(p.scale.name, p.scale.v, p.scale.v, p.dim); err != nil {
 					return nil, err
 				}
-				if err := checkMatmulZeroPoint(p.names[1], p.zp, p.of, p.dim); err != nil {
+				if err := checkMatmulZeroPoint(p.zp.name, p.zp.v, p.of, p.dim); err != nil {
 					return nil, err
 				}
 			}
@@ -306,11 +307,10 @@ func MatMulNBits(a, b, scales *builder.Value, k, n, blockSize int64, opts MatMul
 	if opts.AccuracyLevel != 0 {
 		attrs = append(attrs, builder.IntAttr("accuracy_level", opts.AccuracyLevel))
 	}
-	names := []string{"A", "B", "scales", "zero_points", "g_idx", "bias"}
-	inputs := trimInputs([]*builder.Value{a, b, scales, opts.ZeroPoints, nil, opts.Bias})
-	return builder.Apply(builder.Call{Op: "MatMulNBits", Domain: MicrosoftDomain, InputNames: names, Inputs: inputs, Attrs: attrs,
+	ins := operands{{"A", a}, {"B", b}, {"scales", scales}, {"zero_points", opts.ZeroPoints}, {"g_idx", nil}, {"bias", opts.Bias}}
+	return builder.Apply(builder.Call{Op: "MatMulNBits", Domain: MicrosoftDomain, InputNames: ins.names(), Inputs: trimInputs(ins.values()), Attrs: attrs,
 		Infer: func() ([]*builder.Type, error) {
-			if err := required(names[:3], a, b, scales); err != nil {
+			if err := required(ins[:3]...); err != nil {
 				return nil, err
 			}
 			if bits != 2 && bits != 4 && bits != 8 {
@@ -341,7 +341,7 @@ func MatMulNBits(a, b, scales *builder.Value, k, n, blockSize int64, opts MatMul
 			if err := wantDims("B", b, n, blocks, blockSize*bits/8); err != nil {
 				return nil, err
 			}
-			if err := sameElem([]string{"A", "scales"}, a, scales); err != nil {
+			if err := sameElem(ins[0], ins[2]); err != nil {
 				return nil, err
 			}
 			if err := wantCount("scales", scales, n, blocks); err != nil {
@@ -353,7 +353,7 @@ func MatMulNBits(a, b, scales *builder.Value, k, n, blockSize int64, opts MatMul
 						return nil, err
 					}
 				} else {
-					if err := sameElem([]string{"A", "zero_points"}, a, zp); err != nil {
+					if err := sameElem(ins[0], ins[3]); err != nil {
 						return nil, fmt.Errorf("%w (or uint8, packed)", err)
 					}
 					if err := wantCount("zero_points", zp, n, blocks); err != nil {
@@ -362,7 +362,7 @@ func MatMulNBits(a, b, scales *builder.Value, k, n, blockSize int64, opts MatMul
 				}
 			}
 			if opts.Bias != nil {
-				if err := sameElem([]string{"A", "bias"}, a, opts.Bias); err != nil {
+				if err := sameElem(ins[0], ins[5]); err != nil {
 					return nil, err
 				}
 				if err := wantDims("bias", opts.Bias, n); err != nil {

@@ -3,12 +3,12 @@ package ops
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/ortest"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/runtime"
 )
@@ -43,7 +43,7 @@ var quantBackendCases = []backendCase{
 
 func axisAttr(n onode) *int64 {
 	if a := n.attr("axis"); a != nil {
-		return Int(a.GetI())
+		return Int(a.Int)
 	}
 	return nil
 }
@@ -51,12 +51,8 @@ func axisAttr(n onode) *int64 {
 // TestQuantBackendNodeCases runs the ONNX backend cases of QuantizeLinear,
 // DequantizeLinear, DynamicQuantizeLinear, MatMulInteger and QLinearMatMul.
 func TestQuantBackendNodeCases(t *testing.T) {
-	if _, err := os.Stat(backendDir); err != nil {
-		t.Skipf("ONNX backend test data not installed: %v", err)
-	}
-	if err := runtime.Init(); err != nil {
-		t.Skipf("ONNX Runtime not available: %v", err)
-	}
+	testenv.Backend(t, "node")
+	ortest.Require(t)
 	modelDir := t.TempDir()
 	for _, bc := range quantBackendCases {
 		for _, name := range bc.names {

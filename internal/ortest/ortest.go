@@ -3,24 +3,19 @@
 package ortest
 
 import (
-	"os"
 	"testing"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/runtime"
 )
 
-// Require skips the test when ONNX Runtime cannot be loaded, or fails it
-// under CI=true, where `make test` has installed it.
+// Require initialises ONNX Runtime, ending the test as testenv.ORT says
+// when it cannot be used.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := runtime.Init(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ONNX Runtime is required in CI: %v", err)
-		}
-		t.Skipf("ONNX Runtime not available (run make deps): %v", err)
-	}
+	testenv.ORT(t, runtime.Init())
 }
 
 // Open marshals m and opens it in ONNX Runtime with one thread and opt's
