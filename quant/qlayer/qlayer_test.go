@@ -237,56 +237,13 @@ func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
 // Runtime fuses DynamicQuantizeLinear, MatMulInteger, Cast, the scale Mul
 // and the bias Add into one com.microsoft DynamicQuantizeMatMul.
 func TestDynamicInt8Fuses(t *testing.T) {
-	g := builder.New("fuse")
 	l := Layer{W: randn(rand.New(rand.NewPCG(5, 5)), 32*64, 0.1), B: make([]float32, 32), Out: 32, In: 64}
-	g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8}).Y)
-	got := optimizedOps(t, g)
-	if got["com.microsoft.DynamicQuantizeMatMul"] != 1 || got["MatMulInteger"] != 0 || got["DynamicQuantizeLinear"] != 0 || len(got) != 1 {
-		t.Errorf("optimised operators %v, want one com.microsoft.DynamicQuantizeMatMul and nothing else", got)
-	}
-}
-
-// TestEmbeddingRows checks the int8 row-wise lookup against the float32
-// table's rows, for ids of rank 1 and 2: each row is off by at most half
-// its scale, and the table is about a quarter of the float32 size.
-func TestEmbeddingRows(t *testing.T) {
-	const rows, dim = 50, 24
-	rng := rand.New(rand.NewPCG(6, 6))
-	table := randn(rng, rows*dim, 1)
-	for _, shape := range [][]int64{{3}, {4, 2}} {
-		n := int(builder.NumElements(shape))
-		ids := make([]int64, n)
-		for i := range ids {
-			ids[i] = int64(rng.IntN(rows))
-		}
-		g := builder.New("emb")
-		dims := builder.Shape{}
-		for range shape {
-			dims = append(dims, builder.UnknownDim())
-		}
-		idv := g.Input("ids", builder.Int64, dims)
-		f := Embedding(g, "emb", idv, table, rows, dim, false)
-		q := Embedding(g, "emb_q", idv, table, rows, dim, true)
-		if q.Bytes >= f.Bytes/3 {
-			t.Errorf("int8 table %d bytes, float32 %d: want about a quarter", q.Bytes, f.Bytes)
-		}
-		g.Output("f", f.Y)
-		g.Output("q", q.Y)
-		out := ortest.Floats(t, g, map[string]*runtime.Tensor{"ids": runtime.NewInt64(shape, ids)})
-		for i, id := range ids {
-			maxAbs := float32(0)
-			for k := 0; k < dim; k++ {
-				maxAbs = max(maxAbs, float32(math.Abs(float64(table[int(id)*dim+k]))))
-			}
-			for k := 0; k < dim; k++ {
-				want := table[int(id)*dim+k]
-				if got := out["f"][i*dim+k]; got != want {
-					t.Fatalf("float32 row %d [%d] = %v, want %v", id, k, got, want)
-				}
-				if d := math.Abs(float64(out["q"][i*dim+k] - want)); d > float64(maxAbs/127/2)*1.0001 {
-					t.Fatalf("int8 row %d [%d] = %v, want %v within half a step (%v)", id, k, out["q"][i*dim+k], want, maxAbs/127/2)
-				}
-			}
+	for _, u8 := range []bool{false, true} {
+		g := builder.New("fuse")
+		g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8, Uint8Weights: u8}).Y)
+		got := optimizedOps(t, g)
+		if got["com.microsoft.DynamicQuantizeMatMul"] != 1 || got["MatMulInteger"] != 0 || got["DynamicQuantizeLinear"] != 0 || len(got) != 1 {
+			t.Errorf("uint8 weights %v: optimised operators %v, want one com.microsoft.DynamicQuantizeMatMul and nothing else", u8, got)
 		}
 	}
 }
