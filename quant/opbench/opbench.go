@@ -163,7 +163,7 @@ func (r *runner) timeRuns(n int) (float64, error) {
 			return 0, fmt.Errorf("opbench: %s / %s: %w", r.c.Group, r.c.Name, err)
 		}
 	}
-	return float64(time.Since(t0).Microseconds()) / 1000 / float64(n), nil
+	return float64(time.Since(t0).Nanoseconds()) / 1e6 / float64(n), nil
 }
 
 // Run measures the cases, group by group, in order.
@@ -218,7 +218,7 @@ func runGroup(cases []Case, opt Options) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.iters = max(1, int(float64(opt.RoundTime.Microseconds())/1000/max(ms, 1e-3)))
+		r.iters = max(1, int(float64(opt.RoundTime.Nanoseconds())/1e6/max(ms, 1e-3)))
 	}
 	for round := 0; round < opt.Rounds; round++ {
 		for _, r := range rs {

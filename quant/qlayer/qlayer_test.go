@@ -8,6 +8,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/runtime"
@@ -244,6 +245,46 @@ func TestDynamicInt8Fuses(t *testing.T) {
 		got := optimizedOps(t, g)
 		if got["com.microsoft.DynamicQuantizeMatMul"] != 1 || got["MatMulInteger"] != 0 || got["DynamicQuantizeLinear"] != 0 || len(got) != 1 {
 			t.Errorf("uint8 weights %v: optimised operators %v, want one com.microsoft.DynamicQuantizeMatMul and nothing else", u8, got)
+		}
+	}
+}
+
+// TestFormsPassChecker: the models of every form, float32, int8 and 4-bit
+// (layers, cells, embeddings), pass onnx.checker with its full check (ONNX's
+// own shape inference over the types qlayer inferred; operators of the
+// com.microsoft domain, which it has no schema for, are left unchecked),
+// and the MatMulNBits form declares the com.microsoft opset that ONNX
+// Runtime needs to load it (TestLinearSchemes runs it).
+func TestFormsPassChecker(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	lstm := rnnWeights(rng, 4, 16, 8)
+	l := Layer{W: randn(rng, 8*16, 0.1), B: randn(rng, 8, 0.1), Out: 8, In: 16}
+	for _, s := range []Scheme{{Form: Float}, {Form: DynamicInt8}, {Form: DynamicInt8, Uint8Weights: true}, {Form: NBits, Bits: 4, BlockSize: 16, AccuracyLevel: 4}} {
+		g := builder.New("forms")
+		x := g.Input("x", builder.Float, builder.Dims(1, "batch", 16))
+		h := g.Input("h", builder.Float, builder.Dims(1, "batch", 8))
+		c := g.Input("c", builder.Float, builder.Dims(1, "batch", 8))
+		ids := g.Input("ids", builder.Int64, builder.Dims("batch"))
+		h2, c2, _ := LSTMCell(g, "cell", x, h, c, lstm, s, CellOpts{})
+		g.Output("next_h", h2)
+		g.Output("next_c", c2)
+		g.Output("y", Linear(g, "fc", ops.Squeeze(x, g.Init("axis0", builder.Int64Tensor([]int64{1}, []int64{0}))), l, s).Y)
+		g.Output("emb", Embedding(g, "emb", ids, l.W, 8, 16, s.Form != Float).Y)
+		data, err := export.Marshal(builder.NewModel(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onnxcheck.Check(t, data)
+		mp, err := export.LoadBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared := false
+		for _, o := range export.Summarize(mp).Opsets {
+			declared = declared || (o.Domain == ops.MicrosoftDomain && o.Version == 1)
+		}
+		if declared != (s.Form == NBits) {
+			t.Errorf("%s: opset imports %v: com.microsoft declared %v, want %v", s, export.Summarize(mp).Opsets, declared, s.Form == NBits)
 		}
 	}
 }
