@@ -23,40 +23,51 @@ func MatMul(a, b *builder.Value) *builder.Value {
 			if err := sameElem(ins[0], ins[1]); err != nil {
 				return nil, err
 			}
-			if err := checkMinRank("A", a, 1); err != nil {
-				return nil, err
-			}
-			if err := checkMinRank("B", b, 1); err != nil {
-				return nil, err
-			}
-			sa, sb := a.Shape(), b.Shape()
-			if sa == nil || sb == nil {
-				return one(a.Elem(), nil)
-			}
-			ea, eb := sa.Clone(), sb.Clone()
-			if len(ea) == 1 {
-				ea = builder.Shape{builder.D(1), ea[0]}
-			}
-			if len(eb) == 1 {
-				eb = builder.Shape{eb[0], builder.D(1)}
-			}
-			k1, k2 := ea[len(ea)-1], eb[len(eb)-2]
-			if k1.Conflicts(k2) {
-				return nil, fmt.Errorf("inner dimensions differ: A is %s and B is %s", a.Type(), b.Type())
-			}
-			batch, err := builder.Broadcast(ea[:len(ea)-2], eb[:len(eb)-2])
+			out, err := matmulShape(a, b)
 			if err != nil {
-				return nil, fmt.Errorf("batch dimensions of A (%s) and B (%s) do not broadcast: %w", a.Type(), b.Type(), err)
-			}
-			out := batch
-			if len(sa) > 1 {
-				out = append(out, ea[len(ea)-2])
-			}
-			if len(sb) > 1 {
-				out = append(out, eb[len(eb)-1])
+				return nil, err
 			}
 			return one(a.Elem(), out)
 		}}, 1)[0]
+}
+
+// matmulShape checks the ranks and inner dimensions of a numpy matmul of a
+// and b and returns the result's shape (nil when a rank is unknown). MatMul,
+// MatMulInteger and QLinearMatMul share it.
+func matmulShape(a, b *builder.Value) (builder.Shape, error) {
+	if err := checkMinRank("A", a, 1); err != nil {
+		return nil, err
+	}
+	if err := checkMinRank("B", b, 1); err != nil {
+		return nil, err
+	}
+	sa, sb := a.Shape(), b.Shape()
+	if sa == nil || sb == nil {
+		return nil, nil
+	}
+	ea, eb := sa.Clone(), sb.Clone()
+	if len(ea) == 1 {
+		ea = builder.Shape{builder.D(1), ea[0]}
+	}
+	if len(eb) == 1 {
+		eb = builder.Shape{eb[0], builder.D(1)}
+	}
+	k1, k2 := ea[len(ea)-1], eb[len(eb)-2]
+	if k1.Conflicts(k2) {
+		return nil, fmt.Errorf("inner dimensions differ: A is %s and B is %s", a.Type(), b.Type())
+	}
+	batch, err := builder.Broadcast(ea[:len(ea)-2], eb[:len(eb)-2])
+	if err != nil {
+		return nil, fmt.Errorf("batch dimensions of A (%s) and B (%s) do not broadcast: %w", a.Type(), b.Type(), err)
+	}
+	out := batch
+	if len(sa) > 1 {
+		out = append(out, ea[len(ea)-2])
+	}
+	if len(sb) > 1 {
+		out = append(out, eb[len(eb)-1])
+	}
+	return out, nil
 }
 
 // GemmOpts holds the optional attributes of Gemm.
