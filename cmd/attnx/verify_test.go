@@ -117,7 +117,7 @@ func TestVerifyErrors(t *testing.T) {
 		err  string
 	}{
 		{[]string{"verify", "--checkpoint", ck}, "", 2, "attnx verify: missing --model DIR\nRun 'attnx help verify' for usage.\n"},
-		{[]string{"verify", "--model", tmp}, "", 2, "attnx verify: missing --checkpoint CKPT\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp}, "", 2, "attnx verify: missing --checkpoint CKPT (or --encoder ENC --decoder DEC)\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--steps", "0"}, "", 2, "attnx verify: --steps must be at least 1, got 0\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck}, "", 1,
 			"attnx verify: " + tmp + " is not a model directory: it has no attnx.json (attnx export writes one)\n"},
