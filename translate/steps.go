@@ -15,13 +15,7 @@ func (t *Translator) runSteps(ctx context.Context, rows [][]int64) ([]Result, er
 	if err != nil {
 		return nil, err
 	}
-	sp := t.info.Special
-	gs := make([]decode.Greedy, len(rows))
-	searches := make([]decode.Search, len(rows))
-	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.limit(len(row)), KeepAttention: true}
-		searches[r] = &gs[r]
-	}
+	searches := t.searches(rows, 0)
 	err = decode.Decode(ctx, ex, rows, searches)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		// Do not keep buffers ONNX Runtime has complained about.
@@ -32,9 +26,32 @@ func (t *Translator) runSteps(ctx context.Context, rows [][]int64) ([]Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := make([]Result, len(rows))
-	for r := range res {
-		res[r].Tokens, res[r].Attention = gs[r].Tokens(), gs[r].Attention()
+	return searchResults(searches), nil
+}
+
+// searches returns one search per row: greedy decoding limited to maxLen
+// tokens, or to the Translator's limit when maxLen is 0.
+func (t *Translator) searches(rows [][]int64, maxLen int) []decode.Search {
+	sp := t.info.Special
+	gs := make([]decode.Greedy, len(rows))
+	ss := make([]decode.Search, len(rows))
+	for r, row := range rows {
+		limit := maxLen
+		if limit == 0 {
+			limit = t.limit(len(row))
+		}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit, KeepAttention: true}
+		ss[r] = &gs[r]
 	}
-	return res, nil
+	return ss
+}
+
+// searchResults reads the results of finished searches made by searches.
+func searchResults(ss []decode.Search) []Result {
+	res := make([]Result, len(ss))
+	for r, s := range ss {
+		g := s.(*decode.Greedy)
+		res[r].Tokens, res[r].Attention = g.Tokens(), g.Attention()
+	}
+	return res
 }

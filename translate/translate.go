@@ -108,7 +108,8 @@ type Translator struct {
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
-	pool   *pool // steps engine only
+	pool   *pool                   // steps engine only
+	scheds map[*Scheduler]struct{} // open Schedulers, guarded by mu
 }
 
 // Open reads dir/attnx.json, opens the sessions the engine needs and checks
@@ -289,6 +290,9 @@ func (t *Translator) Close() error {
 		return nil
 	}
 	t.closed = true
+	for s := range t.scheds {
+		s.s.Close()
+	}
 	if t.pool != nil {
 		t.pool.close()
 	}
@@ -308,6 +312,15 @@ func (t *Translator) closeSessions() error {
 // Translate tokenises texts with the source vocabulary and translates them;
 // see TranslateIDs.
 func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
+	rows, err := t.encodeTexts(texts)
+	if err != nil {
+		return nil, err
+	}
+	return t.TranslateIDs(ctx, rows)
+}
+
+// encodeTexts tokenises texts with the source vocabulary.
+func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	if !t.src.known() {
 		return nil, fmt.Errorf("translate: %s/attnx.json has no source vocabulary (src_vocab): use TranslateIDs with token ids", t.dir)
 	}
@@ -319,7 +332,7 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 		}
 		rows[i] = ids
 	}
-	return t.TranslateIDs(ctx, rows)
+	return rows, nil
 }
 
 // TranslateIDs greedy-decodes sources, one row of source token ids each.
