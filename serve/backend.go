@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
 )
@@ -40,10 +41,17 @@ type Backend interface {
 	Close() error
 }
 
-// QueueDepther is implemented by backends with a queue of their own; the
-// queue-depth metric adds theirs to the server's.
-type QueueDepther interface {
+// SchedulingBackend is a Backend that admits requests itself, as the
+// continuous-batching one does: the server puts no limiter of its own in
+// front of it (Translate fails at once with an error wrapping ErrQueueFull
+// when its queue is full), reports its queue as the queue depth, and
+// exports its scheduler's counters.
+type SchedulingBackend interface {
+	Backend
+	// QueueDepth returns the requests whose rows wait to join the batch.
 	QueueDepth() int
+	// Stats returns the scheduler's counters.
+	Stats() decode.SchedulerStats
 }
 
 // BatchObserver receives the number of rows of every batch a backend
@@ -52,7 +60,7 @@ type QueueDepther interface {
 type BatchObserver func(rows int)
 
 // Opener opens the backend of one model directory. Config.Open defaults to
-// OpenTranslatorBackend.
+// OpenBatchingBackend or OpenTranslatorBackend, as Config.Batching says.
 type Opener func(dir string, cfg *Config, obs BatchObserver) (Backend, error)
 
 // translatorBackend is batching off: every request is one call of a
@@ -169,6 +177,63 @@ func (b *translatorBackend) Close() error {
 		err = errors.Join(err, b.long.Close())
 	}
 	return err
+}
+
+// batchingBackend is batching on: every request's rows join one running
+// decoder batch per model (translate.Scheduler), as far as the batch's
+// bound allows, and leave it as they finish.
+type batchingBackend struct {
+	tr       *translate.Translator
+	sched    *translate.Scheduler
+	maxRows  int
+	maxQueue int
+}
+
+// OpenBatchingBackend opens dir with a translate.Translator on the steps
+// engine configured from cfg (threads, device, unknown-token mapping,
+// source length limit) and starts its continuous-batching scheduler: at
+// most cfg.MaxBatchRows rows decode together and cfg.MaxQueue requests
+// wait for room (past that, ErrQueueFull). obs receives the rows of every
+// decoder step. It is the backend used when batching is on.
+func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, error) {
+	tr, err := translate.Open(dir, translate.Options{
+		Threads: cfg.Threads, Device: cfg.Device, Engine: translate.EngineSteps,
+		MaxSourceLen: cfg.MaxSourceLen, UnknownToUNK: cfg.UnknownToUNK,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := tr.NewScheduler(decode.SchedulerConfig{MaxSlots: cfg.MaxBatchRows, MaxQueue: cfg.MaxQueue, Observe: obs})
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return &batchingBackend{tr: tr, sched: sched, maxRows: cfg.MaxBatchRows, maxQueue: cfg.MaxQueue}, nil
+}
+
+func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
+
+func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
+	opt := translate.CallOptions{MaxLen: job.MaxLen}
+	var res []translate.Result
+	var err error
+	if job.IDs != nil {
+		res, err = b.sched.TranslateIDs(ctx, job.IDs, opt)
+	} else {
+		res, err = b.sched.Translate(ctx, job.Texts, opt)
+	}
+	if errors.Is(err, decode.ErrQueueFull) {
+		return nil, fmt.Errorf("%w: %d requests waiting for room in a batch of %d rows", ErrQueueFull, b.maxQueue, b.maxRows)
+	}
+	return res, err
+}
+
+func (b *batchingBackend) QueueDepth() int              { return b.sched.QueueDepth() }
+func (b *batchingBackend) Stats() decode.SchedulerStats { return b.sched.Stats() }
+
+func (b *batchingBackend) Close() error {
+	b.sched.Close()
+	return b.tr.Close()
 }
 
 // limiter bounds the requests of one model: at most conc are handed to the

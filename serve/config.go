@@ -15,6 +15,7 @@ const (
 	DefaultMaxSourceLen    = 256
 	DefaultMaxOutLen       = 512
 	DefaultMaxConcurrent   = 64
+	DefaultMaxBatchRows    = 64
 	DefaultMaxQueue        = 256
 	DefaultRequestTimeout  = 60 * time.Second
 	DefaultShutdownTimeout = 25 * time.Second
@@ -54,8 +55,14 @@ type Config struct {
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string
+	// Batching decodes each model's requests with one continuous-batching
+	// scheduler (OpenBatchingBackend): rows of concurrent requests share
+	// the decoder's batch, joining and leaving it between steps. Off, each
+	// request is one Translator call decoded alone (OpenTranslatorBackend).
+	// `attnx serve` turns it on by default.
+	Batching bool
 	// Engine is the translate engine when batching is off ("", "steps" or
-	// "loop").
+	// "loop"); batching always runs the steps engine.
 	Engine string
 	// UnknownToUNK maps characters or words outside the source vocabulary
 	// to UNK instead of answering 400.
@@ -70,8 +77,12 @@ type Config struct {
 	// MaxOutLen bounds a request's max_len.
 	MaxOutLen int
 	// MaxConcurrent bounds the requests of one model handed to its backend
-	// at once; MaxQueue bounds those waiting for their turn (429 past it).
+	// at once when batching is off; MaxBatchRows bounds the rows (decoder
+	// slots) of one model decoded together when it is on. MaxQueue bounds
+	// the requests waiting for their turn (with batching on: for their rows
+	// to join the batch); past it, 429.
 	MaxConcurrent int
+	MaxBatchRows  int
 	MaxQueue      int
 	// RequestTimeout bounds the time a request may wait and decode (504
 	// past it).
@@ -84,7 +95,8 @@ type Config struct {
 	// requests before the listener closes.
 	DrainDelay time.Duration
 
-	// Open opens a model's backend; nil means OpenTranslatorBackend.
+	// Open opens a model's backend; nil means OpenBatchingBackend with
+	// Batching, else OpenTranslatorBackend.
 	Open Opener
 	// Logf, when set, receives one line per lifecycle event and per
 	// internal error.
@@ -112,8 +124,8 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputs", int64(c.MaxInputs)},
 		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
-		{"MaxQueue", int64(c.MaxQueue)}, {"RequestTimeout", int64(c.RequestTimeout)}, {"ShutdownTimeout", int64(c.ShutdownTimeout)},
-		{"DrainDelay", int64(c.DrainDelay)},
+		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
+		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
 	} {
 		if f.v < 0 {
 			return c, fmt.Errorf("serve: %s = %d: must not be negative", f.name, f.v)
@@ -132,6 +144,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxOutLen, DefaultMaxOutLen)
 	def(&c.MaxConcurrent, DefaultMaxConcurrent)
 	def(&c.MaxQueue, DefaultMaxQueue)
+	def(&c.MaxBatchRows, DefaultMaxBatchRows)
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
@@ -140,6 +153,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Open == nil {
 		c.Open = OpenTranslatorBackend
+		if c.Batching {
+			c.Open = OpenBatchingBackend
+		}
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/translate"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -51,14 +52,16 @@ func New(cfg Config) (*Server, error) {
 		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
 		s.models[m.name] = m
 		s.order = append(s.order, m)
-		s.metrics.addQueueDepth(m.name, func() int {
+		s.metrics.addModel(m.name, func() (int, decode.SchedulerStats) {
 			d := m.lim.depth()
+			var st decode.SchedulerStats
 			if m.loaded.Load() {
-				if q, ok := m.backend.(QueueDepther); ok {
-					d += q.QueueDepth()
+				if sb, ok := m.backend.(SchedulingBackend); ok {
+					st = sb.Stats()
+					d += st.Queued
 				}
 			}
-			return d
+			return d, st
 		})
 	}
 	s.handler = s.routes()
@@ -86,8 +89,9 @@ func (s *Server) Load() error {
 			return fmt.Errorf("model %q (%s): %w", m.name, m.dir, err)
 		}
 		info := b.Info()
+		_, scheduling := b.(SchedulingBackend)
 		m.backend = b
-		m.info = ModelInfo{
+		m.info = ModelInfo{Batching: scheduling,
 			Name: m.name, Default: i == 0, Config: info.Config, Special: info.Special,
 			SrcTokens: info.SrcTokens, TgtTokens: info.TgtTokens,
 			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen,
@@ -269,11 +273,17 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	release, err := m.lim.acquire(ctx)
 	var res []translate.Result
-	if err == nil {
+	var err error
+	if m.info.Batching {
+		// The scheduler admits requests itself.
 		res, err = m.backend.Translate(ctx, job)
-		release()
+	} else {
+		var release func()
+		if release, err = m.lim.acquire(ctx); err == nil {
+			res, err = m.backend.Translate(ctx, job)
+			release()
+		}
 	}
 	field := "inputs"
 	if job.IDs != nil {

@@ -10,11 +10,18 @@ import (
 )
 
 // TestBadRequests sends every kind of bad request to a server of the demo
-// model and checks the status and the whole error body.
+// model, with batching on and off, and checks the status and the whole
+// error body.
 func TestBadRequests(t *testing.T) {
+	for _, batching := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batching %v", batching), func(t *testing.T) { badRequests(t, batching) })
+	}
+}
+
+func badRequests(t *testing.T, batching bool) {
 	_, hs := startServer(t, Config{
 		Models:    []ModelDir{{Name: "dates", Dir: demoModel(t)}, {Name: "ids", Dir: fixtureModel(t)}},
-		MaxInputs: 3, MaxSourceLen: 30, MaxOutLen: 50, MaxBodyBytes: 4096,
+		MaxInputs: 3, MaxSourceLen: 30, MaxOutLen: 50, MaxBodyBytes: 4096, Batching: batching,
 	})
 	big := fmt.Sprintf(`{"inputs": [%q]}`, strings.Repeat("1", 5000))
 	cases := []struct {

@@ -37,11 +37,12 @@ func runLoadtest(args []string) error {
 	target := fs.String("url", "", "load a running server at `URL` instead (loopback only)")
 	inputs := fs.String("inputs", "", "sentences, one per line (text before a tab) from `FILE`")
 	clients := fs.String("clients", "1,8,32,64", "numbers of concurrent clients, comma-separated")
-	batching := fs.String("batching", "off", "batching modes of the started server, comma-separated (off: each request decoded alone)")
+	batching := fs.String("batching", "on,off", "batching modes of the started server, comma-separated (on: continuous batching; off: each request decoded alone)")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: one per core)")
-	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server")
+	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
+	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -59,8 +60,8 @@ func runLoadtest(args []string) error {
 	}
 	modes := strings.Split(*batching, ",")
 	for _, m := range modes {
-		if m != "off" {
-			return &usageError{fmt.Sprintf("--batching %q: only \"off\" is available (continuous batching is not built yet)", m)}
+		if m != "on" && m != "off" {
+			return &usageError{fmt.Sprintf("--batching %q: want on, off or both, comma-separated", *batching)}
 		}
 	}
 	switch {
@@ -70,8 +71,8 @@ func runLoadtest(args []string) error {
 		return &usageError{"--inputs FILE is required"}
 	case *duration <= 0 || *warmup < 0:
 		return &usageError{"--duration must be positive and --warmup not negative"}
-	case *threads < 0 || *maxConc < 1:
-		return &usageError{"--threads must not be negative and --max-concurrent must be positive"}
+	case *threads < 0 || *maxConc < 1 || *maxRows < 1:
+		return &usageError{"--threads must not be negative, --max-concurrent and --max-batch-rows must be positive"}
 	}
 	if *target != "" {
 		if err := checkLoopback(*target); err != nil {
@@ -91,7 +92,7 @@ func runLoadtest(args []string) error {
 		if *model != "" {
 			base, stop, err = startLoadServer(ctx, serve.Config{
 				Models:  []serve.ModelDir{{Name: "m", Dir: *model}},
-				Threads: *threads, MaxConcurrent: *maxConc, MaxQueue: 1024,
+				Threads: *threads, Batching: mode == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: 1024,
 			})
 			if err != nil {
 				return err

@@ -31,6 +31,13 @@ Serves translations over HTTP with one or more model directories.
                        once shutdown begins (readiness)
   GET  /metrics        Prometheus metrics
 
+Continuous batching is on by default: each model has one running decoder
+batch, which every request's rows join at the next decoder step and leave
+as soon as they finish (at most --max-batch-rows rows at once, then
+--max-queue requests wait). --batching off decodes each request alone with
+its own Translator call (at most --max-concurrent at once, --engine
+choosing the engine).
+
 Bad requests get 4xx with {"error": "..."} saying what is wrong; 429 when
 the model's queue is full. SIGTERM or Ctrl-C stops accepting requests,
 finishes those in flight and exits 0.`
@@ -63,13 +70,15 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads per session (0: one per core)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
-	engine := fs.String("engine", "", "steps or loop (greedy.onnx); default loop when greedy.onnx exists")
+	batching := fs.String("batching", "on", "on: continuous batching (requests share one decoder batch per model); off: each request decoded alone")
+	engine := fs.String("engine", "", "with --batching off: steps or loop (greedy.onnx); default loop when greedy.onnx exists")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in `bytes` (413 past it)")
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input")
 	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
-	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests per model decoding at once")
+	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "with batching on: rows per model decoded together")
+	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
@@ -86,7 +95,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	cfg := serve.Config{
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut,
-		MaxConcurrent: *maxConc, MaxQueue: *maxQueue,
+		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
@@ -102,7 +111,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		v    int64
 	}{
 		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)},
-		{"--max-concurrent", int64(*maxConc)}, {"--max-queue", int64(*maxQueue)},
+		{"--max-concurrent", int64(*maxConc)}, {"--max-batch-rows", int64(*maxRows)}, {"--max-queue", int64(*maxQueue)},
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
 	} {
 		if f.v < 1 {
@@ -114,6 +123,10 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return fail(fmt.Sprintf("--threads %d: must not be negative", *threads))
 	case *drain < 0:
 		return fail(fmt.Sprintf("--drain-delay %s: must not be negative", *drain))
+	case *batching != "on" && *batching != "off":
+		return fail(fmt.Sprintf("--batching %q: want on or off", *batching))
+	case *engine != "" && *batching == "on":
+		return fail(fmt.Sprintf("--engine %s: the engine is chosen with --batching off only (continuous batching runs the steps engine)", *engine))
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
 		return fail(fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop))
 	case *device != runtime.DeviceCPU && *device != runtime.DeviceCUDA && *device != runtime.DeviceAuto:
