@@ -232,6 +232,10 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request) {
 	if code == http.StatusOK {
 		s.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
 	}
+	if out, ok := resp.(*Response); ok {
+		writeResponse(w, out)
+		return
+	}
 	writeJSON(w, code, resp)
 }
 
@@ -325,7 +329,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 	}
 	s.metrics.tokens.WithLabelValues(m.name).Add(float64(tokens))
 	s.metrics.inputs.WithLabelValues(m.name).Add(float64(len(res)))
-	return m, http.StatusOK, out
+	return m, http.StatusOK, &out
 }
 
 // serverHints turns the translate API's hints, which name its Go options,

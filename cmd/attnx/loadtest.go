@@ -9,9 +9,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/attnx/attnx/serve"
@@ -25,9 +29,12 @@ another, for --warmup and then --duration, and the command reports
 sentences/s, output tokens/s and latency p50/p99, and the batch sizes the
 server decoded (from its /metrics).
 
-With --model DIR it starts the server itself on 127.0.0.1, once per
---batching mode; with --url it loads a server already running on this
-machine (loopback addresses only). Sentences come from --inputs FILE, one
+With --model DIR it starts attnx serve on 127.0.0.1, in a process of its
+own, once per --batching mode (on: continuous batching; off: each request
+decoded alone), and stops it with SIGTERM after the runs; with --url it
+loads a server already running on this machine (loopback addresses only).
+The table gives the CPU cores the server and the clients used while
+measuring: both share this machine. Sentences come from --inputs FILE, one
 per line (a tab ends the sentence, so testdata/demo/heldout.txt works).`
 }
 
@@ -44,6 +51,7 @@ func runLoadtest(args []string) error {
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the clients, and the server it starts) to `FILE`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -85,14 +93,25 @@ func runLoadtest(args []string) error {
 		return err
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	var results []loadRow
 	for _, mode := range modes {
 		base, stop := *target, func() error { return nil }
 		if *model != "" {
-			base, stop, err = startLoadServer(ctx, serve.Config{
-				Models:  []serve.ModelDir{{Name: "m", Dir: *model}},
-				Threads: *threads, Batching: mode == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: 1024,
+			base, stop, err = startLoadServer([]string{
+				"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--batching", mode,
+				"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
 			})
 			if err != nil {
 				return err
@@ -129,10 +148,11 @@ type loadRow struct {
 }
 
 func printLoadTable(rows []loadRow) {
-	fmt.Fprintf(stdout, "%7s  %-8s  %11s  %9s  %8s  %8s  %8s\n", "clients", "batching", "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed")
+	fmt.Fprintf(stdout, "%7s  %-8s  %11s  %9s  %8s  %8s  %8s  %10s  %10s\n", "clients", "batching", "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed", "server cpu", "client cpu")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%7d  %-8s  %11.1f  %9.1f  %8.2f  %8.2f  %8d\n", r.Clients, r.Batching, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed)
+		fmt.Fprintf(stdout, "%7d  %-8s  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", r.Clients, r.Batching, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed, r.ServerCPU, r.ClientCPU)
 	}
+	fmt.Fprintf(stdout, "(cpu: cores used while measuring, the server's from its /metrics, the clients' by this process)\n")
 	fmt.Fprintf(stdout, "\nbatches decoded by rows per batch (server /metrics, upper bounds):\n")
 	for _, r := range rows {
 		var bounds []float64
@@ -157,31 +177,83 @@ func printLoadTable(rows []loadRow) {
 	}
 }
 
-// startLoadServer serves cfg on a loopback port until stop is called.
-func startLoadServer(ctx context.Context, cfg serve.Config) (base string, stop func() error, err error) {
-	srv, err := serve.New(cfg)
+// serveCommand returns the command that runs attnx with args: this
+// executable. The tests replace it, their executable being the test
+// binary.
+var serveCommand = func(args []string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("starting attnx serve: %w", err)
+	}
+	return exec.Command(exe, args...), nil
+}
+
+// startLoadServer runs `attnx serve` with args on a loopback port, in a
+// process of its own (so that its CPU time is its own, and the clients do
+// not share its Go runtime), and returns its URL once it is ready. stop
+// sends SIGTERM and waits for it to exit 0.
+func startLoadServer(args []string) (base string, stop func() error, err error) {
+	cmd, err := serveCommand(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	stop = func() error {
-		cancel()
-		return <-served
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting attnx serve: %w", err)
 	}
-	base = "http://" + ln.Addr().String()
-	for !srv.Ready() {
-		select {
-		case err := <-served:
-			cancel()
-			return "", nil, err
-		case <-time.After(10 * time.Millisecond):
+	var mu sync.Mutex
+	var log strings.Builder
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			lines <- sc.Text()
 		}
+		close(lines)
+	}()
+	logText := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+	timeout := time.After(2 * time.Minute)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				werr := cmd.Wait() // the log has been read to its end
+				return "", nil, fmt.Errorf("attnx serve exited before it was ready (%v):\n%s", werr, logText())
+			}
+			if _, url, found := strings.Cut(l, "listening on "); found {
+				base = url
+			}
+			ready = strings.Contains(l, "ready: ")
+		case <-timeout:
+			cmd.Process.Kill()
+			for range lines {
+			}
+			cmd.Wait()
+			return "", nil, fmt.Errorf("attnx serve was not ready within 2 minutes:\n%s", logText())
+		}
+	}
+	// Keep reading the log, which Wait needs read to its end.
+	logged := make(chan struct{})
+	go func() {
+		for range lines {
+		}
+		close(logged)
+	}()
+	stop = func() error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("stopping attnx serve: %w", err)
+		}
+		<-logged
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("attnx serve after SIGTERM: %v (want exit 0):\n%s", err, logText())
+		}
+		return nil
 	}
 	return base, stop, nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -41,11 +43,20 @@ func TestLoadtestCommand(t *testing.T) {
 	if err := os.WriteFile(inputs, []byte("abc\tignored\nbad\nfee\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The server runs in a process of its own: this test binary, as the
+	// helper process of TestBadInputMissingORT runs the CLI.
+	defer func(old func([]string) (*exec.Cmd, error)) { serveCommand = old }(serveCommand)
+	serveCommand = func(args []string) (*exec.Cmd, error) {
+		argv, err := json.Marshal(args)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
+		cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))
+		return cmd, err
+	}
 	code, out, errs := attnx("loadtest", "--model", model, "--inputs", inputs, "--clients", "1,2", "--batching", "on,off", "--duration", "200ms", "--warmup", "0s", "--threads", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	row := regexp.MustCompile(`(?m)^ +(\d+)  (on|off) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +0$`)
+	row := regexp.MustCompile(`(?m)^ +(\d+)  (on|off) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +0 +([\d.]+) +([\d.]+)$`)
 	rows := row.FindAllStringSubmatch(out, -1)
 	if len(rows) != 4 {
 		t.Fatalf("table:\n%s", out)
@@ -58,6 +69,11 @@ func TestLoadtestCommand(t *testing.T) {
 	for _, re := range []string{`(?m)^   1 clients, batching off: <=1: \d+$`, `(?m)^   2 clients, batching on: <=\d: \d+`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("batch sizes: no line matches %s:\n%s", re, out)
+		}
+	}
+	for _, r := range rows {
+		if r[7] == "0.00" || r[8] == "0.00" {
+			t.Errorf("no CPU time measured (server %s, clients %s):\n%s", r[7], r[8], out)
 		}
 	}
 	if strings.Contains(out, "first failure") {
