@@ -95,6 +95,10 @@ type Config struct {
 	// requests before the listener closes.
 	DrainDelay time.Duration
 
+	// Profiling serves Go's profiles under /debug/pprof/ (net/http/pprof),
+	// for measuring the server under load; off by default.
+	Profiling bool
+
 	// Open opens a model's backend; nil means OpenBatchingBackend with
 	// Batching, else OpenTranslatorBackend.
 	Open Opener

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"reflect"
 	"strconv"
 	"strings"
@@ -197,6 +198,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc(PathTranslate, s.translate)
 	mux.HandleFunc(PathModelTranslate, s.translate)
 	mux.HandleFunc("GET /{$}", serveViewer)
+	if s.cfg.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such page %s: the API is POST %s, GET %s, %s, %s and %s", r.URL.Path, PathTranslate, PathModels, PathHealth, PathReady, PathMetrics))
 	})

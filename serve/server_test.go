@@ -85,3 +85,15 @@ func badRequests(t *testing.T, batching bool) {
 		})
 	}
 }
+
+// TestProfilingRoutes: Go's profiles are served only when asked for.
+func TestProfilingRoutes(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		b := newBlockingBackend()
+		_, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), Profiling: on})
+		code, body := get(t, hs.URL+"/debug/pprof/")
+		if want := map[bool]int{false: 404, true: 200}[on]; code != want || (on && !strings.Contains(body, "goroutine")) {
+			t.Errorf("Profiling %v: GET /debug/pprof/ = %d %.100q, want %d", on, code, body, want)
+		}
+	}
+}

@@ -82,6 +82,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
+	profiling := fs.Bool("pprof", false, "serve Go's CPU and heap profiles under /debug/pprof/ (for measuring; do not expose)")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
 	if err := parseFlags(fs, args); err != nil {
 		return serve.Config{}, "", err
@@ -96,7 +97,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
-		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
+		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
 	for _, m := range *models {
