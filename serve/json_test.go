@@ -6,6 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/translate"
@@ -119,4 +122,24 @@ func BenchmarkAppendResponse(b *testing.B) {
 			enc.Encode(resp)
 		}
 	})
+}
+
+// TestAppendResponseKnowsEveryField: the answer encoder writes every field
+// of Response and translate.ResultJSON; a field added there must be added
+// to it (this test then fails until it is).
+func TestAppendResponseKnowsEveryField(t *testing.T) {
+	written := map[reflect.Type][]string{
+		reflect.TypeFor[Response]():             {"model", "results"},
+		reflect.TypeFor[translate.ResultJSON](): {"input", "source_ids", "tokens", "text", "attention"},
+	}
+	for typ, names := range written {
+		var have []string
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			have = append(have, name)
+		}
+		if !slices.Equal(have, names) {
+			t.Errorf("%s has the JSON fields %q; appendResponse writes %q", typ, have, names)
+		}
+	}
 }
