@@ -36,7 +36,10 @@ batch, which every request's rows join at the next decoder step and leave
 as soon as they finish (at most --max-batch-rows rows at once, then
 --max-queue requests wait). --batching off decodes each request alone with
 its own Translator call (at most --max-concurrent at once, --engine
-choosing the engine).
+choosing the engine). A request whose client goes away, or that runs past
+--request-timeout, leaves the batch at the next decoder step; with
+--batching off and the loop engine (greedy.onnx, one ONNX Runtime run per
+request) its decode runs to its end and the result is dropped.
 
 Bad requests get 4xx with {"error": "..."} saying what is wrong; 429 when
 the model's queue is full. SIGTERM or Ctrl-C stops accepting requests,
