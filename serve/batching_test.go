@@ -124,15 +124,7 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 // histogram reads a histogram of s's registry.
 func histogram(t *testing.T, s *Server, name string, labels map[string]string) *dto.Histogram {
 	t.Helper()
-	list, err := s.metrics.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fams := map[string]*dto.MetricFamily{}
-	for _, f := range list {
-		fams[f.GetName()] = f
-	}
-	m := findMetric(fams, name, labels)
+	m := gathered(t, s, name, labels)
 	if m == nil {
 		t.Fatalf("no %s%v", name, labels)
 	}
