@@ -148,7 +148,9 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 	p := testPairs(t)[0]
 	s, g := gated(t, p, decode.SchedulerConfig{MaxSlots: 8, MaxQueue: 8})
 	srcA, srcB := [][]int64{{3, 4, 5}}, [][]int64{{6, 7}, {8, 9, 10, 11}}
-	gA, sA := greedies([]int{40}, true)
+	// Neither call's rows reach EOS or their limits before the test is
+	// done with them (the model and the sources are fixed).
+	gA, sA := greedies([]int{3000}, true)
 	gB, sB := greedies([]int{5000, 5000}, false)
 	g.armed.Store(true)
 	doneA := make(chan error, 1)
@@ -159,9 +161,13 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	doneB := make(chan error, 1)
 	go func() { doneB <- s.Decode(ctx, srcB, sB) }()
-	// Step by step until B's two rows are in the batch.
-	for n := 1; n != 3; n = <-g.entered {
-		g.release <- struct{}{}
+	for s.QueueDepth() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// B's two rows join at the next boundary.
+	g.release <- struct{}{}
+	if n := <-g.entered; n != 3 {
+		t.Fatalf("the step after B joined decodes %d slots, want 3", n)
 	}
 	cancel()
 	// Step by step until they have left.
@@ -184,6 +190,9 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 	}
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
+	}
+	if n := len(gA[0].Tokens()); n != 3000 {
+		t.Errorf("the other call's row has %d tokens, want its limit 3000 (it must outlive the cancelled one)", n)
 	}
 	checkLone(t, p, 0, srcA[0], gA[0])
 	if st := s.Stats(); st.Removed != 2 || st.Joined != 3 {

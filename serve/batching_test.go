@@ -218,10 +218,12 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 		t.Fatalf("first step decodes %d rows, want 1", n)
 	}
 	answerB := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9, 10]], "max_len": 3000}`)
-	steps := 1
-	for n := 1; n != 2; n = g.step() {
-		steps++
+	waitFor(t, "the second request to queue", func() bool { return s.models["ids"].backend.(SchedulingBackend).QueueDepth() == 1 })
+	// Its row joins at the next boundary.
+	if n := g.step(); n != 2 {
+		t.Fatalf("the step after the second request joined decodes %d rows, want 2", n)
 	}
+	steps := 2
 	cancel()
 	if err := <-goneA; err == nil {
 		t.Fatal("the cancelled request was answered")
