@@ -231,17 +231,51 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
 func convert(path string, opt Options) (*attention.Weights, []string, error) {
-	files := opt.files(path)
-	sd, err := checkpoint.LoadModel(files, opt.Maps)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading checkpoint: %w", err)
-	}
-	w, notes, err := attention.FromStateDict(sd.Tensors, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", files, err)
-	}
-	return w, append(append([]string(nil), sd.Notes...), notes...), nil
+	_, w, notes, err := ReadCheckpoint(opt.files(path), opt.Maps, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
+	return w, notes, err
 }
+
+// ReadCheckpoint reads a model's checkpoint as attnx export does
+// (checkpoint.LoadModel, then the renames) and converts it
+// (attention.FromStateDict). It returns the state dict as read, the
+// weights and the notes of both steps. When the keys fit no known
+// architecture (an *attention.KeysError), the error goes on, after the
+// precise message, with checkpoint.Diagnose's description of how they
+// differ from the closest of attention.Layouts and the --map flags that
+// would fix them.
+func ReadCheckpoint(files checkpoint.Files, maps []checkpoint.Rename, opt attention.Options) (*checkpoint.StateDict, *attention.Weights, []string, error) {
+	sd, err := checkpoint.LoadModel(files, maps)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	w, notes, err := attention.FromStateDict(sd.Tensors, opt)
+	if err != nil {
+		var ke *attention.KeysError
+		if errors.As(err, &ke) {
+			if d, derr := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts()); derr == nil {
+				return nil, nil, nil, &DiagnosedError{Files: files, Err: err, Diagnosis: d}
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("%s: %w", files, err)
+	}
+	return sd, w, append(append([]string(nil), sd.Notes...), notes...), nil
+}
+
+// DiagnosedError is ReadCheckpoint's error for a checkpoint whose keys fit
+// no known architecture: the converter's message, then the diagnosis.
+type DiagnosedError struct {
+	Files     checkpoint.Files
+	Err       error
+	Diagnosis *checkpoint.Diagnosis
+}
+
+// Error is "FILES: MESSAGE", a newline, and the diagnosis.
+func (e *DiagnosedError) Error() string {
+	return fmt.Sprintf("%s: %v\n%s", e.Files, e.Err, e.Diagnosis)
+}
+
+// Unwrap returns the converter's error.
+func (e *DiagnosedError) Unwrap() error { return e.Err }
 
 // buildInfo fills in attnx.json's content but its files.
 func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {

@@ -109,13 +109,9 @@ type GreedyCheck struct {
 // so that a corrupt file or a missing ONNX Runtime is reported at once.
 func Check(o Options) (*Outcome, error) {
 	info := o.Info
-	sd, err := checkpoint.LoadModel(o.Checkpoint, o.Maps)
+	sd, w, _, err := modeldir.ReadCheckpoint(o.Checkpoint, o.Maps, attention.Options{AllowNonFinite: true})
 	if err != nil {
-		return nil, fmt.Errorf("reading checkpoint: %w", err)
-	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Checkpoint, err)
+		return nil, err
 	}
 	if w.Config != info.Config.WithDefaults() {
 		return nil, fmt.Errorf("checkpoint %s is a %v model, but %s describes a %v model: they are not the same model",
