@@ -64,10 +64,11 @@ func runBench(args []string) error {
 	def := bench.DefaultConfig()
 	fs := newFlagSet("bench")
 	ckpt := fs.String("checkpoint", "", "PyTorch or safetensors checkpoint to measure (default: random models of -arch)")
-	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated")
+	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated: "+archNames())
+	cell := fs.String("cell", "", "cell of the random models, lstm or gru (default: lstm for the article's architectures, gru for the tutorial's)")
 	hidden := fs.Int("hidden", def.Hidden, "hidden size H of the random models")
 	vocab := fs.Int("vocab", def.Vocab, "source and target vocabulary size of the random models")
-	layers := fs.Int("layers", def.Layers, "LSTM layers of the random models")
+	layers := fs.Int("layers", def.Layers, "recurrent layers of the random models")
 	srcLens := fs.String("src-len", "12,50", "source lengths, comma-separated")
 	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
 	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
@@ -97,12 +98,18 @@ func runBench(args []string) error {
 	c.Python, c.RefDir, c.WorkDir, c.CPUProfile, c.Seed = *python, *refDir, *workDir, *cpuProfile, *seed
 	c.Archs = nil
 	for _, a := range strings.Split(*archs, ",") {
-		switch a := attention.Arch(strings.TrimSpace(a)); a {
-		case attention.Bahdanau, attention.LuongDot, attention.LuongGeneral, attention.LuongConcat:
-			c.Archs = append(c.Archs, a)
-		default:
-			return &usageError{fmt.Sprintf("-arch: unknown architecture %q (want bahdanau, luong-dot, luong-general, luong-concat)", a)}
+		arch, err := attention.ParseArch(strings.TrimSpace(a))
+		if err != nil {
+			return &usageError{"-arch: " + err.Error()}
 		}
+		c.Archs = append(c.Archs, arch)
+	}
+	if *cell != "" {
+		cl, err := attention.ParseCell(*cell)
+		if err != nil {
+			return &usageError{"-cell: " + err.Error()}
+		}
+		c.Cell = cl
 	}
 	var err error
 	if c.SrcLens, err = intList("src-len", *srcLens); err != nil {
