@@ -28,10 +28,14 @@ Measures greedy decoding, on the same weights and inputs, with:
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
+                     (for GRU models too: a GRU cell costs less)
 
-The model is --checkpoint or a random one per --arch. To make every engine
-decode exactly --steps steps, the benchmarked copy of the weights has
-decoder.classifier.bias[EOS] = -1e9, so EOS is never the argmax.
+The model is --checkpoint or a random one per --arch and --cell. To make
+every engine decode exactly --steps steps, the benchmarked copy of the
+weights has the classifier's bias (decoder.classifier.bias, or
+decoder.out.bias for the tutorial's models) at EOS = -1e9, so EOS is never
+the argmax; every engine decodes with SOS 1 and EOS 2, whatever the
+model's own special tokens.
 
 Times are decode only (the encoder is reported apart), per token (one row
 at one step), median and p90 over the repetitions. Peak RSS is bench.py's
