@@ -10,6 +10,7 @@ Tensors are exchanged as safetensors files. Run with /usr/bin/python3.
   beam          --checkpoint CKPT --inputs IN.safetensors --beam K --max-len T --out OUT.safetensors
                 [--n-best N] [--length-penalty A] [--sos 1 --eos 2 --pad 0]
   export-onnx   --checkpoint CKPT --out-dir DIR [--opset 17]
+  batch         JOBS.json   (a JSON array of argument lists: each runs as one of the above, in this process)
 
 Architectures: bahdanau, luong-dot, luong-general, luong-concat (the
 article's; cell lstm or gru), tutorial-location, tutorial-bahdanau (PyTorch's
@@ -410,14 +411,41 @@ def parser():
     e.add_argument("--out-dir", required=True)
     e.add_argument("--opset", type=int, default=17)
     e.set_defaults(fn=cmd_export_onnx)
+
+    j = sub.add_parser("batch", help="run many subcommands in this one process")
+    j.add_argument("jobs", help="JSON array of argument lists, one subcommand each")
+    j.set_defaults(fn=cmd_batch)
     return p
+
+
+def cmd_batch(a):
+    """Runs each job (an argument list such as ["make-model", "--arch", ...])
+    in order in this process, so that a caller with many small jobs pays
+    Python's and torch's start-up once. The first failing job stops the
+    batch; its error names the job."""
+    try:
+        with open(a.jobs) as f:
+            jobs = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ReferenceError("batch %s: %s" % (a.jobs, e))
+    if not isinstance(jobs, list) or not all(isinstance(j, list) and j and all(isinstance(x, str) for x in j)
+                                             for j in jobs):
+        raise ReferenceError("batch %s: want a JSON array of non-empty lists of strings" % a.jobs)
+    for i, argv in enumerate(jobs):
+        if argv[0] == "batch":
+            raise ReferenceError("batch %s: job %d is a batch itself" % (a.jobs, i))
+        try:
+            sub = parser().parse_args(argv)
+            sub.fn(sub)
+        except (ReferenceError, OSError) as e:
+            raise ReferenceError("batch job %d (%s): %s" % (i, argv[0], e))
 
 
 def main(argv=None):
     try:
         a = parser().parse_args(argv)
         if not getattr(a, "fn", None):
-            raise ReferenceError("missing subcommand: make-model, random-inputs, run, beam or export-onnx")
+            raise ReferenceError("missing subcommand: make-model, random-inputs, run, beam, export-onnx or batch")
         a.fn(a)
     except ReferenceError as e:
         print("reference: %s" % e, file=sys.stderr)
