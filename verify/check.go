@@ -119,7 +119,7 @@ func Check(o Options) (*Outcome, error) {
 	}
 	w = nil
 
-	steps := o.Steps
+	steps, srcLen := o.Steps, o.SrcLen
 	if o.Inputs != "" {
 		in, err := checkpoint.LoadSafetensors(o.Inputs)
 		if err != nil {
@@ -131,6 +131,14 @@ func Check(o Options) (*Outcome, error) {
 			}
 			steps = int(si.Dims[0])
 		}
+		if ids := in.Tensors["source_ids"]; ids != nil && len(ids.Dims) == 2 {
+			srcLen = int(ids.Dims[1])
+		}
+	}
+	// A tutorial-location model cannot run a longer src_len (every row is
+	// padded to it): refuse before starting Python.
+	if err := info.Config.WithDefaults().CheckSourceLength(srcLen); err != nil {
+		return nil, fmt.Errorf("inputs of src_len %d: %w", srcLen, err)
 	}
 	if steps == 0 {
 		steps = DefaultSteps
