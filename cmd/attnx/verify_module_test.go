@@ -1,40 +1,39 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/testenv"
 )
 
 const torchModules = "../../verify/testdata/torch_modules"
 
-// tutorialFiles writes a random model of cfg the tutorial's way, as two
-// state dicts (the encoder's and the decoder's, keys without encoder. and
-// decoder.), and returns their paths.
-func tutorialFiles(t *testing.T, dir string, cfg attention.Config) (enc, dec string) {
+// savedTheTutorialsWay builds the modules of a --torch-module file (in
+// verify/testdata/torch_modules) for config, with PyTorch's default
+// initialisation from seed 0, and saves them as the tutorial does, two
+// state dicts with torch.save: encoder.pt and decoder.pt in dir.
+func savedTheTutorialsWay(t *testing.T, module string, config map[string]any, dir string) (enc, dec string) {
 	t.Helper()
-	all := filepath.Join(dir, "all.safetensors")
-	fixtures.WriteRandomCheckpoint(t, all, cfg, 9)
-	sd, err := checkpoint.Load(all)
+	cfg, err := json.Marshal(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := map[string]map[string]*builder.Tensor{"encoder": {}, "decoder": {}}
-	for k, v := range sd.Tensors {
-		side, rest, _ := strings.Cut(k, ".")
-		parts[side][rest] = &builder.Tensor{DType: v.DType, Dims: v.Dims, Raw: v.Raw}
-	}
-	enc, dec = filepath.Join(dir, "encoder.safetensors"), filepath.Join(dir, "decoder.safetensors")
-	for side, path := range map[string]string{"encoder": enc, "decoder": dec} {
-		if err := checkpoint.WriteSafetensors(path, parts[side], nil); err != nil {
-			t.Fatal(err)
-		}
+	enc, dec = filepath.Join(dir, "encoder.pt"), filepath.Join(dir, "decoder.pt")
+	script := `import importlib, json, sys, torch
+sys.path.insert(0, sys.argv[1])
+torch.manual_seed(0)
+encoder, decoder = importlib.import_module(sys.argv[2]).build(json.loads(sys.argv[3]))
+torch.save(encoder.state_dict(), sys.argv[4])
+torch.save(decoder.state_dict(), sys.argv[5])
+`
+	if out, err := exec.Command(testenv.Python, "-c", script, torchModules, strings.TrimSuffix(module, ".py"), string(cfg), enc, dec).CombinedOutput(); err != nil {
+		t.Fatalf("saving %s's modules: %v\n%s", module, err, out)
 	}
 	return enc, dec
 }
@@ -44,7 +43,9 @@ func tutorialFiles(t *testing.T, dir string, cfg attention.Config) (enc, dec str
 // current version (written for these tests, and a variant whose attention
 // is named W1/W2/V, loaded from the names before --map), the tutorial's
 // 2017 version, each run one sentence at a time with its own call
-// convention. A variant with a mistake is caught.
+// convention. The tutorial's models are saved its way, two state dicts
+// with torch.save, and export with its special tokens; attnx's reference
+// agrees with each model too. A variant with a mistake is caught.
 func TestVerifyTorchModule(t *testing.T) {
 	needTorch(t)
 	tmp := t.TempDir()
@@ -67,13 +68,13 @@ func TestVerifyTorchModule(t *testing.T) {
 		ck := fixtureCkpt(string(a) + "_b1_l1")
 		runs = append(runs, run{"article " + string(a), []string{ck}, []string{"--checkpoint", ck}, "article.py"})
 	}
-	enc, dec := tutorialFiles(t, t.TempDir(), attention.Config{Arch: attention.TutorialBahdanau, Cell: attention.GRU, Hidden: 6, Layers: 1, SrcVocab: 12, TgtVocab: 9})
+	enc, dec := savedTheTutorialsWay(t, "tutorial.py", map[string]any{"hidden": 6, "src_vocab": 12, "tgt_vocab": 9}, t.TempDir())
 	pair := []string{"--encoder", enc, "--decoder", dec}
 	runs = append(runs, run{"tutorial", pair, pair, "tutorial.py"})
 	maps := []string{"--map", "decoder.attention.W1=decoder.attention.Wa", "--map", "decoder.attention.W2=decoder.attention.Ua", "--map", "decoder.attention.V=decoder.attention.Va"}
 	w1 := append([]string{"--encoder", layoutFixture("tut_encoder.pt"), "--decoder", layoutFixture("tut_decoder_w1w2v.pt")}, maps...)
 	runs = append(runs, run{"tutorial as W1/W2/V", w1, w1, "tutorial_w1w2v.py"})
-	enc17, dec17 := tutorialFiles(t, t.TempDir(), attention.Config{Arch: attention.TutorialLocation, Cell: attention.GRU, Hidden: 7, Layers: 1, SrcVocab: 12, TgtVocab: 9, MaxLength: 6})
+	enc17, dec17 := savedTheTutorialsWay(t, "tutorial_2017.py", map[string]any{"hidden": 7, "src_vocab": 12, "tgt_vocab": 9, "max_length": 6}, t.TempDir())
 	pair17 := []string{"--encoder", enc17, "--decoder", dec17}
 	runs = append(runs, run{"tutorial 2017", pair17, pair17, "tutorial_2017.py"})
 
@@ -82,11 +83,21 @@ func TestVerifyTorchModule(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			dir := filepath.Join(tmp, string(rune('a'+i)))
 			dirs[r.name] = dir
-			if code, _, errs := attnx(append([]string{"export", "-o", dir, "--greedy"}, r.export...)...); code != 0 {
+			code, out, errs := attnx(append([]string{"export", "-o", dir, "--greedy"}, r.export...)...)
+			if code != 0 {
 				t.Fatal(errs)
 			}
+			if strings.HasPrefix(r.module, "tutorial") {
+				if !strings.Contains(out, "  special  sos=0 eos=1 pad=0 unk=unknown\n") {
+					t.Errorf("the tutorial's special tokens are not the default:\n%s", out)
+				}
+				// attnx's reference agrees with the graphs too.
+				if code, out, errs := attnx(append([]string{"verify", "--model", dir, "--inputs", in}, r.verify...)...); code != 0 {
+					t.Errorf("verify with the reference: exit %d\n%s\n%s", code, out, errs)
+				}
+			}
 			args := append([]string{"verify", "--model", dir, "--inputs", in, "--torch-module", mod(r.module)}, r.verify...)
-			code, out, errs := attnx(args...)
+			code, out, errs = attnx(args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 			}
