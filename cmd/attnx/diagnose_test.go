@@ -5,17 +5,32 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 )
 
 // When the keys fit no known architecture, export's error goes on after
 // the converter's message with the diagnosis: the keys found, the closest
-// layout, and the --map flags that fix them. Checked word for word for
-// PyTorch's tutorial saved as two files with its attention's Wa/Ua/Va
-// renamed W1/W2/V, and for an unrelated model.
+// layout, and the --map flags that fix them. For PyTorch's tutorial saved
+// as two files with its attention's Wa/Ua/Va renamed W1/W2/V, and for an
+// unrelated model, the message is checkpoint.Diagnose's against
+// attention.Layouts (whose text package checkpoint's tests check word for
+// word) after the converter's line; a renamed classifier is checked word
+// for word here.
 func TestExportDiagnosis(t *testing.T) {
 	enc, dec := layoutFixture("tut_encoder.pt"), layoutFixture("tut_decoder_w1w2v.pt")
+	diagnosis := func(f checkpoint.Files) string {
+		sd, err := checkpoint.LoadModel(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.String() + "\n"
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -23,61 +38,10 @@ func TestExportDiagnosis(t *testing.T) {
 	}{
 		{"tutorial attention renamed", []string{"--encoder", enc, "--decoder", dec}, enc + " + " + dec +
 			`: no known decoder architecture matches the checkpoint's decoder keys (decoder.attention.V.bias, decoder.attention.V.weight, decoder.attention.W1.bias, decoder.attention.W1.weight, decoder.attention.W2.bias, decoder.attention.W2.weight, decoder.embedding.weight, decoder.gru.bias_hh_l0, decoder.gru.bias_ih_l0, decoder.gru.weight_hh_l0, decoder.gru.weight_ih_l0, decoder.out.bias, ... (1 more)); known architectures and their keys: bahdanau: decoder.fc_hidden.weight, decoder.fc_encoder.weight, decoder.weight; luong-dot: decoder.classifier.weight, no decoder.fc_hidden.* and no decoder.attention.*; luong-general: decoder.attention.fc.weight, no decoder.attention.weight; luong-concat: decoder.attention.fc.weight and decoder.attention.weight; tutorial-location: decoder.attn.weight (M x (E+H)), decoder.attn_combine.*, decoder.out.*; tutorial-bahdanau: decoder.attention.Wa.*, decoder.attention.Ua.*, decoder.attention.Va.*, decoder.out.*
-the checkpoint has 18 keys:
-  encoder.embedding.weight [5 3]
-  encoder.gru.weight_ih_l0 [9 3]
-  encoder.gru.weight_hh_l0 [9 3]
-  encoder.gru.bias_ih_l0 [9]
-  encoder.gru.bias_hh_l0 [9]
-  decoder.embedding.weight [6 3]
-  decoder.attention.W1.weight [3 3]
-  decoder.attention.W1.bias [3]
-  decoder.attention.W2.weight [3 3]
-  decoder.attention.W2.bias [3]
-  decoder.attention.V.weight [1 3]
-  decoder.attention.V.bias [1]
-  decoder.gru.weight_ih_l0 [9 6]
-  decoder.gru.weight_hh_l0 [9 3]
-  decoder.gru.bias_ih_l0 [9]
-  decoder.gru.bias_hh_l0 [9]
-  decoder.out.weight [6 3]
-  decoder.out.bias [6]
-closest known layout: tutorial-bahdanau/gru (12 keys fit as named, 6 under other names)
-  misnamed: decoder.attention.W1.weight [3 3] would be decoder.attention.Wa.weight
-  misnamed: decoder.attention.W1.bias [3] would be decoder.attention.Wa.bias
-  misnamed: decoder.attention.W2.weight [3 3] would be decoder.attention.Ua.weight
-  misnamed: decoder.attention.W2.bias [3] would be decoder.attention.Ua.bias
-  misnamed: decoder.attention.V.weight [1 3] would be decoder.attention.Va.weight
-  misnamed: decoder.attention.V.bias [1] would be decoder.attention.Va.bias
-renaming fixes it: --map decoder.attention.W1=decoder.attention.Wa --map decoder.attention.W2=decoder.attention.Ua --map decoder.attention.V=decoder.attention.Va
-  check: decoder.attention.W1 and decoder.attention.W2 paired with decoder.attention.Wa and decoder.attention.Ua by name and order only: they have the same keys and shapes; if your model uses them the other way round, swap the --map targets
-`},
+` + diagnosis(checkpoint.Files{Encoder: enc, Decoder: dec})},
 		{"unrelated model", []string{layoutFixture("tiny_resnet.pt")}, layoutFixture("tiny_resnet.pt") +
-			`: checkpoint is missing key encoder.embedding.weight: not an attention seq2seq state_dict (expected encoder.* and decoder.* keys as in the spec)
-the checkpoint has 20 keys:
-  conv1.weight [4 3 3 3]
-  bn1.weight [4]
-  bn1.bias [4]
-  bn1.running_mean [4]
-  bn1.running_var [4]
-  bn1.num_batches_tracked []
-  layer1.0.conv1.weight [4 4 3 3]
-  layer1.0.bn1.weight [4]
-  layer1.0.bn1.bias [4]
-  layer1.0.bn1.running_mean [4]
-  layer1.0.bn1.running_var [4]
-  layer1.0.bn1.num_batches_tracked []
-  layer1.0.conv2.weight [4 4 3 3]
-  layer1.0.bn2.weight [4]
-  layer1.0.bn2.bias [4]
-  layer1.0.bn2.running_mean [4]
-  layer1.0.bn2.running_var [4]
-  layer1.0.bn2.num_batches_tracked []
-  fc.weight [3 4]
-  fc.bias [3]
-no known layout is close (bahdanau/lstm, bahdanau/gru, luong-dot/lstm, luong-dot/gru, luong-general/lstm, luong-general/gru, luong-concat/lstm, luong-concat/gru, tutorial-location/lstm, tutorial-location/gru, tutorial-bahdanau/lstm, tutorial-bahdanau/gru): this looks like another kind of model.
-The nearest, luong-dot/lstm, would use 2 of these keys (2 of them under other names) and lacks 10 of its own: encoder.embedding.weight [Vs E], encoder.lstm.weight_ih_l0 [4H E], encoder.lstm.weight_hh_l0 [4H H], encoder.lstm.bias_ih_l0 [4H], encoder.lstm.bias_hh_l0 [4H], decoder.embedding.weight [Vt E] and 4 more
-`},
+			": checkpoint is missing key encoder.embedding.weight: not an attention seq2seq state_dict (expected encoder.* and decoder.* keys as in the spec)\n" +
+			diagnosis(checkpoint.Files{Path: layoutFixture("tiny_resnet.pt")})},
 		// A key renamed away: the precise message, then what would fix it.
 		{"classifier renamed", []string{layoutFixture("s2s_flat.pt"), "--map", "decoder.classifier=decoder.cls"}, layoutFixture("s2s_flat.pt") +
 			`: checkpoint has an unexpected key decoder.cls.bias [6]: not part of a bahdanau H=2 L=1 Vs=5 Vt=6 model
