@@ -204,21 +204,34 @@ func TestFromStateDictErrors(t *testing.T) {
 	}
 }
 
-// TestLayoutsDetectOneArchitecture: every layout Layouts lists converts,
-// and is detected as its own architecture and cell and no other.
+// TestLayoutsDetectOneArchitecture: every architecture and cell Layouts
+// lists converts from the keys ExpectedKeys gives it, and is detected as
+// its own architecture and cell and no other.
 func TestLayoutsDetectOneArchitecture(t *testing.T) {
 	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
-	layouts := Layouts(sizes)
+	layouts := Layouts()
 	if len(layouts) != len(AllArchs)*len(Cells) {
 		t.Fatalf("%d layouts, want %d", len(layouts), len(AllArchs)*len(Cells))
 	}
-	for _, l := range layouts {
+	for i, l := range layouts {
+		want := sizes
+		want.Arch, want.Cell = AllArchs[i/len(Cells)], Cells[i%len(Cells)]
+		if l.Name != string(want.Arch)+"/"+string(want.Cell) {
+			t.Fatalf("layout %d is %s, want %s/%s", i, l.Name, want.Arch, want.Cell)
+		}
+		if want.Arch != TutorialLocation {
+			want.MaxLength = 0
+		}
+		keys, err := ExpectedKeys(want)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := rand.New(rand.NewSource(1))
 		sd := map[string]*builder.Tensor{}
 		shapes := map[string][]int64{}
-		for _, k := range l.Keys {
+		for _, k := range keys {
 			if k.Key != k.Pattern && !strings.Contains(k.Pattern, "_l{k}") {
-				t.Errorf("%s/%s: key %s has pattern %s", l.Arch, l.Cell, k.Key, k.Pattern)
+				t.Errorf("%s: key %s has pattern %s", l.Name, k.Key, k.Pattern)
 			}
 			if !k.Optional {
 				sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
@@ -231,21 +244,16 @@ func TestLayoutsDetectOneArchitecture(t *testing.T) {
 				found = append(found, ar.Name())
 			}
 		}
-		if len(found) != 1 || found[0] != l.Arch {
-			t.Errorf("%s/%s: detected by %v", l.Arch, l.Cell, found)
+		if len(found) != 1 || found[0] != want.Arch {
+			t.Errorf("%s: detected by %v", l.Name, found)
 		}
 		w, _, err := FromStateDict(sd, Options{})
 		if err != nil {
-			t.Errorf("%s/%s: %v", l.Arch, l.Cell, err)
+			t.Errorf("%s: %v", l.Name, err)
 			continue
 		}
-		want := sizes
-		want.Arch, want.Cell = l.Arch, l.Cell
-		if l.Arch != TutorialLocation {
-			want.MaxLength = 0
-		}
 		if w.Config != want {
-			t.Errorf("%s/%s: inferred %v, want %v", l.Arch, l.Cell, w.Config, want)
+			t.Errorf("%s: inferred %v, want %v", l.Name, w.Config, want)
 		}
 	}
 }

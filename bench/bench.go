@@ -51,6 +51,9 @@ type Config struct {
 	Checkpoint string
 	// Archs are the random models' architectures (ignored with Checkpoint).
 	Archs []attention.Arch
+	// Cell is the random models' cell; "" means LSTM for the article's
+	// architectures and GRU for the tutorial's (ignored with Checkpoint).
+	Cell attention.Cell
 	// Hidden, Layers and Vocab (both vocabularies) size the random models.
 	Hidden, Layers, Vocab int
 	// SrcLens, Batches and Threads span the measured configurations.

@@ -35,37 +35,52 @@ func TestQuantile(t *testing.T) {
 }
 
 func TestRandomStateDictConvertsAndSuppressesEOS(t *testing.T) {
-	for _, arch := range []attention.Arch{attention.Bahdanau, attention.LuongDot, attention.LuongGeneral, attention.LuongConcat} {
-		sd, err := RandomStateDict(arch, 8, 2, 11, 13, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sup, err := SuppressEOS(sd, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, _, err := attention.FromStateDict(sup, attention.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", arch, err)
-		}
-		if w.Config.Arch != arch || w.Config.Hidden != 8 || w.Config.Layers != 2 || w.Config.SrcVocab != 11 || w.Config.TgtVocab != 13 {
-			t.Errorf("%s: converted to %s", arch, w.Config)
-		}
-		b, _ := sup["decoder.classifier.bias"].Float32s()
-		orig, _ := sd["decoder.classifier.bias"].Float32s()
-		if b[2] != suppressedBias || b[1] != orig[1] || orig[2] == suppressedBias {
-			t.Errorf("%s: bias %v from %v: want only [2] = %g, and the original untouched", arch, b[:3], orig[:3], float64(suppressedBias))
-		}
-		if sup["decoder.embedding.weight"] != sd["decoder.embedding.weight"] {
-			t.Errorf("%s: SuppressEOS copied tensors other than the bias", arch)
+	for _, arch := range attention.AllArchs {
+		for _, cell := range attention.Cells {
+			cfg := attention.Config{Arch: arch, Cell: cell, Hidden: 8, Embedding: 8, Layers: 2, SrcVocab: 11, TgtVocab: 13}
+			if arch == attention.TutorialLocation {
+				cfg.MaxLength = 6
+			}
+			name := string(arch) + "/" + string(cell)
+			sd, err := RandomStateDict(cfg, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sup, err := SuppressEOS(sd, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, _, err := attention.FromStateDict(sup, attention.Options{})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if w.Config != cfg {
+				t.Errorf("%s: converted to %s", name, w.Config)
+			}
+			bias := "decoder.classifier.bias"
+			if arch.IsTutorial() {
+				bias = "decoder.out.bias"
+			}
+			b, _ := sup[bias].Float32s()
+			orig, _ := sd[bias].Float32s()
+			if b[2] != suppressedBias || b[1] != orig[1] || orig[2] == suppressedBias {
+				t.Errorf("%s: bias %v from %v: want only [2] = %g, and the original untouched", name, b[:3], orig[:3], float64(suppressedBias))
+			}
+			if sup["decoder.embedding.weight"] != sd["decoder.embedding.weight"] {
+				t.Errorf("%s: SuppressEOS copied tensors other than the bias", name)
+			}
 		}
 	}
-	if _, err := RandomStateDict("luong-bogus", 8, 1, 5, 5, 1); err == nil || !strings.Contains(err.Error(), "unknown arch") {
+	if _, err := RandomStateDict(attention.Config{Arch: "luong-bogus", Hidden: 8, Layers: 1, SrcVocab: 5, TgtVocab: 5}, 1); err == nil || !strings.Contains(err.Error(), "unknown architecture") {
 		t.Errorf("bogus arch: %v", err)
 	}
-	sd, _ := RandomStateDict(attention.Bahdanau, 4, 1, 5, 5, 1)
+	sd, _ := RandomStateDict(attention.Config{Arch: attention.Bahdanau, Hidden: 4, Layers: 1, SrcVocab: 5, TgtVocab: 5}, 1)
 	if _, err := SuppressEOS(sd, 5); err == nil || !strings.Contains(err.Error(), "outside the target vocabulary [0, 5)") {
 		t.Errorf("EOS out of range: %v", err)
+	}
+	delete(sd, "decoder.classifier.bias")
+	if _, err := SuppressEOS(sd, 1); err == nil || err.Error() != "bench: checkpoint has no decoder.classifier.bias or decoder.out.bias to suppress EOS with" {
+		t.Errorf("no classifier bias: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
@@ -46,7 +47,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rc.Checkpoint, rc.Hidden, rc.Layers = c.Checkpoint, c.Hidden, c.Layers
 	rc.SrcLens, rc.Batches, rc.Threads, rc.Steps = c.SrcLens, c.Batches, c.Threads, c.Steps
 	rc.EOS = attention.DefaultSpecial.EOS
-	rc.EOSMethod = fmt.Sprintf("decoder.classifier.bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
+	rc.EOSMethod = fmt.Sprintf("the classifier's bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
 	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), runtime.Version()
 
 	models, err := c.prepare(work)
@@ -106,28 +107,41 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		sd   map[string]*builder.Tensor
 	}
 	var srcs []src
+	longest := slices.Max(c.SrcLens)
 	if c.Checkpoint != "" {
-		sd, err := checkpoint.Load(c.Checkpoint)
+		sd, w, _, err := modeldir.ReadCheckpoint(checkpoint.Files{Path: c.Checkpoint}, nil, attention.Options{AllowNonFinite: true})
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", c.Checkpoint, err)
+		if err := w.Config.CheckSourceLength(longest); err != nil {
+			return nil, fmt.Errorf("bench: %s: -src-len %d: %w", c.Checkpoint, longest, err)
 		}
 		srcs = append(srcs, src{w.Config.Arch, sd.Tensors})
 	} else {
 		for i, a := range c.Archs {
-			sd, err := RandomStateDict(a, c.Hidden, c.Layers, c.Vocab, c.Vocab, c.Seed+uint64(i))
+			cfg := attention.Config{Arch: a, Cell: c.Cell, Hidden: c.Hidden, Layers: c.Layers, SrcVocab: c.Vocab, TgtVocab: c.Vocab}
+			if cfg.Cell == "" {
+				cfg.Cell = attention.LSTM
+				if a.IsTutorial() {
+					cfg.Cell = attention.GRU
+				}
+			}
+			if a == attention.TutorialLocation {
+				cfg.MaxLength = longest // attends over the longest source measured
+			}
+			sd, err := RandomStateDict(cfg, c.Seed+uint64(i))
 			if err != nil {
 				return nil, err
 			}
 			srcs = append(srcs, src{a, sd})
 		}
 	}
+	// Every engine decodes with attnx's special tokens, whatever the
+	// architecture's own defaults: EOS is suppressed in the weights.
+	sp := attention.DefaultSpecial
 	var models []*model
 	for _, s := range srcs {
-		sd, err := SuppressEOS(s.sd, attention.DefaultSpecial.EOS)
+		sd, err := SuppressEOS(s.sd, sp.EOS)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +156,7 @@ func (c *Config) prepare(work string) ([]*model, error) {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 		m.dir = filepath.Join(base, "model")
-		res, err := modeldir.Export(m.ckpt, m.dir, modeldir.Options{Greedy: true, Force: true})
+		res, err := modeldir.Export(m.ckpt, m.dir, modeldir.Options{Greedy: true, Force: true, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
 		if err != nil {
 			return nil, fmt.Errorf("bench: exporting %s: %w", s.arch, err)
 		}

@@ -424,7 +424,7 @@ func BenchmarkGreedyStep(b *testing.B) {
 		name          string
 		hidden, vocab int
 	}{{"tiny", 16, 64}, {"realistic", 256, 10000}} {
-		sd, err := bench.RandomStateDict(attention.Bahdanau, size.hidden, 1, size.vocab, size.vocab, 1)
+		sd, err := bench.RandomStateDict(attention.Config{Arch: attention.Bahdanau, Hidden: size.hidden, Layers: 1, SrcVocab: size.vocab, TgtVocab: size.vocab}, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
@@ -63,7 +64,10 @@ type Options struct {
 	// SOS, EOS, PAD and UNK override the special token ids. When nil, the
 	// id is the position of <sos>, <eos>, <pad> (target vocabulary) or
 	// <unk> (source vocabulary) when vocabularies are given, and
-	// attention.DefaultSpecial's otherwise.
+	// attention.DefaultSpecialFor's otherwise: the article's convention, or
+	// for the tutorial's architectures the tutorial's (SOS 0, EOS 1,
+	// padding 0, no unknown token), whose vocabularies may also call them
+	// "SOS" and "EOS" and need no padding token.
 	SOS, EOS, PAD, UNK *int64
 	// Progress, when set, is called before each stage with the stage's
 	// description, the number of stages done and the total.
@@ -157,11 +161,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	cfg := w.Config
-	info, err := buildInfo(cfg, checkpointPath, opt)
+	info, spNotes, err := buildInfo(cfg, checkpointPath, opt)
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: notes}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: append(notes, spNotes...)}
 
 	tmp, unlockTmp, err := makeTemp(dir)
 	if err != nil {
@@ -231,64 +235,124 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
 func convert(path string, opt Options) (*attention.Weights, []string, error) {
-	files := opt.files(path)
-	sd, err := checkpoint.LoadModel(files, opt.Maps)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading checkpoint: %w", err)
-	}
-	w, notes, err := attention.FromStateDict(sd.Tensors, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", files, err)
-	}
-	return w, append(append([]string(nil), sd.Notes...), notes...), nil
+	_, w, notes, err := ReadCheckpoint(opt.files(path), opt.Maps, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
+	return w, notes, err
 }
 
-// buildInfo fills in attnx.json's content but its files.
-func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
+// ReadCheckpoint reads a model's checkpoint as attnx export does
+// (checkpoint.LoadModel, then the renames) and converts it
+// (attention.FromStateDict). It returns the state dict as read, the
+// weights and the notes of both steps. When the keys fit no known
+// architecture (an *attention.KeysError), the error goes on, after the
+// precise message, with checkpoint.Diagnose's description of how they
+// differ from the closest of attention.Layouts and the --map flags that
+// would fix them.
+func ReadCheckpoint(files checkpoint.Files, maps []checkpoint.Rename, opt attention.Options) (*checkpoint.StateDict, *attention.Weights, []string, error) {
+	sd, err := checkpoint.LoadModel(files, maps)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	w, notes, err := attention.FromStateDict(sd.Tensors, opt)
+	if err != nil {
+		var ke *attention.KeysError
+		if errors.As(err, &ke) {
+			if d, derr := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts()); derr == nil {
+				return nil, nil, nil, &DiagnosedError{Files: files, Err: err, Diagnosis: d}
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("%s: %w", files, err)
+	}
+	return sd, w, append(append([]string(nil), sd.Notes...), notes...), nil
+}
+
+// DiagnosedError is ReadCheckpoint's error for a checkpoint whose keys fit
+// no known architecture: the converter's message, then the diagnosis.
+type DiagnosedError struct {
+	Files     checkpoint.Files
+	Err       error
+	Diagnosis *checkpoint.Diagnosis
+}
+
+// Error is "FILES: MESSAGE", a newline, and the diagnosis.
+func (e *DiagnosedError) Error() string {
+	return fmt.Sprintf("%s: %v\n%s", e.Files, e.Err, e.Diagnosis)
+}
+
+// Unwrap returns the converter's error.
+func (e *DiagnosedError) Unwrap() error { return e.Err }
+
+// buildInfo fills in attnx.json's content but its files, and returns the
+// notes to show about the special token ids.
+func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string, error) {
 	info := &Info{
 		Format:        InfoFormat,
 		FormatVersion: 1,
 		Config:        cfg,
 		Opset:         builder.DefaultOpset,
-		Special:       attention.DefaultSpecial,
+		Special:       attention.DefaultSpecialFor(cfg.Arch),
 		Producer:      Producer,
 		Source:        opt.files(ckpt).Base(),
 	}
+	tutorial := cfg.Arch.IsTutorial()
 	var err error
 	if opt.SrcVocab != "" {
 		if info.SrcTokens, err = ReadVocab(opt.SrcVocab, "--src-vocab", "source", cfg.SrcVocab); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		info.Special.UNK = index(info.SrcTokens, "<unk>")
 	}
 	if opt.TgtVocab != "" {
 		if info.TgtTokens, err = ReadVocab(opt.TgtVocab, "--tgt-vocab", "target", cfg.TgtVocab); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, t := range []struct {
-			id       *int64
-			tok      string
-			override *int64
-			flag     string
-		}{{&info.Special.SOS, "<sos>", opt.SOS, "--sos"}, {&info.Special.EOS, "<eos>", opt.EOS, "--eos"}, {&info.Special.PAD, "<pad>", opt.PAD, "--pad"}} {
-			*t.id = index(info.TgtTokens, t.tok)
-			if *t.id < 0 && t.override == nil {
-				return nil, fmt.Errorf("--tgt-vocab %s has no %s token; pass %s N to name its id", opt.TgtVocab, t.tok, t.flag)
+	}
+	// An id without a flag comes from the target vocabulary, else keeps the
+	// architecture's default. A tutorial model's vocabulary (the tutorial's
+	// Lang) calls SOS and EOS "SOS" and "EOS" and has no padding token, so
+	// its ids may keep the tutorial's defaults; an article model's
+	// vocabulary must have the token.
+	var defaulted, flags []string
+	for _, t := range []struct {
+		id       *int64
+		name     string
+		toks     []string
+		override *int64
+		flag     string
+	}{
+		{&info.Special.SOS, "SOS", []string{"<sos>", "SOS"}, opt.SOS, "--sos"},
+		{&info.Special.EOS, "EOS", []string{"<eos>", "EOS"}, opt.EOS, "--eos"},
+		{&info.Special.PAD, "PAD", []string{"<pad>"}, opt.PAD, "--pad"},
+	} {
+		found := int64(-1)
+		for i, tok := range t.toks {
+			if found < 0 && (i == 0 || tutorial) {
+				found = index(info.TgtTokens, tok)
 			}
 		}
-	}
-	for _, o := range []struct {
-		v   *int64
-		dst *int64
-	}{{opt.SOS, &info.Special.SOS}, {opt.EOS, &info.Special.EOS}, {opt.PAD, &info.Special.PAD}, {opt.UNK, &info.Special.UNK}} {
-		if o.v != nil {
-			*o.dst = *o.v
+		switch {
+		case t.override != nil:
+			*t.id = *t.override
+		case found >= 0:
+			*t.id = found
+		case info.TgtTokens != nil && !tutorial:
+			return nil, nil, fmt.Errorf("--tgt-vocab %s has no %s token; pass %s N to name its id", opt.TgtVocab, t.toks[0], t.flag)
+		default:
+			defaulted = append(defaulted, fmt.Sprintf("%s %d", t.name, *t.id))
+			flags = append(flags, t.flag)
 		}
 	}
-	if err := info.Special.Check(cfg); err != nil {
-		return nil, err
+	if opt.UNK != nil {
+		info.Special.UNK = *opt.UNK
 	}
-	return info, nil
+	if err := info.Special.Check(cfg); err != nil {
+		return nil, nil, err
+	}
+	var notes []string
+	if tutorial && len(defaulted) > 0 {
+		notes = append(notes, fmt.Sprintf("special tokens %s: PyTorch's seq2seq tutorial's, the default for %s models (pass %s to change them)",
+			strings.Join(defaulted, ", "), cfg.Arch, strings.Join(flags, "/")))
+	}
+	return info, notes, nil
 }
 
 func index(tokens []string, tok string) int64 {

@@ -20,8 +20,14 @@ func verdict(ok bool) string {
 func (o *Outcome) WriteText(w io.Writer, verbose bool) {
 	c := o.Config
 	fmt.Fprintf(w, "verify %s against %s\n", o.Model, filepath.Base(o.Checkpoint))
-	fmt.Fprintf(w, "  model %s H=%d L=%d Vs=%d Vt=%d; batch %d, src_len %d, %d steps; tolerance |a-b| <= %g + %g*|b|\n\n",
-		c.Arch, c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, o.Batch, o.SrcLen, o.Steps, o.Tolerance["atol"], o.Tolerance["rtol"])
+	fmt.Fprintf(w, "  model %s; batch %d, src_len %d, %d steps; tolerance |a-b| <= %g + %g*|b|\n",
+		c, o.Batch, o.SrcLen, o.Steps, o.Tolerance["atol"], o.Tolerance["rtol"])
+	they, verb := "PyTorch", "computes"
+	if o.Oracle != "" && o.Oracle != "reference" {
+		they, verb = "your modules", "compute"
+		fmt.Fprintf(w, "  PyTorch: your modules from %s, one sentence at a time\n", o.Oracle)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-16s %5s  %-11s %-11s %5s  %s\n", "output", "steps", "max abs", "max rel", "worst", "verdict")
 	for _, s := range o.Outputs {
 		worst := "enc"
@@ -60,8 +66,8 @@ func (o *Outcome) WriteText(w io.Writer, verbose bool) {
 		fmt.Fprintln(w)
 	}
 	if o.OK {
-		fmt.Fprintf(w, "\nOK: the ONNX graphs compute what PyTorch computes\n")
+		fmt.Fprintf(w, "\nOK: the ONNX graphs compute what %s %s\n", they, verb)
 	} else {
-		fmt.Fprintf(w, "\nMISMATCH: the ONNX graphs differ from PyTorch\n")
+		fmt.Fprintf(w, "\nMISMATCH: the ONNX graphs differ from %s\n", they)
 	}
 }

@@ -28,10 +28,14 @@ Measures greedy decoding, on the same weights and inputs, with:
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
+                     (for GRU models too: a GRU cell costs less)
 
-The model is --checkpoint or a random one per --arch. To make every engine
-decode exactly --steps steps, the benchmarked copy of the weights has
-decoder.classifier.bias[EOS] = -1e9, so EOS is never the argmax.
+The model is --checkpoint or a random one per --arch and --cell. To make
+every engine decode exactly --steps steps, the benchmarked copy of the
+weights has the classifier's bias (decoder.classifier.bias, or
+decoder.out.bias for the tutorial's models) at EOS = -1e9, so EOS is never
+the argmax; every engine decodes with SOS 1 and EOS 2, whatever the
+model's own special tokens.
 
 Times are decode only (the encoder is reported apart), per token (one row
 at one step), median and p90 over the repetitions. Peak RSS is bench.py's
@@ -64,10 +68,11 @@ func runBench(args []string) error {
 	def := bench.DefaultConfig()
 	fs := newFlagSet("bench")
 	ckpt := fs.String("checkpoint", "", "PyTorch or safetensors checkpoint to measure (default: random models of -arch)")
-	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated")
+	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated: "+archNames())
+	cell := fs.String("cell", "", "cell of the random models, lstm or gru (default: lstm for the article's architectures, gru for the tutorial's)")
 	hidden := fs.Int("hidden", def.Hidden, "hidden size H of the random models")
 	vocab := fs.Int("vocab", def.Vocab, "source and target vocabulary size of the random models")
-	layers := fs.Int("layers", def.Layers, "LSTM layers of the random models")
+	layers := fs.Int("layers", def.Layers, "recurrent layers of the random models")
 	srcLens := fs.String("src-len", "12,50", "source lengths, comma-separated")
 	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
 	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
@@ -97,12 +102,18 @@ func runBench(args []string) error {
 	c.Python, c.RefDir, c.WorkDir, c.CPUProfile, c.Seed = *python, *refDir, *workDir, *cpuProfile, *seed
 	c.Archs = nil
 	for _, a := range strings.Split(*archs, ",") {
-		switch a := attention.Arch(strings.TrimSpace(a)); a {
-		case attention.Bahdanau, attention.LuongDot, attention.LuongGeneral, attention.LuongConcat:
-			c.Archs = append(c.Archs, a)
-		default:
-			return &usageError{fmt.Sprintf("-arch: unknown architecture %q (want bahdanau, luong-dot, luong-general, luong-concat)", a)}
+		arch, err := attention.ParseArch(strings.TrimSpace(a))
+		if err != nil {
+			return &usageError{"-arch: " + err.Error()}
 		}
+		c.Archs = append(c.Archs, arch)
+	}
+	if *cell != "" {
+		cl, err := attention.ParseCell(*cell)
+		if err != nil {
+			return &usageError{"-cell: " + err.Error()}
+		}
+		c.Cell = cl
 	}
 	var err error
 	if c.SrcLens, err = intList("src-len", *srcLens); err != nil {

@@ -141,13 +141,7 @@ func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 		fmt.Fprintf(w, ", from %s", m.Source)
 	}
 	fmt.Fprintf(w, ")\n")
-	fmt.Fprintf(w, "  arch     %s\n", m.Arch)
-	fmt.Fprintf(w, "  cell     %s\n", m.Cell)
-	maxLen := ""
-	if m.MaxLength > 0 {
-		maxLen = fmt.Sprintf(" M=%d (max_length: longer sources cannot run)", m.MaxLength)
-	}
-	fmt.Fprintf(w, "  sizes    H=%d E=%d L=%d Vs=%d Vt=%d%s\n", m.Hidden, m.Embedding, m.Layers, m.SrcVocab, m.TgtVocab, maxLen)
+	printConfig(w, m.Config)
 	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
 	vocab := func(toks []string) string {

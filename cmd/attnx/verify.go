@@ -35,12 +35,33 @@ The reference (reference/*.py) is embedded in attnx and runs from a private
 temporary copy; ATTNX_REFERENCE=path/to/reference.py (or its directory)
 runs another copy instead.
 
+--torch-module FILE.py makes your own PyTorch modules the oracle instead of
+attnx's reference, so that code that differs from it shows. FILE.py
+defines
+
+    def build(config):           # config: arch, cell, hidden, embedding_size,
+        return encoder, decoder  # layers, src_vocab, tgt_vocab, max_length, sos, eos
+
+whose state_dict() keys are the checkpoint's under encoder. and decoder.
+(before --map), without those prefixes; they are loaded strictly with the
+weights read here (never by unpickling your file) and run one sentence at
+a time, in eval mode, with the call convention of the model's architecture:
+  article (bahdanau, luong-*): out, state = encoder(ids [1,S], encoder.init_hidden());
+      log_probs, state, attn = decoder(token [1], state, out)
+  tutorial-location (the tutorial's 2017-2023 version): encoder(token [1], hidden)
+      per token into a zero [M,H] buffer; log_probs, hidden, attn =
+      decoder(token [1,1], hidden, buffer)
+  tutorial-bahdanau (its current version): out, hidden = encoder(ids [1,S]);
+      logits, hidden, attn = decoder.forward_step(token [1,1], hidden, out)
+FILE.py is your code and runs as such.
+
 Exit status: 0 when everything matches, 1 on a mismatch or error, 2 for
 usage errors.
 
 Example:
   attnx export model.pt -o model/
-  attnx verify --model model/ --checkpoint model.pt --steps 20 --batch 4`
+  attnx verify --model model/ --checkpoint model.pt --steps 20 --batch 4
+  attnx verify --model model/ --encoder encoder.pt --decoder decoder.pt --torch-module train.py`
 }
 
 // referenceRunner runs the PyTorch reference; a variable for tests.
@@ -61,6 +82,7 @@ func runVerify(args []string) error {
 	inputs := fs.String("inputs", "", "safetensors file with source_ids [batch, src_len] and source_lengths [batch], instead of random input")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
 	verbose := fs.Bool("verbose", false, "print every output of every step, not one line per output")
+	torchModule := fs.String("torch-module", "", "FILE.py defining build(config) -> (encoder, decoder): compare with your own modules instead of attnx's reference")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -79,6 +101,11 @@ func runVerify(args []string) error {
 		return &usageError{fmt.Sprintf("--src-len must be at least 1, got %d", *srcLen)}
 	}
 
+	if *torchModule != "" {
+		if _, err := os.Stat(*torchModule); err != nil {
+			return fmt.Errorf("--torch-module: %w", err)
+		}
+	}
 	info, err := readModelDir(*model)
 	if err != nil {
 		return err
@@ -88,7 +115,7 @@ func runVerify(args []string) error {
 		return &usageError{err.Error()}
 	}
 	opt := verify.Options{ModelDir: *model, Info: info, Checkpoint: files, Maps: maps, Inputs: *inputs, Batch: *batch, SrcLen: *srcLen, Seed: *seed,
-		Reference: referenceRunner, Rows: *verbose || *asJSON}
+		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule}
 	if fs.Changed("steps") || *inputs == "" {
 		opt.Steps = *steps
 	}
