@@ -445,6 +445,9 @@ func TestBeamParityWithReference(t *testing.T) {
 			w := fx.Weights(t, m.checkpoint(root))
 			beam, nodes := openModel(t, "beam", func() (*builder.Model, error) { return attention.Beam(w, m.sp) })
 			greedy, _ := openModel(t, "greedy", func() (*builder.Model, error) { return attention.Greedy(w, m.sp) })
+			steps := teacherForcer{t: t, sp: m.sp, lstm: m.cell == attention.LSTM,
+				enc: ortest.Open(t, mustBuild(t, attention.Encoder, w), runtime.Options{}),
+				dec: ortest.Open(t, mustBuild(t, attention.Decoder, w), runtime.Options{})}
 			for _, in := range m.inputs {
 				feeds := readInputs(t, in.inputs(root, m))
 				for _, k := range in.ks {
@@ -475,6 +478,7 @@ func TestBeamParityWithReference(t *testing.T) {
 					if k == 1 {
 						checkGreedy(t, greedy, feeds, in.maxLen, got)
 					}
+					steps.checkBest(feeds, got)
 					table = append(table, fmt.Sprintf("%-24s %s K=%d alpha=%g: %d/%d rows identical, %d swaps, max score error %.1e; %d/%d hypotheses end in EOS, %d steps; %d nodes",
 						m.name, in.name, k, in.alpha, identical, len(want), swaps, maxErr, ended, hyps, got.steps, nodes))
 				}
@@ -507,6 +511,96 @@ func checkGreedy(t *testing.T, greedy *runtime.Session, feeds map[string]*runtim
 		if math.Abs(float64(attn[i]-beam.attn[i])) > 1e-6 {
 			t.Errorf("K=1 attention[%d] = %v, greedy.onnx %v", i, beam.attn[i], attn[i])
 			break
+		}
+	}
+}
+
+func mustBuild(t *testing.T, build func(*attention.Weights) (*builder.Model, error), w *attention.Weights) *builder.Model {
+	t.Helper()
+	m, err := build(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// teacherForcer runs encoder.onnx and decoder.onnx along given tokens.
+type teacherForcer struct {
+	t        *testing.T
+	sp       attention.Special
+	lstm     bool
+	enc, dec *runtime.Session
+}
+
+// checkBest feeds each row's best hypothesis to the decoder step by step
+// (SOS first): beam.onnx's attention must be the decoder's at each of its
+// steps and its raw score the float32 sum of the decoder's log_probs of
+// its tokens, in step order.
+func (f teacherForcer) checkBest(feeds map[string]*runtime.Tensor, run beamRun) {
+	t := f.t
+	t.Helper()
+	encOut, err := f.enc.Run(feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	B, S := int(feeds[attention.InSourceIDs].Shape[0]), int(feeds[attention.InSourceIDs].Shape[1])
+	K := len(run.tokens) / (B * run.steps)
+	state := map[string]*runtime.Tensor{
+		attention.InHidden:         encOut[attention.OutHidden],
+		attention.InEncoderOutputs: encOut[attention.OutEncoder],
+		attention.InSourceLengths:  feeds[attention.InSourceLengths],
+	}
+	if f.lstm {
+		state[attention.InCell] = encOut[attention.OutCell]
+	}
+	sums := make([]float32, B)
+	for step := range run.steps {
+		ids := make([]int64, B)
+		for b := range B {
+			ids[b] = f.sp.SOS
+			if step > 0 {
+				ids[b] = run.tokens[(b*K)*run.steps+step-1]
+			}
+		}
+		state[attention.InInputIDs] = runtime.NewInt64([]int64{int64(B)}, ids)
+		out, err := f.dec.Run(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp, _ := out[attention.OutLogProbs].Float32s()
+		attn, _ := out[attention.OutAttention].Float32s()
+		V := len(lp) / B
+		for b := range B {
+			if len(run.rows[b].tokens) == 0 || step >= len(run.rows[b].tokens[0]) {
+				continue
+			}
+			sums[b] += lp[b*V+int(run.rows[b].tokens[0][step])]
+			for s := range S {
+				got, want := run.attn[(b*run.steps+step)*S+s], attn[b*S+s]
+				if math.Abs(float64(got-want)) > 1e-5 {
+					t.Fatalf("row %d step %d: best hypothesis' attention[%d] = %v, decoder.onnx %v", b, step, s, got, want)
+				}
+			}
+		}
+		state[attention.InHidden] = out[attention.OutNextHidden]
+		if f.lstm {
+			state[attention.InCell] = out[attention.OutNextCell]
+		}
+	}
+	for b := range B {
+		if len(run.rows[b].tokens) == 0 {
+			continue
+		}
+		if d := math.Abs(float64(sums[b] - run.rows[b].scores[0])); d > 1e-5 {
+			t.Errorf("row %d: best score %v, decoder.onnx's log_probs sum to %v", b, run.rows[b].scores[0], sums[b])
+		}
+		// Zero past the best hypothesis' length.
+		for step := len(run.rows[b].tokens[0]); step < run.steps; step++ {
+			for s := range S {
+				if v := run.attn[(b*run.steps+step)*S+s]; v != 0 {
+					t.Fatalf("row %d step %d: attention %v past the best hypothesis' length", b, step, v)
+				}
+			}
 		}
 	}
 }
