@@ -7,7 +7,8 @@ import (
 )
 
 // This file holds the selection operators a search needs: TopK, the
-// per-element gather GatherElements and the running sum CumSum.
+// per-element gather GatherElements, the running sum CumSum and Mod, which
+// splits a flattened index.
 
 var (
 	topKTypes   = typeSet{builder.Uint8, builder.Uint16, builder.Uint32, builder.Uint64, builder.Int8, builder.Int16, builder.Int32, builder.Int64, builder.Float16, builder.Float, builder.Double, builder.BFloat16}
@@ -166,5 +167,42 @@ func CumSum(x, axis *builder.Value, opts CumSumOpts) *builder.Value {
 				}
 			}
 			return one(x.Elem(), x.Shape())
+		}}, 1)[0]
+}
+
+// ModOpts holds the optional attribute of Mod.
+type ModOpts struct {
+	// Fmod takes the sign of the dividend (C fmod) instead of the
+	// divisor's (Python's %); floating-point inputs require it.
+	Fmod bool
+}
+
+// Mod returns the remainder of a / b elementwise, with numpy broadcasting
+// (ONNX Mod, opset 13): by default with the sign of b, as Python's %.
+func Mod(a, b *builder.Value, opts ModOpts) *builder.Value {
+	var attrs []builder.Attr
+	if opts.Fmod {
+		attrs = append(attrs, builder.IntAttr("fmod", 1))
+	}
+	ins := operands{{"A", a}, {"B", b}}
+	return builder.Apply(builder.Call{Op: "Mod", InputNames: ins.names(), Inputs: ins.values(), Attrs: attrs,
+		Infer: func() ([]*builder.Type, error) {
+			if err := required(ins...); err != nil {
+				return nil, err
+			}
+			if err := checkElem("A", a, numTypes); err != nil {
+				return nil, err
+			}
+			if err := sameElem(ins[0], ins[1]); err != nil {
+				return nil, err
+			}
+			if a.Elem().IsFloat() && !opts.Fmod {
+				return nil, fmt.Errorf("A is %s: floating-point Mod needs Fmod", a.Type())
+			}
+			s, err := builder.Broadcast(a.Shape(), b.Shape())
+			if err != nil {
+				return nil, err
+			}
+			return one(a.Elem(), s)
 		}}, 1)[0]
 }

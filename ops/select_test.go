@@ -23,6 +23,9 @@ func init() {
 		backendCase{names: matching("test_gather_elements_"), build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 			return []*builder.Value{GatherElements(in[0], in[1], n.i("axis", 0))}
 		}},
+		backendCase{names: matching("test_mod_", "float16"), build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
+			return []*builder.Value{Mod(in[0], in[1], ModOpts{Fmod: n.i("fmod", 0) == 1})}
+		}},
 		backendCase{names: matching("test_cumsum_"), consts: []int{1}, build: func(_ *testing.T, _ *builder.Graph, n onode, in []*builder.Value) []*builder.Value {
 			return []*builder.Value{CumSum(in[0], in[1], CumSumOpts{Exclusive: n.i("exclusive", 0) == 1, Reverse: n.i("reverse", 0) == 1})}
 		}},
@@ -50,6 +53,9 @@ func TestInferSelect(t *testing.T) {
 		{"GatherElements", func(g *builder.Graph) *builder.Value {
 			return GatherElements(in(g, "x", f32, "b", 40), in(g, "i", i64, "b", 3), 1)
 		}, "float32[b,3]"},
+		{"Mod", func(g *builder.Graph) *builder.Value {
+			return Mod(in(g, "x", i64, "b", 7), ScalarInt64(g, 5), ModOpts{})
+		}, "int64[b,7]"},
 		{"CumSum", func(g *builder.Graph) *builder.Value {
 			return CumSum(in(g, "x", i64, "b", 7), ScalarInt64(g, 1), CumSumOpts{Exclusive: true})
 		}, "int64[b,7]"},
@@ -80,6 +86,7 @@ func TestSelectErrors(t *testing.T) {
 		{"TopK bool", func(g *builder.Graph) { TopK(in(g, "x", bl, 5), ConstInt64s(g, 1), TopKOpts{}) }, "X is bool"},
 		{"GatherElements ranks", func(g *builder.Graph) { GatherElements(in(g, "x", f32, 2, 5), in(g, "i", i64, 2), 1) }, "want rank 2 (data's rank)"},
 		{"GatherElements axis", func(g *builder.Graph) { GatherElements(in(g, "x", f32, 2, 5), in(g, "i", i64, 2, 1), 2) }, "axis"},
+		{"Mod float", func(g *builder.Graph) { Mod(in(g, "x", f32, 5), in(g, "y", f32, 5), ModOpts{}) }, "needs Fmod"},
 		{"CumSum bool", func(g *builder.Graph) { CumSum(in(g, "x", bl, 5), ScalarInt64(g, 0), CumSumOpts{}) }, "x is bool"},
 		{"CumSum axis", func(g *builder.Graph) { CumSum(in(g, "x", f32, 5), ScalarInt64(g, 1), CumSumOpts{}) }, "axis"},
 	}
