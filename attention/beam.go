@@ -64,22 +64,24 @@ const (
 // hypotheses at the end, which happens only when K*Vt is too small for
 // the search to keep K live hypotheses (a tiny target vocabulary).
 //
-// What the loop carries, per row: the K live hypotheses' scores (-Inf for
-// a missing one, so at the first step only hypothesis 0 counts and no
-// duplicates start the beam) and states, and the finished list, up to 2K-1
-// entries (a row stops once it holds K or more, and one step adds at most
-// K). Each step takes the row's 2K best candidates (score_i +
-// log_probs_i[v], flattened as i*Vt + v: ONNX TopK returns equal values in
-// ascending index order, which is the spec's order "score descending, then
-// i ascending, then v ascending"), finishes the EOS candidates of rank < K,
-// keeps the first K others as the new live hypotheses and reorders the
-// states with Gather. Each step also emits, per new live slot, its token
-// and parent slot, and every slot's attention; after the loop, each result
-// hypothesis' tokens and the best one's attention are read back along the
-// parent slots, from its last step to its first, in a second Loop. The
-// final order is a TopK over the finished entries followed by (when a row
-// has fewer than K finished) its live ones: the index in that list is the
-// insertion order, so TopK's tie order is the spec's.
+// Each step adds every live hypothesis' score (-Inf for a missing one, so
+// that at the first step only hypothesis 0 counts and no duplicates start
+// the beam) to its log_probs and takes the row's 2K best candidates with
+// TopK, flattened as i*Vt + v: ONNX TopK returns equal values in ascending
+// index order, which is the spec's order "score descending, then i
+// ascending, then v ascending". EOS candidates of rank < K finish; the
+// first K others live on, their states gathered from their parents' slots.
+// The loop carries only the live scores and states and each row's count
+// of finished hypotheses (a row that stops gets -Inf live scores, and the
+// loop ends when no row has a finite one); each step emits the
+// finishing candidates' scores and indices, every new live slot's token and
+// parent slot, and every slot's attention. After the loop, a row's
+// finished hypotheses are those records in step order, then rank order:
+// insertion order. The final order is a TopK over them followed by (when
+// a row has fewer than K finished) its live ones, so TopK's tie order is
+// the spec's insertion order. A second Loop reads each result
+// hypothesis' tokens and the best one's attention back along the parent
+// slots, from its last step to its first.
 func Beam(wt *Weights, sp Special) (*builder.Model, error) {
 	if err := wt.Validate(); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
@@ -138,9 +140,11 @@ type beamGraph struct {
 	bk      *builder.Value // [batch, K], a shape
 	rowBase *builder.Value // int64 [batch, 1]: the first slot of each row, b*K
 	slotRow *builder.Value // int64 [batch*K]: each slot's row
-	negInf  *builder.Value // float32 scalar
-	zeroI   *builder.Value // int64 scalar 0
-	flat    *builder.Value // [-1], a shape
+	// slotBase int64 [batch*K]: the first slot of each slot's row.
+	slotBase *builder.Value
+	negInf   *builder.Value // float32 scalar
+	flat     *builder.Value // [-1], a shape
+	r        ops.ReshapeOpts
 }
 
 func newBeamGraph(s *modelGraph, sp Special, ids, k *builder.Value) *beamGraph {
@@ -152,13 +156,13 @@ func newBeamGraph(s *modelGraph, sp Special, ids, k *builder.Value) *beamGraph {
 	slots := ops.Range(zero, ops.Mul(batch, k), one) // [batch*K]
 	return &beamGraph{
 		s: s, sp: sp, k: k, k1: k1,
-		v:       c.scalarInt(int64(s.cfg.TgtVocab)),
-		bk:      ops.Concat(0, b1, k1),
-		rowBase: ops.Unsqueeze(ops.Mul(ops.Range(zero, batch, one), k), c.ints(1)),
-		slotRow: ops.Div(slots, k),
-		negInf:  c.scalarFloat(float32(math.Inf(-1))),
-		zeroI:   zero,
-		flat:    c.ints(-1),
+		v:        c.scalarInt(int64(s.cfg.TgtVocab)),
+		bk:       ops.Concat(0, b1, k1),
+		rowBase:  ops.Unsqueeze(ops.Mul(ops.Range(zero, batch, one), k), c.ints(1)),
+		slotRow:  ops.Div(slots, k),
+		slotBase: ops.Mul(ops.Div(slots, k), k),
+		negInf:   c.scalarFloat(float32(math.Inf(-1))),
+		flat:     c.ints(-1),
 	}
 }
 
@@ -170,16 +174,15 @@ func (b *beamGraph) perSlot(x *builder.Value, axis int64) *builder.Value {
 
 // beamState is what the search loop carries from step to step.
 type beamState struct {
-	// ids [batch*K]: the next input of each slot; state: each slot's state.
+	// ids [batch*K]: each slot's next input; state: each slot's state.
 	ids   *builder.Value
 	state rnnState
-	// live: float32 [batch, K] scores (-Inf: no hypothesis), int64 [batch,
-	// K] parent slots (at the step that made them) and last tokens.
-	score, parent, token *builder.Value
-	// finished entries, [batch, 2K-1]: float32 score (-Inf: empty), int64
-	// step (1-based, = length) and the slot that chose EOS at that step;
-	// count [batch] of them; done [batch].
-	finScore, finStep, finSlot, count, done *builder.Value
+	// score float32 [batch*K, 1]: each live hypothesis' score; -Inf for a
+	// missing one and for all of a row whose search has stopped, so that
+	// its candidates are -Inf too and it finishes nothing more.
+	score *builder.Value
+	// count int64 [batch, 1]: the row's finished hypotheses.
+	count *builder.Value
 }
 
 func (st beamState) values() []*builder.Value {
@@ -187,7 +190,7 @@ func (st beamState) values() []*builder.Value {
 	if st.state.c != nil {
 		vs = append(vs, st.state.c)
 	}
-	return append(vs, st.score, st.parent, st.token, st.finScore, st.finStep, st.finSlot, st.count, st.done)
+	return append(vs, st.score, st.count)
 }
 
 func beamStateOf(vs []*builder.Value, hasCell bool) beamState {
@@ -196,119 +199,111 @@ func beamStateOf(vs []*builder.Value, hasCell bool) beamState {
 	if hasCell {
 		st.state.c, vs = vs[0], vs[1:]
 	}
-	st.score, st.parent, st.token = vs[0], vs[1], vs[2]
-	st.finScore, st.finStep, st.finSlot, st.count, st.done = vs[3], vs[4], vs[5], vs[6], vs[7]
+	st.score, st.count = vs[0], vs[1]
 	return st
 }
 
+// beamStep is what one step emits (the Loop stacks each over the steps).
+type beamStep struct {
+	// finScore float32 [batch, C]: the score of each of the row's C best
+	// candidates that finishes (an EOS of rank < K, not -Inf), -Inf for
+	// the others; idx int64 [batch, C]: their indices i*Vt + v.
+	finScore, idx *builder.Value
+	// ids and parents int64 [batch*K]: each new live slot's token and the
+	// slot it came from; attn float32 [batch*K, src_len]: each slot's
+	// attention at this step.
+	ids, parents, attn *builder.Value
+}
+
+// values lists what the Loop stacks: ids are computed after the loop from
+// the stacked selected indices (sel, int64 [batch*K]), since the next
+// inputs are the same tokens and a value cannot leave the body twice
+// without a copy.
+func (bs beamStep) values(sel *builder.Value) []*builder.Value {
+	return []*builder.Value{bs.finScore, bs.idx, sel, bs.parents, bs.attn}
+}
+
 // searchResult is the search loop's final state and its per-step records,
-// each stacked over the steps run: the token and parent slot of each new
-// live slot (int64 [steps, batch*K]) and each slot's attention (float32
-// [steps, batch*K, src_len]).
+// stacked over the steps run.
 type searchResult struct {
-	final                  beamState
-	tokens, parents, attns *builder.Value
+	final beamState
+	steps beamStep
 }
 
 // search builds the loop over the decoder steps.
 func (b *beamGraph) search(ar Architecture, maxLen *builder.Value, state rnnState, in stepInputs) searchResult {
 	s, c := b.s, b.s.c
-	f1 := ops.Sub(ops.Mul(b.k1, c.ints(2)), c.ints(1)) // [2K-1]
-	bf := ops.Concat(0, ops.Slice(b.bk, c.ints(0), c.ints(1), nil, nil), f1)
-	kRange := ops.Range(b.zeroI, b.k, c.scalarInt(1))
+	zero := c.scalarInt(0)
+	kRange := ops.Range(zero, b.k, c.scalarInt(1))
+	// Only hypothesis 0 exists before the first step.
+	score := ops.Expand(ops.Where(ops.Equal(kRange, zero), c.scalarFloat(0), b.negInf), b.bk)
+	b1 := ops.Slice(b.bk, c.ints(0), c.ints(1), nil, nil)
 	start := beamState{
-		ids:   ops.Reshape(ops.Expand(c.scalarInt(b.sp.SOS), b.bk), b.flat, ops.ReshapeOpts{}),
+		ids:   ops.Reshape(ops.Expand(c.scalarInt(b.sp.SOS), b.bk), b.flat, b.r),
 		state: state,
-		// Only hypothesis 0 exists before the first step.
-		score:    ops.Expand(ops.Where(ops.Equal(kRange, b.zeroI), c.scalarFloat(0), b.negInf), b.bk),
-		parent:   ops.Expand(b.zeroI, b.bk),
-		token:    ops.Expand(b.zeroI, b.bk),
-		finScore: ops.Expand(b.negInf, bf),
-		finStep:  ops.Expand(b.zeroI, bf),
-		finSlot:  ops.Expand(b.zeroI, bf),
-		// count and done are [batch]: column 0 of [batch, K] expansions.
-		count: ops.Gather(ops.Expand(b.zeroI, b.bk), b.zeroI, 1),
-		done:  ops.Gather(ops.Expand(c.scalarBool(false), b.bk), b.zeroI, 1),
+		score: ops.Reshape(score, c.ints(-1, 1), b.r),
+		count: ops.Expand(zero, ops.Concat(0, b1, c.ints(1))), // [batch, 1]
 	}
 	hasCell := state.c != nil
 	final, scans := ops.Loop(s.g, maxLen, c.scalarBool(true), start.values(),
-		func(_ *builder.Graph, iter, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+		func(_ *builder.Graph, _, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
 			st := beamStateOf(carried, hasCell)
 			in.ids, in.state = st.ids, st.state
 			out := ar.step(s, in)
-			next, parents := b.step(st, out.logProbs, ops.Add(iter, c.scalarInt(1)), f1)
-			next.state = rnnState{h: ops.Gather(out.state.h, parents, 1)}
+			next, rec, sel := b.step(st, out.logProbs)
+			rec.attn = out.attn
+			next.state = rnnState{h: ops.Gather(out.state.h, rec.parents, 1)}
 			if hasCell {
-				next.state.c = ops.Gather(out.state.c, parents, 1)
+				next.state.c = ops.Gather(out.state.c, rec.parents, 1)
 			}
-			running := ops.ReduceMax(ops.Cast(ops.Not(next.done), builder.Int64), ops.ReduceOpts{NoKeepDims: true})
-			return ops.Cast(running, builder.Bool), next.values(), []*builder.Value{next.ids, parents, out.attn}
+			// Go on while any row has a live hypothesis.
+			running := ops.Greater(ops.ReduceMax(next.score, ops.ReduceOpts{NoKeepDims: true}), b.negInf)
+			return running, next.values(), rec.values(sel)
 		}, ops.LoopOpts{})
 	res := searchResult{final: beamStateOf(final, hasCell)}
-	if len(scans) == 3 {
-		res.tokens, res.parents, res.attns = scans[0], scans[1], scans[2]
+	if len(scans) == 5 {
+		ids := ops.Mod(scans[2], b.v, ops.ModOpts{})
+		res.steps = beamStep{finScore: scans[0], idx: scans[1], ids: ids, parents: scans[3], attn: scans[4]}
 	}
 	return res
 }
 
 // step builds one step's selection from the slots' log_probs [batch*K,
-// Vt]; stepNo is the 1-based step (int64 scalar) and f1 [2K-1]. It returns
-// the next state but the recurrent one (next.ids holds the new live slots'
-// tokens) and the new live slots' parent slots, [batch*K].
-func (b *beamGraph) step(st beamState, logProbs, stepNo, f1 *builder.Value) (next beamState, parents *builder.Value) {
+// Vt]: the next state but the recurrent one, the step's records but the
+// attention and the ids, and the selected candidates' indices [batch*K].
+func (b *beamGraph) step(st beamState, logProbs *builder.Value) (next beamState, rec beamStep, selIdx *builder.Value) {
 	c := b.s.c
-	axis1 := c.ints(1)
-	r := ops.ReshapeOpts{}
-	// Candidates score_i + log_probs_i[v], flattened as i*Vt + v; the
-	// row's 2K best (K*Vt when fewer) in the spec's order.
+	// The candidates score_i + log_probs_i[v], flattened as i*Vt + v, and
+	// the row's C = min(2K, K*Vt) best in the spec's order. -Inf marks the
+	// candidates of missing hypotheses (log_probs are finite) and of rows
+	// that stopped.
 	vt := ops.Unsqueeze(b.v, c.ints(0))
-	lp := ops.Reshape(logProbs, ops.Concat(0, b.bk, vt), r)                  // [batch, K, Vt]
-	cand := ops.Add(ops.Unsqueeze(st.score, c.ints(2)), lp)                  // [batch, K, Vt]
-	cand = ops.Reshape(cand, ops.Concat(0, c.ints(0), ops.Mul(b.k1, vt)), r) // [batch, K*Vt]
-	nCand := ops.Min(ops.Mul(b.k1, c.ints(2)), ops.Mul(b.k1, vt))            // [C]
-	vals, idx := ops.TopK(cand, nCand, ops.TopKOpts{Axis: ops.Int(1)})       // [batch, C]
-	hyp := ops.Div(idx, b.v)
-	tok := ops.Sub(idx, ops.Mul(hyp, b.v))
-	rank := ops.Range(b.zeroI, ops.Squeeze(nCand, c.ints(0)), c.scalarInt(1))
+	nCand := ops.Min(ops.Mul(b.k1, c.ints(2)), ops.Mul(b.k1, vt)) // [C]
+	cand := ops.Reshape(ops.Add(logProbs, st.score), ops.Concat(0, c.ints(-1), ops.Mul(b.k1, vt)), b.r)
+	vals, idx := ops.TopK(cand, nCand, ops.TopKOpts{Axis: ops.Int(1)}) // [batch, C]
+	rank := ops.Range(c.scalarInt(0), ops.Squeeze(nCand, c.ints(0)), c.scalarInt(1))
+	eos := ops.Equal(ops.Mod(idx, b.v, ops.ModOpts{}), c.scalarInt(b.sp.EOS))
 
-	// -Inf marks the candidates of missing hypotheses: log_probs are
-	// finite. EOS at rank < K finishes (in a row still running); the
-	// first K others live on.
-	valid := ops.Greater(vals, b.negInf)
-	eos := ops.Equal(tok, c.scalarInt(b.sp.EOS))
-	running := ops.Unsqueeze(ops.Not(st.done), axis1) // [batch, 1]
-	fin := ops.And(ops.And(valid, eos), ops.And(ops.Less(rank, b.k), running))
-	other := ops.And(valid, ops.Not(eos))
-	otherRank := ops.CumSum(ops.Cast(other, builder.Int64), c.scalarInt(1), ops.CumSumOpts{Exclusive: true})
-	keep := ops.And(other, ops.Less(otherRank, b.k))
+	// An EOS of rank < K finishes.
+	rec.finScore = ops.Where(ops.And(eos, ops.Less(rank, b.k)), vals, b.negInf)
+	rec.idx = idx
+	finished := ops.Cast(ops.Greater(rec.finScore, b.negInf), builder.Int64)
+	next.count = ops.Add(st.count, ops.ReduceSum(finished, c.ints(1), ops.ReduceSumOpts{}))
 
-	// The new live hypotheses: the kept candidates in rank order, found by
-	// a TopK over C - rank (0 for the others).
-	key := ops.Where(keep, ops.Cast(ops.Sub(nCand, rank), builder.Float), c.scalarFloat(0))
-	selKey, sel := ops.TopK(key, b.k1, ops.TopKOpts{Axis: ops.Int(1)}) // [batch, K]
-	selValid := ops.Greater(selKey, c.scalarFloat(0))
-	next.score = ops.Where(selValid, ops.GatherElements(vals, sel, 1), b.negInf)
-	next.parent = ops.Add(ops.GatherElements(hyp, sel, 1), b.rowBase)
-	next.token = ops.GatherElements(tok, sel, 1)
-
-	// Finished entries go to the row's list in rank order, from position
-	// count on: position f takes the candidate whose place is f.
-	finI := ops.Cast(fin, builder.Int64)
-	place := ops.Add(ops.CumSum(finI, c.scalarInt(1), ops.CumSumOpts{Exclusive: true}), ops.Unsqueeze(st.count, axis1))
-	fRange := ops.Unsqueeze(ops.Range(b.zeroI, ops.Squeeze(f1, c.ints(0)), c.scalarInt(1)), axis1) // [2K-1, 1]
-	match := ops.Cast(ops.And(ops.Unsqueeze(fin, axis1), ops.Equal(ops.Unsqueeze(place, axis1), fRange)), builder.Float)
-	hit := ops.Greater(ops.ReduceMax(match, ops.ReduceOpts{Axes: []int64{2}, NoKeepDims: true}), c.scalarFloat(0)) // [batch, 2K-1]
-	which := ops.ArgMax(match, 2, ops.ArgOpts{NoKeepDims: true})
-	next.finScore = ops.Where(hit, ops.GatherElements(vals, which, 1), st.finScore)
-	next.finStep = ops.Where(hit, stepNo, st.finStep)
-	next.finSlot = ops.Where(hit, ops.Add(ops.GatherElements(hyp, which, 1), b.rowBase), st.finSlot)
-	next.count = ops.Add(st.count, ops.ReduceSum(finI, axis1, ops.ReduceSumOpts{NoKeepDims: true}))
-
-	anyLive := ops.ReduceMax(ops.Cast(selValid, builder.Int64), ops.ReduceOpts{Axes: []int64{1}, NoKeepDims: true})
-	stop := ops.Or(ops.GreaterOrEqual(next.count, b.k), ops.Equal(anyLive, b.zeroI))
-	next.done = ops.Or(st.done, stop)
-	next.ids = ops.Reshape(next.token, b.flat, r)
-	return next, ops.Reshape(next.parent, b.flat, r)
+	// The first K other candidates live on: the K largest of C - rank
+	// over them (0 for EOS). Each hypothesis has one EOS candidate, so at
+	// least K of the 2K are others. Those of missing hypotheses come after
+	// all the rest: one is taken only when fewer than K others exist, and
+	// stays missing (-Inf).
+	key := ops.Where(eos, c.scalarFloat(0), ops.Cast(ops.Sub(nCand, rank), builder.Float))
+	_, sel := ops.TopK(key, b.k1, ops.TopKOpts{Axis: ops.Int(1)}) // [batch, K]
+	selIdx = ops.Reshape(ops.GatherElements(idx, sel, 1), b.flat, b.r)
+	next.ids = ops.Mod(selIdx, b.v, ops.ModOpts{})
+	rec.parents = ops.Add(ops.Div(selIdx, b.v), b.slotBase)
+	// A row with K finished stops: its live hypotheses become -Inf.
+	score := ops.Where(ops.Less(next.count, b.k), ops.GatherElements(vals, sel, 1), b.negInf) // [batch, K]
+	next.score = ops.Reshape(score, c.ints(-1, 1), b.r)
+	return next, rec, selIdx
 }
 
 // beamResults are the K result hypotheses of each row, in the final order:
@@ -319,31 +314,45 @@ type beamResults struct {
 	lastSlot, lastToken         *builder.Value
 }
 
-// results builds the end rules: a row with fewer than K finished adds its
-// live hypotheses after them; the normalized score; the final order.
+// results builds the end rules: a row's finished hypotheses in insertion
+// order, then, when it has fewer than K, its live ones; the normalized
+// score; the final order.
 func (b *beamGraph) results(sr searchResult, alpha *builder.Value) beamResults {
 	c := b.s.c
-	st := sr.final
-	steps := ops.Shape(sr.tokens, ops.ShapeOpts{End: ops.Int(1)}) // [steps run]
-	shortRow := ops.Unsqueeze(ops.Less(st.count, b.k), c.ints(1))
-	valid := ops.Concat(1, ops.Greater(st.finScore, b.negInf), ops.And(shortRow, ops.Greater(st.score, b.negInf)))
-	score := ops.Concat(1, st.finScore, st.score)
-	length := ops.Concat(1, st.finStep, ops.Expand(ops.Squeeze(steps, c.ints(0)), b.bk))
-	slot := ops.Concat(1, st.finSlot, st.parent)
-	last := ops.Concat(1, ops.Expand(c.scalarInt(b.sp.EOS), ops.Shape(st.finSlot, ops.ShapeOpts{})), st.token)
+	st, rec := sr.final, sr.steps
+	t1 := ops.Shape(rec.ids, ops.ShapeOpts{End: ops.Int(1)}) // [steps run]
+	steps := ops.Squeeze(t1, c.ints(0))
+	// The finishing candidates all have rank < K: [steps, batch, K] in
+	// insertion order once the steps are inside each row.
+	byRow := func(x *builder.Value) *builder.Value {
+		x = ops.Slice(x, c.ints(0), b.k1, c.ints(2), nil)
+		return ops.Reshape(ops.Transpose(x, []int64{1, 0, 2}), ops.Concat(0, c.ints(0), c.ints(-1)), b.r) // [batch, steps*K]
+	}
+	finScore, finIdx := byRow(rec.finScore), byRow(rec.idx)
+	stepNo := ops.Range(c.scalarInt(1), ops.Add(steps, c.scalarInt(1)), c.scalarInt(1)) // [steps]: 1, 2, ...
+	finLen := ops.Reshape(ops.Expand(ops.Unsqueeze(stepNo, c.ints(1)), ops.Concat(0, t1, b.k1)), c.ints(1, -1), b.r)
+	last := func(x *builder.Value) *builder.Value { // the last step's [batch*K] as [batch, K]
+		return ops.Reshape(ops.Gather(x, ops.Sub(steps, c.scalarInt(1)), 0), b.bk, b.r)
+	}
+	// A row that stopped with K finished has -Inf live scores: only rows
+	// with fewer add their live hypotheses.
+	score := ops.Concat(1, finScore, ops.Reshape(st.score, b.bk, b.r))
+	valid := ops.Greater(score, b.negInf)
+	length := ops.Concat(1, ops.Expand(finLen, ops.Shape(finScore, ops.ShapeOpts{})), ops.Expand(steps, b.bk))
+	slot := ops.Concat(1, ops.Add(ops.Div(finIdx, b.v), b.rowBase), last(rec.parents))
+	lastTok := ops.Concat(1, ops.Expand(c.scalarInt(b.sp.EOS), ops.Shape(finIdx, ops.ShapeOpts{})), last(rec.ids))
 
 	// float32(score / length^alpha), computed in float64.
 	norm := ops.Div(ops.Cast(score, builder.Double), ops.Pow(ops.Cast(length, builder.Double), alpha))
 	norm = ops.Where(valid, ops.Cast(norm, builder.Float), b.negInf)
 	sorted, order := ops.TopK(norm, b.k1, ops.TopKOpts{Axis: ops.Int(1)}) // [batch, K]
 	present := ops.Greater(sorted, b.negInf)
-	r := ops.ReshapeOpts{}
 	return beamResults{
-		lengths:    ops.Where(present, ops.GatherElements(length, order, 1), b.zeroI),
+		lengths:    ops.Where(present, ops.GatherElements(length, order, 1), c.scalarInt(0)),
 		scores:     ops.Where(present, ops.GatherElements(score, order, 1), b.negInf),
 		normalized: sorted,
-		lastSlot:   ops.Reshape(ops.GatherElements(slot, order, 1), b.flat, r),
-		lastToken:  ops.Reshape(ops.GatherElements(last, order, 1), b.flat, r),
+		lastSlot:   ops.Reshape(ops.GatherElements(slot, order, 1), b.flat, b.r),
+		lastToken:  ops.Reshape(ops.GatherElements(lastTok, order, 1), b.flat, b.r),
 	}
 }
 
@@ -353,40 +362,42 @@ func (b *beamGraph) results(sr searchResult, alpha *builder.Value) beamResults {
 // hypothesis' slots through the parent links.
 func (b *beamGraph) backtrack(sr searchResult, res beamResults) (tokens, attn *builder.Value) {
 	s, c := b.s, b.s.c
-	r := ops.ReshapeOpts{}
-	steps := ops.Squeeze(ops.Shape(sr.tokens, ops.ShapeOpts{End: ops.Int(1)}), c.ints(0))
-	lengths := ops.Reshape(res.lengths, b.flat, r)
-	pad := c.scalarInt(b.sp.PAD)
-	_, scans := ops.Loop(s.g, steps, nil, []*builder.Value{res.lastSlot},
+	rec := sr.steps
+	t1 := ops.Shape(rec.ids, ops.ShapeOpts{End: ops.Int(1)}) // [steps]
+	lastStep := ops.Sub(ops.Squeeze(t1, c.ints(0)), c.scalarInt(1))
+	lengths := ops.Reshape(res.lengths, b.flat, b.r)
+	lastAt := ops.Sub(lengths, c.scalarInt(1))  // the 0-based step of each hypothesis' last token
+	best := ops.Reshape(b.rowBase, b.flat, b.r) // each row's first result
+	_, scans := ops.Loop(s.g, ops.Add(lastStep, c.scalarInt(1)), nil, []*builder.Value{res.lastSlot},
 		func(_ *builder.Graph, iter, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
-			// At step u (0-based) a hypothesis of length n has its
-			// last token when u = n-1; before, its token at u is the one
-			// that made its slot at step u+1 (carried), from the parent
-			// slot that ran step u.
-			u := ops.Sub(ops.Sub(steps, c.scalarInt(1)), iter)
+			// At step u a hypothesis has its last token when u is its
+			// length - 1; before, its token at u is the one that made its
+			// slot at step u+1 (carried), from the parent slot that ran
+			// step u. Past its length the values are masked below.
+			u := ops.Sub(lastStep, iter)
 			after := carried[0]
-			atEnd := ops.Equal(lengths, ops.Add(u, c.scalarInt(1)))
-			inside := ops.Less(u, lengths)
-			tok := ops.Gather(ops.Gather(sr.tokens, u, 0), after, 0)
-			tok = ops.Where(atEnd, res.lastToken, ops.Where(inside, tok, pad))
-			slot := ops.Where(atEnd, res.lastSlot, ops.Gather(ops.Gather(sr.parents, u, 0), after, 0))
-			// The best hypothesis is each row's first.
-			bestSlot := ops.Gather(ops.Reshape(slot, b.bk, r), b.zeroI, 1)
-			bestInside := ops.Gather(ops.Reshape(inside, b.bk, r), b.zeroI, 1)
-			a := ops.Gather(ops.Gather(sr.attns, u, 0), bestSlot, 0) // [batch, src_len]
-			a = ops.Where(ops.Unsqueeze(bestInside, c.ints(1)), a, c.scalarFloat(0))
+			atEnd := ops.Equal(lastAt, u)
+			tok := ops.Where(atEnd, res.lastToken, ops.Gather(ops.Gather(rec.ids, u, 0), after, 0))
+			slot := ops.Where(atEnd, res.lastSlot, ops.Gather(ops.Gather(rec.parents, u, 0), after, 0))
+			a := ops.Gather(ops.Gather(rec.attn, u, 0), ops.Gather(slot, best, 0), 0) // [batch, src_len]
 			return nil, []*builder.Value{slot}, []*builder.Value{tok, a}
 		}, ops.LoopOpts{})
 	if len(scans) != 2 {
 		return nil, nil
 	}
-	// The scans run from the last step to the first: reverse them.
+	// The scans run from the last step to the first: reverse them, and
+	// mask the steps past each hypothesis' length.
 	reverse := func(x *builder.Value) *builder.Value {
 		return ops.Slice(x, c.ints(-1), c.ints(math.MinInt64), c.ints(0), c.ints(-1))
 	}
-	tokens = ops.Transpose(reverse(scans[0]), []int64{1, 0}) // [batch*K, steps]
-	tokens = ops.Reshape(tokens, ops.Concat(0, b.bk, c.ints(-1)), r)
-	return tokens, ops.Transpose(reverse(scans[1]), []int64{1, 0, 2})
+	stepNo := ops.Range(c.scalarInt(0), ops.Squeeze(t1, c.ints(0)), c.scalarInt(1)) // [steps]
+	tokens = ops.Transpose(reverse(scans[0]), []int64{1, 0})                        // [batch*K, steps]
+	tokens = ops.Where(ops.Less(stepNo, ops.Unsqueeze(lengths, c.ints(1))), tokens, c.scalarInt(b.sp.PAD))
+	tokens = ops.Reshape(tokens, ops.Concat(0, b.bk, c.ints(-1)), b.r)
+	bestLen := ops.Slice(res.lengths, c.ints(0), c.ints(1), c.ints(1), nil) // [batch, 1]
+	inside := ops.Unsqueeze(ops.Less(stepNo, bestLen), c.ints(2))           // [batch, steps, 1]
+	attn = ops.Where(inside, ops.Transpose(reverse(scans[1]), []int64{1, 0, 2}), c.scalarFloat(0))
+	return tokens, attn
 }
 
 // setSpecialMetadata records the special tokens a decoding graph uses.
