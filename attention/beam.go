@@ -42,7 +42,10 @@ const (
 // max_len (int64 scalar, >= 1), beam_size (K, int64 scalar, >= 1) and
 // length_penalty (alpha, float64 scalar, finite and >= 0). The graph does
 // not check them: a caller refuses max_len or K below 1 and a negative or
-// non-finite alpha before running it (with them the outputs are undefined).
+// non-finite alpha before running it. (K below 1 runs as 1, because ONNX
+// has no way to fail cleanly and ONNX Runtime aborts the process on some
+// selections of zero elements; max_len 0 makes ONNX Runtime return an
+// error; a bad alpha gives meaningless normalized scores and order.)
 // K is an input, not fixed at export, so that one file serves every beam
 // size, K = 1 included.
 //
@@ -99,7 +102,9 @@ func Beam(wt *Weights, sp Special) (*builder.Model, error) {
 	alpha := g.Input(InLengthPenalty, builder.Double, builder.Scalar())
 
 	enc, state := s.encoder(ids, lens)
-	b := newBeamGraph(s, sp, ids, k)
+	// ONNX Runtime aborts the process on some selections of zero
+	// hypotheses: K below 1 runs as 1.
+	b := newBeamGraph(s, sp, ids, ops.Max(k, s.c.scalarInt(1)))
 	// Per sentence, then repeated for each of its K slots.
 	mask := b.perSlot(s.lengthMask(enc, lens), 0)
 	pre := ar.precompute(s, enc)

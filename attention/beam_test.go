@@ -771,3 +771,44 @@ func TestBeamScoresAreFloat32Sums(t *testing.T) {
 		t.Errorf("greedy.onnx agrees with K = 1 in %d of %d rows; want none (it takes token 4 at every step)", len(want)-n, len(want))
 	}
 }
+
+// TestBeamOutsideItsRange: the inputs callers must refuse do not bring the
+// process down (ONNX Runtime aborts on some selections of zero elements):
+// K below 1 runs as K = 1, max_len 0 is an error, a NaN or negative
+// length penalty still returns.
+func TestBeamOutsideItsRange(t *testing.T) {
+	ortest.Require(t)
+	w := fx.Weights(t, filepath.Join(filepath.Dir(fx.Root(t)), "demo", "luong.pt"))
+	s, _ := openModel(t, "beam", false, func() (*builder.Model, error) { return attention.Beam(w, attention.DefaultSpecial) })
+	run := func(maxLen, k int64, alpha float64) (map[string]*runtime.Tensor, error) {
+		return s.Run(map[string]*runtime.Tensor{
+			attention.InSourceIDs:     runtime.NewInt64([]int64{2, 3}, []int64{5, 6, 7, 8, 9, 10}),
+			attention.InSourceLengths: runtime.NewInt64([]int64{2}, []int64{3, 2}),
+			attention.InMaxLen:        runtime.Scalar(maxLen),
+			attention.InBeamSize:      runtime.Scalar(k),
+			attention.InLengthPenalty: runtime.Scalar(alpha),
+		})
+	}
+	one, err := run(8, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := one[attention.OutOutputIDs].Int64s()
+	for _, k := range []int64{0, -3} {
+		out, err := run(8, k, 1)
+		if err != nil {
+			t.Fatalf("K=%d: %v", k, err)
+		}
+		if got, _ := out[attention.OutOutputIDs].Int64s(); !slices.Equal(got, want) {
+			t.Errorf("K=%d: %v, K=1 gives %v", k, got, want)
+		}
+	}
+	if _, err := run(0, 4, 1); err == nil {
+		t.Errorf("max_len 0 ran without an error")
+	}
+	for _, alpha := range []float64{math.NaN(), -1, math.Inf(1)} {
+		if _, err := run(8, 4, alpha); err != nil {
+			t.Errorf("length penalty %v: %v", alpha, err)
+		}
+	}
+}
