@@ -16,7 +16,7 @@ const (
 	InBeamSize = "beam_size"
 	// InLengthPenalty is alpha: a float64 (double) scalar, finite and at
 	// least 0. It is float64 because the normalized score is computed in
-	// float64 (spec: "Beam search"), and a float32 alpha such as 0.6
+	// float64 (docs/models.md, "Beam search"), and a float32 alpha such as 0.6
 	// would not be the alpha the caller meant.
 	InLengthPenalty = "length_penalty"
 	// OutLengths is int64 [batch, beam]: each hypothesis' length in
@@ -34,7 +34,7 @@ const (
 )
 
 // Beam builds beam.onnx: the encoder and the whole beam search of
-// shared/spec/models.md ("Beam search") in one graph, with the decoder step
+// docs/models.md ("Beam search") in one graph, with the decoder step
 // inside an ONNX Loop that runs the rows' K hypotheses as one batch of
 // batch*K rows.
 //
