@@ -49,9 +49,9 @@ const (
 // K is an input, not fixed at export, so that one file serves every beam
 // size, K = 1 included.
 //
-// Outputs, per row the K best hypotheses in the spec's final order
-// (normalized score descending, ties in insertion order; the first is the
-// translation):
+// Outputs, per row the K best hypotheses in the final order of "Beam
+// search" (normalized score descending, ties in insertion order; the first
+// is the translation):
 //
 //   - output_ids int64 [batch, beam, out_len]: each hypothesis' tokens (EOS
 //     included when it finished), padded with sp.PAD past its length;
@@ -71,8 +71,8 @@ const (
 // that at the first step only hypothesis 0 counts and no duplicates start
 // the beam) to its log_probs and takes the row's 2K best candidates with
 // TopK, flattened as i*Vt + v: ONNX TopK returns equal values in ascending
-// index order, which is the spec's order "score descending, then i
-// ascending, then v ascending". EOS candidates of rank < K finish; the
+// index order, which is the order "score descending, then i ascending,
+// then v ascending" of "Beam search". EOS candidates of rank < K finish; the
 // first K others live on, their states gathered from their parents' slots.
 // The loop carries only the live scores and states and each row's count
 // of finished hypotheses (a row that stops gets -Inf live scores, and the
@@ -82,7 +82,7 @@ const (
 // finished hypotheses are those records in step order, then rank order:
 // insertion order. The final order is a TopK over them followed by (when
 // a row has fewer than K finished) its live ones, so TopK's tie order is
-// the spec's insertion order. A second Loop reads each result
+// insertion order. A second Loop reads each result
 // hypothesis' tokens and the best one's attention back along the parent
 // slots, from its last step to its first.
 func Beam(wt *Weights, sp Special) (*builder.Model, error) {
@@ -279,9 +279,9 @@ func (b *beamGraph) search(ar Architecture, maxLen *builder.Value, state rnnStat
 func (b *beamGraph) step(st beamState, logProbs *builder.Value) (next beamState, rec beamStep, selIdx *builder.Value) {
 	c := b.s.c
 	// The candidates score_i + log_probs_i[v], flattened as i*Vt + v, and
-	// the row's C = min(2K, K*Vt) best in the spec's order. -Inf marks the
-	// candidates of missing hypotheses (log_probs are finite) and of rows
-	// that stopped.
+	// the row's C = min(2K, K*Vt) best in the order of "Beam search".
+	// -Inf marks the candidates of missing hypotheses (log_probs are
+	// finite) and of rows that stopped.
 	vt := ops.Unsqueeze(b.v, c.ints(0))
 	nCand := ops.Min(ops.Mul(b.k1, c.ints(2)), ops.Mul(b.k1, vt)) // [C]
 	cand := ops.Reshape(ops.Add(logProbs, st.score), ops.Concat(0, c.ints(-1), ops.Mul(b.k1, vt)), b.r)
