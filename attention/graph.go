@@ -45,6 +45,10 @@ func (c consts) scalarInt(v int64) *builder.Value { return c.g.Init("", builder.
 
 func (c consts) scalarFloat(v float32) *builder.Value { return c.g.Init("", builder.ScalarFloat(v)) }
 
+func (c consts) scalarBool(v bool) *builder.Value {
+	return c.g.Init("", builder.BoolTensor(nil, []bool{v}))
+}
+
 // params adds the model's parameters to a graph as initializers with
 // readable names, each at most once, and remembers the first error.
 type params struct {

@@ -49,7 +49,7 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	pre := ar.precompute(s, enc)
 	batchShape := ops.Shape(ids, ops.ShapeOpts{End: ops.Int(1)}) // [1]: batch
 	start := ops.Expand(c.scalarInt(sp.SOS), batchShape)
-	notDone := ops.Expand(g.Init("", builder.BoolTensor(nil, []bool{false})), batchShape)
+	notDone := ops.Expand(c.scalarBool(false), batchShape)
 	eos, pad := c.scalarInt(sp.EOS), c.scalarInt(sp.PAD)
 	zero := c.scalarFloat(0)
 	axis1 := c.ints(1)
@@ -63,7 +63,7 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 		carried, shapes = append(carried, state.c), append(shapes, stateShape)
 	}
 	carried, shapes = append(carried, notDone), append(shapes, batch)
-	_, scans := ops.Loop(g, maxLen, g.Init("", builder.BoolTensor(nil, []bool{true})), carried,
+	_, scans := ops.Loop(g, maxLen, c.scalarBool(true), carried,
 		func(b *builder.Graph, _, _ *builder.Value, in []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
 			st := rnnState{h: in[1]}
 			if state.c != nil {
@@ -91,8 +91,6 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
-	m.Metadata["attnx.sos"] = fmt.Sprint(sp.SOS)
-	m.Metadata["attnx.eos"] = fmt.Sprint(sp.EOS)
-	m.Metadata["attnx.pad"] = fmt.Sprint(sp.PAD)
+	setSpecialMetadata(m, sp)
 	return m, nil
 }

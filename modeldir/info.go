@@ -31,8 +31,8 @@ type Info struct {
 	// SrcTokens and TgtTokens are the vocabularies (index = id), when known.
 	SrcTokens []string `json:"src_vocab,omitempty"`
 	TgtTokens []string `json:"tgt_vocab,omitempty"`
-	// Files maps a role ("encoder", "decoder", "greedy") to a file name in
-	// the directory.
+	// Files maps a role ("encoder", "decoder", "greedy", "beam": see the
+	// Role constants) to a file name in the directory.
 	Files map[string]string `json:"files"`
 	// Producer is the attnx version that wrote the directory.
 	Producer string `json:"producer"`

@@ -1,7 +1,7 @@
 // Package modeldir writes and reads attnx model directories: the ONNX graphs
-// of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx)
-// beside attnx.json, the file that makes the directory self-describing
-// (docs/models.md, "ONNX interface").
+// of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx
+// and beam.onnx) beside attnx.json, the file that makes the directory
+// self-describing (docs/models.md, "ONNX interface").
 //
 // Export never leaves a half-written directory under the requested name,
 // and a run killed at any point leaves DIR as it was or complete with the
@@ -42,6 +42,19 @@ const (
 	EncoderFile = "encoder.onnx"
 	DecoderFile = "decoder.onnx"
 	GreedyFile  = "greedy.onnx"
+	BeamFile    = "beam.onnx"
+)
+
+// Roles of the graphs: the keys of attnx.json's files.
+const (
+	RoleEncoder = "encoder"
+	RoleDecoder = "decoder"
+	// RoleGreedy is greedy.onnx, the whole greedy decoding
+	// (attention.Greedy).
+	RoleGreedy = "greedy"
+	// RoleBeam is beam.onnx, the whole beam search (attention.Beam; its
+	// inputs, outputs and padding are documented there).
+	RoleBeam = "beam"
 )
 
 // Producer is the producer recorded in attnx.json.
@@ -56,6 +69,9 @@ type Options struct {
 	AllowNonFinite bool
 	// Greedy also writes greedy.onnx, the whole greedy decoding in one graph.
 	Greedy bool
+	// Beam also writes beam.onnx, the whole beam search in one graph, for
+	// any beam size (it is an input of the graph).
+	Beam bool
 	// Force replaces an existing non-empty model directory.
 	Force bool
 	// SrcVocab and TgtVocab are JSON files holding an array of strings
@@ -88,7 +104,7 @@ func (o Options) files(path string) checkpoint.Files {
 
 // FileInfo describes one file written into the directory.
 type FileInfo struct {
-	// Role is "encoder", "decoder", "greedy" or "info".
+	// Role is "encoder", "decoder", "greedy", "beam" or "info".
 	Role string `json:"role"`
 	// Name is the file name inside the directory.
 	Name string `json:"name"`
@@ -131,8 +147,10 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 	dir = filepath.Clean(dir)
 	total := 4
-	if opt.Greedy {
-		total++
+	for _, on := range []bool{opt.Greedy, opt.Beam} {
+		if on {
+			total++
+		}
 	}
 	stage := 0
 	progress := func(what string) {
@@ -178,18 +196,19 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		}
 	}()
 
-	graphs := []struct {
+	type graph struct {
 		role, file, what string
 		build            func() (*builder.Model, error)
-	}{
-		{"encoder", EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
-		{"decoder", DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
+	}
+	graphs := []graph{
+		{RoleEncoder, EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
+		{RoleDecoder, DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
 	}
 	if opt.Greedy {
-		graphs = append(graphs, struct {
-			role, file, what string
-			build            func() (*builder.Model, error)
-		}{"greedy", GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+		graphs = append(graphs, graph{RoleGreedy, GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+	}
+	if opt.Beam {
+		graphs = append(graphs, graph{RoleBeam, BeamFile, "building the beam search", func() (*builder.Model, error) { return attention.Beam(w, info.Special) }})
 	}
 	info.Files = map[string]string{}
 	for _, gr := range graphs {

@@ -131,6 +131,27 @@ func TestExportGreedy(t *testing.T) {
 	}
 }
 
+// TestExportBeam: --beam writes beam.onnx after the other graphs (with
+// --greedy too), recorded as files.beam, with K, max_len and the length
+// penalty as inputs.
+func TestExportBeam(t *testing.T) {
+	for _, greedy := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "m")
+		res := mustExport(t, ckpt("luong-dot_b1_l1", "checkpoint.pt"), dir, Options{Greedy: greedy, Beam: true})
+		beam := len(res.Files) - 2 // attnx.json is last
+		if want := map[bool]int{false: 4, true: 5}[greedy]; len(res.Files) != want || res.Files[beam].Name != BeamFile || res.Files[beam].Role != RoleBeam || res.Files[beam].Nodes <= res.Files[1].Nodes {
+			t.Fatalf("greedy %v: files %+v", greedy, res.Files)
+		}
+		info, err := ReadInfo(filepath.Join(dir, InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Files[RoleBeam] != BeamFile || (info.Files[RoleGreedy] != "") != greedy {
+			t.Errorf("greedy %v: files %v", greedy, info.Files)
+		}
+	}
+}
+
 func writeVocab(t *testing.T, dir, name string, toks []string) string {
 	t.Helper()
 	data, _ := json.Marshal(toks)

@@ -16,8 +16,10 @@ func init() {
 Reads the weights of an attention seq2seq model, infers its architecture
 and sizes from the keys, and writes a model directory: encoder.onnx,
 decoder.onnx (one decoder step), greedy.onnx with --greedy (the whole greedy
-decoding in one graph) and attnx.json (config, opset, special token ids,
-vocabularies).
+decoding in one graph), beam.onnx with --beam (the whole beam search in one
+graph; the beam size, max_len and length penalty are inputs given when it
+runs, so one file serves every beam size) and attnx.json (config, opset,
+special token ids, vocabularies).
 
 CHECKPOINT is what torch.save wrote (zip or the legacy format of torch < 1.6)
 or a .safetensors file, holding the weights the way people save them: a
@@ -48,7 +50,7 @@ they are the positions of <sos>, <eos>, <pad> in the target vocabulary and
 either.
 
 Example:
-  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy
+  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy --beam
   attnx verify --model model/ --checkpoint model.pt
   attnx export --encoder encoder.pt --decoder decoder.pt -o model/
       (a model trained with PyTorch's seq2seq tutorial: SOS 0, EOS 1)
@@ -112,6 +114,7 @@ func runExport(args []string) error {
 	fs.Var(&pad, "pad", "padding id (default: <pad> in --tgt-vocab, else 0)")
 	fs.Var(&unk, "unk", "unknown-token id in the source vocabulary (default: <unk> in --src-vocab, else 3; none for the tutorial's models)")
 	greedy := fs.Bool("greedy", false, "also write greedy.onnx, the whole greedy decoding as one graph")
+	beam := fs.Bool("beam", false, "also write beam.onnx, the whole beam search as one graph (beam size, max_len and length penalty are its inputs)")
 	force := fs.Bool("force", false, "replace an existing non-empty model directory")
 	allowNonFinite := fs.Bool("allow-nonfinite", false, "export weights that hold NaN or Inf")
 	encoder := fs.String("encoder", "", "the encoder's checkpoint, for a model saved as two files (with --decoder, instead of CHECKPOINT)")
@@ -138,7 +141,7 @@ func runExport(args []string) error {
 		return &usageError{"missing -o DIR (the model directory to write)"}
 	}
 	opt := modeldir.Options{
-		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Force: *force,
+		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Beam: *beam, Force: *force,
 		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,

@@ -96,9 +96,9 @@ func runInspect(args []string) error {
 	return nil
 }
 
-// roles orders a files map: encoder, decoder, greedy, then the rest.
+// roles orders a files map: encoder, decoder, greedy, beam, then the rest.
 func roles(files map[string]string) []string {
-	rank := map[string]int{"encoder": 0, "decoder": 1, "greedy": 2}
+	rank := map[string]int{modeldir.RoleEncoder: 0, modeldir.RoleDecoder: 1, modeldir.RoleGreedy: 2, modeldir.RoleBeam: 3}
 	out := make([]string, 0, len(files))
 	for r := range files {
 		out = append(out, r)
