@@ -33,6 +33,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/quant"
 )
 
 // File names inside a model directory.
@@ -75,6 +76,10 @@ type Options struct {
 	// Maps rename key prefixes, in order, once the checkpoint is read
 	// (attnx export --map FROM=TO).
 	Maps []checkpoint.Rename
+	// Weights is the precision the graphs store their weights in (attnx
+	// export --weights): "" or fp32, int8, int4. Every graph written
+	// honours it, and attnx.json records it.
+	Weights quant.Precision
 }
 
 // files names the checkpoint files Export reads.
@@ -102,6 +107,8 @@ type Result struct {
 	Config attention.Config `json:"config"`
 	// Special holds the special token ids recorded.
 	Special attention.Special `json:"special_tokens"`
+	// Weights is the precision of the graphs' weights.
+	Weights quant.Precision `json:"weights"`
 	// Notes tell what the conversion did besides copying weights (ignored
 	// keys, converted dtypes, where the checkpoint reader found the
 	// tensors).
@@ -156,7 +163,7 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: notes}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: notes}
 
 	tmp, unlockTmp, err := makeTemp(dir)
 	if err != nil {
@@ -169,18 +176,19 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		}
 	}()
 
+	bo := attention.BuildOptions{Weights: info.Weights}
 	graphs := []struct {
 		role, file, what string
 		build            func() (*builder.Model, error)
 	}{
-		{"encoder", EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
-		{"decoder", DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
+		{"encoder", EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w, bo) }},
+		{"decoder", DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w, bo) }},
 	}
 	if opt.Greedy {
 		graphs = append(graphs, struct {
 			role, file, what string
 			build            func() (*builder.Model, error)
-		}{"greedy", GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+		}{"greedy", GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special, bo) }})
 	}
 	info.Files = map[string]string{}
 	for _, gr := range graphs {
@@ -240,7 +248,12 @@ func convert(path string, opt Options) (*attention.Weights, []string, error) {
 
 // buildInfo fills in attnx.json's content but its files.
 func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
+	weights, err := quant.ParsePrecision(string(opt.Weights))
+	if err != nil {
+		return nil, err
+	}
 	info := &Info{
+		Weights:       weights,
 		Format:        InfoFormat,
 		FormatVersion: 1,
 		Config:        cfg,
@@ -249,7 +262,6 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
 		Producer:      Producer,
 		Source:        opt.files(ckpt).Base(),
 	}
-	var err error
 	if opt.SrcVocab != "" {
 		if info.SrcTokens, err = ReadVocab(opt.SrcVocab, "--src-vocab", "source", cfg.SrcVocab); err != nil {
 			return nil, err

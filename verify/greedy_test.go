@@ -30,7 +30,7 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 // step loop, and compares both with the reference's greedy_tokens.
 func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
 	t.Helper()
-	m, err := attention.Greedy(fixtures.Weights(t, ckpt), sp)
+	m, err := attention.Greedy(fixtures.Weights(t, ckpt), sp, attention.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,8 +186,8 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 			if err := json.Unmarshal(data, &rep); err != nil {
 				t.Fatal(err)
 			}
-			encM, _ := attention.Encoder(w)
-			decM, _ := attention.Decoder(w)
+			encM, _ := attention.Encoder(w, attention.BuildOptions{})
+			decM, _ := attention.Decoder(w, attention.BuildOptions{})
 			ne, nd := len(encM.Graph.Nodes()), len(decM.Graph.Nodes())
 			counts = append(counts, fmt.Sprintf("| %s (L=2) | %d | %d | %d | %d |", arch, ne, rep.Encoder.Nodes, nd, rep.Decoder.Nodes))
 			if nd > rep.Decoder.Nodes {
