@@ -121,9 +121,11 @@ func (s *modelGraph) qembedding(key string, table *builder.Tensor, ids *builder.
 }
 
 // qdecoderRNN is decoderRNN's reduced form: each layer's cell as products
-// in the cell scheme plus elementwise gates (qlayer.LSTMCell: one product
-// of [x ; h]; qlayer.GRUCell: two products, x's and h's, since the reset
-// gate multiplies h's part alone), on x [batch, in] from state.
+// in the cell scheme plus elementwise gates, on x [batch, in] from state.
+// The products are two, x W^T and h R^T, each with its own activation
+// scale: one product of [x ; h] is as fast, but quantizes h (within
+// [-1, 1]) on the scale of x (embeddings, contexts), and its greedy
+// decodes leave float32's more often (docs/quantization.md).
 func (s *modelGraph) qdecoderRNN(x *builder.Value, state rnnState) rnnState {
 	L, H, cell := len(s.wt.Decoder), s.cfg.Hidden, s.cfg.Cell
 	sc := formsFor(s.opt.Weights).cell
@@ -143,7 +145,7 @@ func (s *modelGraph) qdecoderRNN(x *builder.Value, state rnnState) rnnState {
 			in = h
 			continue
 		}
-		h, c, _ := qlayer.LSTMCell(s.g, name, in, h0s[k], c0s[k], w, sc, qlayer.CellOpts{})
+		h, c, _ := qlayer.LSTMCell(s.g, name, in, h0s[k], c0s[k], w, sc, qlayer.CellOpts{TwoProducts: true})
 		hs, cs = append(hs, h), append(cs, c)
 		in = h
 	}
