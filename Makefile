@@ -15,7 +15,7 @@ deps:
 	@scripts/install-deps.sh
 
 build:
-	$(GO) build -o bin/attnx ./cmd/attnx
+	$(GO) build -buildvcs=auto -o bin/attnx ./cmd/attnx
 
 # install copies bin/attnx to $(PREFIX)/bin and the ONNX Runtime library it
 # runs on ($(ATTNX_ORT_LIB), which make deps installs) to $(PREFIX)/lib.

@@ -1,5 +1,5 @@
 // Package attention builds the attention seq2seq models of
-// shared/spec/models.md as ONNX graphs: the encoder and one decoder step for
+// docs/models.md as ONNX graphs: the encoder and one decoder step for
 // each architecture, with LSTM or GRU cells, from a PyTorch state_dict.
 //
 // Each architecture lives in one file behind the Architecture interface

@@ -8,7 +8,7 @@ import (
 	"github.com/attnx/attnx/ops"
 )
 
-// Names of the graph inputs and outputs: the contract of shared/spec/models.md.
+// Names of the graph inputs and outputs: the contract of docs/models.md.
 // GRU models have no cell state: their encoder has no OutCell output and
 // their decoder no InCell input and no OutNextCell output.
 const (

@@ -17,7 +17,7 @@ const (
 )
 
 // Greedy builds greedy.onnx: the encoder and the whole greedy decoding of
-// shared/spec/models.md in one graph, with the decoder step inside an ONNX
+// docs/models.md in one graph, with the decoder step inside an ONNX
 // Loop. Inputs: source_ids int64 [batch, src_len], source_lengths int64
 // [batch] and max_len, an int64 scalar. Outputs: output_ids int64 [batch,
 // out_len] and attention float32 [batch, out_len, src_len]; a row that has

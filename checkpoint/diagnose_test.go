@@ -36,7 +36,7 @@ func layoutOf(name string, parts ...[]LayoutKey) Layout {
 func keys(ks ...LayoutKey) []LayoutKey { return ks }
 
 // testLayouts are the article's four architectures and the two versions of
-// PyTorch's tutorial, written here from shared/spec/models.md until package
+// PyTorch's tutorial, written here from docs/models.md until package
 // attention exposes its own.
 func testLayouts() []Layout {
 	lstmEnc := append(keys(LayoutKey{Name: "encoder.embedding.weight", Shape: []string{"Vs", "H"}}), rnnKeys("encoder", "lstm", "4H", "H")...)

@@ -1,7 +1,7 @@
 // Package modeldir writes and reads attnx model directories: the ONNX graphs
 // of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx)
 // beside attnx.json, the file that makes the directory self-describing
-// (shared/spec/models.md, "ONNX interface").
+// (docs/models.md, "ONNX interface").
 //
 // Export never leaves a half-written directory under the requested name,
 // and a run killed at any point leaves DIR as it was or complete with the
@@ -143,6 +143,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 			opt.Progress(what, stage, total)
 		}
 		stage++
+	}
+	// DIR's parent is created as mkdir -p would (-o out/demo/luong in a
+	// fresh checkout); the temporary directory and the lock live there.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the parent of %s: %w", dir, err)
 	}
 	// Clean up after killed runs first (that may put a set-aside DIR
 	// back), then refuse early, before the (possibly long) checkpoint read.

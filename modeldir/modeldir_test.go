@@ -90,6 +90,25 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 }
 
+// TestExportCreatesParents: -o out/demo/luong in a fresh checkout works as
+// mkdir -p would; a parent that is a file is an error naming it.
+func TestExportCreatesParents(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "out", "demo", "luong")
+	mustExport(t, ckpt("luong-dot_b1_l1", "checkpoint.pt"), dir, Options{})
+	if got := strings.Join(entries(t, dir), " "); got != "attnx.json decoder.onnx encoder.onnx" {
+		t.Errorf("dir holds %s", got)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Export(ckpt("luong-dot_b1_l1", "checkpoint.pt"), filepath.Join(file, "m"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "creating the parent of "+filepath.Join(file, "m")) {
+		t.Errorf("error %v, want one naming the parent", err)
+	}
+}
+
 func TestExportNotes(t *testing.T) {
 	res := mustExport(t, ckpt("bahdanau_b1_l1", "checkpoint.pt"), filepath.Join(t.TempDir(), "m"), Options{Arch: attention.Bahdanau})
 	joined := strings.Join(res.Notes, "\n")

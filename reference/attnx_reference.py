@@ -1,4 +1,4 @@
-"""PyTorch reference for the attnx models (contract: docs in /work/shared/spec/models.md).
+"""PyTorch reference for the attnx models (contract: docs/models.md).
 
 The modules of the source article (an RNN encoder, a Bahdanau decoder and a
 Luong decoder with Attention dot/general/concat) and of PyTorch's seq2seq

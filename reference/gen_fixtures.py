@@ -116,7 +116,7 @@ def generate(out_dir):
             })
     manifest = {
         "description": "attnx reference fixtures: PyTorch outputs of seeded random models "
-                       "(spec: /work/shared/spec/models.md). Regenerate: make testdata.",
+                       "(spec: docs/models.md). Regenerate: make testdata.",
         "generator": "reference/gen_fixtures.py",
         "torch": torch.__version__,
         "expected_keys": {

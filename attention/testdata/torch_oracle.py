@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch oracle for the attention package's own tests (run with /usr/bin/python3).
 
-Small PyTorch modules for every architecture x cell of shared/spec/models.md,
+Small PyTorch modules for every architecture x cell of docs/models.md,
 written from the spec's formulas, with the spec's attribute names (so their
 state_dict keys are the checkpoint layouts attnx reads). For each case of a
 JSON list it saves a random model and PyTorch's outputs:
