@@ -162,3 +162,17 @@ func TestReducedGraphsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockFor: a MatMulNBits block is 128 inputs, or the least power of
+// two (at least 16) that holds a narrower layer's inputs; other forms are
+// left alone.
+func TestBlockFor(t *testing.T) {
+	for in, want := range map[int]int{1: 16, 16: 16, 17: 32, 64: 64, 100: 128, 128: 128, 512: 128} {
+		if got := blockFor(nbits4, in).BlockSize; got != want {
+			t.Errorf("blockFor(%d inputs) = %d, want %d", in, got, want)
+		}
+	}
+	if got := blockFor(dynamicInt8, 7); got != dynamicInt8 {
+		t.Errorf("blockFor changed an int8 scheme: %+v", got)
+	}
+}
