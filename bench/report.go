@@ -117,6 +117,9 @@ type BLASInfo struct {
 	Libraries []string `json:"libraries"`
 	// Build is torch's own build setting (BLAS_INFO=...).
 	Build string `json:"build"`
+	// OpenBLASThreads is OPENBLAS_NUM_THREADS in bench.py's process (set to
+	// the thread count measured unless the caller set it).
+	OpenBLASThreads string `json:"openblas_num_threads"`
 }
 
 // blasWarning returns the warning PyTorch's figures need when they were

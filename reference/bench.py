@@ -11,7 +11,8 @@ one JSON object on stdout:
 
   {"encoder_ms": [...], "decode_ms": [...], "reps": R, "threads": N,
    "peak_rss_mb": M, "tokens": [[...], ...], "torch": "1.13.1",
-   "blas": {"kind": "openblas", "libraries": [...], "build": "BLAS_INFO=generic"}}
+   "blas": {"kind": "openblas", "libraries": [...], "build": "BLAS_INFO=generic",
+            "openblas_num_threads": "1"}}
 
 encoder_ms and decode_ms hold one wall-clock time per repetition (warm-up
 runs excluded); tokens are the first repetition's [batch][T] token ids;
@@ -20,7 +21,8 @@ blas says which BLAS the process computed with: the libraries mapped after
 the run (/proc/self/maps: Debian's torch calls whatever the libblas.so.3
 alternative points to) classified as openblas, mkl, blis, reference (the
 netlib reference BLAS, many times slower) or unknown, and torch's own build
-setting (torch.__config__.show()).
+setting (torch.__config__.show()), and OPENBLAS_NUM_THREADS, which
+bench.py sets to --threads before torch loads unless it is set already.
 User errors print "bench: ..." on stderr and exit 2.
 """
 
@@ -33,6 +35,26 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def _pin_blas_threads(argv):
+    """OpenBLAS sizes its thread pool from OPENBLAS_NUM_THREADS when it
+    loads, and torch.set_num_threads does not reach it in Debian's build
+    (BLAS_INFO=generic): set it to --threads before torch loads, unless the
+    caller set it, so that "1 thread" means one thread for PyTorch too."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            n = argv[i + 1]
+        elif a.startswith("--threads="):
+            n = a.split("=", 1)[1]
+        else:
+            continue
+        if n.isdigit() and int(n) >= 1:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", n)
+
+
+if __name__ == "__main__":
+    _pin_blas_threads(sys.argv[1:])
 
 import torch  # noqa: E402
 
@@ -99,7 +121,8 @@ def blas_info():
         kind = "unknown"
     m = re.search(r"BLAS_INFO=[^,\s]*", torch.__config__.show())
     build = m.group(0) if m else ""
-    return {"kind": kind, "libraries": sorted(libs), "build": build}
+    return {"kind": kind, "libraries": sorted(libs), "build": build,
+            "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "")}
 
 
 def main(argv=None):
