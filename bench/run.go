@@ -114,6 +114,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	rep.Targets = targets(rep)
+	for _, r := range rep.Results {
+		if r.Weights != string(quant.PrecisionFP32) && r.TokensMatchPyTorch != nil && !*r.TokensMatchPyTorch {
+			rep.Notes = append(rep.Notes, "the reduced-precision rows decode other tokens than float32 PyTorch on these models: random weights leave their logits nearly tied, so any rounding moves the argmax; "+
+				"attnx verify and make quant-accuracy measure how often it happens on trained models (docs/quantization.md)")
+			break
+		}
+	}
 	if w := blasWarning(rc.TorchBLAS); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 		c.logf("bench: WARNING: %s", w)
