@@ -265,7 +265,8 @@ func Check(o Options) (*Outcome, error) {
 	}
 	out.Weights = info.Weights.OrFP32()
 	if out.Weights.Reduced() {
-		if err := o.checkReduced(out, enc, dec, loop, ids, lens, exp.Tensors, refTokens, steps); err != nil {
+		forced := inSD.Tensors["step_input_ids"] != nil
+		if err := o.checkReduced(out, enc, dec, loop, ids, lens, exp.Tensors, refTokens, steps, forced); err != nil {
 			return nil, err
 		}
 		return out, nil

@@ -217,6 +217,15 @@ func TestVerifyReducedWeights(t *testing.T) {
 	if (code == 1) != (rate < 1) || (code == 1) != strings.Contains(out, "\nBELOW THRESHOLD: the int8 graphs decode as float32 PyTorch does for fewer than 100.00% of the sentences\n") {
 		t.Errorf("sentence agreement %g against 1: exit %d\n%s", rate, code, out)
 	}
+	// The fixture's inputs feed PyTorch's steps (step_input_ids): its
+	// log_probs are then not its greedy decode's, and only tokens compare.
+	code, out, errs = attnx("verify", "--json", "--model", dir, "--checkpoint", ck, "--min-agreement", "0.01",
+		"--inputs", filepath.Join(fixtureRoot, "luong-general_b4_l2", "inputs.safetensors"))
+	o.Agreement = nil
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || len(o.Agreement) != 2 || o.Agreement[0].Sentences != 4 ||
+		o.Agreement[0].Steps != 0 || o.Agreement[0].MaxDev != nil {
+		t.Errorf("teacher-forced inputs: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
 	if code, _, errs := attnx("verify", "--model", dir, "--checkpoint", ck, "--min-agreement", "0"); code != 2 || !strings.Contains(errs, "--min-agreement must be a fraction in (0, 1], got 0") {
 		t.Errorf("--min-agreement 0: exit %d, %q", code, errs)
 	}
