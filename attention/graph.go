@@ -261,7 +261,8 @@ func validate(wt *Weights, opt BuildOptions) error {
 
 // Encoder builds encoder.onnx: source_ids int64 [batch, src_len] and
 // source_lengths int64 [batch] in; encoder_outputs [batch, src_len, H],
-// hidden [L, batch, H] and, for LSTM, cell [L, batch, H] out.
+// hidden [L, batch, H] and, for LSTM, cell [L, batch, H] out. opt chooses
+// the weights' precision (the RNN stays float32 at every one).
 func Encoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
@@ -286,7 +287,7 @@ func Encoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 // [L, batch, H], for LSTM cell [L, batch, H], encoder_outputs [batch,
 // src_len, H] and source_lengths [batch] in; log_probs [batch, Vt],
 // next_hidden [L, batch, H], for LSTM next_cell [L, batch, H], and
-// attention [batch, src_len] out.
+// attention [batch, src_len] out. opt chooses the weights' precision.
 func Decoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)

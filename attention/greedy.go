@@ -23,6 +23,7 @@ const (
 // out_len] and attention float32 [batch, out_len, src_len]; a row that has
 // emitted EOS is padded with sp.PAD and its attention rows with zeros, and
 // the loop ends when every row has emitted EOS or after max_len steps.
+// opt chooses the weights' precision.
 //
 // What does not change between steps is computed once, before the loop:
 // the length mask and what the architecture precomputes (the Bahdanau
