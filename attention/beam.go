@@ -85,15 +85,15 @@ const (
 // insertion order. A second Loop reads each result
 // hypothesis' tokens and the best one's attention back along the parent
 // slots, from its last step to its first.
-func Beam(wt *Weights, sp Special) (*builder.Model, error) {
-	if err := wt.Validate(); err != nil {
+func Beam(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
+	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
 	}
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newModelGraph("attnx_beam_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_beam_"+string(wt.Config.Arch), wt, opt)
 	g := s.g
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))

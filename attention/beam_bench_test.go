@@ -42,8 +42,8 @@ func benchBeamGraph(b *testing.B, w *attention.Weights) {
 		}
 		return ortest.Open(b, m, runtime.Options{IntraOpThreads: 1})
 	}
-	greedy := open(func() (*builder.Model, error) { return attention.Greedy(w, sp) })
-	beam := open(func() (*builder.Model, error) { return attention.Beam(w, sp) })
+	greedy := open(func() (*builder.Model, error) { return attention.Greedy(w, sp, attention.BuildOptions{}) })
+	beam := open(func() (*builder.Model, error) { return attention.Beam(w, sp, attention.BuildOptions{}) })
 	r := rand.New(rand.NewSource(1))
 	for _, batch := range []int{1, 32} {
 		const srcLen = 20

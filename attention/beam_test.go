@@ -484,8 +484,8 @@ func (s *beamStats) add(o beamStats) {
 func compareBeamModel(t *testing.T, root string, m beamModel, check bool) ([]string, beamStats) {
 	t.Helper()
 	w := fx.Weights(t, m.checkpoint(root))
-	beam, nodes := openModel(t, "beam", check, func() (*builder.Model, error) { return attention.Beam(w, m.sp) })
-	greedy, _ := openModel(t, "greedy", check, func() (*builder.Model, error) { return attention.Greedy(w, m.sp) })
+	beam, nodes := openModel(t, "beam", check, func() (*builder.Model, error) { return attention.Beam(w, m.sp, attention.BuildOptions{}) })
+	greedy, _ := openModel(t, "greedy", check, func() (*builder.Model, error) { return attention.Greedy(w, m.sp, attention.BuildOptions{}) })
 	steps := teacherForcer{t: t, sp: m.sp, lstm: m.cell == attention.LSTM,
 		enc: ortest.Open(t, mustBuild(t, attention.Encoder, w), runtime.Options{}),
 		dec: ortest.Open(t, mustBuild(t, attention.Decoder, w), runtime.Options{})}
@@ -570,9 +570,9 @@ func checkGreedy(t *testing.T, greedy *runtime.Session, feeds map[string]*runtim
 	return diffs
 }
 
-func mustBuild(t *testing.T, build func(*attention.Weights) (*builder.Model, error), w *attention.Weights) *builder.Model {
+func mustBuild(t *testing.T, build func(*attention.Weights, attention.BuildOptions) (*builder.Model, error), w *attention.Weights) *builder.Model {
 	t.Helper()
-	m, err := build(w)
+	m, err := build(w, attention.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -754,8 +754,8 @@ func TestBeamScoresAreFloat32Sums(t *testing.T) {
 	})
 	w := fx.Weights(t, ckpt)
 	sp := attention.DefaultSpecial
-	beam, _ := openModel(t, "beam", false, func() (*builder.Model, error) { return attention.Beam(w, sp) })
-	greedy, _ := openModel(t, "greedy", false, func() (*builder.Model, error) { return attention.Greedy(w, sp) })
+	beam, _ := openModel(t, "beam", false, func() (*builder.Model, error) { return attention.Beam(w, sp, attention.BuildOptions{}) })
+	greedy, _ := openModel(t, "greedy", false, func() (*builder.Model, error) { return attention.Greedy(w, sp, attention.BuildOptions{}) })
 	feeds := readInputs(t, inputs)
 	got := runBeam(t, beam, feeds, 1, 12, 1, sp.PAD)
 	want := readNBest(t, out)
@@ -779,7 +779,9 @@ func TestBeamScoresAreFloat32Sums(t *testing.T) {
 func TestBeamOutsideItsRange(t *testing.T) {
 	ortest.Require(t)
 	w := fx.Weights(t, filepath.Join(filepath.Dir(fx.Root(t)), "demo", "luong.pt"))
-	s, _ := openModel(t, "beam", false, func() (*builder.Model, error) { return attention.Beam(w, attention.DefaultSpecial) })
+	s, _ := openModel(t, "beam", false, func() (*builder.Model, error) {
+		return attention.Beam(w, attention.DefaultSpecial, attention.BuildOptions{})
+	})
 	run := func(maxLen, k int64, alpha float64) (map[string]*runtime.Tensor, error) {
 		return s.Run(map[string]*runtime.Tensor{
 			attention.InSourceIDs:     runtime.NewInt64([]int64{2, 3}, []int64{5, 6, 7, 8, 9, 10}),

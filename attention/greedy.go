@@ -23,21 +23,22 @@ const (
 // out_len] and attention float32 [batch, out_len, src_len]; a row that has
 // emitted EOS is padded with sp.PAD and its attention rows with zeros, and
 // the loop ends when every row has emitted EOS or after max_len steps.
+// opt chooses the weights' precision.
 //
 // What does not change between steps is computed once, before the loop:
 // the length mask and what the architecture precomputes (the Bahdanau
 // decoders' projection of encoder_outputs). The builder places a node in
 // the outermost graph that holds all its inputs, so any other
 // loop-invariant work is hoisted too.
-func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
-	if err := wt.Validate(); err != nil {
+func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
+	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt, opt)
 	g, c := s.g, s.c
 	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))

@@ -65,11 +65,11 @@ func lstmPair(tb testing.TB, arch attention.Arch, hidden, layers, vs, vt int, se
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enc, err := attention.Encoder(w)
+	enc, err := attention.Encoder(w, attention.BuildOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dec, err := attention.Decoder(w)
+	dec, err := attention.Decoder(w, attention.BuildOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/quant"
 )
 
 // File names inside a model directory.
@@ -95,6 +96,10 @@ type Options struct {
 	// Maps rename key prefixes, in order, once the checkpoint is read
 	// (attnx export --map FROM=TO).
 	Maps []checkpoint.Rename
+	// Weights is the precision the graphs store their weights in (attnx
+	// export --weights): "" or fp32, int8, int4. Every graph written
+	// honours it, and attnx.json records it.
+	Weights quant.Precision
 }
 
 // files names the checkpoint files Export reads.
@@ -122,6 +127,8 @@ type Result struct {
 	Config attention.Config `json:"config"`
 	// Special holds the special token ids recorded.
 	Special attention.Special `json:"special_tokens"`
+	// Weights is the precision of the graphs' weights.
+	Weights quant.Precision `json:"weights"`
 	// Notes tell what the conversion did besides copying weights (ignored
 	// keys, converted dtypes, where the checkpoint reader found the
 	// tensors).
@@ -183,7 +190,7 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: append(notes, spNotes...)}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...)}
 
 	tmp, unlockTmp, err := makeTemp(dir)
 	if err != nil {
@@ -196,19 +203,20 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		}
 	}()
 
+	bo := attention.BuildOptions{Weights: info.Weights}
 	type graph struct {
 		role, file, what string
 		build            func() (*builder.Model, error)
 	}
 	graphs := []graph{
-		{RoleEncoder, EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
-		{RoleDecoder, DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
+		{RoleEncoder, EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w, bo) }},
+		{RoleDecoder, DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w, bo) }},
 	}
 	if opt.Greedy {
-		graphs = append(graphs, graph{RoleGreedy, GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+		graphs = append(graphs, graph{RoleGreedy, GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special, bo) }})
 	}
 	if opt.Beam {
-		graphs = append(graphs, graph{RoleBeam, BeamFile, "building the beam search", func() (*builder.Model, error) { return attention.Beam(w, info.Special) }})
+		graphs = append(graphs, graph{RoleBeam, BeamFile, "building the beam search", func() (*builder.Model, error) { return attention.Beam(w, info.Special, bo) }})
 	}
 	info.Files = map[string]string{}
 	for _, gr := range graphs {
@@ -303,7 +311,12 @@ func (e *DiagnosedError) Unwrap() error { return e.Err }
 // buildInfo fills in attnx.json's content but its files, and returns the
 // notes to show about the special token ids.
 func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string, error) {
+	weights, err := quant.ParsePrecision(string(opt.Weights))
+	if err != nil {
+		return nil, nil, err
+	}
 	info := &Info{
+		Weights:       weights,
 		Format:        InfoFormat,
 		FormatVersion: 1,
 		Config:        cfg,
@@ -313,7 +326,6 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string,
 		Source:        opt.files(ckpt).Base(),
 	}
 	tutorial := cfg.Arch.IsTutorial()
-	var err error
 	if opt.SrcVocab != "" {
 		if info.SrcTokens, err = ReadVocab(opt.SrcVocab, "--src-vocab", "source", cfg.SrcVocab); err != nil {
 			return nil, nil, err

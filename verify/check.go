@@ -14,6 +14,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
@@ -56,6 +57,11 @@ type Options struct {
 	TorchModule string
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
+	// MinAgreement is, for a model with reduced-precision weights, the
+	// fraction of sentences whose greedy decode must equal PyTorch's float32
+	// one for the check to pass; 0 means DefaultMinAgreement. Float32
+	// models are held to the float32 tolerance instead.
+	MinAgreement float64
 	// Progress, when set, hears of each of the four stages as it starts.
 	Progress func(stage int, desc string)
 }
@@ -89,7 +95,15 @@ type Outcome struct {
 	StepTokensIdentical bool `json:"step_tokens_identical"`
 	// Greedy holds free-running greedy decodes compared with PyTorch's.
 	Greedy []GreedyCheck `json:"greedy"`
-	OK     bool          `json:"ok"`
+	// Weights is the model's weights precision. For a reduced one (int8,
+	// int4) the outputs' deviations are reported, not judged against the
+	// tolerance: Agreement holds each graph's greedy decodes compared with
+	// PyTorch's float32 ones, and OK means every graph reached
+	// MinAgreement.
+	Weights      quant.Precision  `json:"weights"`
+	MinAgreement float64          `json:"min_agreement,omitempty"`
+	Agreement    []AgreementCheck `json:"agreement,omitempty"`
+	OK           bool             `json:"ok"`
 }
 
 // OutputSummary is the worst error of one output over all steps.
@@ -284,6 +298,14 @@ func Check(o Options) (*Outcome, error) {
 		Outputs: summarizeRows(rep.Rows), StepTokensIdentical: rep.TokensIdentical, OK: rep.OK}
 	if o.Rows {
 		out.Rows = rep.Rows
+	}
+	out.Weights = info.Weights.OrFP32()
+	if out.Weights.Reduced() {
+		forced := inSD.Tensors["step_input_ids"] != nil
+		if err := o.checkReduced(out, enc, dec, loop, ids, lens, exp.Tensors, refTokens, steps, forced); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, steps)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 // compares both with the reference's greedy_tokens.
 func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *runtime.Session, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
 	t.Helper()
-	m, err := attention.Greedy(w, sp)
+	m, err := attention.Greedy(w, sp, attention.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -301,8 +301,8 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 				if err := json.Unmarshal(data, &rep); err != nil {
 					t.Fatal(err)
 				}
-				encM, _ := attention.Encoder(w)
-				decM, _ := attention.Decoder(w)
+				encM, _ := attention.Encoder(w, attention.BuildOptions{})
+				decM, _ := attention.Decoder(w, attention.BuildOptions{})
 				ne, nd := len(encM.Graph.Nodes()), len(decM.Graph.Nodes())
 				mu.Lock()
 				counts[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d |", m.arch, m.cell, ne, rep.Encoder.Nodes, nd, rep.Decoder.Nodes)

@@ -12,6 +12,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/quant"
 )
 
 func init() {
@@ -29,6 +30,17 @@ Measures greedy decoding, on the same weights and inputs, with:
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
                      (for GRU models too: a GRU cell costs less)
+
+The attnx engines run once per --weights precision (fp32, int8, int4), each
+on the model exported at that precision (attnx export --weights); the
+table gives each one's speed-up over the same engine with fp32 weights and
+the size of the graph files it loads. The other engines are float32.
+
+PyTorch's speed depends on its BLAS: Debian's python3-torch calls whatever
+libblas.so.3 points to, and the reference BLAS makes it many times slower
+than OpenBLAS (make bench installs libopenblas0-pthread). The table and the
+JSON say which BLAS PyTorch loaded, with a WARNING when it was the
+reference one.
 
 The model is --checkpoint or a random one per --arch and --cell. To make
 every engine decode exactly --steps steps, the benchmarked copy of the
@@ -80,6 +92,7 @@ func runBench(args []string) error {
 	reps := fs.Int("reps", def.MinReps, "minimum measured repetitions per engine and configuration")
 	minTime := fs.Duration("min-time", def.MinTime, "minimum measuring time per engine and configuration")
 	warmup := fs.Int("warmup", def.Warmup, "unmeasured warm-up runs")
+	weights := fs.String("weights", "fp32,int8,int4", "weights precisions the attnx engines run at, comma-separated: fp32, int8, int4")
 	engines := fs.String("engines", "", "engines to run, comma-separated (default: all): "+strings.Join(bench.Engines, ","))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object instead of the table")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
@@ -127,6 +140,9 @@ func runBench(args []string) error {
 	}
 	if *engines != "" {
 		c.Engines = strings.Split(*engines, ",")
+	}
+	if c.Weights, err = quant.ParsePrecisions(*weights); err != nil {
+		return &usageError{"-weights: " + err.Error()}
 	}
 	if *hidden < 1 || *vocab < 1 || *layers < 1 {
 		return &usageError{fmt.Sprintf("-hidden %d, -vocab %d, -layers %d: each must be >= 1", *hidden, *vocab, *layers)}

@@ -9,6 +9,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/quant"
 )
 
 func init() {
@@ -40,6 +41,13 @@ renamed into place, so an interrupted export leaves DIR as it was (the next
 export removes the leftover). An existing non-empty DIR is replaced only with
 --force, and only when it is an attnx model directory.
 
+--weights int8 or int4 stores the decoder step's weights in reduced
+precision, to decode faster and write smaller files (docs/quantization.md):
+int8 keeps to standard ONNX operators; int4 stores the classifier 4-bit for
+ONNX Runtime's com.microsoft MatMulNBits, so the model runs on ONNX Runtime
+only. The encoder's RNN stays float32. attnx verify on such a model reports
+how far its decoding is from the float32 PyTorch model.
+
 Special token ids default to <pad>=0, <sos>=1, <eos>=2, <unk>=3, and for
 the two architectures of PyTorch's seq2seq tutorial (tutorial-location,
 tutorial-bahdanau) to the tutorial's SOS 0, EOS 1, padding 0 and no unknown
@@ -51,6 +59,7 @@ either.
 
 Example:
   attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy --beam
+  attnx export model.pt -o model-int8/ --weights int8 --greedy
   attnx verify --model model/ --checkpoint model.pt
   attnx export --encoder encoder.pt --decoder decoder.pt -o model/
       (a model trained with PyTorch's seq2seq tutorial: SOS 0, EOS 1)
@@ -121,8 +130,13 @@ func runExport(args []string) error {
 	decoder := fs.String("decoder", "", "the decoder's checkpoint, for a model saved as two files (with --encoder)")
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
+	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (needs ONNX Runtime); see docs/quantization.md")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	prec, err := quant.ParsePrecision(*weights)
+	if err != nil {
+		return &usageError{"--weights: " + err.Error()}
 	}
 	pos := fs.Args()
 	pair := *encoder != "" || *decoder != ""
@@ -145,6 +159,7 @@ func runExport(args []string) error {
 		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
+		Weights: prec,
 	}
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
@@ -185,6 +200,7 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 	printConfig(w, c)
 	sp := res.Special
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", sp.SOS, sp.EOS, sp.PAD, idOrUnknown(sp.UNK))
+	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(res.Weights))
 	for i, n := range res.Notes {
 		label := "         "
 		if i == 0 {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/modeldir"
 )
@@ -143,6 +144,7 @@ func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 	fmt.Fprintf(w, ")\n")
 	printConfig(w, m.Config)
 	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
+	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(m.Weights))
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
 	vocab := func(toks []string) string {
 		if toks == nil {
