@@ -3,9 +3,11 @@ package attention
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 )
 
 // Architecture is one decoder architecture. Everything attnx knows about
@@ -27,12 +29,14 @@ type Architecture interface {
 	// holds this architecture's decoder. Exactly one architecture detects
 	// any checkpoint attnx can convert.
 	Detect(shapes map[string][]int64) bool
-	// DecoderKeys lists the decoder's own keys for the sizes of cfg:
-	// every decoder key besides the embedding and the recurrent layers.
-	DecoderKeys(cfg Config) []KeySpec
+	// DecoderKeys lists the decoder's own keys, with their shapes in the
+	// spec's terms (symbols H, E, Vt, M): every decoder key besides the
+	// embedding and the recurrent layers.
+	DecoderKeys() []layout.Key
 	// DecoderInput is the input size of the decoder's first recurrent
-	// layer for cfg, and that size in the spec's terms (such as "E+H").
-	DecoderInput(cfg Config) (int, string)
+	// layer in the spec's terms (such as "E+H"), and what that input is
+	// ("" when it is the embedding).
+	DecoderInput() (size, what string)
 
 	// sizes fills in the sizes only this architecture has (max_length)
 	// from the checkpoint's shapes.
@@ -74,7 +78,8 @@ func Architectures() []Architecture {
 	return out
 }
 
-// KeySpec is one checkpoint key with the shape PyTorch gives it.
+// KeySpec is one checkpoint key with the shape PyTorch gives it, for the
+// sizes of one configuration.
 type KeySpec struct {
 	// Key is the state_dict key, such as "decoder.gru.weight_ih_l0".
 	Key string `json:"key"`
@@ -92,8 +97,9 @@ type KeySpec struct {
 	Optional bool `json:"optional,omitempty"`
 }
 
-func key(k string, what string, dims ...int64) KeySpec {
-	return KeySpec{Key: k, Pattern: k, Dims: dims, What: what}
+// key is a symbolic key with a note and its shape's dimensions.
+func key(name, note string, shape ...string) layout.Key {
+	return layout.Key{Name: name, Shape: shape, Note: note}
 }
 
 // rnnAttrs are the attribute names a recurrent module may have in a
@@ -101,51 +107,77 @@ func key(k string, what string, dims ...int64) KeySpec {
 // from the number of gate rows (4H LSTM, 3H GRU).
 var rnnAttrs = []string{"lstm", "gru", "rnn"}
 
-// rnnKeys lists the keys of one side's stacked recurrent layers; attr is
-// the module's attribute name and in0 the first layer's input size.
-func rnnKeys(cfg Config, part, attr string, in0 int, in0What string) []KeySpec {
-	H, G := int64(cfg.Hidden), int64(cfg.Cell.gates())
-	gh := fmt.Sprintf("%dH", G)
-	var out []KeySpec
-	for k := 0; k < cfg.Layers; k++ {
-		in, inWhat := H, "H"
-		if k == 0 {
-			in, inWhat = int64(in0), in0What
+// rnnKeys lists the keys of one side's stacked recurrent layers, in
+// PyTorch's order: attr is the module's attribute name, in0 the first
+// layer's input size in the spec's terms and what0 what that input is.
+// With layers > 0 it lists the layers l0 .. l{layers-1}; with 0 it is the
+// layout of any number of layers: l0's keys, then optional l{n} keys.
+func rnnKeys(part, attr string, cell Cell, in0, what0 string, layers int) []layout.Key {
+	gh := fmt.Sprintf("%dH", cell.gates())
+	prefix := part + "." + attr + "."
+	one := func(layer, in, what string, optional bool) []layout.Key {
+		return []layout.Key{
+			{Name: prefix + "weight_ih_l" + layer, Shape: []string{gh, in}, Note: what, Optional: optional},
+			{Name: prefix + "weight_hh_l" + layer, Shape: []string{gh, "H"}, Optional: optional},
+			{Name: prefix + "bias_ih_l" + layer, Shape: []string{gh}, Optional: optional},
+			{Name: prefix + "bias_hh_l" + layer, Shape: []string{gh}, Optional: optional},
 		}
-		what := gh + " x " + inWhat
-		if k == 0 && part == "decoder" && in0What != "H" {
-			what += " (layer 0's input)"
-		}
-		for _, s := range []struct {
-			name string
-			dims []int64
-			what string
-		}{
-			{"weight_ih", []int64{G * H, in}, what},
-			{"weight_hh", []int64{G * H, H}, gh + " x H"},
-			{"bias_ih", []int64{G * H}, gh},
-			{"bias_hh", []int64{G * H}, gh},
-		} {
-			out = append(out, KeySpec{
-				Key:     fmt.Sprintf("%s.%s.%s_l%d", part, attr, s.name, k),
-				Pattern: fmt.Sprintf("%s.%s.%s_l{k}", part, attr, s.name),
-				Dims:    s.dims, What: s.what,
-			})
-		}
+	}
+	out := one("0", in0, what0, false)
+	if layers == 0 {
+		return append(out, one("{n}", "H", "", true)...)
+	}
+	for k := 1; k < layers; k++ {
+		out = append(out, one(strconv.Itoa(k), "H", "", false)...)
 	}
 	return out
 }
 
+// modelKeys lists every key of a model of the architecture and cell,
+// symbolically, encoder first, in PyTorch's order; encAttr and decAttr name
+// the recurrent modules; layers is as for rnnKeys.
+func modelKeys(ar Architecture, cell Cell, encAttr, decAttr string, layers int) []layout.Key {
+	out := []layout.Key{key("encoder.embedding.weight", "", "Vs", "E")}
+	out = append(out, rnnKeys("encoder", encAttr, cell, "E", "", layers)...)
+	out = append(out, key("decoder.embedding.weight", "", "Vt", "E"))
+	in0, what := ar.DecoderInput()
+	switch {
+	case what != "":
+		what += " (layer 0's input)"
+	case in0 != "H":
+		what = "layer 0's input"
+	}
+	out = append(out, rnnKeys("decoder", decAttr, cell, in0, what, layers)...)
+	return append(out, ar.DecoderKeys()...)
+}
+
+// symbols are the sizes of cfg under the names the symbolic shapes use.
+func (c Config) symbols() layout.Sizes {
+	return layout.Sizes{"H": int64(c.Hidden), "E": int64(c.Embedding), "Vs": int64(c.SrcVocab), "Vt": int64(c.TgtVocab), "M": int64(c.MaxLength)}
+}
+
+// resolve turns symbolic keys into KeySpecs for the sizes of cfg.
+func resolve(keys []layout.Key, cfg Config) ([]KeySpec, error) {
+	sizes := cfg.symbols()
+	out := make([]KeySpec, len(keys))
+	for i, k := range keys {
+		dims, err := layout.Resolve(k.Shape, sizes)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.Name, err)
+		}
+		pattern := k.Name
+		if m := rnnKey.FindStringSubmatchIndex(k.Name); m != nil {
+			pattern = k.Name[:m[8]] + "{k}"
+		}
+		out[i] = KeySpec{Key: k.Name, Pattern: pattern, Dims: dims, What: k.What(), Optional: k.Optional}
+	}
+	return out, nil
+}
+
 // expectedKeys lists every key of a model of cfg (with defaults filled in)
 // whose recurrent modules are called encAttr and decAttr.
-func expectedKeys(ar Architecture, cfg Config, encAttr, decAttr string) []KeySpec {
-	E, Vs, Vt := int64(cfg.Embedding), int64(cfg.SrcVocab), int64(cfg.TgtVocab)
-	out := []KeySpec{key("encoder.embedding.weight", "Vs x E", Vs, E)}
-	out = append(out, rnnKeys(cfg, "encoder", encAttr, cfg.Embedding, "E")...)
-	out = append(out, key("decoder.embedding.weight", "Vt x E", Vt, E))
-	in0, in0What := ar.DecoderInput(cfg)
-	out = append(out, rnnKeys(cfg, "decoder", decAttr, in0, in0What)...)
-	return append(out, ar.DecoderKeys(cfg)...)
+func expectedKeys(ar Architecture, cfg Config, encAttr, decAttr string) ([]KeySpec, error) {
+	return resolve(modelKeys(ar, cfg.Cell, encAttr, decAttr, cfg.Layers), cfg)
 }
 
 // ExpectedKeys lists every key of a checkpoint of cfg, encoder first, with
@@ -160,30 +192,35 @@ func ExpectedKeys(cfg Config) ([]KeySpec, error) {
 	if _, err := ParseCell(string(cfg.Cell)); err != nil {
 		return nil, err
 	}
-	return expectedKeys(ar, cfg, string(cfg.Cell), string(cfg.Cell)), nil
-}
-
-// Layout is the key layout of one architecture with one cell.
-type Layout struct {
-	Arch Arch      `json:"arch"`
-	Cell Cell      `json:"cell"`
-	Keys []KeySpec `json:"keys"`
+	if cfg.Layers < 1 {
+		return nil, fmt.Errorf("num_layers %d: must be at least 1", cfg.Layers)
+	}
+	return expectedKeys(ar, cfg, string(cfg.Cell), string(cfg.Cell))
 }
 
 // Layouts lists the key layout of every known architecture with every
-// cell, for the sizes of cfg (its Arch and Cell are ignored). It is what a
-// checkpoint that matches nothing can be compared with.
-func Layouts(cfg Config) []Layout {
-	var out []Layout
+// cell, named "ARCH/CELL" ("tutorial-bahdanau/gru"), with shapes in the
+// spec's terms and any number of layers: the description checkpoint.Diagnose
+// compares a checkpoint that fits none of them with.
+func Layouts() []layout.Layout {
+	var out []layout.Layout
 	for _, ar := range Architectures() {
 		for _, cell := range Cells {
-			c := cfg
-			c.Arch, c.Cell = ar.Name(), cell
-			c = c.WithDefaults()
-			out = append(out, Layout{Arch: ar.Name(), Cell: cell, Keys: expectedKeys(ar, c, string(cell), string(cell))})
+			out = append(out, layout.Layout{Name: string(ar.Name()) + "/" + string(cell), Keys: modelKeys(ar, cell, string(cell), string(cell), 0)})
 		}
 	}
 	return out
+}
+
+// decoderInput is the input size of the decoder's first recurrent layer
+// for cfg.
+func decoderInput(ar Architecture, cfg Config) int {
+	in0, _ := ar.DecoderInput()
+	dims, err := layout.Resolve([]string{in0}, cfg.symbols())
+	if err != nil {
+		panic(fmt.Sprintf("attention: %s's decoder input %q: %v", ar.Name(), in0, err))
+	}
+	return int(dims[0])
 }
 
 // detect finds the one architecture whose evidence the keys hold.
@@ -212,14 +249,14 @@ func detect(shapes map[string][]int64) (Architecture, error) {
 		for _, ar := range Architectures() {
 			ev = append(ev, fmt.Sprintf("%s: %s", ar.Name(), ar.Evidence()))
 		}
-		return nil, fmt.Errorf("no known decoder architecture matches the checkpoint's decoder keys (%s); known architectures and their keys: %s",
+		return nil, keysError("no known decoder architecture matches the checkpoint's decoder keys (%s); known architectures and their keys: %s",
 			strings.Join(decoder, ", "), strings.Join(ev, "; "))
 	}
 	var names []string
 	for _, ar := range found {
 		names = append(names, fmt.Sprintf("%s (%s)", ar.Name(), ar.Evidence()))
 	}
-	return nil, fmt.Errorf("the checkpoint's decoder keys fit several architectures: %s", strings.Join(names, ", "))
+	return nil, keysError("the checkpoint's decoder keys fit several architectures: %s", strings.Join(names, ", "))
 }
 
 // has reports whether shapes holds every key given.

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 	"github.com/attnx/attnx/ops"
 )
 
@@ -29,30 +30,26 @@ func (bahdanau) Detect(shapes map[string][]int64) bool {
 	return has(shapes, "decoder.fc_hidden.weight")
 }
 
-func (bahdanau) DecoderKeys(cfg Config) []KeySpec {
-	H, Vt := int64(cfg.Hidden), int64(cfg.TgtVocab)
-	return append([]KeySpec{
-		key("decoder.fc_hidden.weight", "H x H: W_h, no bias", H, H),
-		key("decoder.fc_encoder.weight", "H x H: W_e, no bias", H, H),
-		key("decoder.weight", "1 x H: the score vector w", 1, H),
-		key("decoder.classifier.weight", "Vt x H", Vt, H),
-		key("decoder.classifier.bias", "Vt", Vt),
-	}, articleUnused(cfg)...)
+func (bahdanau) DecoderKeys() []layout.Key {
+	return append([]layout.Key{
+		key("decoder.fc_hidden.weight", "W_h, no bias", "H", "H"),
+		key("decoder.fc_encoder.weight", "W_e, no bias", "H", "H"),
+		key("decoder.weight", "the score vector w", "1", "H"),
+		key("decoder.classifier.weight", "", "Vt", "H"),
+		key("decoder.classifier.bias", "", "Vt"),
+	}, articleUnused()...)
 }
 
 // articleUnused lists the article's attn_combine, which it declares but
 // never uses: accepted and ignored.
-func articleUnused(cfg Config) []KeySpec {
-	H := int64(cfg.Hidden)
-	return []KeySpec{
-		{Key: "decoder.attn_combine.weight", Pattern: "decoder.attn_combine.weight", Dims: []int64{H, 2 * H}, What: "H x 2H: declared by the article, never used", Optional: true},
-		{Key: "decoder.attn_combine.bias", Pattern: "decoder.attn_combine.bias", Dims: []int64{H}, What: "H: declared by the article, never used", Optional: true},
+func articleUnused() []layout.Key {
+	return []layout.Key{
+		{Name: "decoder.attn_combine.weight", Shape: []string{"H", "2H"}, Note: "declared by the article, never used", Optional: true},
+		{Name: "decoder.attn_combine.bias", Shape: []string{"H"}, Note: "declared by the article, never used", Optional: true},
 	}
 }
 
-func (bahdanau) DecoderInput(cfg Config) (int, string) {
-	return cfg.Embedding + cfg.Hidden, "(E+H): [embedding; context]"
-}
+func (bahdanau) DecoderInput() (string, string) { return "E+H", "[embedding; context]" }
 
 func (bahdanau) sizes(map[string][]int64, *Config) error { return nil }
 

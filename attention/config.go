@@ -23,6 +23,7 @@ package attention
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -72,6 +73,10 @@ func ParseArch(s string) (Arch, error) {
 
 // IsLuong reports whether the architecture is one of the Luong variants.
 func (a Arch) IsLuong() bool { return strings.HasPrefix(string(a), "luong-") }
+
+// IsTutorial reports whether the architecture is one of the decoders of
+// PyTorch's seq2seq tutorial (TutorialArchs).
+func (a Arch) IsTutorial() bool { return slices.Contains(TutorialArchs, a) }
 
 // Cell names the recurrent cell of encoder and decoder.
 type Cell string
@@ -232,3 +237,18 @@ func (s Special) Check(c Config) error {
 // DefaultSpecial is the convention of attnx's tools and demo models:
 // <pad>=0, <sos>=1, <eos>=2, <unk>=3.
 var DefaultSpecial = Special{SOS: 1, EOS: 2, PAD: 0, UNK: 3}
+
+// TutorialSpecial is the convention of PyTorch's seq2seq tutorial, both
+// versions: SOS_token = 0 and EOS_token = 1 (its vocabularies start with
+// "SOS" and "EOS"); it pads with 0 and has no unknown-word token.
+var TutorialSpecial = Special{SOS: 0, EOS: 1, PAD: 0, UNK: -1}
+
+// DefaultSpecialFor is the special token ids a model of the architecture
+// has unless its vocabularies or the user say otherwise: TutorialSpecial
+// for the tutorial's decoders, DefaultSpecial for the article's.
+func DefaultSpecialFor(a Arch) Special {
+	if a.IsTutorial() {
+		return TutorialSpecial
+	}
+	return DefaultSpecial
+}

@@ -54,11 +54,14 @@ func (w *Weights) Validate() error {
 	if err := checkLayers("encoder", w.Encoder, cfg, int(E)); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	in0, _ := ar.DecoderInput(cfg)
-	if err := checkLayers("decoder", w.Decoder, cfg, in0); err != nil {
+	if err := checkLayers("decoder", w.Decoder, cfg, decoderInput(ar, cfg)); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	for _, k := range ar.DecoderKeys(cfg) {
+	keys, err := resolve(ar.DecoderKeys(), cfg)
+	if err != nil {
+		return fmt.Errorf("invalid weights: %w", err)
+	}
+	for _, k := range keys {
 		if !k.Optional {
 			if err := checkFloat(k.Key, w.Params[k.Key], k.Dims); err != nil {
 				return fmt.Errorf("invalid weights: %w (%s, %s model with H=%d)", err, k.What, cfg.Arch, H)
@@ -66,6 +69,20 @@ func (w *Weights) Validate() error {
 		}
 	}
 	return nil
+}
+
+// KeysError is FromStateDict's error for a checkpoint whose keys do not
+// fit the layout of any architecture: a key missing or unexpected, several
+// recurrent modules, no architecture or several detected. Callers can then
+// compare the keys with Layouts (checkpoint.Diagnose) to say what would fit.
+// Errors about keys that fit a layout (a wrong shape, dtype or non-finite
+// values) are not KeysErrors.
+type KeysError struct{ Msg string }
+
+func (e *KeysError) Error() string { return e.Msg }
+
+func keysError(format string, args ...any) error {
+	return &KeysError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // Options controls FromStateDict.
@@ -88,7 +105,8 @@ var rnnKey = regexp.MustCompile(`^(encoder|decoder)\.([A-Za-z_][A-Za-z0-9_]*)\.(
 // tensors' data is shared with the returned Weights, not copied: do not
 // modify either while the other is in use. It returns notes for the user
 // (ignored keys, converted dtypes) beside the weights. Errors name the key
-// at fault, its shape and the expected shape.
+// at fault, its shape and the expected shape; a checkpoint whose keys fit
+// no architecture's layout gives a *KeysError.
 func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, []string, error) {
 	var notes []string
 	keys := make([]string, 0, len(tensors))
@@ -107,14 +125,18 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		return nil, nil, fmt.Errorf("--arch %s disagrees with the checkpoint: its keys (%s) are those of a %s model", opt.Arch, ar.Evidence(), cfg.Arch)
 	}
 
+	specs, err := expectedKeys(ar, cfg, attrs[0], attrs[1])
+	if err != nil {
+		return nil, nil, err
+	}
 	expected := map[string]KeySpec{}
-	for _, k := range expectedKeys(ar, cfg, attrs[0], attrs[1]) {
+	for _, k := range specs {
 		expected[k.Key] = k
 	}
 	for _, k := range keys {
 		spec, ok := expected[k]
 		if !ok {
-			return nil, nil, fmt.Errorf("checkpoint has an unexpected key %s %v: not part of a %s model", k, tensors[k].Dims, cfg)
+			return nil, nil, keysError("checkpoint has an unexpected key %s %v: not part of a %s model", k, tensors[k].Dims, cfg)
 		}
 		if spec.Optional {
 			notes = append(notes, fmt.Sprintf("ignoring %s: the article defines it but never uses it", k))
@@ -137,7 +159,7 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		want := expected[k]
 		t, ok := tensors[k]
 		if !ok {
-			return nil, nil, fmt.Errorf("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.Dims, want.What, cfg)
+			return nil, nil, keysError("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.Dims, want.What, cfg)
 		}
 		if !slices.Equal(t.Dims, want.Dims) {
 			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.Dims, want.What)
@@ -194,7 +216,7 @@ func inferConfig(shapes map[string][]int64) (cfg Config, ar Architecture, attrs 
 	dims2 := func(k string) ([]int64, error) {
 		d, ok := shapes[k]
 		if !ok {
-			return nil, fmt.Errorf("checkpoint is missing key %s: not an attention seq2seq state_dict (expected encoder.* and decoder.* keys as in the spec)", k)
+			return nil, keysError("checkpoint is missing key %s: not an attention seq2seq state_dict (expected encoder.* and decoder.* keys as in the spec)", k)
 		}
 		if len(d) != 2 || d[0] < 1 || d[1] < 1 {
 			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions of at least 1", k, d)
@@ -281,7 +303,7 @@ func findRNN(shapes map[string][]int64, part string) (attr string, layers int, e
 	}
 	switch len(found) {
 	case 0:
-		return "", 0, fmt.Errorf("checkpoint has no %s.lstm.weight_ih_l0 or %s.gru.weight_ih_l0: not an attention seq2seq state_dict (the %s needs an LSTM or GRU module called lstm, gru or rnn)", part, part, part)
+		return "", 0, keysError("checkpoint has no %s.lstm.weight_ih_l0 or %s.gru.weight_ih_l0: not an attention seq2seq state_dict (the %s needs an LSTM or GRU module called lstm, gru or rnn)", part, part, part)
 	case 1:
 		for a, n := range found {
 			return a, n, nil
@@ -292,7 +314,7 @@ func findRNN(shapes map[string][]int64, part string) (attr string, layers int, e
 		mods = append(mods, part+"."+a+".*")
 	}
 	sort.Strings(mods)
-	return "", 0, fmt.Errorf("checkpoint has several recurrent modules in the %s (%s): expected one", part, strings.Join(mods, ", "))
+	return "", 0, keysError("checkpoint has several recurrent modules in the %s (%s): expected one", part, strings.Join(mods, ", "))
 }
 
 // countNonFiniteRaw counts the non-finite values among little-endian
@@ -336,9 +358,9 @@ func assemble(ar Architecture, cfg Config, attrs [2]string, v map[string]*builde
 			w.Decoder = layers
 		}
 	}
-	for _, k := range ar.DecoderKeys(cfg) {
+	for _, k := range ar.DecoderKeys() {
 		if !k.Optional {
-			w.Params[k.Key] = v[k.Key]
+			w.Params[k.Name] = v[k.Name]
 		}
 	}
 	return w, nil

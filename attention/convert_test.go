@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/quant"
 )
 
 func randFloats(r *rand.Rand, n int) []float32 {
@@ -204,21 +205,34 @@ func TestFromStateDictErrors(t *testing.T) {
 	}
 }
 
-// TestLayoutsDetectOneArchitecture: every layout Layouts lists converts,
-// and is detected as its own architecture and cell and no other.
+// TestLayoutsDetectOneArchitecture: every architecture and cell Layouts
+// lists converts from the keys ExpectedKeys gives it, and is detected as
+// its own architecture and cell and no other.
 func TestLayoutsDetectOneArchitecture(t *testing.T) {
 	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
-	layouts := Layouts(sizes)
+	layouts := Layouts()
 	if len(layouts) != len(AllArchs)*len(Cells) {
 		t.Fatalf("%d layouts, want %d", len(layouts), len(AllArchs)*len(Cells))
 	}
-	for _, l := range layouts {
+	for i, l := range layouts {
+		want := sizes
+		want.Arch, want.Cell = AllArchs[i/len(Cells)], Cells[i%len(Cells)]
+		if l.Name != string(want.Arch)+"/"+string(want.Cell) {
+			t.Fatalf("layout %d is %s, want %s/%s", i, l.Name, want.Arch, want.Cell)
+		}
+		if want.Arch != TutorialLocation {
+			want.MaxLength = 0
+		}
+		keys, err := ExpectedKeys(want)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := rand.New(rand.NewSource(1))
 		sd := map[string]*builder.Tensor{}
 		shapes := map[string][]int64{}
-		for _, k := range l.Keys {
+		for _, k := range keys {
 			if k.Key != k.Pattern && !strings.Contains(k.Pattern, "_l{k}") {
-				t.Errorf("%s/%s: key %s has pattern %s", l.Arch, l.Cell, k.Key, k.Pattern)
+				t.Errorf("%s: key %s has pattern %s", l.Name, k.Key, k.Pattern)
 			}
 			if !k.Optional {
 				sd[k.Key] = builder.FloatTensor(k.Dims, randFloats(r, int(builder.NumElements(k.Dims))))
@@ -231,21 +245,16 @@ func TestLayoutsDetectOneArchitecture(t *testing.T) {
 				found = append(found, ar.Name())
 			}
 		}
-		if len(found) != 1 || found[0] != l.Arch {
-			t.Errorf("%s/%s: detected by %v", l.Arch, l.Cell, found)
+		if len(found) != 1 || found[0] != want.Arch {
+			t.Errorf("%s: detected by %v", l.Name, found)
 		}
 		w, _, err := FromStateDict(sd, Options{})
 		if err != nil {
-			t.Errorf("%s/%s: %v", l.Arch, l.Cell, err)
+			t.Errorf("%s: %v", l.Name, err)
 			continue
 		}
-		want := sizes
-		want.Arch, want.Cell = l.Arch, l.Cell
-		if l.Arch != TutorialLocation {
-			want.MaxLength = 0
-		}
 		if w.Config != want {
-			t.Errorf("%s/%s: inferred %v, want %v", l.Arch, l.Cell, w.Config, want)
+			t.Errorf("%s: inferred %v, want %v", l.Name, w.Config, want)
 		}
 	}
 }
@@ -296,8 +305,9 @@ func TestGraphsRejectInvalidWeights(t *testing.T) {
 		}, "max_length 0: a tutorial-location model needs"},
 	}
 	builders := map[string]func(*Weights) (*builder.Model, error){
-		"encoder": Encoder, "decoder": Decoder,
-		"greedy": func(w *Weights) (*builder.Model, error) { return Greedy(w, DefaultSpecial) },
+		"encoder": func(w *Weights) (*builder.Model, error) { return Encoder(w, BuildOptions{}) },
+		"decoder": func(w *Weights) (*builder.Model, error) { return Decoder(w, BuildOptions{}) },
+		"greedy":  func(w *Weights) (*builder.Model, error) { return Greedy(w, DefaultSpecial, BuildOptions{}) },
 	}
 	for _, c := range cases {
 		for name, build := range builders {
@@ -322,7 +332,7 @@ func TestParamRepackErrorFailsTheGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newModelGraph("t", w)
+	s := newModelGraph("t", w, BuildOptions{})
 	w.Params["decoder.fc_encoder.weight"] = &builder.Tensor{DType: builder.Float16, Dims: []int64{4, 4}, Raw: make([]byte, 32)}
 	s.param("decoder.fc_encoder.weight", transposed)
 	_, err = s.finish("t")
@@ -372,54 +382,67 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	}
 }
 
-// TestGraphsBuild builds every graph of every architecture and cell and
-// checks the I/O contract: no cell input or output for GRU.
+// TestGraphsBuild builds every graph of every architecture, cell and
+// weights precision and checks the I/O contract: no cell input or output
+// for GRU, the same inputs and outputs at every precision.
 func TestGraphsBuild(t *testing.T) {
 	for _, cfg := range allConfigs() {
-		w, _, err := FromStateDict(stateDict(t, cfg, 6), Options{})
+		for _, prec := range quant.Precisions {
+			graphsBuild(t, cfg, BuildOptions{Weights: prec})
+		}
+	}
+}
+
+func graphsBuild(t *testing.T, cfg Config, opt BuildOptions) {
+	t.Helper()
+	w, _, err := FromStateDict(stateDict(t, cfg, 6), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := func(vs []*builder.Value) string {
+		var names []string
+		for _, v := range vs {
+			names = append(names, v.Name()+":"+v.Type().String())
+		}
+		return strings.Join(names, " ")
+	}
+	H, L, Vt := cfg.Hidden, cfg.Layers, cfg.TgtVocab
+	st := fmt.Sprintf("[%d,batch,%d]", L, H)
+	cellIn, cellOut, nextCell := " cell:float32"+st, " cell:float32"+st, " next_cell:float32"+st
+	if cfg.Cell == GRU {
+		cellIn, cellOut, nextCell = "", "", ""
+	}
+	for _, tc := range []struct {
+		name    string
+		build   func(*Weights, BuildOptions) (*builder.Model, error)
+		in, out string
+	}{
+		{"encoder", Encoder, "source_ids:int64[batch,src_len] source_lengths:int64[batch]",
+			fmt.Sprintf("encoder_outputs:float32[batch,src_len,%d] hidden:float32%s%s", H, st, cellOut)},
+		{"decoder", Decoder, fmt.Sprintf("input_ids:int64[batch] hidden:float32%s%s encoder_outputs:float32[batch,src_len,%d] source_lengths:int64[batch]", st, cellIn, H),
+			fmt.Sprintf("log_probs:float32[batch,%d] next_hidden:float32%s%s attention:float32[batch,src_len]", Vt, st, nextCell)},
+		{"greedy", func(w *Weights, o BuildOptions) (*builder.Model, error) {
+			return Greedy(w, Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}, o)
+		},
+			"source_ids:int64[batch,src_len] source_lengths:int64[batch] max_len:int64[]",
+			"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len]"},
+	} {
+		m, err := tc.build(w, opt)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%v %s %s: %v", cfg, opt.Weights, tc.name, err)
+			continue
 		}
-		io := func(vs []*builder.Value) string {
-			var names []string
-			for _, v := range vs {
-				names = append(names, v.Name()+":"+v.Type().String())
-			}
-			return strings.Join(names, " ")
+		if got := io(m.Graph.Inputs()); got != tc.in {
+			t.Errorf("%v %s inputs:\n got %s\nwant %s", cfg, tc.name, got, tc.in)
 		}
-		H, L, Vt := cfg.Hidden, cfg.Layers, cfg.TgtVocab
-		st := fmt.Sprintf("[%d,batch,%d]", L, H)
-		cellIn, cellOut, nextCell := " cell:float32"+st, " cell:float32"+st, " next_cell:float32"+st
-		if cfg.Cell == GRU {
-			cellIn, cellOut, nextCell = "", "", ""
+		if got := io(m.Graph.Outputs()); got != tc.out {
+			t.Errorf("%v %s outputs:\n got %s\nwant %s", cfg, tc.name, got, tc.out)
 		}
-		for _, tc := range []struct {
-			name    string
-			build   func(*Weights) (*builder.Model, error)
-			in, out string
-		}{
-			{"encoder", Encoder, "source_ids:int64[batch,src_len] source_lengths:int64[batch]",
-				fmt.Sprintf("encoder_outputs:float32[batch,src_len,%d] hidden:float32%s%s", H, st, cellOut)},
-			{"decoder", Decoder, fmt.Sprintf("input_ids:int64[batch] hidden:float32%s%s encoder_outputs:float32[batch,src_len,%d] source_lengths:int64[batch]", st, cellIn, H),
-				fmt.Sprintf("log_probs:float32[batch,%d] next_hidden:float32%s%s attention:float32[batch,src_len]", Vt, st, nextCell)},
-			{"greedy", func(w *Weights) (*builder.Model, error) { return Greedy(w, Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}) },
-				"source_ids:int64[batch,src_len] source_lengths:int64[batch] max_len:int64[]",
-				"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len]"},
-		} {
-			m, err := tc.build(w)
-			if err != nil {
-				t.Errorf("%v %s: %v", cfg, tc.name, err)
-				continue
-			}
-			if got := io(m.Graph.Inputs()); got != tc.in {
-				t.Errorf("%v %s inputs:\n got %s\nwant %s", cfg, tc.name, got, tc.in)
-			}
-			if got := io(m.Graph.Outputs()); got != tc.out {
-				t.Errorf("%v %s outputs:\n got %s\nwant %s", cfg, tc.name, got, tc.out)
-			}
-			if m.Metadata["attnx.cell"] != string(cfg.Cell) || m.Metadata["attnx.embedding_size"] != fmt.Sprint(cfg.Embedding) {
-				t.Errorf("%v %s: metadata %v", cfg, tc.name, m.Metadata)
-			}
+		if m.Metadata["attnx.cell"] != string(cfg.Cell) || m.Metadata["attnx.embedding_size"] != fmt.Sprint(cfg.Embedding) {
+			t.Errorf("%v %s: metadata %v", cfg, tc.name, m.Metadata)
+		}
+		if w, ok := m.Metadata["attnx.weights"]; ok != opt.Weights.Reduced() || (ok && w != string(opt.Weights)) {
+			t.Errorf("%v %s %s: metadata attnx.weights = %q (set: %v)", cfg, opt.Weights, tc.name, w, ok)
 		}
 	}
 }
@@ -441,7 +464,7 @@ func TestGreedyComputesPrecomputeOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := Greedy(w, DefaultSpecial)
+		m, err := Greedy(w, DefaultSpecial, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

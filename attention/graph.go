@@ -45,6 +45,10 @@ func (c consts) scalarInt(v int64) *builder.Value { return c.g.Init("", builder.
 
 func (c consts) scalarFloat(v float32) *builder.Value { return c.g.Init("", builder.ScalarFloat(v)) }
 
+func (c consts) scalarBool(v bool) *builder.Value {
+	return c.g.Init("", builder.BoolTensor(nil, []bool{v}))
+}
+
 // params adds the model's parameters to a graph as initializers with
 // readable names, each at most once, and remembers the first error.
 type params struct {
@@ -74,11 +78,12 @@ type modelGraph struct {
 	c   consts
 	wt  *Weights
 	cfg Config
+	opt BuildOptions
 }
 
-func newModelGraph(name string, wt *Weights) *modelGraph {
+func newModelGraph(name string, wt *Weights, opt BuildOptions) *modelGraph {
 	g := builder.New(name)
-	return &modelGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults()}
+	return &modelGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults(), opt: opt}
 }
 
 // param adds the decoder parameter called key (its checkpoint key), laid
@@ -103,6 +108,9 @@ func (s *modelGraph) param(key string, p pack) *builder.Value {
 // linear applies the Linear module called prefix (weight [out, in], with
 // its bias when bias is set) to x [batch, in].
 func (s *modelGraph) linear(x *builder.Value, prefix string, bias bool) *builder.Value {
+	if s.reduced() {
+		return s.qlinear(x, prefix, bias, formsFor(s.opt.Weights).projection)
+	}
 	var b *builder.Value
 	if bias {
 		b = s.param(prefix+".bias", asIs)
@@ -113,6 +121,9 @@ func (s *modelGraph) linear(x *builder.Value, prefix string, bias bool) *builder
 // linear3D applies the Linear module called prefix to x [batch, src_len,
 // in]: x W^T (+ b).
 func (s *modelGraph) linear3D(x *builder.Value, prefix string, bias bool) *builder.Value {
+	if s.reduced() {
+		return s.qlinear(x, prefix, bias, formsFor(s.opt.Weights).projection)
+	}
 	y := ops.MatMul(x, s.param(prefix+".weight", transposed))
 	if bias {
 		y = ops.Add(y, s.param(prefix+".bias", asIs))
@@ -127,12 +138,24 @@ func (s *modelGraph) top(h *builder.Value) *builder.Value {
 
 // embed looks up the target embedding of input_ids [batch]: [batch, E].
 func (s *modelGraph) embed(ids *builder.Value) *builder.Value {
-	return ops.Gather(s.w.add("decoder.embedding.weight", s.wt.TgtEmbedding), ids, 0)
+	return s.embedding("decoder.embedding", s.wt.TgtEmbedding, ids)
+}
+
+// embedding looks up ids (any shape) in the table called prefix: [ids...,
+// E].
+func (s *modelGraph) embedding(prefix string, table *builder.Tensor, ids *builder.Value) *builder.Value {
+	if s.reduced() {
+		return s.qembedding(prefix, table, ids)
+	}
+	return ops.Gather(s.w.add(prefix+".weight", table), ids, 0)
 }
 
 // decoderRNN runs the decoder's recurrent layers for one step on x
 // [batch, in] from state and returns the new state.
 func (s *modelGraph) decoderRNN(x *builder.Value, state rnnState) rnnState {
+	if s.reduced() {
+		return s.qdecoderRNN(x, state)
+	}
 	_, next := s.rnnStack("decoder", s.wt.Decoder, ops.Unsqueeze(x, s.c.ints(0)), state, nil, false)
 	return next
 }
@@ -152,6 +175,9 @@ func (s *modelGraph) context(a, enc *builder.Value) *builder.Value {
 
 // classify is log_softmax(features W^T + b) for the Linear called prefix.
 func (s *modelGraph) classify(prefix string, features *builder.Value) *builder.Value {
+	if s.reduced() {
+		return ops.LogSoftmax(s.qlinear(features, prefix, true, formsFor(s.opt.Weights).classifier), -1)
+	}
 	return ops.LogSoftmax(s.linear(features, prefix, true), -1)
 }
 
@@ -171,8 +197,8 @@ func (s *modelGraph) lengthMask(seq, lengths *builder.Value) *builder.Value {
 func (s *modelGraph) encoder(sourceIDs, sourceLengths *builder.Value) (*builder.Value, rnnState) {
 	// Transpose the int64 ids, not the embedded floats: the recurrent
 	// layers want sequence-first input (ONNX Runtime rejects layout=1).
-	ids := ops.Transpose(sourceIDs, []int64{1, 0})                                  // [src_len, batch]
-	x := ops.Gather(s.w.add("encoder.embedding.weight", s.wt.SrcEmbedding), ids, 0) // [src_len, batch, E]
+	ids := ops.Transpose(sourceIDs, []int64{1, 0})                // [src_len, batch]
+	x := s.embedding("encoder.embedding", s.wt.SrcEmbedding, ids) // [src_len, batch, E]
 	lens := ops.Cast(sourceLengths, builder.Int32)
 	y, state := s.rnnStack("encoder", s.wt.Encoder, x, rnnState{}, lens, true)
 	y = ops.Transpose(y, []int64{1, 0, 2}) // [batch, src_len, H]
@@ -220,20 +246,32 @@ func (s *modelGraph) finish(doc string) (*builder.Model, error) {
 	if cfg.MaxLength > 0 {
 		m.Metadata["attnx.max_length"] = fmt.Sprint(cfg.MaxLength)
 	}
+	if s.reduced() {
+		m.Metadata["attnx.weights"] = string(s.opt.Weights)
+	}
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// validate checks what every graph builder is given.
+func validate(wt *Weights, opt BuildOptions) error {
+	if err := wt.Validate(); err != nil {
+		return err
+	}
+	return opt.check()
+}
+
 // Encoder builds encoder.onnx: source_ids int64 [batch, src_len] and
 // source_lengths int64 [batch] in; encoder_outputs [batch, src_len, H],
-// hidden [L, batch, H] and, for LSTM, cell [L, batch, H] out.
-func Encoder(wt *Weights) (*builder.Model, error) {
-	if err := wt.Validate(); err != nil {
+// hidden [L, batch, H] and, for LSTM, cell [L, batch, H] out. opt chooses
+// the weights' precision (the RNN stays float32 at every one).
+func Encoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
+	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	s := newModelGraph("attnx_encoder", wt)
+	s := newModelGraph("attnx_encoder", wt, opt)
 	ids := s.g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := s.g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
 	enc, state := s.encoder(ids, lens)
@@ -253,13 +291,13 @@ func Encoder(wt *Weights) (*builder.Model, error) {
 // [L, batch, H], for LSTM cell [L, batch, H], encoder_outputs [batch,
 // src_len, H] and source_lengths [batch] in; log_probs [batch, Vt],
 // next_hidden [L, batch, H], for LSTM next_cell [L, batch, H], and
-// attention [batch, src_len] out.
-func Decoder(wt *Weights) (*builder.Model, error) {
-	if err := wt.Validate(); err != nil {
+// attention [batch, src_len] out. opt chooses the weights' precision.
+func Decoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
+	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newModelGraph("attnx_decoder_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_decoder_"+string(wt.Config.Arch), wt, opt)
 	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := s.g.Input(InInputIDs, builder.Int64, builder.Dims(DimBatch))
 	state := rnnState{h: s.g.Input(InHidden, builder.Float, builder.Dims(L, DimBatch, H))}

@@ -23,21 +23,22 @@ const (
 // out_len] and attention float32 [batch, out_len, src_len]; a row that has
 // emitted EOS is padded with sp.PAD and its attention rows with zeros, and
 // the loop ends when every row has emitted EOS or after max_len steps.
+// opt chooses the weights' precision.
 //
 // What does not change between steps is computed once, before the loop:
 // the length mask and what the architecture precomputes (the Bahdanau
 // decoders' projection of encoder_outputs). The builder places a node in
 // the outermost graph that holds all its inputs, so any other
 // loop-invariant work is hoisted too.
-func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
-	if err := wt.Validate(); err != nil {
+func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
+	if err := validate(wt, opt); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
-	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt)
+	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt, opt)
 	g, c := s.g, s.c
 	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
@@ -49,7 +50,7 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	pre := ar.precompute(s, enc)
 	batchShape := ops.Shape(ids, ops.ShapeOpts{End: ops.Int(1)}) // [1]: batch
 	start := ops.Expand(c.scalarInt(sp.SOS), batchShape)
-	notDone := ops.Expand(g.Init("", builder.BoolTensor(nil, []bool{false})), batchShape)
+	notDone := ops.Expand(c.scalarBool(false), batchShape)
 	eos, pad := c.scalarInt(sp.EOS), c.scalarInt(sp.PAD)
 	zero := c.scalarFloat(0)
 	axis1 := c.ints(1)
@@ -63,7 +64,7 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 		carried, shapes = append(carried, state.c), append(shapes, stateShape)
 	}
 	carried, shapes = append(carried, notDone), append(shapes, batch)
-	_, scans := ops.Loop(g, maxLen, g.Init("", builder.BoolTensor(nil, []bool{true})), carried,
+	_, scans := ops.Loop(g, maxLen, c.scalarBool(true), carried,
 		func(b *builder.Graph, _, _ *builder.Value, in []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
 			st := rnnState{h: in[1]}
 			if state.c != nil {
@@ -91,8 +92,6 @@ func Greedy(wt *Weights, sp Special) (*builder.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
-	m.Metadata["attnx.sos"] = fmt.Sprint(sp.SOS)
-	m.Metadata["attnx.eos"] = fmt.Sprint(sp.EOS)
-	m.Metadata["attnx.pad"] = fmt.Sprint(sp.PAD)
+	setSpecialMetadata(m, sp)
 	return m, nil
 }

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 	"github.com/attnx/attnx/ops"
 )
 
@@ -43,22 +44,21 @@ func (l luong) Detect(shapes map[string][]int64) bool {
 	return has(shapes, "decoder.classifier.weight") && !has(shapes, "decoder.fc_hidden.weight") && !hasPrefix(shapes, "decoder.attention.")
 }
 
-func (l luong) DecoderKeys(cfg Config) []KeySpec {
-	H, Vt := int64(cfg.Hidden), int64(cfg.TgtVocab)
-	keys := []KeySpec{
-		key("decoder.classifier.weight", "Vt x 2H: over [q; ctx]", Vt, 2*H),
-		key("decoder.classifier.bias", "Vt", Vt),
+func (l luong) DecoderKeys() []layout.Key {
+	keys := []layout.Key{
+		key("decoder.classifier.weight", "over [q; ctx]", "Vt", "2H"),
+		key("decoder.classifier.bias", "", "Vt"),
 	}
 	if l.arch != LuongDot {
-		keys = append(keys, key("decoder.attention.fc.weight", "H x H: W_a, no bias", H, H))
+		keys = append(keys, key("decoder.attention.fc.weight", "W_a, no bias", "H", "H"))
 	}
 	if l.arch == LuongConcat {
-		keys = append(keys, key("decoder.attention.weight", "1 x H: the score vector w", 1, H))
+		keys = append(keys, key("decoder.attention.weight", "the score vector w", "1", "H"))
 	}
-	return append(keys, articleUnused(cfg)...)
+	return append(keys, articleUnused()...)
 }
 
-func (luong) DecoderInput(cfg Config) (int, string) { return cfg.Embedding, "E" }
+func (luong) DecoderInput() (string, string) { return "E", "" }
 
 func (luong) sizes(map[string][]int64, *Config) error { return nil }
 

@@ -42,16 +42,7 @@ type rnnState struct{ h, c *builder.Value }
 // seqLens is int32 [batch] or nil.
 func (s *modelGraph) rnnStack(prefix string, layers []RNNLayer, x *builder.Value, init rnnState, seqLens *builder.Value, needY bool) (*builder.Value, rnnState) {
 	L, cell := len(layers), s.cfg.Cell
-	var h0s, c0s []*builder.Value
-	switch {
-	case init.h != nil && L > 1:
-		h0s = ops.Split(init.h, nil, 0, L)
-		if init.c != nil {
-			c0s = ops.Split(init.c, nil, 0, L)
-		}
-	case init.h != nil:
-		h0s, c0s = []*builder.Value{init.h}, []*builder.Value{init.c}
-	}
+	h0s, c0s := init.layers(L)
 	var hs, cs []*builder.Value
 	for k, layer := range layers {
 		name := func(p string) string { return fmt.Sprintf("%s.%s.l%d.%s", prefix, cell, k, p) }
@@ -79,21 +70,41 @@ func (s *modelGraph) rnnStack(prefix string, layers []RNNLayer, x *builder.Value
 			x = ops.Squeeze(y, s.c.ints(1))
 		}
 	}
-	var final rnnState
-	if L == 1 {
-		final.h = hs[0]
-	} else {
-		final.h = ops.Concat(0, hs...)
-	}
-	if cell.HasCellState() {
-		if L == 1 {
-			final.c = cs[0]
-		} else {
-			final.c = ops.Concat(0, cs...)
-		}
-	}
 	if !needY {
 		x = nil
 	}
-	return x, final
+	return x, stackLayers(hs, cs)
+}
+
+// layers splits a state [L, batch, H] into its L layers' states, each
+// [1, batch, H]; nil when the state is (h is nil: zero).
+func (st rnnState) layers(L int) (hs, cs []*builder.Value) {
+	switch {
+	case st.h != nil && L > 1:
+		hs = ops.Split(st.h, nil, 0, L)
+		if st.c != nil {
+			cs = ops.Split(st.c, nil, 0, L)
+		}
+	case st.h != nil:
+		hs, cs = []*builder.Value{st.h}, []*builder.Value{st.c}
+	}
+	return hs, cs
+}
+
+// stackLayers is the state [L, batch, H] of the layers' states hs (and cs,
+// empty for GRU), each [1, batch, H].
+func stackLayers(hs, cs []*builder.Value) rnnState {
+	var st rnnState
+	if len(hs) == 1 {
+		st.h = hs[0]
+	} else {
+		st.h = ops.Concat(0, hs...)
+	}
+	switch {
+	case len(cs) == 1:
+		st.c = cs[0]
+	case len(cs) > 1:
+		st.c = ops.Concat(0, cs...)
+	}
+	return st
 }

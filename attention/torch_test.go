@@ -250,9 +250,9 @@ func TestParityWithPyTorch(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := io.Tensors
-			enc := buildAndOpen(t, cdir, "encoder", func() (*builder.Model, error) { return Encoder(w) })
-			dec := buildAndOpen(t, cdir, "decoder", func() (*builder.Model, error) { return Decoder(w) })
-			gr := buildAndOpen(t, cdir, "greedy", func() (*builder.Model, error) { return Greedy(w, c.special()) })
+			enc := buildAndOpen(t, cdir, "encoder", func() (*builder.Model, error) { return Encoder(w, BuildOptions{}) })
+			dec := buildAndOpen(t, cdir, "decoder", func() (*builder.Model, error) { return Decoder(w, BuildOptions{}) })
+			gr := buildAndOpen(t, cdir, "greedy", func() (*builder.Model, error) { return Greedy(w, c.special(), BuildOptions{}) })
 			files = append(files, enc.path, dec.path, gr.path)
 
 			p := &parity{t: t, maxAbs: map[string]float64{}}
@@ -388,11 +388,11 @@ func TestNodeCountsVsTorchExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := Encoder(w)
+		e, err := Encoder(w, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := Decoder(w)
+		d, err := Decoder(w, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 )
 
 // tutorialBahdanau is the decoder of the current version of PyTorch's
@@ -33,23 +34,20 @@ func (tutorialBahdanau) Detect(shapes map[string][]int64) bool {
 	return has(shapes, "decoder.attention.Wa.weight")
 }
 
-func (tutorialBahdanau) DecoderKeys(cfg Config) []KeySpec {
-	H, Vt := int64(cfg.Hidden), int64(cfg.TgtVocab)
-	return []KeySpec{
-		key("decoder.attention.Wa.weight", "H x H: applied to the query", H, H),
-		key("decoder.attention.Wa.bias", "H", H),
-		key("decoder.attention.Ua.weight", "H x H: applied to encoder_outputs", H, H),
-		key("decoder.attention.Ua.bias", "H", H),
-		key("decoder.attention.Va.weight", "1 x H: the score vector", 1, H),
-		key("decoder.attention.Va.bias", "1: shifts every score equally (the softmax cancels it)", 1),
-		key("decoder.out.weight", "Vt x H", Vt, H),
-		key("decoder.out.bias", "Vt", Vt),
+func (tutorialBahdanau) DecoderKeys() []layout.Key {
+	return []layout.Key{
+		key("decoder.attention.Wa.weight", "applied to the query", "H", "H"),
+		key("decoder.attention.Wa.bias", "", "H"),
+		key("decoder.attention.Ua.weight", "applied to encoder_outputs", "H", "H"),
+		key("decoder.attention.Ua.bias", "", "H"),
+		key("decoder.attention.Va.weight", "the score vector", "1", "H"),
+		key("decoder.attention.Va.bias", "shifts every score equally (the softmax cancels it)", "1"),
+		key("decoder.out.weight", "", "Vt", "H"),
+		key("decoder.out.bias", "", "Vt"),
 	}
 }
 
-func (tutorialBahdanau) DecoderInput(cfg Config) (int, string) {
-	return cfg.Embedding + cfg.Hidden, "(E+H): [embedding; context]"
-}
+func (tutorialBahdanau) DecoderInput() (string, string) { return "E+H", "[embedding; context]" }
 
 func (tutorialBahdanau) sizes(map[string][]int64, *Config) error { return nil }
 

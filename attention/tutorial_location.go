@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 	"github.com/attnx/attnx/ops"
 )
 
@@ -41,21 +42,18 @@ func (tutorialLocation) Detect(shapes map[string][]int64) bool {
 	return has(shapes, "decoder.attn.weight")
 }
 
-func (tutorialLocation) DecoderKeys(cfg Config) []KeySpec {
-	H, EH, M, Vt := int64(cfg.Hidden), int64(cfg.Embedding+cfg.Hidden), int64(cfg.MaxLength), int64(cfg.TgtVocab)
-	return []KeySpec{
-		key("decoder.attn.weight", "M x (E+H): location scores over max_length M from [embedding; hidden]", M, EH),
-		key("decoder.attn.bias", "M", M),
-		key("decoder.attn_combine.weight", "H x (E+H): over [embedding; context]", H, EH),
-		key("decoder.attn_combine.bias", "H", H),
-		key("decoder.out.weight", "Vt x H", Vt, H),
-		key("decoder.out.bias", "Vt", Vt),
+func (tutorialLocation) DecoderKeys() []layout.Key {
+	return []layout.Key{
+		key("decoder.attn.weight", "location scores over max_length M from [embedding; hidden]", "M", "E+H"),
+		key("decoder.attn.bias", "", "M"),
+		key("decoder.attn_combine.weight", "over [embedding; context]", "H", "E+H"),
+		key("decoder.attn_combine.bias", "", "H"),
+		key("decoder.out.weight", "", "Vt", "H"),
+		key("decoder.out.bias", "", "Vt"),
 	}
 }
 
-func (tutorialLocation) DecoderInput(cfg Config) (int, string) {
-	return cfg.Hidden, "H: relu(attn_combine)"
-}
+func (tutorialLocation) DecoderInput() (string, string) { return "H", "relu(attn_combine)" }
 
 // sizes reads M from decoder.attn.weight's rows.
 func (tutorialLocation) sizes(shapes map[string][]int64, cfg *Config) error {

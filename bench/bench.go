@@ -3,8 +3,16 @@
 // eager (the reference modules through reference/bench.py),
 // torch.onnx.export's graphs in a step loop, attnx's graphs in a step loop,
 // attnx's in-graph loop (greedy.onnx, one run per batch) and a floor (the
-// LSTM cell and the classifier product alone). It is a benchmark, not a
-// timed test: `attnx bench` and `make bench` print its table and JSON.
+// LSTM cell and the classifier product alone). The attnx engines run once
+// per weights precision asked for (Config.Weights: fp32, int8, int4), each
+// on the model exported at that precision. It is a benchmark, not a timed
+// test: `attnx bench` and `make bench` print its table and JSON.
+//
+// PyTorch's figure depends on the BLAS it calls: Debian's python3-torch
+// calls whatever the libblas.so.3 alternative is, and the reference BLAS
+// makes its classifier product many times slower than OpenBLAS does. The
+// report says which one bench.py loaded, and warns when it was the
+// reference BLAS.
 //
 // Every engine decodes exactly Config.Steps steps: the model's classifier
 // bias at EOS is set to -1e9 (see SuppressEOS), so greedy decoding never
@@ -19,6 +27,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/quant"
 )
 
 // Engine names, in the order they run and print.
@@ -51,6 +60,9 @@ type Config struct {
 	Checkpoint string
 	// Archs are the random models' architectures (ignored with Checkpoint).
 	Archs []attention.Arch
+	// Cell is the random models' cell; "" means LSTM for the article's
+	// architectures and GRU for the tutorial's (ignored with Checkpoint).
+	Cell attention.Cell
 	// Hidden, Layers and Vocab (both vocabularies) size the random models.
 	Hidden, Layers, Vocab int
 	// SrcLens, Batches and Threads span the measured configurations.
@@ -63,6 +75,10 @@ type Config struct {
 	MinTime                  time.Duration
 	// Engines selects engines by name; nil means all.
 	Engines []string
+	// Weights lists the precisions the attnx engines (attnx-steps-lean,
+	// attnx-steps, attnx-loop) run at, each on the model exported at that
+	// precision; nil means fp32 alone. The other engines are float32.
+	Weights []quant.Precision
 	// Python is the interpreter with torch (/usr/bin/python3) and RefDir
 	// the directory of reference.py and bench.py ("": the copy embedded in
 	// the binary, see package reference).
@@ -92,6 +108,20 @@ func DefaultConfig() Config {
 		Python: "/usr/bin/python3", RefDir: "", // "": the embedded reference
 		Seed: 1,
 	}
+}
+
+// weights returns the precisions the attnx engines run at.
+func (c *Config) weights() []quant.Precision {
+	if len(c.Weights) == 0 {
+		return []quant.Precision{quant.PrecisionFP32}
+	}
+	return c.Weights
+}
+
+// perWeights reports whether engine e runs once per weights precision:
+// the attnx engines, which run the exported model directories.
+func perWeights(e string) bool {
+	return e == EngineLean || e == EngineSteps || e == EngineLoop
 }
 
 func (c *Config) logf(format string, args ...any) {
@@ -129,6 +159,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Steps < 1 || c.MinReps < 1 || c.MaxReps < c.MinReps || c.Warmup < 0 {
 		return fmt.Errorf("bench: steps %d, min reps %d, max reps %d, warmup %d: want steps >= 1, 1 <= min reps <= max reps, warmup >= 0", c.Steps, c.MinReps, c.MaxReps, c.Warmup)
+	}
+	for _, w := range c.Weights {
+		if _, err := quant.ParsePrecision(string(w)); err != nil || w == "" {
+			return fmt.Errorf("bench: weights %q: want fp32, int8 or int4", w)
+		}
 	}
 	for _, e := range c.Engines {
 		ok := false

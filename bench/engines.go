@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
 
 // runner is one engine set up at one configuration.
 type runner struct {
-	name string
+	name    string
+	weights quant.Precision
 	// run decodes one batch. withEncoder means dec includes the encoder
 	// (translate's engines time them together); enc is then 0.
 	run         func() (enc, dec time.Duration, err error)
@@ -32,15 +34,19 @@ type point struct {
 	rows    [][]int64 // views of ids
 }
 
-// setup prepares engine e, or says why it cannot run here.
-func (p *point) setup(e string) (r *runner, na string, err error) {
+// job says which engine at which precision r is.
+func (r *runner) job() job { return job{r.name, r.weights} }
+
+// setup prepares engine e, on the model of precision w for the attnx
+// engines (the others are float32), or says why it cannot run here.
+func (p *point) setup(e string, w quant.Precision) (r *runner, na string, err error) {
 	switch e {
 	case EngineLean:
-		r, err = p.lean(e, p.m.dir)
+		r, err = p.lean(e, p.m.dirs[w])
 	case EngineSteps:
-		r, err = p.translated(e, translate.EngineSteps)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps)
 	case EngineLoop:
-		r, err = p.translated(e, translate.EngineLoop)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop)
 	case EngineTorchONNX:
 		switch {
 		case p.m.torchDir == "":
@@ -53,6 +59,9 @@ func (p *point) setup(e string) (r *runner, na string, err error) {
 		r, err = p.floor(e)
 	default:
 		err = fmt.Errorf("unknown engine %q", e)
+	}
+	if r != nil {
+		r.weights = w
 	}
 	return r, "", err
 }
@@ -76,8 +85,8 @@ func (p *point) lean(name, dir string) (*runner, error) {
 }
 
 // translated runs package translate's engine over the model directory.
-func (p *point) translated(name, engine string) (*runner, error) {
-	tr, err := translate.Open(p.m.dir, translate.Options{Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B})
+func (p *point) translated(name, dir, engine string) (*runner, error) {
+	tr, err := translate.Open(dir, translate.Options{Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B})
 	if err != nil {
 		return nil, err
 	}

@@ -3,52 +3,109 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
+
+	"github.com/attnx/attnx/quant"
 )
 
+// engineRank is e's position in Engines.
+func engineRank(e string) int {
+	for i, x := range Engines {
+		if x == e {
+			return i
+		}
+	}
+	return len(Engines)
+}
+
+// job is one ORT engine at one weights precision.
+type job struct {
+	engine  string
+	weights quant.Precision
+}
+
+func (j job) String() string {
+	if perWeights(j.engine) {
+		return j.engine + " (" + string(j.weights) + ")"
+	}
+	return j.engine
+}
+
+// jobs lists the enabled ORT engines, each attnx engine once per weights
+// precision, in the order they print.
+func (c *Config) jobs() []job {
+	var out []job
+	for _, e := range Engines {
+		if !c.enabled(e) || e == EnginePyTorch {
+			continue
+		}
+		if !perWeights(e) {
+			out = append(out, job{e, quant.PrecisionFP32})
+			continue
+		}
+		for _, w := range c.weights() {
+			out = append(out, job{e, w})
+		}
+	}
+	return out
+}
+
+// pyTorchInfo is what bench.py says of the PyTorch it ran.
+type pyTorchInfo struct {
+	Version string
+	BLAS    *BLASInfo
+}
+
 // measure runs the enabled engines at one configuration. The ORT engines
-// are timed interleaved, one batch of each in turn, so that the load of a
-// shared machine falls on all of them alike; each one's peak RSS is taken
-// before, with that engine alone loaded. PyTorch runs in its own process.
-func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int) ([]Result, string, error) {
+// (each attnx engine once per weights precision) are timed interleaved,
+// one batch of each in turn, so that the load of a shared machine falls on
+// all of them alike; each one's peak RSS is taken before, with that engine
+// alone loaded. PyTorch runs in its own process.
+func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int) ([]Result, pyTorchInfo, error) {
 	ids, lens := randomSources(B, S, m.cfg.SrcVocab, c.Seed+uint64(1000*S+B))
 	p := &point{ctx: ctx, m: m, S: S, B: B, T: T, steps: c.Steps, ids: ids, lens: lens, rows: make([][]int64, B)}
 	for r := range p.rows {
 		p.rows[r] = ids[r*S : (r+1)*S]
 	}
 	key := configKey(string(m.arch), S, B, T)
-	mk := func(name string) Result {
-		return Result{Name: name, Arch: string(m.arch), SrcLen: S, Batch: B, Threads: T}
+	mk := func(j job) Result {
+		r := Result{Name: j.engine, Weights: string(j.weights), Arch: string(m.arch), SrcLen: S, Batch: B, Threads: T}
+		switch j.engine {
+		case EngineLean, EngineSteps:
+			r.ModelBytes = m.bytes[j.weights].steps
+		case EngineLoop:
+			r.ModelBytes = m.bytes[j.weights].loop
+		}
+		return r
 	}
+	var none pyTorchInfo
 	c.logf("bench: %s", key)
 	steps := c.Steps
 
 	// Peak RSS, each ORT engine alone: set up, warm up, read, close.
-	rss := map[string]float64{}
-	na := map[string]string{}
-	var ortEngines []string
-	for _, e := range Engines {
-		if !c.enabled(e) || e == EnginePyTorch {
-			continue
-		}
+	rss := map[job]float64{}
+	na := map[job]string{}
+	var ortJobs []job
+	for _, j := range c.jobs() {
 		resetPeakRSS()
-		r, why, err := p.setup(e)
+		r, why, err := p.setup(j.engine, j.weights)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+			return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 		}
 		if why != "" {
-			na[e] = why
+			na[j] = why
 			continue
 		}
 		for i := 0; i < max(1, c.Warmup); i++ {
 			if _, _, err := r.run(); err != nil {
 				r.close()
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+				return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 			}
 		}
-		rss[e] = peakRSSMB()
+		rss[j] = peakRSSMB()
 		r.close()
-		ortEngines = append(ortEngines, e)
+		ortJobs = append(ortJobs, j)
 	}
 
 	// Timing, interleaved.
@@ -58,10 +115,10 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 			r.close()
 		}
 	}()
-	for _, e := range ortEngines {
-		r, _, err := p.setup(e)
+	for _, j := range ortJobs {
+		r, _, err := p.setup(j.engine, j.weights)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+			return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 		}
 		runners = append(runners, r)
 	}
@@ -70,68 +127,73 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	for i := 0; i < c.Warmup; i++ {
 		for _, r := range runners {
 			if _, _, err := r.run(); err != nil {
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", r.name, key, err)
+				return nil, none, fmt.Errorf("bench: %s at %s: %w", r.job(), key, err)
 			}
 		}
 	}
 	start := time.Now()
 	for n := 0; n < c.MaxReps && (n < c.MinReps || time.Since(start) < c.MinTime*time.Duration(max(1, len(runners)))); n++ {
 		if err := ctx.Err(); err != nil {
-			return nil, "", err
+			return nil, none, err
 		}
 		for i, r := range runners {
 			e, d, err := r.run()
 			if err != nil {
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", r.name, key, err)
+				return nil, none, fmt.Errorf("bench: %s at %s: %w", r.job(), key, err)
 			}
 			encs[i] = append(encs[i], float64(e)/1e6)
 			decs[i] = append(decs[i], float64(d)/1e6)
 		}
 	}
-	var encMs float64
+	// The encoder time translate's engines include is the lean loop's at
+	// the same precision.
+	encMs := map[quant.Precision]float64{}
 	for i, r := range runners {
 		if r.name == EngineLean {
-			encMs = quantile(encs[i], 0.5)
+			encMs[r.weights] = quantile(encs[i], 0.5)
 		}
 	}
-	byName := map[string]Result{}
+	byJob := map[job]Result{}
 	for i, r := range runners {
-		res := mk(r.name)
+		j := r.job()
+		res := mk(j)
 		if r.withEncoder {
-			for j := range decs[i] {
-				decs[i][j] -= encMs
-				encs[i][j] = encMs
+			for k := range decs[i] {
+				decs[i][k] -= encMs[r.weights]
+				encs[i][k] = encMs[r.weights]
 			}
 		}
 		res.fill(encs[i], decs[i], steps)
-		res.PeakRSSMB = rss[r.name]
+		res.PeakRSSMB = rss[j]
 		res.tokens = r.tokens
 		res.Note = r.note
-		byName[r.name] = res
+		byJob[j] = res
 	}
 
-	var torchVer string
+	var py pyTorchInfo
+	pyJob := job{EnginePyTorch, quant.PrecisionFP32}
 	if c.enabled(EnginePyTorch) {
-		res, ver, err := c.pytorch(work, m, S, B, T, ids, lens)
+		res, info, err := c.pytorch(work, m, S, B, T, ids, lens)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", EnginePyTorch, key, err)
+			return nil, none, fmt.Errorf("bench: %s at %s: %w", EnginePyTorch, key, err)
 		}
 		res.Arch, res.SrcLen, res.Batch, res.Threads = string(m.arch), S, B, T
-		byName[EnginePyTorch], torchVer = res, ver
+		byJob[pyJob], py = res, info
 	}
 	var out []Result
-	for _, e := range Engines {
-		if why, ok := na[e]; ok {
-			r := mk(e)
+	for _, j := range append(c.jobs(), pyJob) {
+		if why, ok := na[j]; ok {
+			r := mk(j)
 			r.NA = why
 			out = append(out, r)
-		} else if r, ok := byName[e]; ok {
+		} else if r, ok := byJob[j]; ok {
 			out = append(out, r)
 		}
 	}
+	sort.SliceStable(out, func(a, b int) bool { return engineRank(out[a].Name) < engineRank(out[b].Name) })
 	annotate(out)
 	for _, r := range out {
-		c.logf("bench:   %-18s %s", r.Name, r.brief())
+		c.logf("bench:   %-18s %-5s %s", r.Name, r.Weights, r.brief())
 	}
-	return out, torchVer, nil
+	return out, py, nil
 }

@@ -5,93 +5,76 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 )
 
-// suppressedBias is written into decoder.classifier.bias[EOS] so that the
+// suppressedBias is written into the classifier's bias at EOS so that the
 // decoders never emit EOS and every engine decodes exactly Config.Steps
 // steps: |W_cls f| is bounded by the weights' sizes, far below 1e9 for any
 // trained or random model, so argmax never lands on EOS while the other
 // logits stay untouched.
 const suppressedBias = -1e9
 
-// RandomStateDict returns a seeded random state_dict of the spec's layout
-// (docs/models.md) for arch, initialised like PyTorch's defaults:
-// uniform in [-1/sqrt(H), 1/sqrt(H)], embeddings N(0, 1).
-func RandomStateDict(arch attention.Arch, hidden, layers, srcVocab, tgtVocab int, seed uint64) (map[string]*builder.Tensor, error) {
-	if hidden < 1 || layers < 1 || srcVocab < 1 || tgtVocab < 1 {
-		return nil, fmt.Errorf("bench: random model H=%d L=%d Vs=%d Vt=%d: every size must be >= 1", hidden, layers, srcVocab, tgtVocab)
+// RandomStateDict returns a seeded random state_dict of cfg's
+// architecture, cell and sizes, with the keys attention.ExpectedKeys lists
+// (the optional ones left out), initialised like PyTorch's defaults:
+// embeddings N(0, 1), every other tensor uniform in [-1/sqrt(H), 1/sqrt(H)].
+func RandomStateDict(cfg attention.Config, seed uint64) (map[string]*builder.Tensor, error) {
+	if cfg.Hidden < 1 || cfg.Layers < 1 || cfg.SrcVocab < 1 || cfg.TgtVocab < 1 {
+		return nil, fmt.Errorf("bench: random model H=%d L=%d Vs=%d Vt=%d: every size must be >= 1", cfg.Hidden, cfg.Layers, cfg.SrcVocab, cfg.TgtVocab)
 	}
-	H := int64(hidden)
+	keys, err := attention.ExpectedKeys(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bench: random model: %w", err)
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	k := 1 / math.Sqrt(float64(hidden))
-	uniform := func(dims ...int64) *builder.Tensor {
-		n := builder.NumElements(dims)
+	k := 1 / math.Sqrt(float64(cfg.Hidden))
+	sd := map[string]*builder.Tensor{}
+	for _, key := range keys {
+		if key.Optional {
+			continue
+		}
+		embedding := strings.HasSuffix(key.Key, ".embedding.weight")
+		n := builder.NumElements(key.Dims)
 		raw := make([]byte, 4*n)
 		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32((2*rng.Float64()-1)*k)))
-		}
-		return &builder.Tensor{DType: builder.Float, Dims: dims, Raw: raw}
-	}
-	normal := func(dims ...int64) *builder.Tensor {
-		n := builder.NumElements(dims)
-		raw := make([]byte, 4*n)
-		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(rng.NormFloat64())))
-		}
-		return &builder.Tensor{DType: builder.Float, Dims: dims, Raw: raw}
-	}
-	sd := map[string]*builder.Tensor{
-		"encoder.embedding.weight": normal(int64(srcVocab), H),
-		"decoder.embedding.weight": normal(int64(tgtVocab), H),
-		"decoder.classifier.bias":  uniform(int64(tgtVocab)),
-	}
-	for _, part := range []string{"encoder", "decoder"} {
-		for l := 0; l < layers; l++ {
-			in := H
-			if part == "decoder" && l == 0 && arch == attention.Bahdanau {
-				in = 2 * H
+			v := (2*rng.Float64() - 1) * k
+			if embedding {
+				v = rng.NormFloat64()
 			}
-			sd[fmt.Sprintf("%s.lstm.weight_ih_l%d", part, l)] = uniform(4*H, in)
-			sd[fmt.Sprintf("%s.lstm.weight_hh_l%d", part, l)] = uniform(4*H, H)
-			sd[fmt.Sprintf("%s.lstm.bias_ih_l%d", part, l)] = uniform(4 * H)
-			sd[fmt.Sprintf("%s.lstm.bias_hh_l%d", part, l)] = uniform(4 * H)
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(v)))
 		}
-	}
-	switch arch {
-	case attention.Bahdanau:
-		sd["decoder.fc_hidden.weight"] = uniform(H, H)
-		sd["decoder.fc_encoder.weight"] = uniform(H, H)
-		sd["decoder.weight"] = uniform(1, H)
-		sd["decoder.classifier.weight"] = uniform(int64(tgtVocab), H)
-	case attention.LuongDot, attention.LuongGeneral, attention.LuongConcat:
-		sd["decoder.classifier.weight"] = uniform(int64(tgtVocab), 2*H)
-		if arch != attention.LuongDot {
-			sd["decoder.attention.fc.weight"] = uniform(H, H)
-		}
-		if arch == attention.LuongConcat {
-			sd["decoder.attention.weight"] = uniform(1, H)
-		}
-	default:
-		return nil, fmt.Errorf("bench: unknown arch %q (want bahdanau, luong-dot, luong-general or luong-concat)", arch)
+		sd[key.Key] = &builder.Tensor{DType: builder.Float, Dims: key.Dims, Raw: raw}
 	}
 	return sd, nil
 }
+
+// classifierBiases are the keys of the classifier's bias: the article's
+// and the tutorial's names.
+var classifierBiases = []string{"decoder.classifier.bias", "decoder.out.bias"}
 
 // SuppressEOS returns a copy of the state_dict whose classifier bias at eos
 // is suppressedBias, so that greedy decoding never stops early. Only the
 // bias is copied; the other tensors are shared.
 func SuppressEOS(sd map[string]*builder.Tensor, eos int64) (map[string]*builder.Tensor, error) {
-	b, ok := sd["decoder.classifier.bias"]
-	if !ok {
-		return nil, fmt.Errorf("bench: checkpoint has no decoder.classifier.bias to suppress EOS with")
+	var name string
+	for _, k := range classifierBiases {
+		if _, ok := sd[k]; ok {
+			name = k
+			break
+		}
 	}
+	if name == "" {
+		return nil, fmt.Errorf("bench: checkpoint has no %s to suppress EOS with", strings.Join(classifierBiases, " or "))
+	}
+	b := sd[name]
 	v, err := b.ToFloat32()
 	if err != nil {
-		return nil, fmt.Errorf("bench: decoder.classifier.bias: %w", err)
+		return nil, fmt.Errorf("bench: %s: %w", name, err)
 	}
 	if eos < 0 || eos >= int64(len(v)) {
 		return nil, fmt.Errorf("bench: EOS id %d outside the target vocabulary [0, %d)", eos, len(v))
@@ -103,7 +86,7 @@ func SuppressEOS(sd map[string]*builder.Tensor, eos int64) (map[string]*builder.
 	}
 	nb := builder.FloatTensor(b.Dims, v)
 	nb.Name = b.Name
-	out["decoder.classifier.bias"] = nb
+	out[name] = nb
 	return out, nil
 }
 

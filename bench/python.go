@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 )
 
@@ -32,43 +33,48 @@ type pyOut struct {
 	PeakRSSMB float64   `json:"peak_rss_mb"`
 	Tokens    [][]int64 `json:"tokens"`
 	Torch     string    `json:"torch"`
+	BLAS      *BLASInfo `json:"blas"`
 }
 
 // pytorch runs bench.py on the same checkpoint and inputs.
-func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) (Result, string, error) {
-	r := Result{Name: EnginePyTorch, Batch: B}
+func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) (Result, pyTorchInfo, error) {
+	r := Result{Name: EnginePyTorch, Weights: string(quant.PrecisionFP32), Batch: B}
+	var none pyTorchInfo
 	in := filepath.Join(work, string(m.arch), fmt.Sprintf("inputs_s%d_b%d.safetensors", S, B))
 	if err := writeInputs(in, B, S, ids, lens); err != nil {
-		return r, "", err
+		return r, none, err
 	}
 	out, err := c.python(reference.BenchScript, "--checkpoint", m.ckpt, "--inputs", in,
 		"--steps", strconv.Itoa(c.Steps), "--threads", strconv.Itoa(T), "--warmup", strconv.Itoa(c.Warmup),
 		"--min-reps", strconv.Itoa(c.MinReps), "--max-reps", strconv.Itoa(c.MaxReps),
 		"--min-time", strconv.FormatFloat(c.MinTime.Seconds(), 'f', -1, 64))
 	if err != nil {
-		return r, "", err
+		return r, none, err
 	}
 	var p pyOut
 	if err := json.Unmarshal(out, &p); err != nil {
-		return r, "", fmt.Errorf("bench.py printed %q, not its JSON: %w", lastLine(out), err)
+		return r, none, fmt.Errorf("bench.py printed %q, not its JSON: %w", lastLine(out), err)
 	}
 	if len(p.DecodeMs) == 0 || len(p.Tokens) != B {
-		return r, "", fmt.Errorf("bench.py returned %d times and %d token rows, want > 0 and %d", len(p.DecodeMs), len(p.Tokens), B)
+		return r, none, fmt.Errorf("bench.py returned %d times and %d token rows, want > 0 and %d", len(p.DecodeMs), len(p.Tokens), B)
 	}
 	if p.Threads != T {
-		return r, "", fmt.Errorf("bench.py ran with %d torch threads, want %d", p.Threads, T)
+		return r, none, fmt.Errorf("bench.py ran with %d torch threads, want %d", p.Threads, T)
 	}
 	r.fill(p.EncoderMs, p.DecodeMs, c.Steps)
 	r.PeakRSSMB = p.PeakRSSMB
 	r.tokens = make([]int64, c.Steps*B)
 	for b, row := range p.Tokens {
 		if len(row) != c.Steps {
-			return r, "", fmt.Errorf("bench.py decoded %d steps, want %d", len(row), c.Steps)
+			return r, none, fmt.Errorf("bench.py decoded %d steps, want %d", len(row), c.Steps)
 		}
 		for s, t := range row {
 			r.tokens[s*B+b] = t
 		}
 	}
 	r.Note = "bench.py process: torch " + p.Torch
-	return r, p.Torch, nil
+	if p.BLAS != nil {
+		r.Note += ", BLAS " + p.BLAS.Kind
+	}
+	return r, pyTorchInfo{Version: p.Torch, BLAS: p.BLAS}, nil
 }

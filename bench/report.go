@@ -1,11 +1,17 @@
 package bench
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Result is one engine at one configuration. Times are wall-clock; a token
 // is one row's output at one step, so a step of batch B makes B tokens.
 type Result struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Weights is the precision of the model the engine ran: fp32, int8 or
+	// int4 for the attnx engines, fp32 for the others.
+	Weights string `json:"weights"`
 	Arch    string `json:"arch"`
 	SrcLen  int    `json:"src_len"`
 	Batch   int    `json:"batch"`
@@ -28,9 +34,17 @@ type Result struct {
 	// the others.
 	PeakRSSMB float64 `json:"peak_rss_mb"`
 	Reps      int     `json:"reps"`
+	// ModelBytes is the size of the graph files the engine loads
+	// (encoder.onnx and decoder.onnx for the step loops, greedy.onnx for
+	// attnx-loop); 0 for the other engines.
+	ModelBytes int64 `json:"model_bytes,omitempty"`
 	// SpeedupVsPyTorch is PyTorch eager's ms per token over this engine's.
 	SpeedupVsPyTorch float64 `json:"speedup_vs_pytorch,omitempty"`
-	// RatioToFloor is this engine's ms per token over the floor's.
+	// SpeedupVsFP32 is, for an attnx engine at reduced precision, the same
+	// engine's fp32 ms per token over this one's.
+	SpeedupVsFP32 float64 `json:"speedup_vs_fp32,omitempty"`
+	// RatioToFloor is this engine's ms per token over the (float32)
+	// floor's.
 	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
 	// TokensMatchPyTorch tells whether the tokens equal PyTorch's.
 	TokensMatchPyTorch *bool `json:"tokens_match_pytorch,omitempty"`
@@ -71,18 +85,57 @@ type Report struct {
 		MinTimeS   float64  `json:"min_time_s"`
 		ORT        string   `json:"onnxruntime"`
 		Torch      string   `json:"torch,omitempty"`
+		// Weights lists the precisions the attnx engines ran at.
+		Weights []string `json:"weights"`
+		// TorchBLAS is the BLAS PyTorch computed with.
+		TorchBLAS *BLASInfo `json:"torch_blas,omitempty"`
 	} `json:"config"`
 	Results []Result `json:"results"`
 	// Ratios maps "ARCH S=.. B=.. T=.." to named ratios at that configuration:
 	// lean_vs_pytorch, steps_vs_pytorch, loop_vs_pytorch (speedups),
 	// steps_vs_torch_onnx (torch-onnx ms / best attnx step loop ms),
 	// loop_vs_steps (best step loop ms / loop ms), best_vs_floor (best attnx
-	// ms / floor ms).
+	// ms / floor ms), all over the fp32 models; and ENGINE_WEIGHTS_vs_fp32
+	// (such as attnx-loop_int8_vs_fp32: the engine's fp32 ms over its ms at
+	// that precision).
 	Ratios  map[string]map[string]float64 `json:"ratios"`
 	Targets []Target                      `json:"targets"`
 	Notes   []string                      `json:"notes,omitempty"`
+	// Warnings say when a figure is not what it seems, such as PyTorch
+	// computing with the reference BLAS.
+	Warnings []string `json:"warnings,omitempty"`
 	// Profile summarises the CPU profile, when one was taken.
 	Profile *ProfileSummary `json:"profile,omitempty"`
+}
+
+// BLASInfo is the BLAS PyTorch computed with, as bench.py found it.
+type BLASInfo struct {
+	// Kind is openblas, mkl, blis, reference (the netlib reference BLAS)
+	// or unknown.
+	Kind string `json:"kind"`
+	// Libraries are the BLAS libraries mapped into bench.py's process.
+	Libraries []string `json:"libraries"`
+	// Build is torch's own build setting (BLAS_INFO=...).
+	Build string `json:"build"`
+	// OpenBLASThreads is OPENBLAS_NUM_THREADS in bench.py's process (set to
+	// the thread count measured unless the caller set it).
+	OpenBLASThreads string `json:"openblas_num_threads"`
+}
+
+// blasWarning returns the warning PyTorch's figures need when they were
+// computed with b (nil: PyTorch did not run), or "" for an optimised BLAS.
+func blasWarning(b *BLASInfo) string {
+	if b == nil || b.Kind == "openblas" || b.Kind == "mkl" || b.Kind == "blis" {
+		return ""
+	}
+	return fmt.Sprintf("PyTorch computed with the %s BLAS (%s): its figures are not those of a PyTorch users install, whose classifier product runs many times faster; install libopenblas0-pthread (make bench does) and run again", b.Kind, b.describe())
+}
+
+func (b *BLASInfo) describe() string {
+	if len(b.Libraries) == 0 {
+		return "no BLAS library found mapped; torch " + b.Build
+	}
+	return strings.Join(b.Libraries, ", ")
 }
 
 func (r Result) brief() string {

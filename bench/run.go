@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 )
@@ -18,10 +20,28 @@ import (
 type model struct {
 	arch     attention.Arch
 	cfg      attention.Config
-	ckpt     string // safetensors with EOS suppressed
-	dir      string // attnx model directory
+	ckpt     string                     // safetensors with EOS suppressed
+	dirs     map[quant.Precision]string // attnx model directory per weights precision
+	bytes    map[quant.Precision]modelBytes
 	torchDir string // torch.onnx.export graphs, "" when unavailable
 	torchNA  string
+}
+
+// modelBytes is the size of the graph files an engine loads: encoder.onnx
+// plus decoder.onnx for the step loops, greedy.onnx for the in-graph loop.
+type modelBytes struct{ steps, loop int64 }
+
+// fileBytes sums the sizes of the named files of dir.
+func fileBytes(dir string, names ...string) (int64, error) {
+	var n int64
+	for _, name := range names {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return 0, fmt.Errorf("bench: %w", err)
+		}
+		n += st.Size()
+	}
+	return n, nil
 }
 
 // Run measures every enabled engine at every configuration.
@@ -46,8 +66,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rc.Checkpoint, rc.Hidden, rc.Layers = c.Checkpoint, c.Hidden, c.Layers
 	rc.SrcLens, rc.Batches, rc.Threads, rc.Steps = c.SrcLens, c.Batches, c.Threads, c.Steps
 	rc.EOS = attention.DefaultSpecial.EOS
-	rc.EOSMethod = fmt.Sprintf("decoder.classifier.bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
+	rc.EOSMethod = fmt.Sprintf("the classifier's bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
 	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), runtime.Version()
+	for _, w := range c.weights() {
+		rc.Weights = append(rc.Weights, string(w))
+	}
 
 	models, err := c.prepare(work)
 	if err != nil {
@@ -72,8 +95,9 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 					if err != nil {
 						return nil, err
 					}
-					if torchVer != "" {
-						rc.Torch = torchVer
+					if torchVer.Version != "" {
+						rc.Torch = torchVer.Version
+						rc.TorchBLAS = torchVer.BLAS
 					}
 					key := configKey(string(m.arch), S, B, T)
 					rep.Ratios[key] = ratios(rs)
@@ -91,6 +115,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	rep.Targets = targets(rep)
+	for _, r := range rep.Results {
+		if r.Weights != string(quant.PrecisionFP32) && r.TokensMatchPyTorch != nil && !*r.TokensMatchPyTorch {
+			rep.Notes = append(rep.Notes, "the reduced-precision rows decode other tokens than float32 PyTorch on these models: random weights leave their logits nearly tied, so any rounding moves the argmax; "+
+				"attnx verify and make quant-accuracy measure how often it happens on trained models (docs/quantization.md)")
+			break
+		}
+	}
+	if w := blasWarning(rc.TorchBLAS); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+		c.logf("bench: WARNING: %s", w)
+	}
 	return rep, nil
 }
 
@@ -106,28 +141,41 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		sd   map[string]*builder.Tensor
 	}
 	var srcs []src
+	longest := slices.Max(c.SrcLens)
 	if c.Checkpoint != "" {
-		sd, err := checkpoint.Load(c.Checkpoint)
+		sd, w, _, err := modeldir.ReadCheckpoint(checkpoint.Files{Path: c.Checkpoint}, nil, attention.Options{AllowNonFinite: true})
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", c.Checkpoint, err)
+		if err := w.Config.CheckSourceLength(longest); err != nil {
+			return nil, fmt.Errorf("bench: %s: -src-len %d: %w", c.Checkpoint, longest, err)
 		}
 		srcs = append(srcs, src{w.Config.Arch, sd.Tensors})
 	} else {
 		for i, a := range c.Archs {
-			sd, err := RandomStateDict(a, c.Hidden, c.Layers, c.Vocab, c.Vocab, c.Seed+uint64(i))
+			cfg := attention.Config{Arch: a, Cell: c.Cell, Hidden: c.Hidden, Layers: c.Layers, SrcVocab: c.Vocab, TgtVocab: c.Vocab}
+			if cfg.Cell == "" {
+				cfg.Cell = attention.LSTM
+				if a.IsTutorial() {
+					cfg.Cell = attention.GRU
+				}
+			}
+			if a == attention.TutorialLocation {
+				cfg.MaxLength = longest // attends over the longest source measured
+			}
+			sd, err := RandomStateDict(cfg, c.Seed+uint64(i))
 			if err != nil {
 				return nil, err
 			}
 			srcs = append(srcs, src{a, sd})
 		}
 	}
+	// Every engine decodes with attnx's special tokens, whatever the
+	// architecture's own defaults: EOS is suppressed in the weights.
+	sp := attention.DefaultSpecial
 	var models []*model
 	for _, s := range srcs {
-		sd, err := SuppressEOS(s.sd, attention.DefaultSpecial.EOS)
+		sd, err := SuppressEOS(s.sd, sp.EOS)
 		if err != nil {
 			return nil, err
 		}
@@ -141,12 +189,22 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		if err := checkpoint.WriteSafetensors(m.ckpt, sd, nil); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		m.dir = filepath.Join(base, "model")
-		res, err := modeldir.Export(m.ckpt, m.dir, modeldir.Options{Greedy: true, Force: true})
-		if err != nil {
-			return nil, fmt.Errorf("bench: exporting %s: %w", s.arch, err)
+		m.dirs, m.bytes = map[quant.Precision]string{}, map[quant.Precision]modelBytes{}
+		for _, w := range c.weights() {
+			dir := filepath.Join(base, "model-"+string(w))
+			res, err := modeldir.Export(m.ckpt, dir, modeldir.Options{Greedy: true, Force: true, Weights: w, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
+			if err != nil {
+				return nil, fmt.Errorf("bench: exporting %s with %s weights: %w", s.arch, w, err)
+			}
+			var mb modelBytes
+			if mb.steps, err = fileBytes(dir, modeldir.EncoderFile, modeldir.DecoderFile); err != nil {
+				return nil, err
+			}
+			if mb.loop, err = fileBytes(dir, modeldir.GreedyFile); err != nil {
+				return nil, err
+			}
+			m.cfg, m.dirs[w], m.bytes[w] = res.Config, dir, mb
 		}
-		m.cfg = res.Config
 		if c.enabled(EngineTorchONNX) {
 			td := filepath.Join(base, "torch")
 			if out, err := c.python(reference.Script, "export-onnx", "--checkpoint", m.ckpt, "--out-dir", td); err != nil {

@@ -11,30 +11,38 @@ import (
 // one line per engine, then the ratios, targets, notes and profile.
 func WriteTable(w io.Writer, rep *Report) error {
 	c := rep.Config
-	fmt.Fprintf(w, "attnx bench: %s H=%d L=%d Vs=%d Vt=%d, %d steps, ONNX Runtime %s, torch %s\n",
-		strings.Join(c.Archs, ","), c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, c.Steps, c.ORT, c.Torch)
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+	blas := "not run"
+	if c.TorchBLAS != nil {
+		blas = c.TorchBLAS.Kind + " (" + c.TorchBLAS.describe() + ")"
+	}
+	fmt.Fprintf(w, "attnx bench: %s H=%d L=%d Vs=%d Vt=%d, %d steps, weights %s, ONNX Runtime %s, torch %s, PyTorch's BLAS %s\n",
+		strings.Join(c.Archs, ","), c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, c.Steps, strings.Join(c.Weights, ","), c.ORT, c.Torch, blas)
 	fmt.Fprintf(w, "EOS never emitted: %s\n", c.EOSMethod)
-	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step\n\n", c.MinReps, c.MinTimeS)
+	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step\n", c.MinReps, c.MinTimeS)
+	fmt.Fprintf(w, "weights: the precision of the attnx engines' model (the others are fp32); vs fp32: the same engine's fp32 ms/token over this one's; model MB: the graph files the engine loads\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tms/token\tp90\tmin\ttokens/s\tencoder ms\tRSS MB\tvs pytorch\tvs floor\tsame tokens\t")
+	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tweights\tms/token\tp90\tmin\ttokens/s\tencoder ms\tRSS MB\tmodel MB\tvs fp32\tvs pytorch\tvs floor\tsame tokens\t")
 	last := ""
 	for _, r := range rep.Results {
 		key := configKey(r.Arch, r.SrcLen, r.Batch, r.Threads)
 		if last != "" && key != last {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+			fmt.Fprintln(tw, strings.Repeat("\t", 17))
 		}
 		last = key
 		if r.NA != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\tn/a\t\t\t\t\t\t\t\t\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\tn/a%s\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights, strings.Repeat("\t", 11))
 			continue
 		}
 		same := ""
 		if r.TokensMatchPyTorch != nil {
 			same = fmt.Sprint(*r.TokensMatchPyTorch)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights,
 			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
-			orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), same)
+			orDash(float64(r.ModelBytes)/1e6, "%.1f"), orDash(r.SpeedupVsFP32, "%.2fx"), orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), same)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -58,6 +66,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
 	}
 	if p := rep.Profile; p != nil {
 		fmt.Fprintf(w, "\nCPU profile of %s at %s: %.1fs, %d steps; Go argmax alone %.4f ms/step; read with: go tool pprof -top %s\n",

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/attnx/attnx/checkpoint/layout"
 )
 
 // KeyShape is a tensor's name and shape, as Diagnose sees it.
@@ -28,27 +30,12 @@ func (s *StateDict) KeyShapes() []KeyShape {
 	return out
 }
 
-// Layout is a family of checkpoints a caller knows: a name and the keys it
-// expects, such as one architecture's state_dict.
-type Layout struct {
-	Name string
-	Keys []LayoutKey
-}
-
-// LayoutKey is one key a Layout expects.
-type LayoutKey struct {
-	// Name is the key. "{n}" stands for a decimal number (a layer index):
-	// "encoder.lstm.weight_hh_l{n}" matches every layer's key.
-	Name string
-	// Shape lists the dimensions, each a number ("1"), a symbol ("H",
-	// "Vs"), a multiple of a symbol ("4H") or "*" (any size). A symbol
-	// stands for the same size in every key of the layout.
-	Shape []string
-	// Optional keys may be absent.
-	Optional bool
-}
-
-func (k LayoutKey) String() string { return k.Name + " [" + strings.Join(k.Shape, " ") + "]" }
+// Layout and LayoutKey are the symbolic description of a family of
+// checkpoints (package layout), which Diagnose compares keys with.
+type (
+	Layout    = layout.Layout
+	LayoutKey = layout.Key
+)
 
 // Misnamed pairs a key found with the layout's key it would be under
 // another name.
@@ -97,47 +84,11 @@ type Diagnosis struct {
 	Ambiguous []string
 }
 
-// dim is one parsed LayoutKey dimension: mul*sym, a constant (sym ""), or
-// any size.
-type dim struct {
-	mul int64
-	sym string
-	any bool
-}
-
 type pattern struct {
 	LayoutKey
 	order int
 	re    *regexp.Regexp // nil for a literal name
-	dims  []dim
-}
-
-func parseDim(s string) (dim, error) {
-	if s == "*" {
-		return dim{any: true}, nil
-	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	mul := int64(1)
-	if i > 0 {
-		n, err := strconv.ParseInt(s[:i], 10, 64)
-		if err != nil || n <= 0 {
-			return dim{}, fmt.Errorf("bad dimension %q", s)
-		}
-		mul = n
-	}
-	sym := s[i:]
-	if sym == "" && i == 0 {
-		return dim{}, fmt.Errorf("empty dimension")
-	}
-	for _, r := range sym {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return dim{}, fmt.Errorf("bad dimension %q: want a number, a symbol, a number times a symbol (4H) or *", s)
-		}
-	}
-	return dim{mul: mul, sym: sym}, nil
+	dims  []layout.Dim
 }
 
 func compile(l Layout) ([]pattern, error) {
@@ -151,13 +102,11 @@ func compile(l Layout) ([]pattern, error) {
 			}
 			p.re = regexp.MustCompile("^" + strings.Join(parts, "(?:0|[1-9][0-9]*)") + "$")
 		}
-		for _, s := range k.Shape {
-			d, err := parseDim(s)
-			if err != nil {
-				return nil, fmt.Errorf("layout %s: key %s: %w", l.Name, k.Name, err)
-			}
-			p.dims = append(p.dims, d)
+		dims, err := layout.ParseShape(k.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("layout %s: key %s: %w", l.Name, k.Name, err)
 		}
+		p.dims = dims
 		out = append(out, p)
 	}
 	return out, nil
@@ -171,75 +120,42 @@ func (p *pattern) matchName(key string) bool {
 }
 
 // binding maps a layout's symbols to sizes.
-type binding map[string]int64
+type binding = layout.Sizes
 
 // unify checks shape against the pattern's dimensions under b and returns
 // b extended with the symbols it fixes (b itself is not changed).
-func unify(shape []int64, dims []dim, b binding) (binding, bool) {
+func unify(shape []int64, dims []layout.Dim, b binding) (binding, bool) {
 	if len(shape) != len(dims) {
 		return nil, false
 	}
-	var added binding
-	get := func(s string) (int64, bool) {
-		if v, ok := b[s]; ok {
-			return v, true
-		}
-		v, ok := added[s]
-		return v, ok
-	}
+	out := b
 	for i, d := range dims {
-		n := shape[i]
-		switch {
-		case d.any:
-		case d.sym == "":
-			if n != d.mul {
-				return nil, false
-			}
-		default:
-			if v, ok := get(d.sym); ok {
-				if n != d.mul*v {
-					return nil, false
-				}
-			} else {
-				if n <= 0 || n%d.mul != 0 {
-					return nil, false
-				}
-				if added == nil {
-					added = binding{}
-				}
-				added[d.sym] = n / d.mul
-			}
+		sym, v, ok := d.Unify(shape[i], out)
+		if !ok {
+			return nil, false
 		}
-	}
-	if len(added) == 0 {
-		return b, true
-	}
-	out := make(binding, len(b)+len(added))
-	for k, v := range b {
-		out[k] = v
-	}
-	for k, v := range added {
-		out[k] = v
+		if sym != "" {
+			if len(out) == len(b) { // copy on the first addition
+				out = make(binding, len(b)+1)
+				for k, x := range b {
+					out[k] = x
+				}
+			}
+			out[sym] = v
+		}
 	}
 	return out, true
 }
 
 // resolve prints a pattern's shape with the known symbols replaced.
-func resolve(dims []dim, b binding) string {
+func resolve(dims []layout.Dim, b binding) string {
 	parts := make([]string, len(dims))
 	for i, d := range dims {
-		switch {
-		case d.any:
+		v, ok := d.Eval(b)
+		if !ok {
 			return ""
-		case d.sym == "":
-			parts[i] = strconv.FormatInt(d.mul, 10)
-		default:
-			v, ok := b[d.sym]
-			if !ok {
-				return ""
-			}
-			parts[i] = strconv.FormatInt(d.mul*v, 10)
 		}
+		parts[i] = strconv.FormatInt(v, 10)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -301,7 +217,7 @@ func matchExact(found []KeyShape, pats []pattern) exact {
 	return e
 }
 
-func mustDims(k LayoutKey, pats []pattern) []dim {
+func mustDims(k LayoutKey, pats []pattern) []layout.Dim {
 	for _, p := range pats {
 		if p.Name == k.Name {
 			return p.dims

@@ -6,76 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 )
 
-// rnnKeys are the keys of a one-or-more-layer nn.LSTM or nn.GRU (rows = 4H
-// or 3H) called root.cell, with layer 0's input of size in0.
-func rnnKeys(root, cell, rows, in0 string) []LayoutKey {
-	p := root + "." + cell + "."
-	return []LayoutKey{
-		{Name: p + "weight_ih_l0", Shape: []string{rows, in0}},
-		{Name: p + "weight_hh_l0", Shape: []string{rows, "H"}},
-		{Name: p + "bias_ih_l0", Shape: []string{rows}},
-		{Name: p + "bias_hh_l0", Shape: []string{rows}},
-		{Name: p + "weight_ih_l{n}", Shape: []string{rows, "H"}, Optional: true},
-		{Name: p + "weight_hh_l{n}", Shape: []string{rows, "H"}, Optional: true},
-		{Name: p + "bias_ih_l{n}", Shape: []string{rows}, Optional: true},
-		{Name: p + "bias_hh_l{n}", Shape: []string{rows}, Optional: true},
-	}
-}
-
-func layoutOf(name string, parts ...[]LayoutKey) Layout {
-	l := Layout{Name: name}
-	for _, p := range parts {
-		l.Keys = append(l.Keys, p...)
-	}
-	return l
-}
-
-func keys(ks ...LayoutKey) []LayoutKey { return ks }
-
-// testLayouts are the article's four architectures and the two versions of
-// PyTorch's tutorial, written here from docs/models.md until package
-// attention exposes its own.
-func testLayouts() []Layout {
-	lstmEnc := append(keys(LayoutKey{Name: "encoder.embedding.weight", Shape: []string{"Vs", "H"}}), rnnKeys("encoder", "lstm", "4H", "H")...)
-	gruEnc := append(keys(LayoutKey{Name: "encoder.embedding.weight", Shape: []string{"Vs", "H"}}), rnnKeys("encoder", "gru", "3H", "H")...)
-	emb := keys(LayoutKey{Name: "decoder.embedding.weight", Shape: []string{"Vt", "H"}})
-	luongCls := keys(LayoutKey{Name: "decoder.classifier.weight", Shape: []string{"Vt", "2H"}}, LayoutKey{Name: "decoder.classifier.bias", Shape: []string{"Vt"}})
-	out := keys(LayoutKey{Name: "decoder.out.weight", Shape: []string{"Vt", "H"}}, LayoutKey{Name: "decoder.out.bias", Shape: []string{"Vt"}})
-	return []Layout{
-		layoutOf("bahdanau", lstmEnc, emb, keys(
-			LayoutKey{Name: "decoder.fc_hidden.weight", Shape: []string{"H", "H"}},
-			LayoutKey{Name: "decoder.fc_encoder.weight", Shape: []string{"H", "H"}},
-			LayoutKey{Name: "decoder.weight", Shape: []string{"1", "H"}},
-			LayoutKey{Name: "decoder.attn_combine.weight", Shape: []string{"H", "2H"}, Optional: true},
-			LayoutKey{Name: "decoder.attn_combine.bias", Shape: []string{"H"}, Optional: true},
-		), rnnKeys("decoder", "lstm", "4H", "2H"), keys(
-			LayoutKey{Name: "decoder.classifier.weight", Shape: []string{"Vt", "H"}},
-			LayoutKey{Name: "decoder.classifier.bias", Shape: []string{"Vt"}},
-		)),
-		layoutOf("luong-dot", lstmEnc, emb, rnnKeys("decoder", "lstm", "4H", "H"), luongCls),
-		layoutOf("luong-general", lstmEnc, emb, keys(LayoutKey{Name: "decoder.attention.fc.weight", Shape: []string{"H", "H"}}),
-			rnnKeys("decoder", "lstm", "4H", "H"), luongCls),
-		layoutOf("luong-concat", lstmEnc, emb, keys(LayoutKey{Name: "decoder.attention.fc.weight", Shape: []string{"H", "H"}},
-			LayoutKey{Name: "decoder.attention.weight", Shape: []string{"1", "H"}}), rnnKeys("decoder", "lstm", "4H", "H"), luongCls),
-		layoutOf("tutorial-bahdanau", gruEnc, emb, keys(
-			LayoutKey{Name: "decoder.attention.Wa.weight", Shape: []string{"H", "H"}},
-			LayoutKey{Name: "decoder.attention.Wa.bias", Shape: []string{"H"}},
-			LayoutKey{Name: "decoder.attention.Ua.weight", Shape: []string{"H", "H"}},
-			LayoutKey{Name: "decoder.attention.Ua.bias", Shape: []string{"H"}},
-			LayoutKey{Name: "decoder.attention.Va.weight", Shape: []string{"1", "H"}},
-			LayoutKey{Name: "decoder.attention.Va.bias", Shape: []string{"1"}},
-		), rnnKeys("decoder", "gru", "3H", "2H"), out),
-		layoutOf("tutorial-2017", gruEnc, emb, keys(
-			LayoutKey{Name: "decoder.attn.weight", Shape: []string{"M", "2H"}},
-			LayoutKey{Name: "decoder.attn.bias", Shape: []string{"M"}},
-			LayoutKey{Name: "decoder.attn_combine.weight", Shape: []string{"H", "2H"}},
-			LayoutKey{Name: "decoder.attn_combine.bias", Shape: []string{"H"}},
-		), rnnKeys("decoder", "gru", "3H", "H"), out),
-	}
-}
+// testLayouts are the layouts of every architecture attnx knows, as
+// package attention describes them.
+func testLayouts() []Layout { return attention.Layouts() }
 
 func renamed(ks []KeyShape, r ...Rename) []KeyShape {
 	out := make([]KeyShape, len(ks))
@@ -115,23 +52,23 @@ func TestDiagnose(t *testing.T) {
 		wrong     []string
 		ambiguous int
 	}{
-		{name: "exact", found: s2sKeys, layout: "bahdanau", close: true, fit: 17},
-		{name: "article attention as W1/W2/V", found: load(Files{Path: "testdata/s2s_renamed.pt"}), layout: "bahdanau", close: true, fit: 14, misnamed: 3,
+		{name: "exact", found: s2sKeys, layout: "bahdanau/lstm", close: true, fit: 17},
+		{name: "article attention as W1/W2/V", found: load(Files{Path: "testdata/s2s_renamed.pt"}), layout: "bahdanau/lstm", close: true, fit: 14, misnamed: 3,
 			maps:  []Rename{{"decoder.attention.W1", "decoder.fc_hidden"}, {"decoder.attention.W2", "decoder.fc_encoder"}, {"decoder.attention.V", "decoder"}},
 			fixes: true, ambiguous: 1},
 		{name: "tutorial attention as W1/W2/V", found: load(Files{Encoder: "testdata/tut_encoder.pt", Decoder: "testdata/tut_decoder_w1w2v.pt"}),
-			layout: "tutorial-bahdanau", close: true, fit: 12, misnamed: 6,
+			layout: "tutorial-bahdanau/gru", close: true, fit: 12, misnamed: 6,
 			maps:  []Rename{{"decoder.attention.W1", "decoder.attention.Wa"}, {"decoder.attention.W2", "decoder.attention.Ua"}, {"decoder.attention.V", "decoder.attention.Va"}},
 			fixes: true, ambiguous: 1},
-		{name: "wrapper with other names", found: renamed(s2sKeys, Rename{"encoder.", "net.enc."}, Rename{"decoder.", "net.dec."}), layout: "bahdanau", close: true, fit: 0, misnamed: 17,
+		{name: "wrapper with other names", found: renamed(s2sKeys, Rename{"encoder.", "net.enc."}, Rename{"decoder.", "net.dec."}), layout: "bahdanau/lstm", close: true, fit: 0, misnamed: 17,
 			maps: []Rename{{"net.enc", "encoder"}, {"net.dec", "decoder"}}, fixes: true},
-		{name: "cell renamed", found: renamed(s2sKeys, Rename{"encoder.lstm", "encoder.rnn"}, Rename{"decoder.lstm", "decoder.rnn"}), layout: "bahdanau", close: true, fit: 9, misnamed: 8,
+		{name: "cell renamed", found: renamed(s2sKeys, Rename{"encoder.lstm", "encoder.rnn"}, Rename{"decoder.lstm", "decoder.rnn"}), layout: "bahdanau/lstm", close: true, fit: 9, misnamed: 8,
 			maps: []Rename{{"encoder.rnn", "encoder.lstm"}, {"decoder.rnn", "decoder.lstm"}}, fixes: true},
-		{name: "wrong shape", found: wrongShape, layout: "bahdanau", close: true, fit: 16,
+		{name: "wrong shape", found: wrongShape, layout: "bahdanau/lstm", close: true, fit: 16,
 			wrong: []string{"decoder.classifier.weight [6 3] want [Vt H] = [6 2]"}},
-		{name: "missing and extra", found: missingExtra, layout: "bahdanau", close: true, fit: 16,
+		{name: "missing and extra", found: missingExtra, layout: "bahdanau/lstm", close: true, fit: 16,
 			missing: []string{"decoder.classifier.bias [Vt]"}, extra: []string{"decoder.bias_extra"}},
-		{name: "unrelated model", found: load(Files{Path: "testdata/tiny_resnet.pt"}), layout: "luong-dot", close: false, fit: 0, misnamed: 2},
+		{name: "unrelated model", found: load(Files{Path: "testdata/tiny_resnet.pt"}), layout: "luong-dot/lstm", close: false, fit: 0, misnamed: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,7 +158,7 @@ func TestDiagnosisMessages(t *testing.T) {
   decoder.gru.bias_hh_l0 [9]
   decoder.out.weight [6 3]
   decoder.out.bias [6]
-closest known layout: tutorial-bahdanau (12 keys fit as named, 6 under other names)
+closest known layout: tutorial-bahdanau/gru (12 keys fit as named, 6 under other names)
   misnamed: decoder.attention.W1.weight [3 3] would be decoder.attention.Wa.weight
   misnamed: decoder.attention.W1.bias [3] would be decoder.attention.Wa.bias
   misnamed: decoder.attention.W2.weight [3 3] would be decoder.attention.Ua.weight
@@ -251,8 +188,8 @@ renaming fixes it: --map decoder.attention.W1=decoder.attention.Wa --map decoder
   layer1.0.bn2.num_batches_tracked []
   fc.weight [3 4]
   fc.bias [3]
-no known layout is close (bahdanau, luong-dot, luong-general, luong-concat, tutorial-bahdanau, tutorial-2017): this looks like another kind of model.
-The nearest, luong-dot, would use 2 of these keys (2 of them under other names) and lacks 10 of its own: encoder.embedding.weight [Vs H], encoder.lstm.weight_ih_l0 [4H H], encoder.lstm.weight_hh_l0 [4H H], encoder.lstm.bias_ih_l0 [4H], encoder.lstm.bias_hh_l0 [4H], decoder.embedding.weight [Vt H] and 4 more`},
+no known layout is close (bahdanau/lstm, bahdanau/gru, luong-dot/lstm, luong-dot/gru, luong-general/lstm, luong-general/gru, luong-concat/lstm, luong-concat/gru, tutorial-location/lstm, tutorial-location/gru, tutorial-bahdanau/lstm, tutorial-bahdanau/gru): this looks like another kind of model.
+The nearest, luong-dot/lstm, would use 2 of these keys (2 of them under other names) and lacks 10 of its own: encoder.embedding.weight [Vs E], encoder.lstm.weight_ih_l0 [4H E], encoder.lstm.weight_hh_l0 [4H H], encoder.lstm.bias_ih_l0 [4H], encoder.lstm.bias_hh_l0 [4H], decoder.embedding.weight [Vt E] and 4 more`},
 	}
 	for _, c := range cases {
 		sd, err := LoadModel(c.files, nil)

@@ -264,11 +264,11 @@ func TestDecodeMatchesPyTorchFixtures(t *testing.T) {
 	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			w := fixtures.Weights(t, f.Path(t, "checkpoint.pt"))
-			enc, err := attention.Encoder(w)
+			enc, err := attention.Encoder(w, attention.BuildOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec, err := attention.Decoder(w)
+			dec, err := attention.Decoder(w, attention.BuildOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -424,7 +424,7 @@ func BenchmarkGreedyStep(b *testing.B) {
 		name          string
 		hidden, vocab int
 	}{{"tiny", 16, 64}, {"realistic", 256, 10000}} {
-		sd, err := bench.RandomStateDict(attention.Bahdanau, size.hidden, 1, size.vocab, size.vocab, 1)
+		sd, err := bench.RandomStateDict(attention.Config{Arch: attention.Bahdanau, Hidden: size.hidden, Layers: 1, SrcVocab: size.vocab, TgtVocab: size.vocab}, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -435,8 +435,8 @@ func BenchmarkGreedyStep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		enc, _ := attention.Encoder(w)
-		dec, _ := attention.Decoder(w)
+		enc, _ := attention.Encoder(w, attention.BuildOptions{})
+		dec, _ := attention.Decoder(w, attention.BuildOptions{})
 		p := open(b, size.name, enc, dec, size.vocab, size.vocab)
 		for _, batch := range []int{1, 32} {
 			b.Run(fmt.Sprintf("size=%s/batch=%d", size.name, batch), func(b *testing.B) {

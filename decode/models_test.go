@@ -57,7 +57,7 @@ func open(tb testing.TB, name string, enc, dec *builder.Model, vs, vt int) *pair
 func lstmPair(tb testing.TB, arch attention.Arch, hidden, layers, vs, vt int, seed uint64) *pair {
 	tb.Helper()
 	needORT(tb)
-	sd, err := bench.RandomStateDict(arch, hidden, layers, vs, vt, seed)
+	sd, err := bench.RandomStateDict(attention.Config{Arch: arch, Hidden: hidden, Layers: layers, SrcVocab: vs, TgtVocab: vt}, seed)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func lstmPair(tb testing.TB, arch attention.Arch, hidden, layers, vs, vt int, se
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enc, err := attention.Encoder(w)
+	enc, err := attention.Encoder(w, attention.BuildOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dec, err := attention.Decoder(w)
+	dec, err := attention.Decoder(w, attention.BuildOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -64,9 +64,11 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 	}
 	var models []*builder.Model
 	for _, build := range []func() (*builder.Model, error){
-		func() (*builder.Model, error) { return attention.Encoder(w) },
-		func() (*builder.Model, error) { return attention.Decoder(w) },
-		func() (*builder.Model, error) { return attention.Greedy(w, attention.DefaultSpecial) },
+		func() (*builder.Model, error) { return attention.Encoder(w, attention.BuildOptions{}) },
+		func() (*builder.Model, error) { return attention.Decoder(w, attention.BuildOptions{}) },
+		func() (*builder.Model, error) {
+			return attention.Greedy(w, attention.DefaultSpecial, attention.BuildOptions{})
+		},
 	} {
 		m, err := build()
 		if err != nil {

@@ -28,9 +28,11 @@ func streamCases(t *testing.T) map[string]*onnxpb.ModelProto {
 			t.Fatalf("fixture %s: %v", fx, err)
 		}
 		for name, build := range map[string]func() (*builder.Model, error){
-			"encoder": func() (*builder.Model, error) { return attention.Encoder(w) },
-			"decoder": func() (*builder.Model, error) { return attention.Decoder(w) },
-			"greedy":  func() (*builder.Model, error) { return attention.Greedy(w, attention.DefaultSpecial) },
+			"encoder": func() (*builder.Model, error) { return attention.Encoder(w, attention.BuildOptions{}) },
+			"decoder": func() (*builder.Model, error) { return attention.Decoder(w, attention.BuildOptions{}) },
+			"greedy": func() (*builder.Model, error) {
+				return attention.Greedy(w, attention.DefaultSpecial, attention.BuildOptions{})
+			},
 		} {
 			m, err := build()
 			if err != nil {
@@ -91,7 +93,7 @@ func TestWriteFileEqualsMarshal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := attention.Greedy(w, attention.DefaultSpecial)
+	m, err := attention.Greedy(w, attention.DefaultSpecial, attention.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

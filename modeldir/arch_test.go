@@ -26,7 +26,7 @@ func TestExportEveryArchAndCell(t *testing.T) {
 			ckpt := filepath.Join(parent, name+".safetensors")
 			fx.WriteRandomCheckpoint(t, ckpt, cfg, int64(len(name)))
 			dir := filepath.Join(parent, name)
-			res := mustExport(t, ckpt, dir, Options{Greedy: true})
+			res := mustExport(t, ckpt, dir, Options{Greedy: true, Beam: true})
 			if res.Config != cfg {
 				t.Errorf("%s: config %v, want %v", name, res.Config, cfg)
 			}
@@ -43,6 +43,7 @@ func TestExportEveryArchAndCell(t *testing.T) {
 				{EncoderFile, "source_ids source_lengths", "encoder_outputs hidden" + cellIO},
 				{DecoderFile, "input_ids hidden" + cellIO + " encoder_outputs source_lengths", "log_probs next_hidden" + nextCell + " attention"},
 				{GreedyFile, "source_ids source_lengths max_len", "output_ids attention"},
+				{BeamFile, "source_ids source_lengths max_len beam_size length_penalty", "output_ids lengths scores normalized_scores attention"},
 			} {
 				mp, err := export.Load(filepath.Join(dir, g.file))
 				if err != nil {

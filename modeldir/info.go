@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/quant"
 )
 
 // Info is the content of attnx.json, the file that makes a model
@@ -17,7 +18,8 @@ import (
 // "src_vocab_size", "tgt_vocab_size" and, for tutorial-location models,
 // "max_length". Files written before cells and embedding sizes were
 // recorded lack "cell" and "embedding_size": they read as LSTM with the
-// embedding size equal to the hidden size.
+// embedding size equal to the hidden size; files written before the
+// weights' precision was recorded lack "weights": they read as fp32.
 type Info struct {
 	// Format identifies the file; always "attnx-model".
 	Format string `json:"format"`
@@ -26,13 +28,17 @@ type Info struct {
 	attention.Config
 	// Opset is the ONNX opset of the graphs.
 	Opset int64 `json:"opset"`
+	// Weights is the precision the graphs store their weights in: fp32,
+	// int8 or int4 (attnx export --weights). An int4 model's graphs use
+	// ONNX Runtime's com.microsoft operators.
+	Weights quant.Precision `json:"weights"`
 	// Special holds the special token ids.
 	Special attention.Special `json:"special_tokens"`
 	// SrcTokens and TgtTokens are the vocabularies (index = id), when known.
 	SrcTokens []string `json:"src_vocab,omitempty"`
 	TgtTokens []string `json:"tgt_vocab,omitempty"`
-	// Files maps a role ("encoder", "decoder", "greedy") to a file name in
-	// the directory.
+	// Files maps a role ("encoder", "decoder", "greedy", "beam": see the
+	// Role constants) to a file name in the directory.
 	Files map[string]string `json:"files"`
 	// Producer is the attnx version that wrote the directory.
 	Producer string `json:"producer"`
@@ -53,6 +59,9 @@ func (m *Info) Validate() error {
 	}
 	if err := m.Config.Validate(); err != nil {
 		return err
+	}
+	if _, err := quant.ParsePrecision(string(m.Weights)); err != nil {
+		return fmt.Errorf("weights: %w", err)
 	}
 	if m.SrcTokens != nil && len(m.SrcTokens) != m.SrcVocab {
 		return fmt.Errorf("src_vocab has %d tokens, expected src_vocab_size %d", len(m.SrcTokens), m.SrcVocab)
@@ -108,6 +117,7 @@ func ParseInfo(data []byte, name string) (*Info, error) {
 		return nil, fmt.Errorf("%s: not a valid attnx.json: unexpected data after the JSON object at byte %d", name, dec.InputOffset())
 	}
 	m.Config = m.Config.WithDefaults()
+	m.Weights = m.Weights.OrFP32()
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

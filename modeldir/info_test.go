@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/quant"
 )
 
 // validInfoJSON is an attnx.json as modeldir writes it for a small
@@ -128,6 +129,39 @@ func TestParseInfoRefusesUnsafeFields(t *testing.T) {
 	}
 	if _, err := ParseInfo([]byte(validInfoJSON), "attnx.json"); err != nil {
 		t.Errorf("the valid JSON: %v", err)
+	}
+}
+
+// TestParseInfoWeights: attnx.json records the weights' precision; files
+// written before it was recorded read as fp32, and an unknown precision is
+// refused.
+func TestParseInfoWeights(t *testing.T) {
+	for _, c := range []struct {
+		to   string
+		want quant.Precision
+		err  string
+	}{
+		{`"opset": 17,`, quant.PrecisionFP32, ""},
+		{`"opset": 17, "weights": "fp32",`, quant.PrecisionFP32, ""},
+		{`"opset": 17, "weights": "int8",`, quant.PrecisionInt8, ""},
+		{`"opset": 17, "weights": "int4",`, quant.PrecisionInt4, ""},
+		{`"opset": 17, "weights": "fp16",`, "", `attnx.json: weights: unknown weights precision "fp16"`},
+	} {
+		m, err := ParseInfo([]byte(strings.Replace(validInfoJSON, `"opset": 17,`, c.to, 1)), "attnx.json")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.to, err, c.err)
+			}
+			continue
+		}
+		if err != nil || m.Weights != c.want {
+			t.Errorf("%s: weights %q, %v; want %q", c.to, m.Weights, err, c.want)
+			continue
+		}
+		out, _ := json.Marshal(m)
+		if !strings.Contains(string(out), `"weights":"`+string(c.want)+`"`) {
+			t.Errorf("%s: written back as %s", c.to, out)
+		}
 	}
 }
 

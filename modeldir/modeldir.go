@@ -1,7 +1,7 @@
 // Package modeldir writes and reads attnx model directories: the ONNX graphs
-// of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx)
-// beside attnx.json, the file that makes the directory self-describing
-// (docs/models.md, "ONNX interface").
+// of one checkpoint (encoder.onnx, decoder.onnx and optionally greedy.onnx
+// and beam.onnx) beside attnx.json, the file that makes the directory
+// self-describing (docs/models.md, "ONNX interface").
 //
 // Export never leaves a half-written directory under the requested name,
 // and a run killed at any point leaves DIR as it was or complete with the
@@ -27,12 +27,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/quant"
 )
 
 // File names inside a model directory.
@@ -41,6 +43,19 @@ const (
 	EncoderFile = "encoder.onnx"
 	DecoderFile = "decoder.onnx"
 	GreedyFile  = "greedy.onnx"
+	BeamFile    = "beam.onnx"
+)
+
+// Roles of the graphs: the keys of attnx.json's files.
+const (
+	RoleEncoder = "encoder"
+	RoleDecoder = "decoder"
+	// RoleGreedy is greedy.onnx, the whole greedy decoding
+	// (attention.Greedy).
+	RoleGreedy = "greedy"
+	// RoleBeam is beam.onnx, the whole beam search (attention.Beam; its
+	// inputs, outputs and padding are documented there).
+	RoleBeam = "beam"
 )
 
 // Producer is the producer recorded in attnx.json.
@@ -55,6 +70,9 @@ type Options struct {
 	AllowNonFinite bool
 	// Greedy also writes greedy.onnx, the whole greedy decoding in one graph.
 	Greedy bool
+	// Beam also writes beam.onnx, the whole beam search in one graph, for
+	// any beam size (it is an input of the graph).
+	Beam bool
 	// Force replaces an existing non-empty model directory.
 	Force bool
 	// SrcVocab and TgtVocab are JSON files holding an array of strings
@@ -63,7 +81,10 @@ type Options struct {
 	// SOS, EOS, PAD and UNK override the special token ids. When nil, the
 	// id is the position of <sos>, <eos>, <pad> (target vocabulary) or
 	// <unk> (source vocabulary) when vocabularies are given, and
-	// attention.DefaultSpecial's otherwise.
+	// attention.DefaultSpecialFor's otherwise: the article's convention, or
+	// for the tutorial's architectures the tutorial's (SOS 0, EOS 1,
+	// padding 0, no unknown token), whose vocabularies may also call them
+	// "SOS" and "EOS" and need no padding token.
 	SOS, EOS, PAD, UNK *int64
 	// Progress, when set, is called before each stage with the stage's
 	// description, the number of stages done and the total.
@@ -75,6 +96,10 @@ type Options struct {
 	// Maps rename key prefixes, in order, once the checkpoint is read
 	// (attnx export --map FROM=TO).
 	Maps []checkpoint.Rename
+	// Weights is the precision the graphs store their weights in (attnx
+	// export --weights): "" or fp32, int8, int4. Every graph written
+	// honours it, and attnx.json records it.
+	Weights quant.Precision
 }
 
 // files names the checkpoint files Export reads.
@@ -84,7 +109,7 @@ func (o Options) files(path string) checkpoint.Files {
 
 // FileInfo describes one file written into the directory.
 type FileInfo struct {
-	// Role is "encoder", "decoder", "greedy" or "info".
+	// Role is "encoder", "decoder", "greedy", "beam" or "info".
 	Role string `json:"role"`
 	// Name is the file name inside the directory.
 	Name string `json:"name"`
@@ -102,6 +127,8 @@ type Result struct {
 	Config attention.Config `json:"config"`
 	// Special holds the special token ids recorded.
 	Special attention.Special `json:"special_tokens"`
+	// Weights is the precision of the graphs' weights.
+	Weights quant.Precision `json:"weights"`
 	// Notes tell what the conversion did besides copying weights (ignored
 	// keys, converted dtypes, where the checkpoint reader found the
 	// tensors).
@@ -127,8 +154,10 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 	dir = filepath.Clean(dir)
 	total := 4
-	if opt.Greedy {
-		total++
+	for _, on := range []bool{opt.Greedy, opt.Beam} {
+		if on {
+			total++
+		}
 	}
 	stage := 0
 	progress := func(what string) {
@@ -157,11 +186,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	cfg := w.Config
-	info, err := buildInfo(cfg, checkpointPath, opt)
+	info, spNotes, err := buildInfo(cfg, checkpointPath, opt)
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Notes: notes}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...)}
 
 	tmp, unlockTmp, err := makeTemp(dir)
 	if err != nil {
@@ -174,18 +203,20 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		}
 	}()
 
-	graphs := []struct {
+	bo := attention.BuildOptions{Weights: info.Weights}
+	type graph struct {
 		role, file, what string
 		build            func() (*builder.Model, error)
-	}{
-		{"encoder", EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w) }},
-		{"decoder", DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w) }},
+	}
+	graphs := []graph{
+		{RoleEncoder, EncoderFile, "building the encoder", func() (*builder.Model, error) { return attention.Encoder(w, bo) }},
+		{RoleDecoder, DecoderFile, "building the decoder step", func() (*builder.Model, error) { return attention.Decoder(w, bo) }},
 	}
 	if opt.Greedy {
-		graphs = append(graphs, struct {
-			role, file, what string
-			build            func() (*builder.Model, error)
-		}{"greedy", GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special) }})
+		graphs = append(graphs, graph{RoleGreedy, GreedyFile, "building the greedy decoder", func() (*builder.Model, error) { return attention.Greedy(w, info.Special, bo) }})
+	}
+	if opt.Beam {
+		graphs = append(graphs, graph{RoleBeam, BeamFile, "building the beam search", func() (*builder.Model, error) { return attention.Beam(w, info.Special, bo) }})
 	}
 	info.Files = map[string]string{}
 	for _, gr := range graphs {
@@ -231,64 +262,128 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
 func convert(path string, opt Options) (*attention.Weights, []string, error) {
-	files := opt.files(path)
-	sd, err := checkpoint.LoadModel(files, opt.Maps)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading checkpoint: %w", err)
-	}
-	w, notes, err := attention.FromStateDict(sd.Tensors, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", files, err)
-	}
-	return w, append(append([]string(nil), sd.Notes...), notes...), nil
+	_, w, notes, err := ReadCheckpoint(opt.files(path), opt.Maps, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
+	return w, notes, err
 }
 
-// buildInfo fills in attnx.json's content but its files.
-func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, error) {
+// ReadCheckpoint reads a model's checkpoint as attnx export does
+// (checkpoint.LoadModel, then the renames) and converts it
+// (attention.FromStateDict). It returns the state dict as read, the
+// weights and the notes of both steps. When the keys fit no known
+// architecture (an *attention.KeysError), the error goes on, after the
+// precise message, with checkpoint.Diagnose's description of how they
+// differ from the closest of attention.Layouts and the --map flags that
+// would fix them.
+func ReadCheckpoint(files checkpoint.Files, maps []checkpoint.Rename, opt attention.Options) (*checkpoint.StateDict, *attention.Weights, []string, error) {
+	sd, err := checkpoint.LoadModel(files, maps)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	w, notes, err := attention.FromStateDict(sd.Tensors, opt)
+	if err != nil {
+		var ke *attention.KeysError
+		if errors.As(err, &ke) {
+			if d, derr := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts()); derr == nil {
+				return nil, nil, nil, &DiagnosedError{Files: files, Err: err, Diagnosis: d}
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("%s: %w", files, err)
+	}
+	return sd, w, append(append([]string(nil), sd.Notes...), notes...), nil
+}
+
+// DiagnosedError is ReadCheckpoint's error for a checkpoint whose keys fit
+// no known architecture: the converter's message, then the diagnosis.
+type DiagnosedError struct {
+	Files     checkpoint.Files
+	Err       error
+	Diagnosis *checkpoint.Diagnosis
+}
+
+// Error is "FILES: MESSAGE", a newline, and the diagnosis.
+func (e *DiagnosedError) Error() string {
+	return fmt.Sprintf("%s: %v\n%s", e.Files, e.Err, e.Diagnosis)
+}
+
+// Unwrap returns the converter's error.
+func (e *DiagnosedError) Unwrap() error { return e.Err }
+
+// buildInfo fills in attnx.json's content but its files, and returns the
+// notes to show about the special token ids.
+func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string, error) {
+	weights, err := quant.ParsePrecision(string(opt.Weights))
+	if err != nil {
+		return nil, nil, err
+	}
 	info := &Info{
+		Weights:       weights,
 		Format:        InfoFormat,
 		FormatVersion: 1,
 		Config:        cfg,
 		Opset:         builder.DefaultOpset,
-		Special:       attention.DefaultSpecial,
+		Special:       attention.DefaultSpecialFor(cfg.Arch),
 		Producer:      Producer,
 		Source:        opt.files(ckpt).Base(),
 	}
-	var err error
+	tutorial := cfg.Arch.IsTutorial()
 	if opt.SrcVocab != "" {
 		if info.SrcTokens, err = ReadVocab(opt.SrcVocab, "--src-vocab", "source", cfg.SrcVocab); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		info.Special.UNK = index(info.SrcTokens, "<unk>")
 	}
 	if opt.TgtVocab != "" {
 		if info.TgtTokens, err = ReadVocab(opt.TgtVocab, "--tgt-vocab", "target", cfg.TgtVocab); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, t := range []struct {
-			id       *int64
-			tok      string
-			override *int64
-			flag     string
-		}{{&info.Special.SOS, "<sos>", opt.SOS, "--sos"}, {&info.Special.EOS, "<eos>", opt.EOS, "--eos"}, {&info.Special.PAD, "<pad>", opt.PAD, "--pad"}} {
-			*t.id = index(info.TgtTokens, t.tok)
-			if *t.id < 0 && t.override == nil {
-				return nil, fmt.Errorf("--tgt-vocab %s has no %s token; pass %s N to name its id", opt.TgtVocab, t.tok, t.flag)
+	}
+	// An id without a flag comes from the target vocabulary, else keeps the
+	// architecture's default. A tutorial model's vocabulary (the tutorial's
+	// Lang) calls SOS and EOS "SOS" and "EOS" and has no padding token, so
+	// its ids may keep the tutorial's defaults; an article model's
+	// vocabulary must have the token.
+	var defaulted, flags []string
+	for _, t := range []struct {
+		id       *int64
+		name     string
+		toks     []string
+		override *int64
+		flag     string
+	}{
+		{&info.Special.SOS, "SOS", []string{"<sos>", "SOS"}, opt.SOS, "--sos"},
+		{&info.Special.EOS, "EOS", []string{"<eos>", "EOS"}, opt.EOS, "--eos"},
+		{&info.Special.PAD, "PAD", []string{"<pad>"}, opt.PAD, "--pad"},
+	} {
+		found := int64(-1)
+		for i, tok := range t.toks {
+			if found < 0 && (i == 0 || tutorial) {
+				found = index(info.TgtTokens, tok)
 			}
 		}
-	}
-	for _, o := range []struct {
-		v   *int64
-		dst *int64
-	}{{opt.SOS, &info.Special.SOS}, {opt.EOS, &info.Special.EOS}, {opt.PAD, &info.Special.PAD}, {opt.UNK, &info.Special.UNK}} {
-		if o.v != nil {
-			*o.dst = *o.v
+		switch {
+		case t.override != nil:
+			*t.id = *t.override
+		case found >= 0:
+			*t.id = found
+		case info.TgtTokens != nil && !tutorial:
+			return nil, nil, fmt.Errorf("--tgt-vocab %s has no %s token; pass %s N to name its id", opt.TgtVocab, t.toks[0], t.flag)
+		default:
+			defaulted = append(defaulted, fmt.Sprintf("%s %d", t.name, *t.id))
+			flags = append(flags, t.flag)
 		}
 	}
-	if err := info.Special.Check(cfg); err != nil {
-		return nil, err
+	if opt.UNK != nil {
+		info.Special.UNK = *opt.UNK
 	}
-	return info, nil
+	if err := info.Special.Check(cfg); err != nil {
+		return nil, nil, err
+	}
+	var notes []string
+	if tutorial && len(defaulted) > 0 {
+		notes = append(notes, fmt.Sprintf("special tokens %s: PyTorch's seq2seq tutorial's, the default for %s models (pass %s to change them)",
+			strings.Join(defaulted, ", "), cfg.Arch, strings.Join(flags, "/")))
+	}
+	return info, notes, nil
 }
 
 func index(tokens []string, tok string) int64 {

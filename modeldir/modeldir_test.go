@@ -12,6 +12,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/quant"
 )
 
 const fixtures = "../testdata/fixtures"
@@ -128,6 +129,27 @@ func TestExportGreedy(t *testing.T) {
 	}
 	if info.Files["greedy"] != GreedyFile {
 		t.Errorf("files %v", info.Files)
+	}
+}
+
+// TestExportBeam: --beam writes beam.onnx after the other graphs (with
+// --greedy too), recorded as files.beam, with K, max_len and the length
+// penalty as inputs.
+func TestExportBeam(t *testing.T) {
+	for _, greedy := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "m")
+		res := mustExport(t, ckpt("luong-dot_b1_l1", "checkpoint.pt"), dir, Options{Greedy: greedy, Beam: true})
+		beam := len(res.Files) - 2 // attnx.json is last
+		if want := map[bool]int{false: 4, true: 5}[greedy]; len(res.Files) != want || res.Files[beam].Name != BeamFile || res.Files[beam].Role != RoleBeam || res.Files[beam].Nodes <= res.Files[1].Nodes {
+			t.Fatalf("greedy %v: files %+v", greedy, res.Files)
+		}
+		info, err := ReadInfo(filepath.Join(dir, InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Files[RoleBeam] != BeamFile || (info.Files[RoleGreedy] != "") != greedy {
+			t.Errorf("greedy %v: files %v", greedy, info.Files)
+		}
 	}
 }
 
@@ -446,5 +468,54 @@ func TestExportDeterministicAcrossProcesses(t *testing.T) {
 		if !bytes.Equal(fa[n], fb[n]) {
 			t.Errorf("%s differs between processes", n)
 		}
+	}
+}
+
+// TestExportWeights: every graph honours Options.Weights (its metadata says
+// so, int4's graphs and only they declare com.microsoft), attnx.json records
+// it, the reduced models are smaller, and an unknown precision is refused
+// before anything is written.
+func TestExportWeights(t *testing.T) {
+	parent := t.TempDir()
+	src := ckpt("luong-general_b4_l2", "checkpoint.pt")
+	size := map[quant.Precision]int64{}
+	for _, w := range quant.Precisions {
+		dir := filepath.Join(parent, string(w))
+		res := mustExport(t, src, dir, Options{Greedy: true, Weights: w})
+		info, err := ReadInfo(filepath.Join(dir, InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Weights != w || res.Weights != w {
+			t.Errorf("%s: attnx.json weights %q, result %q", w, info.Weights, res.Weights)
+		}
+		for _, f := range res.Files[:3] {
+			mp, err := export.Load(filepath.Join(dir, f.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := export.Summarize(mp)
+			if got, ok := s.Metadata["attnx.weights"]; ok != w.Reduced() || (ok && got != string(w)) {
+				t.Errorf("%s %s: metadata attnx.weights = %q (present %v)", w, f.Name, got, ok)
+			}
+			contrib := false
+			for _, o := range s.Opsets {
+				contrib = contrib || o.Domain == "com.microsoft"
+			}
+			if want := w == quant.PrecisionInt4 && f.Name != EncoderFile; contrib != want {
+				t.Errorf("%s %s: com.microsoft opset imported: %v, want %v", w, f.Name, contrib, want)
+			}
+			size[w] += f.Bytes
+		}
+	}
+	if !(size[quant.PrecisionInt4] < size[quant.PrecisionInt8] && size[quant.PrecisionInt8] < size[quant.PrecisionFP32]) {
+		t.Errorf("graph bytes %v: want int4 < int8 < fp32", size)
+	}
+	dir := filepath.Join(parent, "bad")
+	if _, err := Export(src, dir, Options{Weights: "int3"}); err == nil || !strings.Contains(err.Error(), `unknown weights precision "int3"`) {
+		t.Errorf("Weights int3: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused export left %s: %v", dir, err)
 	}
 }

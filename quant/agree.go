@@ -22,12 +22,13 @@ type Decode struct {
 // Divergence is where a reduced decode first leaves the reference.
 type Divergence struct {
 	// Sentence is the input's index, in the order Add was called.
-	Sentence int
+	Sentence int `json:"sentence"`
 	// Step is the first step whose token differs.
-	Step int
+	Step int `json:"step"`
 	// Ref and Got are the tokens chosen at that step, -1 where that decode
 	// had already ended.
-	Ref, Got int64
+	Ref int64 `json:"ref"`
+	Got int64 `json:"got"`
 }
 
 // Agreement accumulates how far reduced decodes are from the reference's:

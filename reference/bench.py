@@ -10,22 +10,51 @@ stop, so that every engine `attnx bench` compares does the same work. Prints
 one JSON object on stdout:
 
   {"encoder_ms": [...], "decode_ms": [...], "reps": R, "threads": N,
-   "peak_rss_mb": M, "tokens": [[...], ...], "torch": "1.13.1"}
+   "peak_rss_mb": M, "tokens": [[...], ...], "torch": "1.13.1",
+   "blas": {"kind": "openblas", "libraries": [...], "build": "BLAS_INFO=generic",
+            "openblas_num_threads": "1"}}
 
 encoder_ms and decode_ms hold one wall-clock time per repetition (warm-up
 runs excluded); tokens are the first repetition's [batch][T] token ids;
 peak_rss_mb is this process's peak resident set (getrusage ru_maxrss).
+blas says which BLAS the process computed with: the libraries mapped after
+the run (/proc/self/maps: Debian's torch calls whatever the libblas.so.3
+alternative points to) classified as openblas, mkl, blis, reference (the
+netlib reference BLAS, many times slower) or unknown, and torch's own build
+setting (torch.__config__.show()), and OPENBLAS_NUM_THREADS, which
+bench.py sets to --threads before torch loads unless it is set already.
 User errors print "bench: ..." on stderr and exit 2.
 """
 
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def _pin_blas_threads(argv):
+    """OpenBLAS sizes its thread pool from OPENBLAS_NUM_THREADS when it
+    loads, and torch.set_num_threads does not reach it in Debian's build
+    (BLAS_INFO=generic): set it to --threads before torch loads, unless the
+    caller set it, so that "1 thread" means one thread for PyTorch too."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            n = argv[i + 1]
+        elif a.startswith("--threads="):
+            n = a.split("=", 1)[1]
+        else:
+            continue
+        if n.isdigit() and int(n) >= 1:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", n)
+
+
+if __name__ == "__main__":
+    _pin_blas_threads(sys.argv[1:])
 
 import torch  # noqa: E402
 
@@ -67,6 +96,35 @@ def bench(model, ids, lengths, steps, sos=ref.SOS_ID, warmup=3, min_reps=10, min
     return {"encoder_ms": enc_ms, "decode_ms": dec_ms, "reps": len(dec_ms), "tokens": tokens}
 
 
+def blas_info():
+    """Which BLAS this process loaded (see the module docstring)."""
+    libs = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                name = os.path.basename(path).lower()
+                if "blas" in name or "mkl" in name or "blis" in name:
+                    libs.add(path)
+    except OSError:
+        pass
+    joined = " ".join(sorted(libs)).lower()
+    if "openblas" in joined:
+        kind = "openblas"
+    elif "mkl" in joined:
+        kind = "mkl"
+    elif "blis" in joined:
+        kind = "blis"
+    elif "/blas/" in joined or "libblas.so" in joined:
+        kind = "reference"
+    else:
+        kind = "unknown"
+    m = re.search(r"BLAS_INFO=[^,\s]*", torch.__config__.show())
+    build = m.group(0) if m else ""
+    return {"kind": kind, "libraries": sorted(libs), "build": build,
+            "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "")}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="bench.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,6 +158,7 @@ def main(argv=None):
         return 2
     out["threads"] = torch.get_num_threads()
     out["torch"] = torch.__version__
+    out["blas"] = blas_info()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")

@@ -1,5 +1,6 @@
 // Package reference runs attnx's PyTorch reference: the Python modules in
-// this directory (attnx_reference.py, the reference.py CLI, bench.py) that
+// this directory (attnx_reference.py, the reference.py CLI, bench.py, and
+// user_module.py, which runs a user's own modules instead) that
 // define what every attnx model computes. The scripts are embedded in the
 // Go binary, so that an attnx built elsewhere or installed with `go
 // install` can verify models: each run writes them to a private temporary
@@ -28,13 +29,14 @@ import (
 	"strings"
 )
 
-//go:embed attnx_reference.py reference.py bench.py
+//go:embed attnx_reference.py reference.py bench.py user_module.py
 var scripts embed.FS
 
 // The scripts callers run.
 const (
 	// Script is the reference CLI: make-model, random-inputs, run, beam,
-	// export-onnx (see its --help).
+	// export-onnx, run-module (your own modules as the oracle, see
+	// user_module.py) and batch (see its --help).
 	Script = "reference.py"
 	// BenchScript times PyTorch eager greedy decoding for `attnx bench`.
 	BenchScript = "bench.py"

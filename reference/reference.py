@@ -10,6 +10,9 @@ Tensors are exchanged as safetensors files. Run with /usr/bin/python3.
   beam          --checkpoint CKPT --inputs IN.safetensors --beam K --max-len T --out OUT.safetensors
                 [--n-best N] [--length-penalty A] [--sos 1 --eos 2 --pad 0]
   export-onnx   --checkpoint CKPT --out-dir DIR [--opset 17]
+  run-module    --module FILE.py --checkpoint W.safetensors --config JSON --inputs IN.safetensors --steps T --out OUT.safetensors
+                [--pad 0]   (what run writes, computed by FILE.py's own modules: see user_module.py)
+  batch         JOBS.json   (a JSON array of argument lists: each runs as one of the above, in this process)
 
 Architectures: bahdanau, luong-dot, luong-general, luong-concat (the
 article's; cell lstm or gru), tutorial-location, tutorial-bahdanau (PyTorch's
@@ -410,14 +413,69 @@ def parser():
     e.add_argument("--out-dir", required=True)
     e.add_argument("--opset", type=int, default=17)
     e.set_defaults(fn=cmd_export_onnx)
+
+    u = sub.add_parser("run-module", help="what run writes, computed by your own modules (attnx verify --torch-module)")
+    u.add_argument("--module", required=True, help="FILE.py defining build(config) -> (encoder, decoder)")
+    u.add_argument("--checkpoint", required=True, help="the weights, as safetensors (encoder.* and decoder.* keys)")
+    u.add_argument("--config", required=True, help="the model's config as JSON (arch, cell, hidden, ..., sos, eos)")
+    u.add_argument("--inputs", required=True)
+    u.add_argument("--steps", type=int, required=True)
+    u.add_argument("--pad", type=int, default=ref.PAD_ID)
+    u.add_argument("--out", required=True)
+    u.set_defaults(fn=cmd_run_module)
+
+    j = sub.add_parser("batch", help="run many subcommands in this one process")
+    j.add_argument("jobs", help="JSON array of argument lists, one subcommand each")
+    j.set_defaults(fn=cmd_batch)
     return p
+
+
+def cmd_run_module(a):
+    import user_module
+    config = user_module.parse_config(a.config)
+    if not os.path.exists(a.checkpoint):
+        raise ReferenceError("checkpoint %s does not exist" % a.checkpoint)
+    weights, _ = ref.read_safetensors(a.checkpoint)
+    tensors, ids, lengths = _read_inputs(a.inputs)
+    step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
+    if a.steps < 0:
+        raise ReferenceError("--steps %d, want >= 0" % a.steps)
+    if step_ids is not None and tuple(step_ids.shape) != (a.steps, ids.shape[0]):
+        raise ReferenceError("step_input_ids has shape %s, want [steps=%d, batch=%d]"
+                             % (list(step_ids.shape), a.steps, ids.shape[0]))
+    out = user_module.run(a.module, weights, config, ids, lengths, a.steps, step_ids, pad=a.pad)
+    _parent(a.out)
+    ref.write_safetensors(a.out, out)
+
+
+def cmd_batch(a):
+    """Runs each job (an argument list such as ["make-model", "--arch", ...])
+    in order in this process, so that a caller with many small jobs pays
+    Python's and torch's start-up once. The first failing job stops the
+    batch; its error names the job."""
+    try:
+        with open(a.jobs) as f:
+            jobs = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ReferenceError("batch %s: %s" % (a.jobs, e))
+    if not isinstance(jobs, list) or not all(isinstance(j, list) and j and all(isinstance(x, str) for x in j)
+                                             for j in jobs):
+        raise ReferenceError("batch %s: want a JSON array of non-empty lists of strings" % a.jobs)
+    for i, argv in enumerate(jobs):
+        if argv[0] == "batch":
+            raise ReferenceError("batch %s: job %d is a batch itself" % (a.jobs, i))
+        try:
+            sub = parser().parse_args(argv)
+            sub.fn(sub)
+        except (ReferenceError, OSError) as e:
+            raise ReferenceError("batch job %d (%s): %s" % (i, argv[0], e))
 
 
 def main(argv=None):
     try:
         a = parser().parse_args(argv)
         if not getattr(a, "fn", None):
-            raise ReferenceError("missing subcommand: make-model, random-inputs, run, beam or export-onnx")
+            raise ReferenceError("missing subcommand: make-model, random-inputs, run, beam, export-onnx, run-module or batch")
         a.fn(a)
     except ReferenceError as e:
         print("reference: %s" % e, file=sys.stderr)

@@ -149,6 +149,42 @@ class CLI(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("GRU only", err)
 
+    def test_batch(self):
+        """batch runs its jobs in order in one process, the same as one call
+        each; the first failing job stops it, named."""
+        ck, inp = self.p("m.pt"), self.p("in.safetensors")
+        jobs = [
+            ["make-model", "--arch", "luong-general", "--cell", "gru", "--hidden", "5", "--src-vocab", "9",
+             "--tgt-vocab", "7", "--seed", "4", "--out", ck],
+            ["random-inputs", "--batch", "2", "--src-len", "4", "--src-vocab", "9", "--seed", "4", "--ragged",
+             "--out", inp],
+            ["run", "--checkpoint", ck, "--inputs", inp, "--steps", "3", "--out", self.p("a.safetensors")],
+        ]
+        with open(self.p("jobs.json"), "w") as f:
+            json.dump(jobs, f)
+        rc, err = call("batch", self.p("jobs.json"))
+        self.assertEqual(rc, 0, err)
+        rc, err = call("run", "--checkpoint", ck, "--inputs", inp, "--steps", "3", "--out", self.p("b.safetensors"))
+        self.assertEqual(rc, 0, err)
+        a, _ = ref.read_safetensors(self.p("a.safetensors"))
+        b, _ = ref.read_safetensors(self.p("b.safetensors"))
+        self.assertEqual(sorted(a), sorted(b))
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+        for body, want in (
+            ([["run", "--checkpoint", self.p("none.pt"), "--inputs", inp, "--steps", "1", "--out", self.p("c")]],
+             "batch job 0 (run): checkpoint %s does not exist" % self.p("none.pt")),
+            ([["make-model", "--arch", "nope"]], "batch job 0 (make-model): argument --arch: invalid choice"),
+            ([["batch", "x"]], "job 0 is a batch itself"),
+            ({"jobs": 1}, "want a JSON array of non-empty lists of strings"),
+        ):
+            with self.subTest(want=want):
+                with open(self.p("bad.json"), "w") as f:
+                    json.dump(body, f)
+                rc, err = call("batch", self.p("bad.json"))
+                self.assertEqual(rc, 2)
+                self.assertIn(want, err)
+
     def test_beam(self):
         ck = self.p("m.pt")
         call("make-model", "--arch", "luong-general", "--cell", "gru", "--hidden", "7", "--src-vocab", "9",

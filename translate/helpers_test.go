@@ -28,12 +28,12 @@ func writeModelDir(tb testing.TB, dir string, w *attention.Weights, ms modelSpec
 	tb.Helper()
 	files := map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"}
 	builds := map[string]func() (*builder.Model, error){
-		"encoder": func() (*builder.Model, error) { return attention.Encoder(w) },
-		"decoder": func() (*builder.Model, error) { return attention.Decoder(w) },
+		"encoder": func() (*builder.Model, error) { return attention.Encoder(w, attention.BuildOptions{}) },
+		"decoder": func() (*builder.Model, error) { return attention.Decoder(w, attention.BuildOptions{}) },
 	}
 	if ms.greedy {
 		files["greedy"] = "greedy.onnx"
-		builds["greedy"] = func() (*builder.Model, error) { return attention.Greedy(w, ms.special) }
+		builds["greedy"] = func() (*builder.Model, error) { return attention.Greedy(w, ms.special, attention.BuildOptions{}) }
 	}
 	for role, build := range builds {
 		m, err := build()

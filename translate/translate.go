@@ -387,6 +387,9 @@ func (t *Translator) checkRows(sources [][]int64) error {
 		if t.opt.MaxSourceLen > 0 && len(row) > t.opt.MaxSourceLen {
 			return &InputError{Row: i, Position: -1, Msg: fmt.Sprintf("%d tokens, more than the limit MaxSourceLen = %d", len(row), t.opt.MaxSourceLen)}
 		}
+		if err := t.info.Config.CheckSourceLength(len(row)); err != nil {
+			return &InputError{Row: i, Position: -1, Msg: err.Error()}
+		}
 		for j, id := range row {
 			if id < 0 || id >= vs {
 				return &InputError{Row: i, Position: j, Msg: fmt.Sprintf("token id %d at position %d is outside the source vocabulary [0, %d)", id, j, vs)}

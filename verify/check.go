@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
@@ -46,8 +48,20 @@ type Options struct {
 	// handed the weights read here, as safetensors, never the user's file:
 	// unpickling a checkpoint in Python could run code.
 	Reference reference.Runner
+	// TorchModule, when set, is a Python file defining build(config) ->
+	// (encoder, decoder): the user's own modules replace the reference as
+	// the oracle, loaded with the checkpoint's weights (as read here,
+	// before Maps, strict key matching) and run one sentence at a time
+	// with the article's or the tutorial's call conventions (see
+	// reference/user_module.py for the contract).
+	TorchModule string
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
+	// MinAgreement is, for a model with reduced-precision weights, the
+	// fraction of sentences whose greedy decode must equal PyTorch's float32
+	// one for the check to pass; 0 means DefaultMinAgreement. Float32
+	// models are held to the float32 tolerance instead.
+	MinAgreement float64
 	// Progress, when set, hears of each of the four stages as it starts.
 	Progress func(stage int, desc string)
 }
@@ -65,20 +79,31 @@ func (e *StepsMismatchError) Error() string {
 
 // Outcome is what Check found, as `attnx verify --json` prints it.
 type Outcome struct {
-	Model      string             `json:"model"`
-	Checkpoint string             `json:"checkpoint"`
-	Config     attention.Config   `json:"config"`
-	Batch      int                `json:"batch"`
-	SrcLen     int                `json:"src_len"`
-	Steps      int                `json:"steps"`
-	Tolerance  map[string]float64 `json:"tolerance"`
-	Outputs    []OutputSummary    `json:"outputs"`
-	Rows       []Row              `json:"rows,omitempty"`
+	Model      string `json:"model"`
+	Checkpoint string `json:"checkpoint"`
+	// Oracle is what computed the expected outputs: "reference" (attnx's
+	// PyTorch reference) or the --torch-module file.
+	Oracle    string             `json:"oracle"`
+	Config    attention.Config   `json:"config"`
+	Batch     int                `json:"batch"`
+	SrcLen    int                `json:"src_len"`
+	Steps     int                `json:"steps"`
+	Tolerance map[string]float64 `json:"tolerance"`
+	Outputs   []OutputSummary    `json:"outputs"`
+	Rows      []Row              `json:"rows,omitempty"`
 	// StepTokensIdentical: the argmax of every step equals PyTorch's.
 	StepTokensIdentical bool `json:"step_tokens_identical"`
 	// Greedy holds free-running greedy decodes compared with PyTorch's.
 	Greedy []GreedyCheck `json:"greedy"`
-	OK     bool          `json:"ok"`
+	// Weights is the model's weights precision. For a reduced one (int8,
+	// int4) the outputs' deviations are reported, not judged against the
+	// tolerance: Agreement holds each graph's greedy decodes compared with
+	// PyTorch's float32 ones, and OK means every graph reached
+	// MinAgreement.
+	Weights      quant.Precision  `json:"weights"`
+	MinAgreement float64          `json:"min_agreement,omitempty"`
+	Agreement    []AgreementCheck `json:"agreement,omitempty"`
+	OK           bool             `json:"ok"`
 }
 
 // OutputSummary is the worst error of one output over all steps.
@@ -109,13 +134,9 @@ type GreedyCheck struct {
 // so that a corrupt file or a missing ONNX Runtime is reported at once.
 func Check(o Options) (*Outcome, error) {
 	info := o.Info
-	sd, err := checkpoint.LoadModel(o.Checkpoint, o.Maps)
+	sd, w, _, err := modeldir.ReadCheckpoint(o.Checkpoint, o.Maps, attention.Options{AllowNonFinite: true})
 	if err != nil {
-		return nil, fmt.Errorf("reading checkpoint: %w", err)
-	}
-	w, _, err := attention.FromStateDict(sd.Tensors, attention.Options{AllowNonFinite: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Checkpoint, err)
+		return nil, err
 	}
 	if w.Config != info.Config.WithDefaults() {
 		return nil, fmt.Errorf("checkpoint %s is a %v model, but %s describes a %v model: they are not the same model",
@@ -123,7 +144,7 @@ func Check(o Options) (*Outcome, error) {
 	}
 	w = nil
 
-	steps := o.Steps
+	steps, srcLen := o.Steps, o.SrcLen
 	if o.Inputs != "" {
 		in, err := checkpoint.LoadSafetensors(o.Inputs)
 		if err != nil {
@@ -135,6 +156,14 @@ func Check(o Options) (*Outcome, error) {
 			}
 			steps = int(si.Dims[0])
 		}
+		if ids := in.Tensors["source_ids"]; ids != nil && len(ids.Dims) == 2 {
+			srcLen = int(ids.Dims[1])
+		}
+	}
+	// A tutorial-location model cannot run a longer src_len (every row is
+	// padded to it): refuse before starting Python.
+	if err := info.Config.WithDefaults().CheckSourceLength(srcLen); err != nil {
+		return nil, fmt.Errorf("inputs of src_len %d: %w", srcLen, err)
 	}
 	if steps == 0 {
 		steps = DefaultSteps
@@ -172,7 +201,14 @@ func Check(o Options) (*Outcome, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	// The reference gets the weights read here, never the user's pickle.
+	// The reference gets the weights read here, never the user's pickle;
+	// the user's own modules get them under the names they have in the
+	// file, before any --map.
+	if o.TorchModule != "" && len(o.Maps) > 0 {
+		if sd, err = checkpoint.LoadModel(o.Checkpoint, nil); err != nil {
+			return nil, fmt.Errorf("reading checkpoint: %w", err)
+		}
+	}
 	weights := filepath.Join(tmp, "checkpoint.safetensors")
 	if err := checkpoint.WriteSafetensors(weights, sd.Tensors, nil); err != nil {
 		return nil, fmt.Errorf("handing the weights to the reference: %w", err)
@@ -203,12 +239,26 @@ func Check(o Options) (*Outcome, error) {
 		}
 	}
 	outPath := filepath.Join(tmp, "expected.safetensors")
-	progress(1, "PyTorch: reference run")
 	sp := info.Special
-	if err := ref("run", "--checkpoint", weights, "--inputs", in, "--steps", strconv.Itoa(steps),
-		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
-		"--out", outPath); err != nil {
-		return nil, err
+	oracle := "reference"
+	if o.TorchModule == "" {
+		progress(1, "PyTorch: reference run")
+		if err := ref("run", "--checkpoint", weights, "--inputs", in, "--steps", strconv.Itoa(steps),
+			"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
+			"--out", outPath); err != nil {
+			return nil, err
+		}
+	} else {
+		progress(1, "PyTorch: your modules")
+		module, err := filepath.Abs(o.TorchModule)
+		if err != nil {
+			return nil, err
+		}
+		oracle = o.TorchModule
+		if err := ref("run-module", "--module", module, "--checkpoint", weights, "--config", moduleConfig(info), "--inputs", in,
+			"--steps", strconv.Itoa(steps), "--pad", strconv.FormatInt(sp.PAD, 10), "--out", outPath); err != nil {
+			return nil, err
+		}
 	}
 
 	progress(2, "ONNX Runtime: steps")
@@ -243,11 +293,19 @@ func Check(o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Model: o.ModelDir, Checkpoint: o.Checkpoint.String(), Config: info.Config, Batch: len(lens), SrcLen: int(ids.Shape[1]),
+	out := &Outcome{Model: o.ModelDir, Checkpoint: o.Checkpoint.String(), Oracle: oracle, Config: info.Config, Batch: len(lens), SrcLen: int(ids.Shape[1]),
 		Steps: len(stepIDs), Tolerance: map[string]float64{"rtol": Tolerance.RTol, "atol": Tolerance.ATol},
 		Outputs: summarizeRows(rep.Rows), StepTokensIdentical: rep.TokensIdentical, OK: rep.OK}
 	if o.Rows {
 		out.Rows = rep.Rows
+	}
+	out.Weights = info.Weights.OrFP32()
+	if out.Weights.Reduced() {
+		forced := inSD.Tensors["step_input_ids"] != nil
+		if err := o.checkReduced(out, enc, dec, loop, ids, lens, exp.Tensors, refTokens, steps, forced); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, steps)
 	if err != nil {
@@ -273,6 +331,19 @@ func Check(o Options) (*Outcome, error) {
 		out.OK = out.OK && g.Identical
 	}
 	return out, nil
+}
+
+// moduleConfig is the config handed to a --torch-module file's build, as
+// JSON: the model's sizes in the reference's names, and SOS and EOS.
+func moduleConfig(info *modeldir.Info) string {
+	c := info.Config.WithDefaults()
+	m := map[string]any{"arch": c.Arch, "cell": c.Cell, "hidden": c.Hidden, "embedding_size": c.Embedding, "layers": c.Layers,
+		"src_vocab": c.SrcVocab, "tgt_vocab": c.TgtVocab, "sos": info.Special.SOS, "eos": info.Special.EOS}
+	if c.MaxLength > 0 {
+		m["max_length"] = c.MaxLength
+	}
+	data, _ := json.Marshal(m) // a map of strings and numbers always marshals
+	return string(data)
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.

@@ -16,8 +16,8 @@ func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *runti
 	t.Helper()
 	w = fixtures.Weights(t, ckpt)
 	var sessions []*runtime.Session
-	for _, build := range []func(*attention.Weights) (*builder.Model, error){attention.Encoder, attention.Decoder} {
-		m, err := build(w)
+	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
+		m, err := build(w, attention.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,17 +20,19 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			d := fixtures.Load(t, f.Path(t, ""))
-			checkGreedy(t, f.Path(t, "checkpoint.pt"), sourceTensor(t, d), d.Lengths, d.Expected,
+			w, enc, dec := openModel(t, f.Path(t, "checkpoint.pt"))
+			checkGreedy(t, w, enc, dec, sourceTensor(t, d), d.Lengths, d.Expected,
 				attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}, int64(f.MaxLen))
 		})
 	}
 }
 
-// checkGreedy builds greedy.onnx from ckpt, decodes ids with it and with the
-// step loop, and compares both with the reference's greedy_tokens.
-func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
+// checkGreedy builds greedy.onnx from w, decodes ids with it and with the
+// step loop over the sessions enc and dec (w's encoder and decoder), and
+// compares both with the reference's greedy_tokens.
+func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *runtime.Session, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64) {
 	t.Helper()
-	m, err := attention.Greedy(fixtures.Weights(t, ckpt), sp)
+	m, err := attention.Greedy(w, sp, attention.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,6 @@ func checkGreedy(t *testing.T, ckpt string, ids *runtime.Tensor, lens []int64, w
 	refLen := want["greedy_tokens"].Dims[1]
 	S := ids.Shape[1]
 
-	_, encS, decS := openModel(t, ckpt)
 	steps, err := Greedy(encS, decS, ids, lens, sp.SOS, sp.EOS, int(maxLen))
 	if err != nil {
 		t.Fatal(err)

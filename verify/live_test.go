@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
@@ -30,79 +31,168 @@ func runReference(t *testing.T, args ...string) {
 }
 
 type liveConfig struct {
-	arch          attention.Arch
-	batch, layers int
-	hidden        int
+	arch                         attention.Arch
+	cell                         attention.Cell
+	batch, layers                int
+	hidden, embedding, maxLength int
 }
 
 func (c liveConfig) name() string {
-	return fmt.Sprintf("%s/b%d/l%d/h%d", c.arch, c.batch, c.layers, c.hidden)
+	n := fmt.Sprintf("%s/%s/b%d/l%d/h%d", c.arch, c.cell, c.batch, c.layers, c.hidden)
+	if c.embedding != c.hidden {
+		n += fmt.Sprintf("/e%d", c.embedding)
+	}
+	if c.maxLength > 0 {
+		n += fmt.Sprintf("/m%d", c.maxLength)
+	}
+	return n
 }
 
-// liveConfigs covers every architecture x {batch 1, batch 4 ragged} x
-// {L=1, L=2}, with odd hidden sizes 13 and 37 each used for every arch.
+// special is the special tokens the config's model decodes with: the
+// tutorial's for the tutorial's architectures.
+func (c liveConfig) special() attention.Special { return attention.DefaultSpecialFor(c.arch) }
+
+const liveSteps, liveSrcLen = 12, 9
+
+// liveConfigs covers every architecture with every cell the PyTorch
+// reference has for it (the article's: LSTM and GRU; the tutorial's: GRU)
+// x {batch 1, batch 4 ragged} x {L=1, L=2}, with odd hidden sizes 13 and
+// 37 each used for every arch and cell, and the embedding size E = 10 != H
+// everywhere but at batch 1 with one layer, the article's own case. The
+// tutorial-location decoder attends over M = src_len (9) at batch 1 and
+// M = 12 > src_len at batch 4.
 func liveConfigs() []liveConfig {
 	var out []liveConfig
-	for _, a := range attention.Archs {
-		for _, b := range []int{1, 4} {
-			for _, l := range []int{1, 2} {
-				h := 13
-				if (b == 4) != (l == 2) {
-					h = 37
+	for _, a := range attention.AllArchs {
+		cells := attention.Cells
+		if a.IsTutorial() {
+			cells = []attention.Cell{attention.GRU}
+		}
+		for _, cell := range cells {
+			for _, b := range []int{1, 4} {
+				for _, l := range []int{1, 2} {
+					c := liveConfig{arch: a, cell: cell, batch: b, layers: l, hidden: 13, embedding: 10}
+					if (b == 4) != (l == 2) {
+						c.hidden = 37
+					}
+					if b == 1 && l == 1 {
+						c.embedding = c.hidden
+					}
+					if a == attention.TutorialLocation {
+						c.maxLength = liveSrcLen
+						if b == 4 {
+							c.maxLength = 12
+						}
+					}
+					out = append(out, c)
 				}
-				out = append(out, liveConfig{a, b, l, h})
 			}
 		}
 	}
 	return out
 }
 
-// TestLiveParityWithPyTorch has PyTorch create fresh random models at test
-// time and compares every output of every step (12 greedy steps).
+// liveJobs are the reference.py jobs that make config i's model, inputs and
+// reference run in dir.
+func (c liveConfig) jobs(i int, dir string) [][]string {
+	seed := fmt.Sprint(7000 + i)
+	p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
+	mk := []string{"make-model", "--arch", string(c.arch), "--cell", string(c.cell), "--hidden", fmt.Sprint(c.hidden),
+		"--embedding-size", fmt.Sprint(c.embedding), "--layers", fmt.Sprint(c.layers), "--src-vocab", "31", "--tgt-vocab", "29",
+		"--seed", seed, "--out", p("model.pt")}
+	if c.maxLength > 0 {
+		mk = append(mk, "--max-length", fmt.Sprint(c.maxLength))
+	}
+	in := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(liveSrcLen), "--src-vocab", "31",
+		"--seed", seed, "--out", p("in.safetensors")}
+	if c.batch > 1 {
+		in = append(in, "--ragged")
+	}
+	sp := c.special()
+	run := []string{"run", "--checkpoint", p("model.pt"), "--inputs", p("in.safetensors"), "--steps", fmt.Sprint(liveSteps),
+		"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--out", p("out.safetensors")}
+	return [][]string{mk, in, run}
+}
+
+// runReferenceJobs runs reference.py jobs in one Python process (its
+// batch subcommand), which pays torch's start-up once.
+func runReferenceJobs(t *testing.T, dir string, jobs [][]string) {
+	t.Helper()
+	data, err := json.Marshal(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "jobs.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runReference(t, "batch", path)
+}
+
+// TestLiveParityWithPyTorch has PyTorch create fresh random models of every
+// architecture and cell at test time (liveConfigs) and compares every
+// output of every step (12 steps, fed PyTorch's own argmax tokens) within
+// the spec's tolerance, the per-step tokens, and greedy decoding with
+// decoder.onnx step by step through the decoding core and with
+// greedy.onnx. The reference runs once for all configurations; the
+// configurations then run in parallel.
 func TestLiveParityWithPyTorch(t *testing.T) {
 	requireTorch(t)
 	if err := runtime.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
-	const steps, srcLen = 12, 9
-	var table []string
-	for i, c := range liveConfigs() {
-		t.Run(c.name(), func(t *testing.T) {
-			dir := t.TempDir()
-			ckpt, in, out := filepath.Join(dir, "model.pt"), filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
-			seed := fmt.Sprint(7000 + i)
-			runReference(t, "make-model", "--arch", string(c.arch), "--hidden", fmt.Sprint(c.hidden), "--layers", fmt.Sprint(c.layers),
-				"--src-vocab", "31", "--tgt-vocab", "29", "--seed", seed, "--out", ckpt)
-			args := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(srcLen), "--src-vocab", "31", "--seed", seed, "--out", in}
-			if c.batch > 1 {
-				args = append(args, "--ragged")
-			}
-			runReference(t, args...)
-			runReference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", fmt.Sprint(steps), "--out", out)
-
-			_, enc, dec := openModel(t, ckpt)
-			ids, lens, stepIDs, want := readRun(t, in, out)
-			if len(stepIDs) != steps {
-				t.Fatalf("reference ran %d steps, want %d", len(stepIDs), steps)
-			}
-			tr, err := Run(enc, dec, ids, lens, stepIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := Compare(tr, want, Tolerance)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rep.Rows {
-				if !r.OK {
-					t.Errorf("step %d %s: %s", r.Step, r.Output, r.Detail)
-				}
-			}
-			checkGreedy(t, ckpt, ids, lens, want, attention.DefaultSpecial, steps)
-			table = append(table, fmt.Sprintf("| %s | %d | %d | %d | %s | %v |", c.arch, c.batch, c.layers, c.hidden, formatMaxAbs(rep.MaxAbs), rep.TokensIdentical))
-		})
+	configs := liveConfigs()
+	dir := t.TempDir()
+	var jobs [][]string
+	for i, c := range configs {
+		jobs = append(jobs, c.jobs(i, dir)...)
 	}
-	t.Logf("parity table (max abs error per output over all steps):\n| arch | batch | L | H | max abs err | tokens identical |\n|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	runReferenceJobs(t, dir, jobs)
+
+	var mu sync.Mutex
+	table := make([]string, len(configs))
+	t.Run("configs", func(t *testing.T) {
+		for i, c := range configs {
+			t.Run(c.name(), func(t *testing.T) {
+				t.Parallel()
+				p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
+				w, enc, dec := openModel(t, p("model.pt"))
+				want := attention.Config{Arch: c.arch, Cell: c.cell, Hidden: c.hidden, Embedding: c.embedding, Layers: c.layers,
+					SrcVocab: 31, TgtVocab: 29, MaxLength: c.maxLength}
+				if w.Config != want {
+					t.Fatalf("converted to %v, want %v", w.Config, want)
+				}
+				ids, lens, stepIDs, ref := readRun(t, p("in.safetensors"), p("out.safetensors"))
+				if len(stepIDs) != liveSteps {
+					t.Fatalf("reference ran %d steps, want %d", len(stepIDs), liveSteps)
+				}
+				tr, err := Run(enc, dec, ids, lens, stepIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Compare(tr, ref, Tolerance)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rep.Rows {
+					if !r.OK {
+						t.Errorf("step %d %s: %s", r.Step, r.Output, r.Detail)
+					}
+				}
+				checkGreedy(t, w, enc, dec, ids, lens, ref, c.special(), liveSteps)
+				M := "-"
+				if c.maxLength > 0 {
+					M = fmt.Sprint(c.maxLength)
+				}
+				mu.Lock()
+				table[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %s | %v |", c.arch, c.cell, c.batch, c.layers, c.hidden, c.embedding, M,
+					formatMaxAbs(rep.MaxAbs), rep.TokensIdentical && !t.Failed())
+				mu.Unlock()
+			})
+		}
+	})
+	t.Logf("parity table (max abs error per output over all steps; tokens: per-step argmax, decoder.onnx greedy and greedy.onnx all equal PyTorch's):\n"+
+		"| arch | cell | batch | L | H | E | M | max abs err | tokens identical |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
 
 func formatMaxAbs(m map[string]float64) string {
@@ -124,76 +214,104 @@ func readRun(t *testing.T, inPath, outPath string) (*runtime.Tensor, []int64, []
 	return sourceTensor(t, d), d.Lengths, d.StepInputs, d.Expected
 }
 
-// TestTorchOnnxExportAgrees exports each architecture with torch.onnx.export
-// (opset 17), runs that file through package runtime at batch 1 and checks it
-// computes what attnx's graphs compute; it also logs both node counts.
+// TestTorchOnnxExportAgrees exports each architecture with each cell with
+// torch.onnx.export (opset 17), runs that file through package runtime at
+// batch 1 and checks it computes what attnx's graphs compute; it also logs
+// both node counts. The reference runs once for all of them.
 func TestTorchOnnxExportAgrees(t *testing.T) {
 	requireTorch(t)
 	testenv.PythonONNX(t)
-	var counts []string
-	for _, arch := range attention.Archs {
-		t.Run(string(arch), func(t *testing.T) {
-			dir := t.TempDir()
-			ckpt, in, out := filepath.Join(dir, "m.pt"), filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
-			runReference(t, "make-model", "--arch", string(arch), "--hidden", "13", "--layers", "2", "--src-vocab", "31", "--tgt-vocab", "29", "--seed", "11", "--out", ckpt)
-			runReference(t, "random-inputs", "--batch", "1", "--src-len", "8", "--src-vocab", "31", "--seed", "11", "--out", in)
-			runReference(t, "run", "--checkpoint", ckpt, "--inputs", in, "--steps", "10", "--out", out)
-			runReference(t, "export-onnx", "--checkpoint", ckpt, "--out-dir", filepath.Join(dir, "torch"))
+	type model struct {
+		arch attention.Arch
+		cell attention.Cell
+	}
+	var models []model
+	for _, a := range attention.AllArchs {
+		for _, cell := range attention.Cells {
+			if !a.IsTutorial() || cell == attention.GRU {
+				models = append(models, model{a, cell})
+			}
+		}
+	}
+	dir := t.TempDir()
+	var jobs [][]string
+	for i, m := range models {
+		p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
+		mk := []string{"make-model", "--arch", string(m.arch), "--cell", string(m.cell), "--hidden", "13", "--layers", "2",
+			"--src-vocab", "31", "--tgt-vocab", "29", "--seed", "11", "--out", p("m.pt")}
+		sp := attention.DefaultSpecialFor(m.arch)
+		jobs = append(jobs, mk,
+			[]string{"random-inputs", "--batch", "1", "--src-len", "8", "--src-vocab", "31", "--seed", "11", "--out", p("in.safetensors")},
+			[]string{"run", "--checkpoint", p("m.pt"), "--inputs", p("in.safetensors"), "--steps", "10",
+				"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--out", p("out.safetensors")},
+			[]string{"export-onnx", "--checkpoint", p("m.pt"), "--out-dir", p("torch")})
+	}
+	runReferenceJobs(t, dir, jobs)
 
-			w, enc, dec := openModel(t, ckpt)
-			ids, lens, stepIDs, want := readRun(t, in, out)
-			ours, err := Run(enc, dec, ids, lens, stepIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var torchSessions []*runtime.Session
-			for _, f := range []string{"encoder.onnx", "decoder.onnx"} {
-				s, err := runtime.Open(filepath.Join(dir, "torch", f), runtime.Options{IntraOpThreads: 1})
-				if err != nil {
-					t.Fatalf("torch.onnx.export's %s: %v", f, err)
-				}
-				defer s.Close()
-				torchSessions = append(torchSessions, s)
-			}
-			theirs, err := Run(torchSessions[0], torchSessions[1], ids, lens, stepIDs)
-			if err != nil {
-				t.Fatalf("running torch.onnx.export's graphs: %v", err)
-			}
-			for _, tr := range []struct {
-				name string
-				tr   *Trace
-			}{{"attnx", ours}, {"torch.onnx.export", theirs}} {
-				rep, err := Compare(tr.tr, want, Tolerance)
+	var mu sync.Mutex
+	counts := make([]string, len(models))
+	t.Run("models", func(t *testing.T) {
+		for i, m := range models {
+			t.Run(string(m.arch)+"/"+string(m.cell), func(t *testing.T) {
+				t.Parallel()
+				p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
+				w, enc, dec := openModel(t, p("m.pt"))
+				ids, lens, stepIDs, want := readRun(t, p("in.safetensors"), p("out.safetensors"))
+				ours, err := Run(enc, dec, ids, lens, stepIDs)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !rep.OK {
-					for _, r := range rep.Rows {
-						if !r.OK {
-							t.Errorf("%s vs PyTorch: step %d %s: %s", tr.name, r.Step, r.Output, r.Detail)
+				var torchSessions []*runtime.Session
+				for _, f := range []string{"encoder.onnx", "decoder.onnx"} {
+					s, err := runtime.Open(filepath.Join(p("torch"), f), runtime.Options{IntraOpThreads: 1})
+					if err != nil {
+						t.Fatalf("torch.onnx.export's %s: %v", f, err)
+					}
+					defer s.Close()
+					torchSessions = append(torchSessions, s)
+				}
+				theirs, err := Run(torchSessions[0], torchSessions[1], ids, lens, stepIDs)
+				if err != nil {
+					t.Fatalf("running torch.onnx.export's graphs: %v", err)
+				}
+				for _, tr := range []struct {
+					name string
+					tr   *Trace
+				}{{"attnx", ours}, {"torch.onnx.export", theirs}} {
+					rep, err := Compare(tr.tr, want, Tolerance)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !rep.OK {
+						for _, r := range rep.Rows {
+							if !r.OK {
+								t.Errorf("%s vs PyTorch: step %d %s: %s", tr.name, r.Step, r.Output, r.Detail)
+							}
 						}
 					}
 				}
-			}
-			var rep struct {
-				Encoder struct{ Nodes int } `json:"encoder"`
-				Decoder struct{ Nodes int } `json:"decoder"`
-			}
-			data, err := os.ReadFile(filepath.Join(dir, "torch", "torch_export.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &rep); err != nil {
-				t.Fatal(err)
-			}
-			encM, _ := attention.Encoder(w)
-			decM, _ := attention.Decoder(w)
-			ne, nd := len(encM.Graph.Nodes()), len(decM.Graph.Nodes())
-			counts = append(counts, fmt.Sprintf("| %s (L=2) | %d | %d | %d | %d |", arch, ne, rep.Encoder.Nodes, nd, rep.Decoder.Nodes))
-			if nd > rep.Decoder.Nodes {
-				t.Errorf("attnx decoder has %d nodes, torch.onnx.export's %d: ours should be leaner", nd, rep.Decoder.Nodes)
-			}
-		})
-	}
-	t.Logf("node counts:\n| model | attnx encoder | torch encoder | attnx decoder | torch decoder |\n|---|---|---|---|---|\n%s", strings.Join(counts, "\n"))
+				var rep struct {
+					Encoder struct{ Nodes int } `json:"encoder"`
+					Decoder struct{ Nodes int } `json:"decoder"`
+				}
+				data, err := os.ReadFile(filepath.Join(p("torch"), "torch_export.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(data, &rep); err != nil {
+					t.Fatal(err)
+				}
+				encM, _ := attention.Encoder(w, attention.BuildOptions{})
+				decM, _ := attention.Decoder(w, attention.BuildOptions{})
+				ne, nd := len(encM.Graph.Nodes()), len(decM.Graph.Nodes())
+				mu.Lock()
+				counts[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d |", m.arch, m.cell, ne, rep.Encoder.Nodes, nd, rep.Decoder.Nodes)
+				mu.Unlock()
+				if nd > rep.Decoder.Nodes {
+					t.Errorf("attnx decoder has %d nodes, torch.onnx.export's %d: ours should be leaner", nd, rep.Decoder.Nodes)
+				}
+			})
+		}
+	})
+	t.Logf("node counts (H=13, L=2):\n| arch | cell | attnx encoder | torch encoder | attnx decoder | torch decoder |\n|---|---|---|---|---|---|\n%s", strings.Join(counts, "\n"))
 }

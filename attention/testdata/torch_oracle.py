@@ -21,6 +21,14 @@ JSON list it saves a random model and PyTorch's outputs:
       OUTDIR/NAME/model.pt as above, OUTDIR/NAME/torch_encoder.onnx and
       torch_decoder.onnx (torch.onnx.export, opset 17, traced at batch 1) and
       OUTDIR/NAME/torch_export.json with their node counts.
+  torch_oracle.py beam CASES.json OUTDIR
+      OUTDIR/NAME/model.pt as above, OUTDIR/NAME/io.pt (source_ids,
+      source_lengths) and, for each K of the case's "ks", OUTDIR/NAME/beamK.pt:
+      the beam search of reference/attnx_reference.py (beam_search_steps,
+      with the case's "alpha") over these modules, as `reference.py beam`
+      writes it (beam_tokens, beam_lengths, beam_scores,
+      beam_normalized_scores, beam_counts). For the models the reference
+      cannot make itself (the tutorial decoders with LSTM cells).
 
 A case: {"name", "arch", "cell", "hidden", "embedding", "layers", "src_vocab",
 "tgt_vocab", "max_length" (tutorial-location), "batch", "src_len", "ragged",
@@ -338,6 +346,48 @@ def run_case(c, out_dir):
     torch.save({k: v.contiguous() for k, v in res.items()}, os.path.join(d, "io.pt"))
 
 
+def beam_case(c, out_dir):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "reference"))
+    import attnx_reference as ref
+
+    m = make_model(c)
+    d = os.path.join(out_dir, c["name"])
+    os.makedirs(d, exist_ok=True)
+    torch.save(m.state_dict(), os.path.join(d, "model.pt"))
+    ids, lengths, _ = inputs(c)
+    torch.save({"source_ids": ids.contiguous(), "source_lengths": lengths.contiguous()}, os.path.join(d, "io.pt"))
+    lstm = c["cell"] == "lstm"
+    as_tuple = (lambda s: tuple(s)) if lstm else (lambda s: (s,))
+    from_tuple = (lambda s: s) if lstm else (lambda s: s[0])
+    B, T = ids.shape[0], c["max_len"]
+    with torch.no_grad():
+        enc, state = m.encoder(ids, lengths)
+        for k in c["ks"]:
+            rows = torch.arange(B).repeat_interleave(k)
+            enc_k, len_k = enc.index_select(0, rows), lengths.index_select(0, rows)
+
+            def step(inp, st):
+                lp, nxt, _ = m.decoder(inp, from_tuple(st), enc_k, len_k)
+                return lp, as_tuple(nxt)
+
+            start = tuple(t.index_select(1, rows) for t in as_tuple(state))
+            results = ref.beam_search_steps(step, start, B, k, T, c["sos"], c["eos"], c["alpha"])
+            out = {"beam_tokens": torch.full((B, k, T), c["pad"], dtype=torch.int64),
+                   "beam_lengths": torch.zeros(B, k, dtype=torch.int64),
+                   "beam_scores": torch.full((B, k), float("-inf")),
+                   "beam_normalized_scores": torch.full((B, k), float("-inf")),
+                   "beam_counts": torch.zeros(B, dtype=torch.int64)}
+            for b, hyps in enumerate(results):
+                hyps = hyps[:k]
+                out["beam_counts"][b] = len(hyps)
+                for j, h in enumerate(hyps):
+                    out["beam_tokens"][b, j, :len(h.tokens)] = torch.tensor(h.tokens)
+                    out["beam_lengths"][b, j] = len(h.tokens)
+                    out["beam_scores"][b, j] = h.score
+                    out["beam_normalized_scores"][b, j] = h.normalized
+            torch.save(out, os.path.join(d, "beam%d.pt" % k))
+
+
 class EncoderExport(nn.Module):
     def __init__(self, m):
         super().__init__()
@@ -396,13 +446,13 @@ def export_case(c, out_dir, opset=17):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("run", "export"):
+    if len(argv) != 4 or argv[1] not in ("run", "export", "beam"):
         print(__doc__, file=sys.stderr)
         return 2
     with open(argv[2]) as f:
         cases = json.load(f)
     for c in cases:
-        (run_case if argv[1] == "run" else export_case)(c, argv[3])
+        {"run": run_case, "export": export_case, "beam": beam_case}[argv[1]](c, argv[3])
     return 0
 
 

@@ -12,6 +12,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/quant"
 )
 
 func init() {
@@ -28,10 +29,25 @@ Measures greedy decoding, on the same weights and inputs, with:
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
+                     (for GRU models too: a GRU cell costs less)
 
-The model is --checkpoint or a random one per --arch. To make every engine
-decode exactly --steps steps, the benchmarked copy of the weights has
-decoder.classifier.bias[EOS] = -1e9, so EOS is never the argmax.
+The attnx engines run once per --weights precision (fp32, int8, int4), each
+on the model exported at that precision (attnx export --weights); the
+table gives each one's speed-up over the same engine with fp32 weights and
+the size of the graph files it loads. The other engines are float32.
+
+PyTorch's speed depends on its BLAS: Debian's python3-torch calls whatever
+libblas.so.3 points to, and the reference BLAS makes it many times slower
+than OpenBLAS (make bench installs libopenblas0-pthread). The table and the
+JSON say which BLAS PyTorch loaded, with a WARNING when it was the
+reference one.
+
+The model is --checkpoint or a random one per --arch and --cell. To make
+every engine decode exactly --steps steps, the benchmarked copy of the
+weights has the classifier's bias (decoder.classifier.bias, or
+decoder.out.bias for the tutorial's models) at EOS = -1e9, so EOS is never
+the argmax; every engine decodes with SOS 1 and EOS 2, whatever the
+model's own special tokens.
 
 Times are decode only (the encoder is reported apart), per token (one row
 at one step), median and p90 over the repetitions. Peak RSS is bench.py's
@@ -64,10 +80,11 @@ func runBench(args []string) error {
 	def := bench.DefaultConfig()
 	fs := newFlagSet("bench")
 	ckpt := fs.String("checkpoint", "", "PyTorch or safetensors checkpoint to measure (default: random models of -arch)")
-	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated")
+	archs := fs.String("arch", "bahdanau,luong-general", "architectures of the random models, comma-separated: "+archNames())
+	cell := fs.String("cell", "", "cell of the random models, lstm or gru (default: lstm for the article's architectures, gru for the tutorial's)")
 	hidden := fs.Int("hidden", def.Hidden, "hidden size H of the random models")
 	vocab := fs.Int("vocab", def.Vocab, "source and target vocabulary size of the random models")
-	layers := fs.Int("layers", def.Layers, "LSTM layers of the random models")
+	layers := fs.Int("layers", def.Layers, "recurrent layers of the random models")
 	srcLens := fs.String("src-len", "12,50", "source lengths, comma-separated")
 	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
 	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
@@ -75,6 +92,7 @@ func runBench(args []string) error {
 	reps := fs.Int("reps", def.MinReps, "minimum measured repetitions per engine and configuration")
 	minTime := fs.Duration("min-time", def.MinTime, "minimum measuring time per engine and configuration")
 	warmup := fs.Int("warmup", def.Warmup, "unmeasured warm-up runs")
+	weights := fs.String("weights", "fp32,int8,int4", "weights precisions the attnx engines run at, comma-separated: fp32, int8, int4")
 	engines := fs.String("engines", "", "engines to run, comma-separated (default: all): "+strings.Join(bench.Engines, ","))
 	asJSON := fs.Bool("json", false, "print the report as one JSON object instead of the table")
 	jsonOut := fs.String("json-out", "", "also write the JSON report to this file")
@@ -97,12 +115,18 @@ func runBench(args []string) error {
 	c.Python, c.RefDir, c.WorkDir, c.CPUProfile, c.Seed = *python, *refDir, *workDir, *cpuProfile, *seed
 	c.Archs = nil
 	for _, a := range strings.Split(*archs, ",") {
-		switch a := attention.Arch(strings.TrimSpace(a)); a {
-		case attention.Bahdanau, attention.LuongDot, attention.LuongGeneral, attention.LuongConcat:
-			c.Archs = append(c.Archs, a)
-		default:
-			return &usageError{fmt.Sprintf("-arch: unknown architecture %q (want bahdanau, luong-dot, luong-general, luong-concat)", a)}
+		arch, err := attention.ParseArch(strings.TrimSpace(a))
+		if err != nil {
+			return &usageError{"-arch: " + err.Error()}
 		}
+		c.Archs = append(c.Archs, arch)
+	}
+	if *cell != "" {
+		cl, err := attention.ParseCell(*cell)
+		if err != nil {
+			return &usageError{"-cell: " + err.Error()}
+		}
+		c.Cell = cl
 	}
 	var err error
 	if c.SrcLens, err = intList("src-len", *srcLens); err != nil {
@@ -116,6 +140,9 @@ func runBench(args []string) error {
 	}
 	if *engines != "" {
 		c.Engines = strings.Split(*engines, ",")
+	}
+	if c.Weights, err = quant.ParsePrecisions(*weights); err != nil {
+		return &usageError{"-weights: " + err.Error()}
 	}
 	if *hidden < 1 || *vocab < 1 || *layers < 1 {
 		return &usageError{fmt.Sprintf("-hidden %d, -vocab %d, -layers %d: each must be >= 1", *hidden, *vocab, *layers)}

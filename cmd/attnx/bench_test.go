@@ -20,6 +20,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "-src-len", ""}, "-src-len is empty"},
 		{[]string{"bench", "-threads", "two"}, `-threads "two"`},
 		{[]string{"bench", "-engines", "attnx-loop,warp"}, `unknown engine "warp"`},
+		{[]string{"bench", "-weights", "fp32,int3"}, `-weights: unknown weights precision "int3"`},
+		{[]string{"bench", "-weights", "int8,int8"}, `-weights: weights precision int8 listed twice`},
 		{[]string{"bench", "-steps", "0"}, "want steps >= 1"},
 		{[]string{"bench", "-hidden", "0"}, "-hidden 0"},
 		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
@@ -36,14 +38,15 @@ func TestBenchUsageErrors(t *testing.T) {
 	}
 }
 
-// TestBenchJSON runs the ORT engines on a tiny random model (no PyTorch)
-// and checks the JSON report's shape.
+// TestBenchJSON runs the ORT engines on a tiny random model (no PyTorch),
+// the attnx ones with fp32 and int8 weights, and checks the JSON report's
+// shape.
 func TestBenchJSON(t *testing.T) {
 	testenv.ORT(t, runtime.Init())
 	jsonOut := t.TempDir() + "/r.json"
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "bahdanau", "-hidden", "8", "-vocab", "20",
 		"-src-len", "3", "-batch", "1", "-threads", "1", "-steps", "3", "-reps", "2", "-min-time", "1ms", "-warmup", "1",
-		"-engines", "attnx-steps-lean,attnx-steps,attnx-loop,floor", "-json-out", jsonOut)
+		"-engines", "attnx-steps-lean,attnx-steps,attnx-loop,floor", "-weights", "fp32,int8", "-json-out", jsonOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -58,11 +61,12 @@ func TestBenchJSON(t *testing.T) {
 			Method string `json:"eos_method"`
 		} `json:"config"`
 		Results []struct {
-			Name   string  `json:"name"`
-			Median float64 `json:"ms_per_token_median"`
-			P90    float64 `json:"ms_per_token_p90"`
-			TokS   float64 `json:"tokens_per_s"`
-			RSS    float64 `json:"peak_rss_mb"`
+			Name    string  `json:"name"`
+			Weights string  `json:"weights"`
+			Median  float64 `json:"ms_per_token_median"`
+			P90     float64 `json:"ms_per_token_p90"`
+			TokS    float64 `json:"tokens_per_s"`
+			RSS     float64 `json:"peak_rss_mb"`
 		} `json:"results"`
 		Ratios  map[string]map[string]float64 `json:"ratios"`
 		Targets []struct {
@@ -77,18 +81,18 @@ func TestBenchJSON(t *testing.T) {
 	}
 	var names []string
 	for _, r := range rep.Results {
-		names = append(names, r.Name)
+		names = append(names, r.Name+" "+r.Weights)
 		if r.Median <= 0 || r.P90 < r.Median || r.TokS <= 0 || r.RSS <= 0 {
 			t.Errorf("%s: implausible %+v", r.Name, r)
 		}
 	}
-	if got := strings.Join(names, ","); got != "attnx-steps-lean,attnx-steps,attnx-loop,floor" {
+	if got := strings.Join(names, ","); got != "attnx-steps-lean fp32,attnx-steps-lean int8,attnx-steps fp32,attnx-steps int8,attnx-loop fp32,attnx-loop int8,floor fp32" {
 		t.Errorf("results %s", got)
 	}
 	if r := rep.Ratios["bahdanau S=3 B=1 T=1"]; r["loop_vs_steps"] <= 0 || r["best_vs_floor"] <= 0 {
 		t.Errorf("ratios %v", rep.Ratios)
 	}
-	if len(rep.Targets) != 2 {
-		t.Errorf("targets without PyTorch and torch-onnx: %+v, want the loop and floor ones", rep.Targets)
+	if len(rep.Targets) != 5 {
+		t.Errorf("targets without PyTorch and torch-onnx: %+v, want the loop and floor ones and int8 vs fp32 for each attnx engine", rep.Targets)
 	}
 }

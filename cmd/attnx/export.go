@@ -9,6 +9,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/quant"
 )
 
 func init() {
@@ -16,8 +17,10 @@ func init() {
 Reads the weights of an attention seq2seq model, infers its architecture
 and sizes from the keys, and writes a model directory: encoder.onnx,
 decoder.onnx (one decoder step), greedy.onnx with --greedy (the whole greedy
-decoding in one graph) and attnx.json (config, opset, special token ids,
-vocabularies).
+decoding in one graph), beam.onnx with --beam (the whole beam search in one
+graph; the beam size, max_len and length penalty are inputs given when it
+runs, so one file serves every beam size) and attnx.json (config, opset,
+special token ids, vocabularies).
 
 CHECKPOINT is what torch.save wrote (zip or the legacy format of torch < 1.6)
 or a .safetensors file, holding the weights the way people save them: a
@@ -38,15 +41,28 @@ renamed into place, so an interrupted export leaves DIR as it was (the next
 export removes the leftover). An existing non-empty DIR is replaced only with
 --force, and only when it is an attnx model directory.
 
-Special token ids default to <pad>=0, <sos>=1, <eos>=2, <unk>=3; with
-vocabularies (JSON arrays of strings, index = id) they are the positions of
-<sos>, <eos>, <pad> in the target vocabulary and <unk> in the source one.
---sos/--eos/--pad/--unk override either.
+--weights int8 or int4 stores the decoder step's weights in reduced
+precision, to decode faster and write smaller files (docs/quantization.md):
+int8 keeps to standard ONNX operators; int4 stores the classifier 4-bit for
+ONNX Runtime's com.microsoft MatMulNBits, so the model runs on ONNX Runtime
+only. The encoder's RNN stays float32. attnx verify on such a model reports
+how far its decoding is from the float32 PyTorch model.
+
+Special token ids default to <pad>=0, <sos>=1, <eos>=2, <unk>=3, and for
+the two architectures of PyTorch's seq2seq tutorial (tutorial-location,
+tutorial-bahdanau) to the tutorial's SOS 0, EOS 1, padding 0 and no unknown
+token, with a note. With vocabularies (JSON arrays of strings, index = id)
+they are the positions of <sos>, <eos>, <pad> in the target vocabulary and
+<unk> in the source one (for the tutorial's models also of "SOS" and
+"EOS", the names its Lang gives them). --sos/--eos/--pad/--unk override
+either.
 
 Example:
-  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy
+  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy --beam
+  attnx export model.pt -o model-int8/ --weights int8 --greedy
   attnx verify --model model/ --checkpoint model.pt
   attnx export --encoder encoder.pt --decoder decoder.pt -o model/
+      (a model trained with PyTorch's seq2seq tutorial: SOS 0, EOS 1)
   attnx export model.pt -o model/ --map decoder.attention.W1=decoder.fc_hidden`
 }
 
@@ -98,23 +114,29 @@ func (r *renameFlags) Set(s string) error {
 func runExport(args []string) error {
 	fs := newFlagSet("export")
 	out := fs.StringP("output", "o", "", "the model directory to write (required)")
-	arch := fs.String("arch", "", "expected architecture (bahdanau, luong-dot, luong-general, luong-concat); an error if the checkpoint's keys say otherwise")
+	arch := fs.String("arch", "", "expected architecture ("+archNames()+"); an error if the checkpoint's keys say otherwise")
 	srcVocab := fs.String("src-vocab", "", "source vocabulary: JSON array of strings, index = id; its length must equal Vs")
 	tgtVocab := fs.String("tgt-vocab", "", "target vocabulary: JSON array of strings, index = id; its length must equal Vt")
 	var sos, eos, pad, unk optionalInt
-	fs.Var(&sos, "sos", "start-of-sequence id (default: <sos> in --tgt-vocab, else 1)")
-	fs.Var(&eos, "eos", "end-of-sequence id (default: <eos> in --tgt-vocab, else 2)")
+	fs.Var(&sos, "sos", "start-of-sequence id (default: <sos> in --tgt-vocab, else 1; 0 for the tutorial's models)")
+	fs.Var(&eos, "eos", "end-of-sequence id (default: <eos> in --tgt-vocab, else 2; 1 for the tutorial's models)")
 	fs.Var(&pad, "pad", "padding id (default: <pad> in --tgt-vocab, else 0)")
-	fs.Var(&unk, "unk", "unknown-token id in the source vocabulary (default: <unk> in --src-vocab, else 3)")
+	fs.Var(&unk, "unk", "unknown-token id in the source vocabulary (default: <unk> in --src-vocab, else 3; none for the tutorial's models)")
 	greedy := fs.Bool("greedy", false, "also write greedy.onnx, the whole greedy decoding as one graph")
+	beam := fs.Bool("beam", false, "also write beam.onnx, the whole beam search as one graph (beam size, max_len and length penalty are its inputs)")
 	force := fs.Bool("force", false, "replace an existing non-empty model directory")
 	allowNonFinite := fs.Bool("allow-nonfinite", false, "export weights that hold NaN or Inf")
 	encoder := fs.String("encoder", "", "the encoder's checkpoint, for a model saved as two files (with --decoder, instead of CHECKPOINT)")
 	decoder := fs.String("decoder", "", "the decoder's checkpoint, for a model saved as two files (with --encoder)")
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
+	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (needs ONNX Runtime); see docs/quantization.md")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	prec, err := quant.ParsePrecision(*weights)
+	if err != nil {
+		return &usageError{"--weights: " + err.Error()}
 	}
 	pos := fs.Args()
 	pair := *encoder != "" || *decoder != ""
@@ -133,10 +155,11 @@ func runExport(args []string) error {
 		return &usageError{"missing -o DIR (the model directory to write)"}
 	}
 	opt := modeldir.Options{
-		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Force: *force,
+		AllowNonFinite: *allowNonFinite, Greedy: *greedy, Beam: *beam, Force: *force,
 		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
+		Weights: prec,
 	}
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
@@ -174,10 +197,10 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 		verb = "replaced"
 	}
 	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, source)
-	fmt.Fprintf(w, "  arch     %s\n", c.Arch)
-	fmt.Fprintf(w, "  sizes    H=%d L=%d Vs=%d Vt=%d\n", c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab)
+	printConfig(w, c)
 	sp := res.Special
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", sp.SOS, sp.EOS, sp.PAD, idOrUnknown(sp.UNK))
+	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(res.Weights))
 	for i, n := range res.Notes {
 		label := "         "
 		if i == 0 {
@@ -193,6 +216,28 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 		}
 		fmt.Fprintf(w, "    %-13s %10s%s\n", f.Name, humanBytes(f.Bytes), nodes)
 	}
+}
+
+// printConfig writes a model configuration's arch, cell and sizes lines,
+// as export and inspect show them.
+func printConfig(w io.Writer, c attention.Config) {
+	c = c.WithDefaults()
+	fmt.Fprintf(w, "  arch     %s\n", c.Arch)
+	fmt.Fprintf(w, "  cell     %s\n", c.Cell)
+	maxLen := ""
+	if c.MaxLength > 0 {
+		maxLen = fmt.Sprintf(" M=%d (max_length: longer sources cannot run)", c.MaxLength)
+	}
+	fmt.Fprintf(w, "  sizes    H=%d E=%d L=%d Vs=%d Vt=%d%s\n", c.Hidden, c.Embedding, c.Layers, c.SrcVocab, c.TgtVocab, maxLen)
+}
+
+// archNames lists the architectures for flag help, comma-separated.
+func archNames() string {
+	names := make([]string, len(attention.AllArchs))
+	for i, a := range attention.AllArchs {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
 }
 
 func idOrUnknown(id int64) string {

@@ -24,7 +24,8 @@ func TestExportCommand(t *testing.T) {
 	for _, want := range []string{
 		"wrote " + dir + " from checkpoint.pt\n",
 		"  arch     bahdanau\n",
-		"  sizes    H=13 L=1 Vs=19 Vt=23\n",
+		"  cell     lstm\n",
+		"  sizes    H=13 E=13 L=1 Vs=19 Vt=23\n",
 		"  special  sos=1 eos=2 pad=0 unk=3\n",
 		"  notes  ignoring decoder.attn_combine.bias: the article defines it but never uses it\n",
 		"    encoder.onnx ", "    decoder.onnx ", "    greedy.onnx ", " nodes\n", "    attnx.json ",

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/modeldir"
 )
@@ -96,9 +97,9 @@ func runInspect(args []string) error {
 	return nil
 }
 
-// roles orders a files map: encoder, decoder, greedy, then the rest.
+// roles orders a files map: encoder, decoder, greedy, beam, then the rest.
 func roles(files map[string]string) []string {
-	rank := map[string]int{"encoder": 0, "decoder": 1, "greedy": 2}
+	rank := map[string]int{modeldir.RoleEncoder: 0, modeldir.RoleDecoder: 1, modeldir.RoleGreedy: 2, modeldir.RoleBeam: 3}
 	out := make([]string, 0, len(files))
 	for r := range files {
 		out = append(out, r)
@@ -141,14 +142,9 @@ func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 		fmt.Fprintf(w, ", from %s", m.Source)
 	}
 	fmt.Fprintf(w, ")\n")
-	fmt.Fprintf(w, "  arch     %s\n", m.Arch)
-	fmt.Fprintf(w, "  cell     %s\n", m.Cell)
-	maxLen := ""
-	if m.MaxLength > 0 {
-		maxLen = fmt.Sprintf(" M=%d (max_length: longer sources cannot run)", m.MaxLength)
-	}
-	fmt.Fprintf(w, "  sizes    H=%d E=%d L=%d Vs=%d Vt=%d%s\n", m.Hidden, m.Embedding, m.Layers, m.SrcVocab, m.TgtVocab, maxLen)
+	printConfig(w, m.Config)
 	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
+	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(m.Weights))
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
 	vocab := func(toks []string) string {
 		if toks == nil {

@@ -157,3 +157,76 @@ func TestVerifyErrors(t *testing.T) {
 		t.Errorf("no torch: exit %d, %q", code, errs)
 	}
 }
+
+// TestVerifyReducedWeights: verify on an int8 model reports its deviations
+// and its agreement with float32 PyTorch (decoder.onnx and greedy.onnx, each
+// sentence decoded alone) instead of the float32 verdict; it exits 1 exactly
+// when the sentence agreement is below --min-agreement; --batch defaults to
+// 200 sentences for such a model.
+func TestVerifyReducedWeights(t *testing.T) {
+	needTorch(t)
+	dir := exportFixture(t, "luong-general_b4_l2", "--greedy", "--weights", "int8")
+	ck := fixtureCkpt("luong-general_b4_l2")
+	code, out, errs := attnx("verify", "--json", "--model", dir, "--checkpoint", ck, "--steps", "6", "--min-agreement", "0.01")
+	var o struct {
+		OK        bool    `json:"ok"`
+		Weights   string  `json:"weights"`
+		Batch     int     `json:"batch"`
+		Min       float64 `json:"min_agreement"`
+		Agreement []struct {
+			Graph       string   `json:"graph"`
+			Sentences   int      `json:"sentences"`
+			Rate        float64  `json:"sentence_rate"`
+			Steps       int      `json:"log_prob_steps"`
+			MaxDev      *float64 `json:"max_log_prob_dev"`
+			OK          bool     `json:"ok"`
+			Divergent   int      `json:"divergent_sentences"`
+			Divergences []struct{ Sentence, Step int }
+		} `json:"agreement"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if !o.OK || o.Weights != "int8" || o.Batch != 200 || o.Min != 0.01 || len(o.Agreement) != 2 {
+		t.Fatalf("outcome %s", out)
+	}
+	steps, whole := o.Agreement[0], o.Agreement[1]
+	if !strings.HasPrefix(steps.Graph, "decoder.onnx") || steps.Sentences != 200 || steps.Steps == 0 || steps.MaxDev == nil || !(*steps.MaxDev > 0) ||
+		!strings.HasPrefix(whole.Graph, "greedy.onnx") || whole.Sentences != 200 || whole.Steps != 0 || whole.MaxDev != nil {
+		t.Errorf("agreement %+v", o.Agreement)
+	}
+	rate := steps.Rate
+	if steps.Divergent != 200-int(rate*200+0.5) || len(steps.Divergences) != min(steps.Divergent, 10) {
+		t.Errorf("divergences %+v", steps)
+	}
+
+	// The same agreement against a threshold of 1: exit 1 unless every
+	// sentence was identical.
+	code, out, _ = attnx("verify", "--model", dir, "--checkpoint", ck, "--steps", "6", "--min-agreement", "1")
+	for _, want := range []string{
+		"  model luong-general H=13 L=2 Vs=19 Vt=23, int8 weights; batch 200, src_len 9, 6 steps\n",
+		"reduced-precision weights cannot meet the float32 tolerance",
+		"  greedy decoding, decoder.onnx (step by step, one sentence at a time):\n    sentences identical to PyTorch's ",
+		"    largest log-prob deviation ",
+		"  greedy decoding, greedy.onnx (one sentence at a time):\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if (code == 1) != (rate < 1) || (code == 1) != strings.Contains(out, "\nBELOW THRESHOLD: the int8 graphs decode as float32 PyTorch does for fewer than 100.00% of the sentences\n") {
+		t.Errorf("sentence agreement %g against 1: exit %d\n%s", rate, code, out)
+	}
+	// The fixture's inputs feed PyTorch's steps (step_input_ids): its
+	// log_probs are then not its greedy decode's, and only tokens compare.
+	code, out, errs = attnx("verify", "--json", "--model", dir, "--checkpoint", ck, "--min-agreement", "0.01",
+		"--inputs", filepath.Join(fixtureRoot, "luong-general_b4_l2", "inputs.safetensors"))
+	o.Agreement = nil
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || len(o.Agreement) != 2 || o.Agreement[0].Sentences != 4 ||
+		o.Agreement[0].Steps != 0 || o.Agreement[0].MaxDev != nil {
+		t.Errorf("teacher-forced inputs: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if code, _, errs := attnx("verify", "--model", dir, "--checkpoint", ck, "--min-agreement", "0"); code != 2 || !strings.Contains(errs, "--min-agreement must be a fraction in (0, 1], got 0") {
+		t.Errorf("--min-agreement 0: exit %d, %q", code, errs)
+	}
+}
