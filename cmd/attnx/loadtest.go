@@ -51,7 +51,7 @@ func runLoadtest(args []string) error {
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the clients, and the server it starts) to `FILE`")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the clients (this process) to `FILE`; the server started runs in a process of its own: profile a server with attnx serve --pprof and --url")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
