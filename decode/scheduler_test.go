@@ -247,7 +247,9 @@ func TestSchedulerDeadline(t *testing.T) {
 	waiting, wc := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer wc()
 	_, sA := greedies([]int{5000}, false)
-	_, sB := greedies([]int{5}, false)
+	// B's limit is out of reach: should its row join before its
+	// cancellation reaches the scheduler, it must still be decoding then.
+	_, sB := greedies([]int{5000}, false)
 	errA, errB := make(chan error, 1), make(chan error, 1)
 	go func() { errA <- s.Decode(decoding, [][]int64{{3, 4}}, sA) }()
 	<-g.entered
@@ -266,8 +268,11 @@ func TestSchedulerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLone(t, p, 0, []int64{7, 8, 9}, gC[0])
-	if st := s.Stats(); st.Queued != 0 || st.Removed != 1 {
-		t.Errorf("stats %+v: want nothing queued, 1 row removed", st)
+	// The waiting call's row joins, and is removed at the next boundary,
+	// when A's cancellation reaches the scheduler before B's does: every
+	// row but C's left unfinished.
+	if st := s.Stats(); st.Queued != 0 || st.Removed < 1 || st.Removed != st.Joined-1 {
+		t.Errorf("stats %+v: want nothing queued, every row but the last call's removed", st)
 	}
 }
 

@@ -307,11 +307,14 @@ func TestBatchingQueueFull(t *testing.T) {
 // waits to join, both get 504; the decoding row leaves the batch, and the
 // server goes on answering.
 func TestBatchingDeadline(t *testing.T) {
-	_, url, g, stats := gatedServer(t, Config{Models: []ModelDir{{Name: "m", Dir: fixtureModel(t)}}, MaxBatchRows: 1, RequestTimeout: 100 * time.Millisecond})
+	s, url, g, stats := gatedServer(t, Config{Models: []ModelDir{{Name: "m", Dir: fixtureModel(t)}}, MaxBatchRows: 1, RequestTimeout: 100 * time.Millisecond})
 	g.armed.Store(true)
 	decoding := postAsync(t, url+PathTranslate, `{"ids": [[3, 4]]}`)
 	<-g.entered
-	waiting := postAsync(t, url+PathTranslate, `{"ids": [[5]]}`)
+	// Random weights rarely emit EOS: were the waiting row to join, it
+	// would still decode when its cancellation arrives.
+	waiting := postAsync(t, url+PathTranslate, `{"ids": [[5]], "max_len": 500}`)
+	waitFor(t, "the second request to queue", func() bool { return s.models["m"].backend.(SchedulingBackend).QueueDepth() == 1 })
 	time.Sleep(200 * time.Millisecond) // both deadlines pass while the step is held
 	g.armed.Store(false)
 	g.release <- struct{}{}
@@ -321,8 +324,11 @@ func TestBatchingDeadline(t *testing.T) {
 			t.Errorf("%s request: %d %q, want 504 %q", name, a.code, a.body, want)
 		}
 	}
-	if st := stats(); st.Removed != 1 || st.Joined != 1 || st.Queued != 0 {
-		t.Errorf("scheduler stats %+v: want the decoding row joined and removed, the waiting one never joined", st)
+	// The waiting row joins, and is removed at the next boundary, when the
+	// decoding row's cancellation reaches the scheduler before its own:
+	// every row that joined left unfinished.
+	if st := stats(); st.Removed < 1 || st.Removed != st.Joined || st.Queued != 0 {
+		t.Errorf("scheduler stats %+v: want every row that joined removed, none queued", st)
 	}
 	if code, body := post(t, url+PathTranslate, `{"ids": [[6]], "max_len": 3}`); code != 200 {
 		t.Errorf("a request afterwards: %d %s", code, body)
