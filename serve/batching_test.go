@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/translate"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -139,18 +139,8 @@ func jsonDiff(got, want translate.ResultJSON) string {
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Sprintf("%+v, lone Translator %+v", got, want)
 	}
-	if len(ga) != len(wa) {
-		return fmt.Sprintf("%d attention rows, lone Translator %d", len(ga), len(wa))
-	}
-	for i := range ga {
-		if len(ga[i]) != len(wa[i]) {
-			return fmt.Sprintf("attention row %d has %d weights, lone Translator %d", i, len(ga[i]), len(wa[i]))
-		}
-		for j := range ga[i] {
-			if math.Abs(float64(ga[i][j]-wa[i][j])) > 1e-5 {
-				return fmt.Sprintf("attention[%d][%d] = %g, lone Translator %g", i, j, ga[i][j], wa[i][j])
-			}
-		}
+	if d := fixtures.AttentionDiff(ga, wa, 1e-5); d != "" {
+		return d + " (want: the lone Translator's)"
 	}
 	return ""
 }

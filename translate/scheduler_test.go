@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand"
 	"reflect"
 	"strings"
@@ -23,20 +22,7 @@ func sameResult(got, want Result) string {
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Sprintf("%+v, want %+v", got, want)
 	}
-	if len(ga) != len(wa) {
-		return fmt.Sprintf("%d attention rows, want %d", len(ga), len(wa))
-	}
-	for i := range ga {
-		if len(ga[i]) != len(wa[i]) {
-			return fmt.Sprintf("attention row %d has %d weights, want %d", i, len(ga[i]), len(wa[i]))
-		}
-		for j := range ga[i] {
-			if math.Abs(float64(ga[i][j]-wa[i][j])) > 1e-5 {
-				return fmt.Sprintf("attention[%d][%d] = %g, want %g", i, j, ga[i][j], wa[i][j])
-			}
-		}
-	}
-	return ""
+	return fixtures.AttentionDiff(ga, wa, 1e-5)
 }
 
 // TestSchedulerMatchesTranslator: calls from 16 goroutines through one
