@@ -12,6 +12,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/runtime"
@@ -46,6 +47,11 @@ type Options struct {
 	// handed the weights read here, as safetensors, never the user's file:
 	// unpickling a checkpoint in Python could run code.
 	Reference reference.Runner
+	// Beam, when at least 1, also compares beam search of width Beam with
+	// length penalty LengthPenalty (spec "Beam search", max_len Steps):
+	// the decoding core over decoder.onnx against `reference.py beam`.
+	Beam          int
+	LengthPenalty float64
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
 	// Progress, when set, hears of each of the four stages as it starts.
@@ -78,6 +84,8 @@ type Outcome struct {
 	StepTokensIdentical bool `json:"step_tokens_identical"`
 	// Greedy holds free-running greedy decodes compared with PyTorch's.
 	Greedy []GreedyCheck `json:"greedy"`
+	// Beam holds beam searches compared with PyTorch's (Options.Beam).
+	Beam []BeamCheck `json:"beam,omitempty"`
 	OK     bool          `json:"ok"`
 }
 
@@ -138,6 +146,12 @@ func Check(o Options) (*Outcome, error) {
 	}
 	if steps == 0 {
 		steps = DefaultSteps
+	}
+	if o.Beam != 0 {
+		b := decode.Beam{K: o.Beam, LengthPenalty: o.LengthPenalty}
+		if err := b.Validate(); err != nil {
+			return nil, err
+		}
 	}
 
 	if err := runtime.Init(); err != nil {
@@ -272,7 +286,43 @@ func Check(o Options) (*Outcome, error) {
 	for _, g := range out.Greedy {
 		out.OK = out.OK && g.Identical
 	}
+	if o.Beam > 0 {
+		progress(4, "PyTorch and ONNX Runtime: beam search")
+		c, err := checkBeam(o, weights, in, tmp, enc, dec, ids, lens, steps)
+		if err != nil {
+			return nil, err
+		}
+		out.Beam = append(out.Beam, c)
+		out.OK = out.OK && c.Identical
+	}
 	return out, nil
+}
+
+// checkBeam runs the reference's beam search on the inputs and compares
+// the decoding core's with it.
+func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, ids *runtime.Tensor, lens []int64, steps int) (BeamCheck, error) {
+	sp := o.Info.Special
+	outPath := filepath.Join(tmp, "beam.safetensors")
+	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
+		"--beam", strconv.Itoa(o.Beam), "--max-len", strconv.Itoa(steps),
+		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
+		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
+		"--out", outPath); err != nil {
+		return BeamCheck{}, err
+	}
+	exp, err := checkpoint.LoadSafetensors(outPath)
+	if err != nil {
+		return BeamCheck{}, fmt.Errorf("reading the reference's beam search: %w", err)
+	}
+	want, err := ReferenceBeam(exp.Tensors)
+	if err != nil {
+		return BeamCheck{}, err
+	}
+	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty)
+	if err != nil {
+		return BeamCheck{}, err
+	}
+	return CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, want), nil
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.
