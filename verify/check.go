@@ -86,7 +86,7 @@ type Outcome struct {
 	Greedy []GreedyCheck `json:"greedy"`
 	// Beam holds beam searches compared with PyTorch's (Options.Beam).
 	Beam []BeamCheck `json:"beam,omitempty"`
-	OK     bool          `json:"ok"`
+	OK   bool        `json:"ok"`
 }
 
 // OutputSummary is the worst error of one output over all steps.
