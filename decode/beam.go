@@ -26,7 +26,7 @@ import (
 //
 // Set the exported fields, then hand it to a Batch (it is a Search of width
 // K); after the row has finished, read the result with Len, Score,
-// NormalizedScore, AppendTokens or Hypotheses. Reset makes it ready for
+// NormalizedScore, AppendTokens, Attention or Hypotheses. Reset makes it ready for
 // another row, keeping its buffers: once warmed up, a step allocates
 // nothing. The top of the K*Vt candidates is found in one pass with a
 // bounded heap of K+n entries (n live hypotheses; each can lose at most its
@@ -382,9 +382,6 @@ type Hypothesis struct {
 	// Score is the float32 sum of the tokens' log_probs; NormalizedScore
 	// is Score / len(Tokens) ** alpha, what the list is ordered by.
 	Score, NormalizedScore float32
-	// Attention holds one row of weights over the row's source per token
-	// (nil unless the Beam kept attention).
-	Attention [][]float32
 }
 
 // Hypotheses returns the first n hypotheses of the finished row (all of
@@ -395,18 +392,25 @@ func (b *Beam) Hypotheses(n int) []Hypothesis {
 	}
 	out := make([]Hypothesis, n)
 	for i := range out {
-		h := &out[i]
-		h.Tokens = b.AppendTokens(nil, i)
-		h.Score, h.NormalizedScore = b.fin[i].score, b.norm[i]
-		if b.KeepAttention && b.srcLen > 0 {
-			flat := make([]float32, len(h.Tokens)*b.srcLen)
-			h.Attention = make([][]float32, len(h.Tokens))
-			for j, node := len(h.Tokens)-1, b.fin[i].node; j >= 0; j, node = j-1, b.nodes[node].parent {
-				row := flat[j*b.srcLen : (j+1)*b.srcLen : (j+1)*b.srcLen]
-				copy(row, b.attn[int(node)*b.srcLen:])
-				h.Attention[j] = row
-			}
-		}
+		out[i] = Hypothesis{Tokens: b.AppendTokens(nil, i), Score: b.fin[i].score, NormalizedScore: b.norm[i]}
+	}
+	return out
+}
+
+// Attention returns hypothesis i's attention, one row of weights over the
+// row's source per token, as new slices; nil unless KeepAttention was set.
+func (b *Beam) Attention(i int) [][]float32 {
+	if !b.KeepAttention || b.srcLen == 0 {
+		return nil
+	}
+	h := b.fin[i]
+	n := b.length(h)
+	flat := make([]float32, n*b.srcLen)
+	out := make([][]float32, n)
+	for j, node := n-1, h.node; j >= 0; j, node = j-1, b.nodes[node].parent {
+		row := flat[j*b.srcLen : (j+1)*b.srcLen : (j+1)*b.srcLen]
+		copy(row, b.attn[int(node)*b.srcLen:])
+		out[j] = row
 	}
 	return out
 }

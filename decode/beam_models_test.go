@@ -48,7 +48,7 @@ func TestBeamWidthOneIsGreedyOnModels(t *testing.T) {
 				if len(h) != 1 {
 					t.Fatalf("row %d: %d hypotheses with K = 1", i, len(h))
 				}
-				if !slices.Equal(h[0].Tokens, gs[i].Tokens()) || !reflect.DeepEqual(h[0].Attention, gs[i].Attention()) {
+				if !slices.Equal(h[0].Tokens, gs[i].Tokens()) || !reflect.DeepEqual(bs[i].Attention(0), gs[i].Attention()) {
 					t.Errorf("row %d: beam %v, greedy %v", i, h[0].Tokens, gs[i].Tokens())
 				}
 			}
@@ -91,8 +91,9 @@ func TestBeamBatchMatchesLoneRows(t *testing.T) {
 								got[j].Tokens, got[j].Score, want[j].Tokens, want[j].Score)
 							continue
 						}
-						for s := range got[j].Attention {
-							if !within(got[j].Attention[s], want[j].Attention[s]) {
+						ga, wa := bs[i].Attention(j), alone[0].Attention(j)
+						for s := range ga {
+							if !within(ga[s], wa[s]) {
 								t.Errorf("K %d row %d hypothesis %d step %d: attention differs", k, i, j, s)
 							}
 						}

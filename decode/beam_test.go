@@ -168,11 +168,12 @@ func TestBeamAttention(t *testing.T) {
 	if len(hs) != 2 {
 		t.Fatalf("%d hypotheses, want 2", len(hs))
 	}
-	for _, h := range hs {
-		if len(h.Attention) != len(h.Tokens) {
-			t.Fatalf("%v: %d attention rows", h.Tokens, len(h.Attention))
+	for i, h := range hs {
+		att := b.Attention(i)
+		if len(att) != len(h.Tokens) {
+			t.Fatalf("%v: %d attention rows", h.Tokens, len(att))
 		}
-		for j, row := range h.Attention {
+		for j, row := range att {
 			if want := attnOf(h.Tokens[:j]); !slices.Equal(row, want) {
 				t.Errorf("%v token %d: attention %v, want %v (the prefix's slot)", h.Tokens, j, row, want)
 			}
