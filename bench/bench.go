@@ -1,10 +1,15 @@
-// Package bench measures greedy decoding speed, on the same weights and
-// inputs, for five ways of running an attnx model (see Engines): PyTorch
+// Package bench measures decoding speed, on the same weights and inputs,
+// for five ways of running an attnx model (see Engines): PyTorch
 // eager (the reference modules through reference/bench.py),
 // torch.onnx.export's graphs in a step loop, attnx's graphs in a step loop,
 // attnx's in-graph loop (greedy.onnx, one run per batch) and a floor (the
 // LSTM cell and the classifier product alone). It is a benchmark, not a
 // timed test: `attnx bench` and `make bench` print its table and JSON.
+//
+// Beside greedy decoding it measures beam search (Config.Beams) on the
+// engines that have it: the decoding core, translate's steps engine and
+// PyTorch's reference beam search (bench.py --beam), each next to its own
+// greedy decoding.
 //
 // Every engine decodes exactly Config.Steps steps: the model's classifier
 // bias at EOS is set to -1e9 (see SuppressEOS), so greedy decoding never
@@ -57,6 +62,9 @@ type Config struct {
 	SrcLens, Batches, Threads []int
 	// Steps is the number of decoder steps (tokens per row).
 	Steps int
+	// Beams are the beam widths K (>= 2) measured beside greedy decoding;
+	// nil measures greedy decoding only.
+	Beams []int
 	// Warmup runs precede the measured ones; measuring stops once MinReps
 	// runs and MinTime have passed, or at MaxReps.
 	Warmup, MinReps, MaxReps int
@@ -88,6 +96,7 @@ func DefaultConfig() Config {
 		Hidden: 256, Layers: 1, Vocab: 10000,
 		SrcLens: []int{12, 50}, Batches: []int{1, 32}, Threads: []int{1, 2},
 		Steps:  20,
+		Beams:  []int{4, 8},
 		Warmup: 3, MinReps: 10, MaxReps: 2000, MinTime: time.Second,
 		Python: "/usr/bin/python3", RefDir: "", // "": the embedded reference
 		Seed: 1,
@@ -129,6 +138,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Steps < 1 || c.MinReps < 1 || c.MaxReps < c.MinReps || c.Warmup < 0 {
 		return fmt.Errorf("bench: steps %d, min reps %d, max reps %d, warmup %d: want steps >= 1, 1 <= min reps <= max reps, warmup >= 0", c.Steps, c.MinReps, c.MaxReps, c.Warmup)
+	}
+	for _, k := range c.Beams {
+		if k < 2 {
+			return fmt.Errorf("bench: beam width %d: want K >= 2 (greedy decoding is always measured)", k)
+		}
 	}
 	for _, e := range c.Engines {
 		ok := false

@@ -106,7 +106,7 @@ func TestRunSmall(t *testing.T) {
 	c := DefaultConfig()
 	c.Archs = []attention.Arch{attention.LuongGeneral}
 	c.Hidden, c.Vocab, c.Steps = 8, 30, 4
-	c.SrcLens, c.Batches, c.Threads = []int{3}, []int{1, 2}, []int{1}
+	c.SrcLens, c.Batches, c.Threads, c.Beams = []int{3}, []int{1, 2}, []int{1}, []int{3}
 	c.Warmup, c.MinReps, c.MaxReps, c.MinTime = 1, 2, 5, time.Millisecond
 	c.CPUProfile = t.TempDir() + "/cpu.pprof"
 	c.Log = tlog{t, time.Now()}
@@ -119,26 +119,39 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := len(Engines)
+	want := len(Engines) + len(beamEngines) // greedy, and beam 3 where there is beam search
 	if c.Engines != nil {
-		want = len(c.Engines)
+		want = len(c.Engines) + 3
 	}
 	if len(rep.Results) != 2*want {
 		t.Fatalf("%d results, want %d", len(rep.Results), 2*want)
 	}
+	beamRows := 0
 	for _, r := range rep.Results {
 		switch {
 		case r.Name == EngineTorchONNX && r.Batch == 2:
 			if r.NA == "" {
 				t.Errorf("torch-onnx-steps at batch 2 ran; want n/a")
 			}
+		case r.Name == EngineLoop && r.Beam == 3:
+			if !strings.Contains(r.NA, "beam.onnx") {
+				t.Errorf("attnx-loop beam 3: %+v, want n/a for want of beam.onnx", r)
+			}
 		case r.NA != "":
 			t.Errorf("%s B=%d: n/a: %s", r.Name, r.Batch, r.NA)
 		case r.MsPerTokenMedian <= 0 || r.MsPerTokenP90 < r.MsPerTokenMedian || r.MsPerTokenMin > r.MsPerTokenMedian || r.Reps < 2 || r.PeakRSSMB <= 0:
 			t.Errorf("%s B=%d: implausible figures %+v", r.Name, r.Batch, r)
 		case r.Name != EnginePyTorch && r.Name != EngineFloor && torch && (r.TokensMatchPyTorch == nil || !*r.TokensMatchPyTorch):
-			t.Errorf("%s B=%d: tokens differ from PyTorch's", r.Name, r.Batch)
+			t.Errorf("%s B=%d beam %d: tokens differ from PyTorch's", r.Name, r.Batch, r.Beam)
+		case r.Beam == 3 && r.VsGreedy <= 0:
+			t.Errorf("%s B=%d beam 3: no ratio to greedy", r.Name, r.Batch)
 		}
+		if r.Beam == 3 && r.NA == "" {
+			beamRows++
+		}
+	}
+	if wantBeam := 2 * (len(beamEngines) - 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
+		t.Errorf("%d beam rows measured", beamRows)
 	}
 	if _, ok := rep.Ratios["luong-general S=3 B=1 T=1"]["loop_vs_steps"]; !ok {
 		t.Errorf("ratios lack loop_vs_steps: %v", rep.Ratios)

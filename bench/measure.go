@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// measure runs the enabled engines at one configuration. The ORT engines
-// are timed interleaved, one batch of each in turn, so that the load of a
+// measure runs the enabled engines at one configuration, greedily and with
+// each beam width where the engine has beam search. The ORT engines are
+// timed interleaved, one batch of each in turn, so that the load of a
 // shared machine falls on all of them alike; each one's peak RSS is taken
 // before, with that engine alone loaded. PyTorch runs in its own process.
 func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int) ([]Result, string, error) {
@@ -17,38 +19,62 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		p.rows[r] = ids[r*S : (r+1)*S]
 	}
 	key := configKey(string(m.arch), S, B, T)
-	mk := func(name string) Result {
-		return Result{Name: name, Arch: string(m.arch), SrcLen: S, Batch: B, Threads: T}
+	mk := func(name string, k int) Result {
+		r := Result{Name: name, Arch: string(m.arch), SrcLen: S, Batch: B, Threads: T}
+		if k > 1 {
+			r.Beam = k
+		}
+		return r
 	}
 	c.logf("bench: %s", key)
 	steps := c.Steps
 
-	// Peak RSS, each ORT engine alone: set up, warm up, read, close.
-	rss := map[string]float64{}
-	na := map[string]string{}
-	var ortEngines []string
+	// What runs: each engine greedily, and with every beam width where it
+	// has beam search.
+	type variant struct {
+		engine string
+		k      int
+	}
+	var variants []variant
 	for _, e := range Engines {
-		if !c.enabled(e) || e == EnginePyTorch {
+		if !c.enabled(e) {
 			continue
 		}
+		variants = append(variants, variant{e, 1})
+		if slices.Contains(beamEngines, e) {
+			for _, k := range c.Beams {
+				variants = append(variants, variant{e, k})
+			}
+		}
+	}
+
+	// Peak RSS, each ORT engine alone: set up, warm up, read, close.
+	rss := map[variant]float64{}
+	na := map[variant]string{}
+	var ortVariants []variant
+	for _, v := range variants {
+		if v.engine == EnginePyTorch {
+			continue
+		}
+		name := variantName(v.engine, v.k)
 		resetPeakRSS()
-		r, why, err := p.setup(e)
+		r, why, err := p.setup(v.engine, v.k)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+			return nil, "", fmt.Errorf("bench: %s at %s: %w", name, key, err)
 		}
 		if why != "" {
-			na[e] = why
+			na[v] = why
 			continue
 		}
 		for i := 0; i < max(1, c.Warmup); i++ {
 			if _, _, err := r.run(); err != nil {
 				r.close()
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+				return nil, "", fmt.Errorf("bench: %s at %s: %w", name, key, err)
 			}
 		}
-		rss[e] = peakRSSMB()
+		rss[v] = peakRSSMB()
 		r.close()
-		ortEngines = append(ortEngines, e)
+		ortVariants = append(ortVariants, v)
 	}
 
 	// Timing, interleaved.
@@ -58,10 +84,10 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 			r.close()
 		}
 	}()
-	for _, e := range ortEngines {
-		r, _, err := p.setup(e)
+	for _, v := range ortVariants {
+		r, _, err := p.setup(v.engine, v.k)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", e, key, err)
+			return nil, "", fmt.Errorf("bench: %s at %s: %w", variantName(v.engine, v.k), key, err)
 		}
 		runners = append(runners, r)
 	}
@@ -70,7 +96,7 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	for i := 0; i < c.Warmup; i++ {
 		for _, r := range runners {
 			if _, _, err := r.run(); err != nil {
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", r.name, key, err)
+				return nil, "", fmt.Errorf("bench: %s at %s: %w", variantName(r.name, r.beam), key, err)
 			}
 		}
 	}
@@ -82,7 +108,7 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		for i, r := range runners {
 			e, d, err := r.run()
 			if err != nil {
-				return nil, "", fmt.Errorf("bench: %s at %s: %w", r.name, key, err)
+				return nil, "", fmt.Errorf("bench: %s at %s: %w", variantName(r.name, r.beam), key, err)
 			}
 			encs[i] = append(encs[i], float64(e)/1e6)
 			decs[i] = append(decs[i], float64(d)/1e6)
@@ -90,13 +116,13 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	}
 	var encMs float64
 	for i, r := range runners {
-		if r.name == EngineLean {
+		if r.name == EngineLean && r.beam <= 1 {
 			encMs = quantile(encs[i], 0.5)
 		}
 	}
-	byName := map[string]Result{}
+	byVariant := map[variant]Result{}
 	for i, r := range runners {
-		res := mk(r.name)
+		res := mk(r.name, r.beam)
 		if r.withEncoder {
 			for j := range decs[i] {
 				decs[i][j] -= encMs
@@ -104,34 +130,38 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 			}
 		}
 		res.fill(encs[i], decs[i], steps)
-		res.PeakRSSMB = rss[r.name]
+		v := variant{r.name, max(r.beam, 1)}
+		res.PeakRSSMB = rss[v]
 		res.tokens = r.tokens
 		res.Note = r.note
-		byName[r.name] = res
+		byVariant[v] = res
 	}
 
 	var torchVer string
-	if c.enabled(EnginePyTorch) {
-		res, ver, err := c.pytorch(work, m, S, B, T, ids, lens)
+	for _, v := range variants {
+		if v.engine != EnginePyTorch {
+			continue
+		}
+		res, ver, err := c.pytorch(work, m, S, B, T, ids, lens, v.k)
 		if err != nil {
-			return nil, "", fmt.Errorf("bench: %s at %s: %w", EnginePyTorch, key, err)
+			return nil, "", fmt.Errorf("bench: %s at %s: %w", variantName(v.engine, v.k), key, err)
 		}
 		res.Arch, res.SrcLen, res.Batch, res.Threads = string(m.arch), S, B, T
-		byName[EnginePyTorch], torchVer = res, ver
+		byVariant[v], torchVer = res, ver
 	}
 	var out []Result
-	for _, e := range Engines {
-		if why, ok := na[e]; ok {
-			r := mk(e)
+	for _, v := range variants {
+		if why, ok := na[v]; ok {
+			r := mk(v.engine, v.k)
 			r.NA = why
 			out = append(out, r)
-		} else if r, ok := byName[e]; ok {
+		} else if r, ok := byVariant[v]; ok {
 			out = append(out, r)
 		}
 	}
 	annotate(out)
 	for _, r := range out {
-		c.logf("bench:   %-18s %s", r.Name, r.brief())
+		c.logf("bench:   %-25s %s", r.engineName(), r.brief())
 	}
 	return out, torchVer, nil
 }

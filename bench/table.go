@@ -14,27 +14,28 @@ func WriteTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "attnx bench: %s H=%d L=%d Vs=%d Vt=%d, %d steps, ONNX Runtime %s, torch %s\n",
 		strings.Join(c.Archs, ","), c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, c.Steps, c.ORT, c.Torch)
 	fmt.Fprintf(w, "EOS never emitted: %s\n", c.EOSMethod)
-	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step\n\n", c.MinReps, c.MinTimeS)
+	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step (with beam search K > 1, all K hypotheses of the row); ms/sentence is one row's decode; vs greedy is beam search's ms/sentence over the same engine's greedy decoding\n\n", c.MinReps, c.MinTimeS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tms/token\tp90\tmin\ttokens/s\tencoder ms\tRSS MB\tvs pytorch\tvs floor\tsame tokens\t")
+	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tK\tms/token\tp90\tmin\tms/sentence\ttokens/s\tencoder ms\tRSS MB\tvs pytorch\tvs floor\tvs greedy\tsame tokens\t")
 	last := ""
 	for _, r := range rep.Results {
 		key := configKey(r.Arch, r.SrcLen, r.Batch, r.Threads)
 		if last != "" && key != last {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
 		}
 		last = key
+		k := max(r.Beam, 1)
 		if r.NA != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\tn/a\t\t\t\t\t\t\t\t\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\tn/a\t\t\t\t\t\t\t\t\t\t\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, k)
 			continue
 		}
 		same := ""
 		if r.TokensMatchPyTorch != nil {
 			same = fmt.Sprint(*r.TokensMatchPyTorch)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name,
-			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
-			orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), same)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%.4f\t%.4f\t%.4f\t%.3f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, k,
+			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.MsPerSentenceMedian, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
+			orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), orDash(r.VsGreedy, "%.2fx"), same)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

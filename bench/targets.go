@@ -1,39 +1,43 @@
 package bench
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// annotate fills the ratios to PyTorch and to the floor, and the token
-// comparison with PyTorch, within one configuration's results.
+// annotate fills the ratios to PyTorch (of the same beam width) and to the
+// floor, beam search's ratio to the same engine's greedy decoding, and the
+// token comparison with PyTorch, within one configuration's results.
 func annotate(rs []Result) {
-	var py, fl *Result
-	for i := range rs {
-		switch rs[i].Name {
-		case EnginePyTorch:
-			py = &rs[i]
-		case EngineFloor:
-			fl = &rs[i]
+	find := func(name string, beam int) *Result {
+		for i := range rs {
+			if rs[i].Name == name && rs[i].Beam == beam && rs[i].NA == "" && rs[i].MsPerTokenMedian > 0 {
+				return &rs[i]
+			}
 		}
+		return nil
 	}
+	fl := find(EngineFloor, 0)
 	for i := range rs {
 		r := &rs[i]
 		if r.NA != "" || r.MsPerTokenMedian <= 0 {
 			continue
 		}
-		if py != nil && py.NA == "" && r != py {
+		py := find(EnginePyTorch, r.Beam)
+		if py != nil && r != py {
 			r.SpeedupVsPyTorch = py.MsPerTokenMedian / r.MsPerTokenMedian
 		}
-		if fl != nil && fl.NA == "" && r != fl {
+		if fl != nil && r != fl && r.Beam == 0 {
 			r.RatioToFloor = r.MsPerTokenMedian / fl.MsPerTokenMedian
 		}
+		if g := find(r.Name, 0); g != nil && r.Beam > 0 {
+			r.VsGreedy = r.MsPerSentenceMedian / g.MsPerSentenceMedian
+		}
 		if py != nil && py.tokens != nil && r.tokens != nil && r != py {
-			eq := len(py.tokens) == len(r.tokens)
-			for j := 0; eq && j < len(r.tokens); j++ {
-				eq = py.tokens[j] == r.tokens[j]
-			}
+			eq := slices.Equal(py.tokens, r.tokens)
 			r.TokensMatchPyTorch = &eq
 		}
 	}
@@ -43,7 +47,7 @@ func annotate(rs []Result) {
 func ratios(rs []Result) map[string]float64 {
 	ms := map[string]float64{}
 	for _, r := range rs {
-		if r.NA == "" && r.MsPerTokenMedian > 0 {
+		if r.NA == "" && r.MsPerTokenMedian > 0 && r.Beam == 0 {
 			ms[r.Name] = r.MsPerTokenMedian
 		}
 	}
@@ -67,6 +71,15 @@ func ratios(rs []Result) map[string]float64 {
 		bestAll = l
 	}
 	div("best_vs_floor", bestAll, ms[EngineFloor])
+	short := map[string]string{EngineLean: "lean", EngineSteps: "steps", EngineLoop: "loop", EnginePyTorch: "pytorch"}
+	for _, r := range rs {
+		if r.Beam > 0 && r.VsGreedy > 0 {
+			out[fmt.Sprintf("%s_beam%d_vs_greedy", short[r.Name], r.Beam)] = r.VsGreedy
+		}
+		if r.Beam > 0 && r.Name == EngineLean && r.SpeedupVsPyTorch > 0 {
+			out[fmt.Sprintf("lean_beam%d_vs_pytorch", r.Beam)] = r.SpeedupVsPyTorch
+		}
+	}
 	return out
 }
 
@@ -115,6 +128,8 @@ func targets(rep *Report) []Target {
 		add("attnx step loop vs torch.onnx.export graphs", "no slower (>= 1x)", "steps_vs_torch_onnx", func(v float64) bool { return v >= 1 }, "torch-onnx-steps ms/token over the faster attnx step loop's")
 		add("in-graph loop vs attnx step loop", ">= 1.3x faster", "loop_vs_steps", func(v float64) bool { return v >= 1.3 }, "faster step loop ms/token over attnx-loop's")
 		add("best attnx engine vs floor", "within 2x (<= 2)", "best_vs_floor", func(v float64) bool { return v <= 2 }, "best attnx ms/token over the floor's")
+		add("beam 4 vs greedy, decoding core", "at most 1.5x", "lean_beam4_vs_greedy", func(v float64) bool { return v <= 1.5 }, "ms per sentence, K = 4 over greedy, same engine and max_len")
+		add("beam 8 vs greedy, decoding core", "at most 2x", "lean_beam8_vs_greedy", func(v float64) bool { return v <= 2 }, "ms per sentence, K = 8 over greedy, same engine and max_len")
 	}
 	return out
 }

@@ -16,7 +16,8 @@ import (
 
 func init() {
 	commandDocs["bench"] = `
-Measures greedy decoding, on the same weights and inputs, with:
+Measures greedy decoding and beam search, on the same weights and inputs,
+with:
 
   attnx-steps-lean   attnx's encoder.onnx/decoder.onnx on the decoding core
                      alone (package decode: IoBinding, reused tensors,
@@ -28,6 +29,12 @@ Measures greedy decoding, on the same weights and inputs, with:
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
   floor              one LSTM cell plus one classifier-sized product, alone
+
+Beam search of each width of --beam (default 4 and 8) is measured beside
+greedy decoding on attnx-steps-lean, attnx-steps and pytorch-eager (the
+reference's beam search); each beam row shows its ms per sentence over the
+same engine's greedy decoding ("vs greedy"). attnx-loop's beam rows are
+n/a until the model directory has beam.onnx.
 
 The model is --checkpoint or a random one per --arch. To make every engine
 decode exactly --steps steps, the benchmarked copy of the weights has
@@ -72,6 +79,7 @@ func runBench(args []string) error {
 	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
 	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
 	steps := fs.Int("steps", def.Steps, "decoder steps (tokens per row)")
+	beams := fs.String("beam", "4,8", "beam widths K >= 2 measured beside greedy decoding, comma-separated, or none")
 	reps := fs.Int("reps", def.MinReps, "minimum measured repetitions per engine and configuration")
 	minTime := fs.Duration("min-time", def.MinTime, "minimum measuring time per engine and configuration")
 	warmup := fs.Int("warmup", def.Warmup, "unmeasured warm-up runs")
@@ -114,6 +122,12 @@ func runBench(args []string) error {
 	if c.Threads, err = intList("threads", *threads); err != nil {
 		return err
 	}
+	c.Beams = nil
+	if *beams != "none" {
+		if c.Beams, err = intList("beam", *beams); err != nil {
+			return err
+		}
+	}
 	if *engines != "" {
 		c.Engines = strings.Split(*engines, ",")
 	}
@@ -121,7 +135,11 @@ func runBench(args []string) error {
 		return &usageError{fmt.Sprintf("-hidden %d, -vocab %d, -layers %d: each must be >= 1", *hidden, *vocab, *layers)}
 	}
 	if err := c.Validate(); err != nil {
-		return &usageError{strings.TrimPrefix(err.Error(), "bench: ")}
+		msg := strings.TrimPrefix(err.Error(), "bench: ")
+		if strings.HasPrefix(msg, "beam width") {
+			msg = "--beam: " + msg
+		}
+		return &usageError{msg}
 	}
 	if !*quiet {
 		c.Log = stderr
