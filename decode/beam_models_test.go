@@ -149,38 +149,11 @@ func TestBeamStepDoesNotAllocate(t *testing.T) {
 			gs, gss := greedies([]int{6}, false)
 			first := append(s1[:2:2], gss...)
 			second := append(s8, s1[2])
-			ex, err := p.m.NewExecutor(1, 1)
-			if err != nil {
-				t.Fatal(err)
+			resets := []func(){gs[0].Reset}
+			for _, b := range append(b1, b8...) {
+				resets = append(resets, b.Reset)
 			}
-			defer ex.Close()
-			bt := decode.NewBatch(ex)
-			ctx := context.Background()
-			all := append(b1, b8...)
-			run := func() {
-				bt.Reset()
-				for _, b := range all {
-					b.Reset()
-				}
-				gs[0].Reset()
-				if err := bt.Add([][]int64{rows[0], rows[1], rows[2]}, first); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := bt.Step(); err != nil {
-					t.Fatal(err)
-				}
-				if err := bt.Add(later, second); err != nil {
-					t.Fatal(err)
-				}
-				if err := bt.Run(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			run()
-			run()
-			if n := testing.AllocsPerRun(20, run); n != 0 {
-				t.Errorf("%v allocations per decode once warmed up, want 0", n)
-			}
+			checkNoAllocs(t, p, [][]int64{rows[0], rows[1], rows[2]}, first, later, second, resets)
 			if b8[0].Len() < 8 {
 				t.Errorf("the K = 8 row has %d hypotheses", b8[0].Len())
 			}

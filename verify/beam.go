@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -34,24 +33,16 @@ type BeamDecoded struct {
 // core, beam search of width k with length penalty alpha (spec "Beam
 // search"), each row's hypotheses up to maxLen tokens.
 func Beam(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64) (*BeamDecoded, error) {
-	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
+	if err := (&decode.Beam{K: k, LengthPenalty: alpha}).Validate(); err != nil {
+		return nil, err
+	}
+	bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.Beam) {
+		*b = decode.Beam{SOS: sos, EOS: eos, K: k, MaxLen: maxLen, LengthPenalty: alpha}
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer ex.Close()
-	bs := make([]decode.Beam, len(rows))
-	searches := make([]decode.Search, len(rows))
-	for r := range bs {
-		bs[r] = decode.Beam{SOS: sos, EOS: eos, K: k, MaxLen: maxLen, LengthPenalty: alpha, KeepAttention: true}
-		if err := bs[r].Validate(); err != nil {
-			return nil, err
-		}
-		searches[r] = &bs[r]
-	}
-	if err := decode.Decode(context.Background(), ex, rows, searches); err != nil {
-		return nil, err
-	}
-	d := &BeamDecoded{Hypotheses: make([][]decode.Hypothesis, len(rows)), NearestTie: make([]float64, len(rows))}
+	d := &BeamDecoded{Hypotheses: make([][]decode.Hypothesis, len(bs)), NearestTie: make([]float64, len(bs))}
 	for r := range bs {
 		d.Hypotheses[r], d.NearestTie[r] = bs[r].Hypotheses(0), float64(bs[r].NearestTie())
 	}
