@@ -2,14 +2,11 @@ package decode_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
-	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/decode"
 )
 
@@ -158,83 +155,5 @@ func TestBeamStepDoesNotAllocate(t *testing.T) {
 				t.Errorf("the K = 8 row has %d hypotheses", b8[0].Len())
 			}
 		})
-	}
-}
-
-// BenchmarkBeamStep decodes batches of rows with beams of width 4 and 8
-// and greedily, on a realistic model size, every row running all steps
-// (EOS suppressed): ms per sentence, allocs/op (0 once warmed up).
-func BenchmarkBeamStep(b *testing.B) {
-	needORT(b)
-	const srcLen, steps, H, V = 12, 20, 256, 10000
-	sd, err := bench.RandomStateDict(attention.Bahdanau, H, 1, V, V, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if sd, err = bench.SuppressEOS(sd, eos); err != nil {
-		b.Fatal(err)
-	}
-	w, _, err := attention.FromStateDict(sd, attention.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	enc, _ := attention.Encoder(w)
-	dec, _ := attention.Decoder(w)
-	p := open(b, "realistic", enc, dec, V, V)
-	for _, batch := range []int{1, 32} {
-		for _, k := range []int{1, 4, 8} {
-			b.Run(fmt.Sprintf("batch=%d/K=%d", batch, k), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(uint64(batch), 1))
-				rows := make([][]int64, batch)
-				for i := range rows {
-					rows[i] = make([]int64, srcLen)
-					for j := range rows[i] {
-						rows[i][j] = int64(4 + r.IntN(V-4))
-					}
-				}
-				limits := slices.Repeat([]int{steps}, batch)
-				var ss []decode.Search
-				var reset []func()
-				if k == 1 {
-					gs, s := greedies(limits, false)
-					ss = s
-					for _, g := range gs {
-						reset = append(reset, g.Reset)
-					}
-				} else {
-					bs, s := beams(limits, k, 1, false)
-					ss = s
-					for _, x := range bs {
-						reset = append(reset, x.Reset)
-					}
-				}
-				ex, err := p.m.NewExecutor(batch*k, batch*k*srcLen)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer ex.Close()
-				bt := decode.NewBatch(ex)
-				ctx := context.Background()
-				run := func() {
-					bt.Reset()
-					for _, f := range reset {
-						f()
-					}
-					if err := bt.Add(rows, ss); err != nil {
-						b.Fatal(err)
-					}
-					if err := bt.Run(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				run()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					run()
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*batch), "ms/sentence")
-			})
-		}
 	}
 }

@@ -30,7 +30,6 @@
 //     between Steps.
 //
 // Once the batch shapes of a workload have been seen, a decoder step
-// allocates nothing on the Go heap (see BenchmarkGreedyStep,
-// BenchmarkBeamStep, TestStepDoesNotAllocate and
-// TestBeamStepDoesNotAllocate).
+// allocates nothing on the Go heap (see BenchmarkDecode,
+// TestStepDoesNotAllocate and TestBeamStepDoesNotAllocate).
 package decode
