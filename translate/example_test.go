@@ -108,8 +108,8 @@ func ExampleTranslator_Translate() {
 // Beam search keeps 3 hypotheses per input; Result.Hypotheses lists the
 // best 2 with their scores (the sum of the tokens' log-probabilities) and
 // normalised scores (score / length ** LengthPenalty, here the default 1),
-// and Text is the best one's. Here beam search finds an output PyTorch's
-// model gives a higher probability than greedy decoding's "lfffffff".
+// and Text is the best one's. Here beam search finds an output the model
+// gives a higher probability than greedy decoding's "lfffffff".
 func ExampleOptions_beam() {
 	dir, err := exampleModelDir()
 	if err != nil {
