@@ -3,9 +3,11 @@
 // reference/reference.py (safetensors with the keys listed in
 // testdata/fixtures/manifest.json). Check is what `attnx verify` does: run
 // the reference and the model directory's graphs on the same inputs and
-// compare the step outputs, the step argmax tokens and free-running greedy
-// decoding. Run, Compare and Greedy are its parts, usable on any opened
-// encoder/decoder pair. Every run goes through attnx's decoding core
+// compare the step outputs, the step argmax tokens, free-running greedy
+// decoding and, with Options.Beam, beam search's n-best lists (CompareBeam:
+// the spec's near-tie swaps are allowed and counted). Run, Compare, Greedy,
+// Beam and CompareBeam are its parts, usable on any opened encoder/decoder
+// pair. Every run goes through attnx's decoding core
 // (package decode), the code that translate and bench run too.
 package verify
 
