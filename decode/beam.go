@@ -14,8 +14,11 @@ import (
 // been produced; the finished hypotheses (filled up with the live ones, in
 // order, when fewer than K finished) are ordered by normalised score
 // descending, ties in insertion order. Scores are float32 sums of the
-// float32 log_probs in step order. With K = 1 it decodes exactly what Greedy
-// decodes.
+// float32 log_probs in step order. With K = 1 it decodes what Greedy
+// decodes, except where adding the score rounds two log_probs to the same
+// float32 sum: the spec's order then takes the lower token where Greedy
+// takes the larger log_prob, as the reference and beam.onnx do (see
+// TestBeamWidthOneFollowsFloat32Sums).
 //
 // Log_probs are expected to be log-probabilities: finite where a token is
 // possible, -inf where it is not, never a whole row of -inf. Outside that
@@ -26,8 +29,8 @@ import (
 //
 // Set the exported fields, then hand it to a Batch (it is a Search of width
 // K); after the row has finished, read the result with Len, Score,
-// NormalizedScore, AppendTokens, Attention or Hypotheses. Reset makes it ready for
-// another row, keeping its buffers: once warmed up, a step allocates
+// NormalizedScore, AppendTokens, Attention or Hypotheses. Reset makes it
+// ready for another row, keeping its buffers: once warmed up, a step allocates
 // nothing. The top of the K*Vt candidates is found in one pass with a
 // bounded heap of K+n entries (n live hypotheses; each can lose at most its
 // EOS candidate to the finished list), never by sorting all of them.

@@ -425,3 +425,25 @@ func TestBeamNearestTie(t *testing.T) {
 		}
 	}
 }
+
+// TestBeamWidthOneFollowsFloat32Sums: token 4's log_prob is one float32 ulp
+// above token 3's at every step, so Greedy always takes 4; a beam's
+// candidates are the float32 sums score + log_prob, and once the score has
+// grown the two sums round to the same value and the spec's order (ties by
+// token) takes 3. K = 1 follows the spec's sums (as the reference and
+// beam.onnx do), not Greedy, in exactly such rounding ties.
+func TestBeamWidthOneFollowsFloat32Sums(t *testing.T) {
+	lp := []float32{-20, -20, -20, -1, math.Nextafter32(-1, 0)}
+	tab := func([]int64) []float32 { return lp }
+	g := &decode.Greedy{SOS: tSOS, EOS: tEOS, MaxLen: 6}
+	b := &decode.Beam{SOS: tSOS, EOS: tEOS, K: 1, MaxLen: 6, LengthPenalty: 1}
+	runVocab(t, g, tab, 5)
+	runVocab(t, b, tab, 5)
+	want := specBeam(tab, 1, 6, 1)
+	if got := results(b); !reflect.DeepEqual(got, want) {
+		t.Errorf("K = 1: %v, the spec's float32 sums give %v", got, want)
+	}
+	if !slices.Equal(g.Tokens(), []int64{4, 4, 4, 4, 4, 4}) || slices.Equal(g.Tokens(), want[0].Tokens) {
+		t.Errorf("greedy %v, K = 1 %v: the table should set them apart", g.Tokens(), want[0].Tokens)
+	}
+}

@@ -42,8 +42,8 @@
 // Result's Tokens, Text and Attention are the best one's. It runs on the
 // steps engine (package decode's Beam): the K hypotheses of every row
 // share one batch of decoder steps, the encoder runs once per row, and the
-// hypotheses' states are reordered between steps without allocating. K = 1
-// is greedy decoding.
+// hypotheses' states are reordered between steps without allocating.
+// Beam = 1 (or 0) is greedy decoding.
 //
 // # Inputs
 //
