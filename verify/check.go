@@ -13,6 +13,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
@@ -55,6 +56,12 @@ type Options struct {
 	// with the article's or the tutorial's call conventions (see
 	// reference/user_module.py for the contract).
 	TorchModule string
+	// Beam, when at least 1, also compares beam search of width Beam with
+	// length penalty LengthPenalty (spec "Beam search", max_len Steps):
+	// the decoding core over decoder.onnx against `reference.py beam`.
+	// It needs float32 weights and attnx's reference (no TorchModule).
+	Beam          int
+	LengthPenalty float64
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
 	// MinAgreement is, for a model with reduced-precision weights, the
@@ -103,7 +110,9 @@ type Outcome struct {
 	Weights      quant.Precision  `json:"weights"`
 	MinAgreement float64          `json:"min_agreement,omitempty"`
 	Agreement    []AgreementCheck `json:"agreement,omitempty"`
-	OK           bool             `json:"ok"`
+	// Beam holds beam searches compared with PyTorch's (Options.Beam).
+	Beam []BeamCheck `json:"beam,omitempty"`
+	OK   bool        `json:"ok"`
 }
 
 // OutputSummary is the worst error of one output over all steps.
@@ -167,6 +176,18 @@ func Check(o Options) (*Outcome, error) {
 	}
 	if steps == 0 {
 		steps = DefaultSteps
+	}
+	if o.Beam != 0 {
+		b := decode.Beam{K: o.Beam, LengthPenalty: o.LengthPenalty}
+		if err := b.Validate(); err != nil {
+			return nil, err
+		}
+		switch {
+		case o.TorchModule != "":
+			return nil, fmt.Errorf("beam search is compared with attnx's reference only, not with a torch module (%s)", o.TorchModule)
+		case info.Weights.Reduced():
+			return nil, fmt.Errorf("beam search is compared within the float32 tolerance, which a model with %s weights cannot meet; compare its greedy decoding instead", info.Weights)
+		}
 	}
 
 	if err := runtime.Init(); err != nil {
@@ -330,6 +351,15 @@ func Check(o Options) (*Outcome, error) {
 	for _, g := range out.Greedy {
 		out.OK = out.OK && g.Identical
 	}
+	if o.Beam > 0 {
+		progress(4, "PyTorch and ONNX Runtime: beam search")
+		c, err := checkBeam(o, weights, in, tmp, enc, dec, ids, lens, steps)
+		if err != nil {
+			return nil, err
+		}
+		out.Beam = append(out.Beam, c)
+		out.OK = out.OK && c.Identical
+	}
 	return out, nil
 }
 
@@ -344,6 +374,33 @@ func moduleConfig(info *modeldir.Info) string {
 	}
 	data, _ := json.Marshal(m) // a map of strings and numbers always marshals
 	return string(data)
+}
+
+// checkBeam runs the reference's beam search on the inputs and compares
+// the decoding core's with it.
+func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, ids *runtime.Tensor, lens []int64, steps int) (BeamCheck, error) {
+	sp := o.Info.Special
+	outPath := filepath.Join(tmp, "beam.safetensors")
+	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
+		"--beam", strconv.Itoa(o.Beam), "--max-len", strconv.Itoa(steps),
+		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
+		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
+		"--out", outPath); err != nil {
+		return BeamCheck{}, err
+	}
+	exp, err := checkpoint.LoadSafetensors(outPath)
+	if err != nil {
+		return BeamCheck{}, fmt.Errorf("reading the reference's beam search: %w", err)
+	}
+	want, err := ReferenceBeam(exp.Tensors)
+	if err != nil {
+		return BeamCheck{}, err
+	}
+	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty)
+	if err != nil {
+		return BeamCheck{}, err
+	}
+	return CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, want), nil
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.
