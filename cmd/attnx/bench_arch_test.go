@@ -20,16 +20,17 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 	engines := "attnx-steps-lean,attnx-steps,attnx-loop"
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "tutorial-location,tutorial-bahdanau,luong-concat", "-cell", "gru", "-hidden", "7",
 		"-vocab", "20", "-src-len", "3,5", "-batch", "2", "-threads", "1", "-steps", "3", "-reps", "1", "-min-time", "1ms", "-warmup", "0",
-		"-engines", engines)
+		"-engines", engines, "-weights", "fp32,int8")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var rep struct {
 		Results []struct {
-			Name   string  `json:"name"`
-			Arch   string  `json:"arch"`
-			SrcLen int     `json:"src_len"`
-			Median float64 `json:"ms_per_token_median"`
+			Name    string  `json:"name"`
+			Weights string  `json:"weights"`
+			Arch    string  `json:"arch"`
+			SrcLen  int     `json:"src_len"`
+			Median  float64 `json:"ms_per_token_median"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -37,7 +38,7 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rep.Results {
-		got = append(got, r.Arch+"/"+r.Name)
+		got = append(got, r.Arch+"/"+r.Name+"/"+r.Weights)
 		if r.Median <= 0 {
 			t.Errorf("%s %s S=%d: median %g", r.Arch, r.Name, r.SrcLen, r.Median)
 		}
@@ -46,7 +47,9 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 	for _, a := range []string{"tutorial-location", "tutorial-bahdanau", "luong-concat"} {
 		for range 2 { // two source lengths
 			for _, e := range strings.Split(engines, ",") {
-				want = append(want, a+"/"+e)
+				for _, w := range []string{"fp32", "int8"} { // each engine at each -weights
+					want = append(want, a+"/"+e+"/"+w)
+				}
 			}
 		}
 	}
