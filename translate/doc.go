@@ -43,7 +43,11 @@
 // steps engine (package decode's Beam): the K hypotheses of every row
 // share one batch of decoder steps, the encoder runs once per row, and the
 // hypotheses' states are reordered between steps without allocating.
-// Beam = 1 (or 0) is greedy decoding.
+// With Engine "loop" it runs beam.onnx instead (written by attnx export
+// --beam): the whole search in one session run per batch, rows grouped by
+// their length limit (the graph takes one max_len), with the same
+// hypotheses and scores as the steps engine. Beam = 1 (or 0) is greedy
+// decoding.
 //
 // # Inputs
 //

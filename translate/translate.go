@@ -66,8 +66,8 @@ type Options struct {
 	MaxIdleBytes int64
 	// Beam is the beam width K (spec "Beam search"): 0 or 1 decodes
 	// greedily, K > 1 keeps K hypotheses per input. Beam search runs on the
-	// steps engine (the default for K > 1); the loop engine needs beam.onnx
-	// for it.
+	// steps engine (the default for K > 1) or, with Engine "loop", on
+	// beam.onnx (attnx export --beam), which gives the same hypotheses.
 	Beam int
 	// NBest is how many hypotheses each Result lists (Result.Hypotheses),
 	// 1 <= NBest <= Beam; 0 means 1.
@@ -133,6 +133,7 @@ type Translator struct {
 	engine string
 
 	enc, dec, greedy *runtime.Session
+	beamGraph        *runtime.Session // beam.onnx: the loop engine with Beam > 1
 	notes            []string
 
 	src, tgt vocab
@@ -183,11 +184,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 			}
 		}
 	case EngineLoop:
-		if t.beam() > 1 {
-			return nil, &LoopGraphError{Dir: dir, Graph: "beam.onnx", Beam: t.beam()}
-		}
-		if greedyFile == "" {
-			return nil, &LoopGraphError{Dir: dir, Graph: "greedy.onnx"}
+		switch {
+		case t.beam() > 1 && info.Files[modeldir.RoleBeam] == "":
+			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.BeamFile, Beam: t.beam()}
+		case t.beam() == 1 && greedyFile == "":
+			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.GreedyFile}
 		}
 		t.engine = EngineLoop
 	default:
@@ -210,7 +211,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if err != nil {
 			return fail(fmt.Errorf("translate: %s: %w", dir, err))
 		}
-		t.pool = newPool(m, opt.MaxIdleBytes, opt.MaxLiveBytes)
+		t.pool = newPool(m, opt.MaxIdleBytes, t.maxLiveBytes())
+	} else if t.beam() > 1 {
+		if t.beamGraph, err = t.openRole(modeldir.RoleBeam, ropt, t.beamSpec()); err != nil {
+			return fail(err)
+		}
 	} else {
 		if t.greedy, err = t.openRole("greedy", ropt, t.greedySpec()); err != nil {
 			return fail(err)
@@ -230,8 +235,8 @@ type LoopGraphError struct {
 }
 
 func (e *LoopGraphError) Error() string {
-	if e.Graph == "beam.onnx" {
-		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s names no beam model (files.beam); use engine %q",
+	if e.Graph == modeldir.BeamFile {
+		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s names no beam model (files.beam); re-export with `attnx export --beam`, or use engine %q",
 			EngineLoop, e.Beam, filepath.Join(e.Dir, "attnx.json"), EngineSteps)
 	}
 	return fmt.Sprintf("translate: engine %q needs greedy.onnx, and %s names no greedy model (files.greedy); use engine %q",
@@ -315,6 +320,9 @@ func (t *Translator) Device() string {
 	if t.greedy != nil {
 		return t.greedy.Device()
 	}
+	if t.beamGraph != nil {
+		return t.beamGraph.Device()
+	}
 	if t.enc != nil {
 		return t.enc.Device()
 	}
@@ -350,7 +358,7 @@ func (t *Translator) Close() error {
 
 func (t *Translator) closeSessions() error {
 	var errs []error
-	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy} {
+	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
@@ -395,6 +403,8 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 		var res []Result
 		var err error
 		switch {
+		case t.engine == EngineLoop && t.beam() > 1:
+			res, err = t.runLoopBeam(ctx, rows)
 		case t.engine == EngineLoop:
 			res, err = t.runLoop(ctx, rows)
 		case t.beam() > 1:
@@ -419,6 +429,14 @@ func (t *Translator) batchSize() int {
 		return DefaultBatchSize
 	}
 	return t.opt.BatchSize
+}
+
+// maxLiveBytes is Options.MaxLiveBytes or its default.
+func (t *Translator) maxLiveBytes() int64 {
+	if t.opt.MaxLiveBytes == 0 {
+		return DefaultMaxLiveBytes
+	}
+	return t.opt.MaxLiveBytes
 }
 
 // checkRows validates every source row.

@@ -360,7 +360,7 @@ func TestOpenErrors(t *testing.T) {
 			return d
 		}, Options{Engine: EngineLoop}, []string{`engine "loop" needs greedy.onnx`, `use engine "steps"`}},
 		{"beam without beam.onnx", func(t *testing.T) string { return good }, Options{Engine: EngineLoop, Beam: 4},
-			[]string{`engine "loop" with beam search (Beam = 4) needs beam.onnx`, "names no beam model (files.beam)", `use engine "steps"`}},
+			[]string{`engine "loop" with beam search (Beam = 4) needs beam.onnx`, "names no beam model (files.beam)", "re-export with `attnx export --beam`", `use engine "steps"`}},
 		{"negative beam", func(t *testing.T) string { return good }, Options{Beam: -2}, []string{"Beam = -2: want the beam width K >= 1"}},
 		{"n-best over beam", func(t *testing.T) string { return good }, Options{Beam: 4, NBest: 5}, []string{"NBest = 5: want 1 <= NBest <= Beam = 4"}},
 		{"n-best without beam", func(t *testing.T) string { return good }, Options{NBest: 2}, []string{"NBest = 2: want 1 <= NBest <= Beam = 1"}},

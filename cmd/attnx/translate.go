@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/heatmap"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
 )
@@ -24,7 +25,7 @@ var translateStdin io.Reader = os.Stdin
 func init() {
 	commandDocs["translate"] = `
 Decodes inputs (greedily, or with --beam K) with the model directory DIR (attnx.json,
-encoder.onnx, decoder.onnx and optionally greedy.onnx).
+encoder.onnx, decoder.onnx and optionally greedy.onnx and beam.onnx).
 
 Inputs are the TEXT arguments, token ids given with --ids (repeatable), or,
 when there are neither, one input per line from stdin, decoded in batches of
@@ -35,7 +36,9 @@ vocabulary.
 
 --beam K decodes with beam search of width K (spec "Beam search": K
 hypotheses per input, ranked by score / length ** --length-penalty) on the
-steps engine; --n-best N lists the best N hypotheses of each input.
+steps engine, or with --engine loop on beam.onnx (written by attnx export
+--beam; the same hypotheses in one ONNX Runtime run per batch); --n-best N
+lists the best N hypotheses of each input.
 
 Output is "input -> output" per line (with --n-best N > 1, the best line
 followed by the N hypotheses, each indented with its score and normalised
@@ -77,7 +80,7 @@ func runTranslate(args []string) error {
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
-	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx); default loop when greedy.onnx exists")
+	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx, or beam.onnx with --beam > 1); default loop when greedy.onnx exists and --beam is 1")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of failing")
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
@@ -111,8 +114,8 @@ func runTranslate(args []string) error {
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha,
 	})
 	var noGraph *translate.LoopGraphError
-	if errors.As(err, &noGraph) && noGraph.Graph == "beam.onnx" {
-		return &usageError{fmt.Sprintf("--engine loop with --beam %d needs beam.onnx, and %s names no beam model (files.beam); use --engine steps (the default for --beam > 1)",
+	if errors.As(err, &noGraph) && noGraph.Graph == modeldir.BeamFile {
+		return &usageError{fmt.Sprintf("--engine loop with --beam %d needs beam.onnx, and %s names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps (the default for --beam > 1)",
 			*beam, filepath.Join(*model, "attnx.json"))}
 	}
 	if err != nil {

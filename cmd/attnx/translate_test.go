@@ -18,6 +18,13 @@ import (
 // "b", ...
 func translateTestModel(t *testing.T) string {
 	t.Helper()
+	return translateTestModelWith(t, modeldir.Options{})
+}
+
+// translateTestModelWith is translateTestModel with more export options
+// (opt's vocabularies are replaced).
+func translateTestModelWith(t *testing.T, opt modeldir.Options) string {
+	t.Helper()
 	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	vocab := func(name string, n int) string {
@@ -36,8 +43,8 @@ func translateTestModel(t *testing.T) string {
 		return path
 	}
 	dir := filepath.Join(tmp, "model")
-	if _, err := modeldir.Export("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir,
-		modeldir.Options{SrcVocab: vocab("src.json", 19), TgtVocab: vocab("tgt.json", 23)}); err != nil {
+	opt.SrcVocab, opt.TgtVocab = vocab("src.json", 19), vocab("tgt.json", 23)
+	if _, err := modeldir.Export("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -114,7 +121,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"NaN length penalty", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty", "nan", "abc"}, 2, "", "--length-penalty NaN: want a finite value >= 0"},
 		{"infinite length penalty", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty", "-Inf", "abc"}, 2, "", "--length-penalty -Inf: want a finite value >= 0"},
 		{"beam with loop and no beam.onnx", "", []string{"translate", "--model", model, "--beam", "4", "--engine", "loop", "abc"}, 2, "",
-			"attnx translate: --engine loop with --beam 4 needs beam.onnx, and " + filepath.Join(model, "attnx.json") + " names no beam model (files.beam); use --engine steps"},
+			"attnx translate: --engine loop with --beam 4 needs beam.onnx, and " + filepath.Join(model, "attnx.json") + " names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps"},
 		{"huge beam", "", []string{"translate", "--model", model, "--beam", "1000000000", "abc"}, 1, "", "more than MaxLiveBytes"},
 	}
 	for _, c := range cases {
@@ -130,6 +137,33 @@ func TestTranslateCommand(t *testing.T) {
 	}
 	if code, out, _ := attnx("help"); code != 0 || !strings.Contains(out, "translate    greedy-decode or beam-search text or token ids") {
 		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+// TestTranslateLoopBeam: --engine loop --beam K runs beam.onnx and prints
+// what the steps engine prints, text and JSON, and a beam too large for
+// MaxLiveBytes is refused before it runs.
+func TestTranslateLoopBeam(t *testing.T) {
+	model := translateTestModelWith(t, modeldir.Options{Beam: true})
+	for _, args := range [][]string{
+		{"--max-len", "8", "--beam", "4", "--n-best", "3", "abc", "hello"},
+		{"--beam", "5", "--n-best", "5", "--length-penalty", "0.6", "--json", "abc", "fig", "hello"},
+	} {
+		var outs [2]string
+		for i, engine := range []string{"steps", "loop"} {
+			code, out, errs := attnx(append([]string{"translate", "--model", model, "--engine", engine}, args...)...)
+			if code != 0 || errs != "" {
+				t.Fatalf("%s %q: exit %d, stderr %q", engine, args, code, errs)
+			}
+			outs[i] = out
+		}
+		if outs[0] != outs[1] || !strings.Contains(outs[1], "normalized") {
+			t.Errorf("%q: --engine loop printed\n%s\n--engine steps\n%s", args, outs[1], outs[0])
+		}
+	}
+	code, _, errs := attnx("translate", "--model", model, "--engine", "loop", "--beam", "1000000000", "abc")
+	if code != 1 || !strings.Contains(errs, "beam.onnx on 1 rows times the beam width 1000000000") || !strings.Contains(errs, "more than MaxLiveBytes") {
+		t.Errorf("huge beam on beam.onnx: exit %d, %q", code, errs)
 	}
 }
 
