@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/translate"
 )
 
 // Beam search comparison limits (spec "Beam search"): two candidates whose
@@ -47,6 +49,27 @@ func Beam(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []
 		d.Hypotheses[r], d.NearestTie[r] = bs[r].Hypotheses(0), float64(bs[r].NearestTie())
 	}
 	return d, nil
+}
+
+// LoopBeam beam-searches the batch with tr, translate's loop engine over
+// beam.onnx opened with the beam width, length penalty and max_len to
+// compare, and returns each row's n-best list as Beam does.
+func LoopBeam(tr *translate.Translator, sourceIDs *runtime.Tensor, sourceLengths []int64) ([][]decode.Hypothesis, error) {
+	rows, _, err := sourceRows(sourceIDs, sourceLengths)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tr.TranslateIDs(context.Background(), rows)
+	if err != nil {
+		return nil, fmt.Errorf("beam.onnx: %w", err)
+	}
+	out := make([][]decode.Hypothesis, len(res))
+	for r := range res {
+		for _, h := range res[r].Hypotheses {
+			out[r] = append(out[r], decode.Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore})
+		}
+	}
+	return out, nil
 }
 
 // ReferenceBeam reads the n-best lists `reference.py beam` wrote

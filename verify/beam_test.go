@@ -1,11 +1,8 @@
 package verify
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,8 +13,10 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/translate"
 )
 
 // beamConfigs are every architecture with every cell it supports.
@@ -58,39 +57,12 @@ func writeInputs(t *testing.T, path string, r *rand.Rand, batch, srcLen, vs int)
 	}
 }
 
-// referenceCalls runs several reference.py commands in one Python process
-// (reference.main on each argument list, in order): torch is imported
-// once instead of once per command. It runs the repository's reference,
-// the scripts the binary embeds.
-func referenceCalls(t *testing.T, calls [][]string) {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "reference"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args, err := json.Marshal(calls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const prog = `import json, sys
-sys.path.insert(0, sys.argv[1])
-import reference
-for a in json.loads(sys.argv[2]):
-    if reference.main(a) != 0:
-        sys.exit("reference.py %s failed" % " ".join(a))
-`
-	cmd := exec.Command(testenv.Python, "-c", prog, dir, string(args))
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-}
-
 // TestBeamParityWithPyTorch has PyTorch make a model of every architecture
 // and cell and beam-search a ragged batch with K = 1, 4 and 8; the Go
-// engine decodes the batch and every row alone: the n-best lists must be
-// the reference's, up to the near-tie swaps the spec allows (counted),
-// scores within ScoreTolerance. K = 1 is also checked against greedy
+// engine decodes the batch and every row alone, and beam.onnx (translate's
+// loop engine) the batch for K > 1: the n-best lists must be the
+// reference's, up to the near-tie swaps the spec allows (counted), scores
+// within ScoreTolerance. K = 1 is also checked against greedy
 // decoding (these models meet no float32 rounding tie, see
 // decode.TestBeamWidthOneFollowsFloat32Sums).
 func TestBeamParityWithPyTorch(t *testing.T) {
@@ -120,8 +92,12 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 					"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD),
 					"--out", filepath.Join(dir, fmt.Sprintf("beam%d.safetensors", kc.k))})
 			}
-			referenceCalls(t, calls)
+			fixtures.ReferenceBatch(t, calls)
 			_, enc, dec := openModel(t, ckpt)
+			model := filepath.Join(dir, "model")
+			if _, err := modeldir.Export(ckpt, model, modeldir.Options{Beam: true, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK}); err != nil {
+				t.Fatal(err)
+			}
 			inSD, err := checkpoint.LoadSafetensors(in)
 			if err != nil {
 				t.Fatal(err)
@@ -159,6 +135,19 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 					alone, ties = append(alone, d.Hypotheses[0]), append(ties, d.NearestTie[0])
 				}
 				checks = append(checks, CompareBeam("batch 1", kc.k, kc.alpha, alone, ties, want))
+				if kc.k > 1 {
+					alpha := kc.alpha
+					tr, err := translate.Open(model, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: maxLen, Beam: kc.k, NBest: kc.k, LengthPenalty: &alpha})
+					if err != nil {
+						t.Fatal(err)
+					}
+					g, err := LoopBeam(tr, ids, lens)
+					tr.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+					checks = append(checks, CompareBeam("beam.onnx", kc.k, kc.alpha, g, got.NearestTie, want))
+				}
 				for _, c := range checks {
 					if !c.Identical {
 						t.Errorf("K %d, %s: %s", kc.k, c.Engine, c.Detail)
@@ -191,7 +180,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 	if finished == 0 || finished == total {
 		t.Errorf("%d of %d reference hypotheses end in EOS: the models should stop some hypotheses and not others", finished, total)
 	}
-	t.Logf("beam parity (%d of %d hypotheses finished with EOS):\n| arch | cell | K | Go engine | hypotheses | max score diff | near-tie swaps | identical |\n|---|---|---|---|---|---|---|---|\n%s",
+	t.Logf("beam parity (%d of %d hypotheses finished with EOS):\n| arch | cell | K | engine | hypotheses | max score diff | near-tie swaps | identical |\n|---|---|---|---|---|---|---|---|\n%s",
 		finished, total, strings.Join(table, "\n"))
 }
 

@@ -58,8 +58,10 @@ type Options struct {
 	TorchModule string
 	// Beam, when at least 1, also compares beam search of width Beam with
 	// length penalty LengthPenalty (spec "Beam search", max_len Steps):
-	// the decoding core over decoder.onnx against `reference.py beam`.
-	// It needs float32 weights and attnx's reference (no TorchModule).
+	// the decoding core over decoder.onnx and, for Beam >= 2 when the
+	// directory has it, beam.onnx (through translate's loop engine)
+	// against `reference.py beam`. It needs float32 weights and attnx's
+	// reference (no TorchModule).
 	Beam          int
 	LengthPenalty float64
 	// Rows keeps every output of every step in the Outcome.
@@ -207,12 +209,20 @@ func Check(o Options) (*Outcome, error) {
 		}
 		sessions[role] = s
 	}
-	var loop *translate.Translator
+	var loop, loopBeam *translate.Translator
 	if info.Files["greedy"] != "" {
 		if loop, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
+	}
+	if o.Beam > 1 && info.Files[modeldir.RoleBeam] != "" {
+		alpha := o.LengthPenalty
+		if loopBeam, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps,
+			Beam: o.Beam, NBest: o.Beam, LengthPenalty: &alpha}); err != nil {
+			return nil, err
+		}
+		defer loopBeam.Close()
 	}
 	if err := o.Reference.Check(); err != nil {
 		return nil, err
@@ -353,12 +363,14 @@ func Check(o Options) (*Outcome, error) {
 	}
 	if o.Beam > 0 {
 		progress(4, "PyTorch and ONNX Runtime: beam search")
-		c, err := checkBeam(o, weights, in, tmp, enc, dec, ids, lens, steps)
+		cs, err := checkBeam(o, weights, in, tmp, enc, dec, loopBeam, ids, lens, steps)
 		if err != nil {
 			return nil, err
 		}
-		out.Beam = append(out.Beam, c)
-		out.OK = out.OK && c.Identical
+		for _, c := range cs {
+			out.Beam = append(out.Beam, c)
+			out.OK = out.OK && c.Identical
+		}
 	}
 	return out, nil
 }
@@ -377,8 +389,9 @@ func moduleConfig(info *modeldir.Info) string {
 }
 
 // checkBeam runs the reference's beam search on the inputs and compares
-// the decoding core's with it.
-func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, ids *runtime.Tensor, lens []int64, steps int) (BeamCheck, error) {
+// the decoding core's with it, and beam.onnx's when loopBeam (translate's
+// loop engine with beam search) is not nil.
+func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, loopBeam *translate.Translator, ids *runtime.Tensor, lens []int64, steps int) ([]BeamCheck, error) {
 	sp := o.Info.Special
 	outPath := filepath.Join(tmp, "beam.safetensors")
 	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
@@ -386,21 +399,31 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, id
 		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
 		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
 		"--out", outPath); err != nil {
-		return BeamCheck{}, err
+		return nil, err
 	}
 	exp, err := checkpoint.LoadSafetensors(outPath)
 	if err != nil {
-		return BeamCheck{}, fmt.Errorf("reading the reference's beam search: %w", err)
+		return nil, fmt.Errorf("reading the reference's beam search: %w", err)
 	}
 	want, err := ReferenceBeam(exp.Tensors)
 	if err != nil {
-		return BeamCheck{}, err
+		return nil, err
 	}
 	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty)
 	if err != nil {
-		return BeamCheck{}, err
+		return nil, err
 	}
-	return CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, want), nil
+	out := []BeamCheck{CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, want)}
+	if loopBeam == nil {
+		return out, nil
+	}
+	g, err := LoopBeam(loopBeam, ids, lens)
+	if err != nil {
+		return nil, err
+	}
+	// beam.onnx does not report its near ties: the decoding core's, the same
+	// float32 sums over the same inputs, stand for them.
+	return append(out, CompareBeam(o.Info.Files[modeldir.RoleBeam], o.Beam, o.LengthPenalty, g, got.NearestTie, want)), nil
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.
