@@ -15,9 +15,10 @@
 // reference BLAS.
 //
 // Beside greedy decoding it measures beam search (Config.Beams) on the
-// engines that have it: the decoding core, translate's steps engine and
-// PyTorch's reference beam search (bench.py --beam), each next to its own
-// greedy decoding.
+// engines that have it: the decoding core, translate's steps engine, its
+// loop engine (beam.onnx, exported beside greedy.onnx) and PyTorch's
+// reference beam search (bench.py --beam), each next to its own greedy
+// decoding.
 //
 // Every engine decodes exactly Config.Steps steps: the model's classifier
 // bias at EOS is set to -1e9 (see SuppressEOS), so greedy decoding never
@@ -44,7 +45,8 @@ const (
 	// EngineSteps is package translate's "steps" engine over the same graphs.
 	EngineSteps = "attnx-steps"
 	// EngineLoop is package translate's "loop" engine: greedy.onnx, the
-	// whole greedy decoding in one ONNX Loop, one run per batch.
+	// whole greedy decoding in one ONNX Loop, one run per batch (beam.onnx
+	// for beam search).
 	EngineLoop = "attnx-loop"
 	// EngineTorchONNX is torch.onnx.export's encoder and decoder step
 	// (reference.py export-onnx) run by the lean step loop; batch 1 only.

@@ -112,10 +112,12 @@ func haveTorch() bool {
 }
 
 // TestRunSmall runs every engine on a tiny model, the attnx engines at
-// every weights precision: all fp32 engines decode the same tokens as
-// PyTorch, torch.onnx's graphs are n/a at batch 2, the reduced rows carry
-// their precision, model bytes and speed-up over fp32, PyTorch's BLAS is
-// named, and the JSON has the documented shape.
+// every weights precision, greedily and with beam search of width 3: all
+// fp32 engines decode the same tokens as PyTorch (with beam search, the
+// best hypothesis of PyTorch's reference beam search), torch.onnx's graphs
+// are n/a at batch 2, the reduced rows carry their precision, model bytes
+// and speed-up over fp32, beam rows their ratio to greedy, PyTorch's BLAS
+// is named, and the JSON has the documented shape.
 func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PyTorch")
@@ -155,8 +157,11 @@ func TestRunSmall(t *testing.T) {
 	beamRows := 0
 	for _, r := range rep.Results {
 		if perWeights(r.Name) {
-			if r.Beam == 0 {
+			switch {
+			case r.Beam == 0:
 				bytes[r.Name+" "+r.Weights] = r.ModelBytes
+			case r.Name == EngineLoop:
+				bytes[r.Name+" beam "+r.Weights] = r.ModelBytes
 			}
 			if r.NA == "" && (r.ModelBytes <= 0 || (r.Weights != "fp32") != (r.SpeedupVsFP32 > 0)) {
 				t.Errorf("%s %s B=%d K=%d: model bytes %d, speed-up vs fp32 %g", r.Name, r.Weights, r.Batch, r.Beam, r.ModelBytes, r.SpeedupVsFP32)
@@ -168,10 +173,6 @@ func TestRunSmall(t *testing.T) {
 		case r.Name == EngineTorchONNX && r.Batch == 2:
 			if r.NA == "" {
 				t.Errorf("torch-onnx-steps at batch 2 ran; want n/a")
-			}
-		case r.Name == EngineLoop && r.Beam == 3:
-			if !strings.Contains(r.NA, "beam.onnx") {
-				t.Errorf("attnx-loop beam 3: %+v, want n/a for want of beam.onnx", r)
 			}
 		case r.NA != "":
 			t.Errorf("%s B=%d: n/a: %s", r.Name, r.Batch, r.NA)
@@ -186,12 +187,12 @@ func TestRunSmall(t *testing.T) {
 			beamRows++
 		}
 	}
-	// Measured beam rows: the decoding core and the steps engine at each
-	// precision, and PyTorch, at both batches.
-	if wantBeam := 2 * (2*len(quant.Precisions) + 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
+	// Measured beam rows: the three attnx engines at each precision, and
+	// PyTorch, at both batches.
+	if wantBeam := 2 * (3*len(quant.Precisions) + 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
 		t.Errorf("%d beam rows measured", beamRows)
 	}
-	for _, e := range []string{EngineLean, EngineLoop} {
+	for _, e := range []string{EngineLean, EngineLoop, EngineLoop + " beam"} {
 		if !(bytes[e+" int4"] < bytes[e+" int8"] && bytes[e+" int8"] < bytes[e+" fp32"]) {
 			t.Errorf("%s model bytes %d (fp32), %d (int8), %d (int4): want each smaller", e, bytes[e+" fp32"], bytes[e+" int8"], bytes[e+" int4"])
 		}

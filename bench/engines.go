@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/attnx/attnx/quant"
@@ -39,7 +40,9 @@ type point struct {
 // job says which engine at which precision and beam width r is.
 func (r *runner) job() job { return job{r.name, r.weights, max(r.beam, 1)} }
 
-// beamEngines are the engines that measure beam search too.
+// beamEngines are the engines that measure beam search too: the decoding
+// core, translate's steps engine, its loop engine (on beam.onnx) and
+// PyTorch's reference beam search.
 var beamEngines = []string{EngineLean, EngineSteps, EngineLoop, EnginePyTorch}
 
 // setup prepares j's engine, on the model of j's precision for the attnx
@@ -47,10 +50,7 @@ var beamEngines = []string{EngineLean, EngineSteps, EngineLoop, EnginePyTorch}
 // beam search of width j.beam, or says why it cannot run here.
 func (p *point) setup(j job) (r *runner, na string, err error) {
 	e, w, k := j.engine, j.weights, j.beam
-	switch {
-	case e == EngineLoop && k > 1:
-		return nil, "beam.onnx (beam search as one ONNX graph) is not part of the model directory: the loop engine runs greedy.onnx only", nil
-	case k > 1 && e != EngineLean && e != EngineSteps:
+	if k > 1 && !slices.Contains(beamEngines, e) {
 		return nil, "", fmt.Errorf("engine %s has no beam search", e)
 	}
 	switch e {

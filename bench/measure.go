@@ -92,6 +92,8 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		switch {
 		case j.engine == EngineLean || j.engine == EngineSteps:
 			r.ModelBytes = m.bytes[j.weights].steps
+		case j.engine == EngineLoop && j.beam > 1:
+			r.ModelBytes = m.bytes[j.weights].beam
 		case j.engine == EngineLoop:
 			r.ModelBytes = m.bytes[j.weights].loop
 		}

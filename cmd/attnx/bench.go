@@ -24,8 +24,9 @@ with:
                      alone (package decode: IoBinding, reused tensors,
                      argmax in Go), without translate's per-call work
   attnx-steps        package translate's "steps" engine on the same graphs
-  attnx-loop         package translate's "loop" engine: greedy.onnx, the
-                     whole decoding in one ONNX Loop, one run per batch
+  attnx-loop         package translate's "loop" engine: greedy.onnx (or
+                     beam.onnx), the whole decoding in one ONNX Loop, one
+                     run per batch
   torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
@@ -38,10 +39,11 @@ table gives each one's speed-up over the same engine with fp32 weights and
 the size of the graph files it loads. The other engines are float32.
 
 Beam search of each width of --beam (default 4 and 8) is measured beside
-greedy decoding on attnx-steps-lean, attnx-steps and pytorch-eager (the
-reference's beam search), at each weights precision; each beam row shows
-its ms per sentence over the same engine's greedy decoding ("vs greedy").
-attnx-loop's beam rows are n/a until the model directory has beam.onnx.
+greedy decoding on attnx-steps-lean, attnx-steps, attnx-loop (beam.onnx,
+the whole search in one ONNX graph) and pytorch-eager (the reference's
+beam search), the attnx engines at each weights precision; each beam row
+shows its ms per sentence over the same engine's greedy decoding ("vs
+greedy"). --beam none measures greedy decoding only.
 
 PyTorch's speed depends on its BLAS: Debian's python3-torch calls whatever
 libblas.so.3 points to, and the reference BLAS makes it many times slower

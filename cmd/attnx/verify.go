@@ -23,9 +23,12 @@ tolerance |a - b| <= 1e-05 + 1.3e-06 * |b|. Then it compares greedy decoding:
 the per-step argmax tokens, a free-running greedy decode with decoder.onnx
 and, when the directory has it, greedy.onnx. --beam K also compares beam
 search of width K (max_len --steps, --length-penalty A) with the
-reference's: the n-best lists must be identical, up to swaps of two
-candidates whose scores differ by less than 1e-05 (the spec allows them;
-they are counted and reported), with scores within 1e-04.
+reference's, decoder.onnx step by step and, for K >= 2 when the directory
+has it (attnx export --beam), beam.onnx: the n-best lists must be
+identical, up to swaps of two candidates whose scores differ by less than
+1e-05 (the spec allows them; they are counted and reported), with scores
+within 1e-04. --beam needs float32 weights and attnx's reference (not
+--torch-module).
 
 Inputs are random (reference.py random-inputs with --batch, --src-len and
 --seed; ragged lengths when --batch > 1) unless --inputs names a safetensors
