@@ -1,5 +1,5 @@
-// Package bench measures greedy decoding speed, on the same weights and
-// inputs, for five ways of running an attnx model (see Engines): PyTorch
+// Package bench measures decoding speed, on the same weights and inputs,
+// for five ways of running an attnx model (see Engines): PyTorch
 // eager (the reference modules through reference/bench.py),
 // torch.onnx.export's graphs in a step loop, attnx's graphs in a step loop,
 // attnx's in-graph loop (greedy.onnx, one run per batch) and a floor (the
@@ -13,6 +13,12 @@
 // makes its classifier product many times slower than OpenBLAS does. The
 // report says which one bench.py loaded, and warns when it was the
 // reference BLAS.
+//
+// Beside greedy decoding it measures beam search (Config.Beams) on the
+// engines that have it: the decoding core, translate's steps engine, its
+// loop engine (beam.onnx, exported beside greedy.onnx) and PyTorch's
+// reference beam search (bench.py --beam), each next to its own greedy
+// decoding.
 //
 // Every engine decodes exactly Config.Steps steps: the model's classifier
 // bias at EOS is set to -1e9 (see SuppressEOS), so greedy decoding never
@@ -39,7 +45,8 @@ const (
 	// EngineSteps is package translate's "steps" engine over the same graphs.
 	EngineSteps = "attnx-steps"
 	// EngineLoop is package translate's "loop" engine: greedy.onnx, the
-	// whole greedy decoding in one ONNX Loop, one run per batch.
+	// whole greedy decoding in one ONNX Loop, one run per batch (beam.onnx
+	// for beam search).
 	EngineLoop = "attnx-loop"
 	// EngineTorchONNX is torch.onnx.export's encoder and decoder step
 	// (reference.py export-onnx) run by the lean step loop; batch 1 only.
@@ -69,6 +76,9 @@ type Config struct {
 	SrcLens, Batches, Threads []int
 	// Steps is the number of decoder steps (tokens per row).
 	Steps int
+	// Beams are the beam widths K (>= 2) measured beside greedy decoding;
+	// nil measures greedy decoding only.
+	Beams []int
 	// Warmup runs precede the measured ones; measuring stops once MinReps
 	// runs and MinTime have passed, or at MaxReps.
 	Warmup, MinReps, MaxReps int
@@ -104,6 +114,7 @@ func DefaultConfig() Config {
 		Hidden: 256, Layers: 1, Vocab: 10000,
 		SrcLens: []int{12, 50}, Batches: []int{1, 32}, Threads: []int{1, 2},
 		Steps:  20,
+		Beams:  []int{4, 8},
 		Warmup: 3, MinReps: 10, MaxReps: 2000, MinTime: time.Second,
 		Python: "/usr/bin/python3", RefDir: "", // "": the embedded reference
 		Seed: 1,
@@ -163,6 +174,11 @@ func (c *Config) Validate() error {
 	for _, w := range c.Weights {
 		if _, err := quant.ParsePrecision(string(w)); err != nil || w == "" {
 			return fmt.Errorf("bench: weights %q: want fp32, int8 or int4", w)
+		}
+	}
+	for _, k := range c.Beams {
+		if k < 2 {
+			return fmt.Errorf("bench: beam width %d: want K >= 2 (greedy decoding is always measured)", k)
 		}
 	}
 	for _, e := range c.Engines {

@@ -112,10 +112,12 @@ func haveTorch() bool {
 }
 
 // TestRunSmall runs every engine on a tiny model, the attnx engines at
-// every weights precision: all fp32 engines decode the same tokens as
-// PyTorch, torch.onnx's graphs are n/a at batch 2, the reduced rows carry
-// their precision, model bytes and speed-up over fp32, PyTorch's BLAS is
-// named, and the JSON has the documented shape.
+// every weights precision, greedily and with beam search of width 3: all
+// fp32 engines decode the same tokens as PyTorch (with beam search, the
+// best hypothesis of PyTorch's reference beam search), torch.onnx's graphs
+// are n/a at batch 2, the reduced rows carry their precision, model bytes
+// and speed-up over fp32, beam rows their ratio to greedy, PyTorch's BLAS
+// is named, and the JSON has the documented shape.
 func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PyTorch")
@@ -126,7 +128,7 @@ func TestRunSmall(t *testing.T) {
 	// 12 steps: translate's engines are timed whole, less the lean loop's encoder
 	// median, which must stay well below a whole decode on a loaded machine.
 	c.Hidden, c.Vocab, c.Steps = 8, 30, 12
-	c.SrcLens, c.Batches, c.Threads = []int{3}, []int{1, 2}, []int{1}
+	c.SrcLens, c.Batches, c.Threads, c.Beams = []int{3}, []int{1, 2}, []int{1}, []int{3}
 	c.Warmup, c.MinReps, c.MaxReps, c.MinTime = 1, 2, 5, time.Millisecond
 	c.Weights = quant.Precisions
 	c.CPUProfile = t.TempDir() + "/cpu.pprof"
@@ -140,19 +142,29 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := len(Engines) + 2*3 // the three attnx engines at two more precisions
+	// Per batch: every engine greedily, the three attnx engines at two more
+	// precisions, and beam 3 of each engine with beam search at each of its
+	// precisions.
+	beamJobs := 3*len(quant.Precisions) + 1
+	want := len(Engines) + 2*3 + beamJobs
 	if c.Engines != nil {
-		want = len(c.Engines) + 2*3
+		want = len(c.Engines) + 2*3 + beamJobs - 1
 	}
 	if len(rep.Results) != 2*want {
 		t.Fatalf("%d results, want %d", len(rep.Results), 2*want)
 	}
 	bytes := map[string]int64{}
+	beamRows := 0
 	for _, r := range rep.Results {
 		if perWeights(r.Name) {
-			bytes[r.Name+" "+r.Weights] = r.ModelBytes
-			if r.ModelBytes <= 0 || (r.Weights != "fp32") != (r.SpeedupVsFP32 > 0) {
-				t.Errorf("%s %s B=%d: model bytes %d, speed-up vs fp32 %g", r.Name, r.Weights, r.Batch, r.ModelBytes, r.SpeedupVsFP32)
+			switch {
+			case r.Beam == 0:
+				bytes[r.Name+" "+r.Weights] = r.ModelBytes
+			case r.Name == EngineLoop:
+				bytes[r.Name+" beam "+r.Weights] = r.ModelBytes
+			}
+			if r.NA == "" && (r.ModelBytes <= 0 || (r.Weights != "fp32") != (r.SpeedupVsFP32 > 0)) {
+				t.Errorf("%s %s B=%d K=%d: model bytes %d, speed-up vs fp32 %g", r.Name, r.Weights, r.Batch, r.Beam, r.ModelBytes, r.SpeedupVsFP32)
 			}
 		} else if r.Weights != "fp32" {
 			t.Errorf("%s: weights %q, want fp32", r.Name, r.Weights)
@@ -167,10 +179,20 @@ func TestRunSmall(t *testing.T) {
 		case r.MsPerTokenMedian <= 0 || r.MsPerTokenP90 < r.MsPerTokenMedian || r.MsPerTokenMin > r.MsPerTokenMedian || r.Reps < 2 || r.PeakRSSMB <= 0:
 			t.Errorf("%s B=%d: implausible figures %+v", r.Name, r.Batch, r)
 		case r.Name != EnginePyTorch && r.Name != EngineFloor && r.Weights == "fp32" && torch && (r.TokensMatchPyTorch == nil || !*r.TokensMatchPyTorch):
-			t.Errorf("%s B=%d: tokens differ from PyTorch's", r.Name, r.Batch)
+			t.Errorf("%s B=%d beam %d: tokens differ from PyTorch's", r.Name, r.Batch, r.Beam)
+		case r.Beam == 3 && r.VsGreedy <= 0:
+			t.Errorf("%s %s B=%d beam 3: no ratio to greedy", r.Name, r.Weights, r.Batch)
+		}
+		if r.Beam == 3 && r.NA == "" {
+			beamRows++
 		}
 	}
-	for _, e := range []string{EngineLean, EngineLoop} {
+	// Measured beam rows: the three attnx engines at each precision, and
+	// PyTorch, at both batches.
+	if wantBeam := 2 * (3*len(quant.Precisions) + 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
+		t.Errorf("%d beam rows measured", beamRows)
+	}
+	for _, e := range []string{EngineLean, EngineLoop, EngineLoop + " beam"} {
 		if !(bytes[e+" int4"] < bytes[e+" int8"] && bytes[e+" int8"] < bytes[e+" fp32"]) {
 			t.Errorf("%s model bytes %d (fp32), %d (int8), %d (int4): want each smaller", e, bytes[e+" fp32"], bytes[e+" int8"], bytes[e+" int4"])
 		}

@@ -3,16 +3,19 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
 
-// runner is one engine set up at one configuration.
+// runner is one engine set up at one configuration, decoding greedily or
+// (beam > 1) with beam search.
 type runner struct {
 	name    string
 	weights quant.Precision
+	beam    int
 	// run decodes one batch. withEncoder means dec includes the encoder
 	// (translate's engines time them together); enc is then 0.
 	run         func() (enc, dec time.Duration, err error)
@@ -34,19 +37,29 @@ type point struct {
 	rows    [][]int64 // views of ids
 }
 
-// job says which engine at which precision r is.
-func (r *runner) job() job { return job{r.name, r.weights} }
+// job says which engine at which precision and beam width r is.
+func (r *runner) job() job { return job{r.name, r.weights, max(r.beam, 1)} }
 
-// setup prepares engine e, on the model of precision w for the attnx
-// engines (the others are float32), or says why it cannot run here.
-func (p *point) setup(e string, w quant.Precision) (r *runner, na string, err error) {
+// beamEngines are the engines that measure beam search too: the decoding
+// core, translate's steps engine, its loop engine (on beam.onnx) and
+// PyTorch's reference beam search.
+var beamEngines = []string{EngineLean, EngineSteps, EngineLoop, EnginePyTorch}
+
+// setup prepares j's engine, on the model of j's precision for the attnx
+// engines (the others are float32), decoding greedily (j.beam 1) or with
+// beam search of width j.beam, or says why it cannot run here.
+func (p *point) setup(j job) (r *runner, na string, err error) {
+	e, w, k := j.engine, j.weights, j.beam
+	if k > 1 && !slices.Contains(beamEngines, e) {
+		return nil, "", fmt.Errorf("engine %s has no beam search", e)
+	}
 	switch e {
 	case EngineLean:
-		r, err = p.lean(e, p.m.dirs[w])
+		r, err = p.lean(e, p.m.dirs[w], k)
 	case EngineSteps:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps, k)
 	case EngineLoop:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k)
 	case EngineTorchONNX:
 		switch {
 		case p.m.torchDir == "":
@@ -54,7 +67,7 @@ func (p *point) setup(e string, w quant.Precision) (r *runner, na string, err er
 		case p.B != 1:
 			return nil, "torch.onnx.export fixes the decoder's batch at the traced size 1 (LSTM initial state and attention reshapes are specialised), so it runs at batch 1 only", nil
 		}
-		r, err = p.lean(e, p.m.torchDir)
+		r, err = p.lean(e, p.m.torchDir, 1)
 	case EngineFloor:
 		r, err = p.floor(e)
 	default:
@@ -67,12 +80,12 @@ func (p *point) setup(e string, w quant.Precision) (r *runner, na string, err er
 }
 
 // lean runs dir's graphs on the decoding core alone (see leanLoop).
-func (p *point) lean(name, dir string) (*runner, error) {
-	l, err := newLeanLoop(dir, p.T, p.rows, p.steps)
+func (p *point) lean(name, dir string, k int) (*runner, error) {
+	l, err := newLeanLoop(dir, p.T, p.rows, p.steps, k)
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: name, close: l.close}
+	r := &runner{name: name, beam: k, close: l.close}
 	r.run = func() (time.Duration, time.Duration, error) {
 		var toks []int64
 		if r.tokens == nil {
@@ -85,12 +98,12 @@ func (p *point) lean(name, dir string) (*runner, error) {
 }
 
 // translated runs package translate's engine over the model directory.
-func (p *point) translated(name, dir, engine string) (*runner, error) {
-	tr, err := translate.Open(dir, translate.Options{Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B})
+func (p *point) translated(name, dir, engine string, k int) (*runner, error) {
+	tr, err := translate.Open(dir, translate.Options{Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B, Beam: k})
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{name: name, withEncoder: true, close: func() { tr.Close() },
+	r := &runner{name: name, beam: k, withEncoder: true, close: func() { tr.Close() },
 		note: "decode = whole TranslateIDs call minus " + EngineLean + "'s encoder median"}
 	r.run = func() (time.Duration, time.Duration, error) {
 		t0 := time.Now()

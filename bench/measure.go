@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/attnx/attnx/quant"
@@ -19,33 +21,45 @@ func engineRank(e string) int {
 	return len(Engines)
 }
 
-// job is one ORT engine at one weights precision.
+// job is one engine at one weights precision and beam width (beam 1:
+// greedy decoding).
 type job struct {
 	engine  string
 	weights quant.Precision
+	beam    int
 }
 
 func (j job) String() string {
+	s := j.engine
 	if perWeights(j.engine) {
-		return j.engine + " (" + string(j.weights) + ")"
+		s += " (" + string(j.weights) + ")"
 	}
-	return j.engine
+	if j.beam > 1 {
+		s += " beam " + strconv.Itoa(j.beam)
+	}
+	return s
 }
 
-// jobs lists the enabled ORT engines, each attnx engine once per weights
-// precision, in the order they print.
+// jobs lists the enabled engines, each attnx engine once per weights
+// precision, each engine with beam search once more per beam width, in the
+// order they print.
 func (c *Config) jobs() []job {
 	var out []job
 	for _, e := range Engines {
-		if !c.enabled(e) || e == EnginePyTorch {
+		if !c.enabled(e) {
 			continue
 		}
-		if !perWeights(e) {
-			out = append(out, job{e, quant.PrecisionFP32})
-			continue
+		ws := []quant.Precision{quant.PrecisionFP32}
+		if perWeights(e) {
+			ws = c.weights()
 		}
-		for _, w := range c.weights() {
-			out = append(out, job{e, w})
+		for _, w := range ws {
+			out = append(out, job{e, w, 1})
+			if slices.Contains(beamEngines, e) {
+				for _, k := range c.Beams {
+					out = append(out, job{e, w, k})
+				}
+			}
 		}
 	}
 	return out
@@ -57,10 +71,11 @@ type pyTorchInfo struct {
 	BLAS    *BLASInfo
 }
 
-// measure runs the enabled engines at one configuration. The ORT engines
-// (each attnx engine once per weights precision) are timed interleaved,
-// one batch of each in turn, so that the load of a shared machine falls on
-// all of them alike; each one's peak RSS is taken before, with that engine
+// measure runs the enabled engines at one configuration, greedily and with
+// each beam width where the engine has beam search. The ORT engines (each
+// attnx engine once per weights precision) are timed interleaved, one
+// batch of each in turn, so that the load of a shared machine falls on all
+// of them alike; each one's peak RSS is taken before, with that engine
 // alone loaded. PyTorch runs in its own process.
 func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int) ([]Result, pyTorchInfo, error) {
 	ids, lens := randomSources(B, S, m.cfg.SrcVocab, c.Seed+uint64(1000*S+B))
@@ -71,10 +86,15 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	key := configKey(string(m.arch), S, B, T)
 	mk := func(j job) Result {
 		r := Result{Name: j.engine, Weights: string(j.weights), Arch: string(m.arch), SrcLen: S, Batch: B, Threads: T}
-		switch j.engine {
-		case EngineLean, EngineSteps:
+		if j.beam > 1 {
+			r.Beam = j.beam
+		}
+		switch {
+		case j.engine == EngineLean || j.engine == EngineSteps:
 			r.ModelBytes = m.bytes[j.weights].steps
-		case EngineLoop:
+		case j.engine == EngineLoop && j.beam > 1:
+			r.ModelBytes = m.bytes[j.weights].beam
+		case j.engine == EngineLoop:
 			r.ModelBytes = m.bytes[j.weights].loop
 		}
 		return r
@@ -82,14 +102,18 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	var none pyTorchInfo
 	c.logf("bench: %s", key)
 	steps := c.Steps
+	jobs := c.jobs()
 
 	// Peak RSS, each ORT engine alone: set up, warm up, read, close.
 	rss := map[job]float64{}
 	na := map[job]string{}
 	var ortJobs []job
-	for _, j := range c.jobs() {
+	for _, j := range jobs {
+		if j.engine == EnginePyTorch {
+			continue
+		}
 		resetPeakRSS()
-		r, why, err := p.setup(j.engine, j.weights)
+		r, why, err := p.setup(j)
 		if err != nil {
 			return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 		}
@@ -116,7 +140,7 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		}
 	}()
 	for _, j := range ortJobs {
-		r, _, err := p.setup(j.engine, j.weights)
+		r, _, err := p.setup(j)
 		if err != nil {
 			return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 		}
@@ -145,11 +169,11 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 			decs[i] = append(decs[i], float64(d)/1e6)
 		}
 	}
-	// The encoder time translate's engines include is the lean loop's at
-	// the same precision.
+	// The encoder time translate's engines include is the greedy lean
+	// loop's at the same precision.
 	encMs := map[quant.Precision]float64{}
 	for i, r := range runners {
-		if r.name == EngineLean {
+		if r.name == EngineLean && r.beam <= 1 {
 			encMs[r.weights] = quantile(encs[i], 0.5)
 		}
 	}
@@ -171,17 +195,19 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	}
 
 	var py pyTorchInfo
-	pyJob := job{EnginePyTorch, quant.PrecisionFP32}
-	if c.enabled(EnginePyTorch) {
-		res, info, err := c.pytorch(work, m, S, B, T, ids, lens)
+	for _, j := range jobs {
+		if j.engine != EnginePyTorch {
+			continue
+		}
+		res, info, err := c.pytorch(work, m, S, B, T, ids, lens, j.beam)
 		if err != nil {
-			return nil, none, fmt.Errorf("bench: %s at %s: %w", EnginePyTorch, key, err)
+			return nil, none, fmt.Errorf("bench: %s at %s: %w", j, key, err)
 		}
 		res.Arch, res.SrcLen, res.Batch, res.Threads = string(m.arch), S, B, T
-		byJob[pyJob], py = res, info
+		byJob[j], py = res, info
 	}
 	var out []Result
-	for _, j := range append(c.jobs(), pyJob) {
+	for _, j := range jobs {
 		if why, ok := na[j]; ok {
 			r := mk(j)
 			r.NA = why
@@ -193,7 +219,7 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 	sort.SliceStable(out, func(a, b int) bool { return engineRank(out[a].Name) < engineRank(out[b].Name) })
 	annotate(out)
 	for _, r := range out {
-		c.logf("bench:   %-18s %-5s %s", r.Name, r.Weights, r.brief())
+		c.logf("bench:   %-25s %-5s %s", r.engineName(), r.Weights, r.brief())
 	}
 	return out, py, nil
 }

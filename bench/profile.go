@@ -44,7 +44,7 @@ type ProfileSummary struct {
 // CPU profiler.
 func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 	ids, _ := randomSources(1, S, m.cfg.SrcVocab, c.Seed)
-	l, err := newLeanLoop(m.dirs[c.weights()[0]], 1, [][]int64{ids}, c.Steps)
+	l, err := newLeanLoop(m.dirs[c.weights()[0]], 1, [][]int64{ids}, c.Steps, 1)
 	if err != nil {
 		return nil, err
 	}

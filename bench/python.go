@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 )
@@ -36,9 +37,13 @@ type pyOut struct {
 	BLAS      *BLASInfo `json:"blas"`
 }
 
-// pytorch runs bench.py on the same checkpoint and inputs.
-func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) (Result, pyTorchInfo, error) {
+// pytorch runs bench.py on the same checkpoint and inputs: greedy
+// decoding, or (k > 1) the reference's beam search of width k.
+func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64, k int) (Result, pyTorchInfo, error) {
 	r := Result{Name: EnginePyTorch, Weights: string(quant.PrecisionFP32), Batch: B}
+	if k > 1 {
+		r.Beam = k
+	}
 	var none pyTorchInfo
 	in := filepath.Join(work, string(m.arch), fmt.Sprintf("inputs_s%d_b%d.safetensors", S, B))
 	if err := writeInputs(in, B, S, ids, lens); err != nil {
@@ -47,7 +52,8 @@ func (c *Config) pytorch(work string, m *model, S, B, T int, ids, lens []int64) 
 	out, err := c.python(reference.BenchScript, "--checkpoint", m.ckpt, "--inputs", in,
 		"--steps", strconv.Itoa(c.Steps), "--threads", strconv.Itoa(T), "--warmup", strconv.Itoa(c.Warmup),
 		"--min-reps", strconv.Itoa(c.MinReps), "--max-reps", strconv.Itoa(c.MaxReps),
-		"--min-time", strconv.FormatFloat(c.MinTime.Seconds(), 'f', -1, 64))
+		"--min-time", strconv.FormatFloat(c.MinTime.Seconds(), 'f', -1, 64),
+		"--beam", strconv.Itoa(k), "--eos", strconv.FormatInt(attention.DefaultSpecial.EOS, 10))
 	if err != nil {
 		return r, none, err
 	}

@@ -16,6 +16,8 @@ type Result struct {
 	SrcLen  int    `json:"src_len"`
 	Batch   int    `json:"batch"`
 	Threads int    `json:"threads"`
+	// Beam is the beam width K of a beam search row, 0 for greedy decoding.
+	Beam int `json:"beam,omitempty"`
 	// MsPerTokenMedian and MsPerTokenP90 are the decode time (encoder
 	// excluded) per token over the repetitions.
 	MsPerTokenMedian float64 `json:"ms_per_token_median"`
@@ -25,6 +27,12 @@ type Result struct {
 	MsPerTokenMin float64 `json:"ms_per_token_min"`
 	// MsPerStepMedian is MsPerTokenMedian * Batch.
 	MsPerStepMedian float64 `json:"ms_per_step_median"`
+	// MsPerSentenceMedian is the decode time per row (MsPerTokenMedian *
+	// Steps): with beam search, for all K hypotheses of the row.
+	MsPerSentenceMedian float64 `json:"ms_per_sentence_median"`
+	// VsGreedy is a beam search row's ms per sentence over the same
+	// engine's greedy decoding at the same configuration.
+	VsGreedy float64 `json:"vs_greedy,omitempty"`
 	// TokensPerS is 1000 / MsPerTokenMedian.
 	TokensPerS float64 `json:"tokens_per_s"`
 	// EncoderMsMedian is the encoder's time per batch (0 for the floor).
@@ -46,14 +54,26 @@ type Result struct {
 	// RatioToFloor is this engine's ms per token over the (float32)
 	// floor's.
 	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
-	// TokensMatchPyTorch tells whether the tokens equal PyTorch's.
+	// TokensMatchPyTorch tells whether the tokens equal PyTorch's (with
+	// beam search, the best hypothesis', PyTorch's beam search's).
 	TokensMatchPyTorch *bool `json:"tokens_match_pytorch,omitempty"`
 	// NA, when set, says why the engine could not run here ("n/a").
 	NA string `json:"na,omitempty"`
 	// Note adds how the figure was obtained, where it differs.
 	Note string `json:"note,omitempty"`
 
-	tokens []int64 // step-major [steps*B], first repetition
+	tokens []int64 // step-major [steps*B], first repetition (beam: the best hypothesis)
+}
+
+// engineName is the result's engine with its beam width, as progress lines
+// and errors name it.
+func (r Result) engineName() string { return variantName(r.Name, r.Beam) }
+
+func variantName(engine string, k int) string {
+	if k > 1 {
+		return fmt.Sprintf("%s beam %d", engine, k)
+	}
+	return engine
 }
 
 // Target is one of the issue's goals, checked at batch 1 and 1 thread.
@@ -95,9 +115,14 @@ type Report struct {
 	// lean_vs_pytorch, steps_vs_pytorch, loop_vs_pytorch (speedups),
 	// steps_vs_torch_onnx (torch-onnx ms / best attnx step loop ms),
 	// loop_vs_steps (best step loop ms / loop ms), best_vs_floor (best attnx
-	// ms / floor ms), all over the fp32 models; and ENGINE_WEIGHTS_vs_fp32
-	// (such as attnx-loop_int8_vs_fp32: the engine's fp32 ms over its ms at
-	// that precision).
+	// ms / floor ms), all of greedy decoding over the fp32 models;
+	// ENGINE_WEIGHTS_vs_fp32 (such as attnx-loop_int8_vs_fp32: the engine's
+	// fp32 ms over its ms at that precision, greedy decoding); and for each
+	// beam width K, over the fp32 models, lean_beamK_vs_greedy,
+	// steps_beamK_vs_greedy, loop_beamK_vs_greedy and
+	// pytorch_beamK_vs_greedy (ms per sentence over the same engine's
+	// greedy) and lean_beamK_vs_pytorch (PyTorch beam search ms over the
+	// decoding core's).
 	Ratios  map[string]map[string]float64 `json:"ratios"`
 	Targets []Target                      `json:"targets"`
 	Notes   []string                      `json:"notes,omitempty"`

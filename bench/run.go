@@ -28,8 +28,9 @@ type model struct {
 }
 
 // modelBytes is the size of the graph files an engine loads: encoder.onnx
-// plus decoder.onnx for the step loops, greedy.onnx for the in-graph loop.
-type modelBytes struct{ steps, loop int64 }
+// plus decoder.onnx for the step loops, greedy.onnx for the in-graph loop,
+// beam.onnx for its beam search (0 when not exported).
+type modelBytes struct{ steps, loop, beam int64 }
 
 // fileBytes sums the sizes of the named files of dir.
 func fileBytes(dir string, names ...string) (int64, error) {
@@ -190,9 +191,11 @@ func (c *Config) prepare(work string) ([]*model, error) {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 		m.dirs, m.bytes = map[quant.Precision]string{}, map[quant.Precision]modelBytes{}
+		// beam.onnx only when the loop engine measures beam search.
+		withBeam := len(c.Beams) > 0 && c.enabled(EngineLoop)
 		for _, w := range c.weights() {
 			dir := filepath.Join(base, "model-"+string(w))
-			res, err := modeldir.Export(m.ckpt, dir, modeldir.Options{Greedy: true, Force: true, Weights: w, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
+			res, err := modeldir.Export(m.ckpt, dir, modeldir.Options{Greedy: true, Beam: withBeam, Force: true, Weights: w, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
 			if err != nil {
 				return nil, fmt.Errorf("bench: exporting %s with %s weights: %w", s.arch, w, err)
 			}
@@ -202,6 +205,11 @@ func (c *Config) prepare(work string) ([]*model, error) {
 			}
 			if mb.loop, err = fileBytes(dir, modeldir.GreedyFile); err != nil {
 				return nil, err
+			}
+			if withBeam {
+				if mb.beam, err = fileBytes(dir, modeldir.BeamFile); err != nil {
+					return nil, err
+				}
 			}
 			m.cfg, m.dirs[w], m.bytes[w] = res.Config, dir, mb
 		}

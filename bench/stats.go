@@ -16,6 +16,7 @@ func (r *Result) fill(encs, decs []float64, steps int) {
 	r.MsPerTokenP90 = quantile(per, 0.9)
 	r.MsPerTokenMin = quantile(per, 0)
 	r.MsPerStepMedian = r.MsPerTokenMedian * float64(r.Batch)
+	r.MsPerSentenceMedian = r.MsPerTokenMedian * float64(steps)
 	if r.MsPerTokenMedian > 0 {
 		r.TokensPerS = 1000 / r.MsPerTokenMedian
 	}

@@ -21,28 +21,29 @@ func WriteTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "attnx bench: %s H=%d L=%d Vs=%d Vt=%d, %d steps, weights %s, ONNX Runtime %s, torch %s, PyTorch's BLAS %s\n",
 		strings.Join(c.Archs, ","), c.Hidden, c.Layers, c.SrcVocab, c.TgtVocab, c.Steps, strings.Join(c.Weights, ","), c.ORT, c.Torch, blas)
 	fmt.Fprintf(w, "EOS never emitted: %s\n", c.EOSMethod)
-	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step\n", c.MinReps, c.MinTimeS)
-	fmt.Fprintf(w, "weights: the precision of the attnx engines' model (the others are fp32); vs fp32: the same engine's fp32 ms/token over this one's; model MB: the graph files the engine loads\n\n")
+	fmt.Fprintf(w, "times: decode only (encoder apart), median, p90 and min over >= %d reps and >= %.1fs per engine, the ORT engines interleaved; a token is one row at one step (with beam search K > 1, all K hypotheses of the row); ms/sentence is one row's decode\n", c.MinReps, c.MinTimeS)
+	fmt.Fprintf(w, "weights: the precision of the attnx engines' model (the others are fp32); vs fp32: the same engine's fp32 ms/token over this one's, at the same K; vs greedy: beam search's ms/sentence over the same engine's greedy decoding at the same weights; model MB: the graph files the engine loads\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tweights\tms/token\tp90\tmin\ttokens/s\tencoder ms\tRSS MB\tmodel MB\tvs fp32\tvs pytorch\tvs floor\tsame tokens\t")
+	fmt.Fprintln(tw, "arch\tS\tB\tT\tengine\tweights\tK\tms/token\tp90\tmin\tms/sentence\ttokens/s\tencoder ms\tRSS MB\tmodel MB\tvs fp32\tvs pytorch\tvs floor\tvs greedy\tsame tokens\t")
 	last := ""
 	for _, r := range rep.Results {
 		key := configKey(r.Arch, r.SrcLen, r.Batch, r.Threads)
 		if last != "" && key != last {
-			fmt.Fprintln(tw, strings.Repeat("\t", 17))
+			fmt.Fprintln(tw, strings.Repeat("\t", 20))
 		}
 		last = key
+		k := max(r.Beam, 1)
 		if r.NA != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\tn/a%s\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights, strings.Repeat("\t", 11))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\tn/a%s\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights, k, strings.Repeat("\t", 13))
 			continue
 		}
 		same := ""
 		if r.TokensMatchPyTorch != nil {
 			same = fmt.Sprint(*r.TokensMatchPyTorch)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights,
-			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
-			orDash(float64(r.ModelBytes)/1e6, "%.1f"), orDash(r.SpeedupVsFP32, "%.2fx"), orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), same)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%.4f\t%.4f\t%.4f\t%.3f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Arch, r.SrcLen, r.Batch, r.Threads, r.Name, r.Weights, k,
+			r.MsPerTokenMedian, r.MsPerTokenP90, r.MsPerTokenMin, r.MsPerSentenceMedian, r.TokensPerS, orDash(r.EncoderMsMedian, "%.3f"), r.PeakRSSMB,
+			orDash(float64(r.ModelBytes)/1e6, "%.1f"), orDash(r.SpeedupVsFP32, "%.2fx"), orDash(r.SpeedupVsPyTorch, "%.1fx"), orDash(r.RatioToFloor, "%.2f"), orDash(r.VsGreedy, "%.2fx"), same)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,56 +10,56 @@ import (
 	"github.com/attnx/attnx/quant"
 )
 
-// annotate fills the ratios to PyTorch, to the floor and to the same
-// engine's fp32 model, and the token comparison with PyTorch, within one
-// configuration's results.
+// annotate fills, within one configuration's results, the ratios to
+// PyTorch (of the same beam width) and to the floor (greedy decoding), to
+// the same engine's fp32 model (same beam width), beam search's ratio to
+// the same engine's greedy decoding (same weights), and the token
+// comparison with PyTorch of the same beam width.
 func annotate(rs []Result) {
-	var py, fl *Result
-	fp32 := map[string]float64{}
-	for i := range rs {
-		switch rs[i].Name {
-		case EnginePyTorch:
-			py = &rs[i]
-		case EngineFloor:
-			fl = &rs[i]
+	find := func(name string, w quant.Precision, beam int) *Result {
+		for i := range rs {
+			if rs[i].Name == name && rs[i].Weights == string(w) && rs[i].Beam == beam && rs[i].NA == "" && rs[i].MsPerTokenMedian > 0 {
+				return &rs[i]
+			}
 		}
-		if rs[i].Weights == string(quant.PrecisionFP32) && rs[i].NA == "" {
-			fp32[rs[i].Name] = rs[i].MsPerTokenMedian
-		}
+		return nil
 	}
+	fl := find(EngineFloor, quant.PrecisionFP32, 0)
 	for i := range rs {
 		r := &rs[i]
 		if r.NA != "" || r.MsPerTokenMedian <= 0 {
 			continue
 		}
-		if py != nil && py.NA == "" && r != py {
+		py := find(EnginePyTorch, quant.PrecisionFP32, r.Beam)
+		if py != nil && r != py {
 			r.SpeedupVsPyTorch = py.MsPerTokenMedian / r.MsPerTokenMedian
 		}
-		if fl != nil && fl.NA == "" && r != fl {
+		if fl != nil && r != fl && r.Beam == 0 {
 			r.RatioToFloor = r.MsPerTokenMedian / fl.MsPerTokenMedian
 		}
-		if f := fp32[r.Name]; f > 0 && r.Weights != string(quant.PrecisionFP32) {
-			r.SpeedupVsFP32 = f / r.MsPerTokenMedian
+		if f := find(r.Name, quant.PrecisionFP32, r.Beam); f != nil && r != f {
+			r.SpeedupVsFP32 = f.MsPerTokenMedian / r.MsPerTokenMedian
+		}
+		if g := find(r.Name, quant.Precision(r.Weights), 0); g != nil && r.Beam > 0 {
+			r.VsGreedy = r.MsPerSentenceMedian / g.MsPerSentenceMedian
 		}
 		if py != nil && py.tokens != nil && r.tokens != nil && r != py {
-			eq := len(py.tokens) == len(r.tokens)
-			for j := 0; eq && j < len(r.tokens); j++ {
-				eq = py.tokens[j] == r.tokens[j]
-			}
+			eq := slices.Equal(py.tokens, r.tokens)
 			r.TokensMatchPyTorch = &eq
 		}
 	}
 }
 
 // ratios computes the named ratios of one configuration: those between
-// engines over the fp32 models, and each attnx engine's speed-up at each
-// reduced precision over its fp32 figure.
+// engines over the fp32 models, each attnx engine's speed-up at each
+// reduced precision over its fp32 figure (greedy decoding), and beam
+// search's over greedy decoding and PyTorch (fp32 models).
 func ratios(rs []Result) map[string]float64 {
 	ms := map[string]float64{}
 	out := map[string]float64{}
 	for _, r := range rs {
 		switch {
-		case r.NA != "" || r.MsPerTokenMedian <= 0:
+		case r.NA != "" || r.MsPerTokenMedian <= 0 || r.Beam > 0:
 		case r.Weights == string(quant.PrecisionFP32):
 			ms[r.Name] = r.MsPerTokenMedian
 		case r.SpeedupVsFP32 > 0:
@@ -84,6 +85,18 @@ func ratios(rs []Result) map[string]float64 {
 		bestAll = l
 	}
 	div("best_vs_floor", bestAll, ms[EngineFloor])
+	short := map[string]string{EngineLean: "lean", EngineSteps: "steps", EngineLoop: "loop", EnginePyTorch: "pytorch"}
+	for _, r := range rs {
+		if r.Weights != string(quant.PrecisionFP32) {
+			continue
+		}
+		if r.Beam > 0 && r.VsGreedy > 0 {
+			out[fmt.Sprintf("%s_beam%d_vs_greedy", short[r.Name], r.Beam)] = r.VsGreedy
+		}
+		if r.Beam > 0 && r.Name == EngineLean && r.SpeedupVsPyTorch > 0 {
+			out[fmt.Sprintf("lean_beam%d_vs_pytorch", r.Beam)] = r.SpeedupVsPyTorch
+		}
+	}
 	return out
 }
 
@@ -145,6 +158,8 @@ func targets(rep *Report) []Target {
 					func(v float64) bool { return v >= w.want }, fmt.Sprintf("%s ms/token with fp32 weights over %s's", e, w.p))
 			}
 		}
+		add("beam 4 vs greedy, decoding core", "at most 1.5x", "lean_beam4_vs_greedy", func(v float64) bool { return v <= 1.5 }, "ms per sentence, K = 4 over greedy, same engine and max_len")
+		add("beam 8 vs greedy, decoding core", "at most 2x", "lean_beam8_vs_greedy", func(v float64) bool { return v <= 2 }, "ms per sentence, K = 8 over greedy, same engine and max_len")
 	}
 	return out
 }

@@ -11,8 +11,9 @@
 //     the next input tokens and, for each next slot, which current slot it
 //     continues from, or finishes the row. It is pure Go on plain slices.
 //     Greedy is the spec's greedy decoding; Argmax is attnx's one argmax
-//     (ties to the lowest index, as torch.argmax on CPU). Beam search is a
-//     Search of width K; see the Search documentation for how it maps.
+//     (ties to the lowest index, as torch.argmax on CPU). Beam is the
+//     spec's beam search, a Search of width K: a row's K hypotheses are K
+//     slots of the batch, reordered between steps by Next.
 //
 //   - An Executor runs decoder.onnx for a batch of slots over preallocated,
 //     IoBinding-bound buffers, and changes the batch between steps: Next
@@ -29,6 +30,6 @@
 //     between Steps.
 //
 // Once the batch shapes of a workload have been seen, a decoder step
-// allocates nothing on the Go heap (see BenchmarkGreedyStep and
-// TestStepDoesNotAllocate).
+// allocates nothing on the Go heap (see BenchmarkDecode,
+// TestStepDoesNotAllocate and TestBeamStepDoesNotAllocate).
 package decode

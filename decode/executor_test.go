@@ -309,38 +309,49 @@ func TestStepDoesNotAllocate(t *testing.T) {
 			later := [][]int64{{3, 4, 5, 6, 7, 8, 9}, {5}}
 			gs, ss := greedies([]int{3, 9, 5, 12, 1, 7}, false)
 			gl, sl := greedies([]int{4, 6}, false)
-			ex, err := p.m.NewExecutor(1, 1)
-			if err != nil {
-				t.Fatal(err)
+			var resets []func()
+			for _, g := range append(gs, gl...) {
+				resets = append(resets, g.Reset)
 			}
-			defer ex.Close()
-			b := decode.NewBatch(ex)
-			ctx := context.Background()
-			all := append(gs, gl...)
-			run := func() {
-				b.Reset()
-				for _, g := range all {
-					g.Reset()
-				}
-				if err := b.Add(rows, ss); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b.Step(); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Add(later, sl); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Run(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			run()
-			run()
-			if n := testing.AllocsPerRun(20, run); n != 0 {
-				t.Errorf("%v allocations per decode once warmed up, want 0", n)
-			}
+			checkNoAllocs(t, p, rows, ss, later, sl, resets)
 		})
+	}
+}
+
+// checkNoAllocs decodes rows with searches, later ones joining after the
+// first step, twice to warm up, then checks that a whole decode (the
+// searches reset) allocates nothing.
+func checkNoAllocs(t *testing.T, p *pair, rows [][]int64, searches []decode.Search, later [][]int64, laterSearches []decode.Search, resets []func()) {
+	t.Helper()
+	ex, err := p.m.NewExecutor(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	b := decode.NewBatch(ex)
+	ctx := context.Background()
+	run := func() {
+		b.Reset()
+		for _, f := range resets {
+			f()
+		}
+		if err := b.Add(rows, searches); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Step(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Add(later, laterSearches); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	run()
+	if n := testing.AllocsPerRun(20, run); n != 0 {
+		t.Errorf("%v allocations per decode once warmed up, want 0", n)
 	}
 }
 
@@ -413,17 +424,18 @@ func TestExecutorErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkGreedyStep decodes a batch of 12-token sources for 20 steps
-// (EOS suppressed, so every row runs them all) with the core as bench's
-// lean engine does, once warmed up: ms per step and per token (the whole
-// decode, encoder included, over the steps), and allocations per decode (0).
-func BenchmarkGreedyStep(b *testing.B) {
+// BenchmarkDecode decodes a batch of 12-token sources for 20 steps (EOS
+// suppressed, so every row runs all of them) greedily and, at the
+// realistic size, with beam search of width 4 and 8: ms per step, per
+// token and per sentence, and allocs/op, which must be 0 once warmed up.
+func BenchmarkDecode(b *testing.B) {
 	needORT(b)
 	const srcLen, steps = 12, 20
 	for _, size := range []struct {
 		name          string
 		hidden, vocab int
-	}{{"tiny", 16, 64}, {"realistic", 256, 10000}} {
+		beams         []int
+	}{{"tiny", 16, 64, []int{1}}, {"realistic", 256, 10000, []int{1, 4, 8}}} {
 		sd, err := bench.RandomStateDict(attention.Config{Arch: attention.Bahdanau, Hidden: size.hidden, Layers: 1, SrcVocab: size.vocab, TgtVocab: size.vocab}, 1)
 		if err != nil {
 			b.Fatal(err)
@@ -439,51 +451,75 @@ func BenchmarkGreedyStep(b *testing.B) {
 		dec, _ := attention.Decoder(w, attention.BuildOptions{})
 		p := open(b, size.name, enc, dec, size.vocab, size.vocab)
 		for _, batch := range []int{1, 32} {
-			b.Run(fmt.Sprintf("size=%s/batch=%d", size.name, batch), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(uint64(batch), 1))
-				rows := make([][]int64, batch)
-				for i := range rows {
-					rows[i] = make([]int64, srcLen)
-					for j := range rows[i] {
-						rows[i][j] = int64(4 + r.IntN(size.vocab-4))
-					}
-				}
-				limits := slices.Repeat([]int{steps}, batch)
-				gs, ss := greedies(limits, false)
-				ex, err := p.m.NewExecutor(batch, batch*srcLen)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer ex.Close()
-				bt := decode.NewBatch(ex)
-				ctx := context.Background()
-				run := func() {
-					bt.Reset()
-					for _, g := range gs {
-						g.Reset()
-					}
-					if err := bt.Add(rows, ss); err != nil {
-						b.Fatal(err)
-					}
-					if err := bt.Run(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				run()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					run()
-				}
-				ms := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N*steps)
-				b.ReportMetric(ms, "ms/step")
-				b.ReportMetric(ms/float64(batch), "ms/token")
-				for _, g := range gs {
-					if len(g.Tokens()) != steps {
-						b.Fatalf("a row decoded %d tokens, want %d", len(g.Tokens()), steps)
-					}
-				}
-			})
+			for _, k := range size.beams {
+				b.Run(fmt.Sprintf("size=%s/batch=%d/K=%d", size.name, batch, k), func(b *testing.B) {
+					benchDecode(b, p, batch, k, srcLen, steps)
+				})
+			}
+		}
+	}
+}
+
+// benchDecode times decoding batch random rows greedily (k = 1) or with
+// beam search of width k.
+func benchDecode(b *testing.B, p *pair, batch, k, srcLen, steps int) {
+	r := rand.New(rand.NewPCG(uint64(batch), 1))
+	rows := make([][]int64, batch)
+	for i := range rows {
+		rows[i] = make([]int64, srcLen)
+		for j := range rows[i] {
+			rows[i][j] = int64(4 + r.IntN(p.vt-4))
+		}
+	}
+	limits := slices.Repeat([]int{steps}, batch)
+	var ss []decode.Search
+	var resets []func()
+	var outputs []func() int
+	if k == 1 {
+		gs, s := greedies(limits, false)
+		for _, g := range gs {
+			resets, outputs = append(resets, g.Reset), append(outputs, func() int { return len(g.Tokens()) })
+		}
+		ss = s
+	} else {
+		bs, s := beams(limits, k, 1, false)
+		for _, x := range bs {
+			resets, outputs = append(resets, x.Reset), append(outputs, func() int { return len(x.AppendTokens(nil, 0)) })
+		}
+		ss = s
+	}
+	ex, err := p.m.NewExecutor(batch*k, batch*k*srcLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ex.Close()
+	bt := decode.NewBatch(ex)
+	ctx := context.Background()
+	run := func() {
+		bt.Reset()
+		for _, f := range resets {
+			f()
+		}
+		if err := bt.Add(rows, ss); err != nil {
+			b.Fatal(err)
+		}
+		if err := bt.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run()
+	}
+	ms := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N*steps)
+	b.ReportMetric(ms, "ms/step")
+	b.ReportMetric(ms/float64(batch), "ms/token")
+	b.ReportMetric(ms*float64(steps)/float64(batch), "ms/sentence")
+	for _, n := range outputs {
+		if got := n(); got != steps {
+			b.Fatalf("a row decoded %d tokens, want %d", got, steps)
 		}
 	}
 }

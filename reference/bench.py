@@ -1,13 +1,21 @@
 #!/usr/bin/python3
-"""PyTorch eager greedy decoding timer for `attnx bench` (run with /usr/bin/python3).
+"""PyTorch eager decoding timer for `attnx bench` (run with /usr/bin/python3).
 
   bench.py --checkpoint CKPT --inputs IN.safetensors --steps T --threads N
-           [--warmup 3] [--min-reps 10] [--min-time 1.0] [--max-reps 1000]
+           [--beam K --eos 2] [--warmup 3] [--min-reps 10] [--min-time 1.0] [--max-reps 1000]
 
 Runs the reference modules (attnx_reference.py): the encoder once, then
 exactly T decoder steps, each feeding back argmax(log_probs), with no EOS
-stop, so that every engine `attnx bench` compares does the same work. Prints
-one JSON object on stdout:
+stop, so that every engine `attnx bench` compares does the same work.
+
+With --beam K > 1 it times the reference's beam search instead
+(attnx_reference.beam_search, spec "Beam search", max_len T, length penalty
+1): the whole search, minus the encoder timed alone just before it, is the
+decode time; tokens are each row's best hypothesis. (`attnx bench` gives
+the model an EOS it never ranks high enough, so every hypothesis runs T
+steps.)
+
+Prints one JSON object on stdout:
 
   {"encoder_ms": [...], "decode_ms": [...], "reps": R, "threads": N,
    "peak_rss_mb": M, "tokens": [[...], ...], "torch": "1.13.1",
@@ -78,21 +86,44 @@ def decode(model, ids, lengths, steps, sos):
     return t1 - t0, t2 - t1, torch.stack(toks, 1) if toks else torch.zeros(ids.shape[0], 0, dtype=torch.int64)
 
 
-def bench(model, ids, lengths, steps, sos=ref.SOS_ID, warmup=3, min_reps=10, min_time=1.0, max_reps=1000):
-    """Times decode() repeatedly: the result dict of the CLI, without RSS."""
+@torch.no_grad()
+def decode_beam(model, ids, lengths, steps, sos, eos, beam):
+    """Beam search: (encoder seconds, search seconds minus the encoder's,
+    each row's best hypothesis as a list of token lists)."""
+    t0 = time.perf_counter()
+    model.encoder(ids, lengths)
+    t1 = time.perf_counter()
+    results = ref.beam_search(model, ids, lengths, beam, steps, sos, eos, 1.0)
+    t2 = time.perf_counter()
+    return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0), [hyps[0].tokens for hyps in results]
+
+
+def bench(model, ids, lengths, steps, sos=ref.SOS_ID, warmup=3, min_reps=10, min_time=1.0, max_reps=1000,
+          beam=1, eos=ref.EOS_ID):
+    """Times decode() (beam > 1: decode_beam()) repeatedly: the result dict
+    of the CLI, without RSS."""
     if steps < 1:
         raise ReferenceError("--steps %d, want >= 1" % steps)
+    if beam < 1:
+        raise ReferenceError("--beam %d, want >= 1" % beam)
     ref.check_lengths(lengths, ids.shape[1])
+
+    def run():
+        if beam > 1:
+            return decode_beam(model, ids, lengths, steps, sos, eos, beam)
+        e, d, toks = decode(model, ids, lengths, steps, sos)
+        return e, d, toks.tolist()
+
     for _ in range(warmup):
-        decode(model, ids, lengths, steps, sos)
+        run()
     enc_ms, dec_ms, tokens = [], [], None
     start = time.perf_counter()
     while len(dec_ms) < max_reps and (len(dec_ms) < min_reps or time.perf_counter() - start < min_time):
-        e, d, toks = decode(model, ids, lengths, steps, sos)
+        e, d, toks = run()
         enc_ms.append(e * 1e3)
         dec_ms.append(d * 1e3)
         if tokens is None:
-            tokens = toks.tolist()
+            tokens = toks
     return {"encoder_ms": enc_ms, "decode_ms": dec_ms, "reps": len(dec_ms), "tokens": tokens}
 
 
@@ -133,6 +164,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--sos", type=int, default=ref.SOS_ID)
+    p.add_argument("--eos", type=int, default=ref.EOS_ID, help="beam search's EOS")
+    p.add_argument("--beam", type=int, default=1, help="K > 1: time the reference's beam search of width K")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--min-reps", type=int, default=10)
     p.add_argument("--min-time", type=float, default=1.0, help="seconds")
@@ -152,7 +185,7 @@ def main(argv=None):
             if k not in tensors:
                 raise ReferenceError("%s lacks tensor %s" % (a.inputs, k))
         ids, lengths = tensors["source_ids"].to(torch.int64), tensors["source_lengths"].to(torch.int64)
-        out = bench(model, ids, lengths, a.steps, a.sos, a.warmup, a.min_reps, a.min_time, a.max_reps)
+        out = bench(model, ids, lengths, a.steps, a.sos, a.warmup, a.min_reps, a.min_time, a.max_reps, a.beam, a.eos)
     except (ReferenceError, OSError) as e:
         print("bench: %s" % e, file=sys.stderr)
         return 2

@@ -2,8 +2,10 @@
 # demo.sh: the README's first command (`make demo`). Exports the two demo
 # date-normalisation models (trained with PyTorch, committed in
 # testdata/demo/), translates a few inputs with each, draws attention heat
-# maps, measures held-out accuracy and verifies the ONNX graphs against
-# PyTorch. Expects `make deps build` to have run (make demo does that).
+# maps, measures held-out accuracy of greedy decoding and of beam search
+# (width 4, beam.onnx) and verifies the ONNX graphs, beam search included,
+# against PyTorch. Expects `make deps build` to have run (make demo does
+# that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 attnx=bin/attnx
@@ -11,10 +13,25 @@ out=out/demo
 mkdir -p "$out"
 demo=testdata/demo
 
+# heldout MODEL LABEL TRANSLATE-FLAGS...: exact match of the 200 held-out
+# inputs, decoded with the flags given.
+heldout() {
+	local model=$1 label=$2
+	shift 2
+	cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --json --batch 64 "$@" |
+		/usr/bin/python3 -c '
+import json, sys
+want = [l.rstrip("\n").split("\t")[1] for l in open(sys.argv[1], encoding="utf-8")]
+got = [json.loads(l)["text"] for l in sys.stdin]
+ok = sum(g == w for g, w in zip(got, want))
+print("%-28s %d of %d exact (%.1f%%)" % (sys.argv[2] + ":", ok, len(want), 100.0 * ok / len(want)))
+' "$demo/heldout.txt" "$label"
+}
+
 for model in bahdanau luong; do
 	echo
 	echo "=== $model: export testdata/demo/$model.pt -> $out/$model"
-	$attnx export "$demo/$model.pt" -o "$out/$model" --greedy --force \
+	$attnx export "$demo/$model.pt" -o "$out/$model" --greedy --beam --force \
 		--src-vocab "$demo/src_vocab.json" --tgt-vocab "$demo/tgt_vocab.json"
 
 	echo
@@ -23,18 +40,12 @@ for model in bahdanau luong; do
 
 	echo
 	echo "=== $model: held-out exact match (200 inputs the model never saw)"
-	cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --json --batch 64 |
-		/usr/bin/python3 -c '
-import json, sys
-want = [l.rstrip("\n").split("\t")[1] for l in open(sys.argv[1], encoding="utf-8")]
-got = [json.loads(l)["text"] for l in sys.stdin]
-ok = sum(g == w for g, w in zip(got, want))
-print("%d of %d exact (%.1f%%)" % (ok, len(want), 100.0 * ok / len(want)))
-' "$demo/heldout.txt"
+	heldout "$model" "greedy (greedy.onnx)"
+	heldout "$model" "beam 4 (beam.onnx)" --engine loop --beam 4
 
 	echo
-	echo "=== $model: verify against PyTorch (every output of every step)"
-	$attnx verify --model "$out/$model" --checkpoint "$demo/$model.pt" --batch 4 --steps 12
+	echo "=== $model: verify against PyTorch (every output of every step, greedy decoding and beam search of width 4)"
+	$attnx verify --model "$out/$model" --checkpoint "$demo/$model.pt" --batch 4 --steps 12 --beam 4
 done
 
 echo

@@ -1,6 +1,7 @@
 // Package translate is attnx's Go inference API: it opens a model directory
 // (encoder.onnx, decoder.onnx, attnx.json and optionally greedy.onnx, see
-// docs/models.md) and greedy-decodes batches of source sentences.
+// docs/models.md) and decodes batches of source sentences, greedily or with
+// beam search.
 //
 //	tr, err := translate.Open("models/dates", translate.Options{})
 //	if err != nil { ... }
@@ -30,6 +31,23 @@
 //     session run per batch.
 //
 // The default is "loop" when the directory has greedy.onnx, "steps" otherwise.
+//
+// # Beam search
+//
+// Options.Beam = K > 1 decodes with the spec's beam search instead: K
+// hypotheses per input, candidates ranked by score (the float32 sum of
+// log_probs), then hypothesis, then token; finished hypotheses ordered by
+// score / length ** Options.LengthPenalty. Result.Hypotheses holds the best
+// Options.NBest, each with its tokens, text, score and normalised score;
+// Result's Tokens, Text and Attention are the best one's. It runs on the
+// steps engine (package decode's Beam): the K hypotheses of every row
+// share one batch of decoder steps, the encoder runs once per row, and the
+// hypotheses' states are reordered between steps without allocating.
+// With Engine "loop" it runs beam.onnx instead (written by attnx export
+// --beam): the whole search in one session run per batch, rows grouped by
+// their length limit (the graph takes one max_len), with the same
+// hypotheses and scores as the steps engine. Beam = 1 (or 0) is greedy
+// decoding.
 //
 // # Inputs
 //

@@ -104,3 +104,34 @@ func ExampleTranslator_Translate() {
 	// hello -> jmjjlll [13 16 13 0 13 15 15 15]
 	// translate: input row 1: character 'z' (U+007A) at position 2 is not in the source vocabulary (set UnknownToUNK to map unknown characters to <unk> (id 3))
 }
+
+// Beam search keeps 3 hypotheses per input; Result.Hypotheses lists the
+// best 2 with their scores (the sum of the tokens' log-probabilities) and
+// normalised scores (score / length ** LengthPenalty, here the default 1),
+// and Text is the best one's. Here beam search finds an output the model
+// gives a higher probability than greedy decoding's "lfffffff".
+func ExampleOptions_beam() {
+	dir, err := exampleModelDir()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 8, Beam: 3, NBest: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Translate(context.Background(), []string{"abc"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("best:", res[0].Text)
+	for _, h := range res[0].Hypotheses {
+		fmt.Printf("%s %.4f %.4f\n", h.Text, h.Score, h.NormalizedScore)
+	}
+	// Output:
+	// best: ffffffff
+	// ffffffff -13.1898 -1.6487
+	// lfffffff -13.4760 -1.6845
+}

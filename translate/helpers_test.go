@@ -20,10 +20,11 @@ type modelSpec struct {
 	special  attention.Special
 	src, tgt []string
 	greedy   bool
+	beam     bool // beam.onnx too
 }
 
 // writeModelDir writes encoder.onnx, decoder.onnx, optionally greedy.onnx
-// and attnx.json for w into dir.
+// and beam.onnx, and attnx.json for w into dir.
 func writeModelDir(tb testing.TB, dir string, w *attention.Weights, ms modelSpec) {
 	tb.Helper()
 	files := map[string]string{"encoder": "encoder.onnx", "decoder": "decoder.onnx"}
@@ -34,6 +35,10 @@ func writeModelDir(tb testing.TB, dir string, w *attention.Weights, ms modelSpec
 	if ms.greedy {
 		files["greedy"] = "greedy.onnx"
 		builds["greedy"] = func() (*builder.Model, error) { return attention.Greedy(w, ms.special, attention.BuildOptions{}) }
+	}
+	if ms.beam {
+		files[modeldir.RoleBeam] = modeldir.BeamFile
+		builds[modeldir.RoleBeam] = func() (*builder.Model, error) { return attention.Beam(w, ms.special, attention.BuildOptions{}) }
 	}
 	for role, build := range builds {
 		m, err := build()

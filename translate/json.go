@@ -17,11 +17,31 @@ type ResultJSON struct {
 	// Attention holds one row per output token, each with one weight per
 	// source token.
 	Attention [][]float32 `json:"attention"`
+	// Hypotheses is beam search's n-best list, best first (absent for
+	// greedy decoding); Tokens, Text and Attention are the first one's.
+	Hypotheses []HypothesisJSON `json:"hypotheses,omitempty"`
+}
+
+// HypothesisJSON is the JSON form of one beam search hypothesis.
+type HypothesisJSON struct {
+	// Tokens holds the output token ids, EOS included when it was emitted;
+	// Text is as in ResultJSON.
+	Tokens []int64 `json:"tokens"`
+	Text   string  `json:"text"`
+	// Score is the raw sum of the tokens' log-probabilities;
+	// NormalizedScore is score / length ** alpha, what the list is ordered
+	// by.
+	Score           float32 `json:"score"`
+	NormalizedScore float32 `json:"normalized_score"`
 }
 
 // JSON returns r's JSON form, input being the input as the caller gave it.
 func (r Result) JSON(input string) ResultJSON {
-	return ResultJSON{Input: input, SourceIDs: r.Source, Tokens: r.Tokens, Text: r.Text, Attention: r.Attention}
+	j := ResultJSON{Input: input, SourceIDs: r.Source, Tokens: r.Tokens, Text: r.Text, Attention: r.Attention}
+	for _, h := range r.Hypotheses {
+		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
+	}
+	return j
 }
 
 // TargetText returns ids as text, as Result.Text is made: "" when the

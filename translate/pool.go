@@ -49,7 +49,7 @@ func newPool(m *decode.Model, maxIdle, maxLive int64) *pool {
 func (p *pool) get(ctx context.Context, slots, cells int) (*decode.Executor, error) {
 	need := p.m.Bytes(slots, cells)
 	if need > p.maxLive {
-		return nil, fmt.Errorf("translate: a batch of %d rows of up to %d tokens needs %s of decoding buffers, more than MaxLiveBytes = %s; use a smaller BatchSize or a larger MaxLiveBytes",
+		return nil, fmt.Errorf("translate: a batch of %d decoding slots (rows times the beam width) of up to %d tokens needs %s of decoding buffers, more than MaxLiveBytes = %s; use a smaller BatchSize or a larger MaxLiveBytes",
 			slots, cells/slots, mib(need), mib(p.maxLive))
 	}
 	for {

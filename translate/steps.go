@@ -11,19 +11,8 @@ import (
 // decoding core: an executor from the pool, one greedy search per row, rows
 // leaving the batch as they finish.
 func (t *Translator) runSteps(ctx context.Context, rows [][]int64) ([]Result, error) {
-	ex, err := t.pool.get(ctx, len(rows), len(rows)*maxLen(rows))
-	if err != nil {
-		return nil, err
-	}
 	searches := t.searches(rows, 0)
-	err = decode.Decode(ctx, ex, rows, searches)
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		// Do not keep buffers ONNX Runtime has complained about.
-		t.pool.discard(ex)
-		return nil, err
-	}
-	t.pool.put(ex)
-	if err != nil {
+	if err := t.decodeSteps(ctx, rows, 1, searches); err != nil {
 		return nil, err
 	}
 	return searchResults(searches), nil
@@ -54,4 +43,21 @@ func searchResults(ss []decode.Search) []Result {
 		res[r].Tokens, res[r].Attention = g.Tokens(), g.Attention()
 	}
 	return res
+}
+
+// decodeSteps decodes rows with their searches on an executor from the
+// pool, sized for width slots per row.
+func (t *Translator) decodeSteps(ctx context.Context, rows [][]int64, width int, searches []decode.Search) error {
+	ex, err := t.pool.get(ctx, width*len(rows), width*len(rows)*maxLen(rows))
+	if err != nil {
+		return err
+	}
+	err = decode.Decode(ctx, ex, rows, searches)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		// Do not keep buffers ONNX Runtime has complained about.
+		t.pool.discard(ex)
+		return err
+	}
+	t.pool.put(ex)
+	return err
 }

@@ -64,6 +64,18 @@ type Options struct {
 	// MaxIdleBytes caps the memory of the steps engine's idle decoding
 	// buffers, kept for later calls; 0 means DefaultMaxIdleBytes.
 	MaxIdleBytes int64
+	// Beam is the beam width K (spec "Beam search"): 0 or 1 decodes
+	// greedily, K > 1 keeps K hypotheses per input. Beam search runs on the
+	// steps engine (the default for K > 1) or, with Engine "loop", on
+	// beam.onnx (attnx export --beam), which gives the same hypotheses.
+	Beam int
+	// NBest is how many hypotheses each Result lists (Result.Hypotheses),
+	// 1 <= NBest <= Beam; 0 means 1.
+	NBest int
+	// LengthPenalty is alpha of beam search's normalised score
+	// score / len ** alpha (finite, >= 0); nil means DefaultLengthPenalty.
+	// Greedy decoding ignores it.
+	LengthPenalty *float64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -91,9 +103,28 @@ type Result struct {
 	// Attention holds one row per output token, each with one weight per
 	// source token of this input (its own length, not the padded one).
 	Attention [][]float32
+	// Hypotheses is beam search's n-best list (Options.Beam > 1), best
+	// first: Options.NBest entries, fewer when the vocabulary ran out.
+	// Tokens, OutputTokens, Text and Attention are the first one's. It is
+	// nil for greedy decoding.
+	Hypotheses []Hypothesis
 }
 
-// Translator greedy-decodes with one model directory. It is safe for
+// Hypothesis is one entry of a beam search's n-best list.
+type Hypothesis struct {
+	// Tokens holds the output token ids, EOS included when the hypothesis
+	// finished.
+	Tokens []int64
+	// OutputTokens and Text are as in Result.
+	OutputTokens []string
+	Text         string
+	// Score is the hypothesis' log-probability: the float32 sum of its
+	// tokens' log_probs. NormalizedScore is Score / len(Tokens) ** alpha
+	// (Options.LengthPenalty), what the list is ordered by.
+	Score, NormalizedScore float32
+}
+
+// Translator decodes with one model directory. It is safe for
 // concurrent use; see the package documentation.
 type Translator struct {
 	dir    string
@@ -102,6 +133,7 @@ type Translator struct {
 	engine string
 
 	enc, dec, greedy *runtime.Session
+	beamGraph        *runtime.Session // beam.onnx: the loop engine with Beam > 1
 	notes            []string
 
 	src, tgt vocab
@@ -147,14 +179,17 @@ func Open(dir string, opt Options) (*Translator, error) {
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
-		if greedyFile != "" {
+		if greedyFile != "" && t.beam() == 1 {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 			}
 		}
 	case EngineLoop:
-		if greedyFile == "" {
-			return nil, fmt.Errorf("translate: engine %q needs greedy.onnx, and %s names no greedy model (files.greedy); use engine %q", EngineLoop, infoPath, EngineSteps)
+		switch {
+		case t.beam() > 1 && info.Files[modeldir.RoleBeam] == "":
+			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.BeamFile, Beam: t.beam()}
+		case t.beam() == 1 && greedyFile == "":
+			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.GreedyFile}
 		}
 		t.engine = EngineLoop
 	default:
@@ -177,13 +212,36 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if err != nil {
 			return fail(fmt.Errorf("translate: %s: %w", dir, err))
 		}
-		t.pool = newPool(m, opt.MaxIdleBytes, opt.MaxLiveBytes)
+		t.pool = newPool(m, opt.MaxIdleBytes, t.maxLiveBytes())
+	} else if t.beam() > 1 {
+		if t.beamGraph, err = t.openRole(modeldir.RoleBeam, ropt, t.beamSpec()); err != nil {
+			return fail(err)
+		}
 	} else {
 		if t.greedy, err = t.openRole("greedy", ropt, t.greedySpec()); err != nil {
 			return fail(err)
 		}
 	}
 	return t, nil
+}
+
+// LoopGraphError is Open's error for the loop engine asked of a model
+// directory without the graph it needs: greedy.onnx, or beam.onnx for beam
+// search (Options.Beam > 1).
+type LoopGraphError struct {
+	// Dir is the model directory, Graph the missing graph's file name.
+	Dir, Graph string
+	// Beam is Options.Beam when Graph is beam.onnx.
+	Beam int
+}
+
+func (e *LoopGraphError) Error() string {
+	if e.Graph == modeldir.BeamFile {
+		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s names no beam model (files.beam); re-export with `attnx export --beam`, or use engine %q",
+			EngineLoop, e.Beam, filepath.Join(e.Dir, "attnx.json"), EngineSteps)
+	}
+	return fmt.Sprintf("translate: engine %q needs greedy.onnx, and %s names no greedy model (files.greedy); use engine %q",
+		EngineLoop, filepath.Join(e.Dir, "attnx.json"), EngineSteps)
 }
 
 func checkOptions(opt Options) error {
@@ -213,7 +271,7 @@ func checkOptions(opt Options) error {
 			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
 		}
 	}
-	return nil
+	return checkBeamOptions(opt)
 }
 
 // openRole opens the model file attnx.json names for role and checks its
@@ -263,6 +321,9 @@ func (t *Translator) Device() string {
 	if t.greedy != nil {
 		return t.greedy.Device()
 	}
+	if t.beamGraph != nil {
+		return t.beamGraph.Device()
+	}
 	if t.enc != nil {
 		return t.enc.Device()
 	}
@@ -301,7 +362,7 @@ func (t *Translator) Close() error {
 
 func (t *Translator) closeSessions() error {
 	var errs []error
-	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy} {
+	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
@@ -335,7 +396,8 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	return rows, nil
 }
 
-// TranslateIDs greedy-decodes sources, one row of source token ids each.
+// TranslateIDs decodes sources (greedily, or with beam search when
+// Options.Beam > 1), one row of source token ids each.
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
@@ -353,9 +415,14 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 		rows := sources[start:min(start+bs, len(sources))]
 		var res []Result
 		var err error
-		if t.engine == EngineLoop {
+		switch {
+		case t.engine == EngineLoop && t.beam() > 1:
+			res, err = t.runLoopBeam(ctx, rows)
+		case t.engine == EngineLoop:
 			res, err = t.runLoop(ctx, rows)
-		} else {
+		case t.beam() > 1:
+			res, err = t.runBeamSteps(ctx, rows)
+		default:
 			res, err = t.runSteps(ctx, rows)
 		}
 		if err != nil {
@@ -375,6 +442,14 @@ func (t *Translator) batchSize() int {
 		return DefaultBatchSize
 	}
 	return t.opt.BatchSize
+}
+
+// maxLiveBytes is Options.MaxLiveBytes or its default.
+func (t *Translator) maxLiveBytes() int64 {
+	if t.opt.MaxLiveBytes == 0 {
+		return DefaultMaxLiveBytes
+	}
+	return t.opt.MaxLiveBytes
 }
 
 // checkRows validates every source row.
@@ -413,6 +488,10 @@ func (t *Translator) finish(r *Result, src []int64) {
 	r.SourceTokens = t.src.strings(src)
 	r.OutputTokens = t.tgt.strings(r.Tokens)
 	r.Text = t.tgt.text(r.Tokens)
+	for i := range r.Hypotheses {
+		h := &r.Hypotheses[i]
+		h.OutputTokens, h.Text = t.tgt.strings(h.Tokens), t.tgt.text(h.Tokens)
+	}
 }
 
 // fillSources writes rows into source_ids [B*S] and their lengths. The

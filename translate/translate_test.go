@@ -196,9 +196,10 @@ func TestConcurrentUseMatchesSerial(t *testing.T) {
 	for i := range inputs {
 		inputs[i] = randomRows(r, 1+i%3, w.Config.SrcVocab, 8)
 	}
-	for _, engine := range []string{EngineSteps, EngineLoop} {
-		t.Run(engine, func(t *testing.T) {
-			tr, err := Open(dir, Options{Threads: 1, Engine: engine})
+	for _, opt := range []Options{{Engine: EngineSteps}, {Engine: EngineLoop}, {Engine: EngineSteps, Beam: 4, NBest: 2}} {
+		opt.Threads = 1
+		t.Run(fmt.Sprintf("%s-beam%d", opt.Engine, max(opt.Beam, 1)), func(t *testing.T) {
+			tr, err := Open(dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -358,6 +359,15 @@ func TestOpenErrors(t *testing.T) {
 			writeInfo(t, d, &bad)
 			return d
 		}, Options{Engine: EngineLoop}, []string{`engine "loop" needs greedy.onnx`, `use engine "steps"`}},
+		{"beam without beam.onnx", func(t *testing.T) string { return good }, Options{Engine: EngineLoop, Beam: 4},
+			[]string{`engine "loop" with beam search (Beam = 4) needs beam.onnx`, "names no beam model (files.beam)", "re-export with `attnx export --beam`", `use engine "steps"`}},
+		{"negative beam", func(t *testing.T) string { return good }, Options{Beam: -2}, []string{"Beam = -2: want the beam width K >= 1"}},
+		{"n-best over beam", func(t *testing.T) string { return good }, Options{Beam: 4, NBest: 5}, []string{"NBest = 5: want 1 <= NBest <= Beam = 4"}},
+		{"n-best without beam", func(t *testing.T) string { return good }, Options{NBest: 2}, []string{"NBest = 2: want 1 <= NBest <= Beam = 1"}},
+		{"negative n-best", func(t *testing.T) string { return good }, Options{Beam: 2, NBest: -1}, []string{"NBest = -1"}},
+		{"negative length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(-0.5)}, []string{"LengthPenalty = -0.5: want a finite value >= 0"}},
+		{"NaN length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(math.NaN())}, []string{"LengthPenalty = NaN"}},
+		{"infinite length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(math.Inf(1))}, []string{"LengthPenalty = +Inf"}},
 		{"unknown engine", func(t *testing.T) string { return good }, Options{Engine: "fast"}, []string{`unknown engine "fast"`}},
 		{"unknown device", func(t *testing.T) string { return good }, Options{Device: "tpu"}, []string{`unknown device "tpu"`}},
 		{"negative max len", func(t *testing.T) string { return good }, Options{MaxLen: -1}, []string{"MaxLen = -1: must not be negative"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
@@ -55,6 +56,14 @@ type Options struct {
 	// with the article's or the tutorial's call conventions (see
 	// reference/user_module.py for the contract).
 	TorchModule string
+	// Beam, when at least 1, also compares beam search of width Beam with
+	// length penalty LengthPenalty (spec "Beam search", max_len Steps):
+	// the decoding core over decoder.onnx and, for Beam >= 2 when the
+	// directory has it, beam.onnx (through translate's loop engine)
+	// against `reference.py beam`. It needs float32 weights and attnx's
+	// reference (no TorchModule).
+	Beam          int
+	LengthPenalty float64
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
 	// MinAgreement is, for a model with reduced-precision weights, the
@@ -103,7 +112,9 @@ type Outcome struct {
 	Weights      quant.Precision  `json:"weights"`
 	MinAgreement float64          `json:"min_agreement,omitempty"`
 	Agreement    []AgreementCheck `json:"agreement,omitempty"`
-	OK           bool             `json:"ok"`
+	// Beam holds beam searches compared with PyTorch's (Options.Beam).
+	Beam []BeamCheck `json:"beam,omitempty"`
+	OK   bool        `json:"ok"`
 }
 
 // OutputSummary is the worst error of one output over all steps.
@@ -168,6 +179,18 @@ func Check(o Options) (*Outcome, error) {
 	if steps == 0 {
 		steps = DefaultSteps
 	}
+	if o.Beam != 0 {
+		b := decode.Beam{K: o.Beam, LengthPenalty: o.LengthPenalty}
+		if err := b.Validate(); err != nil {
+			return nil, err
+		}
+		switch {
+		case o.TorchModule != "":
+			return nil, fmt.Errorf("beam search is compared with attnx's reference only, not with a torch module (%s)", o.TorchModule)
+		case info.Weights.Reduced():
+			return nil, fmt.Errorf("beam search is compared within the float32 tolerance, which a model with %s weights cannot meet; compare its greedy decoding instead", info.Weights)
+		}
+	}
 
 	if err := runtime.Init(); err != nil {
 		return nil, err
@@ -186,12 +209,20 @@ func Check(o Options) (*Outcome, error) {
 		}
 		sessions[role] = s
 	}
-	var loop *translate.Translator
+	var loop, loopBeam *translate.Translator
 	if info.Files["greedy"] != "" {
 		if loop, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
+	}
+	if o.Beam > 1 && info.Files[modeldir.RoleBeam] != "" {
+		alpha := o.LengthPenalty
+		if loopBeam, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps,
+			Beam: o.Beam, NBest: o.Beam, LengthPenalty: &alpha}); err != nil {
+			return nil, err
+		}
+		defer loopBeam.Close()
 	}
 	if err := o.Reference.Check(); err != nil {
 		return nil, err
@@ -330,6 +361,17 @@ func Check(o Options) (*Outcome, error) {
 	for _, g := range out.Greedy {
 		out.OK = out.OK && g.Identical
 	}
+	if o.Beam > 0 {
+		progress(4, "PyTorch and ONNX Runtime: beam search")
+		cs, err := checkBeam(o, weights, in, tmp, enc, dec, loopBeam, ids, lens, steps)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			out.Beam = append(out.Beam, c)
+			out.OK = out.OK && c.Identical
+		}
+	}
 	return out, nil
 }
 
@@ -344,6 +386,44 @@ func moduleConfig(info *modeldir.Info) string {
 	}
 	data, _ := json.Marshal(m) // a map of strings and numbers always marshals
 	return string(data)
+}
+
+// checkBeam runs the reference's beam search on the inputs and compares
+// the decoding core's with it, and beam.onnx's when loopBeam (translate's
+// loop engine with beam search) is not nil.
+func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, loopBeam *translate.Translator, ids *runtime.Tensor, lens []int64, steps int) ([]BeamCheck, error) {
+	sp := o.Info.Special
+	outPath := filepath.Join(tmp, "beam.safetensors")
+	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
+		"--beam", strconv.Itoa(o.Beam), "--max-len", strconv.Itoa(steps),
+		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
+		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
+		"--out", outPath); err != nil {
+		return nil, err
+	}
+	exp, err := checkpoint.LoadSafetensors(outPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the reference's beam search: %w", err)
+	}
+	want, err := ReferenceBeam(exp.Tensors)
+	if err != nil {
+		return nil, err
+	}
+	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty)
+	if err != nil {
+		return nil, err
+	}
+	out := []BeamCheck{CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, want)}
+	if loopBeam == nil {
+		return out, nil
+	}
+	g, err := LoopBeam(loopBeam, ids, lens)
+	if err != nil {
+		return nil, err
+	}
+	// beam.onnx does not report its near ties: the decoding core's, the same
+	// float32 sums over the same inputs, stand for them.
+	return append(out, CompareBeam(o.Info.Files[modeldir.RoleBeam], o.Beam, o.LengthPenalty, g, got.NearestTie, want)), nil
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.

@@ -89,6 +89,14 @@ func (o *Outcome) WriteText(w io.Writer, verbose bool) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, b := range o.Beam {
+		fmt.Fprintf(w, "  beam search K=%d alpha=%g, %s: %s (%d hypotheses of %d rows, max score diff %.1e, %d near-tie swaps)",
+			b.Beam, b.LengthPenalty, b.Engine, same(b.Identical), b.Hypotheses, b.Rows, b.MaxScoreDiff, b.Swaps)
+		if b.Detail != "" {
+			fmt.Fprintf(w, " (%s)", b.Detail)
+		}
+		fmt.Fprintln(w)
+	}
 	if o.OK {
 		fmt.Fprintf(w, "\nOK: the ONNX graphs compute what %s %s\n", they, verb)
 	} else {

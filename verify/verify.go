@@ -3,9 +3,11 @@
 // reference/reference.py (safetensors with the keys listed in
 // testdata/fixtures/manifest.json). Check is what `attnx verify` does: run
 // the reference and the model directory's graphs on the same inputs and
-// compare the step outputs, the step argmax tokens and free-running greedy
-// decoding. Run, Compare and Greedy are its parts, usable on any opened
-// encoder/decoder pair. Every run goes through attnx's decoding core
+// compare the step outputs, the step argmax tokens, free-running greedy
+// decoding and, with Options.Beam, beam search's n-best lists (CompareBeam:
+// the spec's near-tie swaps are allowed and counted). Run, Compare, Greedy,
+// Beam and CompareBeam are its parts, usable on any opened encoder/decoder
+// pair. Every run goes through attnx's decoding core
 // (package decode), the code that translate and bench run too.
 package verify
 
@@ -274,23 +276,38 @@ type Decoded struct {
 // argmax, a row stops at EOS (which is part of its output) or after maxLen
 // tokens.
 func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
+	gs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(g *decode.Greedy) {
+		*g = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true}
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoded{Tokens: make([][]int64, len(gs)), Attention: make([][][]float32, len(gs))}
+	for r := range gs {
+		d.Tokens[r], d.Attention[r] = gs[r].Tokens(), gs[r].Attention()
+	}
+	return d, nil
+}
+
+// decodeRows decodes the source rows (cut to their lengths) on the
+// decoding core, each driven by its own search, which init sets up.
+func decodeRows[T any, P interface {
+	*T
+	decode.Search
+}](enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, init func(P)) ([]T, error) {
 	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err
 	}
 	defer ex.Close()
-	gs := make([]decode.Greedy, len(rows))
+	ts := make([]T, len(rows))
 	searches := make([]decode.Search, len(rows))
-	for r := range gs {
-		gs[r] = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true}
-		searches[r] = &gs[r]
+	for r := range ts {
+		init(&ts[r])
+		searches[r] = P(&ts[r])
 	}
 	if err := decode.Decode(context.Background(), ex, rows, searches); err != nil {
 		return nil, err
 	}
-	d := &Decoded{Tokens: make([][]int64, len(rows)), Attention: make([][][]float32, len(rows))}
-	for r := range gs {
-		d.Tokens[r], d.Attention[r] = gs[r].Tokens(), gs[r].Attention()
-	}
-	return d, nil
+	return ts, nil
 }

@@ -17,14 +17,16 @@ import (
 
 func init() {
 	commandDocs["bench"] = `
-Measures greedy decoding, on the same weights and inputs, with:
+Measures greedy decoding and beam search, on the same weights and inputs,
+with:
 
   attnx-steps-lean   attnx's encoder.onnx/decoder.onnx on the decoding core
                      alone (package decode: IoBinding, reused tensors,
                      argmax in Go), without translate's per-call work
   attnx-steps        package translate's "steps" engine on the same graphs
-  attnx-loop         package translate's "loop" engine: greedy.onnx, the
-                     whole decoding in one ONNX Loop, one run per batch
+  attnx-loop         package translate's "loop" engine: greedy.onnx (or
+                     beam.onnx), the whole decoding in one ONNX Loop, one
+                     run per batch
   torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)
@@ -35,6 +37,13 @@ The attnx engines run once per --weights precision (fp32, int8, int4), each
 on the model exported at that precision (attnx export --weights); the
 table gives each one's speed-up over the same engine with fp32 weights and
 the size of the graph files it loads. The other engines are float32.
+
+Beam search of each width of --beam (default 4 and 8) is measured beside
+greedy decoding on attnx-steps-lean, attnx-steps, attnx-loop (beam.onnx,
+the whole search in one ONNX graph) and pytorch-eager (the reference's
+beam search), the attnx engines at each weights precision; each beam row
+shows its ms per sentence over the same engine's greedy decoding ("vs
+greedy"). --beam none measures greedy decoding only.
 
 PyTorch's speed depends on its BLAS: Debian's python3-torch calls whatever
 libblas.so.3 points to, and the reference BLAS makes it many times slower
@@ -89,6 +98,7 @@ func runBench(args []string) error {
 	batches := fs.String("batch", "1,32", "batch sizes, comma-separated")
 	threads := fs.String("threads", "1,2", "intra-op thread counts (ORT and torch.set_num_threads), comma-separated")
 	steps := fs.Int("steps", def.Steps, "decoder steps (tokens per row)")
+	beams := fs.String("beam", "4,8", "beam widths K >= 2 measured beside greedy decoding, comma-separated, or none")
 	reps := fs.Int("reps", def.MinReps, "minimum measured repetitions per engine and configuration")
 	minTime := fs.Duration("min-time", def.MinTime, "minimum measuring time per engine and configuration")
 	warmup := fs.Int("warmup", def.Warmup, "unmeasured warm-up runs")
@@ -138,6 +148,12 @@ func runBench(args []string) error {
 	if c.Threads, err = intList("threads", *threads); err != nil {
 		return err
 	}
+	c.Beams = nil
+	if *beams != "none" {
+		if c.Beams, err = intList("beam", *beams); err != nil {
+			return err
+		}
+	}
 	if *engines != "" {
 		c.Engines = strings.Split(*engines, ",")
 	}
@@ -148,7 +164,11 @@ func runBench(args []string) error {
 		return &usageError{fmt.Sprintf("-hidden %d, -vocab %d, -layers %d: each must be >= 1", *hidden, *vocab, *layers)}
 	}
 	if err := c.Validate(); err != nil {
-		return &usageError{strings.TrimPrefix(err.Error(), "bench: ")}
+		msg := strings.TrimPrefix(err.Error(), "bench: ")
+		if strings.HasPrefix(msg, "beam width") {
+			msg = "--beam: " + msg
+		}
+		return &usageError{msg}
 	}
 	if !*quiet {
 		c.Log = stderr

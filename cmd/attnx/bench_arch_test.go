@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,14 +14,18 @@ import (
 )
 
 // attnx bench measures the tutorial's architectures and GRU models too
-// (the ORT engines here, no PyTorch), and refuses source lengths a
+// (the ORT engines here, no PyTorch, greedily and with beam search, the
+// loop engine's through beam.onnx), and refuses source lengths a
 // tutorial-location checkpoint cannot run.
 func TestBenchTutorialAndGRU(t *testing.T) {
 	testenv.ORT(t, runtime.Init())
 	engines := "attnx-steps-lean,attnx-steps,attnx-loop"
+	// 12 steps and 3 reps: translate's engines are timed whole, less the
+	// lean loop's encoder median, which must stay below a whole decode on a
+	// loaded machine (3 steps of one rep went negative).
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "tutorial-location,tutorial-bahdanau,luong-concat", "-cell", "gru", "-hidden", "7",
-		"-vocab", "20", "-src-len", "3,5", "-batch", "2", "-threads", "1", "-steps", "3", "-reps", "1", "-min-time", "1ms", "-warmup", "0",
-		"-engines", engines, "-weights", "fp32,int8")
+		"-vocab", "20", "-src-len", "3,5", "-batch", "2", "-threads", "1", "-steps", "12", "-reps", "3", "-min-time", "1ms", "-warmup", "1",
+		"-engines", engines, "-weights", "fp32,int8", "-beam", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -28,6 +33,7 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 		Results []struct {
 			Name    string  `json:"name"`
 			Weights string  `json:"weights"`
+			Beam    int     `json:"beam"`
 			Arch    string  `json:"arch"`
 			SrcLen  int     `json:"src_len"`
 			Median  float64 `json:"ms_per_token_median"`
@@ -38,7 +44,7 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rep.Results {
-		got = append(got, r.Arch+"/"+r.Name+"/"+r.Weights)
+		got = append(got, fmt.Sprintf("%s/%s/%s/K=%d", r.Arch, r.Name, r.Weights, max(r.Beam, 1)))
 		if r.Median <= 0 {
 			t.Errorf("%s %s S=%d: median %g", r.Arch, r.Name, r.SrcLen, r.Median)
 		}
@@ -48,7 +54,9 @@ func TestBenchTutorialAndGRU(t *testing.T) {
 		for range 2 { // two source lengths
 			for _, e := range strings.Split(engines, ",") {
 				for _, w := range []string{"fp32", "int8"} { // each engine at each -weights
-					want = append(want, a+"/"+e+"/"+w)
+					for _, k := range []int{1, 2} { // greedy, then -beam 2
+						want = append(want, fmt.Sprintf("%s/%s/%s/K=%d", a, e, w, k))
+					}
 				}
 			}
 		}

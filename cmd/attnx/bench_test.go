@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "-steps", "0"}, "want steps >= 1"},
 		{[]string{"bench", "-hidden", "0"}, "-hidden 0"},
 		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
+		{[]string{"bench", "-beam", "1"}, "--beam: beam width 1: want K >= 2 (greedy decoding is always measured)"},
+		{[]string{"bench", "-beam", "4,x"}, `-beam "4,x": want a comma-separated list of positive integers`},
 	}
 	for _, c := range cases {
 		code, _, errs := attnx(c.args...)
@@ -46,7 +49,7 @@ func TestBenchJSON(t *testing.T) {
 	jsonOut := t.TempDir() + "/r.json"
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "bahdanau", "-hidden", "8", "-vocab", "20",
 		"-src-len", "3", "-batch", "1", "-threads", "1", "-steps", "3", "-reps", "2", "-min-time", "1ms", "-warmup", "1",
-		"-engines", "attnx-steps-lean,attnx-steps,attnx-loop,floor", "-weights", "fp32,int8", "-json-out", jsonOut)
+		"-engines", "attnx-steps-lean,attnx-steps,attnx-loop,floor", "-weights", "fp32,int8", "-beam", "3", "-json-out", jsonOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -63,6 +66,9 @@ func TestBenchJSON(t *testing.T) {
 		Results []struct {
 			Name    string  `json:"name"`
 			Weights string  `json:"weights"`
+			Beam    int     `json:"beam"`
+			NA      string  `json:"na"`
+			Greedy  float64 `json:"vs_greedy"`
 			Median  float64 `json:"ms_per_token_median"`
 			P90     float64 `json:"ms_per_token_p90"`
 			TokS    float64 `json:"tokens_per_s"`
@@ -81,15 +87,21 @@ func TestBenchJSON(t *testing.T) {
 	}
 	var names []string
 	for _, r := range rep.Results {
-		names = append(names, r.Name+" "+r.Weights)
-		if r.Median <= 0 || r.P90 < r.Median || r.TokS <= 0 || r.RSS <= 0 {
+		names = append(names, r.Name+" "+r.Weights+"/"+strconv.Itoa(r.Beam))
+		switch {
+		case r.NA != "":
+			t.Errorf("%s %s beam %d: n/a: %s", r.Name, r.Weights, r.Beam, r.NA)
+		case r.Median <= 0 || r.P90 < r.Median || r.TokS <= 0 || r.RSS <= 0:
 			t.Errorf("%s: implausible %+v", r.Name, r)
+		case r.Beam == 3 && r.Greedy <= 0:
+			t.Errorf("%s beam 3: no ratio to greedy: %+v", r.Name, r)
 		}
 	}
-	if got := strings.Join(names, ","); got != "attnx-steps-lean fp32,attnx-steps-lean int8,attnx-steps fp32,attnx-steps int8,attnx-loop fp32,attnx-loop int8,floor fp32" {
+	if got := strings.Join(names, ","); got != "attnx-steps-lean fp32/0,attnx-steps-lean fp32/3,attnx-steps-lean int8/0,attnx-steps-lean int8/3,"+
+		"attnx-steps fp32/0,attnx-steps fp32/3,attnx-steps int8/0,attnx-steps int8/3,attnx-loop fp32/0,attnx-loop fp32/3,attnx-loop int8/0,attnx-loop int8/3,floor fp32/0" {
 		t.Errorf("results %s", got)
 	}
-	if r := rep.Ratios["bahdanau S=3 B=1 T=1"]; r["loop_vs_steps"] <= 0 || r["best_vs_floor"] <= 0 {
+	if r := rep.Ratios["bahdanau S=3 B=1 T=1"]; r["loop_vs_steps"] <= 0 || r["best_vs_floor"] <= 0 || r["lean_beam3_vs_greedy"] <= 0 || r["steps_beam3_vs_greedy"] <= 0 || r["loop_beam3_vs_greedy"] <= 0 {
 		t.Errorf("ratios %v", rep.Ratios)
 	}
 	if len(rep.Targets) != 5 {

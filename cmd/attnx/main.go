@@ -36,7 +36,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "conformance", summary: "run the ONNX backend test data through export and ONNX Runtime", usage: "[flags] [dir...]", run: runConformance},
-		{name: "translate", summary: "greedy-decode text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
+		{name: "translate", summary: "greedy-decode or beam-search text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file or a model directory", usage: "[--json] FILE.onnx|DIR", run: runInspect},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/attnx/attnx/heatmap"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
 )
@@ -22,8 +24,8 @@ var translateStdin io.Reader = os.Stdin
 
 func init() {
 	commandDocs["translate"] = `
-Greedy-decodes inputs with the model directory DIR (attnx.json,
-encoder.onnx, decoder.onnx and optionally greedy.onnx).
+Decodes inputs (greedily, or with --beam K) with the model directory DIR (attnx.json,
+encoder.onnx, decoder.onnx and optionally greedy.onnx and beam.onnx).
 
 Inputs are the TEXT arguments, token ids given with --ids (repeatable), or,
 when there are neither, one input per line from stdin, decoded in batches of
@@ -32,11 +34,21 @@ characters when the model's source vocabulary is character-level, else at
 white space; stdin lines are token ids when attnx.json has no source
 vocabulary.
 
-Output is "input -> output" per line, or with --json one JSON object per
-input: input, source_ids, tokens, text, attention (one row per output token).
+--beam K decodes with beam search of width K (spec "Beam search": K
+hypotheses per input, ranked by score / length ** --length-penalty) on the
+steps engine, or with --engine loop on beam.onnx (written by attnx export
+--beam; the same hypotheses in one ONNX Runtime run per batch); --n-best N
+lists the best N hypotheses of each input.
+
+Output is "input -> output" per line (with --n-best N > 1, the best line
+followed by the N hypotheses, each indented with its score and normalised
+score), or with --json one JSON object per input: input, source_ids,
+tokens, text, attention (one row per output token) and, with --beam K > 1,
+hypotheses (tokens, text, score, normalized_score of each of the n-best).
 --plot FILE.png draws the attention of the input as a heat map (source
 tokens across, output tokens down); with several inputs, FILE-1.png,
-FILE-2.png, ... one per input.`
+FILE-2.png, ... one per input. With beam search both are the best
+hypothesis'.`
 }
 
 // translateIDsFlag collects --ids values.
@@ -68,8 +80,11 @@ func runTranslate(args []string) error {
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
-	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx); default loop when greedy.onnx exists")
+	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx, or beam.onnx with --beam > 1); default loop when greedy.onnx exists and --beam is 1")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of failing")
+	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
+	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
+	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -91,9 +106,18 @@ func runTranslate(args []string) error {
 	case *plotPath != "" && !strings.EqualFold(filepath.Ext(*plotPath), ".png"):
 		return &usageError{fmt.Sprintf("--plot %s: the file name must end in .png", *plotPath)}
 	}
+	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
+		return err
+	}
 	tr, err := translate.Open(*model, translate.Options{
 		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
+		Beam: *beam, NBest: *nBest, LengthPenalty: alpha,
 	})
+	var noGraph *translate.LoopGraphError
+	if errors.As(err, &noGraph) && noGraph.Graph == modeldir.BeamFile {
+		return &usageError{fmt.Sprintf("--engine loop with --beam %d needs beam.onnx, and %s names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps (the default for --beam > 1)",
+			*beam, filepath.Join(*model, "attnx.json"))}
+	}
 	if err != nil {
 		return translateCLIError(err)
 	}
@@ -126,6 +150,20 @@ func runTranslate(args []string) error {
 	return out.plot.Close()
 }
 
+// checkBeamFlags checks --beam, --n-best and --length-penalty (also
+// verify's), naming the flag and the allowed range.
+func checkBeamFlags(k, n int, alpha float64) error {
+	switch {
+	case k < 1:
+		return &usageError{fmt.Sprintf("--beam %d: want the beam width K >= 1 (1: greedy decoding)", k)}
+	case n < 1 || n > k:
+		return &usageError{fmt.Sprintf("--n-best %d: want 1 <= N <= --beam %d", n, k)}
+	case math.IsNaN(alpha) || math.IsInf(alpha, 0) || alpha < 0:
+		return &usageError{fmt.Sprintf("--length-penalty %v: want a finite value >= 0", alpha)}
+	}
+	return nil
+}
+
 // translateCLIError names flags where the package names Go options, and
 // drops the package prefix: report already names the command.
 func translateCLIError(err error) error {
@@ -146,6 +184,14 @@ type translateOutput struct {
 	tr   *translate.Translator
 }
 
+// output is a result's text, or its token ids without a target vocabulary.
+func (o *translateOutput) output(tokens []int64, text string) string {
+	if !o.tr.HasTargetVocab() {
+		return translate.FormatIDs(tokens)
+	}
+	return text
+}
+
 func (o *translateOutput) write(in translate.Input, res translate.Result) error {
 	if o.json {
 		data, err := json.Marshal(res.JSON(in.Shown))
@@ -155,11 +201,12 @@ func (o *translateOutput) write(in translate.Input, res translate.Result) error 
 		o.w.Write(data)
 		o.w.WriteByte('\n')
 	} else {
-		output := res.Text
-		if !o.tr.HasTargetVocab() {
-			output = translate.FormatIDs(res.Tokens)
+		fmt.Fprintf(o.w, "%s -> %s\n", in.Shown, o.output(res.Tokens, res.Text))
+		if len(res.Hypotheses) > 1 {
+			for i, h := range res.Hypotheses {
+				fmt.Fprintf(o.w, "  %d. %s  (score %.4f, normalized %.4f)\n", i+1, o.output(h.Tokens, h.Text), h.Score, h.NormalizedScore)
+			}
 		}
-		fmt.Fprintf(o.w, "%s -> %s\n", in.Shown, output)
 	}
 	if err := o.w.Flush(); err != nil {
 		return err

@@ -18,6 +18,13 @@ import (
 // "b", ...
 func translateTestModel(t *testing.T) string {
 	t.Helper()
+	return translateTestModelWith(t, modeldir.Options{})
+}
+
+// translateTestModelWith is translateTestModel with more export options
+// (opt's vocabularies are replaced).
+func translateTestModelWith(t *testing.T, opt modeldir.Options) string {
+	t.Helper()
 	testenv.ORT(t, runtime.Init())
 	tmp := t.TempDir()
 	vocab := func(name string, n int) string {
@@ -36,8 +43,8 @@ func translateTestModel(t *testing.T) string {
 		return path
 	}
 	dir := filepath.Join(tmp, "model")
-	if _, err := modeldir.Export("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir,
-		modeldir.Options{SrcVocab: vocab("src.json", 19), TgtVocab: vocab("tgt.json", 23)}); err != nil {
+	opt.SrcVocab, opt.TgtVocab = vocab("src.json", 19), vocab("tgt.json", 23)
+	if _, err := modeldir.Export("../../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -99,6 +106,23 @@ func TestTranslateCommand(t *testing.T) {
 		{"bad engine", "", []string{"translate", "--model", model, "--engine", "fast", "abc"}, 2, "", `--engine "fast": want steps or loop`},
 		{"loop without greedy", "", []string{"translate", "--model", model, "--engine", "loop", "abc"}, 1, "", `engine "loop" needs greedy.onnx`},
 		{"plot name", "", []string{"translate", "--model", model, "--plot", "x.pdf", "abc"}, 2, "", "--plot x.pdf: the file name must end in .png"},
+		{"beam search", "", []string{"translate", "--model", model, "--max-len", "8", "--beam", "3", "abc", "hello"}, 0,
+			"abc -> ffffffff\nhello -> cjjjjjjj\n", ""},
+		{"beam search n-best", "", []string{"translate", "--model", model, "--max-len", "8", "--beam", "3", "--n-best", "3", "abc"}, 0,
+			"abc -> ffffffff\n  1. ffffffff  (score -13.1898, normalized -1.6487)\n  2. lfffffff  (score -13.4760, normalized -1.6845)\n  3. fffffffj  (score -13.8918, normalized -1.7365)\n", ""},
+		{"beam search, raw scores", "", []string{"translate", "--model", model, "--max-len", "8", "--beam", "3", "--n-best", "2", "--length-penalty", "0", "hello"}, 0,
+			"hello -> cjjjjjjj\n  1. cjjjjjjj  (score -16.3019, normalized -16.3019)\n", ""},
+		{"beam 0", "", []string{"translate", "--model", model, "--beam", "0", "abc"}, 2, "", "attnx translate: --beam 0: want the beam width K >= 1 (1: greedy decoding)\n"},
+		{"negative beam", "", []string{"translate", "--model", model, "--beam", "-4", "abc"}, 2, "", "--beam -4: want the beam width K >= 1"},
+		{"n-best over beam", "", []string{"translate", "--model", model, "--beam", "2", "--n-best", "3", "abc"}, 2, "", "--n-best 3: want 1 <= N <= --beam 2"},
+		{"n-best without beam", "", []string{"translate", "--model", model, "--n-best", "2", "abc"}, 2, "", "--n-best 2: want 1 <= N <= --beam 1"},
+		{"n-best 0", "", []string{"translate", "--model", model, "--beam", "2", "--n-best", "0", "abc"}, 2, "", "--n-best 0: want 1 <= N <= --beam 2"},
+		{"negative length penalty", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty", "-0.5", "abc"}, 2, "", "--length-penalty -0.5: want a finite value >= 0"},
+		{"NaN length penalty", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty", "nan", "abc"}, 2, "", "--length-penalty NaN: want a finite value >= 0"},
+		{"infinite length penalty", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty", "-Inf", "abc"}, 2, "", "--length-penalty -Inf: want a finite value >= 0"},
+		{"beam with loop and no beam.onnx", "", []string{"translate", "--model", model, "--beam", "4", "--engine", "loop", "abc"}, 2, "",
+			"attnx translate: --engine loop with --beam 4 needs beam.onnx, and " + filepath.Join(model, "attnx.json") + " names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps"},
+		{"huge beam", "", []string{"translate", "--model", model, "--beam", "1000000000", "abc"}, 1, "", "more than MaxLiveBytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,8 +135,35 @@ func TestTranslateCommand(t *testing.T) {
 			}
 		})
 	}
-	if code, out, _ := attnx("help"); code != 0 || !strings.Contains(out, "translate    greedy-decode text or token ids") {
+	if code, out, _ := attnx("help"); code != 0 || !strings.Contains(out, "translate    greedy-decode or beam-search text or token ids") {
 		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+// TestTranslateLoopBeam: --engine loop --beam K runs beam.onnx and prints
+// what the steps engine prints, text and JSON, and a beam too large for
+// MaxLiveBytes is refused before it runs.
+func TestTranslateLoopBeam(t *testing.T) {
+	model := translateTestModelWith(t, modeldir.Options{Beam: true})
+	for _, args := range [][]string{
+		{"--max-len", "8", "--beam", "4", "--n-best", "3", "abc", "hello"},
+		{"--beam", "5", "--n-best", "5", "--length-penalty", "0.6", "--json", "abc", "fig", "hello"},
+	} {
+		var outs [2]string
+		for i, engine := range []string{"steps", "loop"} {
+			code, out, errs := attnx(append([]string{"translate", "--model", model, "--engine", engine}, args...)...)
+			if code != 0 || errs != "" {
+				t.Fatalf("%s %q: exit %d, stderr %q", engine, args, code, errs)
+			}
+			outs[i] = out
+		}
+		if outs[0] != outs[1] || !strings.Contains(outs[1], "normalized") {
+			t.Errorf("%q: --engine loop printed\n%s\n--engine steps\n%s", args, outs[1], outs[0])
+		}
+	}
+	code, _, errs := attnx("translate", "--model", model, "--engine", "loop", "--beam", "1000000000", "abc")
+	if code != 1 || !strings.Contains(errs, "beam.onnx on 1 rows times the beam width 1000000000") || !strings.Contains(errs, "more than MaxLiveBytes") {
+		t.Errorf("huge beam on beam.onnx: exit %d, %q", code, errs)
 	}
 }
 
@@ -151,6 +202,33 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 	}
 	if _, err := os.Stat(plot); err == nil {
 		t.Errorf("%s written although there were two inputs", plot)
+	}
+	// Beam search: the best hypothesis' tokens, text and attention, and
+	// the n-best list.
+	code, out, errs = attnx("translate", "--model", model, "--json", "--max-len", "8", "--beam", "3", "--n-best", "2", "hello")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var beam struct {
+		Tokens     []int64     `json:"tokens"`
+		Text       string      `json:"text"`
+		Attention  [][]float32 `json:"attention"`
+		Hypotheses []struct {
+			Tokens          []int64 `json:"tokens"`
+			Text            string  `json:"text"`
+			Score           float32 `json:"score"`
+			NormalizedScore float32 `json:"normalized_score"`
+		} `json:"hypotheses"`
+	}
+	if err := json.Unmarshal([]byte(out), &beam); err != nil {
+		t.Fatal(err)
+	}
+	if h := beam.Hypotheses; beam.Text != "cjjjjjjj" || len(beam.Attention) != 8 || len(h) != 2 || h[0].Text != "cjjjjjjj" ||
+		h[1].Text != "cjjjjjjm" || h[0].NormalizedScore != h[0].Score/8 || h[1].Score > h[0].Score || len(h[1].Tokens) != 8 {
+		t.Errorf("beam JSON %s", out)
+	}
+	if strings.Contains(lines[0], "hypotheses") {
+		t.Errorf("greedy JSON has hypotheses: %s", lines[0])
 	}
 	// One input: the file name as given.
 	one := filepath.Join(dir, "one.png")

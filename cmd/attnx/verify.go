@@ -21,7 +21,14 @@ ONNX Runtime on the same inputs, and compares every output of the encoder
 and of every decoder step (fed the same input ids) against the spec's
 tolerance |a - b| <= 1e-05 + 1.3e-06 * |b|. Then it compares greedy decoding:
 the per-step argmax tokens, a free-running greedy decode with decoder.onnx
-and, when the directory has it, greedy.onnx.
+and, when the directory has it, greedy.onnx. --beam K also compares beam
+search of width K (max_len --steps, --length-penalty A) with the
+reference's, decoder.onnx step by step and, for K >= 2 when the directory
+has it (attnx export --beam), beam.onnx: the n-best lists must be
+identical, up to swaps of two candidates whose scores differ by less than
+1e-05 (the spec allows them; they are counted and reported), with scores
+within 1e-04. --beam needs float32 weights and attnx's reference (not
+--torch-module).
 
 Inputs are random (reference.py random-inputs with --batch, --src-len and
 --seed; ragged lengths when --batch > 1) unless --inputs names a safetensors
@@ -98,6 +105,8 @@ func runVerify(args []string) error {
 	verbose := fs.Bool("verbose", false, "print every output of every step, not one line per output")
 	torchModule := fs.String("torch-module", "", "FILE.py defining build(config) -> (encoder, decoder): compare with your own modules instead of attnx's reference")
 	minAgreement := fs.Float64("min-agreement", verify.DefaultMinAgreement, "for int8/int4 weights: the fraction of sentences whose greedy decode must equal float32 PyTorch's")
+	beam := fs.Int("beam", 0, "also compare beam search of width `K` (0: no beam search)")
+	alpha := fs.Float64("length-penalty", 1.0, "beam search's length penalty `A` (score / length ** A)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -116,6 +125,14 @@ func runVerify(args []string) error {
 		return &usageError{fmt.Sprintf("--src-len must be at least 1, got %d", *srcLen)}
 	case !(*minAgreement > 0 && *minAgreement <= 1):
 		return &usageError{fmt.Sprintf("--min-agreement must be a fraction in (0, 1], got %v", *minAgreement)}
+	case fs.Changed("length-penalty") && !fs.Changed("beam"):
+		return &usageError{"--length-penalty is beam search's: give --beam K too"}
+	case fs.Changed("beam") && *torchModule != "":
+		return &usageError{"--beam compares with attnx's reference, not with --torch-module: drop one of them"}
+	case fs.Changed("beam"):
+		if err := checkBeamFlags(*beam, 1, *alpha); err != nil {
+			return err
+		}
 	}
 
 	if *torchModule != "" {
@@ -127,6 +144,9 @@ func runVerify(args []string) error {
 	if err != nil {
 		return err
 	}
+	if info.Weights.Reduced() && *beam > 0 {
+		return &usageError{fmt.Sprintf("--beam: %s has %s weights, whose beam search cannot meet the float32 tolerance; verify compares its greedy decoding (drop --beam)", *model, info.Weights)}
+	}
 	if info.Weights.Reduced() && !fs.Changed("batch") {
 		// Agreement is a rate: two sentences cannot measure it.
 		*batch = reducedBatch
@@ -136,11 +156,16 @@ func runVerify(args []string) error {
 		return &usageError{err.Error()}
 	}
 	opt := verify.Options{ModelDir: *model, Info: info, Checkpoint: files, Maps: maps, Inputs: *inputs, Batch: *batch, SrcLen: *srcLen, Seed: *seed,
-		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule, MinAgreement: *minAgreement}
+		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule, MinAgreement: *minAgreement,
+		Beam: *beam, LengthPenalty: *alpha}
 	if fs.Changed("steps") || *inputs == "" {
 		opt.Steps = *steps
 	}
-	bar := newProgress(4, "verify")
+	stages := 4
+	if *beam > 0 {
+		stages++
+	}
+	bar := newProgress(stages, "verify")
 	defer bar.Finish()
 	opt.Progress = bar.Set
 	out, err := verify.Check(opt)

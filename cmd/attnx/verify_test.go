@@ -32,8 +32,8 @@ func exportFixture(t *testing.T, name string, extra ...string) string {
 
 func TestVerifySucceedsOnFixture(t *testing.T) {
 	needTorch(t)
-	dir := exportFixture(t, "luong-general_b4_l2", "--greedy")
-	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", fixtureCkpt("luong-general_b4_l2"), "--batch", "3", "--steps", "6")
+	dir := exportFixture(t, "luong-general_b4_l2", "--greedy", "--beam")
+	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", fixtureCkpt("luong-general_b4_l2"), "--batch", "3", "--steps", "6", "--beam", "3")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -43,6 +43,8 @@ func TestVerifySucceedsOnFixture(t *testing.T) {
 		"  step argmax tokens: identical\n",
 		"  greedy decoding, decoder.onnx (step by step): identical\n",
 		"  greedy decoding, greedy.onnx: identical\n",
+		"  beam search K=3 alpha=1, decoder.onnx (step by step): identical (9 hypotheses of 3 rows, max score diff ",
+		"  beam search K=3 alpha=1, beam.onnx: identical (9 hypotheses of 3 rows, max score diff ",
 		"\nOK: the ONNX graphs compute what PyTorch computes\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -110,6 +112,8 @@ func TestVerifyMismatch(t *testing.T) {
 func TestVerifyErrors(t *testing.T) {
 	tmp := t.TempDir()
 	ck := fixtureCkpt("luong-dot_b1_l1")
+	// An int8 model: --beam is refused before anything runs.
+	int8Dir := exportFixture(t, "luong-dot_b1_l1", "--weights", "int8")
 	cases := []struct {
 		args []string
 		env  string
@@ -119,6 +123,13 @@ func TestVerifyErrors(t *testing.T) {
 		{[]string{"verify", "--checkpoint", ck}, "", 2, "attnx verify: missing --model DIR\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp}, "", 2, "attnx verify: missing --checkpoint CKPT (or --encoder ENC --decoder DEC)\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--steps", "0"}, "", 2, "attnx verify: --steps must be at least 1, got 0\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "0"}, "", 2, "attnx verify: --beam 0: want the beam width K >= 1 (1: greedy decoding)\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "2", "--length-penalty", "-1"}, "", 2, "attnx verify: --length-penalty -1: want a finite value >= 0\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--length-penalty", "0.5"}, "", 2, "attnx verify: --length-penalty is beam search's: give --beam K too\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "4", "--torch-module", "m.py"}, "", 2,
+			"attnx verify: --beam compares with attnx's reference, not with --torch-module: drop one of them\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", int8Dir, "--checkpoint", ck, "--beam", "4"}, "", 2,
+			"attnx verify: --beam: " + int8Dir + " has int8 weights, whose beam search cannot meet the float32 tolerance; verify compares its greedy decoding (drop --beam)\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck}, "", 1,
 			"attnx verify: " + tmp + " is not a model directory: it has no attnx.json (attnx export writes one)\n"},
 		{[]string{"verify", "--model", filepath.Join(tmp, "nope"), "--checkpoint", ck}, "", 1,
