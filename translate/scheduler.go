@@ -20,12 +20,19 @@ type Scheduler struct {
 	s *decode.Scheduler
 }
 
-// CallOptions are the settings of one Scheduler call.
+// CallOptions are the settings of one call (Scheduler's, or
+// Translator.TranslateIDsCall); zero values mean the Translator's own.
 type CallOptions struct {
 	// MaxLen limits each output to this many tokens, EOS included; 0 means
 	// the Translator's limit (Options.MaxLen, else 2n+10 for a source of n
 	// tokens).
 	MaxLen int
+	// Beam, NBest and LengthPenalty are as in Options, for this call: 0
+	// (nil) means the Translator's. A call that sets Beam lists one
+	// hypothesis unless it sets NBest too. A beam of K takes K of the
+	// scheduler's MaxSlots.
+	Beam, NBest   int
+	LengthPenalty *float64
 }
 
 // schedulerCells is the source positions per slot a Scheduler's executor
@@ -83,8 +90,9 @@ func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptio
 // returns ctx.Err().
 func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
 	t := s.t
-	if opt.MaxLen < 0 {
-		return nil, fmt.Errorf("translate: CallOptions.MaxLen = %d: must not be negative", opt.MaxLen)
+	so, err := t.callSearchOptions(opt)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.checkRows(sources); err != nil {
 		return nil, err
@@ -94,14 +102,14 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	if t.closed {
 		return nil, ErrClosed
 	}
-	searches := t.searches(sources, opt.MaxLen)
+	searches := t.searches(sources, so)
 	if err := s.s.Decode(ctx, sources, searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {
 			return nil, ErrClosed
 		}
 		return nil, err
 	}
-	res := searchResults(searches)
+	res := searchResults(searches, so.nBest)
 	for i := range res {
 		t.finish(&res[i], sources[i])
 	}
@@ -123,4 +131,32 @@ func (s *Scheduler) Close() {
 	delete(s.t.scheds, s)
 	s.t.mu.Unlock()
 	s.s.Close()
+}
+
+// TranslateCall tokenises texts with the source vocabulary and translates
+// them; see TranslateIDsCall.
+func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
+	rows, err := t.encodeTexts(texts)
+	if err != nil {
+		return nil, err
+	}
+	return t.TranslateIDsCall(ctx, rows, opt)
+}
+
+// TranslateIDsCall translates sources as TranslateIDs does, alone (not in
+// a Scheduler's shared batch), with opt's settings in place of the
+// Translator's; on the steps engine only, unless opt sets nothing. Rows
+// are decoded in batches of at most Options.BatchSize.
+func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
+	if opt == (CallOptions{}) {
+		return t.TranslateIDs(ctx, sources)
+	}
+	if t.pool == nil {
+		return nil, fmt.Errorf("translate: per-call settings need the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
+	}
+	so, err := t.callSearchOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) { return t.runSearch(ctx, rows, so) })
 }

@@ -401,6 +401,22 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
+	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) {
+		switch {
+		case t.engine == EngineLoop && t.beam() > 1:
+			return t.runLoopBeam(ctx, rows)
+		case t.engine == EngineLoop:
+			return t.runLoop(ctx, rows)
+		default:
+			return t.runSteps(ctx, rows)
+		}
+	})
+}
+
+// decodeBatches checks every row of sources, then decodes them with run in
+// batches of at most Options.BatchSize, in order, and finishes the
+// results.
+func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
 	if err := t.checkRows(sources); err != nil {
 		return nil, err
 	}
@@ -413,18 +429,7 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
 		rows := sources[start:min(start+bs, len(sources))]
-		var res []Result
-		var err error
-		switch {
-		case t.engine == EngineLoop && t.beam() > 1:
-			res, err = t.runLoopBeam(ctx, rows)
-		case t.engine == EngineLoop:
-			res, err = t.runLoop(ctx, rows)
-		case t.beam() > 1:
-			res, err = t.runBeamSteps(ctx, rows)
-		default:
-			res, err = t.runSteps(ctx, rows)
-		}
+		res, err := run(rows)
 		if err != nil {
 			return nil, err
 		}
