@@ -11,7 +11,7 @@ LOADTEST_FLAGS ?=
 
 serve-race: deps
 	$(GO) test -race -count=10 -timeout 30m \
-		-run 'Scheduler|Batching|QueueFull|RequestTimeout|ServeShutdown|SIGTERM' \
+		-run 'Scheduler|Batching|ResultsMatch|QueueFull|RequestTimeout|ServeShutdown|SIGTERM' \
 		./decode ./translate ./serve ./cmd/attnx
 
 loadtest: deps build

@@ -26,6 +26,15 @@ type Job struct {
 	// MaxLen is the most output tokens per row, EOS included; 0 means
 	// 2n+10 for a source of n tokens.
 	MaxLen int
+	// Beam > 1 runs beam search of that width, listing NBest hypotheses
+	// (0: 1) ranked with length penalty LengthPenalty (nil: the default).
+	Beam, NBest   int
+	LengthPenalty *float64
+}
+
+// callOptions returns the translate settings of job.
+func (job Job) callOptions() translate.CallOptions {
+	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty}
 }
 
 // Backend decodes the requests of one model. Implementations are safe for
@@ -74,8 +83,9 @@ type translatorBackend struct {
 	maxOut int
 	eos    int64
 
-	longMu sync.Mutex
+	lazyMu sync.Mutex
 	long   *translate.Translator // opened on first need; MaxLen = maxOut
+	beam   *translate.Translator // opened on first need; the steps engine, for beam search
 }
 
 // OpenTranslatorBackend opens dir with a translate.Translator configured
@@ -106,6 +116,9 @@ func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
 // and is allowed more is decoded again with a Translator whose limit is
 // the server's MaxOutLen, then cut.
 func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
+	if job.Beam > 1 {
+		return b.translateBeam(ctx, job)
+	}
 	var res []translate.Result
 	var err error
 	if job.IDs != nil {
@@ -128,7 +141,9 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 		}
 	}
 	if len(again) > 0 {
-		long, err := b.longTranslator()
+		opt := b.opt
+		opt.MaxLen = b.maxOut
+		long, err := b.lazy(&b.long, opt, "max_len above the default limit")
 		if err != nil {
 			return nil, err
 		}
@@ -154,27 +169,50 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	return res, nil
 }
 
-func (b *translatorBackend) longTranslator() (*translate.Translator, error) {
-	b.longMu.Lock()
-	defer b.longMu.Unlock()
-	if b.long == nil {
-		opt := b.opt
-		opt.MaxLen = b.maxOut
+// translateBeam beam-searches the job's rows, decoded alone as `attnx
+// translate --beam K` does, on a Translator of the steps engine with the
+// job's settings for this call.
+func (b *translatorBackend) translateBeam(ctx context.Context, job Job) ([]translate.Result, error) {
+	opt := b.opt
+	opt.Engine = translate.EngineSteps
+	tr, err := b.lazy(&b.beam, opt, "beam search")
+	if err != nil {
+		return nil, err
+	}
+	var res []translate.Result
+	if job.IDs != nil {
+		res, err = tr.TranslateIDsCall(ctx, job.IDs, job.callOptions())
+	} else {
+		res, err = tr.TranslateCall(ctx, job.Texts, job.callOptions())
+	}
+	if err == nil {
+		b.obs(len(res))
+	}
+	return res, err
+}
+
+// lazy returns *p, opening it with opt on first need (for what why says).
+func (b *translatorBackend) lazy(p **translate.Translator, opt translate.Options, why string) (*translate.Translator, error) {
+	b.lazyMu.Lock()
+	defer b.lazyMu.Unlock()
+	if *p == nil {
 		tr, err := translate.Open(b.dir, opt)
 		if err != nil {
-			return nil, fmt.Errorf("opening the model for max_len above the default limit: %w", err)
+			return nil, fmt.Errorf("opening the model for %s: %w", why, err)
 		}
-		b.long = tr
+		*p = tr
 	}
-	return b.long, nil
+	return *p, nil
 }
 
 func (b *translatorBackend) Close() error {
-	b.longMu.Lock()
-	defer b.longMu.Unlock()
+	b.lazyMu.Lock()
+	defer b.lazyMu.Unlock()
 	err := b.def.Close()
-	if b.long != nil {
-		err = errors.Join(err, b.long.Close())
+	for _, tr := range []*translate.Translator{b.long, b.beam} {
+		if tr != nil {
+			err = errors.Join(err, tr.Close())
+		}
 	}
 	return err
 }
@@ -214,7 +252,7 @@ func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, e
 func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
-	opt := translate.CallOptions{MaxLen: job.MaxLen}
+	opt := job.callOptions()
 	var res []translate.Result
 	var err error
 	if job.IDs != nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,41 +22,52 @@ import (
 )
 
 // TestBatchingMatchesTranslator sends 1,000 requests (one to three inputs,
-// three max_len settings) from 32 concurrent clients to a server with
+// three max_len settings, one request in five a beam search of width 3
+// listing 2 hypotheses) from 32 concurrent clients to a server with
 // continuous batching on and a batch of at most 16 rows, and compares
-// every result with a lone Translator call on that input: tokens, text and
-// source exactly, attention within 1e-5.
+// every result with a lone Translator call on that input: tokens, text,
+// source and hypotheses exactly, attention and scores within 1e-5.
 func TestBatchingMatchesTranslator(t *testing.T) {
 	demo := demoModel(t)
 	sentences := demoInputs(t)
 	maxLens := []int{0, 6, 40}
-	want := make([]map[string]translate.ResultJSON, len(maxLens))
-	for k, m := range maxLens {
-		tr, err := translate.Open(demo, translate.Options{MaxLen: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[k] = map[string]translate.ResultJSON{}
-		for _, s := range sentences {
-			res, err := tr.Translate(context.Background(), []string{s})
+	const beam, nBest = 3, 2
+	// want[b][k][s]: b = 1 for beam search.
+	var want [2][]map[string]translate.ResultJSON
+	for b := range want {
+		want[b] = make([]map[string]translate.ResultJSON, len(maxLens))
+		for k, m := range maxLens {
+			opt := translate.Options{MaxLen: m}
+			if b == 1 {
+				opt.Beam, opt.NBest = beam, nBest
+			}
+			tr, err := translate.Open(demo, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want[k][s] = res[0].JSON(s)
+			want[b][k] = map[string]translate.ResultJSON{}
+			for _, s := range sentences {
+				res, err := tr.Translate(context.Background(), []string{s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[b][k][s] = res[0].JSON(s)
+			}
+			tr.Close()
 		}
-		tr.Close()
 	}
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}, Batching: true, MaxBatchRows: 16, MaxOutLen: 60})
 
 	const requests, clients = 1000, 32
 	type request struct {
 		k      int // index into maxLens
+		b      int // 1: beam search
 		inputs []string
 	}
 	reqs := make(chan request, requests)
 	inputs := 0
 	for i := 0; i < requests; i++ {
-		r := request{k: (i / 3) % len(maxLens)}
+		r := request{k: (i / 3) % len(maxLens), b: min(i%5, 1) ^ 1}
 		for j := 0; j <= i%3; j++ {
 			r.inputs = append(r.inputs, sentences[(i*7+j*31)%len(sentences)])
 		}
@@ -73,6 +86,9 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 				req := Request{Inputs: r.inputs}
 				if maxLens[r.k] > 0 {
 					req.MaxLen = &maxLens[r.k]
+				}
+				if r.b == 1 {
+					req.Beam, req.NBest = new(beam), new(nBest)
 				}
 				body, _ := json.Marshal(req)
 				resp, err := client.Post(hs.URL+PathTranslate, "application/json", strings.NewReader(string(body)))
@@ -95,7 +111,7 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 					continue
 				}
 				for i, res := range got.Results {
-					if d := jsonDiff(res, want[r.k][r.inputs[i]]); d != "" {
+					if d := jsonDiff(res, want[r.b][r.k][r.inputs[i]]); d != "" {
 						t.Errorf("%s, result %d: %s", body, i, d)
 						failed.Add(1)
 					}
@@ -136,6 +152,16 @@ func histogram(t *testing.T, s *Server, name string, labels map[string]string) *
 func jsonDiff(got, want translate.ResultJSON) string {
 	ga, wa := got.Attention, want.Attention
 	got.Attention, want.Attention = nil, nil
+	// Beam search scores are sums of log_probs: within 1e-5 too.
+	gh, wh := slices.Clone(got.Hypotheses), slices.Clone(want.Hypotheses)
+	for i := range min(len(gh), len(wh)) {
+		for _, p := range [][2]*float32{{&gh[i].Score, &wh[i].Score}, {&gh[i].NormalizedScore, &wh[i].NormalizedScore}} {
+			if math.Abs(float64(*p[0]-*p[1])) <= 1e-5 {
+				*p[0] = *p[1]
+			}
+		}
+	}
+	got.Hypotheses, want.Hypotheses = gh, wh
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Sprintf("%+v, lone Translator %+v", got, want)
 	}

@@ -14,6 +14,7 @@ const (
 	DefaultMaxInputs       = 64
 	DefaultMaxSourceLen    = 256
 	DefaultMaxOutLen       = 512
+	DefaultMaxBeam         = 16
 	DefaultMaxConcurrent   = 64
 	DefaultMaxBatchRows    = 64
 	DefaultMaxQueue        = 256
@@ -76,6 +77,9 @@ type Config struct {
 	MaxSourceLen int
 	// MaxOutLen bounds a request's max_len.
 	MaxOutLen int
+	// MaxBeam bounds a request's beam width (with batching on, MaxBatchRows
+	// bounds it too: a beam of K takes K of the batch's rows).
+	MaxBeam int
 	// MaxConcurrent bounds the requests of one model handed to its backend
 	// at once when batching is off; MaxBatchRows bounds the rows (decoder
 	// slots) of one model decoded together when it is on. MaxQueue bounds
@@ -127,7 +131,7 @@ func (c Config) withDefaults() (Config, error) {
 		v    int64
 	}{
 		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputs", int64(c.MaxInputs)},
-		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
+		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
 		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
 	} {
@@ -146,6 +150,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxInputs, DefaultMaxInputs)
 	def(&c.MaxSourceLen, DefaultMaxSourceLen)
 	def(&c.MaxOutLen, DefaultMaxOutLen)
+	def(&c.MaxBeam, DefaultMaxBeam)
 	def(&c.MaxConcurrent, DefaultMaxConcurrent)
 	def(&c.MaxQueue, DefaultMaxQueue)
 	def(&c.MaxBatchRows, DefaultMaxBatchRows)

@@ -22,10 +22,14 @@
 //
 // The answer has one result per input, in order, with the fields of
 // `attnx translate --json` (translate.ResultJSON): input, source_ids,
-// tokens, text, attention. The model is the one named in the path or the
-// "model" field, else the first one given to the server. "beam" and
-// "n_best" are accepted as 1 (greedy) and refused otherwise until beam
-// search exists.
+// tokens, text, attention, and with "beam" K > 1 (beam search) the
+// "hypotheses" list ("n_best" of them, best first, each with tokens, text,
+// score and normalized_score; "length_penalty" is the ranking's alpha).
+// The model is the one named in the path or the "model" field, else the
+// first one given to the server. With batching on, a beam request's rows
+// join the shared batch as any others, K slots each; with batching off it
+// is decoded alone on the steps engine, as `attnx translate --beam K`
+// does.
 //
 // # Errors
 //
@@ -35,7 +39,9 @@
 // an empty input, a character or word outside the source vocabulary (the
 // input's index and the position), a source longer than
 // Config.MaxSourceLen, an id outside the vocabulary, max_len outside
-// 1..Config.MaxOutLen, beam search options; 404 for an unknown model or
+// 1..Config.MaxOutLen, beam outside 1..Config.MaxBeam (and, with
+// batching on, Config.MaxBatchRows), n_best outside 1..beam, a negative
+// length_penalty; 404 for an unknown model or
 // page; 405 for a method other than POST; 413 for a body over
 // Config.MaxBodyBytes (1 MiB by default); 429 (with Retry-After) when the
 // model's queue is full; 503 while the models load; 504 when a request is

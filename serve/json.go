@@ -98,6 +98,36 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(r.Hypotheses) > 0 { // omitempty
+		b = append(b, `,"hypotheses":[`...)
+		for i := range r.Hypotheses {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendHypothesis(b, &r.Hypotheses[i]); err != nil {
+				return b, fmt.Errorf("hypotheses[%d]: %w", i, err)
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+func appendHypothesis(b []byte, h *translate.HypothesisJSON) ([]byte, error) {
+	b = append(b, `{"tokens":`...)
+	b = appendInts(b, h.Tokens)
+	b = append(b, `,"text":`...)
+	b = appendString(b, h.Text)
+	b = append(b, `,"score":`...)
+	var err error
+	if b, err = appendFloat32(b, h.Score); err != nil {
+		return b, fmt.Errorf("score: %w", err)
+	}
+	b = append(b, `,"normalized_score":`...)
+	if b, err = appendFloat32(b, h.NormalizedScore); err != nil {
+		return b, fmt.Errorf("normalized_score: %w", err)
+	}
 	return append(b, '}'), nil
 }
 

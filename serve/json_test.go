@@ -53,6 +53,12 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 			{Input: "3rd of March 2021", SourceIDs: []int64{5, 6, 7}, Tokens: []int64{8, 2}, Text: "2021-03-03", Attention: [][]float32{{0.25, 0.75, 0}, {1e-8, 0.5, 0.4999999}}},
 			{Input: "", SourceIDs: []int64{}, Tokens: nil, Text: "", Attention: nil},
 			{Input: "x", SourceIDs: nil, Tokens: []int64{}, Attention: [][]float32{nil, {}}},
+			{Input: "beam", Tokens: []int64{8, 2}, Text: "2021-03-03", Hypotheses: []translate.HypothesisJSON{
+				{Tokens: []int64{8, 2}, Text: "2021-03-03", Score: -0.012345678, NormalizedScore: -0.006172839},
+				{Tokens: nil, Text: "März ", Score: -1e-7, NormalizedScore: float32(math.Copysign(0, -1))},
+				{Tokens: []int64{}, Score: -3e21, NormalizedScore: -math.MaxFloat32},
+			}},
+			{Input: "no hypotheses", Hypotheses: []translate.HypothesisJSON{}},
 		}},
 		{Model: `quo"te\back`, Results: []translate.ResultJSON{
 			{Input: "tab\there\nnew\rline\b\f\x01\x1f", Text: "<b>&amp;</b>"},
@@ -129,8 +135,9 @@ func BenchmarkAppendResponse(b *testing.B) {
 // to it (this test then fails until it is).
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
-		reflect.TypeFor[Response]():             {"model", "results"},
-		reflect.TypeFor[translate.ResultJSON](): {"input", "source_ids", "tokens", "text", "attention"},
+		reflect.TypeFor[Response]():                 {"model", "results"},
+		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "tokens", "text", "attention", "hypotheses"},
+		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "text", "score", "normalized_score"},
 	}
 	for typ, names := range written {
 		var have []string

@@ -19,11 +19,13 @@ func init() {
 Serves translations over HTTP with one or more model directories.
 
   POST /v1/translate   {"inputs": ["text", ...]} or {"ids": [[5, 9, 2], ...]},
-                       optional "max_len" and "model" (the default model is
-                       the first --model); answers {"model": ..., "results":
-                       [...]}, one object per input with the fields of
-                       attnx translate --json. /v1/models/NAME/translate
-                       names the model in the path.
+                       optional "max_len", "model" (the default model is
+                       the first --model) and beam search's "beam" (K),
+                       "n_best" and "length_penalty"; answers {"model": ...,
+                       "results": [...]}, one object per input with the
+                       fields of attnx translate --json ("hypotheses" with
+                       beam search). /v1/models/NAME/translate names the
+                       model in the path.
   GET  /v1/models      the models served, with their vocabularies and limits
   GET  /               the attention viewer (a page for people)
   GET  /healthz        200 while the process runs (liveness)
@@ -80,6 +82,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input")
 	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
+	maxBeam := fs.Int("max-beam", serve.DefaultMaxBeam, "largest beam a request may ask for (with batching on, --max-batch-rows bounds it too)")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "with batching on: rows per model decoded together")
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
@@ -98,7 +101,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	}
 	cfg := serve.Config{
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
-		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut,
+		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
@@ -114,7 +117,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		name string
 		v    int64
 	}{
-		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)},
+		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)}, {"--max-beam", int64(*maxBeam)},
 		{"--max-concurrent", int64(*maxConc)}, {"--max-batch-rows", int64(*maxRows)}, {"--max-queue", int64(*maxQueue)},
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
 	} {
