@@ -94,14 +94,11 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	if err != nil {
 		return nil, err
 	}
-	if err := t.checkRows(sources); err != nil {
+	release, err := t.acquire(sources)
+	if err != nil {
 		return nil, err
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.closed {
-		return nil, ErrClosed
-	}
+	defer release()
 	searches := t.searches(sources, so)
 	if err := s.s.Decode(ctx, sources, searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {

@@ -413,18 +413,30 @@ func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Res
 	})
 }
 
-// decodeBatches checks every row of sources, then decodes them with run in
-// batches of at most Options.BatchSize, in order, and finishes the
-// results.
-func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
+// acquire checks every row of sources and holds the Translator open (its
+// read lock) until release is called; it fails with ErrClosed once the
+// Translator is closed.
+func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 	if err := t.checkRows(sources); err != nil {
 		return nil, err
 	}
 	t.mu.RLock()
-	defer t.mu.RUnlock()
 	if t.closed {
+		t.mu.RUnlock()
 		return nil, ErrClosed
 	}
+	return t.mu.RUnlock, nil
+}
+
+// decodeBatches checks every row of sources, then decodes them with run in
+// batches of at most Options.BatchSize, in order, and finishes the
+// results.
+func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
+	release, err := t.acquire(sources)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
