@@ -43,16 +43,21 @@ type Request struct {
 	// MaxLen limits each output to this many tokens, EOS included; absent
 	// means 2n+10 for a source of n tokens, as `attnx translate` does.
 	MaxLen *int `json:"max_len,omitempty"`
-	// Beam is the beam width. Only 1 (greedy) is served until beam search
-	// exists; other values get 400.
+	// Beam is the beam width K: absent or 1 decodes greedily; K > 1 runs
+	// beam search and each result lists its n-best hypotheses
+	// ("hypotheses"), as `attnx translate --beam K --json` does.
 	Beam *int `json:"beam,omitempty"`
-	// NBest is the number of hypotheses returned per input, at most Beam.
-	// Only 1 is served until beam search exists.
+	// NBest is the number of hypotheses listed per input, 1 to Beam
+	// (absent: 1).
 	NBest *int `json:"n_best,omitempty"`
+	// LengthPenalty is beam search's alpha (hypotheses are ranked by
+	// score / length ** alpha), finite and >= 0; absent means
+	// translate.DefaultLengthPenalty.
+	LengthPenalty *float64 `json:"length_penalty,omitempty"`
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.
@@ -91,9 +96,10 @@ type ModelInfo struct {
 	// Batching is true when the model is served by the continuous-batching
 	// scheduler, false when each request is decoded alone.
 	Batching bool `json:"batching"`
-	// MaxInputs, MaxSourceLen and MaxOutLen are the server's limits per
-	// request (0: none for MaxSourceLen).
+	// MaxInputs, MaxSourceLen, MaxOutLen and MaxBeam are the server's
+	// limits per request (0: none for MaxSourceLen).
 	MaxInputs    int `json:"max_inputs"`
 	MaxSourceLen int `json:"max_source_len"`
 	MaxOutLen    int `json:"max_out_len"`
+	MaxBeam      int `json:"max_beam"`
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
 )
@@ -25,6 +26,15 @@ type Job struct {
 	// MaxLen is the most output tokens per row, EOS included; 0 means
 	// 2n+10 for a source of n tokens.
 	MaxLen int
+	// Beam > 1 runs beam search of that width, listing NBest hypotheses
+	// (0: 1) ranked with length penalty LengthPenalty (nil: the default).
+	Beam, NBest   int
+	LengthPenalty *float64
+}
+
+// callOptions returns the translate settings of job.
+func (job Job) callOptions() translate.CallOptions {
+	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty}
 }
 
 // Backend decodes the requests of one model. Implementations are safe for
@@ -40,10 +50,17 @@ type Backend interface {
 	Close() error
 }
 
-// QueueDepther is implemented by backends with a queue of their own; the
-// queue-depth metric adds theirs to the server's.
-type QueueDepther interface {
+// SchedulingBackend is a Backend that admits requests itself, as the
+// continuous-batching one does: the server puts no limiter of its own in
+// front of it (Translate fails at once with an error wrapping ErrQueueFull
+// when its queue is full), reports its queue as the queue depth, and
+// exports its scheduler's counters.
+type SchedulingBackend interface {
+	Backend
+	// QueueDepth returns the requests whose rows wait to join the batch.
 	QueueDepth() int
+	// Stats returns the scheduler's counters.
+	Stats() decode.SchedulerStats
 }
 
 // BatchObserver receives the number of rows of every batch a backend
@@ -52,7 +69,7 @@ type QueueDepther interface {
 type BatchObserver func(rows int)
 
 // Opener opens the backend of one model directory. Config.Open defaults to
-// OpenTranslatorBackend.
+// OpenBatchingBackend or OpenTranslatorBackend, as Config.Batching says.
 type Opener func(dir string, cfg *Config, obs BatchObserver) (Backend, error)
 
 // translatorBackend is batching off: every request is one call of a
@@ -66,8 +83,9 @@ type translatorBackend struct {
 	maxOut int
 	eos    int64
 
-	longMu sync.Mutex
+	lazyMu sync.Mutex
 	long   *translate.Translator // opened on first need; MaxLen = maxOut
+	beam   *translate.Translator // opened on first need; the steps engine, for beam search
 }
 
 // OpenTranslatorBackend opens dir with a translate.Translator configured
@@ -98,6 +116,9 @@ func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
 // and is allowed more is decoded again with a Translator whose limit is
 // the server's MaxOutLen, then cut.
 func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
+	if job.Beam > 1 {
+		return b.translateBeam(ctx, job)
+	}
 	var res []translate.Result
 	var err error
 	if job.IDs != nil {
@@ -120,7 +141,9 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 		}
 	}
 	if len(again) > 0 {
-		long, err := b.longTranslator()
+		opt := b.opt
+		opt.MaxLen = b.maxOut
+		long, err := b.lazy(&b.long, opt, "max_len above the default limit")
 		if err != nil {
 			return nil, err
 		}
@@ -146,29 +169,109 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	return res, nil
 }
 
-func (b *translatorBackend) longTranslator() (*translate.Translator, error) {
-	b.longMu.Lock()
-	defer b.longMu.Unlock()
-	if b.long == nil {
-		opt := b.opt
-		opt.MaxLen = b.maxOut
+// translateBeam beam-searches the job's rows, decoded alone as `attnx
+// translate --beam K` does, on a Translator of the steps engine with the
+// job's settings for this call.
+func (b *translatorBackend) translateBeam(ctx context.Context, job Job) ([]translate.Result, error) {
+	opt := b.opt
+	opt.Engine = translate.EngineSteps
+	tr, err := b.lazy(&b.beam, opt, "beam search")
+	if err != nil {
+		return nil, err
+	}
+	var res []translate.Result
+	if job.IDs != nil {
+		res, err = tr.TranslateIDsCall(ctx, job.IDs, job.callOptions())
+	} else {
+		res, err = tr.TranslateCall(ctx, job.Texts, job.callOptions())
+	}
+	if err == nil {
+		b.obs(len(res))
+	}
+	return res, err
+}
+
+// lazy returns *p, opening it with opt on first need (for what why says).
+func (b *translatorBackend) lazy(p **translate.Translator, opt translate.Options, why string) (*translate.Translator, error) {
+	b.lazyMu.Lock()
+	defer b.lazyMu.Unlock()
+	if *p == nil {
 		tr, err := translate.Open(b.dir, opt)
 		if err != nil {
-			return nil, fmt.Errorf("opening the model for max_len above the default limit: %w", err)
+			return nil, fmt.Errorf("opening the model for %s: %w", why, err)
 		}
-		b.long = tr
+		*p = tr
 	}
-	return b.long, nil
+	return *p, nil
 }
 
 func (b *translatorBackend) Close() error {
-	b.longMu.Lock()
-	defer b.longMu.Unlock()
+	b.lazyMu.Lock()
+	defer b.lazyMu.Unlock()
 	err := b.def.Close()
-	if b.long != nil {
-		err = errors.Join(err, b.long.Close())
+	for _, tr := range []*translate.Translator{b.long, b.beam} {
+		if tr != nil {
+			err = errors.Join(err, tr.Close())
+		}
 	}
 	return err
+}
+
+// batchingBackend is batching on: every request's rows join one running
+// decoder batch per model (translate.Scheduler), as far as the batch's
+// bound allows, and leave it as they finish.
+type batchingBackend struct {
+	tr       *translate.Translator
+	sched    *translate.Scheduler
+	maxRows  int
+	maxQueue int
+}
+
+// OpenBatchingBackend opens dir with a translate.Translator on the steps
+// engine configured from cfg (threads, device, unknown-token mapping,
+// source length limit) and starts its continuous-batching scheduler: at
+// most cfg.MaxBatchRows rows decode together and cfg.MaxQueue requests
+// wait for room (past that, ErrQueueFull). obs receives the rows of every
+// decoder step. It is the backend used when batching is on.
+func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, error) {
+	tr, err := translate.Open(dir, translate.Options{
+		Threads: cfg.Threads, Device: cfg.Device, Engine: translate.EngineSteps,
+		MaxSourceLen: cfg.MaxSourceLen, UnknownToUNK: cfg.UnknownToUNK,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := tr.NewScheduler(decode.SchedulerConfig{MaxSlots: cfg.MaxBatchRows, MaxQueue: cfg.MaxQueue, Observe: obs})
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return &batchingBackend{tr: tr, sched: sched, maxRows: cfg.MaxBatchRows, maxQueue: cfg.MaxQueue}, nil
+}
+
+func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
+
+func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
+	opt := job.callOptions()
+	var res []translate.Result
+	var err error
+	if job.IDs != nil {
+		res, err = b.sched.TranslateIDs(ctx, job.IDs, opt)
+	} else {
+		res, err = b.sched.Translate(ctx, job.Texts, opt)
+	}
+	if errors.Is(err, decode.ErrQueueFull) {
+		return nil, fmt.Errorf("%w: %d requests waiting for room in a batch of %d rows", ErrQueueFull, b.maxQueue, b.maxRows)
+	}
+	return res, err
+}
+
+func (b *batchingBackend) QueueDepth() int              { return b.sched.QueueDepth() }
+func (b *batchingBackend) Stats() decode.SchedulerStats { return b.sched.Stats() }
+
+func (b *batchingBackend) Close() error {
+	b.sched.Close()
+	return b.tr.Close()
 }
 
 // limiter bounds the requests of one model: at most conc are handed to the

@@ -14,7 +14,9 @@ const (
 	DefaultMaxInputs       = 64
 	DefaultMaxSourceLen    = 256
 	DefaultMaxOutLen       = 512
+	DefaultMaxBeam         = 16
 	DefaultMaxConcurrent   = 64
+	DefaultMaxBatchRows    = 64
 	DefaultMaxQueue        = 256
 	DefaultRequestTimeout  = 60 * time.Second
 	DefaultShutdownTimeout = 25 * time.Second
@@ -54,8 +56,14 @@ type Config struct {
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string
+	// Batching decodes each model's requests with one continuous-batching
+	// scheduler (OpenBatchingBackend): rows of concurrent requests share
+	// the decoder's batch, joining and leaving it between steps. Off, each
+	// request is one Translator call decoded alone (OpenTranslatorBackend).
+	// `attnx serve` turns it on by default.
+	Batching bool
 	// Engine is the translate engine when batching is off ("", "steps" or
-	// "loop").
+	// "loop"); batching always runs the steps engine.
 	Engine string
 	// UnknownToUNK maps characters or words outside the source vocabulary
 	// to UNK instead of answering 400.
@@ -69,9 +77,16 @@ type Config struct {
 	MaxSourceLen int
 	// MaxOutLen bounds a request's max_len.
 	MaxOutLen int
+	// MaxBeam bounds a request's beam width (with batching on, MaxBatchRows
+	// bounds it too: a beam of K takes K of the batch's rows).
+	MaxBeam int
 	// MaxConcurrent bounds the requests of one model handed to its backend
-	// at once; MaxQueue bounds those waiting for their turn (429 past it).
+	// at once when batching is off; MaxBatchRows bounds the rows (decoder
+	// slots) of one model decoded together when it is on. MaxQueue bounds
+	// the requests waiting for their turn (with batching on: for their rows
+	// to join the batch); past it, 429.
 	MaxConcurrent int
+	MaxBatchRows  int
 	MaxQueue      int
 	// RequestTimeout bounds the time a request may wait and decode (504
 	// past it).
@@ -84,7 +99,12 @@ type Config struct {
 	// requests before the listener closes.
 	DrainDelay time.Duration
 
-	// Open opens a model's backend; nil means OpenTranslatorBackend.
+	// Profiling serves Go's profiles under /debug/pprof/ (net/http/pprof),
+	// for measuring the server under load; off by default.
+	Profiling bool
+
+	// Open opens a model's backend; nil means OpenBatchingBackend with
+	// Batching, else OpenTranslatorBackend.
 	Open Opener
 	// Logf, when set, receives one line per lifecycle event and per
 	// internal error.
@@ -111,9 +131,9 @@ func (c Config) withDefaults() (Config, error) {
 		v    int64
 	}{
 		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputs", int64(c.MaxInputs)},
-		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
-		{"MaxQueue", int64(c.MaxQueue)}, {"RequestTimeout", int64(c.RequestTimeout)}, {"ShutdownTimeout", int64(c.ShutdownTimeout)},
-		{"DrainDelay", int64(c.DrainDelay)},
+		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
+		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
+		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
 	} {
 		if f.v < 0 {
 			return c, fmt.Errorf("serve: %s = %d: must not be negative", f.name, f.v)
@@ -130,8 +150,10 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxInputs, DefaultMaxInputs)
 	def(&c.MaxSourceLen, DefaultMaxSourceLen)
 	def(&c.MaxOutLen, DefaultMaxOutLen)
+	def(&c.MaxBeam, DefaultMaxBeam)
 	def(&c.MaxConcurrent, DefaultMaxConcurrent)
 	def(&c.MaxQueue, DefaultMaxQueue)
+	def(&c.MaxBatchRows, DefaultMaxBatchRows)
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
@@ -140,6 +162,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Open == nil {
 		c.Open = OpenTranslatorBackend
+		if c.Batching {
+			c.Open = OpenBatchingBackend
+		}
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

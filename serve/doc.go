@@ -22,10 +22,14 @@
 //
 // The answer has one result per input, in order, with the fields of
 // `attnx translate --json` (translate.ResultJSON): input, source_ids,
-// tokens, text, attention. The model is the one named in the path or the
-// "model" field, else the first one given to the server. "beam" and
-// "n_best" are accepted as 1 (greedy) and refused otherwise until beam
-// search exists.
+// tokens, text, attention, and with "beam" K > 1 (beam search) the
+// "hypotheses" list ("n_best" of them, best first, each with tokens, text,
+// score and normalized_score; "length_penalty" is the ranking's alpha).
+// The model is the one named in the path or the "model" field, else the
+// first one given to the server. With batching on, a beam request's rows
+// join the shared batch as any others, K slots each; with batching off it
+// is decoded alone on the steps engine, as `attnx translate --beam K`
+// does.
 //
 // # Errors
 //
@@ -35,7 +39,9 @@
 // an empty input, a character or word outside the source vocabulary (the
 // input's index and the position), a source longer than
 // Config.MaxSourceLen, an id outside the vocabulary, max_len outside
-// 1..Config.MaxOutLen, beam search options; 404 for an unknown model or
+// 1..Config.MaxOutLen, beam outside 1..Config.MaxBeam (and, with
+// batching on, Config.MaxBatchRows), n_best outside 1..beam, a negative
+// length_penalty; 404 for an unknown model or
 // page; 405 for a method other than POST; 413 for a body over
 // Config.MaxBodyBytes (1 MiB by default); 429 (with Retry-After) when the
 // model's queue is full; 503 while the models load; 504 when a request is
@@ -43,24 +49,45 @@
 //
 // # Admission and backends
 //
-// Each model has a limiter: at most Config.MaxConcurrent requests are
-// handed to its backend at once and at most Config.MaxQueue more wait;
-// past that a request gets 429 at once. A request whose client goes away
-// while it waits or decodes is abandoned (its context is cancelled) and
-// counted with status 499.
+// The Backend decodes. With Config.Batching (the default of `attnx
+// serve`), OpenBatchingBackend gives each model one continuous-batching
+// scheduler (translate.Scheduler over decode.Scheduler): one goroutine
+// drives one running decoder batch; a request's rows are encoded and join
+// it at the next step boundary, each row leaves as soon as it finishes,
+// and the request is answered once all its rows are done, so a short
+// sentence never waits for a long one and the batch is as full as the load
+// allows. At most Config.MaxBatchRows rows decode together; the rows of
+// up to Config.MaxQueue requests wait to join, in arrival order; past that
+// a request gets 429 at once. Results are those of a lone Translator call:
+// the same tokens, attention within 1e-5.
 //
-// The Backend decodes. OpenTranslatorBackend, the default, is batching off:
-// each request is one call of a translate.Translator, decoded alone (the
-// Translator runs concurrent calls side by side on shared ONNX Runtime
-// sessions). Config.Open chooses another, such as a test double.
+// With batching off, OpenTranslatorBackend makes each request one call of a
+// translate.Translator, decoded alone (the Translator runs concurrent calls
+// side by side on shared ONNX Runtime sessions); a limiter hands at most
+// Config.MaxConcurrent requests to it at once, at most Config.MaxQueue more
+// wait, and past that a request gets 429 at once. Config.Open chooses
+// another backend, such as a test double; a SchedulingBackend admits
+// requests itself.
+//
+// A request whose client goes away while it waits or decodes is abandoned
+// (its context is cancelled) and counted with status 499; one that runs
+// past Config.RequestTimeout gets 504. Either way, with batching on, its
+// rows leave the batch at the next step boundary. With batching off and
+// the loop engine (greedy.onnx, one ONNX Runtime run per call), a call
+// cannot stop mid-decode: the abandoned request's decode runs to its end
+// and its result is dropped; the steps engine (--engine steps) stops
+// between two decoder steps.
 //
 // # Metrics
 //
 // attnx_serve_requests_total{model,code}, attnx_serve_request_duration_seconds{model}
-// (answers 200), attnx_serve_batch_rows{model} (rows decoded together),
+// (answers 200), attnx_serve_batch_rows{model} (rows decoded together: per
+// decoder step with batching on, per Translator call with it off),
 // attnx_serve_tokens_decoded_total{model}, attnx_serve_inputs_translated_total{model},
-// attnx_serve_queue_depth{model}, attnx_serve_requests_in_flight, and the
-// Go and process collectors.
+// attnx_serve_queue_depth{model}, attnx_serve_requests_in_flight, with
+// batching on attnx_serve_rows_joined_total{model} and
+// attnx_serve_rows_removed_total{model} (rows that left the batch
+// unfinished: cancelled or timed out), and the Go and process collectors.
 //
 // # Shutdown
 //

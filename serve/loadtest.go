@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -54,6 +54,14 @@ type LoadResult struct {
 	// after the last answer; keys are the histogram's upper bounds: a batch
 	// of 3 rows counts under 4).
 	BatchRows map[float64]uint64
+	// ClientCPU is the CPU time this process used while measuring, in
+	// cores (CPU seconds per second): the clients', and the server's too
+	// when it runs in this process.
+	ClientCPU float64
+	// ServerCPU is the server process's CPU time while measuring, in
+	// cores, from its /metrics (process_cpu_seconds_total, read with the
+	// batch sizes); 0 when it does not export it.
+	ServerCPU float64
 }
 
 // RunLoad runs one load test. It fails when the server cannot be reached
@@ -62,10 +70,19 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if cfg.Clients < 1 || cfg.Duration <= 0 || len(cfg.Sentences) == 0 {
 		return nil, fmt.Errorf("serve: load test needs at least 1 client, a positive duration and a sentence (got %d, %s, %d)", cfg.Clients, cfg.Duration, len(cfg.Sentences))
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxIdleConns: cfg.Clients}}
+	// Every client keeps its connection (keep-alive) and its buffer; the
+	// bodies are encoded once.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxIdleConns: cfg.Clients, DisableCompression: true}}
 	defer client.CloseIdleConnections()
-	lc := loadClient{http: client, url: strings.TrimSuffix(cfg.URL, "/") + PathTranslate, model: cfg.Model}
-	if _, err := lc.send(ctx, cfg.Sentences[0]); err != nil {
+	bodies := make([][]byte, len(cfg.Sentences))
+	for i, s := range cfg.Sentences {
+		var err error
+		if bodies[i], err = json.Marshal(Request{Model: cfg.Model, Inputs: []string{s}}); err != nil {
+			return nil, err
+		}
+	}
+	url := strings.TrimSuffix(cfg.URL, "/") + PathTranslate
+	if _, err := (&loadClient{http: client, url: url}).send(ctx, bodies[0]); err != nil {
 		return nil, fmt.Errorf("serve: load test: first request: %w", err)
 	}
 
@@ -80,9 +97,11 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	measureFrom := start.Add(cfg.Warmup)
 	end := measureFrom.Add(cfg.Duration)
 	var lastDone time.Time
-	// The batch sizes are read when measuring starts and after the run.
-	var before map[float64]uint64
+	// The server's metrics and this process's CPU time are read when
+	// measuring starts and after the run.
+	var before serverStats
 	var beforeErr error
+	var cpuBefore time.Duration
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -92,19 +111,21 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		case <-ctx.Done():
 			return
 		}
-		before, beforeErr = ScrapeBatchRows(ctx, client, cfg.URL)
+		cpuBefore = processCPU()
+		before, beforeErr = scrapeServer(ctx, client, cfg.URL)
 	}()
 	for c := 0; c < cfg.Clients; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
+			lc := &loadClient{http: client, url: url}
 			k := c * len(cfg.Sentences) / cfg.Clients
 			for ctx.Err() == nil {
 				sent := time.Now()
 				if !sent.Before(end) {
 					return
 				}
-				tokens, err := lc.send(ctx, cfg.Sentences[k%len(cfg.Sentences)])
+				tokens, err := lc.send(ctx, bodies[k%len(bodies)])
 				k++
 				done := time.Now()
 				if sent.Before(measureFrom) {
@@ -130,13 +151,14 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	after, err := ScrapeBatchRows(ctx, client, cfg.URL)
+	cpuAfter := processCPU()
+	after, err := scrapeServer(ctx, client, cfg.URL)
 	if err = errors.Join(beforeErr, err); err != nil {
 		return nil, err
 	}
 	res.BatchRows = map[float64]uint64{}
-	for le, n := range after {
-		if d := n - before[le]; d > 0 {
+	for le, n := range after.batchRows {
+		if d := n - before.batchRows[le]; d > 0 {
 			res.BatchRows[le] = d
 		}
 	}
@@ -145,6 +167,10 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if res.Requests == 0 || res.Seconds <= 0 {
 		return res, nil
 	}
+	// CPU is read a little after the last answer; over the whole span.
+	span := time.Since(measureFrom).Seconds()
+	res.ClientCPU = (cpuAfter - cpuBefore).Seconds() / span
+	res.ServerCPU = (after.cpuSeconds - before.cpuSeconds) / span
 	lat := make([]float64, len(samples))
 	tokens := 0
 	for i, s := range samples {
@@ -164,76 +190,111 @@ func percentile(sorted []float64, q float64) float64 {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
-// loadClient sends one-sentence requests.
+// loadClient sends one-sentence requests, one at a time, reusing its
+// buffer.
 type loadClient struct {
-	http  *http.Client
-	url   string
-	model string
+	http *http.Client
+	url  string
+	buf  bytes.Buffer
 }
 
-// send translates one sentence and returns the output tokens of the
+// send posts one request body and returns the output tokens of the
 // answer.
-func (c loadClient) send(ctx context.Context, sentence string) (int, error) {
-	body, err := json.Marshal(Request{Model: c.model, Inputs: []string{sentence}})
-	if err != nil {
-		return 0, err
-	}
+func (c *loadClient) send(ctx context.Context, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header["Content-Type"] = []string{"application/json"}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
+	c.buf.Reset()
+	if _, err := c.buf.ReadFrom(resp.Body); err != nil {
 		return 0, err
 	}
+	data := c.buf.Bytes()
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
 	}
-	var ans struct {
-		Results []struct {
-			Tokens []int64 `json:"tokens"`
-		} `json:"results"`
+	return countTokens(data)
+}
+
+// countTokens returns the number of output tokens of a one-result answer
+// without decoding the rest (mostly attention weights): the elements of
+// its one "tokens" array. The key cannot occur inside a JSON string, where
+// its quotes would be escaped.
+func countTokens(answer []byte) (int, error) {
+	key := []byte(`"tokens":[`)
+	i := bytes.Index(answer, key)
+	if i < 0 || bytes.Contains(answer[i+len(key):], key) {
+		return 0, fmt.Errorf("answer %.200q: want one result with tokens", answer)
 	}
-	if err := json.Unmarshal(data, &ans); err != nil || len(ans.Results) != 1 {
-		return 0, fmt.Errorf("answer %.200q: want one result (%v)", data, err)
+	list := answer[i+len(key):]
+	end := bytes.IndexByte(list, ']')
+	switch {
+	case end < 0:
+		return 0, fmt.Errorf("answer %.200q: the tokens array does not end", answer)
+	case end == 0:
+		return 0, nil
 	}
-	return len(ans.Results[0].Tokens), nil
+	return bytes.Count(list[:end], []byte(",")) + 1, nil
+}
+
+// processCPU returns the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverStats is what the load test reads from a server's /metrics.
+type serverStats struct {
+	batchRows  map[float64]uint64 // batches by upper bound of rows
+	cpuSeconds float64            // process_cpu_seconds_total
 }
 
 // ScrapeBatchRows reads the batch-size histogram of a server's /metrics,
 // summed over its models: the number of batches by upper bound of rows,
 // not cumulative.
 func ScrapeBatchRows(ctx context.Context, client *http.Client, url string) (map[float64]uint64, error) {
+	st, err := scrapeServer(ctx, client, url)
+	return st.batchRows, err
+}
+
+func scrapeServer(ctx context.Context, client *http.Client, url string) (serverStats, error) {
+	var st serverStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+PathMetrics, nil)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("serve: reading %s: %w", PathMetrics, err)
+		return st, fmt.Errorf("serve: reading %s: %w", PathMetrics, err)
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("serve: parsing %s: %w", PathMetrics, err)
+		return st, fmt.Errorf("serve: parsing %s: %w", PathMetrics, err)
 	}
-	out := map[float64]uint64{}
+	st.batchRows = map[float64]uint64{}
 	if f := fams[MetricBatchRows]; f != nil {
 		for _, m := range f.Metric {
 			prev := uint64(0)
 			for _, b := range m.GetHistogram().GetBucket() {
-				out[b.GetUpperBound()] += b.GetCumulativeCount() - prev
+				st.batchRows[b.GetUpperBound()] += b.GetCumulativeCount() - prev
 				prev = b.GetCumulativeCount()
 			}
-			out[math.Inf(1)] += m.GetHistogram().GetSampleCount() - prev
+			st.batchRows[math.Inf(1)] += m.GetHistogram().GetSampleCount() - prev
 		}
 	}
-	return out, nil
+	if f := fams["process_cpu_seconds_total"]; f != nil && len(f.Metric) > 0 {
+		st.cpuSeconds = f.Metric[0].GetCounter().GetValue()
+	}
+	return st, nil
 }

@@ -25,6 +25,11 @@ func TestRunLoad(t *testing.T) {
 		r.TokensPerSec < 6*r.SentencesPerSec || r.P50 <= 0 || r.P99 < r.P50 {
 		t.Errorf("inconsistent figures: %+v", r)
 	}
+	// The server runs in this process: both CPU figures are this
+	// process's, one from getrusage, one from the process collector.
+	if r.ClientCPU <= 0 || r.ServerCPU <= 0 {
+		t.Errorf("CPU: clients %.3f cores, server %.3f", r.ClientCPU, r.ServerCPU)
+	}
 	// Every request was one batch of one row. The histogram is first read
 	// once measuring has begun, so a few measured batches may be missed,
 	// but only a request in flight per client can add one.
@@ -35,5 +40,34 @@ func TestRunLoad(t *testing.T) {
 	_, err = RunLoad(context.Background(), LoadConfig{URL: hs.URL, Model: "nope", Sentences: []string{"1"}, Clients: 1, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), `first request: 404 Not Found: {"error":"unknown model \"nope\"`) {
 		t.Errorf("unknown model: %v", err)
+	}
+}
+
+// TestCountTokens: the load test's token count reads the one "tokens"
+// array of an answer, whatever the other fields hold.
+func TestCountTokens(t *testing.T) {
+	cases := []struct {
+		answer string
+		n      int
+		err    string
+	}{
+		{`{"model":"m","results":[{"input":"a","source_ids":[4],"tokens":[5,6,2],"text":"xy","attention":[[1],[1],[1]]}]}`, 3, ""},
+		{`{"results":[{"input":"\"tokens\":[1,2]","tokens":[7],"text":""}]}`, 1, ""},
+		{`{"results":[{"tokens":[],"attention":[]}]}`, 0, ""},
+		{`{"results":[{"tokens":[1]},{"tokens":[2]}]}`, 0, "want one result with tokens"},
+		{`{"results":[]}`, 0, "want one result with tokens"},
+		{`{"results":[{"tokens":[1,2`, 0, "the tokens array does not end"},
+	}
+	for _, c := range cases {
+		n, err := countTokens([]byte(c.answer))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %d, %v; want an error saying %q", c.answer, n, err, c.err)
+			}
+			continue
+		}
+		if err != nil || n != c.n {
+			t.Errorf("%s: %d, %v; want %d", c.answer, n, err, c.n)
+		}
 	}
 }

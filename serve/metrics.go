@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/attnx/attnx/decode"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -14,6 +15,9 @@ const (
 	MetricInputs     = "attnx_serve_inputs_translated_total"
 	MetricQueueDepth = "attnx_serve_queue_depth"
 	MetricInFlight   = "attnx_serve_requests_in_flight"
+	MetricRowsJoined = "attnx_serve_rows_joined_total"
+	// MetricRowsRemoved counts rows that left the batch unfinished.
+	MetricRowsRemoved = "attnx_serve_rows_removed_total"
 )
 
 // metrics are a Server's Prometheus collectors, on a registry of its own
@@ -42,7 +46,7 @@ func newMetrics() *metrics {
 		}, []string{"model"}),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricBatchRows,
-			Help:    "Rows decoded together: per decoder step with continuous batching, per Translator call without.",
+			Help:    "Rows decoded together: per decoder step with batching on (decoder slots), per Translator call with batching off.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 		}, []string{"model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -63,11 +67,26 @@ func newMetrics() *metrics {
 	return m
 }
 
-// addQueueDepth registers the queue-depth gauge of one model.
-func (m *metrics) addQueueDepth(model string, depth func() int) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        MetricQueueDepth,
-		Help:        "Translation requests waiting for their turn to decode.",
-		ConstLabels: prometheus.Labels{"model": model},
-	}, func() float64 { return float64(depth()) }))
+// addModel registers the gauges and counters of one model read from its
+// limiter and backend: the queue depth and, with batching on, the
+// scheduler's counters.
+func (m *metrics) addModel(model string, read func() (depth int, st decode.SchedulerStats)) {
+	labels := prometheus.Labels{"model": model}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        MetricQueueDepth,
+			Help:        "Translation requests waiting for their turn to decode (with batching on: for their rows to join the batch).",
+			ConstLabels: labels,
+		}, func() float64 { d, _ := read(); return float64(d) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        MetricRowsJoined,
+			Help:        "Rows (inputs) that joined the running decoder batch (batching on).",
+			ConstLabels: labels,
+		}, func() float64 { _, st := read(); return float64(st.Joined) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        MetricRowsRemoved,
+			Help:        "Rows taken out of the running decoder batch unfinished, because their request was cancelled or timed out (batching on).",
+			ConstLabels: labels,
+		}, func() float64 { _, st := read(); return float64(st.Removed) }),
+	)
 }

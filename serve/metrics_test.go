@@ -32,8 +32,9 @@ next:
 	return nil
 }
 
-// counterValue reads a counter of s's registry; 0 when absent.
-func counterValue(t *testing.T, s *Server, name string, labels map[string]string) float64 {
+// gathered returns the metric of s's registry named name whose labels
+// include labels, or nil.
+func gathered(t *testing.T, s *Server, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	list, err := s.metrics.reg.Gather()
 	if err != nil {
@@ -43,10 +44,13 @@ func counterValue(t *testing.T, s *Server, name string, labels map[string]string
 	for _, f := range list {
 		fams[f.GetName()] = f
 	}
-	if m := findMetric(fams, name, labels); m != nil {
-		return m.GetCounter().GetValue()
-	}
-	return 0
+	return findMetric(fams, name, labels)
+}
+
+// counterValue reads a counter of s's registry; 0 when absent.
+func counterValue(t *testing.T, s *Server, name string, labels map[string]string) float64 {
+	t.Helper()
+	return gathered(t, s, name, labels).GetCounter().GetValue()
 }
 
 // scrape fetches /metrics and parses the text format.

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/translate"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -51,14 +54,16 @@ func New(cfg Config) (*Server, error) {
 		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
 		s.models[m.name] = m
 		s.order = append(s.order, m)
-		s.metrics.addQueueDepth(m.name, func() int {
+		s.metrics.addModel(m.name, func() (int, decode.SchedulerStats) {
 			d := m.lim.depth()
+			var st decode.SchedulerStats
 			if m.loaded.Load() {
-				if q, ok := m.backend.(QueueDepther); ok {
-					d += q.QueueDepth()
+				if sb, ok := m.backend.(SchedulingBackend); ok {
+					st = sb.Stats()
+					d += st.Queued
 				}
 			}
-			return d
+			return d, st
 		})
 	}
 	s.handler = s.routes()
@@ -86,11 +91,13 @@ func (s *Server) Load() error {
 			return fmt.Errorf("model %q (%s): %w", m.name, m.dir, err)
 		}
 		info := b.Info()
+		_, scheduling := b.(SchedulingBackend)
+		maxBeam, _ := s.maxBeam()
 		m.backend = b
-		m.info = ModelInfo{
+		m.info = ModelInfo{Batching: scheduling,
 			Name: m.name, Default: i == 0, Config: info.Config, Special: info.Special,
 			SrcTokens: info.SrcTokens, TgtTokens: info.TgtTokens,
-			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen,
+			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen, MaxBeam: maxBeam,
 		}
 		m.loaded.Store(true)
 		s.cfg.Logf("model %q loaded from %s in %s", m.name, m.dir, time.Since(start).Round(time.Millisecond))
@@ -193,6 +200,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc(PathTranslate, s.translate)
 	mux.HandleFunc(PathModelTranslate, s.translate)
 	mux.HandleFunc("GET /{$}", serveViewer)
+	if s.cfg.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such page %s: the API is POST %s, GET %s, %s, %s and %s", r.URL.Path, PathTranslate, PathModels, PathHealth, PathReady, PathMetrics))
 	})
@@ -227,6 +238,10 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request) {
 	}
 	if code == http.StatusOK {
 		s.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	}
+	if out, ok := resp.(*Response); ok {
+		writeResponse(w, out)
+		return
 	}
 	writeJSON(w, code, resp)
 }
@@ -269,11 +284,17 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
-	release, err := m.lim.acquire(ctx)
 	var res []translate.Result
-	if err == nil {
+	var err error
+	if m.info.Batching {
+		// The scheduler admits requests itself.
 		res, err = m.backend.Translate(ctx, job)
-		release()
+	} else {
+		var release func()
+		if release, err = m.lim.acquire(ctx); err == nil {
+			res, err = m.backend.Translate(ctx, job)
+			release()
+		}
 	}
 	field := "inputs"
 	if job.IDs != nil {
@@ -315,7 +336,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 	}
 	s.metrics.tokens.WithLabelValues(m.name).Add(float64(tokens))
 	s.metrics.inputs.WithLabelValues(m.name).Add(float64(len(res)))
-	return m, http.StatusOK, out
+	return m, http.StatusOK, &out
 }
 
 // serverHints turns the translate API's hints, which name its Go options,
@@ -351,13 +372,9 @@ func (s *Server) resolveModel(fromPath, fromBody string) (*servedModel, int, str
 // checkRequest validates the fields of req and returns its Job, or a
 // message saying what is wrong.
 func (s *Server) checkRequest(req *Request) (Job, string) {
-	for _, f := range []struct {
-		name string
-		v    *int
-	}{{"beam", req.Beam}, {"n_best", req.NBest}} {
-		if f.v != nil && *f.v != 1 {
-			return Job{}, fmt.Sprintf("%s = %d: beam search is not available yet; this server decodes greedily (%s must be 1 or absent)", f.name, *f.v, f.name)
-		}
+	beam, msg := s.checkBeam(req)
+	if msg != "" {
+		return Job{}, msg
 	}
 	n := len(req.Inputs) + len(req.IDs)
 	switch {
@@ -368,12 +385,49 @@ func (s *Server) checkRequest(req *Request) (Job, string) {
 	case n > s.cfg.MaxInputs:
 		return Job{}, fmt.Sprintf("%d inputs: more than the limit of %d per request (--max-inputs); split them into several requests", n, s.cfg.MaxInputs)
 	}
-	job := Job{Texts: req.Inputs, IDs: req.IDs}
+	job := beam
+	job.Texts, job.IDs = req.Inputs, req.IDs
 	if req.MaxLen != nil {
 		if *req.MaxLen < 1 || *req.MaxLen > s.cfg.MaxOutLen {
 			return Job{}, fmt.Sprintf("max_len = %d: want 1 to %d (--max-out-len)", *req.MaxLen, s.cfg.MaxOutLen)
 		}
 		job.MaxLen = *req.MaxLen
+	}
+	return job, ""
+}
+
+// maxBeam returns the largest beam a request may ask for, and the flag
+// that sets it.
+func (s *Server) maxBeam() (int, string) {
+	if s.cfg.Batching && s.cfg.MaxBatchRows < s.cfg.MaxBeam {
+		// A beam of K holds K of the batch's rows.
+		return s.cfg.MaxBatchRows, "--max-batch-rows"
+	}
+	return s.cfg.MaxBeam, "--max-beam"
+}
+
+// checkBeam validates req's beam search fields and returns a Job holding
+// them, or a message saying what is wrong.
+func (s *Server) checkBeam(req *Request) (Job, string) {
+	var job Job
+	if req.Beam != nil {
+		most, flag := s.maxBeam()
+		if *req.Beam < 1 || *req.Beam > most {
+			return Job{}, fmt.Sprintf("beam = %d: want 1 (greedy) to %d (%s)", *req.Beam, most, flag)
+		}
+		job.Beam = *req.Beam
+	}
+	if req.NBest != nil {
+		if k := max(job.Beam, 1); *req.NBest < 1 || *req.NBest > k {
+			return Job{}, fmt.Sprintf("n_best = %d: want 1 to beam = %d", *req.NBest, k)
+		}
+		job.NBest = *req.NBest
+	}
+	if a := req.LengthPenalty; a != nil {
+		if math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0 {
+			return Job{}, fmt.Sprintf("length_penalty = %g: want a finite value >= 0", *a)
+		}
+		job.LengthPenalty = a
 	}
 	return job, ""
 }
@@ -425,6 +479,8 @@ func describeType(t reflect.Type) string {
 		return describeType(t.Elem())
 	case reflect.Int, reflect.Int64:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	case reflect.String:
 		return "a string"
 	case reflect.Slice:

@@ -10,12 +10,29 @@ import (
 )
 
 // TestBadRequests sends every kind of bad request to a server of the demo
-// model and checks the status and the whole error body.
+// model, with batching on and off, and checks the status and the whole
+// error body.
 func TestBadRequests(t *testing.T) {
+	for _, batching := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batching %v", batching), func(t *testing.T) { badRequests(t, batching) })
+	}
+}
+
+func badRequests(t *testing.T, batching bool) {
 	_, hs := startServer(t, Config{
 		Models:    []ModelDir{{Name: "dates", Dir: demoModel(t)}, {Name: "ids", Dir: fixtureModel(t)}},
-		MaxInputs: 3, MaxSourceLen: 30, MaxOutLen: 50, MaxBodyBytes: 4096,
+		MaxInputs: 3, MaxSourceLen: 30, MaxOutLen: 50, MaxBodyBytes: 4096, Batching: batching, MaxBeam: 8, MaxBatchRows: 4,
 	})
+	// A beam of K holds K of the batch's rows: with batching on, the
+	// batch's bound is the smaller.
+	beamRange, maxBeam := "1 (greedy) to 8 (--max-beam)", 8
+	if batching {
+		beamRange, maxBeam = "1 (greedy) to 4 (--max-batch-rows)", 4
+	}
+	// GET /v1/models says so.
+	if code, body := get(t, hs.URL+PathModels); code != 200 || !strings.Contains(body, fmt.Sprintf(`"max_beam":%d`, maxBeam)) {
+		t.Errorf("GET %s: %d %s: want max_beam %d", PathModels, code, body[:min(len(body), 300)], maxBeam)
+	}
 	big := fmt.Sprintf(`{"inputs": [%q]}`, strings.Repeat("1", 5000))
 	cases := []struct {
 		name, method, path, body string
@@ -27,7 +44,7 @@ func TestBadRequests(t *testing.T) {
 		{"empty body", "POST", PathTranslate, ``, 400, `empty body: want a JSON object such as {"inputs": ["text"]}`},
 		{"array body", "POST", PathTranslate, `["3rd of March 2021"]`, 400, `body is a JSON array: want an object such as {"inputs": ["text"]}`},
 		{"two values", "POST", PathTranslate, `{"inputs": ["1"]} {}`, 400, `the body holds more than one JSON value: send one object`},
-		{"unknown field", "POST", PathTranslate, `{"input": ["1"]}`, 400, `unknown field "input" (the fields are model, inputs, ids, max_len, beam, n_best)`},
+		{"unknown field", "POST", PathTranslate, `{"input": ["1"]}`, 400, `unknown field "input" (the fields are model, inputs, ids, max_len, beam, n_best, length_penalty)`},
 		{"inputs not a list", "POST", PathTranslate, `{"inputs": "3rd of March 2021"}`, 400, `field "inputs": got a JSON string, want an array of strings`},
 		{"ids not integers", "POST", PathTranslate, `{"ids": [[5, 2.5]]}`, 400, `field "ids": got a JSON number 2.5, want an integer`},
 		{"no inputs", "POST", PathTranslate, `{}`, 400, `no inputs: give "inputs": ["text", ...] or "ids": [[5, 9, 2], ...]`},
@@ -43,8 +60,14 @@ func TestBadRequests(t *testing.T) {
 		{"body over the limit", "POST", PathTranslate, big, 413, `request body larger than the limit of 4096 bytes (--max-body); split the inputs into several requests`},
 		{"max_len zero", "POST", PathTranslate, `{"inputs": ["1"], "max_len": 0}`, 400, `max_len = 0: want 1 to 50 (--max-out-len)`},
 		{"max_len over the limit", "POST", PathTranslate, `{"inputs": ["1"], "max_len": 51}`, 400, `max_len = 51: want 1 to 50 (--max-out-len)`},
-		{"beam", "POST", PathTranslate, `{"inputs": ["1"], "beam": 4}`, 400, `beam = 4: beam search is not available yet; this server decodes greedily (beam must be 1 or absent)`},
-		{"n_best", "POST", PathTranslate, `{"inputs": ["1"], "n_best": 2}`, 400, `n_best = 2: beam search is not available yet; this server decodes greedily (n_best must be 1 or absent)`},
+		{"beam zero", "POST", PathTranslate, `{"inputs": ["1"], "beam": 0}`, 400, `beam = 0: want ` + beamRange},
+		{"beam over the limit", "POST", PathTranslate, `{"inputs": ["1"], "beam": 9}`, 400, `beam = 9: want ` + beamRange},
+		{"beam not an integer", "POST", PathTranslate, `{"inputs": ["1"], "beam": 2.5}`, 400, `field "beam": got a JSON number 2.5, want an integer`},
+		{"n_best without beam", "POST", PathTranslate, `{"inputs": ["1"], "n_best": 2}`, 400, `n_best = 2: want 1 to beam = 1`},
+		{"n_best over beam", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "n_best": 4}`, 400, `n_best = 4: want 1 to beam = 3`},
+		{"n_best zero", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "n_best": 0}`, 400, `n_best = 0: want 1 to beam = 3`},
+		{"length_penalty negative", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "length_penalty": -0.5}`, 400, `length_penalty = -0.5: want a finite value >= 0`},
+		{"length_penalty not a number", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "length_penalty": "high"}`, 400, `field "length_penalty": got a JSON string, want a number`},
 		{"unknown model in the body", "POST", PathTranslate, `{"model": "nope", "inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},
 		{"unknown model in the path", "POST", "/v1/models/nope/translate", `{"inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},
 		{"path and body disagree", "POST", "/v1/models/dates/translate", `{"model": "ids", "inputs": ["1"]}`, 400, `the path names model "dates" and the body model "ids": name one`},
@@ -76,5 +99,17 @@ func TestBadRequests(t *testing.T) {
 				t.Errorf("Content-Type %q", ct)
 			}
 		})
+	}
+}
+
+// TestProfilingRoutes: Go's profiles are served only when asked for.
+func TestProfilingRoutes(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		b := newBlockingBackend()
+		_, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), Profiling: on})
+		code, body := get(t, hs.URL+"/debug/pprof/")
+		if want := map[bool]int{false: 404, true: 200}[on]; code != want || (on && !strings.Contains(body, "goroutine")) {
+			t.Errorf("Profiling %v: GET /debug/pprof/ = %d %.100q, want %d", on, code, body, want)
+		}
 	}
 }

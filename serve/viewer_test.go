@@ -19,8 +19,10 @@ import (
 // TestViewerInBrowser drives the attention viewer in headless Chromium: it
 // types a sentence, waits for the heat map, checks the output text, the
 // cell count and the token labels against the JSON answer, hovers a cell
-// and checks the weight shown, and saves a screenshot ($ATTNX_VIEWER_PNG,
-// else a temporary file).
+// and checks the weight shown; then asks for beam search of width 3 and
+// checks the n-best list (texts and scores, best first) and the heat map
+// against the JSON answer; and saves a screenshot ($ATTNX_VIEWER_PNG, else
+// a temporary file).
 func TestViewerInBrowser(t *testing.T) {
 	chromium := testenv.Command(t, "chromium", "chromium")
 	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demoModel(t)}}})
@@ -124,6 +126,51 @@ func TestViewerInBrowser(t *testing.T) {
 	var w float64
 	if _, err := fmt.Sscanf(shown, "%g", &w); !ok || err != nil || math.Abs(w-float64(want.Attention[i][j])) > 5e-5 || len(shown) != 6 {
 		t.Errorf("hovering cell (%d, %d) shows %q; want %q and the weight %.4f", i, j, readout, wantPrefix, want.Attention[i][j])
+	}
+
+	// Beam search: the n-best list, best first, as the JSON answer has it,
+	// and the heat map of the best hypothesis.
+	const beam = 3
+	code, body = post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "beam": %d, "n_best": %d}`, sentence, beam, beam))
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	wantBeam := decodeResponse(t, body).Results[0]
+	if len(wantBeam.Hypotheses) != beam {
+		t.Fatalf("the answer lists %d hypotheses, want %d", len(wantBeam.Hypotheses), beam)
+	}
+	err = chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.CSS("#beam"), fmt.Sprint(beam)),
+		chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS("#nbest li")),
+	)
+	if err != nil {
+		t.Fatalf("asking for beam search and waiting for the n-best list: %v", err)
+	}
+	type nbest struct {
+		Output string
+		Items  []string
+		Cells  int
+		Error  string
+	}
+	gotBeam, err := chromedp.Run(tctx, chromedp.Evaluate[nbest](`({
+		output: document.getElementById("output").textContent,
+		items: [...document.querySelectorAll("#hyps li")].map((e) => e.textContent),
+		cells: document.querySelectorAll("#heatmap .cell").length,
+		error: document.getElementById("error").textContent,
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantItems []string
+	for _, h := range wantBeam.Hypotheses {
+		wantItems = append(wantItems, fmt.Sprintf("%s  %.4f, %.4f", h.Text, h.NormalizedScore, h.Score))
+	}
+	if gotBeam.Error != "" || gotBeam.Output != wantBeam.Text || strings.Join(gotBeam.Items, "|") != strings.Join(wantItems, "|") {
+		t.Errorf("page shows output %q, n-best %q, error %q; the answer: %q, %q", gotBeam.Output, gotBeam.Items, gotBeam.Error, wantBeam.Text, wantItems)
+	}
+	if n := len(wantBeam.Attention) * len(wantBeam.SourceIDs); gotBeam.Cells != n {
+		t.Errorf("beam search heat map has %d cells, want %d (the best hypothesis')", gotBeam.Cells, n)
 	}
 
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))

@@ -1,11 +1,8 @@
 package translate
 
 import (
-	"context"
 	"fmt"
 	"math"
-
-	"github.com/attnx/attnx/decode"
 )
 
 // DefaultLengthPenalty is the length penalty alpha used when
@@ -41,31 +38,4 @@ func (t *Translator) lengthPenalty() float64 {
 		return DefaultLengthPenalty
 	}
 	return *t.opt.LengthPenalty
-}
-
-// runBeamSteps beam-searches one batch on the decoding core: an executor
-// from the pool with room for K slots per row, one decode.Beam per row,
-// rows leaving the batch as their searches end.
-func (t *Translator) runBeamSteps(ctx context.Context, rows [][]int64) ([]Result, error) {
-	K := t.beam()
-	sp := t.info.Special
-	bs := make([]decode.Beam, len(rows))
-	searches := make([]decode.Search, len(rows))
-	for r, row := range rows {
-		bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: K, MaxLen: t.limit(len(row)), LengthPenalty: t.lengthPenalty(), KeepAttention: true}
-		searches[r] = &bs[r]
-	}
-	if err := t.decodeSteps(ctx, rows, K, searches); err != nil {
-		return nil, err
-	}
-	res := make([]Result, len(rows))
-	for r := range res {
-		for _, h := range bs[r].Hypotheses(t.nBest()) {
-			res[r].Hypotheses = append(res[r].Hypotheses, Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore})
-		}
-		if len(res[r].Hypotheses) > 0 {
-			res[r].Tokens, res[r].Attention = res[r].Hypotheses[0].Tokens, bs[r].Attention(0)
-		}
-	}
-	return res, nil
 }

@@ -3,29 +3,111 @@ package translate
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/attnx/attnx/decode"
 )
 
 // runSteps decodes one batch with encoder.onnx and decoder.onnx on the
-// decoding core: an executor from the pool, one greedy search per row, rows
-// leaving the batch as they finish.
+// decoding core: an executor from the pool, one search per row (greedy,
+// or beam search when Options.Beam > 1), rows leaving the batch as their
+// searches end.
 func (t *Translator) runSteps(ctx context.Context, rows [][]int64) ([]Result, error) {
-	sp := t.info.Special
-	gs := make([]decode.Greedy, len(rows))
-	searches := make([]decode.Search, len(rows))
-	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.limit(len(row)), KeepAttention: true}
-		searches[r] = &gs[r]
-	}
-	if err := t.decodeSteps(ctx, rows, 1, searches); err != nil {
+	return t.runSearch(ctx, rows, t.searchOptions())
+}
+
+// runSearch decodes one batch on the decoding core, as so says.
+func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
+	searches := t.searches(rows, so)
+	if err := t.decodeSteps(ctx, rows, so.beam, searches); err != nil {
 		return nil, err
 	}
-	res := make([]Result, len(rows))
-	for r := range res {
-		res[r].Tokens, res[r].Attention = gs[r].Tokens(), gs[r].Attention()
+	return searchResults(searches, so.nBest), nil
+}
+
+// searchOpts is how the rows of a call are searched.
+type searchOpts struct {
+	maxLen int     // output limit; 0: the Translator's (Options.MaxLen, else 2n+10)
+	beam   int     // 1: greedy decoding; K > 1: beam search of width K
+	nBest  int     // hypotheses listed per row (beam search)
+	alpha  float64 // beam search's length penalty
+}
+
+// searchOptions returns the Translator's own search settings.
+func (t *Translator) searchOptions() searchOpts {
+	return searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty()}
+}
+
+// callSearchOptions returns the search settings of a call: opt's where it
+// sets them, else the Translator's. A call that sets Beam lists one
+// hypothesis unless it sets NBest too.
+func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
+	if opt.MaxLen < 0 {
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.MaxLen = %d: must not be negative", opt.MaxLen)
 	}
-	return res, nil
+	so := t.searchOptions()
+	so.maxLen = opt.MaxLen
+	if opt.Beam != 0 {
+		so.beam, so.nBest = opt.Beam, 1
+	}
+	if opt.NBest != 0 {
+		so.nBest = opt.NBest
+	}
+	if opt.LengthPenalty != nil {
+		so.alpha = *opt.LengthPenalty
+	}
+	if err := checkBeamOptions(Options{Beam: so.beam, NBest: so.nBest, LengthPenalty: &so.alpha}); err != nil {
+		return searchOpts{}, err
+	}
+	so.beam, so.nBest = max(so.beam, 1), max(so.nBest, 1)
+	return so, nil
+}
+
+// searches returns one search per row, as so says.
+func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
+	sp := t.info.Special
+	ss := make([]decode.Search, len(rows))
+	limit := func(row []int64) int {
+		if so.maxLen > 0 {
+			return so.maxLen
+		}
+		return t.limit(len(row))
+	}
+	if so.beam > 1 {
+		bs := make([]decode.Beam, len(rows))
+		for r, row := range rows {
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: true}
+			ss[r] = &bs[r]
+		}
+		return ss
+	}
+	gs := make([]decode.Greedy, len(rows))
+	for r, row := range rows {
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: true}
+		ss[r] = &gs[r]
+	}
+	return ss
+}
+
+// searchResults reads the results of finished searches made by searches;
+// a beam search lists its nBest best hypotheses, and the result's tokens
+// and attention are the first one's.
+func searchResults(ss []decode.Search, nBest int) []Result {
+	res := make([]Result, len(ss))
+	for r, s := range ss {
+		switch s := s.(type) {
+		case *decode.Greedy:
+			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
+		case *decode.Beam:
+			for _, h := range s.Hypotheses(nBest) {
+				res[r].Hypotheses = append(res[r].Hypotheses, Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore})
+			}
+			if len(res[r].Hypotheses) > 0 {
+				res[r].Tokens, res[r].Attention = res[r].Hypotheses[0].Tokens, s.Attention(0)
+			}
+		}
+	}
+	return res
 }
 
 // decodeSteps decodes rows with their searches on an executor from the

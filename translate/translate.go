@@ -140,7 +140,8 @@ type Translator struct {
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
-	pool   *pool // steps engine only
+	pool   *pool                   // steps engine only
+	scheds map[*Scheduler]struct{} // open Schedulers, guarded by mu
 }
 
 // Open reads dir/attnx.json, opens the sessions the engine needs and checks
@@ -350,6 +351,9 @@ func (t *Translator) Close() error {
 		return nil
 	}
 	t.closed = true
+	for s := range t.scheds {
+		s.s.Close()
+	}
 	if t.pool != nil {
 		t.pool.close()
 	}
@@ -369,6 +373,15 @@ func (t *Translator) closeSessions() error {
 // Translate tokenises texts with the source vocabulary and translates them;
 // see TranslateIDs.
 func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
+	rows, err := t.encodeTexts(texts)
+	if err != nil {
+		return nil, err
+	}
+	return t.TranslateIDs(ctx, rows)
+}
+
+// encodeTexts tokenises texts with the source vocabulary.
+func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	if !t.src.known() {
 		return nil, fmt.Errorf("translate: %s/attnx.json has no source vocabulary (src_vocab): use TranslateIDs with token ids", t.dir)
 	}
@@ -380,7 +393,7 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 		}
 		rows[i] = ids
 	}
-	return t.TranslateIDs(ctx, rows)
+	return rows, nil
 }
 
 // TranslateIDs decodes sources (greedily, or with beam search when
@@ -388,30 +401,47 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
+	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) {
+		switch {
+		case t.engine == EngineLoop && t.beam() > 1:
+			return t.runLoopBeam(ctx, rows)
+		case t.engine == EngineLoop:
+			return t.runLoop(ctx, rows)
+		default:
+			return t.runSteps(ctx, rows)
+		}
+	})
+}
+
+// acquire checks every row of sources and holds the Translator open (its
+// read lock) until release is called; it fails with ErrClosed once the
+// Translator is closed.
+func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 	if err := t.checkRows(sources); err != nil {
 		return nil, err
 	}
 	t.mu.RLock()
-	defer t.mu.RUnlock()
 	if t.closed {
+		t.mu.RUnlock()
 		return nil, ErrClosed
 	}
+	return t.mu.RUnlock, nil
+}
+
+// decodeBatches checks every row of sources, then decodes them with run in
+// batches of at most Options.BatchSize, in order, and finishes the
+// results.
+func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
+	release, err := t.acquire(sources)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
 		rows := sources[start:min(start+bs, len(sources))]
-		var res []Result
-		var err error
-		switch {
-		case t.engine == EngineLoop && t.beam() > 1:
-			res, err = t.runLoopBeam(ctx, rows)
-		case t.engine == EngineLoop:
-			res, err = t.runLoop(ctx, rows)
-		case t.beam() > 1:
-			res, err = t.runBeamSteps(ctx, rows)
-		default:
-			res, err = t.runSteps(ctx, rows)
-		}
+		res, err := run(rows)
 		if err != nil {
 			return nil, err
 		}

@@ -9,9 +9,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/attnx/attnx/serve"
@@ -25,9 +29,12 @@ another, for --warmup and then --duration, and the command reports
 sentences/s, output tokens/s and latency p50/p99, and the batch sizes the
 server decoded (from its /metrics).
 
-With --model DIR it starts the server itself on 127.0.0.1, once per
---batching mode; with --url it loads a server already running on this
-machine (loopback addresses only). Sentences come from --inputs FILE, one
+With --model DIR it starts attnx serve on 127.0.0.1, in a process of its
+own, once per --batching mode (on: continuous batching; off: each request
+decoded alone), and stops it with SIGTERM after the runs; with --url it
+loads a server already running on this machine (loopback addresses only).
+The table gives the CPU cores the server and the clients used while
+measuring: both share this machine. Sentences come from --inputs FILE, one
 per line (a tab ends the sentence, so testdata/demo/heldout.txt works).`
 }
 
@@ -37,12 +44,14 @@ func runLoadtest(args []string) error {
 	target := fs.String("url", "", "load a running server at `URL` instead (loopback only)")
 	inputs := fs.String("inputs", "", "sentences, one per line (text before a tab) from `FILE`")
 	clients := fs.String("clients", "1,8,32,64", "numbers of concurrent clients, comma-separated")
-	batching := fs.String("batching", "off", "batching modes of the started server, comma-separated (off: each request decoded alone)")
+	batching := fs.String("batching", "on,off", "batching modes of the started server, comma-separated (on: continuous batching; off: each request decoded alone)")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: one per core)")
-	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server")
+	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
+	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the clients (this process) to `FILE`; the server started runs in a process of its own: profile a server with attnx serve --pprof and --url")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,8 +68,8 @@ func runLoadtest(args []string) error {
 	}
 	modes := strings.Split(*batching, ",")
 	for _, m := range modes {
-		if m != "off" {
-			return &usageError{fmt.Sprintf("--batching %q: only \"off\" is available (continuous batching is not built yet)", m)}
+		if m != "on" && m != "off" {
+			return &usageError{fmt.Sprintf("--batching %q: want on, off or both, comma-separated", *batching)}
 		}
 	}
 	switch {
@@ -70,8 +79,8 @@ func runLoadtest(args []string) error {
 		return &usageError{"--inputs FILE is required"}
 	case *duration <= 0 || *warmup < 0:
 		return &usageError{"--duration must be positive and --warmup not negative"}
-	case *threads < 0 || *maxConc < 1:
-		return &usageError{"--threads must not be negative and --max-concurrent must be positive"}
+	case *threads < 0 || *maxConc < 1 || *maxRows < 1:
+		return &usageError{"--threads must not be negative, --max-concurrent and --max-batch-rows must be positive"}
 	}
 	if *target != "" {
 		if err := checkLoopback(*target); err != nil {
@@ -84,14 +93,25 @@ func runLoadtest(args []string) error {
 		return err
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	var results []loadRow
 	for _, mode := range modes {
 		base, stop := *target, func() error { return nil }
 		if *model != "" {
-			base, stop, err = startLoadServer(ctx, serve.Config{
-				Models:  []serve.ModelDir{{Name: "m", Dir: *model}},
-				Threads: *threads, MaxConcurrent: *maxConc, MaxQueue: 1024,
+			base, stop, err = startLoadServer([]string{
+				"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--batching", mode,
+				"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
 			})
 			if err != nil {
 				return err
@@ -128,10 +148,11 @@ type loadRow struct {
 }
 
 func printLoadTable(rows []loadRow) {
-	fmt.Fprintf(stdout, "%7s  %-8s  %11s  %9s  %8s  %8s  %8s\n", "clients", "batching", "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed")
+	fmt.Fprintf(stdout, "%7s  %-8s  %11s  %9s  %8s  %8s  %8s  %10s  %10s\n", "clients", "batching", "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed", "server cpu", "client cpu")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%7d  %-8s  %11.1f  %9.1f  %8.2f  %8.2f  %8d\n", r.Clients, r.Batching, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed)
+		fmt.Fprintf(stdout, "%7d  %-8s  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", r.Clients, r.Batching, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed, r.ServerCPU, r.ClientCPU)
 	}
+	fmt.Fprintf(stdout, "(cpu: cores used while measuring, the server's from its /metrics, the clients' by this process)\n")
 	fmt.Fprintf(stdout, "\nbatches decoded by rows per batch (server /metrics, upper bounds):\n")
 	for _, r := range rows {
 		var bounds []float64
@@ -156,31 +177,83 @@ func printLoadTable(rows []loadRow) {
 	}
 }
 
-// startLoadServer serves cfg on a loopback port until stop is called.
-func startLoadServer(ctx context.Context, cfg serve.Config) (base string, stop func() error, err error) {
-	srv, err := serve.New(cfg)
+// serveCommand returns the command that runs attnx with args: this
+// executable. The tests replace it, their executable being the test
+// binary.
+var serveCommand = func(args []string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("starting attnx serve: %w", err)
+	}
+	return exec.Command(exe, args...), nil
+}
+
+// startLoadServer runs `attnx serve` with args on a loopback port, in a
+// process of its own (so that its CPU time is its own, and the clients do
+// not share its Go runtime), and returns its URL once it is ready. stop
+// sends SIGTERM and waits for it to exit 0.
+func startLoadServer(args []string) (base string, stop func() error, err error) {
+	cmd, err := serveCommand(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	stop = func() error {
-		cancel()
-		return <-served
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting attnx serve: %w", err)
 	}
-	base = "http://" + ln.Addr().String()
-	for !srv.Ready() {
-		select {
-		case err := <-served:
-			cancel()
-			return "", nil, err
-		case <-time.After(10 * time.Millisecond):
+	var mu sync.Mutex
+	var log strings.Builder
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			lines <- sc.Text()
 		}
+		close(lines)
+	}()
+	logText := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+	timeout := time.After(2 * time.Minute)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				werr := cmd.Wait() // the log has been read to its end
+				return "", nil, fmt.Errorf("attnx serve exited before it was ready (%v):\n%s", werr, logText())
+			}
+			if _, url, found := strings.Cut(l, "listening on "); found {
+				base = url
+			}
+			ready = strings.Contains(l, "ready: ")
+		case <-timeout:
+			cmd.Process.Kill()
+			for range lines {
+			}
+			cmd.Wait()
+			return "", nil, fmt.Errorf("attnx serve was not ready within 2 minutes:\n%s", logText())
+		}
+	}
+	// Keep reading the log, which Wait needs read to its end.
+	logged := make(chan struct{})
+	go func() {
+		for range lines {
+		}
+		close(logged)
+	}()
+	stop = func() error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("stopping attnx serve: %w", err)
+		}
+		<-logged
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("attnx serve after SIGTERM: %v (want exit 0):\n%s", err, logText())
+		}
+		return nil
 	}
 	return base, stop, nil
 }

@@ -19,17 +19,29 @@ func init() {
 Serves translations over HTTP with one or more model directories.
 
   POST /v1/translate   {"inputs": ["text", ...]} or {"ids": [[5, 9, 2], ...]},
-                       optional "max_len" and "model" (the default model is
-                       the first --model); answers {"model": ..., "results":
-                       [...]}, one object per input with the fields of
-                       attnx translate --json. /v1/models/NAME/translate
-                       names the model in the path.
+                       optional "max_len", "model" (the default model is
+                       the first --model) and beam search's "beam" (K),
+                       "n_best" and "length_penalty"; answers {"model": ...,
+                       "results": [...]}, one object per input with the
+                       fields of attnx translate --json ("hypotheses" with
+                       beam search). /v1/models/NAME/translate names the
+                       model in the path.
   GET  /v1/models      the models served, with their vocabularies and limits
   GET  /               the attention viewer (a page for people)
   GET  /healthz        200 while the process runs (liveness)
   GET  /readyz         200 once the models are loaded, 503 while loading and
                        once shutdown begins (readiness)
   GET  /metrics        Prometheus metrics
+
+Continuous batching is on by default: each model has one running decoder
+batch, which every request's rows join at the next decoder step and leave
+as soon as they finish (at most --max-batch-rows rows at once, then
+--max-queue requests wait). --batching off decodes each request alone with
+its own Translator call (at most --max-concurrent at once, --engine
+choosing the engine). A request whose client goes away, or that runs past
+--request-timeout, leaves the batch at the next decoder step; with
+--batching off and the loop engine (greedy.onnx, one ONNX Runtime run per
+request) its decode runs to its end and the result is dropped.
 
 Bad requests get 4xx with {"error": "..."} saying what is wrong; 429 when
 the model's queue is full. SIGTERM or Ctrl-C stops accepting requests,
@@ -63,16 +75,20 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads per session (0: one per core)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
-	engine := fs.String("engine", "", "steps or loop (greedy.onnx); default loop when greedy.onnx exists")
+	batching := fs.String("batching", "on", "on: continuous batching (requests share one decoder batch per model); off: each request decoded alone")
+	engine := fs.String("engine", "", "with --batching off: steps or loop (greedy.onnx); default loop when greedy.onnx exists")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in `bytes` (413 past it)")
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input")
 	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
-	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests per model decoding at once")
+	maxBeam := fs.Int("max-beam", serve.DefaultMaxBeam, "largest beam a request may ask for (with batching on, --max-batch-rows bounds it too)")
+	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "with batching on: rows per model decoded together")
+	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
+	profiling := fs.Bool("pprof", false, "serve Go's CPU and heap profiles under /debug/pprof/ (for measuring; do not expose)")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
 	if err := parseFlags(fs, args); err != nil {
 		return serve.Config{}, "", err
@@ -85,9 +101,9 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	}
 	cfg := serve.Config{
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
-		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut,
-		MaxConcurrent: *maxConc, MaxQueue: *maxQueue,
-		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
+		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
+		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
+		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
 	for _, m := range *models {
@@ -101,8 +117,8 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		name string
 		v    int64
 	}{
-		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)},
-		{"--max-concurrent", int64(*maxConc)}, {"--max-queue", int64(*maxQueue)},
+		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)}, {"--max-beam", int64(*maxBeam)},
+		{"--max-concurrent", int64(*maxConc)}, {"--max-batch-rows", int64(*maxRows)}, {"--max-queue", int64(*maxQueue)},
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
 	} {
 		if f.v < 1 {
@@ -114,6 +130,10 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return fail(fmt.Sprintf("--threads %d: must not be negative", *threads))
 	case *drain < 0:
 		return fail(fmt.Sprintf("--drain-delay %s: must not be negative", *drain))
+	case *batching != "on" && *batching != "off":
+		return fail(fmt.Sprintf("--batching %q: want on or off", *batching))
+	case *engine != "" && *batching == "on":
+		return fail(fmt.Sprintf("--engine %s: the engine is chosen with --batching off only (continuous batching runs the steps engine)", *engine))
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
 		return fail(fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop))
 	case *device != runtime.DeviceCPU && *device != runtime.DeviceCUDA && *device != runtime.DeviceAuto:

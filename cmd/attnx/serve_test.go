@@ -30,7 +30,10 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--model", "dir", "extra"}, `unexpected argument "extra" (models are given with --model DIR)`},
 		{[]string{"serve", "--model", "dir", "--max-queue", "0"}, "--max-queue: must be positive"},
 		{[]string{"serve", "--model", "dir", "--max-body", "-1"}, "--max-body: must be positive"},
-		{[]string{"serve", "--model", "dir", "--engine", "fast"}, `--engine "fast": want steps or loop`},
+		{[]string{"serve", "--model", "dir", "--batching", "off", "--engine", "fast"}, `--engine "fast": want steps or loop`},
+		{[]string{"serve", "--model", "dir", "--engine", "loop"}, "--engine loop: the engine is chosen with --batching off only (continuous batching runs the steps engine)"},
+		{[]string{"serve", "--model", "dir", "--batching", "yes"}, `--batching "yes": want on or off`},
+		{[]string{"serve", "--model", "dir", "--max-batch-rows", "0"}, "--max-batch-rows: must be positive"},
 		{[]string{"serve", "--model", "dir", "--device", "tpu"}, `--device "tpu": want cpu, cuda or auto`},
 		{[]string{"serve", "--model", "dir", "--threads", "-2"}, "--threads -2: must not be negative"},
 	}
@@ -50,14 +53,21 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 }
 
-// TestServeSIGTERMDuringLoad runs `attnx serve` in a subprocess, loads it
-// with 8 clients sending long requests on fresh connections, and sends
-// SIGTERM while several are in flight; the clients stop sending then. Each
-// request is answered 200 (those accepted by the kernel but not yet by the
-// server too, thanks to --drain-delay), and the process exits 0.
+// TestServeSIGTERMDuringLoad runs `attnx serve` in a subprocess, with
+// batching on (the scheduler) and off, loads it with 8 clients sending
+// long requests on fresh connections, and sends SIGTERM while several are
+// in flight; the clients stop sending then. Each request is answered 200
+// (those accepted by the kernel but not yet by the server too, thanks to
+// --drain-delay), and the process exits 0.
 func TestServeSIGTERMDuringLoad(t *testing.T) {
 	model := translateTestModel(t)
-	argv, _ := json.Marshal([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "500ms"})
+	for _, batching := range []string{"on", "off"} {
+		t.Run("batching "+batching, func(t *testing.T) { sigtermDuringLoad(t, model, batching) })
+	}
+}
+
+func sigtermDuringLoad(t *testing.T, model, batching string) {
+	argv, _ := json.Marshal([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "500ms", "--batching", batching})
 	// The helper process of TestBadInputMissingORT runs any command line.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
 	cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))

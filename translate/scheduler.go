@@ -1,0 +1,159 @@
+package translate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/attnx/attnx/decode"
+)
+
+// Scheduler translates the calls of many goroutines together: continuous
+// batching. Their rows share one running decoder batch (a
+// decode.Scheduler on the Translator's sessions): a call's rows join it at
+// the next step boundary, finished rows leave at once, and a call returns
+// as soon as its own rows are done. Results are those of the Translator's
+// own calls: the same searches, the same Result fields. Make one with
+// Translator.NewScheduler; it is safe for concurrent use.
+type Scheduler struct {
+	t *Translator
+	s *decode.Scheduler
+}
+
+// CallOptions are the settings of one call (Scheduler's, or
+// Translator.TranslateIDsCall); zero values mean the Translator's own.
+type CallOptions struct {
+	// MaxLen limits each output to this many tokens, EOS included; 0 means
+	// the Translator's limit (Options.MaxLen, else 2n+10 for a source of n
+	// tokens).
+	MaxLen int
+	// Beam, NBest and LengthPenalty are as in Options, for this call: 0
+	// (nil) means the Translator's. A call that sets Beam lists one
+	// hypothesis unless it sets NBest too. A beam of K takes K of the
+	// scheduler's MaxSlots.
+	Beam, NBest   int
+	LengthPenalty *float64
+}
+
+// schedulerCells is the source positions per slot a Scheduler's executor
+// reserves at first; it grows when longer sources join.
+const schedulerCells = 32
+
+// NewScheduler starts a Scheduler over t's sessions, bounded by cfg (rows
+// decoded together, calls waiting). It needs the steps engine: the loop
+// engine decodes a whole batch in one session run, which rows cannot join.
+// Close the Scheduler when done; Translator.Close closes those still open.
+func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error) {
+	if t.pool == nil {
+		return nil, fmt.Errorf("translate: continuous batching needs the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	if cfg.MaxSlots < 1 {
+		return nil, fmt.Errorf("translate: scheduler MaxSlots = %d: want at least 1", cfg.MaxSlots)
+	}
+	ex, err := t.pool.m.NewExecutor(cfg.MaxSlots, cfg.MaxSlots*schedulerCells)
+	if err != nil {
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	ds, err := decode.NewScheduler(ex, cfg)
+	if err != nil {
+		ex.Close()
+		return nil, fmt.Errorf("translate: %w", err)
+	}
+	s := &Scheduler{t: t, s: ds}
+	if t.scheds == nil {
+		t.scheds = map[*Scheduler]struct{}{}
+	}
+	t.scheds[s] = struct{}{}
+	return s, nil
+}
+
+// Translate tokenises texts with the source vocabulary and translates
+// them; see TranslateIDs.
+func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
+	rows, err := s.t.encodeTexts(texts)
+	if err != nil {
+		return nil, err
+	}
+	return s.TranslateIDs(ctx, rows, opt)
+}
+
+// TranslateIDs translates sources, one row of source token ids each, as
+// Translator.TranslateIDs does, in the shared batch. Every row is checked
+// before anything runs. It fails at once with an error wrapping
+// decode.ErrQueueFull when the scheduler's queue is full; when ctx ends
+// first, the call's rows leave the batch at the next step boundary and it
+// returns ctx.Err().
+func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
+	t := s.t
+	so, err := t.callSearchOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	release, err := t.acquire(sources)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	searches := t.searches(sources, so)
+	if err := s.s.Decode(ctx, sources, searches); err != nil {
+		if errors.Is(err, decode.ErrSchedulerClosed) {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	res := searchResults(searches, so.nBest)
+	for i := range res {
+		t.finish(&res[i], sources[i])
+	}
+	return res, nil
+}
+
+// QueueDepth returns the number of calls whose rows have not all joined
+// the batch.
+func (s *Scheduler) QueueDepth() int { return s.s.QueueDepth() }
+
+// Stats returns the scheduler's counters.
+func (s *Scheduler) Stats() decode.SchedulerStats { return s.s.Stats() }
+
+// Close waits for the calls in progress and releases the scheduler's
+// decoding buffers; later calls fail with ErrClosed. Calling it again does
+// nothing.
+func (s *Scheduler) Close() {
+	s.t.mu.Lock()
+	delete(s.t.scheds, s)
+	s.t.mu.Unlock()
+	s.s.Close()
+}
+
+// TranslateCall tokenises texts with the source vocabulary and translates
+// them; see TranslateIDsCall.
+func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
+	rows, err := t.encodeTexts(texts)
+	if err != nil {
+		return nil, err
+	}
+	return t.TranslateIDsCall(ctx, rows, opt)
+}
+
+// TranslateIDsCall translates sources as TranslateIDs does, alone (not in
+// a Scheduler's shared batch), with opt's settings in place of the
+// Translator's; on the steps engine only, unless opt sets nothing. Rows
+// are decoded in batches of at most Options.BatchSize.
+func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
+	if opt == (CallOptions{}) {
+		return t.TranslateIDs(ctx, sources)
+	}
+	if t.pool == nil {
+		return nil, fmt.Errorf("translate: per-call settings need the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
+	}
+	so, err := t.callSearchOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) { return t.runSearch(ctx, rows, so) })
+}
