@@ -40,7 +40,7 @@ func init() {
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file or a model directory", usage: "[--json] FILE.onnx|DIR", run: runInspect},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
-		{name: "bench", summary: "measure greedy decoding speed: PyTorch eager, torch.onnx graphs, attnx step loop and in-graph loop, floor", usage: "[flags]", run: runBench},
+		{name: "bench", summary: "measure decoding speed (greedy, beam search, each weights precision): PyTorch eager, torch.onnx graphs, attnx step loops and in-graph loop, floor", usage: "[flags]", run: runBench},
 		{name: "loadtest", summary: "measure attnx serve under concurrent clients: sentences/s, tokens/s, latency p50/p99", usage: "--model DIR|--url URL --inputs FILE [flags]", run: runLoadtest},
 		{name: "serve", summary: "serve translations over HTTP, with metrics and an attention viewer", usage: "--model [NAME=]DIR... [--addr HOST:PORT] [flags]", run: runServe},
 		{name: "version", summary: "print attnx's version, the Go version and the ONNX Runtime library it loads", usage: "[--json]", run: runVersion},
