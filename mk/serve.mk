@@ -3,9 +3,12 @@
 # the server, cancellation, queue full, deadlines, SIGTERM during load),
 # and the load table of the demo model.
 #   make serve-race
-#   make loadtest                    clients 1, 8, 32, 64, batching on and off
-#   make loadtest LOADTEST_FLAGS='--clients 32 --duration 10s'
-LOADTEST_FLAGS ?=
+#   make loadtest                    clients 1, 8, 32, 64; batching on, off
+#                                    (each request alone, serve's default
+#                                    engine) and off-steps; three rounds,
+#                                    medians and speedups (about 5 minutes)
+#   make loadtest LOADTEST_FLAGS='--clients 32 --duration 10s --repeat 5'
+LOADTEST_FLAGS ?= --batching on,off,off-steps --repeat 3
 
 .PHONY: serve-race loadtest
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/serve"
+	"github.com/attnx/attnx/translate"
 )
 
 func init() {
@@ -30,9 +31,18 @@ sentences/s, output tokens/s and latency p50/p99, and the batch sizes the
 server decoded (from its /metrics).
 
 With --model DIR it starts attnx serve on 127.0.0.1, in a process of its
-own, once per --batching mode (on: continuous batching; off: each request
-decoded alone), and stops it with SIGTERM after the runs; with --url it
-loads a server already running on this machine (loopback addresses only).
+own, once per --batching mode and stops it with SIGTERM after the runs;
+with --url it loads a server already running on this machine (loopback
+addresses only). The modes: on (continuous batching), off (each request
+decoded alone by its own Translator call, with the engine attnx serve
+chooses: greedy.onnx when the model has it), off-steps and off-loop (alone,
+with that engine).
+
+A machine shared with other work slows some runs more than others:
+--repeat N runs the modes N times, in turn, and then reports the median of
+each figure and, per number of clients, how many times the sentences/s of
+batching on each mode without it is (the median, lowest and highest over
+the N rounds, each round's modes run one after the other).
 The table gives the CPU cores the server and the clients used while
 measuring: both share this machine. Sentences come from --inputs FILE, one
 per line (a tab ends the sentence, so testdata/demo/heldout.txt works).`
@@ -44,7 +54,8 @@ func runLoadtest(args []string) error {
 	target := fs.String("url", "", "load a running server at `URL` instead (loopback only)")
 	inputs := fs.String("inputs", "", "sentences, one per line (text before a tab) from `FILE`")
 	clients := fs.String("clients", "1,8,32,64", "numbers of concurrent clients, comma-separated")
-	batching := fs.String("batching", "on,off", "batching modes of the started server, comma-separated (on: continuous batching; off: each request decoded alone)")
+	batching := fs.String("batching", "on,off", "modes of the started server, comma-separated: on (continuous batching), off (each request decoded alone, the server's default engine), off-steps, off-loop (alone, with that engine)")
+	repeat := fs.Int("repeat", 1, "run the modes `N` times, in turn, and report medians and speedups")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: one per core)")
@@ -67,9 +78,10 @@ func runLoadtest(args []string) error {
 		counts = append(counts, n)
 	}
 	modes := strings.Split(*batching, ",")
-	for _, m := range modes {
-		if m != "on" && m != "off" {
-			return &usageError{fmt.Sprintf("--batching %q: want on, off or both, comma-separated", *batching)}
+	for i, m := range modes {
+		modes[i] = strings.TrimSpace(m)
+		if _, ok := loadModes[modes[i]]; !ok || slices.Contains(modes[:i], modes[i]) {
+			return &usageError{fmt.Sprintf("--batching %q: want on, off, off-steps or off-loop, each at most once, comma-separated", *batching)}
 		}
 	}
 	switch {
@@ -81,12 +93,14 @@ func runLoadtest(args []string) error {
 		return &usageError{"--duration must be positive and --warmup not negative"}
 	case *threads < 0 || *maxConc < 1 || *maxRows < 1:
 		return &usageError{"--threads must not be negative, --max-concurrent and --max-batch-rows must be positive"}
+	case *repeat < 1 || *repeat > 100:
+		return &usageError{fmt.Sprintf("--repeat %d: want 1 to 100", *repeat)}
 	}
 	if *target != "" {
 		if err := checkLoopback(*target); err != nil {
 			return &usageError{err.Error()}
 		}
-		modes = []string{"(running server)"}
+		modes = []string{"running"}
 	}
 	sentences, err := readSentences(*inputs)
 	if err != nil {
@@ -105,54 +119,82 @@ func runLoadtest(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
-	var results []loadRow
-	for _, mode := range modes {
-		base, stop := *target, func() error { return nil }
-		if *model != "" {
-			base, stop, err = startLoadServer([]string{
-				"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--batching", mode,
-				"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
-			})
-			if err != nil {
+	var runs []serve.LoadRun
+	for round := 1; round <= *repeat; round++ {
+		for _, mode := range modes {
+			base, stop := *target, func() error { return nil }
+			if *model != "" {
+				base, stop, err = startLoadServer(append([]string{
+					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads),
+					"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
+				}, loadModes[mode]...))
+				if err != nil {
+					return err
+				}
+			}
+			for _, n := range counts {
+				r, err := serve.RunLoad(ctx, serve.LoadConfig{URL: base, Sentences: sentences, Clients: n, Warmup: *warmup, Duration: *duration})
+				if err != nil {
+					stop()
+					return err
+				}
+				runs = append(runs, serve.LoadRun{Mode: mode, Round: round, LoadResult: r})
+				if !*jsonOut {
+					fmt.Fprintf(stderr, "attnx loadtest: round %d of %d, batching %s, %d clients: %.1f sentences/s\n", round, *repeat, mode, n, r.SentencesPerSec)
+				}
+			}
+			if err := stop(); err != nil {
 				return err
 			}
-		}
-		for _, n := range counts {
-			r, err := serve.RunLoad(ctx, serve.LoadConfig{URL: base, Sentences: sentences, Clients: n, Warmup: *warmup, Duration: *duration})
-			if err != nil {
-				stop()
-				return err
-			}
-			results = append(results, loadRow{Batching: mode, LoadResult: r})
-			if !*jsonOut {
-				fmt.Fprintf(stderr, "attnx loadtest: batching %s, %d clients: %.1f sentences/s\n", mode, n, r.SentencesPerSec)
-			}
-		}
-		if err := stop(); err != nil {
-			return err
 		}
 	}
+	sum := serve.SummarizeLoad(runs)
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		if *repeat == 1 {
+			return enc.Encode(runs)
+		}
+		return enc.Encode(struct {
+			Runs    []serve.LoadRun    `json:"runs"`
+			Summary *serve.LoadSummary `json:"summary"`
+		}{runs, sum})
 	}
-	printLoadTable(results)
+	printLoadTable(runs, sum, *repeat)
 	return nil
 }
 
-// loadRow is one run of the report.
-type loadRow struct {
-	Batching string `json:"batching"`
-	*serve.LoadResult
+// loadModes are the --batching modes: the attnx serve flags of each.
+var loadModes = map[string][]string{
+	"on":        {"--batching", "on"},
+	"off":       {"--batching", "off"},
+	"off-steps": {"--batching", "off", "--engine", translate.EngineSteps},
+	"off-loop":  {"--batching", "off", "--engine", translate.EngineLoop},
 }
 
-func printLoadTable(rows []loadRow) {
-	fmt.Fprintf(stdout, "%7s  %-8s  %11s  %9s  %8s  %8s  %8s  %10s  %10s\n", "clients", "batching", "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed", "server cpu", "client cpu")
+func printLoadTable(rows []serve.LoadRun, sum *serve.LoadSummary, repeat int) {
+	header := func(first string) {
+		fmt.Fprintf(stdout, "%7s  %-9s  %-5s  %11s  %9s  %8s  %8s  %8s  %10s  %10s\n", "clients", "batching", first, "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed", "server cpu", "client cpu")
+	}
+	header("round")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%7d  %-8s  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", r.Clients, r.Batching, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed, r.ServerCPU, r.ClientCPU)
+		fmt.Fprintf(stdout, "%7d  %-9s  %5d  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", r.Clients, r.Mode, r.Round, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed, r.ServerCPU, r.ClientCPU)
 	}
 	fmt.Fprintf(stdout, "(cpu: cores used while measuring, the server's from its /metrics, the clients' by this process)\n")
+	if repeat > 1 {
+		fmt.Fprintf(stdout, "\nmedians over %d rounds:\n", repeat)
+		header("runs")
+		for _, m := range sum.Medians {
+			fmt.Fprintf(stdout, "%7d  %-9s  %5d  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", m.Clients, m.Mode, m.Runs, m.SentencesPerSec, m.TokensPerSec, m.P50, m.P99, m.Failed, m.ServerCPU, m.ClientCPU)
+		}
+	}
+	if len(sum.Speedups) > 0 {
+		fmt.Fprintf(stdout, "\nsentences/s with batching on, over each mode without it (per round; median, lowest, highest):\n")
+		for _, sp := range sum.Speedups {
+			fmt.Fprintf(stdout, "  %2d clients, on / %s: %.2fx (%.2f-%.2fx over %d rounds); p99 %.2f ms on, %.2f ms %s\n",
+				sp.Clients, sp.Against, sp.Median, sp.Min, sp.Max, sp.Rounds, sp.P99On, sp.P99Against, sp.Against)
+		}
+	}
 	fmt.Fprintf(stdout, "\nbatches decoded by rows per batch (server /metrics, upper bounds):\n")
 	for _, r := range rows {
 		var bounds []float64
@@ -168,11 +210,11 @@ func printLoadTable(rows []loadRow) {
 			}
 			parts = append(parts, fmt.Sprintf("<=%s: %d", name, r.BatchRows[le]))
 		}
-		fmt.Fprintf(stdout, "  %2d clients, batching %s: %s\n", r.Clients, r.Batching, strings.Join(parts, ", "))
+		fmt.Fprintf(stdout, "  %2d clients, batching %s, round %d: %s\n", r.Clients, r.Mode, r.Round, strings.Join(parts, ", "))
 	}
 	for _, r := range rows {
 		if r.FirstError != "" {
-			fmt.Fprintf(stdout, "first failure at %d clients, batching %s: %s\n", r.Clients, r.Batching, r.FirstError)
+			fmt.Fprintf(stdout, "first failure at %d clients, batching %s, round %d: %s\n", r.Clients, r.Mode, r.Round, r.FirstError)
 		}
 	}
 }
