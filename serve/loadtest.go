@@ -207,25 +207,25 @@ func percentile(sorted []float64, q float64) float64 {
 // fraction of net/http's CPU time per request, which leaves more of the
 // machine to the server (the figures are in the README's serving section).
 type loadClient struct {
-	http    *fasthttp.HostClient
-	url     string
-	timeout time.Duration
-	req     *fasthttp.Request
-	resp    *fasthttp.Response
+	http *fasthttp.HostClient
+	url  string
+	req  *fasthttp.Request
+	resp *fasthttp.Response
 }
 
 // newLoadClients returns the clients of one run, sharing one pool of at
-// most n connections to the server at base (http://HOST:PORT).
+// most n connections to the server at base (http://HOST:PORT or
+// https://HOST:PORT).
 func newLoadClients(base, path string, n int) ([]*loadClient, error) {
 	u, err := neturl.Parse(base)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("serve: load test URL %q: want http://HOST:PORT", base)
 	}
-	hc := &fasthttp.HostClient{Addr: u.Host, MaxConns: n, NoDefaultUserAgentHeader: true}
+	hc := &fasthttp.HostClient{Addr: u.Host, IsTLS: u.Scheme == "https", MaxConns: n, NoDefaultUserAgentHeader: true}
+	url := strings.TrimSuffix(base, "/") + path
 	cs := make([]*loadClient, n)
 	for i := range cs {
-		cs[i] = &loadClient{http: hc, url: strings.TrimSuffix(base, "/") + path, timeout: loadRequestTimeout,
-			req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
+		cs[i] = &loadClient{http: hc, url: url, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
 	}
 	return cs, nil
 }
@@ -252,7 +252,7 @@ func (c *loadClient) send(ctx context.Context, body []byte) (int, error) {
 	c.req.Header.SetContentType("application/json")
 	c.req.SetBodyRaw(body)
 	c.resp.Reset()
-	timeout := c.timeout
+	timeout := loadRequestTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
