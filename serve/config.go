@@ -51,8 +51,8 @@ func ParseModelDir(s string) (ModelDir, error) {
 type Config struct {
 	// Models are served by name; the first is the default one.
 	Models []ModelDir
-	// Threads is ONNX Runtime's intra-op thread count per session (0: one
-	// per core).
+	// Threads is ONNX Runtime's intra-op thread count per session (0: with
+	// Batching, BatchingThreads; without, ORT's default of one per core).
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string

@@ -203,6 +203,7 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.Profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such page %s: the API is POST %s, GET %s, %s, %s and %s", r.URL.Path, PathTranslate, PathModels, PathHealth, PathReady, PathMetrics))

@@ -111,5 +111,11 @@ func TestProfilingRoutes(t *testing.T) {
 		if want := map[bool]int{false: 404, true: 200}[on]; code != want || (on && !strings.Contains(body, "goroutine")) {
 			t.Errorf("Profiling %v: GET /debug/pprof/ = %d %.100q, want %d", on, code, body, want)
 		}
+		// An execution trace shows where the scheduler goroutine waits
+		// (go tool trace -pprof=sched).
+		code, body = get(t, hs.URL+"/debug/pprof/trace?seconds=0.05")
+		if want := map[bool]int{false: 404, true: 200}[on]; code != want || (on && !strings.HasPrefix(body, "go 1.")) {
+			t.Errorf("Profiling %v: GET /debug/pprof/trace = %d %.20q, want %d and a Go trace", on, code, body, want)
+		}
 	}
 }

@@ -58,7 +58,7 @@ func runLoadtest(args []string) error {
 	repeat := fs.Int("repeat", 1, "run the modes `N` times, in turn, and report medians and speedups")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
-	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: one per core)")
+	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: attnx serve's default)")
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
