@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
@@ -228,16 +229,43 @@ type batchingBackend struct {
 	maxQueue int
 }
 
-// BatchingThreads returns the ONNX Runtime intra-op threads per session of
-// the batching backend when Config.Threads is 0: half of GOMAXPROCS, at
-// least one. All of a model's decoding runs on one scheduler goroutine,
-// one session run at a time, while the request handlers (reading, tokenising,
-// writing the JSON answers) need the other cores: on this 2-core machine,
-// one ORT thread gave 14% more sentences/s at 32 clients than ORT's
-// default of one per core (9 alternating runs each), whose second thread
-// competes with the handlers and costs more to wake than the small steps
-// of a continuously filled batch gain from it.
-func BatchingThreads() int { return max(1, goruntime.GOMAXPROCS(0)/2) }
+// BatchingThreads returns the ONNX Runtime intra-op threads per session
+// the batching backend uses for a model of configuration c when
+// Config.Threads is 0: one when the decoder's step is small (under
+// SmallStepMACs multiply-adds a row), ORT's default (0: one per core)
+// otherwise. All of a model's decoding runs on the scheduler goroutine,
+// one session run at a time, beside the request handlers. A small step
+// gains less from a second thread than waking it costs, and the thread
+// takes a core the handlers need: with the demo's Luong model (H=64, an
+// output vocabulary of 15: 42k multiply-adds a row) one thread gave 14%
+// more sentences/s at 32 clients than two (9 alternating runs), and a
+// 16-row step took 53 us on one thread, 75 us on two. A large step is
+// worth splitting: with H=256 and vocabularies of 10,000 (3.2M) two threads
+// gave 25% more (2 rounds).
+func BatchingThreads(c attention.Config) int {
+	if StepMACs(c) < SmallStepMACs {
+		return 1
+	}
+	return 0
+}
+
+// SmallStepMACs is the decoder step size, in multiply-adds a row, under
+// which BatchingThreads gives ORT one thread: a rule of thumb between the
+// two models measured (42k and 3.2M).
+const SmallStepMACs = 1 << 20
+
+// StepMACs estimates the multiply-adds of one decoder step for one row of a
+// model of configuration c: the recurrent cell's gates in every layer, two
+// H x H products for the attention and its output, and the classifier.
+func StepMACs(c attention.Config) int64 {
+	c = c.WithDefaults()
+	gates := int64(4)
+	if c.Cell == attention.GRU {
+		gates = 3
+	}
+	H, E, L := int64(c.Hidden), int64(c.Embedding), int64(max(c.Layers, 1))
+	return gates*H*(E+H) + (L-1)*gates*H*2*H + 2*H*H + H*int64(c.TgtVocab)
+}
 
 // OpenBatchingBackend opens dir with a translate.Translator on the steps
 // engine configured from cfg (threads, by default BatchingThreads; device,
@@ -249,7 +277,11 @@ func BatchingThreads() int { return max(1, goruntime.GOMAXPROCS(0)/2) }
 func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, error) {
 	threads := cfg.Threads
 	if threads == 0 {
-		threads = BatchingThreads()
+		// The model's size decides; an unreadable attnx.json is left to
+		// translate.Open to report.
+		if info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile)); err == nil {
+			threads = BatchingThreads(info.Config)
+		}
 	}
 	tr, err := translate.Open(dir, translate.Options{
 		Threads: threads, Device: cfg.Device, Engine: translate.EngineSteps,

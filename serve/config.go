@@ -52,7 +52,8 @@ type Config struct {
 	// Models are served by name; the first is the default one.
 	Models []ModelDir
 	// Threads is ONNX Runtime's intra-op thread count per session (0: with
-	// Batching, BatchingThreads; without, ORT's default of one per core).
+	// Batching, BatchingThreads of the model: one for small models; else
+	// ORT's default of one per core).
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string
