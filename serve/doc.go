@@ -59,7 +59,10 @@
 // allows. At most Config.MaxBatchRows rows decode together; the rows of
 // up to Config.MaxQueue requests wait to join, in arrival order; past that
 // a request gets 429 at once. Results are those of a lone Translator call:
-// the same tokens, attention within 1e-5.
+// the same tokens, attention within 1e-5. Unless Config.Threads says
+// otherwise, a model whose decoder step is small gets one ONNX Runtime
+// thread (BatchingThreads): its steps run one after another on one
+// goroutine, beside the request handlers.
 //
 // With batching off, OpenTranslatorBackend makes each request one call of a
 // translate.Translator, decoded alone (the Translator runs concurrent calls
