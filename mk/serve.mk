@@ -6,7 +6,7 @@
 #   make loadtest                    clients 1, 8, 32, 64; batching on, off
 #                                    (each request alone, serve's default
 #                                    engine) and off-steps; three rounds,
-#                                    medians and speedups (about 5 minutes)
+#                                    medians and speedups (about 4 minutes)
 #   make loadtest LOADTEST_FLAGS='--clients 32 --duration 10s --repeat 5'
 LOADTEST_FLAGS ?= --batching on,off,off-steps --repeat 3
 
