@@ -10,35 +10,17 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/stepgate"
 )
 
-// gate pauses a Scheduler's goroutine before a decoder step while armed:
-// observe announces the step's slots on entered and waits for release.
-// Once the test ends release is closed and nothing waits any more.
-type gate struct {
-	armed   atomic.Bool
-	entered chan int
-	release chan struct{}
-}
-
-func (g *gate) observe(slots int) {
-	if g.armed.Load() {
-		select {
-		case g.entered <- slots:
-		case <-g.release:
-		}
-		<-g.release
-	}
-}
-
 // gated returns a Scheduler of cfg whose steps pass through a gate.
-func gated(t *testing.T, p *pair, cfg decode.SchedulerConfig) (*decode.Scheduler, *gate) {
+func gated(t *testing.T, p *pair, cfg decode.SchedulerConfig) (*decode.Scheduler, *stepgate.Gate) {
 	t.Helper()
-	g := &gate{entered: make(chan int), release: make(chan struct{})}
-	cfg.Observe = g.observe
+	g := stepgate.New()
+	cfg.Observe = g.Observe
 	s := newScheduler(t, p, cfg)
 	// Cleanups run last-in first-out: the gate opens before Close waits.
-	t.Cleanup(func() { g.armed.Store(false); close(g.release) })
+	t.Cleanup(g.Open)
 	return s, g
 }
 
@@ -152,10 +134,10 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 	// done with them (the model and the sources are fixed).
 	gA, sA := greedies([]int{3000}, true)
 	gB, sB := greedies([]int{5000, 5000}, false)
-	g.armed.Store(true)
+	g.Arm(true)
 	doneA := make(chan error, 1)
 	go func() { doneA <- s.Decode(context.Background(), srcA, sA) }()
-	if n := <-g.entered; n != 1 {
+	if n := g.Entered(); n != 1 {
 		t.Fatalf("first step decodes %d slots, want 1", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,21 +147,21 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// B's two rows join at the next boundary.
-	g.release <- struct{}{}
-	if n := <-g.entered; n != 3 {
+	g.Release()
+	if n := g.Entered(); n != 3 {
 		t.Fatalf("the step after B joined decodes %d slots, want 3", n)
 	}
 	cancel()
 	// Step by step until they have left.
 	steps := 0
-	for n := 3; n != 1; n = <-g.entered {
-		g.release <- struct{}{}
+	for n := 3; n != 1; n = g.Entered() {
+		g.Release()
 		if steps++; steps > 1000 {
 			t.Fatal("the cancelled call's rows are still in the batch after 1000 steps")
 		}
 	}
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	if err := <-doneB; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call returned %v, want context.Canceled", err)
 	}
@@ -205,12 +187,12 @@ func TestSchedulerCancelLeavesBatch(t *testing.T) {
 func TestSchedulerQueueFull(t *testing.T) {
 	p := testPairs(t)[0]
 	s, g := gated(t, p, decode.SchedulerConfig{MaxSlots: 1, MaxQueue: 1})
-	g.armed.Store(true)
+	g.Arm(true)
 	gA, sA := greedies([]int{4}, false)
 	gB, sB := greedies([]int{3}, false)
 	done := make(chan error, 2)
 	go func() { done <- s.Decode(context.Background(), [][]int64{{3}}, sA) }()
-	<-g.entered
+	g.Entered()
 	go func() { done <- s.Decode(context.Background(), [][]int64{{4, 5}}, sB) }()
 	for s.QueueDepth() != 1 {
 		time.Sleep(time.Millisecond)
@@ -220,8 +202,8 @@ func TestSchedulerQueueFull(t *testing.T) {
 	if !errors.Is(err, decode.ErrQueueFull) {
 		t.Errorf("third call: %v, want ErrQueueFull", err)
 	}
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Error(err)
@@ -241,7 +223,7 @@ func TestSchedulerQueueFull(t *testing.T) {
 func TestSchedulerDeadline(t *testing.T) {
 	p := testPairs(t)[0]
 	s, g := gated(t, p, decode.SchedulerConfig{MaxSlots: 1, MaxQueue: 4})
-	g.armed.Store(true)
+	g.Arm(true)
 	decoding, dc := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer dc()
 	waiting, wc := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -252,12 +234,12 @@ func TestSchedulerDeadline(t *testing.T) {
 	_, sB := greedies([]int{5000}, false)
 	errA, errB := make(chan error, 1), make(chan error, 1)
 	go func() { errA <- s.Decode(decoding, [][]int64{{3, 4}}, sA) }()
-	<-g.entered
+	g.Entered()
 	go func() { errB <- s.Decode(waiting, [][]int64{{5}}, sB) }()
 	<-decoding.Done()
 	<-waiting.Done()
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	for name, ch := range map[string]chan error{"decoding": errA, "waiting": errB} {
 		if err := <-ch; !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s call: %v, want context.DeadlineExceeded", name, err)
@@ -281,11 +263,11 @@ func TestSchedulerDeadline(t *testing.T) {
 func TestSchedulerClose(t *testing.T) {
 	p := testPairs(t)[0]
 	s, g := gated(t, p, decode.SchedulerConfig{MaxSlots: 4, MaxQueue: 4})
-	g.armed.Store(true)
+	g.Arm(true)
 	gA, sA := greedies([]int{7}, true)
 	errA := make(chan error, 1)
 	go func() { errA <- s.Decode(context.Background(), [][]int64{{3, 4}}, sA) }()
-	<-g.entered
+	g.Entered()
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	select {
@@ -293,8 +275,8 @@ func TestSchedulerClose(t *testing.T) {
 		t.Fatal("Close returned with a call in progress")
 	case <-time.After(10 * time.Millisecond):
 	}
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	<-closed
 	if err := <-errA; err != nil {
 		t.Fatal(err)

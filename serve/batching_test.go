@@ -17,6 +17,7 @@ import (
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/internal/stepgate"
 	"github.com/attnx/attnx/translate"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -171,44 +172,19 @@ func jsonDiff(got, want translate.ResultJSON) string {
 	return ""
 }
 
-// stepGate pauses the scheduler of a batching server before a decoder step
-// while armed: it announces the step's rows on entered and waits for
-// release. Once the test ends nothing waits any more.
-type stepGate struct {
-	armed   atomic.Bool
-	entered chan int
-	release chan struct{}
-}
-
-func (g *stepGate) observe(rows int) {
-	if g.armed.Load() {
-		select {
-		case g.entered <- rows:
-		case <-g.release:
-		}
-		<-g.release
-	}
-}
-
-// step lets one decoder step run and returns the rows of the next one.
-func (g *stepGate) step() int {
-	g.release <- struct{}{}
-	return <-g.entered
-}
-
 // gatedServer starts a batching server of cfg whose decoder steps pass
 // through a gate, and returns its scheduler's stats.
-func gatedServer(t *testing.T, cfg Config) (*Server, string, *stepGate, func() decode.SchedulerStats) {
+func gatedServer(t *testing.T, cfg Config) (*Server, string, *stepgate.Gate, func() decode.SchedulerStats) {
 	t.Helper()
-	g := &stepGate{entered: make(chan int), release: make(chan struct{})}
+	g := stepgate.New()
 	cfg.Batching = true
 	cfg.Open = func(dir string, c *Config, obs BatchObserver) (Backend, error) {
-		return OpenBatchingBackend(dir, c, func(rows int) { obs(rows); g.observe(rows) })
+		return OpenBatchingBackend(dir, c, func(rows int) { obs(rows); g.Observe(rows) })
 	}
 	s, hs := startServer(t, cfg)
 	// Cleanups run last-in first-out: the gate opens before the server
 	// closes.
-	t.Cleanup(func() { g.armed.Store(false); close(g.release) })
+	t.Cleanup(g.Open)
 	name := cfg.Models[0].Name
 	return s, hs.URL, g, func() decode.SchedulerStats { return s.models[name].backend.(SchedulingBackend).Stats() }
 }
@@ -220,7 +196,7 @@ func gatedServer(t *testing.T, cfg Config) (*Server, string, *stepGate, func() d
 func TestBatchingCancelLeavesBatch(t *testing.T) {
 	fixture := fixtureModel(t)
 	s, url, g, stats := gatedServer(t, Config{Models: []ModelDir{{Name: "ids", Dir: fixture}}, MaxOutLen: 4000})
-	g.armed.Store(true)
+	g.Arm(true)
 	// Random weights rarely emit EOS: both rows would run 4000 steps.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -230,13 +206,13 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 		_, err := http.DefaultClient.Do(req)
 		goneA <- err
 	}()
-	if n := <-g.entered; n != 1 {
+	if n := g.Entered(); n != 1 {
 		t.Fatalf("first step decodes %d rows, want 1", n)
 	}
 	answerB := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9, 10]], "max_len": 3000}`)
 	waitFor(t, "the second request to queue", func() bool { return s.models["ids"].backend.(SchedulingBackend).QueueDepth() == 1 })
 	// Its row joins at the next boundary.
-	if n := g.step(); n != 2 {
+	if n := g.Step(); n != 2 {
 		t.Fatalf("the step after the second request joined decodes %d rows, want 2", n)
 	}
 	steps := 2
@@ -252,7 +228,7 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 			t.Fatalf("the cancelled request's row is still in the batch after %d steps", steps)
 		}
 		time.Sleep(5 * time.Millisecond)
-		if n := g.step(); n != 1 && stats().Removed > 0 {
+		if n := g.Step(); n != 1 && stats().Removed > 0 {
 			t.Fatalf("%d rows after the row was removed, want 1", n)
 		}
 		steps++
@@ -260,8 +236,8 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 	if steps >= 3000 {
 		t.Fatalf("%d steps: the row may have finished rather than left", steps)
 	}
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	a := <-answerB
 	if a.code != 200 {
 		t.Fatalf("the other request: %d %s", a.code, a.body)
@@ -292,9 +268,9 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 // admitted ones are answered.
 func TestBatchingQueueFull(t *testing.T) {
 	s, url, g, _ := gatedServer(t, Config{Models: []ModelDir{{Name: "m", Dir: fixtureModel(t)}}, MaxBatchRows: 1, MaxQueue: 1})
-	g.armed.Store(true)
+	g.Arm(true)
 	first := postAsync(t, url+PathTranslate, `{"ids": [[3, 4]]}`)
-	<-g.entered
+	g.Entered()
 	second := postAsync(t, url+PathTranslate, `{"ids": [[5]]}`)
 	waitFor(t, "the second request to queue", func() bool { return s.models["m"].backend.(SchedulingBackend).QueueDepth() == 1 })
 	code, body := post(t, url+PathTranslate, `{"ids": [[6]]}`)
@@ -306,8 +282,8 @@ func TestBatchingQueueFull(t *testing.T) {
 	if m := findMetric(fams, MetricQueueDepth, map[string]string{"model": "m"}); m.GetGauge().GetValue() != 1 {
 		t.Errorf("%s = %v with one request waiting", MetricQueueDepth, m.GetGauge().GetValue())
 	}
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	for _, ch := range []<-chan answer{first, second} {
 		if a := <-ch; a.code != 200 {
 			t.Errorf("admitted request: %d %s", a.code, a.body)
@@ -324,16 +300,16 @@ func TestBatchingQueueFull(t *testing.T) {
 // server goes on answering.
 func TestBatchingDeadline(t *testing.T) {
 	s, url, g, stats := gatedServer(t, Config{Models: []ModelDir{{Name: "m", Dir: fixtureModel(t)}}, MaxBatchRows: 1, RequestTimeout: 100 * time.Millisecond})
-	g.armed.Store(true)
+	g.Arm(true)
 	decoding := postAsync(t, url+PathTranslate, `{"ids": [[3, 4]]}`)
-	<-g.entered
+	g.Entered()
 	// Random weights rarely emit EOS: were the waiting row to join, it
 	// would still decode when its cancellation arrives.
 	waiting := postAsync(t, url+PathTranslate, `{"ids": [[5]], "max_len": 500}`)
 	waitFor(t, "the second request to queue", func() bool { return s.models["m"].backend.(SchedulingBackend).QueueDepth() == 1 })
 	time.Sleep(200 * time.Millisecond) // both deadlines pass while the step is held
-	g.armed.Store(false)
-	g.release <- struct{}{}
+	g.Arm(false)
+	g.Release()
 	want := `{"error":"not answered within the request timeout of 100ms"}` + "\n"
 	for name, ch := range map[string]<-chan answer{"decoding": decoding, "waiting": waiting} {
 		if a := <-ch; a.code != 504 || a.body != want {
