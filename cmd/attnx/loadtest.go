@@ -235,69 +235,102 @@ var serveCommand = func(args []string) (*exec.Cmd, error) {
 // not share its Go runtime), and returns its URL once it is ready. stop
 // sends SIGTERM and waits for it to exit 0.
 func startLoadServer(args []string) (base string, stop func() error, err error) {
-	cmd, err := serveCommand(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+	p, err := startServe(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), 2*time.Minute)
 	if err != nil {
 		return "", nil, err
+	}
+	return p.url, p.stop, nil
+}
+
+// serveProcess is `attnx serve` running in a process of its own, its log
+// (stderr) read as it comes.
+type serveProcess struct {
+	cmd    *exec.Cmd
+	url    string        // from "listening on URL"
+	logged chan struct{} // closed once the log has been read to its end
+	mu     sync.Mutex
+	log    strings.Builder
+}
+
+// startServe runs attnx with args (a serve command line, through
+// serveCommand) and returns once its log says it is ready, or fails with
+// the log when it exits first or is not ready within timeout.
+func startServe(args []string, timeout time.Duration) (*serveProcess, error) {
+	cmd, err := serveCommand(args)
+	if err != nil {
+		return nil, err
 	}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting attnx serve: %w", err)
+		return nil, fmt.Errorf("starting attnx serve: %w", err)
 	}
-	var mu sync.Mutex
-	var log strings.Builder
+	p := &serveProcess{cmd: cmd, logged: make(chan struct{})}
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 			lines <- sc.Text()
 		}
 		close(lines)
 	}()
-	logText := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
-	timeout := time.After(2 * time.Minute)
+	deadline := time.After(timeout)
 	for ready := false; !ready; {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				werr := cmd.Wait() // the log has been read to its end
-				return "", nil, fmt.Errorf("attnx serve exited before it was ready (%v):\n%s", werr, logText())
+				return nil, fmt.Errorf("attnx serve exited before it was ready (%v):\n%s", werr, p.Log())
 			}
 			if _, url, found := strings.Cut(l, "listening on "); found {
-				base = url
+				p.url = url
 			}
 			ready = strings.Contains(l, "ready: ")
-		case <-timeout:
+		case <-deadline:
 			cmd.Process.Kill()
 			for range lines {
 			}
 			cmd.Wait()
-			return "", nil, fmt.Errorf("attnx serve was not ready within 2 minutes:\n%s", logText())
+			return nil, fmt.Errorf("attnx serve was not ready within %s:\n%s", timeout, p.Log())
 		}
 	}
 	// Keep reading the log, which Wait needs read to its end.
-	logged := make(chan struct{})
 	go func() {
 		for range lines {
 		}
-		close(logged)
+		close(p.logged)
 	}()
-	stop = func() error {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			return fmt.Errorf("stopping attnx serve: %w", err)
-		}
-		<-logged
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("attnx serve after SIGTERM: %v (want exit 0):\n%s", err, logText())
-		}
-		return nil
+	return p, nil
+}
+
+// Log returns what the process has logged so far.
+func (p *serveProcess) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// wait waits for the process to exit, after reading its log to the end,
+// and fails unless it exited 0.
+func (p *serveProcess) wait() error {
+	<-p.logged
+	if err := p.cmd.Wait(); err != nil {
+		return fmt.Errorf("attnx serve after SIGTERM: %v (want exit 0):\n%s", err, p.Log())
 	}
-	return base, stop, nil
+	return nil
+}
+
+// stop sends SIGTERM and waits for the process to exit 0.
+func (p *serveProcess) stop() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping attnx serve: %w", err)
+	}
+	return p.wait()
 }
 
 // checkLoopback accepts only URLs of this machine.

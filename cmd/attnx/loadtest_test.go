@@ -37,6 +37,20 @@ func TestLoadtestUsageErrors(t *testing.T) {
 	}
 }
 
+// serveFromTestBinary makes serveCommand, until the test ends, run the
+// server in a process of its own that is this test binary: the helper
+// process of TestBadInputMissingORT runs any command line of the CLI.
+func serveFromTestBinary(t *testing.T) {
+	old := serveCommand
+	t.Cleanup(func() { serveCommand = old })
+	serveCommand = func(args []string) (*exec.Cmd, error) {
+		argv, err := json.Marshal(args)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
+		cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))
+		return cmd, err
+	}
+}
+
 // TestLoadtestCommand runs a short load test against a server it starts,
 // twice over, with batching on and off (the test model has no greedy.onnx,
 // so off runs the steps engine), and checks the report: one row per round,
@@ -50,15 +64,7 @@ func TestLoadtestCommand(t *testing.T) {
 	if err := os.WriteFile(inputs, []byte("abc\tignored\nbad\nfee\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The server runs in a process of its own: this test binary, as the
-	// helper process of TestBadInputMissingORT runs the CLI.
-	defer func(old func([]string) (*exec.Cmd, error)) { serveCommand = old }(serveCommand)
-	serveCommand = func(args []string) (*exec.Cmd, error) {
-		argv, err := json.Marshal(args)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
-		cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))
-		return cmd, err
-	}
+	serveFromTestBinary(t)
 	code, out, errs := attnx("loadtest", "--model", model, "--inputs", inputs, "--clients", "1,2", "--batching", "on,off", "--repeat", "2", "--duration", "200ms", "--warmup", "0s", "--threads", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

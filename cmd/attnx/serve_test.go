@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,48 +66,13 @@ func TestServeSIGTERMDuringLoad(t *testing.T) {
 }
 
 func sigtermDuringLoad(t *testing.T, model, batching string) {
-	argv, _ := json.Marshal([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "500ms", "--batching", batching})
-	// The helper process of TestBadInputMissingORT runs any command line.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
-	cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(argv))
-	stderrPipe, err := cmd.StderrPipe()
+	serveFromTestBinary(t)
+	p, err := startServe([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "500ms", "--batching", batching}, 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-
-	// The log: "listening on http://ADDR", then "ready: m".
-	lines := make(chan string, 100)
-	var logMu sync.Mutex
-	var logText strings.Builder
-	go func() {
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			logMu.Lock()
-			logText.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	url := ""
-	for ready := false; !ready; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("attnx serve exited early:\n%s", logText.String())
-			}
-			if _, addr, found := strings.Cut(l, "listening on "); found {
-				url = addr
-			}
-			ready = strings.Contains(l, "ready: m")
-		case <-time.After(60 * time.Second):
-			t.Fatal("attnx serve did not start within 60 s")
-		}
-	}
+	defer p.cmd.Process.Kill()
+	url := p.url
 
 	// Long requests: random weights rarely emit EOS, so each of the 16
 	// rows runs to max_len.
@@ -156,18 +120,15 @@ func sigtermDuringLoad(t *testing.T, model, batching string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	signalled := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	stop.Wait()
-	err = cmd.Wait()
-	logMu.Lock()
-	log := logText.String()
-	logMu.Unlock()
-	if err != nil {
-		t.Fatalf("attnx serve after SIGTERM: %v (want exit 0)\n%s", err, log)
+	if err := p.wait(); err != nil {
+		t.Fatal(err)
 	}
+	log := p.Log()
 	after := 0
 	for _, r := range results {
 		switch {
