@@ -302,14 +302,9 @@ type serverStats struct {
 	cpuSeconds float64            // process_cpu_seconds_total
 }
 
-// ScrapeBatchRows reads the batch-size histogram of a server's /metrics,
-// summed over its models: the number of batches by upper bound of rows,
-// not cumulative.
-func ScrapeBatchRows(ctx context.Context, client *http.Client, url string) (map[float64]uint64, error) {
-	st, err := scrapeServer(ctx, client, url)
-	return st.batchRows, err
-}
-
+// scrapeServer reads a server's /metrics: the batch-size histogram summed
+// over its models (batches by upper bound of rows, not cumulative) and its
+// process CPU time.
 func scrapeServer(ctx context.Context, client *http.Client, url string) (serverStats, error) {
 	var st serverStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+PathMetrics, nil)
