@@ -25,6 +25,13 @@ type Options struct {
 	// EqualNaN makes a NaN in got match a NaN in want (numpy's equal_nan).
 	// When false, NaN never matches anything, not even NaN.
 	EqualNaN bool
+	// Slack, when not nil, widens each element's allowed error by its
+	// entry: |got - want| <= ATol + RTol*|want| + Slack[i]. It holds the
+	// reference's own measured rounding error per element (how far want
+	// is from the exact result), so that a got closer to the exact result
+	// than the tolerance is not failed for want's error. Its length must
+	// be the data's.
+	Slack []float32
 }
 
 // Float32Tol is the default tolerance for float32 results, the one
@@ -165,6 +172,11 @@ const (
 // to the allowed error; +Inf for NaN/Inf mismatches) and the kind of failure,
 // 0 when the pair passes.
 func elem(g, w float64, opt Options) (float64, int) {
+	return elemSlack(g, w, opt, 0)
+}
+
+// elemSlack is elem with the allowed error widened by slack.
+func elemSlack(g, w float64, opt Options, slack float64) (float64, int) {
 	gn, wn := math.IsNaN(g), math.IsNaN(w)
 	if gn || wn {
 		if gn && wn && opt.EqualNaN {
@@ -180,7 +192,7 @@ func elem(g, w float64, opt Options) (float64, int) {
 		return math.Inf(1), elemInf
 	}
 	d := math.Abs(g - w)
-	allowed := opt.ATol + opt.RTol*math.Abs(w)
+	allowed := opt.ATol + opt.RTol*math.Abs(w) + slack
 	var ratio float64
 	switch {
 	case d == 0:
@@ -202,10 +214,18 @@ func floats[T float32 | float64](got, want []T, shape []int64, opt Options) Resu
 	if !ok {
 		return r
 	}
+	if opt.Slack != nil && len(opt.Slack) != len(want) {
+		r.Err = fmt.Errorf("%d slack values for %d elements", len(opt.Slack), len(want))
+		return r
+	}
 	worst := -1.0
 	for i := range want {
 		g, w := float64(got[i]), float64(want[i])
-		ratio, bad := elem(g, w, opt)
+		var slack float64
+		if opt.Slack != nil {
+			slack = float64(opt.Slack[i])
+		}
+		ratio, bad := elemSlack(g, w, opt, slack)
 		switch bad {
 		case elemNaN:
 			r.NaNMismatches++
@@ -280,6 +300,9 @@ func (r Result) String() string {
 	}
 	fmt.Fprintf(&b, ", %d of %d outside rtol=%s atol=%s", r.Mismatches, r.Count,
 		num(r.Opt.RTol), num(r.Opt.ATol))
+	if r.Opt.Slack != nil {
+		b.WriteString(" + the reference's own rounding")
+	}
 	if r.NaNMismatches > 0 {
 		fmt.Fprintf(&b, ", %d NaN mismatches", r.NaNMismatches)
 	}

@@ -210,3 +210,27 @@ func ExampleFloat32() {
 	// true
 	// max abs 0.0001 (rel 0.00081), worst at [1 0] (got 0.1234, want 0.1235), 0 of 4 outside rtol=0.001 atol=1e-05
 }
+
+// TestSlack: per-element slack widens only its own element's bound, and a
+// slack of the wrong length makes the tensors not comparable.
+func TestSlack(t *testing.T) {
+	want := []float32{1, 2, 3}
+	got := []float32{1.00002, 2.00002, 3}
+	opt := Options{ATol: 1e-5}
+	if r := Float32(got, want, nil, opt); r.OK || r.Mismatches != 2 {
+		t.Fatalf("without slack: %v", r)
+	}
+	opt.Slack = []float32{2e-5, 0, 0}
+	r := Float32(got, want, nil, opt)
+	if r.OK || r.Mismatches != 1 || r.WorstFlat != 1 || !strings.Contains(r.String(), "the reference's own rounding") {
+		t.Fatalf("slack on the first element: %v (worst %d)", r, r.WorstFlat)
+	}
+	opt.Slack = []float32{2e-5, 1.5e-5, 0}
+	if r := Float32(got, want, nil, opt); !r.OK {
+		t.Fatalf("slack on both: %v", r)
+	}
+	opt.Slack = []float32{1}
+	if r := Float32(got, want, nil, opt); r.OK || r.Err == nil {
+		t.Fatalf("short slack: %v", r)
+	}
+}

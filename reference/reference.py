@@ -40,6 +40,7 @@ User errors print "reference: ..." on stderr and exit 2.
 """
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -183,6 +184,42 @@ def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, 
                         "beam_normalized_scores": normalized, "beam_counts": counts})
 
 
+@torch.no_grad()
+def rounding(model, source_ids, source_lengths, out):
+    """PyTorch's own float32 rounding error per element of a `run` output:
+    |float32 result - float64 result| of the same computation on the same
+    inputs, the encoder on the ids and every decoder step on the float32
+    run's own inputs for that step (its step_input_ids, its states of the
+    step before, its encoder_outputs), as the step-isolated comparison
+    feeds them. Keys are rounding_<output>, float32 like the outputs."""
+    m64 = copy.deepcopy(model).double()
+    enc64, state64 = m64.encoder(source_ids, source_lengths)
+    res = {"rounding_encoder_outputs": (out["encoder_outputs"].double() - enc64).abs(),
+           "rounding_hidden": (out["hidden"].double() - state64[0]).abs()}
+    lstm = "cell" in out
+    if lstm:
+        res["rounding_cell"] = (out["cell"].double() - state64[1]).abs()
+    enc = out["encoder_outputs"].double()
+    per = {"log_probs": [], "next_hidden": [], "next_cell": [], "attention": []}
+    for t in range(out["step_input_ids"].shape[0]):
+        if t == 0:
+            names = ("hidden", "cell") if lstm else ("hidden",)
+            state = tuple(out[n].double() for n in names)
+        else:
+            names = ("next_hidden", "next_cell") if lstm else ("next_hidden",)
+            state = tuple(out[n][t - 1].double() for n in names)
+        lp, nstate, attn = m64.decoder(out["step_input_ids"][t], state, enc, source_lengths)
+        per["log_probs"].append((out["log_probs"][t].double() - lp).abs())
+        per["next_hidden"].append((out["next_hidden"][t].double() - nstate[0]).abs())
+        if lstm:
+            per["next_cell"].append((out["next_cell"][t].double() - nstate[1]).abs())
+        per["attention"].append((out["attention"][t].double() - attn).abs())
+    for name, xs in per.items():
+        if xs:
+            res["rounding_" + name] = torch.stack(xs)
+    return res
+
+
 def _read_inputs(path):
     if not os.path.exists(path):
         raise ReferenceError("inputs %s does not exist" % path)
@@ -197,6 +234,8 @@ def cmd_run(a):
     tensors, ids, lengths = _read_inputs(a.inputs)
     step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
     out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len)
+    if a.rounding:
+        out.update(_contiguous(rounding(model, ids, lengths, out)))
     _parent(a.out)
     ref.write_safetensors(a.out, out)
 
@@ -393,6 +432,8 @@ def parser():
     u.add_argument("--eos", type=int, default=ref.EOS_ID)
     u.add_argument("--pad", type=int, default=ref.PAD_ID)
     u.add_argument("--max-len", type=int, default=None, help="greedy decoding limit (default: --steps)")
+    u.add_argument("--rounding", action="store_true",
+                   help="also write rounding_<output>: PyTorch's own float32 error per element against float64 on the same inputs")
     u.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("beam", help="beam search (spec: Beam search): n-best lists with scores")

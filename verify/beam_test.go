@@ -123,7 +123,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checks := []BeamCheck{CompareBeam("batch", kc.k, kc.alpha, got.Hypotheses, got.NearestTie, want)}
+				checks := []BeamCheck{CompareBeam("batch", kc.k, kc.alpha, got.Hypotheses, got.NearestTie, 0, want)}
 				var alone [][]decode.Hypothesis
 				var ties []float64
 				for r, row := range rows {
@@ -134,7 +134,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 					}
 					alone, ties = append(alone, d.Hypotheses[0]), append(ties, d.NearestTie[0])
 				}
-				checks = append(checks, CompareBeam("batch 1", kc.k, kc.alpha, alone, ties, want))
+				checks = append(checks, CompareBeam("batch 1", kc.k, kc.alpha, alone, ties, 0, want))
 				if kc.k > 1 {
 					alpha := kc.alpha
 					tr, err := translate.Open(model, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: maxLen, Beam: kc.k, NBest: kc.k, LengthPenalty: &alpha})
@@ -146,7 +146,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					checks = append(checks, CompareBeam("beam.onnx", kc.k, kc.alpha, g, got.NearestTie, want))
+					checks = append(checks, CompareBeam("beam.onnx", kc.k, kc.alpha, g, got.NearestTie, 0, want))
 				}
 				for _, c := range checks {
 					if !c.Identical {
@@ -194,22 +194,26 @@ func TestCompareBeam(t *testing.T) {
 		name      string
 		got       [][]decode.Hypothesis
 		tie       float64
+		drift     float64
 		identical bool
 		swaps     int
 		detail    string
 	}{
-		{"same", ref, 1, true, 0, ""},
-		{"scores within 1e-4", [][]decode.Hypothesis{{h(-1.00005, -0.5, 4, 2), ref[0][1], ref[0][2]}}, 1, true, 0, ""},
-		{"score off", [][]decode.Hypothesis{{h(-1.001, -0.5, 4, 2), ref[0][1], ref[0][2]}}, 1, false, 0, "[4 2] scores -1.001"},
-		{"final near tie swapped", [][]decode.Hypothesis{{ref[0][1], ref[0][0], ref[0][2]}}, 1, true, 1, "near-tie swap"},
-		{"far apart swapped", [][]decode.Hypothesis{{ref[0][2], ref[0][1], ref[0][0]}}, 1, false, 0, "hypothesis 0 is [7 2]"},
-		{"search parted at a near tie", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 5e-6, true, 1, "near-tie swap"},
-		{"search parted, no near tie", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 1e-3, false, 0, "hypothesis 2 is [9 2]"},
-		{"too few", [][]decode.Hypothesis{ref[0][:2]}, 1, false, 0, "2 hypotheses, the reference has 3"},
-		{"extra hypotheses are cut", [][]decode.Hypothesis{append(slices.Clone(ref[0]), h(-9, -9, 3))}, 1, true, 0, ""},
+		{"same", ref, 1, 0, true, 0, ""},
+		{"scores within 1e-4", [][]decode.Hypothesis{{h(-1.00005, -0.5, 4, 2), ref[0][1], ref[0][2]}}, 1, 0, true, 0, ""},
+		{"score off", [][]decode.Hypothesis{{h(-1.001, -0.5, 4, 2), ref[0][1], ref[0][2]}}, 1, 0, false, 0, "[4 2] scores -1.001"},
+		{"score off by less than the drift", [][]decode.Hypothesis{{h(-1.001, -0.5, 4, 2), ref[0][1], ref[0][2]}}, 1, 2e-3, true, 0, ""},
+		{"final near tie swapped", [][]decode.Hypothesis{{ref[0][1], ref[0][0], ref[0][2]}}, 1, 0, true, 2, "2 near-tie swaps"},
+		{"far apart swapped", [][]decode.Hypothesis{{ref[0][2], ref[0][1], ref[0][0]}}, 1, 0, false, 0, "hypothesis 0 is [7 2]"},
+		{"search parted at a near tie", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 5e-6, 0, true, 1, "near-tie swap"},
+		{"search parted, no near tie", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 1e-3, 0, false, 0, "hypothesis 2 is [9 2]"},
+		{"search parted within the measured drift", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 1e-3, 1e-3, true, 1, "near-tie swap"},
+		{"drift too small for the tie", [][]decode.Hypothesis{{ref[0][0], ref[0][1], h(-2.5, -0.8, 9, 2)}}, 1e-3, 1e-4, false, 0, "hypothesis 2 is [9 2]"},
+		{"too few", [][]decode.Hypothesis{ref[0][:2]}, 1, 0, false, 0, "2 hypotheses, the reference has 3"},
+		{"extra hypotheses are cut", [][]decode.Hypothesis{append(slices.Clone(ref[0]), h(-9, -9, 3))}, 1, 0, true, 0, ""},
 	}
 	for _, c := range cases {
-		got := CompareBeam("test", 3, 1, c.got, []float64{c.tie}, ref)
+		got := CompareBeam("test", 3, 1, c.got, []float64{c.tie}, c.drift, ref)
 		if got.Identical != c.identical || got.Swaps != c.swaps || !strings.Contains(got.Detail, c.detail) {
 			t.Errorf("%s: identical %v swaps %d detail %q; want %v, %d, %q", c.name, got.Identical, got.Swaps, got.Detail, c.identical, c.swaps, c.detail)
 		}

@@ -110,7 +110,7 @@ func (c liveConfig) jobs(i int, dir string) [][]string {
 	}
 	sp := c.special()
 	run := []string{"run", "--checkpoint", p("model.pt"), "--inputs", p("in.safetensors"), "--steps", fmt.Sprint(liveSteps),
-		"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--out", p("out.safetensors")}
+		"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--rounding", "--out", p("out.safetensors")}
 	return [][]string{mk, in, run}
 }
 
@@ -166,33 +166,29 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 				if len(stepIDs) != liveSteps {
 					t.Fatalf("reference ran %d steps, want %d", len(stepIDs), liveSteps)
 				}
-				tr, err := Run(enc, dec, ids, lens, stepIDs)
+				par, err := CheckParity(enc, dec, ids, lens, stepIDs, ref)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := Compare(tr, ref, Tolerance)
-				if err != nil {
-					t.Fatal(err)
+				for _, f := range par.Failures() {
+					t.Error(f)
 				}
-				for _, r := range rep.Rows {
-					if !r.OK {
-						t.Errorf("step %d %s: %s", r.Step, r.Output, r.Detail)
-					}
-				}
-				checkGreedy(t, w, enc, dec, ids, lens, ref, c.special(), liveSteps)
+				ties := checkGreedy(t, w, enc, dec, ids, lens, ref, c.special(), liveSteps, par.Free)
+				ties += len(par.Isolated.NearTies) + len(par.Free.NearTies)
+				rep := par.Isolated
 				M := "-"
 				if c.maxLength > 0 {
 					M = fmt.Sprint(c.maxLength)
 				}
 				mu.Lock()
-				table[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %s | %v |", c.arch, c.cell, c.batch, c.layers, c.hidden, c.embedding, M,
-					formatMaxAbs(rep.MaxAbs), rep.TokensIdentical && !t.Failed())
+				table[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %s | %.1e | %v | %d |", c.arch, c.cell, c.batch, c.layers, c.hidden, c.embedding, M,
+					formatMaxAbs(rep.MaxAbs), par.Free.MaxAbs["log_probs"], par.OK && !t.Failed(), ties)
 				mu.Unlock()
 			})
 		}
 	})
-	t.Logf("parity table (max abs error per output over all steps; tokens: per-step argmax, decoder.onnx greedy and greedy.onnx all equal PyTorch's):\n"+
-		"| arch | cell | batch | L | H | E | M | max abs err | tokens identical |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	t.Logf("parity table (step-isolated max abs error per output over all steps, free-running log_probs drift at the worst step; tokens: per-step argmax both ways, decoder.onnx greedy and greedy.onnx all equal PyTorch's up to the near ties counted):\n"+
+		"| arch | cell | batch | L | H | E | M | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
 
 func formatMaxAbs(m map[string]float64) string {
@@ -243,7 +239,7 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 		jobs = append(jobs, mk,
 			[]string{"random-inputs", "--batch", "1", "--src-len", "8", "--src-vocab", "31", "--seed", "11", "--out", p("in.safetensors")},
 			[]string{"run", "--checkpoint", p("m.pt"), "--inputs", p("in.safetensors"), "--steps", "10",
-				"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--out", p("out.safetensors")},
+				"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--rounding", "--out", p("out.safetensors")},
 			[]string{"export-onnx", "--checkpoint", p("m.pt"), "--out-dir", p("torch")})
 	}
 	runReferenceJobs(t, dir, jobs)
@@ -257,10 +253,6 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 				p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
 				w, enc, dec := openModel(t, p("m.pt"))
 				ids, lens, stepIDs, want := readRun(t, p("in.safetensors"), p("out.safetensors"))
-				ours, err := Run(enc, dec, ids, lens, stepIDs)
-				if err != nil {
-					t.Fatal(err)
-				}
 				var torchSessions []*runtime.Session
 				for _, f := range []string{"encoder.onnx", "decoder.onnx"} {
 					s, err := runtime.Open(filepath.Join(p("torch"), f), runtime.Options{IntraOpThreads: 1})
@@ -270,24 +262,16 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 					defer s.Close()
 					torchSessions = append(torchSessions, s)
 				}
-				theirs, err := Run(torchSessions[0], torchSessions[1], ids, lens, stepIDs)
-				if err != nil {
-					t.Fatalf("running torch.onnx.export's graphs: %v", err)
-				}
-				for _, tr := range []struct {
-					name string
-					tr   *Trace
-				}{{"attnx", ours}, {"torch.onnx.export", theirs}} {
-					rep, err := Compare(tr.tr, want, Tolerance)
+				for _, g := range []struct {
+					name     string
+					enc, dec *runtime.Session
+				}{{"attnx", enc, dec}, {"torch.onnx.export", torchSessions[0], torchSessions[1]}} {
+					par, err := CheckParity(g.enc, g.dec, ids, lens, stepIDs, want)
 					if err != nil {
-						t.Fatal(err)
+						t.Fatalf("%s: %v", g.name, err)
 					}
-					if !rep.OK {
-						for _, r := range rep.Rows {
-							if !r.OK {
-								t.Errorf("%s vs PyTorch: step %d %s: %s", tr.name, r.Step, r.Output, r.Detail)
-							}
-						}
+					for _, f := range par.Failures() {
+						t.Errorf("%s vs PyTorch: %s", g.name, f)
 					}
 				}
 				var rep struct {

@@ -38,9 +38,11 @@ func TestVerifySucceedsOnFixture(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	for _, want := range []string{
-		"  model luong-general H=13 L=2 Vs=19 Vt=23; batch 3, src_len 9, 6 steps; tolerance |a-b| <= 1e-05 + 1.3e-06*|b|\n",
+		"  model luong-general H=13 L=2 Vs=19 Vt=23; batch 3, src_len 9, 6 steps; tolerance |a-b| <= 1e-05 + 1.3e-06*|b| + PyTorch's own float32 rounding of b (measured against float64)\n",
+		"  step-isolated: every decoder step run on PyTorch's own inputs for that step (the per-step verdict)\n",
+		"  free-running drift: the graphs fed their own states, as translate runs them (reported, not judged; largest |difference| per step)\n",
 		"  encoder_outputs      1  ", "  log_probs            6  ", "  attention            6  ",
-		"  step argmax tokens: identical\n",
+		"  step argmax tokens (step-isolated and free-running): identical\n",
 		"  greedy decoding, decoder.onnx (step by step): identical\n",
 		"  greedy decoding, greedy.onnx: identical\n",
 		"  beam search K=3 alpha=1, decoder.onnx (step by step): identical (9 hypotheses of 3 rows, max score diff ",
@@ -51,8 +53,10 @@ func TestVerifySucceedsOnFixture(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, "\n"); n > 20 {
-		t.Errorf("%d lines: the table should be compact\n%s", n, out)
+	// The step-isolated table, the drift table (a line a step) and the
+	// token verdicts.
+	if n := strings.Count(out, "\n"); n > 32 {
+		t.Errorf("%d lines: the tables should be compact\n%s", n, out)
 	}
 	// The fixture's own inputs (with teacher-forced step_input_ids, 10
 	// steps), as JSON; --steps then must agree.
