@@ -25,8 +25,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/attnx/attnx/attention"
@@ -152,7 +154,13 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	if dir == "" {
 		return nil, errors.New("no output directory given")
 	}
-	dir = filepath.Clean(dir)
+	// An absolute DIR has a real parent for the temporary directory and
+	// the lock: "." has none (filepath.Dir(".") is ".").
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	dir = abs
 	total := 4
 	for _, on := range []bool{opt.Greedy, opt.Beam} {
 		if on {
@@ -192,13 +200,21 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...)}
 
-	tmp, unlockTmp, err := makeTemp(dir)
-	if err != nil {
+	// DIR holding the working directory (-o .) is written in place: a
+	// swap would leave the user's shell in a removed directory.
+	inPlace := holdsWorkingDir(dir)
+	var oldInfo *Info
+	tmp, unlockTmp := dir, func() {}
+	if inPlace {
+		if oldInfo, err = clearInPlace(dir); err != nil {
+			return nil, err
+		}
+	} else if tmp, unlockTmp, err = makeTemp(dir); err != nil {
 		return nil, err
 	}
 	defer func() {
 		unlockTmp()
-		if err != nil {
+		if err != nil && !inPlace {
 			os.RemoveAll(tmp)
 		}
 	}()
@@ -248,6 +264,18 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 	res.Files = append(res.Files, FileInfo{Role: "info", Name: InfoFile, Bytes: int64(len(data))})
 
+	if inPlace {
+		// The old model's graphs the new one does not name go.
+		if oldInfo != nil {
+			res.Replaced = true
+			for _, f := range oldInfo.Files {
+				if !slices.Contains(slices.Collect(maps.Values(info.Files)), f) && filepath.Base(f) == f {
+					os.Remove(filepath.Join(dir, f))
+				}
+			}
+		}
+		return res, atomicfile.SyncDir(dir)
+	}
 	unlockParent = lockParent(dir)
 	defer unlockParent()
 	replaced, err := swapIn(tmp, dir, opt.Force)
@@ -473,4 +501,42 @@ func checkTarget(dir string, force bool) error {
 		return fmt.Errorf("%s is not empty and has no %s: --force only replaces attnx model directories; remove it yourself or choose another -o", dir, InfoFile)
 	}
 	return nil
+}
+
+// holdsWorkingDir reports whether dir is the working directory or one of
+// its parents.
+func holdsWorkingDir(dir string) bool {
+	wd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if d == dir {
+			return true
+		}
+		if filepath.Dir(d) == d {
+			return false
+		}
+	}
+}
+
+// clearInPlace prepares DIR, which holds the working directory, for an
+// export in place: checkTarget has allowed it (empty, or a model directory
+// with --force). The old attnx.json is removed first, so that no reader
+// takes the half-written directory for a model; each graph is then
+// replaced atomically and the new attnx.json written last. It returns the
+// old model's attnx.json, nil when there was none.
+func clearInPlace(dir string) (*Info, error) {
+	path := filepath.Join(dir, InfoFile)
+	old, err := ReadInfo(path)
+	if err != nil {
+		if _, statErr := os.Lstat(path); errors.Is(statErr, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("replacing the model in %s: %w", dir, err)
+	}
+	return old, atomicfile.SyncDir(dir)
 }

@@ -55,14 +55,24 @@ func crashPoint(point string) {
 // atomic exchange of two names.
 var errNoExchange = errors.New("atomic exchange of two directories is not supported here")
 
-// makeTemp creates and locks the temporary directory for dir.
+// makeTemp creates and locks the temporary directory for dir. It is made
+// with mode 0777 less the umask, as mkdir(1) would (0755 under the usual
+// umask), not os.MkdirTemp's 0700: it becomes DIR, which others (a server
+// running as another user, a container's non-root user) must read.
 func makeTemp(dir string) (string, func(), error) {
 	parent := filepath.Dir(dir)
-	tmp, err := os.MkdirTemp(parent, tmpPrefix(dir))
-	if err != nil {
-		return "", nil, fmt.Errorf("creating a temporary directory next to %s: %w", dir, err)
+	for range 10000 {
+		tmp := filepath.Join(parent, tmpPrefix(dir)+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err := os.Mkdir(tmp, 0o777)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("creating a temporary directory next to %s: %w", dir, err)
+		}
+		return tmp, lockDir(tmp, false), nil
 	}
-	return tmp, lockDir(tmp, false), nil
+	return "", nil, fmt.Errorf("creating a temporary directory next to %s: every name tried exists", dir)
 }
 
 // staleDirs lists parent entries that are directories whose names start
