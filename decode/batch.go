@@ -25,7 +25,7 @@ type Batch struct {
 
 type batchRow struct {
 	search Search
-	id     int32
+	id     RowID
 	slots  int // current slots, contiguous, in row order
 	width  int
 	srcLen int
@@ -86,7 +86,7 @@ func (b *Batch) Add(sources [][]int64, searches []Search) error {
 		return err
 	}
 	for i, s := range searches {
-		b.rows = append(b.rows, batchRow{search: s, id: id + int32(i), slots: 1, width: s.Width(), srcLen: len(sources[i])})
+		b.rows = append(b.rows, batchRow{search: s, id: id + RowID(i), slots: 1, width: s.Width(), srcLen: len(sources[i])})
 	}
 	b.width = width
 	return nil

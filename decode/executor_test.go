@@ -523,3 +523,58 @@ func benchDecode(b *testing.B, p *pair, batch, k, srcLen, steps int) {
 		}
 	}
 }
+
+// TestRowIDsPastInt32 starts an executor's row ids just below 2^31, where
+// a 32-bit id wrapped (after 2.6 days of continuous batching every step
+// then failed), and joins rows in three rounds across that boundary, with
+// rows leaving between steps: every row decodes as it does alone, and the
+// ids keep increasing.
+func TestRowIDsPastInt32(t *testing.T) {
+	p := testPairs(t)[0]
+	r := rand.New(rand.NewPCG(21, 21))
+	ex, err := p.m.NewExecutor(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ex.SetNextRow(1<<31 - 3)
+	b := decode.NewBatch(ex)
+	var all []*decode.Greedy
+	var sources [][]int64
+	last := decode.RowID(-1)
+	for round := range 3 {
+		rows := randomRows(r, 2, p.vs, 5)
+		gs, ss := greedies([]int{4, 9}, true)
+		if err := b.Add(rows, ss); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for j := range ex.Len() {
+			if id := ex.Row(j); j > 0 && id <= ex.Row(j-1) {
+				t.Fatalf("round %d: slot %d has row id %d after %d", round, j, id, ex.Row(j-1))
+			}
+		}
+		if id := ex.Row(ex.Len() - 1); id <= last {
+			t.Fatalf("round %d: newest row id %d, not above %d", round, id, last)
+		} else {
+			last = id
+		}
+		all, sources = append(all, gs...), append(sources, rows...)
+		for range 3 {
+			if b.Rows() == 0 {
+				break
+			}
+			if _, err := b.Step(); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	if err := b.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if int64(last) < 1<<31 {
+		t.Fatalf("the last row id is %d: the test did not pass 2^31", last)
+	}
+	for i, g := range all {
+		checkLone(t, p, i, sources[i], g)
+	}
+}

@@ -20,14 +20,14 @@ package decode
 // inside its old one; rows moving to higher offsets are handled from the last
 // to the first, then the others from the first to the last, as memmove does
 // for one block.
-func relayout(buf []float32, oldRow []int32, oldLen int, newRow []int32, src []int, newLen int) {
+func relayout(buf []float32, oldRow []RowID, oldLen int, newRow []RowID, src []int, newLen int) {
 	cp := min(oldLen, newLen)
 	type group struct {
 		j0, j1 int // new slots [j0, j1)
 		base   int // a new slot already holding the data, or -1
 		from   int // old slot to read from when base < 0
 	}
-	inPlace := func(y int, r int32) bool {
+	inPlace := func(y int, r RowID) bool {
 		return oldLen == newLen && y < len(oldRow) && oldRow[y] == r
 	}
 	// Groups are found on the fly twice (backward, then forward) so that no

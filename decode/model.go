@@ -173,5 +173,5 @@ func (m *Model) Bytes(slots, cells int) int64 {
 		2*ns*L*s*H // states, ping-pong
 	i64 := 5*s + // input_ids, source_lengths (decoder, encoder, gather scratch), identity parents
 		c // source_ids
-	return 4*f32 + 8*i64 + 4*2*s // and the int32 row ids with their scratch
+	return 4*f32 + 8*i64 + 8*2*s // and the 64-bit row ids with their scratch
 }

@@ -122,10 +122,10 @@ func TestRelayout(t *testing.T) {
 		case 0:
 			newLen = 1 + r.IntN(6)
 		}
-		var oldRow []int32
+		var oldRow []RowID
 		for row := 0; row < nRows; row++ {
 			for k := 1 + r.IntN(3); k > 0; k-- {
-				oldRow = append(oldRow, int32(10+row))
+				oldRow = append(oldRow, RowID(10+row))
 			}
 		}
 		// Row data: value v of row R is R*100+v; mark in-place candidates
@@ -138,7 +138,7 @@ func TestRelayout(t *testing.T) {
 			}
 		}
 		// New layout: keep each row with probability 3/4, with 1..4 slots.
-		var newRow []int32
+		var newRow []RowID
 		var src []int
 		for row := 0; row < nRows; row++ {
 			if r.IntN(4) == 0 {
@@ -146,18 +146,18 @@ func TestRelayout(t *testing.T) {
 			}
 			var olds []int
 			for j, x := range oldRow {
-				if x == int32(10+row) {
+				if x == RowID(10+row) {
 					olds = append(olds, j)
 				}
 			}
 			for k := 1 + r.IntN(4); k > 0; k-- {
-				newRow = append(newRow, int32(10+row))
+				newRow = append(newRow, RowID(10+row))
 				src = append(src, olds[r.IntN(len(olds))])
 			}
 		}
 		// Slots that stay in place get a sentinel in their last value,
 		// which relayout must leave alone.
-		hasInPlace := map[int32]bool{}
+		hasInPlace := map[RowID]bool{}
 		if oldLen == newLen {
 			for j := range newRow {
 				if j < len(oldRow) && oldRow[j] == newRow[j] {
