@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -191,4 +192,106 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	check("after Close", PathReady, 503, `{"status":"shutting down"}`+"\n")
 	check("after Close", PathHealth, 200, `{"status":"alive"}`+"\n")
+}
+
+// stalledPost opens a connection to addr, sends the headers of a POST to
+// /v1/translate announcing a body of 100 bytes, and one byte of it.
+func stalledPost(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, "POST "+PathTranslate+" HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readStatus reads the status line the server answers on c (waiting up
+// to 60 s, far past what the server should take).
+func readStatus(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "no answer: " + err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestStalledBody: a client that sends its headers and one byte of body
+// is answered 408 when the request timeout (here 300 ms) runs out, rather
+// than holding the connection; the answer names the timeout.
+func TestStalledBody(t *testing.T) {
+	b := newBlockingBackend()
+	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	defer func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	waitFor(t, "readiness", s.Ready)
+	c := stalledPost(t, ln.Addr().String())
+	if got := readStatus(t, c); got != "HTTP/1.1 408 Request Timeout" {
+		t.Errorf("stalled body: %q", got)
+	}
+}
+
+// TestShutdownCutsStalledBodies: with a client stalled in its body and a
+// request decoding, a shutdown answers the decoding request, answers the
+// stalled one 503 at once instead of waiting for it (the shutdown timeout
+// is 60 s here: waiting would make Serve return an error), and Serve
+// returns nil.
+func TestShutdownCutsStalledBodies(t *testing.T) {
+	b := newBlockingBackend()
+	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), ShutdownTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	waitFor(t, "readiness", s.Ready)
+	url := "http://" + ln.Addr().String()
+	c := stalledPost(t, ln.Addr().String())
+	waitFor(t, "the stalled request to be reading its body", func() bool {
+		s.readersMu.Lock()
+		defer s.readersMu.Unlock()
+		return len(s.readers) == 1
+	})
+	inFlight := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9]]}`)
+	<-b.entered
+	stop()
+	if got := readStatus(t, c); got != "HTTP/1.1 503 Service Unavailable" {
+		t.Errorf("stalled body at shutdown: %q", got)
+	}
+	b.release <- struct{}{}
+	if a := <-inFlight; a.code != 200 {
+		t.Errorf("request in flight: %d %s", a.code, a.body)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(50 * time.Second):
+		t.Fatal("Serve did not return")
+	}
 }

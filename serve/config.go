@@ -10,15 +10,21 @@ import (
 
 // Defaults of Config's limits, used where a field is 0.
 const (
-	DefaultMaxBodyBytes    = 1 << 20
-	DefaultMaxInputs       = 64
-	DefaultMaxSourceLen    = 256
-	DefaultMaxOutLen       = 512
-	DefaultMaxBeam         = 16
-	DefaultMaxConcurrent   = 64
-	DefaultMaxBatchRows    = 64
-	DefaultMaxQueue        = 256
-	DefaultRequestTimeout  = 60 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxInputs      = 64
+	DefaultMaxSourceLen   = 256
+	DefaultMaxOutLen      = 512
+	DefaultMaxBeam        = 16
+	DefaultMaxConcurrent  = 64
+	DefaultMaxBatchRows   = 64
+	DefaultMaxQueue       = 256
+	DefaultRequestTimeout = 60 * time.Second
+	// readHeaderTimeout bounds reading a request's headers, idleTimeout a
+	// keep-alive connection's wait for its next request, and writeMargin
+	// what writing an answer may take past the request timeout.
+	readHeaderTimeout      = 10 * time.Second
+	idleTimeout            = 2 * time.Minute
+	writeMargin            = 30 * time.Second
 	DefaultShutdownTimeout = 25 * time.Second
 )
 

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,60 @@ type Server struct {
 	closing atomic.Bool
 	metrics *metrics
 	handler http.Handler
+	// readers holds the requests still reading their body, so that a
+	// shutdown can cut the stalled ones (cutReaders) instead of waiting
+	// for them; cut is set once it has.
+	readersMu sync.Mutex
+	readers   map[*http.ResponseController]struct{}
+	cut       bool
+}
+
+// readBody reads the request body into req under deadline (the request's
+// own), registered as a reader that a shutdown may cut. It returns 0 or
+// the status and message of what is wrong with the body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *Request, deadline time.Time) (int, string) {
+	rc := http.NewResponseController(w)
+	s.readersMu.Lock()
+	if s.readers == nil {
+		s.readers = map[*http.ResponseController]struct{}{}
+	}
+	s.readers[rc] = struct{}{}
+	if s.cut {
+		deadline = time.Now()
+	}
+	s.readersMu.Unlock()
+	defer func() {
+		s.readersMu.Lock()
+		delete(s.readers, rc)
+		s.readersMu.Unlock()
+	}()
+	// A server not behind net/http (a test's recorder) has no deadline
+	// to set; the request context still bounds it.
+	_ = rc.SetReadDeadline(deadline)
+	code, msg := decodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), req, s.cfg.MaxBodyBytes)
+	if code == http.StatusRequestTimeout {
+		s.readersMu.Lock()
+		cut := s.cut
+		s.readersMu.Unlock()
+		if cut {
+			return http.StatusServiceUnavailable, "shutting down: the request body had not arrived; send it again to another replica"
+		}
+		return code, fmt.Sprintf("the request body did not arrive within the request timeout of %s (--request-timeout)", s.cfg.RequestTimeout)
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return code, msg
+}
+
+// cutReaders ends, at once, the body reads of the requests still reading
+// theirs, and of any that start reading from now on: a client that sent
+// its headers and stalled must not hold a shutdown.
+func (s *Server) cutReaders() {
+	s.readersMu.Lock()
+	defer s.readersMu.Unlock()
+	s.cut = true
+	for rc := range s.readers {
+		_ = rc.SetReadDeadline(time.Now())
+	}
 }
 
 // servedModel is one served model.
@@ -127,7 +182,15 @@ func (s *Server) Close() error {
 // after a clean shutdown, or the error that stopped it (a model that would
 // not load, requests still running at the timeout).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	// Every phase of a connection is bounded: the headers; the body,
+	// read under the request's own deadline (readBody), ReadTimeout being
+	// the backstop; the answer, written within WriteTimeout of the
+	// headers, past the longest a request may decode; an idle keep-alive
+	// connection.
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:  readHeaderTimeout + s.cfg.RequestTimeout,
+		WriteTimeout: readHeaderTimeout + s.cfg.RequestTimeout + writeMargin,
+		IdleTimeout:  idleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	s.cfg.Logf("listening on http://%s", ln.Addr())
@@ -156,6 +219,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		time.Sleep(s.cfg.DrainDelay)
 	}
 	s.cfg.Logf("shutting down: finishing requests in flight")
+	s.cutReaders()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if serr := hs.Shutdown(sctx); serr != nil {
@@ -267,8 +331,13 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 	if !s.ready.Load() {
 		return fail(nil, http.StatusServiceUnavailable, "not ready: the models are loading")
 	}
+	// The request's deadline starts now and covers reading the body: a
+	// client that sends its headers and stalls is answered 408 then.
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
 	var req Request
-	if code, msg := decodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), &req, s.cfg.MaxBodyBytes); code != 0 {
+	if code, msg := s.readBody(w, r, &req, deadline); code != 0 {
 		return fail(nil, code, "%s", msg)
 	}
 	m, code, msg := s.resolveModel(r.PathValue("name"), req.Model)
@@ -283,8 +352,6 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
 	var res []translate.Result
 	var err error
 	if m.info.Batching {
@@ -469,6 +536,10 @@ func decodeRequest(body io.Reader, req *Request, limit int64) (int, string) {
 		return http.StatusBadRequest, fmt.Sprintf("field %q: got a JSON %s, want %s", typ.Field, typ.Value, describeType(typ.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return http.StatusBadRequest, fmt.Sprintf("%s (the fields are %s)", strings.TrimPrefix(err.Error(), "json: "), requestFields)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return http.StatusRequestTimeout, "the request body did not arrive in time"
 	}
 	return http.StatusBadRequest, fmt.Sprintf("reading the body: %v", err)
 }

@@ -61,8 +61,29 @@ func runServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	// The first SIGTERM or SIGINT shuts down gracefully; a second one,
+	// during the drain, exits at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		stop()
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(os.Stderr, "attnx serve: second %s during shutdown: exiting without waiting for requests in flight\n", sig)
+			os.Exit(1)
+		case <-done:
+		}
+	}()
 	return srv.Serve(ctx, ln)
 }
 

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -203,5 +206,73 @@ func TestServeDeployArgs(t *testing.T) {
 		if err != nil || addr != ":8080" || len(cfg.Models) != 1 || cfg.Models[0].Name != "dates" {
 			t.Errorf("%s: attnx %q: %v (address %q, models %v)", where, args, err, addr, cfg.Models)
 		}
+	}
+}
+
+// TestServeStalledClientAndSecondSignal runs attnx serve in a process of
+// its own. A client that sends its headers and one byte of body does not
+// hold a SIGTERM: the server answers it 503 and exits 0 (it used to wait
+// out the 25 s shutdown timeout and exit 1). A second SIGTERM during a
+// long drain exits at once, status 1, saying so.
+func TestServeStalledClientAndSecondSignal(t *testing.T) {
+	model := translateTestModel(t)
+	serveFromTestBinary(t)
+	p, err := startServe([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1"}, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.cmd.Process.Kill()
+	addr := strings.TrimPrefix(p.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST /v1/translate HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	// The request is counted in flight once its handler runs.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(60 * time.Second)
+	for inFlight(t, client, p.url) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled request never reached its handler")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || strings.TrimSpace(line) != "HTTP/1.1 503 Service Unavailable" {
+		t.Errorf("the stalled client was answered %q, %v", line, err)
+	}
+
+	p, err = startServe([]string{"serve", "--model", "m=" + model, "--addr", "127.0.0.1:0", "--threads", "1", "--drain-delay", "10m"}, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.cmd.Process.Kill()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for !strings.Contains(p.Log(), "draining for 10m0s") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drain in the log:\n%s", p.Log())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-p.logged
+	err = p.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("after a second SIGTERM: %v, want exit status 1", err)
+	}
+	if !strings.Contains(p.Log(), "second terminated during shutdown: exiting without waiting for requests in flight") {
+		t.Errorf("log lacks the second signal:\n%s", p.Log())
 	}
 }
