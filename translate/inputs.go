@@ -153,18 +153,53 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // Stream translates r line by line, one input per line (token ids when the
 // model has no source vocabulary, text otherwise; a trailing CR is
-// dropped), Options.BatchSize lines at a time, calling emit with each
-// result in order as each batch finishes: memory stays bounded whatever the
-// input's length. progress, when not nil, hears the bytes and lines read
-// after each batch. Errors are as for TranslateInputs, and name the line.
+// dropped), calling emit with each result in order as each batch
+// finishes: memory stays bounded whatever the input's length. A batch is
+// the lines that have arrived, Options.BatchSize at most: Stream does not
+// wait for more while the reader has none ready, so a program that writes
+// one line to a pipe and waits for its answer gets it. progress, when not
+// nil, hears the bytes and lines read after each batch (the moment to
+// flush buffered output). Errors are as for TranslateInputs, and name the
+// line.
 func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, Result) error, progress func(bytes int64, lines int)) error {
 	counter := &countingReader{r: r}
-	sc := bufio.NewScanner(counter)
-	sc.Buffer(make([]byte, 64*1024), MaxLineBytes)
 	idsInput := !t.HasSourceVocab()
 	bs := t.batchSize()
+	// The lines are read on a goroutine of their own, so that the batch
+	// can be cut where the reader blocks.
+	type scanned struct {
+		text  string
+		bytes int64
+		err   error // set on the last one: the scanner's error, or io.EOF
+	}
+	lines := make(chan scanned, bs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		sc := bufio.NewScanner(counter)
+		sc.Buffer(make([]byte, 64*1024), MaxLineBytes)
+		send := func(x scanned) bool {
+			select {
+			case lines <- x:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		for sc.Scan() {
+			if !send(scanned{text: sc.Text(), bytes: counter.n}) {
+				return
+			}
+		}
+		err := sc.Err()
+		if err == nil {
+			err = io.EOF
+		}
+		send(scanned{err: err, bytes: counter.n})
+	}()
 	var pending []Input
 	line := 0
+	var read int64
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -172,13 +207,37 @@ func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, R
 		err := t.translateBatch(ctx, pending, emit)
 		pending = pending[:0]
 		if progress != nil {
-			progress(counter.n, line)
+			progress(read, line)
 		}
 		return err
 	}
-	for sc.Scan() {
+	for {
+		var x scanned
+		if len(pending) == 0 {
+			x = <-lines
+		} else {
+			select {
+			case x = <-lines:
+			default:
+				// Nothing more has arrived: answer what has.
+				if err := flush(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		read = x.bytes
+		if x.err != nil {
+			if x.err == io.EOF {
+				return flush()
+			}
+			if errors.Is(x.err, bufio.ErrTooLong) {
+				return fmt.Errorf("translate: line %d: longer than %d bytes", line+1, MaxLineBytes)
+			}
+			return fmt.Errorf("translate: reading input: %w", x.err)
+		}
 		line++
-		s := strings.TrimSuffix(sc.Text(), "\r")
+		s := strings.TrimSuffix(x.text, "\r")
 		in := Input{Where: fmt.Sprintf("line %d", line), Shown: s, Text: s}
 		if idsInput {
 			if strings.TrimSpace(s) != "" {
@@ -197,11 +256,4 @@ func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, R
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("translate: line %d: longer than %d bytes", line+1, MaxLineBytes)
-		}
-		return fmt.Errorf("translate: reading input: %w", err)
-	}
-	return flush()
 }

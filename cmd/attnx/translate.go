@@ -141,7 +141,13 @@ func runTranslate(args []string) error {
 		err = tr.TranslateInputs(ctx, inputs, out.write)
 	} else {
 		bar := newTranslateBar(translateStdin)
-		err = tr.Stream(ctx, translateStdin, out.write, bar.update)
+		// Each batch's answers go out as soon as it is decoded: a program
+		// on the other end of a pipe may be waiting for them.
+		err = tr.Stream(ctx, translateStdin, out.write, func(bytes int64, lines int) {
+			bar.update(bytes, lines)
+			// A failed flush sticks: the next write reports it.
+			_ = w.Flush()
+		})
 		bar.close()
 	}
 	if err != nil {
