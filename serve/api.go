@@ -54,10 +54,14 @@ type Request struct {
 	// score / length ** alpha), finite and >= 0; absent means
 	// translate.DefaultLengthPenalty.
 	LengthPenalty *float64 `json:"length_penalty,omitempty"`
+	// Attention true answers each result's attention weights (the
+	// viewer asks for them); absent or false answers none. They are most
+	// of an answer's bytes: T x src_len numbers per input.
+	Attention *bool `json:"attention,omitempty"`
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, attention"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.
@@ -102,4 +106,8 @@ type ModelInfo struct {
 	MaxSourceLen int `json:"max_source_len"`
 	MaxOutLen    int `json:"max_out_len"`
 	MaxBeam      int `json:"max_beam"`
+	// MaxRequestMemory is the per-request memory budget in bytes: a
+	// request whose estimated need (rows x beam x max_len x src_len, the
+	// answer included) is larger is refused with 413.
+	MaxRequestMemory int64 `json:"max_request_memory"`
 }

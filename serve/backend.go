@@ -32,11 +32,15 @@ type Job struct {
 	// (0: 1) ranked with length penalty LengthPenalty (nil: the default).
 	Beam, NBest   int
 	LengthPenalty *float64
+	// Attention records each result's attention and answers it; without
+	// it the results have none.
+	Attention bool
 }
 
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
-	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty}
+	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
+		WithoutAttention: !job.Attention}
 }
 
 // Backend decodes the requests of one model. Implementations are safe for
@@ -164,7 +168,10 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	}
 	for i := range res {
 		if r := &res[i]; len(r.Tokens) > job.MaxLen {
-			r.Tokens, r.Attention, r.OutputTokens = r.Tokens[:job.MaxLen], r.Attention[:job.MaxLen], r.OutputTokens[:job.MaxLen]
+			r.Tokens, r.OutputTokens = r.Tokens[:job.MaxLen], r.OutputTokens[:job.MaxLen]
+			if len(r.Attention) > job.MaxLen {
+				r.Attention = r.Attention[:job.MaxLen]
+			}
 			r.Text = b.def.TargetText(r.Tokens)
 		}
 	}

@@ -63,12 +63,14 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 	type request struct {
 		k      int // index into maxLens
 		b      int // 1: beam search
+		attn   bool
 		inputs []string
 	}
 	reqs := make(chan request, requests)
 	inputs := 0
 	for i := 0; i < requests; i++ {
-		r := request{k: (i / 3) % len(maxLens), b: min(i%5, 1) ^ 1}
+		// Three in four requests ask for the attention weights.
+		r := request{k: (i / 3) % len(maxLens), b: min(i%5, 1) ^ 1, attn: i%4 != 3}
 		for j := 0; j <= i%3; j++ {
 			r.inputs = append(r.inputs, sentences[(i*7+j*31)%len(sentences)])
 		}
@@ -84,7 +86,7 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range reqs {
-				req := Request{Inputs: r.inputs}
+				req := Request{Inputs: r.inputs, Attention: &r.attn}
 				if maxLens[r.k] > 0 {
 					req.MaxLen = &maxLens[r.k]
 				}
@@ -112,7 +114,11 @@ func TestBatchingMatchesTranslator(t *testing.T) {
 					continue
 				}
 				for i, res := range got.Results {
-					if d := jsonDiff(res, want[r.b][r.k][r.inputs[i]]); d != "" {
+					w := want[r.b][r.k][r.inputs[i]]
+					if !r.attn {
+						w.Attention = nil
+					}
+					if d := jsonDiff(res, w); d != "" {
 						t.Errorf("%s, result %d: %s", body, i, d)
 						failed.Add(1)
 					}
@@ -209,7 +215,7 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 	if n := g.Entered(); n != 1 {
 		t.Fatalf("first step decodes %d rows, want 1", n)
 	}
-	answerB := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9, 10]], "max_len": 3000}`)
+	answerB := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9, 10]], "max_len": 3000, "attention": true}`)
 	waitFor(t, "the second request to queue", func() bool { return s.models["ids"].backend.(SchedulingBackend).QueueDepth() == 1 })
 	// Its row joins at the next boundary.
 	if n := g.Step(); n != 2 {

@@ -87,6 +87,10 @@ type Config struct {
 	// MaxBeam bounds a request's beam width (with batching on, MaxBatchRows
 	// bounds it too: a beam of K takes K of the batch's rows).
 	MaxBeam int
+	// MaxRequestMemory bounds the memory one request may need, as
+	// requestMemory estimates it (413 past it); MaxMemory bounds what the
+	// requests in flight may need together (429 while it is taken).
+	MaxRequestMemory, MaxMemory int64
 	// MaxConcurrent bounds the requests of one model handed to its backend
 	// at once when batching is off; MaxBatchRows bounds the rows (decoder
 	// slots) of one model decoded together when it is on. MaxQueue bounds
@@ -141,6 +145,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
 		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
+		{"MaxRequestMemory", c.MaxRequestMemory}, {"MaxMemory", c.MaxMemory},
 	} {
 		if f.v < 0 {
 			return c, fmt.Errorf("serve: %s = %d: must not be negative", f.name, f.v)
@@ -161,6 +166,15 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxConcurrent, DefaultMaxConcurrent)
 	def(&c.MaxQueue, DefaultMaxQueue)
 	def(&c.MaxBatchRows, DefaultMaxBatchRows)
+	if c.MaxRequestMemory == 0 {
+		c.MaxRequestMemory = DefaultMaxRequestMemory
+	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = DefaultMaxMemory
+	}
+	if c.MaxRequestMemory > c.MaxMemory {
+		return c, fmt.Errorf("serve: the per-request memory budget %s (--max-request-memory) is larger than the server's %s (--max-memory)", mib(c.MaxRequestMemory), mib(c.MaxMemory))
+	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}

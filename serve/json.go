@@ -71,10 +71,9 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 	b = appendInts(b, r.Tokens)
 	b = append(b, `,"text":`...)
 	b = appendString(b, r.Text)
-	b = append(b, `,"attention":`...)
-	if r.Attention == nil {
-		b = append(b, "null"...)
-	} else {
+	// omitempty, as encoding/json writes the field.
+	if len(r.Attention) > 0 {
+		b = append(b, `,"attention":`...)
 		b = append(b, '[')
 		for i, row := range r.Attention {
 			if i > 0 {

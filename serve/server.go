@@ -39,6 +39,8 @@ type Server struct {
 	readersMu sync.Mutex
 	readers   map[*http.ResponseController]struct{}
 	cut       bool
+	// budget is the memory the requests in flight may need together.
+	budget memoryBudget
 }
 
 // readBody reads the request body into req under deadline (the request's
@@ -105,6 +107,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, models: map[string]*servedModel{}, metrics: newMetrics()}
+	s.budget.max = cfg.MaxMemory
 	for _, md := range cfg.Models {
 		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
 		s.models[m.name] = m
@@ -153,6 +156,7 @@ func (s *Server) Load() error {
 			Name: m.name, Default: i == 0, Config: info.Config, Special: info.Special,
 			SrcTokens: info.SrcTokens, TgtTokens: info.TgtTokens,
 			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen, MaxBeam: maxBeam,
+			MaxRequestMemory: s.cfg.MaxRequestMemory,
 		}
 		m.loaded.Store(true)
 		s.cfg.Logf("model %q loaded from %s in %s", m.name, m.dir, time.Since(start).Round(time.Millisecond))
@@ -292,7 +296,9 @@ func (s *Server) translate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.metrics.inFlight.Inc()
 	defer s.metrics.inFlight.Dec()
-	m, code, resp := s.handleTranslate(w, r)
+	m, code, resp, release := s.handleTranslate(w, r)
+	// The request's memory stays reserved until its answer is written.
+	defer release()
 	name := ""
 	if m != nil {
 		name = m.name
@@ -317,9 +323,10 @@ const statusClientGone = 499
 
 // handleTranslate returns the model (nil when none was resolved), the
 // status and the body to answer.
-func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*servedModel, int, any) {
-	fail := func(m *servedModel, code int, format string, args ...any) (*servedModel, int, any) {
-		return m, code, ErrorResponse{Error: fmt.Sprintf(format, args...)}
+func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *servedModel, _ int, _ any, release func()) {
+	release = func() {}
+	fail := func(m *servedModel, code int, format string, args ...any) (*servedModel, int, any, func()) {
+		return m, code, ErrorResponse{Error: fmt.Sprintf(format, args...)}, release
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -351,6 +358,17 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 	if job.Texts != nil && m.info.SrcTokens == nil {
 		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
 	}
+	need := requestMemory(m.info.Config.WithDefaults(), job)
+	if need > s.cfg.MaxRequestMemory {
+		return fail(m, http.StatusRequestEntityTooLarge, "the request needs about %s (%d inputs, beam %d, max_len %s, attention %v): more than the per-request memory budget of %s (--max-request-memory); send fewer inputs or shorter sources, or ask for a smaller beam or max_len, or no attention",
+			mib(need), len(job.Texts)+len(job.IDs), max(job.Beam, 1), maxLenText(job.MaxLen), job.Attention, mib(s.cfg.MaxRequestMemory))
+	}
+	if !s.budget.reserve(need) {
+		w.Header().Set("Retry-After", "1")
+		return fail(m, http.StatusTooManyRequests, "the server's memory budget of %s (--max-memory) is taken by the requests in flight, and this one needs about %s: retry later",
+			mib(s.cfg.MaxMemory), mib(need))
+	}
+	release = func() { s.budget.release(need) }
 
 	var res []translate.Result
 	var err error
@@ -362,6 +380,13 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 		if release, err = m.lim.acquire(ctx); err == nil {
 			res, err = m.backend.Translate(ctx, job)
 			release()
+		}
+	}
+	if !job.Attention {
+		// Backends that compute it anyway (the loop engine's graphs): not
+		// asked for, not answered.
+		for i := range res {
+			res[i].Attention = nil
 		}
 	}
 	field := "inputs"
@@ -377,7 +402,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 		w.Header().Set("Retry-After", "1")
 		return fail(m, http.StatusTooManyRequests, "model %q is busy (%v): retry later", m.name, strings.TrimPrefix(err.Error(), "serve: "))
 	case r.Context().Err() != nil:
-		return m, statusClientGone, nil
+		return m, statusClientGone, nil, release
 	case errors.Is(err, context.DeadlineExceeded):
 		return fail(m, http.StatusGatewayTimeout, "not answered within the request timeout of %s", s.cfg.RequestTimeout)
 	case errors.Is(err, translate.ErrClosed):
@@ -404,7 +429,15 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (*serve
 	}
 	s.metrics.tokens.WithLabelValues(m.name).Add(float64(tokens))
 	s.metrics.inputs.WithLabelValues(m.name).Add(float64(len(res)))
-	return m, http.StatusOK, &out
+	return m, http.StatusOK, &out, release
+}
+
+// maxLenText is a request's max_len as an error message shows it.
+func maxLenText(n int) string {
+	if n == 0 {
+		return "2n+10"
+	}
+	return strconv.Itoa(n)
 }
 
 // serverHints turns the translate API's hints, which name its Go options,
@@ -455,6 +488,7 @@ func (s *Server) checkRequest(req *Request) (Job, string) {
 	}
 	job := beam
 	job.Texts, job.IDs = req.Inputs, req.IDs
+	job.Attention = req.Attention != nil && *req.Attention
 	if req.MaxLen != nil {
 		if *req.MaxLen < 1 || *req.MaxLen > s.cfg.MaxOutLen {
 			return Job{}, fmt.Sprintf("max_len = %d: want 1 to %d (--max-out-len)", *req.MaxLen, s.cfg.MaxOutLen)

@@ -27,7 +27,7 @@ func TestViewerInBrowser(t *testing.T) {
 	chromium := testenv.Command(t, "chromium", "chromium")
 	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demoModel(t)}}})
 	const sentence = "Wednesday, March 3, 2021"
-	code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q]}`, sentence))
+	code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "attention": true}`, sentence))
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
@@ -131,7 +131,7 @@ func TestViewerInBrowser(t *testing.T) {
 	// Beam search: the n-best list, best first, as the JSON answer has it,
 	// and the heat map of the best hypothesis.
 	const beam = 3
-	code, body = post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "beam": %d, "n_best": %d}`, sentence, beam, beam))
+	code, body = post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "beam": %d, "n_best": %d, "attention": true}`, sentence, beam, beam))
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}

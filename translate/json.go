@@ -15,8 +15,9 @@ type ResultJSON struct {
 	// unknown).
 	Text string `json:"text"`
 	// Attention holds one row per output token, each with one weight per
-	// source token.
-	Attention [][]float32 `json:"attention"`
+	// source token; absent when it was not asked for (attnx serve answers
+	// it only to requests with "attention": true).
+	Attention [][]float32 `json:"attention,omitempty"`
 	// Hypotheses is beam search's n-best list, best first (absent for
 	// greedy decoding); Tokens, Text and Attention are the first one's.
 	Hypotheses []HypothesisJSON `json:"hypotheses,omitempty"`

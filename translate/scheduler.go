@@ -33,6 +33,10 @@ type CallOptions struct {
 	// scheduler's MaxSlots.
 	Beam, NBest   int
 	LengthPenalty *float64
+	// WithoutAttention leaves the results' attention empty and has the
+	// search not record it: for a long output of a long source it is most
+	// of a call's memory (T x src_len floats per hypothesis kept).
+	WithoutAttention bool
 }
 
 // schedulerCells is the source positions per slot a Scheduler's executor
@@ -145,8 +149,18 @@ func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt Call
 // Translator's; on the steps engine only, unless opt sets nothing. Rows
 // are decoded in batches of at most Options.BatchSize.
 func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
-	if opt == (CallOptions{}) {
-		return t.TranslateIDs(ctx, sources)
+	// Without attention alone needs no per-call search on the loop
+	// engine: its graph computes the attention anyway, which is dropped.
+	search := opt
+	search.WithoutAttention = false
+	if search == (CallOptions{}) && (!opt.WithoutAttention || t.pool == nil) {
+		res, err := t.TranslateIDs(ctx, sources)
+		if err == nil && opt.WithoutAttention {
+			for i := range res {
+				res[i].Attention = nil
+			}
+		}
+		return res, err
 	}
 	if t.pool == nil {
 		return nil, fmt.Errorf("translate: per-call settings need the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)

@@ -31,6 +31,8 @@ type searchOpts struct {
 	beam   int     // 1: greedy decoding; K > 1: beam search of width K
 	nBest  int     // hypotheses listed per row (beam search)
 	alpha  float64 // beam search's length penalty
+	// noAttention: the searches record no attention (CallOptions.WithoutAttention).
+	noAttention bool
 }
 
 // searchOptions returns the Translator's own search settings.
@@ -47,6 +49,7 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	so := t.searchOptions()
 	so.maxLen = opt.MaxLen
+	so.noAttention = opt.WithoutAttention
 	if opt.Beam != 0 {
 		so.beam, so.nBest = opt.Beam, 1
 	}
@@ -76,14 +79,14 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: true}
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: !so.noAttention}
 			ss[r] = &bs[r]
 		}
 		return ss
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: true}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: !so.noAttention}
 		ss[r] = &gs[r]
 	}
 	return ss

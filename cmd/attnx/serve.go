@@ -107,6 +107,8 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "with batching on: rows per model decoded together")
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
+	maxReqMem := fs.Int64("max-request-memory", serve.DefaultMaxRequestMemory>>20, "most memory in `MiB` one request may need, estimated from rows x beam x max_len x src_len with the answer (413 past it)")
+	maxMem := fs.Int64("max-memory", serve.DefaultMaxMemory>>20, "most memory in `MiB` the requests in flight may need together (429 while it is taken)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
 	profiling := fs.Bool("pprof", false, "serve Go's CPU and heap profiles under /debug/pprof/ (for measuring; do not expose)")
@@ -124,6 +126,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
+		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
@@ -141,6 +144,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		{"--max-body", *maxBody}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)}, {"--max-beam", int64(*maxBeam)},
 		{"--max-concurrent", int64(*maxConc)}, {"--max-batch-rows", int64(*maxRows)}, {"--max-queue", int64(*maxQueue)},
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
+		{"--max-request-memory", *maxReqMem}, {"--max-memory", *maxMem},
 	} {
 		if f.v < 1 {
 			return fail(fmt.Sprintf("%s: must be positive", f.name))
