@@ -18,10 +18,9 @@ build:
 	$(GO) build -buildvcs=auto -o bin/attnx ./cmd/attnx
 
 # install copies bin/attnx to $(PREFIX)/bin and the ONNX Runtime library it
-# runs on ($(ATTNX_ORT_LIB), which make deps installs) to $(PREFIX)/lib.
-# attnx looks in /usr/local/lib by itself, so with the default PREFIX it
-# works from any directory; with another one (make install
-# PREFIX=$$HOME/.local) set ATTNX_ORT_LIB=$(PREFIX)/lib/libonnxruntime.so.1.
+# runs on ($(ATTNX_ORT_LIB), which make deps installs) to $(PREFIX)/lib,
+# where attnx finds it by itself (../lib beside its own directory) with any
+# PREFIX (make install PREFIX=$$HOME/.local).
 # DESTDIR stages the files elsewhere, for packaging.
 PREFIX ?= /usr/local
 install: build

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -49,15 +51,18 @@ var (
 //
 // The library is looked for, in order:
 //  1. $ATTNX_ORT_LIB, when set (nothing else is tried then);
-//  2. .deps/onnxruntime/lib/libonnxruntime.so.1 in the executable's directory
-//     and each of its parents, then in the current directory and each of its
-//     parents;
+//  2. libonnxruntime.so.1 beside the executable and in its ../lib (make
+//     install's layout), then .deps/onnxruntime/lib/libonnxruntime.so.1 in
+//     the executable's parent directory (bin/attnx in a checkout) and in
+//     this module's own directory (scripts/install-deps.sh's install);
 //  3. libonnxruntime.so.1 and libonnxruntime.so in /usr/local/lib, /usr/lib
 //     and the other usual system directories;
 //  4. the same two names through the dynamic loader's default search path.
 //
 // The first file that exists is the one loaded; if it is not a loadable ONNX
-// Runtime library, Init fails naming it rather than trying the next. When
+// Runtime library, or someone other than root or the current user could
+// have written it (checkOwner), Init fails naming it rather than trying
+// the next. When
 // there is no library file at all (none found, or $ATTNX_ORT_LIB names a
 // file that does not exist), errors.Is(err, fs.ErrNotExist) holds.
 func Init() error {
@@ -99,6 +104,9 @@ func initialize() (string, error) {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("runtime: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
 		}
+		if err := checkOwner(p); err != nil {
+			return "", fmt.Errorf("runtime: %s=%s: %w", EnvLib, p, err)
+		}
 		if err := load(p); err != nil {
 			return "", fmt.Errorf("runtime: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
 		}
@@ -109,6 +117,9 @@ func initialize() (string, error) {
 		searched = append(searched, c)
 		if st, err := os.Stat(c); err != nil || st.IsDir() {
 			continue
+		}
+		if err := checkOwner(c); err != nil {
+			return "", fmt.Errorf("runtime: %w", err)
 		}
 		if err := load(c); err != nil {
 			return "", fmt.Errorf("runtime: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
@@ -134,42 +145,77 @@ func (e *notFoundError) Error() string { return e.msg }
 // Is makes errors.Is(err, fs.ErrNotExist) true.
 func (e *notFoundError) Is(target error) bool { return target == fs.ErrNotExist }
 
-// candidates lists the files to look for, in order, without duplicates.
+// moduleLib is this module's own install of the library
+// (scripts/install-deps.sh's .deps), located from this source file's path
+// as the compiler recorded it; "" when built with -trimpath. Tests clear it
+// to see what a binary built elsewhere finds.
+var moduleLib = func() string {
+	_, file, _, ok := goruntime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(file)), projectLib)
+}()
+
+// candidates lists the files to look for, in order, without duplicates:
+// beside the executable and in its ../lib (where make install puts it),
+// the .deps of the checkout the executable was built in (bin/attnx) and
+// of this module, then the system directories. Only these explicit
+// places: directories above the executable or the working directory are
+// not searched, since anyone who can write one (/tmp/.deps/...) would get
+// code loaded into whoever runs attnx below it.
 func candidates() []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
-		if !seen[p] {
+		if p != "" && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
 	}
-	var starts []string
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		starts = append(starts, filepath.Dir(exe))
+		dir := filepath.Dir(exe)
+		add(filepath.Join(dir, systemNames[0]))
+		add(filepath.Join(filepath.Dir(dir), "lib", systemNames[0]))
+		add(filepath.Join(filepath.Dir(dir), projectLib))
 	}
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	for _, dir := range starts {
-		for {
-			add(filepath.Join(dir, projectLib))
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
+	add(moduleLib)
 	for _, dir := range systemDirs {
 		for _, name := range systemNames {
 			add(filepath.Join(dir, name))
 		}
 	}
 	return out
+}
+
+// checkOwner refuses a library file that someone other than root or the
+// current user could have written: one writable by its group or everyone,
+// one owned by another user, or one in a directory others can write
+// without the sticky bit (they could replace it). path is resolved
+// through symbolic links first.
+func checkOwner(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("refusing %s: it is writable by its group or by everyone (mode %04o), so anyone could have replaced it; make it writable by its owner only (chmod go-w)", real, st.Mode().Perm())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("refusing %s: it is owned by user %d, neither root nor you (user %d); install it yourself or as root", real, sys.Uid, os.Geteuid())
+	}
+	dir := filepath.Dir(real)
+	if dst, err := os.Stat(dir); err == nil && dst.Mode().Perm()&0o002 != 0 && dst.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("refusing %s: its directory %s is writable by everyone (mode %04o, no sticky bit), so anyone could have replaced it", real, dir, dst.Mode().Perm())
+	}
+	return nil
 }
 
 // load makes path the library onnxruntime_go uses and initialises the ORT

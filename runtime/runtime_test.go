@@ -64,6 +64,8 @@ func TestInitChild(t *testing.T) {
 	if os.Getenv("ATTNX_RUNTIME_TEST_CHILD") == "" {
 		t.Skip("helper process for TestInitErrors")
 	}
+	// As a binary built outside this checkout: no module install.
+	moduleLib = ""
 	err := Init()
 	fmt.Printf("INIT-RESULT: %v\n", err)
 	fmt.Printf("INIT-NOT-EXIST: %v\n", errors.Is(err, fs.ErrNotExist))
@@ -85,6 +87,41 @@ func TestInitErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A library planted above the working directory, where anyone can
+	// write (as /tmp/.deps/... would be): never loaded.
+	work := filepath.Join(dir, "work", "sub")
+	planted := filepath.Join(dir, projectLib)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("planted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The real library, copied with modes others could write.
+	testenv.ORT(t, Init())
+	real, err := os.ReadFile(LibraryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupWritable := filepath.Join(dir, "gw", "libonnxruntime.so.1")
+	openDir := filepath.Join(dir, "open", "libonnxruntime.so.1")
+	for _, p := range []string{groupWritable, openDir} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, real, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(groupWritable, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(openDir), 0o777); err != nil {
+		t.Fatal(err)
+	}
 	// INIT-NOT-EXIST: absent libraries are fs.ErrNotExist (testenv.ORT then
 	// skips outside CI), a broken one is not.
 	tests := []struct {
@@ -97,14 +134,18 @@ func TestInitErrors(t *testing.T) {
 		{"text file", text,
 			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`", "INIT-NOT-EXIST: false"}},
 		{"nothing installed anywhere", "",
-			[]string{"INIT-NOT-EXIST: true", "ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)", filepath.Join(dir, projectLib),
+			[]string{"INIT-NOT-EXIST: true", "ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)",
 				"/usr/lib/libonnxruntime.so.1", "/usr/local/lib/libonnxruntime.so.1", "libonnxruntime.so (dynamic loader path)",
 				"run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
+		{"group-writable library", groupWritable,
+			[]string{"ATTNX_ORT_LIB=" + groupWritable + ": refusing " + groupWritable + ": it is writable by its group or by everyone (mode 0664)", "INIT-NOT-EXIST: false"}},
+		{"library in a directory anyone can write", openDir,
+			[]string{"refusing " + openDir + ": its directory " + filepath.Dir(openDir) + " is writable by everyone (mode 0777, no sticky bit)", "INIT-NOT-EXIST: false"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestInitChild$", "-test.v")
-			cmd.Dir = dir // no .deps above it; the test binary lives in a temp dir too
+			cmd.Dir = work // a library is planted above it; the test binary lives in a temp dir
 			env := []string{"ATTNX_RUNTIME_TEST_CHILD=1", "ATTNX_RUNTIME_TEST_MODELS=" + models}
 			for _, kv := range os.Environ() {
 				if !strings.HasPrefix(kv, EnvLib+"=") && !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
@@ -127,6 +168,9 @@ func TestInitErrors(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("child output lacks %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(out, planted) {
+				t.Errorf("the library planted above the working directory was looked at:\n%s", out)
 			}
 			if strings.Contains(out, "INIT-SECOND-DIFFERS") {
 				t.Errorf("second Init differs:\n%s", out)
