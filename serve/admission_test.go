@@ -99,6 +99,7 @@ func TestRequestTimeout(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+PathTranslate, strings.NewReader(`{"ids": [[3]]}`))
+	req.Header.Set("Content-Type", "application/json")
 	done := make(chan error, 1)
 	go func() {
 		_, err := http.DefaultClient.Do(req)

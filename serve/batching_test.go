@@ -209,6 +209,7 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 	goneA := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "POST", url+PathTranslate, strings.NewReader(`{"ids": [[4, 5, 6]], "max_len": 4000}`))
+		req.Header.Set("Content-Type", "application/json")
 		_, err := http.DefaultClient.Do(req)
 		goneA <- err
 	}()

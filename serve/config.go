@@ -110,6 +110,11 @@ type Config struct {
 	// requests before the listener closes.
 	DrainDelay time.Duration
 
+	// AllowedHosts are Host names served besides localhost and the
+	// loopback addresses when listening on a loopback address (requests
+	// naming any other host are refused, against DNS rebinding).
+	AllowedHosts []string
+
 	// Profiling serves Go's profiles under /debug/pprof/ (net/http/pprof),
 	// for measuring the server under load; off by default.
 	Profiling bool

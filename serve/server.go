@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -41,6 +42,54 @@ type Server struct {
 	cut       bool
 	// budget is the memory the requests in flight may need together.
 	budget memoryBudget
+	// hosts, when not nil, is the Host names requests may carry: set by
+	// Serve on a loopback listener, against DNS rebinding.
+	hosts map[string]bool
+}
+
+// loopbackHosts returns the Host names a server on the loopback address
+// addr answers, with extra names (Config.AllowedHosts), or nil when addr is
+// not a loopback address: then every name is served, as behind a load
+// balancer or in a cluster.
+func loopbackHosts(addr net.Addr, extra []string) map[string]bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return nil
+	}
+	hosts := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true, tcp.IP.String(): true}
+	for _, h := range extra {
+		hosts[strings.ToLower(h)] = true
+	}
+	return hosts
+}
+
+// guard refuses what a web page in a browser could make a loopback server
+// do for it: a request whose Host is not one of the server's names (a
+// DNS-rebinding page reads /metrics and /v1/models as its own origin), and
+// a translate POST whose body is not declared JSON (a page may send
+// text/plain to any address without asking).
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.hosts != nil {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.ToLower(strings.Trim(host, "[]"))
+			if !s.hosts[host] {
+				writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server, which listens on a loopback address: start attnx serve with --allow-host %s to answer it", r.Host, host))
+				return
+			}
+		}
+		if r.Method == http.MethodPost {
+			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: send the body as JSON with Content-Type: application/json", r.Header.Get("Content-Type")))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // readBody reads the request body into req under deadline (the request's
@@ -124,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 			return d, st
 		})
 	}
-	s.handler = s.routes()
+	s.handler = s.guard(s.routes())
 	return s, nil
 }
 
@@ -195,6 +244,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadTimeout:  readHeaderTimeout + s.cfg.RequestTimeout,
 		WriteTimeout: readHeaderTimeout + s.cfg.RequestTimeout + writeMargin,
 		IdleTimeout:  idleTimeout}
+	s.hosts = loopbackHosts(ln.Addr(), s.cfg.AllowedHosts)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	s.cfg.Logf("listening on http://%s", ln.Addr())

@@ -80,6 +80,9 @@ func badRequests(t *testing.T, batching bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if c.method == "POST" {
+				req.Header.Set("Content-Type", "application/json")
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -111,6 +111,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxMem := fs.Int64("max-memory", serve.DefaultMaxMemory>>20, "most memory in `MiB` the requests in flight may need together (429 while it is taken)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
+	allowHosts := fs.StringArray("allow-host", nil, "with --addr on a loopback address: a Host `NAME` to answer besides localhost and the loopback addresses (others get 403, against DNS rebinding); repeatable")
 	profiling := fs.Bool("pprof", false, "serve Go's CPU and heap profiles under /debug/pprof/ (for measuring; do not expose)")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
 	if err := parseFlags(fs, args); err != nil {
@@ -126,7 +127,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
-		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20,
+		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, AllowedHosts: *allowHosts,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
