@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -295,4 +296,58 @@ func TestShutdownCutsStalledBodies(t *testing.T) {
 	case <-time.After(50 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+}
+
+// TestListenerFailureWhileLoading: when the listener fails while a model
+// is being opened, Serve waits for it, opens no further model and closes
+// every backend it opened before returning the listener's error.
+func TestListenerFailureWhileLoading(t *testing.T) {
+	var opened, closed atomic.Int32
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	open := func(string, *Config, BatchObserver) (Backend, error) {
+		entered <- struct{}{}
+		<-release
+		opened.Add(1)
+		return &countingBackend{blockingBackend: newBlockingBackend(), closed: &closed}, nil
+	}
+	s, err := New(Config{Models: []ModelDir{{Name: "a"}, {Name: "b"}}, Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &failingListener{fail: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), ln) }()
+	<-entered
+	close(ln.fail) // the listener fails while model "a" is being opened
+	close(release)
+	err = <-served
+	if err == nil || !strings.Contains(err.Error(), "the listener failed") {
+		t.Errorf("Serve: %v, want the listener's error", err)
+	}
+	// Model "b" may or may not have been started, depending on when Serve
+	// saw the failure; every backend opened must be closed.
+	if o, c := opened.Load(), closed.Load(); o < 1 || c != o {
+		t.Errorf("%d backends opened, %d closed; want each one opened closed", o, c)
+	}
+}
+
+// failingListener's Accept fails once fail is closed.
+type failingListener struct{ fail chan struct{} }
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	<-l.fail
+	return nil, errors.New("the listener failed")
+}
+func (l *failingListener) Close() error   { return nil }
+func (l *failingListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+// countingBackend counts its Close calls.
+type countingBackend struct {
+	*blockingBackend
+	closed *atomic.Int32
+}
+
+func (b *countingBackend) Close() error {
+	b.closed.Add(1)
+	return nil
 }

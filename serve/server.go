@@ -188,11 +188,16 @@ func (s *Server) Ready() bool { return s.ready.Load() && !s.closing.Load() }
 // already open and returns the error.
 func (s *Server) Load() error {
 	for i, m := range s.order {
+		if s.closing.Load() {
+			// Serve is stopping (its listener failed): open no more.
+			return nil
+		}
 		start := time.Now()
 		obs := s.metrics.batch.WithLabelValues(m.name)
 		b, err := s.cfg.Open(m.dir, &s.cfg, func(rows int) { obs.Observe(float64(rows)) })
 		if err != nil {
 			for _, o := range s.order[:i] {
+				o.loaded.Store(false)
 				o.backend.Close()
 			}
 			return fmt.Errorf("model %q (%s): %w", m.name, m.dir, err)
@@ -259,6 +264,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			select {
 			case <-ctx.Done():
 			case err = <-served:
+				served <- err // read again below
 			}
 		}
 	case <-ctx.Done():
@@ -266,6 +272,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// backends are closed below.
 		err = <-loaded
 	case err = <-served:
+		// The listener failed while loading: Load stops before its next
+		// model; wait for the one it is opening, so that Close closes it.
+		served <- err
+		s.closing.Store(true)
+		err = errors.Join(err, <-loaded)
 	}
 	s.closing.Store(true)
 	if err == nil && s.cfg.DrainDelay > 0 {
@@ -280,7 +291,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 		err = errors.Join(err, fmt.Errorf("requests still in flight after the shutdown timeout of %s: %w", s.cfg.ShutdownTimeout, serr))
 	}
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && serr != err {
 		err = errors.Join(err, serr)
 	}
 	err = errors.Join(err, s.Close())
