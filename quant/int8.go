@@ -126,6 +126,19 @@ func (q *Int8) ScaleTensor() *builder.Tensor {
 	return builder.FloatTensor([]int64{int64(len(q.Scales))}, q.Scales)
 }
 
+// ColumnSums returns the sum of each column of the quantized values, in
+// int32: what a per-row activation zero point contributes to a product
+// (zp times the column sum).
+func (q *Int8) ColumnSums() []int32 {
+	out := make([]int32, q.Cols)
+	for r := range q.Rows {
+		for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+			out[c] += int32(v)
+		}
+	}
+	return out
+}
+
 // Bytes returns the size of the quantized values and scales in bytes.
 func (q *Int8) Bytes() int { return len(q.Q) + 4*len(q.Scales) }
 

@@ -365,7 +365,9 @@ func reducedSchemes(outRange [2]float32, all bool) []qlayer.Scheme {
 	nb := func(bits, block, level int, asym bool) qlayer.Scheme {
 		return qlayer.Scheme{Form: qlayer.NBits, Bits: bits, BlockSize: block, AccuracyLevel: level, Asymmetric: asym}
 	}
-	s := []qlayer.Scheme{{Form: qlayer.DynamicInt8}}
+	// Per-row int8 (attnx's) beside the per-tensor form it replaced,
+	// whose rows depend on each other.
+	s := []qlayer.Scheme{{Form: qlayer.DynamicInt8}, {Form: qlayer.DynamicInt8, Asymmetric: true}, {Form: qlayer.DynamicInt8, PerTensor: true}}
 	if all {
 		s = append([]qlayer.Scheme{{Form: qlayer.Dequantize}}, s...)
 		s = append(s, qlayer.Scheme{Form: qlayer.DynamicInt8, Uint8Weights: true}, qlayer.Scheme{Form: qlayer.QLinear, OutRange: outRange},

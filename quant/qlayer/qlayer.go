@@ -29,10 +29,15 @@ const (
 	// Dequantize stores int8 weights with one scale per output and
 	// dequantizes them in the graph (DequantizeLinear, then MatMul).
 	Dequantize
-	// DynamicInt8 quantizes x to uint8 at run time (DynamicQuantizeLinear)
-	// and multiplies by int8 weights with one scale per output
-	// (MatMulInteger), then rescales: Mul(Cast(acc), x_scale * w_scales).
-	// ONNX Runtime fuses the chain into one DynamicQuantizeMatMul.
+	// DynamicInt8 quantizes x to uint8 at run time, each row with its own
+	// scale and zero point (rowQuantize), multiplies by int8 weights with
+	// one scale per output (MatMulInteger), subtracts the zero point's
+	// share in int32, then rescales: Mul(Cast(acc), x_scale * w_scales). A
+	// row's result depends on that row alone, so a batch decodes each row
+	// as it decodes alone. Scheme.PerTensor quantizes the whole x with one
+	// scale instead (DynamicQuantizeLinear, which ONNX Runtime fuses with
+	// the product into one DynamicQuantizeMatMul), making each row's result
+	// depend on the other rows.
 	DynamicInt8
 	// QLinear is DynamicInt8's product done by QLinearMatMul, whose output
 	// is requantized to uint8 over Scheme.OutRange and dequantized after.
@@ -49,10 +54,17 @@ type Scheme struct {
 	// Uint8Weights stores DynamicInt8 weights as uint8 with zero point 128
 	// instead of int8 (ONNX Runtime's u8u8 kernels instead of u8s8).
 	Uint8Weights bool
+	// PerTensor quantizes DynamicInt8's activations with one scale for
+	// the whole tensor, as DynamicQuantizeLinear does, not one per row;
+	// kept to measure what per-row scales cost.
+	PerTensor bool
 	// OutRange is the [min, max] QLinear's output is quantized over.
 	OutRange [2]float32
-	// Bits, BlockSize and AccuracyLevel configure NBits; Asymmetric stores a
-	// zero point per block instead of the default 2^(Bits-1).
+	// Bits, BlockSize and AccuracyLevel configure NBits. Asymmetric stores
+	// NBits' zero point per block instead of the default 2^(Bits-1); for
+	// DynamicInt8 per row it gives each row its own zero point (the row's
+	// [min, max] over 256 levels, corrected with the weights' column sums)
+	// instead of the symmetric max|x|/127 with zero point 128.
 	Bits, BlockSize, AccuracyLevel int
 	Asymmetric                     bool
 }
@@ -66,10 +78,17 @@ func (s Scheme) String() string {
 	case Dequantize:
 		return "int8 DequantizeLinear+MatMul"
 	case DynamicInt8:
-		if s.Uint8Weights {
-			return "int8 DynamicQuantizeLinear+MatMulInteger (u8 weights)"
+		name := "int8 per-row QuantizeLinear+MatMulInteger"
+		if s.Asymmetric {
+			name += " asym"
 		}
-		return "int8 DynamicQuantizeLinear+MatMulInteger"
+		if s.PerTensor {
+			name = "int8 DynamicQuantizeLinear+MatMulInteger"
+		}
+		if s.Uint8Weights {
+			name += " (u8 weights)"
+		}
+		return name
 	case QLinear:
 		return "int8 QLinearMatMul"
 	case NBits:
@@ -154,9 +173,31 @@ func Linear(g *builder.Graph, name string, x *builder.Value, l Layer, s Scheme) 
 			} else {
 				w = init("weight_q^T", wq)
 			}
-			xq, xs, xzp := ops.DynamicQuantizeLinear(x)
-			acc := ops.Cast(ops.MatMulInteger(xq, w, xzp, wzp), builder.Float)
-			return Built{Y: addBias(ops.Mul(acc, ops.Mul(xs, scales))), Bytes: bytes}
+			if s.PerTensor {
+				xq, xs, xzp := ops.DynamicQuantizeLinear(x)
+				acc := ops.Cast(ops.MatMulInteger(xq, w, xzp, wzp), builder.Float)
+				return Built{Y: addBias(ops.Mul(acc, ops.Mul(xs, scales))), Bytes: bytes}
+			}
+			if s.Asymmetric {
+				// Per row: Σ_k (xq_k - zp) w_k = Σ_k xq_k w_k - zp Σ_k w_k,
+				// the second term from the weights' column sums, in int32
+				// (ONNX Runtime's MatMulInteger takes one zero point for A
+				// only). With u8 weights MatMulInteger subtracts their zero
+				// point 128 itself: the sums are the int8 weights' own.
+				colSums := init("weight_column_sums", builder.Int32Tensor([]int64{int64(l.Out)}, qt.ColumnSums()))
+				x2, back := rows2D(g, x, l.In, l.Out)
+				xq, xs, xzp := rowQuantize(g, x2, init("row_zero_point", &builder.Tensor{DType: builder.Uint8, Raw: []byte{0}}))
+				acc := ops.MatMulInteger(xq, w, nil, wzp)
+				acc = ops.Sub(acc, ops.Mul(ops.Cast(xzp, builder.Int32), colSums))
+				y := ops.Mul(ops.Cast(acc, builder.Float), ops.Mul(xs, scales))
+				return Built{Y: addBias(back(y)), Bytes: bytes}
+			}
+			// Per row, symmetric: scale max|x|/127 per row, zero point
+			// 128 for every row, which MatMulInteger takes as its scalar.
+			zp128 := init("activation_zero_point", &builder.Tensor{DType: builder.Uint8, Raw: []byte{128}})
+			xq, xs := rowQuantizeSymmetric(g, x, zp128)
+			acc := ops.Cast(ops.MatMulInteger(xq, w, zp128, wzp), builder.Float)
+			return Built{Y: addBias(ops.Mul(ops.Mul(acc, scales), xs)), Bytes: bytes}
 		default:
 			lo, hi := min(s.OutRange[0], 0), max(s.OutRange[1], 0)
 			if !(hi > lo) {
@@ -188,6 +229,57 @@ func Linear(g *builder.Graph, name string, x *builder.Value, l Layer, s Scheme) 
 		return Built{Y: y, Bytes: bytes}
 	}
 	return fail(fmt.Errorf("unknown form %d", int(s.Form)))
+}
+
+// rows2D returns x as a matrix of rows [N, in] and a function that gives a
+// [N, out] result x's leading dimensions back.
+func rows2D(g *builder.Graph, x *builder.Value, in, out int) (*builder.Value, func(*builder.Value) *builder.Value) {
+	if x.Rank() == 2 {
+		return x, func(y *builder.Value) *builder.Value { return y }
+	}
+	lead := ops.Shape(x, ops.ShapeOpts{End: new(int64(-1))})
+	x2 := ops.Reshape(x, ops.ConstInt64s(g, -1, int64(in)), ops.ReshapeOpts{})
+	return x2, func(y *builder.Value) *builder.Value {
+		return ops.Reshape(y, ops.Concat(0, lead, ops.ConstInt64s(g, int64(out))), ops.ReshapeOpts{})
+	}
+}
+
+// minRowScale keeps a row of zeros from a zero scale (and a NaN zero
+// point); any positive scale quantizes zeros to the zero point 0.
+const minRowScale = 1e-30
+
+// rowQuantize quantizes each row of x [N, K] to uint8 with its own scale
+// and zero point, as DynamicQuantizeLinear does for a whole tensor:
+// scale = (max(0, max x) - min(0, min x)) / 255, zero point =
+// round(-min(0, min x) / scale) saturated to [0, 255]. It returns xq
+// [N, K] uint8, the scales [N, 1] float and the zero points [N, 1] uint8.
+// u8zero is a uint8 scalar 0.
+func rowQuantize(g *builder.Graph, x, u8zero *builder.Value) (xq, scale, zeroPoint *builder.Value) {
+	zero := ops.ScalarFloat(g, 0)
+	lo := ops.Min(ops.ReduceMin(x, ops.ReduceOpts{Axes: []int64{1}, NoKeepDims: true}), zero)
+	hi := ops.Max(ops.ReduceMax(x, ops.ReduceOpts{Axes: []int64{1}, NoKeepDims: true}), zero)
+	s := ops.Max(ops.Div(ops.Sub(hi, lo), ops.ScalarFloat(g, 255)), ops.ScalarFloat(g, minRowScale))
+	axis := int64(0)
+	// QuantizeLinear rounds half to even and saturates, as
+	// DynamicQuantizeLinear does; along axis 0 each row has its own.
+	zp := ops.QuantizeLinear(ops.Div(ops.Neg(lo), s), ops.ScalarFloat(g, 1), u8zero, ops.QuantOpts{})
+	xq = ops.QuantizeLinear(x, s, zp, ops.QuantOpts{Axis: &axis})
+	one := ops.ConstInt64s(g, 1)
+	return xq, ops.Unsqueeze(s, one), ops.Unsqueeze(zp, one)
+}
+
+// rowQuantizeSymmetric quantizes each row (last axis) of x to uint8 with
+// its own scale max|x|/127 and the zero point zp128 (128) shared by every
+// row: xq = saturate(round(x / scale) + 128). It returns xq (x's shape)
+// and the scales (x's shape with a last dimension of 1).
+func rowQuantizeSymmetric(g *builder.Graph, x, zp128 *builder.Value) (xq, scale *builder.Value) {
+	last := int64(x.Rank() - 1)
+	m := ops.ReduceMax(ops.Abs(x), ops.ReduceOpts{Axes: []int64{last}})
+	scale = ops.Max(ops.Div(m, ops.ScalarFloat(g, 127)), ops.ScalarFloat(g, minRowScale))
+	// QuantizeLinear with scale 1 rounds half to even and saturates, as
+	// DynamicQuantizeLinear does.
+	xq = ops.QuantizeLinear(ops.Div(x, scale), ops.ScalarFloat(g, 1), zp128, ops.QuantOpts{})
+	return xq, scale
 }
 
 // transpose returns the rows x cols matrix w transposed.

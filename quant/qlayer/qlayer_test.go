@@ -56,6 +56,8 @@ func TestLinearSchemes(t *testing.T) {
 		{Scheme{Form: Dequantize}, 0.02},
 		{Scheme{Form: DynamicInt8}, 0.03},
 		{Scheme{Form: DynamicInt8, Uint8Weights: true}, 0.03},
+		{Scheme{Form: DynamicInt8, Asymmetric: true}, 0.03},
+		{Scheme{Form: DynamicInt8, PerTensor: true}, 0.03},
 		{Scheme{Form: QLinear, OutRange: [2]float32{-2.5, 2.5}}, 0.04},
 		{Scheme{Form: NBits, Bits: 8, BlockSize: 32, AccuracyLevel: 4}, 0.03},
 		{Scheme{Form: NBits, Bits: 4, BlockSize: 32}, 0.15},
@@ -97,7 +99,11 @@ func TestLinearBytes(t *testing.T) {
 		want int
 	}{
 		{Scheme{Form: Float}, 64 * 128 * 4},
-		{Scheme{Form: DynamicInt8}, 64*128 + 64*4},
+		{Scheme{Form: DynamicInt8, PerTensor: true}, 64*128 + 64*4},
+		// Per row: the activations' zero point 128 (a uint8); asymmetric,
+		// the column sums (int32) and a uint8 zero.
+		{Scheme{Form: DynamicInt8}, 64*128 + 64*4 + 1},
+		{Scheme{Form: DynamicInt8, Asymmetric: true}, 64*128 + 64*4 + 64*4 + 1},
 		{Scheme{Form: NBits, Bits: 4, BlockSize: 32}, 64*128/2 + 64*4*4},
 		{Scheme{Form: NBits, Bits: 4, BlockSize: 32, Asymmetric: true}, 64*128/2 + 64*4*4 + 64*2},
 	} {
@@ -234,17 +240,26 @@ func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
 	return ops
 }
 
-// TestDynamicInt8Fuses checks what DynamicInt8's speed rests on: ONNX
-// Runtime fuses DynamicQuantizeLinear, MatMulInteger, Cast, the scale Mul
-// and the bias Add into one com.microsoft DynamicQuantizeMatMul.
+// TestDynamicInt8Fuses checks what the per-tensor DynamicInt8's speed
+// rests on: ONNX Runtime fuses DynamicQuantizeLinear, MatMulInteger, Cast,
+// the scale Mul and the bias Add into one com.microsoft
+// DynamicQuantizeMatMul. The per-row form cannot be fused so (its
+// quantization is not DynamicQuantizeLinear's): it keeps one
+// MatMulInteger and no operator that looks across rows.
 func TestDynamicInt8Fuses(t *testing.T) {
 	l := Layer{W: randn(rand.New(rand.NewPCG(5, 5)), 32*64, 0.1), B: make([]float32, 32), Out: 32, In: 64}
 	for _, u8 := range []bool{false, true} {
 		g := builder.New("fuse")
-		g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8, Uint8Weights: u8}).Y)
+		g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8, Uint8Weights: u8, PerTensor: true}).Y)
 		got := optimizedOps(t, g)
 		if got["com.microsoft.DynamicQuantizeMatMul"] != 1 || got["MatMulInteger"] != 0 || got["DynamicQuantizeLinear"] != 0 || len(got) != 1 {
 			t.Errorf("uint8 weights %v: optimised operators %v, want one com.microsoft.DynamicQuantizeMatMul and nothing else", u8, got)
+		}
+		g = builder.New("rows")
+		g.Output("y", Linear(g, "fc", g.Input("x", builder.Float, builder.Dims("batch", 64)), l, Scheme{Form: DynamicInt8, Uint8Weights: u8}).Y)
+		got = optimizedOps(t, g)
+		if got["MatMulInteger"] != 1 || got["DynamicQuantizeLinear"] != 0 || got["com.microsoft.DynamicQuantizeMatMul"] != 0 {
+			t.Errorf("per row, uint8 weights %v: optimised operators %v, want one MatMulInteger and no per-tensor quantization", u8, got)
 		}
 	}
 }
