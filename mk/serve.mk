@@ -5,10 +5,12 @@
 #   make serve-race
 #   make loadtest                    clients 1, 8, 32, 64; batching on, off
 #                                    (each request alone, serve's default
-#                                    engine) and off-steps; three rounds,
-#                                    medians and speedups (about 4 minutes)
+#                                    engine and threads), off-1t (the same
+#                                    with one ORT thread, as on has) and
+#                                    off-steps; three rounds, medians and
+#                                    speedups (about 5 minutes)
 #   make loadtest LOADTEST_FLAGS='--clients 32 --duration 10s --repeat 5'
-LOADTEST_FLAGS ?= --batching on,off,off-steps --repeat 3
+LOADTEST_FLAGS ?= --batching on,off,off-1t,off-steps --repeat 3
 
 .PHONY: serve-race loadtest
 

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,8 +37,10 @@ own, once per --batching mode and stops it with SIGTERM after the runs;
 with --url it loads a server already running on this machine (loopback
 addresses only). The modes: on (continuous batching), off (each request
 decoded alone by its own Translator call, with the engine attnx serve
-chooses: greedy.onnx when the model has it), off-steps and off-loop (alone,
-with that engine).
+chooses: greedy.onnx when the model has it), off-1t (off with one ONNX
+Runtime thread per session, the thread count on gets for small models, so
+that both are measured alike), off-steps and off-loop (alone, with that
+engine). The started server is ready when its /readyz answers 200.
 
 A machine shared with other work slows some runs more than others:
 --repeat N runs the modes N times, in turn, and then reports the median of
@@ -54,7 +58,7 @@ func runLoadtest(args []string) error {
 	target := fs.String("url", "", "load a running server at `URL` instead (loopback only)")
 	inputs := fs.String("inputs", "", "sentences, one per line (text before a tab) from `FILE`")
 	clients := fs.String("clients", "1,8,32,64", "numbers of concurrent clients, comma-separated")
-	batching := fs.String("batching", "on,off", "modes of the started server, comma-separated: on (continuous batching), off (each request decoded alone, the server's default engine), off-steps, off-loop (alone, with that engine)")
+	batching := fs.String("batching", "on,off", "modes of the started server, comma-separated: on (continuous batching), off (each request decoded alone, the server's default engine), off-1t (off with one ONNX Runtime thread per session, as on gets for small models), off-steps, off-loop (alone, with that engine)")
 	repeat := fs.Int("repeat", 1, "run the modes `N` times, in turn, and report medians and speedups")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
@@ -81,7 +85,7 @@ func runLoadtest(args []string) error {
 	for i, m := range modes {
 		modes[i] = strings.TrimSpace(m)
 		if _, ok := loadModes[modes[i]]; !ok || slices.Contains(modes[:i], modes[i]) {
-			return &usageError{fmt.Sprintf("--batching %q: want on, off, off-steps or off-loop, each at most once, comma-separated", *batching)}
+			return &usageError{fmt.Sprintf("--batching %q: want on, off, off-1t, off-steps or off-loop, each at most once, comma-separated", *batching)}
 		}
 	}
 	switch {
@@ -166,8 +170,13 @@ func runLoadtest(args []string) error {
 
 // loadModes are the --batching modes: the attnx serve flags of each.
 var loadModes = map[string][]string{
-	"on":        {"--batching", "on"},
-	"off":       {"--batching", "off"},
+	"on":  {"--batching", "on"},
+	"off": {"--batching", "off"},
+	// off-1t is off with the one intra-op thread that batching on gets
+	// for small models (serve.BatchingThreads): off's default of one per
+	// core runs many sessions at once on few cores. The later --threads
+	// wins over the one startLoadServer passes.
+	"off-1t":    {"--batching", "off", "--threads", "1"},
 	"off-steps": {"--batching", "off", "--engine", translate.EngineSteps},
 	"off-loop":  {"--batching", "off", "--engine", translate.EngineLoop},
 }
@@ -279,7 +288,11 @@ func startServe(args []string, timeout time.Duration) (*serveProcess, error) {
 		}
 		close(lines)
 	}()
+	// The log gives the address (the port is the system's choice); ready
+	// is what /readyz says, polled once the address is known.
 	deadline := time.After(timeout)
+	var poll <-chan time.Time
+	client := &http.Client{Timeout: 5 * time.Second}
 	for ready := false; !ready; {
 		select {
 		case l, ok := <-lines:
@@ -287,10 +300,18 @@ func startServe(args []string, timeout time.Duration) (*serveProcess, error) {
 				werr := cmd.Wait() // the log has been read to its end
 				return nil, fmt.Errorf("attnx serve exited before it was ready (%v):\n%s", werr, p.Log())
 			}
-			if _, url, found := strings.Cut(l, "listening on "); found {
+			if _, url, found := strings.Cut(l, "listening on "); found && poll == nil {
 				p.url = url
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				poll = tick.C
 			}
-			ready = strings.Contains(l, "ready: ")
+		case <-poll:
+			if resp, err := client.Get(p.url + serve.PathReady); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				ready = resp.StatusCode == http.StatusOK
+			}
 		case <-deadline:
 			cmd.Process.Kill()
 			for range lines {
