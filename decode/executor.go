@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/runtime"
@@ -10,8 +12,10 @@ import (
 )
 
 // maxBindings bounds the IoBindings an Executor caches, one per batch shape
-// and ping-pong parity; past it the cache is emptied and rebuilt as shapes
-// come (each costs a few ORT calls, tens of microseconds). A Scheduler's
+// and ping-pong parity; past it the least recently used is closed to make
+// room (making one costs a few ORT calls, tens of microseconds; a cache
+// emptied when full thrashed under mixed traffic: 64 rows x 256 source
+// lengths are 16k shapes). A Scheduler's
 // batch meets every (rows, source length) pair up to its slots: 64 rows of
 // up to 30 tokens are 3,840 decoder shapes, and a bound of 256 rebuilt
 // bindings all the time (5% of attnx serve's CPU at 32 clients). A binding
@@ -61,8 +65,18 @@ type Executor struct {
 	stEnc    []float32
 	stStates [][]float32
 
-	bindings map[bindKey]*bound
+	// bindings caches the IoBindings by shape, least recently used at
+	// lru's back; hits and misses count lookups.
+	bindings     map[bindKey]*list.Element // of *bound
+	lru          list.List
+	maxBindings  int
+	hits, misses atomic.Uint64
 }
+
+// BindingStats returns how often a decoder or encoder run found its
+// IoBinding cached (hits) and had to make one (misses). It may be called
+// from any goroutine.
+func (e *Executor) BindingStats() (hits, misses uint64) { return e.hits.Load(), e.misses.Load() }
 
 // RowID identifies a row joined to an Executor: ids increase with every
 // Join and are never reused. It is 64 bits wide so that a long-running
@@ -87,6 +101,7 @@ type bindKey struct {
 
 // bound is one cached IoBinding with the tensor views it binds.
 type bound struct {
+	key    bindKey
 	b      *runtime.Binding
 	values []ort.Value
 }
@@ -103,7 +118,7 @@ func (x *bound) close() {
 // NewExecutor returns an empty Executor of m with room for slots slots and
 // cells slot-positions (slots times src_len); Reserve grows it.
 func (m *Model) NewExecutor(slots, cells int) (*Executor, error) {
-	e := &Executor{m: m, ns: len(m.states), bindings: map[bindKey]*bound{}}
+	e := &Executor{m: m, ns: len(m.states), bindings: map[bindKey]*list.Element{}, maxBindings: maxBindings}
 	e.states = make([][2][]float32, e.ns)
 	e.stStates = make([][]float32, e.ns)
 	if err := e.Reserve(slots, cells); err != nil {
@@ -184,25 +199,35 @@ func (e *Executor) Close() {
 }
 
 func (e *Executor) dropBindings() {
-	for k, x := range e.bindings {
-		x.close()
+	for k, el := range e.bindings {
+		el.Value.(*bound).close()
+		e.lru.Remove(el)
 		delete(e.bindings, k)
 	}
 }
 
-// binding returns the cached binding of key, making it on first use.
+// binding returns the cached binding of key, making it on first use and
+// closing the least recently used one when the cache is full.
 func (e *Executor) binding(key bindKey) (*runtime.Binding, error) {
-	if x, ok := e.bindings[key]; ok {
-		return x.b, nil
+	if el, ok := e.bindings[key]; ok {
+		e.hits.Add(1)
+		e.lru.MoveToFront(el)
+		return el.Value.(*bound).b, nil
 	}
-	if len(e.bindings) >= maxBindings {
-		e.dropBindings()
+	e.misses.Add(1)
+	if len(e.bindings) >= e.maxBindings {
+		old := e.lru.Back()
+		x := old.Value.(*bound)
+		x.close()
+		e.lru.Remove(old)
+		delete(e.bindings, x.key)
 	}
 	x, err := e.bind(key)
 	if err != nil {
 		return nil, err
 	}
-	e.bindings[key] = x
+	x.key = key
+	e.bindings[key] = e.lru.PushFront(x)
 	return x.b, nil
 }
 
@@ -413,9 +438,10 @@ func (e *Executor) reserveStaging(n, sn int) {
 }
 
 func (e *Executor) dropStagedBindings() {
-	for k, x := range e.bindings {
+	for k, el := range e.bindings {
 		if k.kind == bindEncoderStaged {
-			x.close()
+			el.Value.(*bound).close()
+			e.lru.Remove(el)
 			delete(e.bindings, k)
 		}
 	}

@@ -578,3 +578,25 @@ func TestRowIDsPastInt32(t *testing.T) {
 		checkLone(t, p, i, sources[i], g)
 	}
 }
+
+// TestBindingCacheEvictsLeastRecentlyUsed: with room for two bindings,
+// the shape used all the time stays cached while others come and go (A B A
+// C A D A: 3 hits); a cache emptied when full made A a miss each time it
+// was full.
+func TestBindingCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	p := testPairs(t)[0]
+	ex, err := p.m.NewExecutor(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ex.SetMaxBindings(2)
+	for i, b := range []int{1, 2, 1, 3, 1, 4, 1} {
+		if err := ex.BindDecoder(b, 3); err != nil {
+			t.Fatalf("lookup %d (%d slots): %v", i, b, err)
+		}
+	}
+	if hits, misses := ex.BindingStats(); hits != 3 || misses != 4 {
+		t.Errorf("%d hits, %d misses; want 3 and 4", hits, misses)
+	}
+}

@@ -43,6 +43,9 @@ type SchedulerStats struct {
 	// Removed is the number of rows taken out of the batch unfinished,
 	// because their call's context ended (or their call failed).
 	Removed uint64
+	// BindingHits and BindingMisses count the executor's runs that found
+	// their IoBinding cached and that had to make one.
+	BindingHits, BindingMisses uint64
 }
 
 // Scheduler is continuous batching over one Executor: the rows of every
@@ -183,7 +186,9 @@ func (s *Scheduler) QueueDepth() int { return int(s.queued.Load()) }
 
 // Stats returns the scheduler's counters.
 func (s *Scheduler) Stats() SchedulerStats {
-	return SchedulerStats{Queued: s.QueueDepth(), Steps: s.steps.Load(), Joined: s.joined.Load(), Removed: s.removed.Load()}
+	hits, misses := s.b.Executor().BindingStats()
+	return SchedulerStats{Queued: s.QueueDepth(), Steps: s.steps.Load(), Joined: s.joined.Load(), Removed: s.removed.Load(),
+		BindingHits: hits, BindingMisses: misses}
 }
 
 // Close refuses new calls, waits for the calls in progress to finish and

@@ -267,7 +267,13 @@ func TestBatchingCancelLeavesBatch(t *testing.T) {
 	if n := counterValue(t, s, MetricRowsRemoved, map[string]string{"model": "ids"}); n != 1 {
 		t.Errorf("%s = %v, want 1", MetricRowsRemoved, n)
 	}
-	t.Logf("the cancelled row left after %d steps of its 4000", steps)
+	// Thousands of steps over few batch shapes: the binding cache hits.
+	hits := counterValue(t, s, MetricBindingLookups, map[string]string{"model": "ids", "result": "hit"})
+	misses := counterValue(t, s, MetricBindingLookups, map[string]string{"model": "ids", "result": "miss"})
+	if misses < 1 || hits < 100*misses {
+		t.Errorf("%s: %v hits, %v misses; want the cache to serve nearly every step", MetricBindingLookups, hits, misses)
+	}
+	t.Logf("the cancelled row left after %d steps of its 4000; binding cache %v hits, %v misses", steps, hits, misses)
 }
 
 // TestBatchingQueueFull: with the batch full (one row) and one request

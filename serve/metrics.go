@@ -18,6 +18,10 @@ const (
 	MetricRowsJoined = "attnx_serve_rows_joined_total"
 	// MetricRowsRemoved counts rows that left the batch unfinished.
 	MetricRowsRemoved = "attnx_serve_rows_removed_total"
+	// MetricBindingLookups counts the decoder batch's runs by whether
+	// their IoBinding was cached (result="hit") or made ("miss"): the
+	// binding cache's hit rate (batching on).
+	MetricBindingLookups = "attnx_serve_binding_lookups_total"
 )
 
 // metrics are a Server's Prometheus collectors, on a registry of its own
@@ -88,5 +92,15 @@ func (m *metrics) addModel(model string, read func() (depth int, st decode.Sched
 			Help:        "Rows taken out of the running decoder batch unfinished, because their request was cancelled or timed out (batching on).",
 			ConstLabels: labels,
 		}, func() float64 { _, st := read(); return float64(st.Removed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        MetricBindingLookups,
+			Help:        "Runs of the decoder batch (batching on) whose IoBinding, one per batch shape, was cached (result=hit) or had to be made (result=miss).",
+			ConstLabels: prometheus.Labels{"model": model, "result": "hit"},
+		}, func() float64 { _, st := read(); return float64(st.BindingHits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        MetricBindingLookups,
+			Help:        "Runs of the decoder batch (batching on) whose IoBinding, one per batch shape, was cached (result=hit) or had to be made (result=miss).",
+			ConstLabels: prometheus.Labels{"model": model, "result": "miss"},
+		}, func() float64 { _, st := read(); return float64(st.BindingMisses) }),
 	)
 }
