@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/export"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -725,4 +726,57 @@ func TestShapeOverflow(t *testing.T) {
 			t.Errorf("newEmptyValue(%s): err = %v, want it to contain %q", dt, err, w)
 		}
 	}
+}
+
+// TestDeclaredIOMatchesORT: where the file declares every input and output
+// (Open then takes them from it, so that ONNX Runtime parses the model only
+// once), the description equals the one from ONNX Runtime's own view.
+func TestDeclaredIOMatchesORT(t *testing.T) {
+	testenv.ORT(t, Init())
+	files, _ := filepath.Glob("testdata/*.onnx")
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declIn, declOut, err := export.ReadGraphIO(data)
+		if err != nil {
+			continue
+		}
+		in, okIn := fromDecls(declIn)
+		out, okOut := fromDecls(declOut)
+		if !okIn || !okOut {
+			continue
+		}
+		ins, outs, err := ort.GetInputOutputInfoWithONNXData(data)
+		if err != nil {
+			continue // a file ORT refuses (Open reports it)
+		}
+		decls := map[string]export.ValueType{}
+		for _, d := range append(declIn, declOut...) {
+			decls[d.Name] = d.Type
+		}
+		if want := describe(ins, decls, true); !reflect.DeepEqual(in, want) {
+			t.Errorf("%s inputs: declared %+v, ORT %+v", f, in, want)
+		}
+		want := describe(outs, decls, true)
+		// ONNX Runtime may fix an output dimension the file leaves free
+		// (free_const.onnx: [1, n] is [1, 2]); the declaration is kept.
+		for i := range want {
+			for j := range want[i].Shape {
+				if i < len(out) && j < len(out[i].Shape) && out[i].Shape[j] == -1 && out[i].DimNames[j] != "" {
+					want[i].Shape[j], want[i].DimNames[j] = -1, out[i].DimNames[j]
+				}
+			}
+		}
+		if !reflect.DeepEqual(out, want) {
+			t.Errorf("%s outputs: declared %+v, ORT %+v", f, out, want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no model with full declarations in testdata")
+	}
+	t.Logf("%d models", checked)
 }

@@ -167,7 +167,19 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	}
 	s := &Session{name: name, bindings: map[*Binding]struct{}{}}
 
-	// Inputs and outputs, from a throwaway session without optimisations.
+	// Inputs and outputs: from the file's own declarations when they say
+	// everything (each a tensor of a declared element type: every model
+	// attnx writes), so that ONNX Runtime parses the model once, for the
+	// session itself; else from a throwaway session without optimisations.
+	declIn, declOut, derr := export.ReadGraphIO(data)
+	if derr == nil {
+		if in, ok := fromDecls(declIn); ok {
+			if out, ok := fromDecls(declOut); ok {
+				s.inputs, s.outputs = in, out
+				return s.create(name, path, data, opt)
+			}
+		}
+	}
 	var ins, outs []ort.InputOutputInfo
 	var err error
 	if path != "" {
@@ -185,14 +197,45 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	}
 	// ORT reports symbolic dimensions as -1 without their names, and an
 	// absent shape like a rank-0 one: the file's own declarations say which.
-	declIn, declOut, derr := export.ReadGraphIO(data)
 	decls := map[string]export.ValueType{}
 	for _, d := range append(declIn, declOut...) {
 		decls[d.Name] = d.Type
 	}
 	s.inputs = describe(ins, decls, derr == nil)
 	s.outputs = describe(outs, decls, derr == nil)
+	return s.create(name, path, data, opt)
+}
 
+// fromDecls describes declared inputs or outputs as ONNX Runtime would,
+// when each is a tensor of a declared element type; ok is false otherwise
+// (ONNX Runtime is asked then). An output dimension the file leaves
+// symbolic stays so, even where ONNX Runtime's inference would fix it.
+func fromDecls(decls []export.ValueInfo) (infos []IOInfo, ok bool) {
+	infos = make([]IOInfo, len(decls))
+	for i, d := range decls {
+		if d.Type.Kind != export.KindTensor || d.Type.Elem == builder.Undefined {
+			return nil, false
+		}
+		io := IOInfo{Name: d.Name, Kind: "tensor", Type: DType(d.Type.Elem), RankKnown: d.Type.Shape != nil}
+		if io.RankKnown {
+			io.Shape = make([]int64, len(d.Type.Shape))
+			io.DimNames = make([]string, len(d.Type.Shape))
+			for j, dim := range d.Type.Shape {
+				io.Shape[j] = dim.Value
+				if dim.Value < 0 {
+					io.Shape[j], io.DimNames[j] = -1, dim.Param
+				}
+			}
+		}
+		infos[i] = io
+	}
+	return infos, true
+}
+
+// create makes s's ONNX Runtime session, on the device opt asks for, from
+// s.inputs and s.outputs.
+func (s *Session) create(name, path string, data []byte, opt Options) (*Session, error) {
+	var err error
 	inNames, outNames := names(s.inputs), names(s.outputs)
 	create := func(cuda bool) (*ort.DynamicAdvancedSession, error) {
 		so, err := newSessionOptions(opt, cuda)
