@@ -11,8 +11,8 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant"
-	"github.com/attnx/attnx/runtime"
 )
 
 func TestQuantile(t *testing.T) {
@@ -122,7 +122,7 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PyTorch")
 	}
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	c := DefaultConfig()
 	c.Archs = []attention.Arch{attention.LuongGeneral}
 	// 12 steps: translate's engines are timed whole, less the lean loop's encoder

@@ -7,9 +7,9 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -54,11 +54,11 @@ func floorModel(arch attention.Arch, H, V int, seed uint64) (*builder.Model, err
 // floorLoop runs the floor graph step after step with bound, reused tensors
 // and the LSTM state ping-ponging, like the step loop.
 type floorLoop struct {
-	binds  [2]*runtime.Binding
+	binds  [2]*ortsession.Binding
 	values []ort.Value
 }
 
-func newFloorLoop(sess *runtime.Session, arch attention.Arch, B, H, V int) (fl *floorLoop, err error) {
+func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (fl *floorLoop, err error) {
 	fl = &floorLoop{}
 	defer func() {
 		if err != nil {
@@ -132,14 +132,14 @@ func (fl *floorLoop) close() {
 }
 
 // openFloor builds the floor graph and opens it with opt.
-func openFloor(arch attention.Arch, H, V int, opt runtime.Options) (*runtime.Session, error) {
+func openFloor(arch attention.Arch, H, V int, opt ortsession.Options) (*ortsession.Session, error) {
 	m, err := floorModel(arch, H, V, 5)
 	if err != nil {
 		return nil, err
 	}
-	b, err := export.Marshal(m)
+	b, err := onnxfile.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("bench: floor graph: %w", err)
 	}
-	return runtime.OpenBytes(b, opt)
+	return ortsession.OpenBytes(b, opt)
 }

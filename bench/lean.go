@@ -8,7 +8,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // leanLoop is the leanest greedy decode (or beam search) of an
@@ -18,7 +18,7 @@ import (
 // checks, pooling, result strings, attention copies). Once warmed up
 // nothing is allocated per run.
 type leanLoop struct {
-	enc, dec *runtime.Session
+	enc, dec *ortsession.Session
 	ex       *decode.Executor
 	batch    *decode.Batch
 	rows     [][]int64
@@ -39,10 +39,10 @@ func newLeanLoop(dir string, threads int, rows [][]int64, steps, k int) (l *lean
 			l = nil
 		}
 	}()
-	if l.enc, err = runtime.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads)); err != nil {
+	if l.enc, err = ortsession.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads)); err != nil {
 		return nil, err
 	}
-	if l.dec, err = runtime.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads)); err != nil {
+	if l.dec, err = ortsession.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads)); err != nil {
 		return nil, err
 	}
 	m, err := decode.NewModel(l.enc, l.dec, decode.Dims{})
@@ -118,7 +118,7 @@ func (l *leanLoop) close() {
 	if l.ex != nil {
 		l.ex.Close()
 	}
-	for _, s := range []*runtime.Session{l.enc, l.dec} {
+	for _, s := range []*ortsession.Session{l.enc, l.dec} {
 		if s != nil {
 			s.Close()
 		}

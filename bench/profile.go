@@ -9,10 +9,10 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -112,7 +112,7 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 // fastest of many runs, in ms.
 func overheads(threads int) (runMs, iterMs float64, err error) {
 	const iters = 200
-	build := func(loop bool) (*runtime.Session, error) {
+	build := func(loop bool) (*ortsession.Session, error) {
 		g := builder.New("attnx_overhead")
 		x := g.Input("x", builder.Float, builder.Dims(1))
 		y := ops.Identity(x)
@@ -125,13 +125,13 @@ func overheads(threads int) (runMs, iterMs float64, err error) {
 			y = final[0]
 		}
 		g.Output("y", y)
-		data, err := export.Marshal(builder.NewModel(g))
+		data, err := onnxfile.Marshal(builder.NewModel(g))
 		if err != nil {
 			return nil, err
 		}
-		return runtime.OpenBytes(data, sessionOptions(threads))
+		return ortsession.OpenBytes(data, sessionOptions(threads))
 	}
-	timeRuns := func(s *runtime.Session, n int) (float64, error) {
+	timeRuns := func(s *ortsession.Session, n int) (float64, error) {
 		x, err := ort.NewTensor(ort.NewShape(1), []float32{1})
 		if err != nil {
 			return 0, err

@@ -11,9 +11,9 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
-	"github.com/attnx/attnx/runtime"
 )
 
 // model is one architecture's prepared files.
@@ -50,7 +50,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		return nil, err
 	}
 	work := c.WorkDir
@@ -68,7 +68,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rc.SrcLens, rc.Batches, rc.Threads, rc.Steps = c.SrcLens, c.Batches, c.Threads, c.Steps
 	rc.EOS = attention.DefaultSpecial.EOS
 	rc.EOSMethod = fmt.Sprintf("the classifier's bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
-	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), runtime.Version()
+	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), ortsession.Version()
 	for _, w := range c.weights() {
 		rc.Weights = append(rc.Weights, string(w))
 	}
@@ -228,6 +228,6 @@ func (c *Config) prepare(work string) ([]*model, error) {
 }
 
 // sessionOptions are the ORT options every attnx engine runs with.
-func sessionOptions(threads int) runtime.Options {
-	return runtime.Options{IntraOpThreads: threads, InterOpThreads: 1}
+func sessionOptions(threads int) ortsession.Options {
+	return ortsession.Options{IntraOpThreads: threads, InterOpThreads: 1}
 }

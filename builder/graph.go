@@ -9,7 +9,7 @@
 // model therefore checks for an error once, at the end.
 //
 // Names are deterministic: the same program always produces the same names
-// and, through package export, byte-identical files.
+// and, through package onnxfile, byte-identical files.
 package builder
 
 import (

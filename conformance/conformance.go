@@ -1,8 +1,8 @@
 // Package conformance runs the ONNX backend test data (model.onnx plus
 // test_data_set_N/input_N.pb and output_N.pb, as Debian's libonnx-testdata
 // installs under /usr/share/libonnx-testdata/data) through attnx: each model
-// is loaded with package export, re-serialized, checked to decode equal to
-// the original, and run through package runtime (ONNX Runtime) on every
+// is loaded with package onnxfile, re-serialized, checked to decode equal to
+// the original, and run through package ortsession (ONNX Runtime) on every
 // data set; outputs are compared with package compare.
 //
 // Sequences of tensors are fed and read (input_N.pb / output_N.pb then hold
@@ -38,8 +38,8 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // DefaultRoot is where Debian's libonnx-testdata installs the backend tests.
@@ -115,7 +115,7 @@ type CaseResult struct {
 	// compared.
 	MaxAbsErr float64 `json:"max_abs_err"`
 	// RoundTripEqual reports that the re-serialized model decodes equal
-	// (export.Equal) to the original.
+	// (onnxfile.Equal) to the original.
 	RoundTripEqual bool `json:"round_trip_equal"`
 	// DataSets is the number of test_data_set_N directories.
 	DataSets int `json:"data_sets"`
@@ -243,7 +243,7 @@ func (o Options) withDefaults() Options {
 // loaded at all or the built-in list does not parse.
 func Run(cases []Case, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	if opt.Expected == nil {
@@ -304,7 +304,7 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	}
 	close(next)
 	wg.Wait()
-	rep := &Report{Total: len(cases), Cases: results, ORTVersion: runtime.Version(), Seconds: time.Since(start).Seconds(),
+	rep := &Report{Total: len(cases), Cases: results, ORTVersion: ortsession.Version(), Seconds: time.Since(start).Seconds(),
 		ExpectedList: ListInfo{Source: opt.Expected.Source, Entries: len(opt.Expected.Entries), Header: opt.Expected.Header}}
 	for _, r := range results {
 		switch r.Status {
@@ -352,7 +352,7 @@ func runGuarded(c Case, opt Options) CaseResult {
 // dataSet is one test_data_set_N: inputs and expected outputs by name.
 type dataSet struct {
 	dir     string
-	inputs  map[string]runtime.Datum
+	inputs  map[string]ortsession.Datum
 	outputs []namedTensor
 }
 
@@ -374,33 +374,33 @@ func runCase(c Case, opt Options) CaseResult {
 		return r
 	}
 	modelPath := filepath.Join(c.Dir, "model.onnx")
-	orig, err := export.Load(modelPath)
+	orig, err := onnxfile.Load(modelPath)
 	if err != nil {
 		return fail(StageExport, "%v", err)
 	}
-	b, err := export.MarshalProto(orig)
+	b, err := onnxfile.MarshalProto(orig)
 	if err != nil {
 		return fail(StageExport, "export cannot re-serialize the model: %v", err)
 	}
-	back, err := export.LoadBytes(b)
+	back, err := onnxfile.LoadBytes(b)
 	if err != nil {
 		return fail(StageExport, "the re-serialized model does not load: %v", err)
 	}
-	if !export.Equal(orig, back) {
+	if !onnxfile.Equal(orig, back) {
 		return fail(StageExport, "the re-serialized model decodes differently from %s", modelPath)
 	}
 	r.RoundTripEqual = true
 
-	ins, outs := export.GraphIO(orig)
+	ins, outs := onnxfile.GraphIO(orig)
 	for _, v := range outs {
-		if dt, ok := v.Type.TensorElem(); ok && v.Type.Kind == export.KindSequence {
+		if dt, ok := v.Type.TensorElem(); ok && v.Type.Kind == onnxfile.KindSequence {
 			switch dt {
 			case builder.Float16, builder.BFloat16:
 				return fail(StageFeed, "output %q is a sequence of %s tensors; onnxruntime_go v1.27.0 truncates the %s tensors ORT allocates, and sequence elements cannot be preallocated", v.Name, dt, dt)
 			}
 		}
 	}
-	for i, v := range append(append([]export.ValueInfo{}, ins...), outs...) {
+	for i, v := range append(append([]onnxfile.ValueInfo{}, ins...), outs...) {
 		if why := unsupported(v.Type); why != "" {
 			kind := "output"
 			if i < len(ins) {
@@ -419,11 +419,11 @@ func runCase(c Case, opt Options) CaseResult {
 	}
 	for _, s := range sets {
 		for name, d := range s.inputs {
-			ts := []*runtime.Tensor{}
+			ts := []*ortsession.Tensor{}
 			switch d := d.(type) {
-			case *runtime.Tensor:
+			case *ortsession.Tensor:
 				ts = append(ts, d)
-			case *runtime.Sequence:
+			case *ortsession.Sequence:
 				if d.Len() == 0 {
 					return fail(StageFeed, "input %q is an empty sequence in %s, which onnxruntime_go v1.27.0 cannot create", name, filepath.Base(s.dir))
 				}
@@ -452,14 +452,14 @@ type stageError struct {
 
 // session is what runSets needs of a runtime session.
 type session interface {
-	RunData(inputs map[string]runtime.Datum) (map[string]runtime.Datum, error)
+	RunData(inputs map[string]ortsession.Datum) (map[string]ortsession.Datum, error)
 	Close() error
 }
 
 // openSession opens a model for runSets; tests substitute a faulty runtime
 // to check that its bugs are counted as failures.
-var openSession = func(data []byte, opt runtime.Options) (session, error) {
-	return runtime.OpenBytes(data, opt)
+var openSession = func(data []byte, opt ortsession.Options) (session, error) {
+	return ortsession.OpenBytes(data, opt)
 }
 
 // runSets opens the model from data and runs every data set, returning
@@ -467,7 +467,7 @@ var openSession = func(data []byte, opt runtime.Options) (session, error) {
 // (StageLoad), a run error (StageRun) or a missing or different output
 // (StageCompare).
 func runSets(data []byte, sets []dataSet, opt Options) (float64, *stageError) {
-	sess, err := openSession(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := openSession(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		return 0, &stageError{StageLoad, oneLine(err)}
 	}
@@ -506,23 +506,23 @@ func oneLine(err error) error {
 
 // unsupported says why the runtime binding cannot handle a value of type
 // t, or returns "".
-func unsupported(t export.ValueType) string {
+func unsupported(t onnxfile.ValueType) string {
 	switch t.Kind {
-	case export.KindSequence:
-		if t.Inner == nil || t.Inner.Kind != export.KindTensor {
+	case onnxfile.KindSequence:
+		if t.Inner == nil || t.Inner.Kind != onnxfile.KindTensor {
 			return "a sequence of non-tensors"
 		}
 		if why := unsupported(*t.Inner); why != "" {
 			return "a sequence of " + strings.TrimPrefix(why, "a ")
 		}
 		return ""
-	case export.KindOptional:
+	case onnxfile.KindOptional:
 		return "an optional"
-	case export.KindMap:
+	case onnxfile.KindMap:
 		return "a map"
-	case export.KindSparseTensor:
+	case onnxfile.KindSparseTensor:
 		return "a sparse tensor"
-	case export.KindTensor:
+	case onnxfile.KindTensor:
 		switch t.Elem {
 		case builder.Complex64, builder.Complex128:
 			return "a " + t.Elem.String() + " tensor"
@@ -533,12 +533,12 @@ func unsupported(t export.ValueType) string {
 
 // loadDataSets reads every test_data_set_N of dir: input_K.pb feeds the
 // K-th non-initializer graph input, output_K.pb is the K-th output.
-func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
+func loadDataSets(dir string, ins, outs []onnxfile.ValueInfo) ([]dataSet, error) {
 	dirs, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(dirs)
 	var sets []dataSet
 	for _, d := range dirs {
-		s := dataSet{dir: d, inputs: map[string]runtime.Datum{}}
+		s := dataSet{dir: d, inputs: map[string]ortsession.Datum{}}
 		for k := 0; ; k++ {
 			p := filepath.Join(d, fmt.Sprintf("input_%d.pb", k))
 			if _, err := os.Stat(p); err != nil {
@@ -548,14 +548,14 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				return nil, fmt.Errorf("%s: more input files than the model's %d inputs", p, len(ins))
 			}
 			if isSequence(ins[k]) {
-				bts, err := export.ReadSequenceProto(p)
+				bts, err := onnxfile.ReadSequenceProto(p)
 				if err != nil {
 					return nil, err
 				}
-				seq := runtime.NewSequence()
+				seq := ortsession.NewSequence()
 				for i, bt := range bts {
 					bfloat16Bits(bt, ins[k])
-					rt, err := runtime.FromBuilder(bt)
+					rt, err := ortsession.FromBuilder(bt)
 					if err != nil {
 						return nil, fmt.Errorf("%s: element %d: %w", p, i, err)
 					}
@@ -564,12 +564,12 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				s.inputs[ins[k].Name] = seq
 				continue
 			}
-			bt, err := export.ReadTensorProto(p)
+			bt, err := onnxfile.ReadTensorProto(p)
 			if err != nil {
 				return nil, err
 			}
 			bfloat16Bits(bt, ins[k])
-			rt, err := runtime.FromBuilder(bt)
+			rt, err := ortsession.FromBuilder(bt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
@@ -584,7 +584,7 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				return nil, fmt.Errorf("%s: more output files than the model's %d outputs", p, len(outs))
 			}
 			if isSequence(outs[k]) {
-				bts, err := export.ReadSequenceProto(p)
+				bts, err := onnxfile.ReadSequenceProto(p)
 				if err != nil {
 					return nil, err
 				}
@@ -594,7 +594,7 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 				s.outputs = append(s.outputs, namedTensor{name: outs[k].Name, seq: bts, isSeq: true})
 				continue
 			}
-			bt, err := export.ReadTensorProto(p)
+			bt, err := onnxfile.ReadTensorProto(p)
 			if err != nil {
 				return nil, err
 			}
@@ -611,7 +611,7 @@ func loadDataSets(dir string, ins, outs []export.ValueInfo) ([]dataSet, error) {
 // wrote bfloat16 data as UINT16 tensors of the same bits (as in
 // node/test_cast_BFLOAT16_to_FLOAT, whose input 16117 is 0x3ef5, bfloat16
 // 0.4785, the expected output).
-func bfloat16Bits(t *builder.Tensor, v export.ValueInfo) {
+func bfloat16Bits(t *builder.Tensor, v onnxfile.ValueInfo) {
 	if elem, ok := v.Type.TensorElem(); ok && t.DType == builder.Uint16 && elem == builder.BFloat16 {
 		t.DType = builder.BFloat16
 	}
@@ -619,6 +619,6 @@ func bfloat16Bits(t *builder.Tensor, v export.ValueInfo) {
 
 // isSequence reports whether v is declared as a sequence (of tensors, the
 // only kind unsupported lets through).
-func isSequence(v export.ValueInfo) bool {
-	return v.Type.Kind == export.KindSequence
+func isSequence(v onnxfile.ValueInfo) bool {
+	return v.Type.Kind == onnxfile.KindSequence
 }

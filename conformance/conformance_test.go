@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // needData ends the test when the backend test data or ONNX Runtime is
@@ -20,7 +20,7 @@ import (
 func needData(t *testing.T) {
 	t.Helper()
 	testenv.Backend(t, "node")
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 }
 
 // copyCase copies a backend test case into a temporary folder "node".
@@ -54,14 +54,14 @@ func corruptAbs(t *testing.T) []Case {
 	t.Helper()
 	dir := copyCase(t, "test_abs")
 	out := filepath.Join(dir, "test_data_set_0", "output_0.pb")
-	tn, err := export.ReadTensorProto(out)
+	tn, err := onnxfile.ReadTensorProto(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := 1*20 + 2*5 + 3
 	v := math.Float32frombits(binary.LittleEndian.Uint32(tn.Raw[4*i:]))
 	binary.LittleEndian.PutUint32(tn.Raw[4*i:], math.Float32bits(v+0.5))
-	b, err := export.MarshalTensor(tn)
+	b, err := onnxfile.MarshalTensor(tn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestCorruptedFloat16OutputFails(t *testing.T) {
 	needData(t)
 	dir := copyCase(t, "test_cast_FLOAT_to_FLOAT16")
 	out := filepath.Join(dir, "test_data_set_0", "output_0.pb")
-	tn, err := export.ReadTensorProto(out)
+	tn, err := onnxfile.ReadTensorProto(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Element [1 2] of the [3,4] output becomes the half 1000.0 (0x63d0).
 	binary.LittleEndian.PutUint16(tn.Raw[2*(1*4+2):], 0x63d0)
-	b, err := export.MarshalTensor(tn)
+	b, err := onnxfile.MarshalTensor(tn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,18 +268,18 @@ type faultySession struct {
 	fault string
 }
 
-func (f faultySession) RunData(in map[string]runtime.Datum) (map[string]runtime.Datum, error) {
+func (f faultySession) RunData(in map[string]ortsession.Datum) (map[string]ortsession.Datum, error) {
 	switch f.fault {
 	case "error":
 		return nil, errors.New("runtime: injected failure")
 	case "wrong input":
 		// Feed x[0]+1 instead of x[0] for the float input "x".
 		in = maps.Clone(in)
-		if t, ok := in["x"].(*runtime.Tensor); ok {
+		if t, ok := in["x"].(*ortsession.Tensor); ok {
 			if v, ok := t.Data.([]float32); ok {
 				v = append([]float32{}, v...)
 				v[0]++
-				in["x"] = &runtime.Tensor{Shape: t.Shape, Data: v}
+				in["x"] = &ortsession.Tensor{Shape: t.Shape, Data: v}
 			}
 		}
 	}
@@ -317,7 +317,7 @@ func TestRuntimeBugsFail(t *testing.T) {
 		{"dropped output", StageCompare, "test_data_set_0: no output "},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			openSession = func(data []byte, opt runtime.Options) (session, error) {
+			openSession = func(data []byte, opt ortsession.Options) (session, error) {
 				s, err := saved(data, opt)
 				if err != nil {
 					return nil, err
@@ -499,8 +499,8 @@ func TestBuiltinList(t *testing.T) {
 		t.Errorf("%d entries", len(x.Entries))
 	}
 	header := strings.Join(x.Header, "\n")
-	if !strings.Contains(header, "ONNX Runtime "+runtime.Version()+" (onnxruntime-node") {
-		t.Errorf("the list was not made with ONNX Runtime %s (regenerate it: make conformance-expected):\n%s", runtime.Version(), header)
+	if !strings.Contains(header, "ONNX Runtime "+ortsession.Version()+" (onnxruntime-node") {
+		t.Errorf("the list was not made with ONNX Runtime %s (regenerate it: make conformance-expected):\n%s", ortsession.Version(), header)
 	}
 	all, err := DiscoverDefault()
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -102,7 +102,7 @@ type bindKey struct {
 // bound is one cached IoBinding with the tensor views it binds.
 type bound struct {
 	key    bindKey
-	b      *runtime.Binding
+	b      *ortsession.Binding
 	values []ort.Value
 }
 
@@ -208,7 +208,7 @@ func (e *Executor) dropBindings() {
 
 // binding returns the cached binding of key, making it on first use and
 // closing the least recently used one when the cache is full.
-func (e *Executor) binding(key bindKey) (*runtime.Binding, error) {
+func (e *Executor) binding(key bindKey) (*ortsession.Binding, error) {
 	if el, ok := e.bindings[key]; ok {
 		e.hits.Add(1)
 		e.lru.MoveToFront(el)
@@ -265,7 +265,7 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 	i64 := func(input bool, name string, data []int64, dims ...int64) {
 		view(input, name, func() (ort.Value, error) { return ort.NewTensor(ort.NewShape(dims...), data) })
 	}
-	var sess *runtime.Session
+	var sess *ortsession.Session
 	switch key.kind {
 	case bindDecoder:
 		sess = e.m.dec

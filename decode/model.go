@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // nextPrefix names a recurrent state's output after its input: hidden ->
@@ -20,7 +20,7 @@ const nextPrefix = "next_"
 // same name (hidden -> next_hidden for every cell, cell -> next_cell only for
 // LSTMs). A Model is read-only and may be shared by many Executors.
 type Model struct {
-	enc, dec *runtime.Session
+	enc, dec *ortsession.Session
 	states   []string // decoder state inputs, in the decoder's input order
 	hidden   int      // H
 	layers   int      // L
@@ -36,13 +36,13 @@ type Dims struct {
 // NewModel checks that enc and dec have the spec's inputs and outputs,
 // discovers the recurrent states and reads H, L and Vt. The sessions stay the
 // caller's to close, after every Executor of the Model is closed.
-func NewModel(enc, dec *runtime.Session, known Dims) (*Model, error) {
+func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 	m := &Model{enc: enc, dec: dec}
 	ins, outs := byName(dec.Inputs()), byName(dec.Outputs())
 	encOuts := byName(enc.Outputs())
 	encIns := byName(enc.Inputs())
 	var missing []string
-	need := func(set map[string]runtime.IOInfo, what string, names ...string) {
+	need := func(set map[string]ortsession.IOInfo, what string, names ...string) {
 		for _, n := range names {
 			if _, ok := set[n]; !ok {
 				missing = append(missing, fmt.Sprintf("%s %q", what, n))
@@ -101,7 +101,7 @@ func NewModel(enc, dec *runtime.Session, known Dims) (*Model, error) {
 		{"target vocabulary Vt", &m.vocab, []dimRef{{outs[attention.OutLogProbs], 1}}},
 	}
 	for _, st := range m.states {
-		for _, io := range []runtime.IOInfo{ins[st], outs[nextPrefix+st], encOuts[st]} {
+		for _, io := range []ortsession.IOInfo{ins[st], outs[nextPrefix+st], encOuts[st]} {
 			sizes[0].from = append(sizes[0].from, dimRef{io, 2})
 			sizes[1].from = append(sizes[1].from, dimRef{io, 0})
 		}
@@ -127,7 +127,7 @@ func NewModel(enc, dec *runtime.Session, known Dims) (*Model, error) {
 
 // dimRef is one dimension of one declared input or output.
 type dimRef struct {
-	io  runtime.IOInfo
+	io  ortsession.IOInfo
 	dim int
 }
 
@@ -138,8 +138,8 @@ func (d dimRef) fixed() (int, bool) {
 	return int(d.io.Shape[d.dim]), true
 }
 
-func byName(infos []runtime.IOInfo) map[string]runtime.IOInfo {
-	m := make(map[string]runtime.IOInfo, len(infos))
+func byName(infos []ortsession.IOInfo) map[string]ortsession.IOInfo {
+	m := make(map[string]ortsession.IOInfo, len(infos))
 	for _, io := range infos {
 		m[io.Name] = io
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/export"
 	fx "github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/onnxfile"
 )
 
 // TestExportEveryArchAndCell: Export writes the graphs of every
@@ -45,12 +45,12 @@ func TestExportEveryArchAndCell(t *testing.T) {
 				{GreedyFile, "source_ids source_lengths max_len", "output_ids attention"},
 				{BeamFile, "source_ids source_lengths max_len beam_size length_penalty", "output_ids lengths scores normalized_scores attention"},
 			} {
-				mp, err := export.Load(filepath.Join(dir, g.file))
+				mp, err := onnxfile.Load(filepath.Join(dir, g.file))
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := export.Summarize(mp)
-				names := func(vs []export.ValueSummary) string {
+				s := onnxfile.Summarize(mp)
+				names := func(vs []onnxfile.ValueSummary) string {
 					var n []string
 					for _, v := range vs {
 						n = append(n, v.Name)

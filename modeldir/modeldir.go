@@ -34,8 +34,8 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -459,12 +459,12 @@ func writeGraph(path string, build func() (*builder.Model, error)) (FileInfo, er
 	if err != nil {
 		return FileInfo{}, err
 	}
-	mp, err := export.ToProto(m)
+	mp, err := onnxfile.ToProto(m)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	nodes := export.Summarize(mp).Nodes
-	if err := export.WriteProtoFile(path, mp, export.WriteOptions{}); err != nil {
+	nodes := onnxfile.Summarize(mp).Nodes
+	if err := onnxfile.WriteProtoFile(path, mp, onnxfile.WriteOptions{}); err != nil {
 		return FileInfo{}, err
 	}
 	st, err := os.Stat(path)

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -68,11 +68,11 @@ func TestExportRoundTrip(t *testing.T) {
 				if err != nil || st.Size() != f.Bytes || f.Nodes < 10 {
 					t.Errorf("%+v: stat %v %v", f, st, err)
 				}
-				mp, err := export.Load(filepath.Join(dir, f.Name))
+				mp, err := onnxfile.Load(filepath.Join(dir, f.Name))
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := export.Summarize(mp)
+				s := onnxfile.Summarize(mp)
 				if s.Nodes != f.Nodes || s.Metadata["attnx.arch"] != "bahdanau" || s.Opsets[0].Version != 17 {
 					t.Errorf("%s: summary %+v, result %+v", f.Name, s, f)
 				}
@@ -490,11 +490,11 @@ func TestExportWeights(t *testing.T) {
 			t.Errorf("%s: attnx.json weights %q, result %q", w, info.Weights, res.Weights)
 		}
 		for _, f := range res.Files[:3] {
-			mp, err := export.Load(filepath.Join(dir, f.Name))
+			mp, err := onnxfile.Load(filepath.Join(dir, f.Name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := export.Summarize(mp)
+			s := onnxfile.Summarize(mp)
 			if got, ok := s.Metadata["attnx.weights"]; ok != w.Reduced() || (ok && got != string(w)) {
 				t.Errorf("%s %s: metadata attnx.weights = %q (present %v)", w, f.Name, got, ok)
 			}

@@ -11,20 +11,20 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // backendDir holds the ONNX backend node tests (Debian's libonnx-testdata).
 const backendDir = testenv.BackendData + "/node"
 
 // onode gives typed access to the attributes of a backend case's node.
-type onode struct{ export.Node }
+type onode struct{ onnxfile.Node }
 
 // attr returns the attribute called name, or nil.
-func (n onode) attr(name string) *export.Attr {
+func (n onode) attr(name string) *onnxfile.Attr {
 	if a, ok := n.Attrs[name]; ok {
 		return &a
 	}
@@ -328,7 +328,7 @@ var backendCases = []backendCase{
 // loadTensor reads a TensorProto file.
 func loadTensor(t *testing.T, path string) *builder.Tensor {
 	t.Helper()
-	tt, err := export.ReadTensorProto(path)
+	tt, err := onnxfile.ReadTensorProto(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,9 +336,9 @@ func loadTensor(t *testing.T, path string) *builder.Tensor {
 }
 
 // toRuntime converts a builder tensor to a runtime tensor.
-func toRuntime(t *testing.T, bt *builder.Tensor) *runtime.Tensor {
+func toRuntime(t *testing.T, bt *builder.Tensor) *ortsession.Tensor {
 	t.Helper()
-	rt, err := runtime.FromBuilder(bt)
+	rt, err := ortsession.FromBuilder(bt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func toRuntime(t *testing.T, bt *builder.Tensor) *runtime.Tensor {
 
 // compareTensors checks got against want: rtol 1e-3, atol 1e-7 for floats,
 // exact otherwise.
-func compareTensors(got, want *runtime.Tensor) compare.Result {
+func compareTensors(got, want *ortsession.Tensor) compare.Result {
 	tol := compare.Options{RTol: 1e-3, ATol: 1e-7}
 	if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) {
 		return compare.Result{Err: fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)}
@@ -386,7 +386,7 @@ func contains(xs []int, x int) bool {
 // inference over the types ops inferred (written as value_info).
 func TestBackendNodeCases(t *testing.T) {
 	testenv.Backend(t, "node")
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	modelDir := t.TempDir()
 	seen := 0
 	for _, bc := range backendCases {
@@ -404,16 +404,16 @@ func TestBackendNodeCases(t *testing.T) {
 
 func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	dir := filepath.Join(backendDir, name)
-	ref, err := export.Load(filepath.Join(dir, "model.onnx"))
+	ref, err := onnxfile.Load(filepath.Join(dir, "model.onnx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := export.GraphNodes(ref)
+	nodes, err := onnxfile.GraphNodes(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := onode{nodes[0]}
-	declIn, declOut := export.GraphIO(ref)
+	declIn, declOut := onnxfile.GraphIO(ref)
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(sets)
 	if len(sets) == 0 {
@@ -421,7 +421,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	}
 	set := sets[0]
 	inputsByName := map[string]*builder.Tensor{}
-	declared := map[string]export.ValueType{}
+	declared := map[string]onnxfile.ValueType{}
 	for i, vi := range declIn {
 		inputsByName[vi.Name] = loadTensor(t, filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
 		declared[vi.Name] = vi.Type
@@ -429,7 +429,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 
 	g := builder.New(name)
 	var ins []*builder.Value
-	feeds := map[string]*runtime.Tensor{}
+	feeds := map[string]*ortsession.Tensor{}
 	for j, inName := range node.Inputs {
 		switch {
 		case inName == "":
@@ -472,18 +472,18 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err := g.Err(); err != nil {
 		t.Fatalf("building: %v", err)
 	}
-	mp, err := export.ToProtoWith(builder.NewModel(g), export.ProtoOptions{ValueInfo: true})
+	mp, err := onnxfile.ToProtoWith(builder.NewModel(g), onnxfile.ProtoOptions{ValueInfo: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := export.MarshalProto(mp)
+	data, err := onnxfile.MarshalProto(mp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(modelDir, name+".onnx"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // cumsumLoop builds a Loop that adds x[i] to an accumulator for i < n and
@@ -174,11 +174,11 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 	if a, b := names(m1.Graph), names(m2.Graph); a != b {
 		t.Errorf("names differ between builds:\n%s\n%s", a, b)
 	}
-	d1, err := export.Marshal(m1)
+	d1, err := onnxfile.Marshal(m1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d2, err := export.Marshal(m2)
+	d2, err := onnxfile.Marshal(m2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +192,8 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 
 	// Run it: the greedy loop must agree with a hand computation's shape and
 	// stay within the vocabulary.
-	testenv.ORT(t, runtime.Init())
-	sess, err := runtime.OpenBytes(d1, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	testenv.ORT(t, ortsession.Init())
+	sess, err := ortsession.OpenBytes(d1, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,9 +202,9 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 	for i := range enc {
 		enc[i] = float32(i%7)/7 - 0.4
 	}
-	out, err := sess.Run(map[string]*runtime.Tensor{
-		"tok": runtime.NewInt64([]int64{2}, []int64{1, 4}),
-		"enc": runtime.NewFloat32([]int64{2, 3, 4}, enc),
+	out, err := sess.Run(map[string]*ortsession.Tensor{
+		"tok": ortsession.NewInt64([]int64{2}, []int64{1, 4}),
+		"enc": ortsession.NewFloat32([]int64{2, 3, 4}, enc),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -232,19 +232,19 @@ func TestLoopValues(t *testing.T) {
 	final, scans := cumsumLoop(g, ScalarInt64(g, 4))
 	g.Output("sum", final[0])
 	g.Output("rows", scans[0])
-	data, err := export.Marshal(builder.NewModel(g))
+	data, err := onnxfile.Marshal(builder.NewModel(g))
 	if err != nil {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	testenv.ORT(t, runtime.Init())
-	sess, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	testenv.ORT(t, ortsession.Init())
+	sess, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	x := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	out, err := sess.Run(map[string]*runtime.Tensor{"x": runtime.NewFloat32([]int64{5, 2}, x)})
+	out, err := sess.Run(map[string]*ortsession.Tensor{"x": ortsession.NewFloat32([]int64{5, 2}, x)})
 	if err != nil {
 		t.Fatal(err)
 	}

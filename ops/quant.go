@@ -8,7 +8,7 @@ import (
 
 // MicrosoftDomain is the operator set domain of ONNX Runtime's contrib
 // operators, such as MatMulNBits. A model using one needs ONNX Runtime; its
-// opset import (com.microsoft, version 1) is written by package export.
+// opset import (com.microsoft, version 1) is written by package onnxfile.
 const MicrosoftDomain = "com.microsoft"
 
 var (

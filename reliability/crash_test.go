@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/onnxfile"
 )
 
 // modelFiles are the files `attnx export` (without --greedy) writes.
@@ -120,7 +120,7 @@ func (r *killRig) checkReference() map[string][]byte {
 		t.Fatalf("attnx.json: %v", err)
 	}
 	for _, role := range []string{"encoder", "decoder"} {
-		if _, err := export.Load(filepath.Join(r.dst, info.Files[role])); err != nil {
+		if _, err := onnxfile.Load(filepath.Join(r.dst, info.Files[role])); err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}
 	}

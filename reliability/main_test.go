@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -110,10 +110,10 @@ func writeCheckpoint(t *testing.T, path string, sd map[string]*builder.Tensor) s
 type memSample struct{ heap, rss uint64 }
 
 func sampleMem() memSample {
-	goruntime.GC()
+	runtime.GC()
 	procstat.ReleaseFreeMemory()
-	var ms goruntime.MemStats
-	goruntime.ReadMemStats(&ms)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	return memSample{heap: ms.HeapAlloc, rss: procstat.RSS()}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // needORT ends the test when ONNX Runtime cannot be used (see testenv.ORT).
 func needORT(tb testing.TB) {
 	tb.Helper()
-	testenv.ORT(tb, runtime.Init())
+	testenv.ORT(tb, ortsession.Init())
 }
 
 func exportModels(tb testing.TB) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // modelSpec says what writeModelDir writes.
@@ -45,7 +45,7 @@ func writeModelDir(tb testing.TB, dir string, w *attention.Weights, ms modelSpec
 		if err != nil {
 			tb.Fatalf("%s: %v", role, err)
 		}
-		if err := export.WriteFile(filepath.Join(dir, files[role]), m, export.WriteOptions{}); err != nil {
+		if err := onnxfile.WriteFile(filepath.Join(dir, files[role]), m, onnxfile.WriteOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -125,5 +125,5 @@ func randomStateDict(cfg attention.Config, seed int64) map[string]*builder.Tenso
 
 func needORT(tb testing.TB) {
 	tb.Helper()
-	testenv.ORT(tb, runtime.Init())
+	testenv.ORT(tb, ortsession.Init())
 }

@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // ioSpec is what attnx.json implies about one graph input or output.
 type ioSpec struct {
 	name  string
-	dtype runtime.DType
+	dtype ortsession.DType
 	// dims holds the fixed sizes, -1 for dynamic ones; labels names each
 	// fixed one after its attnx.json field.
 	dims   []int64
@@ -30,16 +30,16 @@ type graphSpec struct {
 
 func (t *Translator) encoderSpec() graphSpec {
 	H, L := int64(t.info.Hidden), int64(t.info.Layers)
-	state := ioSpec{dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
+	state := ioSpec{dtype: ortsession.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
 	h, c := state, state
 	h.name, c.name, c.optional = attention.OutHidden, attention.OutCell, true
 	return graphSpec{role: "encoder",
 		inputs: []ioSpec{
-			{name: attention.InSourceIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
-			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
+			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
 		},
 		outputs: []ioSpec{
-			{name: attention.OutEncoder, dtype: runtime.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
+			{name: attention.OutEncoder, dtype: ortsession.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
 			h, c,
 		}}
 }
@@ -47,48 +47,48 @@ func (t *Translator) encoderSpec() graphSpec {
 func (t *Translator) decoderSpec() graphSpec {
 	H, L, Vt := int64(t.info.Hidden), int64(t.info.Layers), int64(t.info.TgtVocab)
 	state := func(name string) ioSpec {
-		return ioSpec{name: name, dtype: runtime.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"},
+		return ioSpec{name: name, dtype: ortsession.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"},
 			optional: name == attention.InCell || name == attention.OutNextCell}
 	}
 	return graphSpec{role: "decoder",
 		inputs: []ioSpec{
-			{name: attention.InInputIDs, dtype: runtime.Int64, dims: []int64{-1}},
+			{name: attention.InInputIDs, dtype: ortsession.Int64, dims: []int64{-1}},
 			state(attention.InHidden), state(attention.InCell),
-			{name: attention.InEncoderOutputs, dtype: runtime.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
-			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
+			{name: attention.InEncoderOutputs, dtype: ortsession.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
+			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
 		},
 		outputs: []ioSpec{
-			{name: attention.OutLogProbs, dtype: runtime.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}},
+			{name: attention.OutLogProbs, dtype: ortsession.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}},
 			state(attention.OutNextHidden), state(attention.OutNextCell),
-			{name: attention.OutAttention, dtype: runtime.Float32, dims: []int64{-1, -1}},
+			{name: attention.OutAttention, dtype: ortsession.Float32, dims: []int64{-1, -1}},
 		}}
 }
 
 func (t *Translator) greedySpec() graphSpec {
 	return graphSpec{role: "greedy",
 		inputs: []ioSpec{
-			{name: attention.InSourceIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
-			{name: attention.InSourceLengths, dtype: runtime.Int64, dims: []int64{-1}},
-			{name: inMaxLen, dtype: runtime.Int64, dims: []int64{}},
+			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
+			{name: inMaxLen, dtype: ortsession.Int64, dims: []int64{}},
 		},
 		outputs: []ioSpec{
-			{name: outOutputIDs, dtype: runtime.Int64, dims: []int64{-1, -1}},
-			{name: outGreedyAtt, dtype: runtime.Float32, dims: []int64{-1, -1, -1}},
+			{name: outOutputIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
+			{name: outGreedyAtt, dtype: ortsession.Float32, dims: []int64{-1, -1, -1}},
 		},
 		allowExtraOutput: true}
 }
 
 // check compares the session's declared inputs and outputs with the spec.
 // Dimensions the model leaves symbolic are accepted for fixed ones.
-func (g graphSpec) check(path string, s *runtime.Session) error {
+func (g graphSpec) check(path string, s *ortsession.Session) error {
 	if err := checkIOs(path, "input", s.Inputs(), g.inputs, false); err != nil {
 		return err
 	}
 	return checkIOs(path, "output", s.Outputs(), g.outputs, g.allowExtraOutput)
 }
 
-func checkIOs(path, what string, have []runtime.IOInfo, want []ioSpec, allowExtra bool) error {
-	byName := map[string]runtime.IOInfo{}
+func checkIOs(path, what string, have []ortsession.IOInfo, want []ioSpec, allowExtra bool) error {
+	byName := map[string]ortsession.IOInfo{}
 	var names []string
 	for _, io := range have {
 		byName[io.Name] = io

@@ -12,7 +12,7 @@ import (
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // Engine names accepted in Options.Engine.
@@ -45,7 +45,7 @@ type Options struct {
 	// Device is "cpu" (or ""), "cuda" or "auto" (CUDA, else CPU).
 	Device string
 	// OptLevel is ONNX Runtime's graph optimisation level.
-	OptLevel runtime.OptLevel
+	OptLevel ortsession.OptLevel
 	// Engine is "steps", "loop", or "" for loop when the model directory
 	// has greedy.onnx and steps otherwise.
 	Engine string
@@ -132,8 +132,8 @@ type Translator struct {
 	opt    Options
 	engine string
 
-	enc, dec, greedy *runtime.Session
-	beamGraph        *runtime.Session // beam.onnx: the loop engine with Beam > 1
+	enc, dec, greedy *ortsession.Session
+	beamGraph        *ortsession.Session // beam.onnx: the loop engine with Beam > 1
 	notes            []string
 
 	src, tgt vocab
@@ -196,7 +196,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.engine = opt.Engine
 	}
 
-	ropt := runtime.Options{IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
+	ropt := ortsession.Options{IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
 	fail := func(err error) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
@@ -251,9 +251,9 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("translate: unknown engine %q: want %q or %q (or empty for the default)", opt.Engine, EngineSteps, EngineLoop)
 	}
 	switch opt.Device {
-	case "", runtime.DeviceCPU, runtime.DeviceCUDA, runtime.DeviceAuto:
+	case "", ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto:
 	default:
-		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, runtime.DeviceCPU, runtime.DeviceCUDA, runtime.DeviceAuto)
+		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto)
 	}
 	for _, f := range []struct {
 		name string
@@ -276,7 +276,7 @@ func checkOptions(opt Options) error {
 
 // openRole opens the model file attnx.json names for role and checks its
 // interface.
-func (t *Translator) openRole(role string, ropt runtime.Options, spec graphSpec) (*runtime.Session, error) {
+func (t *Translator) openRole(role string, ropt ortsession.Options, spec graphSpec) (*ortsession.Session, error) {
 	name := t.info.Files[role]
 	path := filepath.Join(t.dir, name)
 	st, err := os.Stat(path)
@@ -288,7 +288,7 @@ func (t *Translator) openRole(role string, ropt runtime.Options, spec graphSpec)
 	case st.IsDir():
 		return nil, fmt.Errorf("translate: %s model %s is a directory, not an .onnx file", role, path)
 	}
-	s, err := runtime.Open(path, ropt)
+	s, err := ortsession.Open(path, ropt)
 	if err != nil {
 		return nil, fmt.Errorf("translate: %s model %s cannot be loaded: %w", role, path, err)
 	}
@@ -362,7 +362,7 @@ func (t *Translator) Close() error {
 
 func (t *Translator) closeSessions() error {
 	var errs []error
-	for _, s := range []*runtime.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
+	for _, s := range []*ortsession.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -15,9 +15,9 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
-	"github.com/attnx/attnx/runtime"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -209,10 +209,10 @@ func Check(o Options) (*Outcome, error) {
 		}
 	}
 
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		return nil, err
 	}
-	sessions := map[string]*runtime.Session{}
+	sessions := map[string]*ortsession.Session{}
 	defer func() {
 		for _, s := range sessions {
 			s.Close()
@@ -220,7 +220,7 @@ func Check(o Options) (*Outcome, error) {
 	}()
 	for _, role := range []string{"encoder", "decoder"} {
 		path := filepath.Join(o.ModelDir, info.Files[role])
-		s, err := runtime.Open(path, runtime.Options{IntraOpThreads: 1})
+		s, err := ortsession.Open(path, ortsession.Options{IntraOpThreads: 1})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -409,7 +409,7 @@ func moduleConfig(info *modeldir.Info) string {
 // checkBeam runs the reference's beam search on the inputs and compares
 // the decoding core's with it, and beam.onnx's when loopBeam (translate's
 // loop engine with beam search) is not nil.
-func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, loopBeam *translate.Translator, ids *runtime.Tensor, lens []int64, steps int, drift float64) ([]BeamCheck, error) {
+func checkBeam(o Options, weights, in, tmp string, enc, dec *ortsession.Session, loopBeam *translate.Translator, ids *ortsession.Tensor, lens []int64, steps int, drift float64) ([]BeamCheck, error) {
 	sp := o.Info.Special
 	outPath := filepath.Join(tmp, "beam.safetensors")
 	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
@@ -445,7 +445,7 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *runtime.Session, lo
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.
-func sourceInputs(t map[string]*builder.Tensor, path string) (*runtime.Tensor, []int64, error) {
+func sourceInputs(t map[string]*builder.Tensor, path string) (*ortsession.Tensor, []int64, error) {
 	ids, ok := t["source_ids"]
 	if !ok || len(ids.Dims) != 2 {
 		return nil, nil, fmt.Errorf("%s: want source_ids int64 [batch, src_len]", path)
@@ -462,7 +462,7 @@ func sourceInputs(t map[string]*builder.Tensor, path string) (*runtime.Tensor, [
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: source_lengths: %w", path, err)
 	}
-	return runtime.NewInt64(ids.Dims, iv), lens, nil
+	return ortsession.NewInt64(ids.Dims, iv), lens, nil
 }
 
 func stepInputs(t *builder.Tensor) ([][]int64, error) {

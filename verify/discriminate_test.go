@@ -9,13 +9,13 @@ import (
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // openWeights builds, checks and opens the encoder and decoder of w.
-func openWeights(t *testing.T, w *attention.Weights) (enc, dec *runtime.Session) {
+func openWeights(t *testing.T, w *attention.Weights) (enc, dec *ortsession.Session) {
 	t.Helper()
-	var sessions []*runtime.Session
+	var sessions []*ortsession.Session
 	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
 		m, err := build(w, attention.BuildOptions{})
 		if err != nil {
@@ -58,7 +58,7 @@ func swapBlocks(v []float32, rows, cols, i, j int) {
 // added to its own states each step (its tokens equal PyTorch's up to
 // counted near ties). The models are an LSTM and a GRU fixture.
 func TestStepIsolatedDiscriminates(t *testing.T) {
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	for _, name := range []string{"luong-general_b4_l2", "bahdanau_b1_l1"} {
 		var f *fixtures.Fixture
 		for _, x := range fixtures.List(t) {

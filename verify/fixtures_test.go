@@ -5,17 +5,17 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/onnxcheck"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // openModel builds, checks and opens the encoder and decoder of a checkpoint.
-func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *runtime.Session) {
+func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *ortsession.Session) {
 	t.Helper()
 	w = fixtures.Weights(t, ckpt)
-	var sessions []*runtime.Session
+	var sessions []*ortsession.Session
 	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
 		m, err := build(w, attention.BuildOptions{})
 		if err != nil {
@@ -28,14 +28,14 @@ func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *runti
 
 // openChecked marshals a built model, runs the ONNX checker on it and opens
 // it in ONNX Runtime; the session is closed when the test ends.
-func openChecked(t *testing.T, m *builder.Model) *runtime.Session {
+func openChecked(t *testing.T, m *builder.Model) *ortsession.Session {
 	t.Helper()
-	data, err := export.Marshal(m)
+	data, err := onnxfile.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	s, err := runtime.OpenBytes(data, runtime.Options{IntraOpThreads: 1})
+	s, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +44,9 @@ func openChecked(t *testing.T, m *builder.Model) *runtime.Session {
 }
 
 // sourceTensor returns a reference run's source_ids as a runtime tensor.
-func sourceTensor(t *testing.T, d *fixtures.Data) *runtime.Tensor {
+func sourceTensor(t *testing.T, d *fixtures.Data) *ortsession.Tensor {
 	t.Helper()
-	ids, err := runtime.FromBuilder(d.SourceIDs)
+	ids, err := ortsession.FromBuilder(d.SourceIDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func sourceTensor(t *testing.T, d *fixtures.Data) *runtime.Tensor {
 }
 
 func TestFixturesMatchPyTorch(t *testing.T) {
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	for _, f := range fixtures.List(t) {

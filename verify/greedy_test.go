@@ -8,14 +8,14 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/internal/fixtures"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // TestGreedyGraphMatchesPyTorch runs greedy.onnx (encoder plus an ONNX Loop
 // over the decoder step) on every fixture: its tokens must equal PyTorch's
 // greedy decoding and the step loop's, its attention the step loop's.
 func TestGreedyGraphMatchesPyTorch(t *testing.T) {
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	for _, f := range fixtures.List(t) {
@@ -44,7 +44,7 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 // comparison on the reference's greedy tokens), which are counted and
 // returned. greedy.onnx's attention must be the step loop's where both
 // follow PyTorch.
-func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *runtime.Session, ids *runtime.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64, free *Report) int {
+func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *ortsession.Session, ids *ortsession.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64, free *Report) int {
 	t.Helper()
 	m, err := attention.Greedy(w, sp, attention.BuildOptions{})
 	if err != nil {
@@ -52,10 +52,10 @@ func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *runtime.Session
 	}
 	s := openChecked(t, m)
 	B := int64(len(lens))
-	out, err := s.Run(map[string]*runtime.Tensor{
+	out, err := s.Run(map[string]*ortsession.Tensor{
 		attention.InSourceIDs:     ids,
-		attention.InSourceLengths: runtime.NewInt64([]int64{B}, lens),
-		attention.InMaxLen:        runtime.Scalar(maxLen),
+		attention.InSourceLengths: ortsession.NewInt64([]int64{B}, lens),
+		attention.InMaxLen:        ortsession.Scalar(maxLen),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // Tolerance is the spec's float32 tolerance: torch.testing's defaults.
@@ -33,7 +33,7 @@ var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 // without a cell state (GRU).
 type Step struct {
 	InputIDs                                  []int64
-	LogProbs, NextHidden, NextCell, Attention *runtime.Tensor
+	LogProbs, NextHidden, NextCell, Attention *ortsession.Tensor
 	// Tokens is the argmax of LogProbs per row.
 	Tokens []int64
 }
@@ -41,13 +41,13 @@ type Step struct {
 // Trace is the record of an encoder run followed by decoder steps. Cell is
 // nil for models without a cell state (GRU).
 type Trace struct {
-	EncoderOutputs, Hidden, Cell *runtime.Tensor
+	EncoderOutputs, Hidden, Cell *ortsession.Tensor
 	Steps                        []Step
 }
 
 // sourceRows cuts source_ids [batch, src_len] to each row's length,
 // checking 1 <= length <= src_len.
-func sourceRows(sourceIDs *runtime.Tensor, sourceLengths []int64) ([][]int64, int, error) {
+func sourceRows(sourceIDs *ortsession.Tensor, sourceLengths []int64) ([][]int64, int, error) {
 	if len(sourceIDs.Shape) != 2 || int(sourceIDs.Shape[0]) != len(sourceLengths) {
 		return nil, 0, fmt.Errorf("source_ids %s and %d source_lengths: want source_ids [batch, src_len] with one length per row", sourceIDs, len(sourceLengths))
 	}
@@ -68,7 +68,7 @@ func sourceRows(sourceIDs *runtime.Tensor, sourceLengths []int64) ([][]int64, in
 
 // executor returns an executor of enc and dec with room for the source
 // rows (cut to their lengths) at the given src_len; the caller closes it.
-func executor(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
+func executor(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
 	m, err := decode.NewModel(enc, dec, decode.Dims{})
 	if err != nil {
 		return nil, nil, 0, err
@@ -85,8 +85,8 @@ func executor(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLength
 }
 
 // floatTensor copies data into a new runtime tensor.
-func floatTensor(dims []int64, data []float32) *runtime.Tensor {
-	return runtime.NewFloat32(dims, append([]float32(nil), data...))
+func floatTensor(dims []int64, data []float32) *ortsession.Tensor {
+	return ortsession.NewFloat32(dims, append([]float32(nil), data...))
 }
 
 // Run runs the encoder on sourceIDs [batch, srcLen] and sourceLengths, then
@@ -95,7 +95,7 @@ func floatTensor(dims []int64, data []float32) *runtime.Tensor {
 // so that rounding accumulates as in real use: free-running). The encoder
 // runs at the given src_len, whatever the lengths. Its differences from the
 // reference are drift (FreeRunning), not a verdict: RunIsolated's are.
-func Run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
+func Run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
 	return run(enc, dec, sourceIDs, sourceLengths, stepInputs, nil)
 }
 
@@ -107,7 +107,7 @@ func Run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []i
 // them. Each step is then one graph run on identical inputs, whose outputs
 // Compare judges within the float32 tolerance whatever the sequence length
 // or the CPU.
-func RunIsolated(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Trace, error) {
+func RunIsolated(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Trace, error) {
 	return run(enc, dec, sourceIDs, sourceLengths, stepInputs, isolatedFeed(want))
 }
 
@@ -167,7 +167,7 @@ const nextPrefix = "next_"
 
 // run is Run and RunIsolated: feed, when set, overwrites the executor's
 // encoder outputs and states before step t.
-func run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64, feed func(t int, ex *decode.Executor) error) (*Trace, error) {
+func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, feed func(t int, ex *decode.Executor) error) (*Trace, error) {
 	for t, ids := range stepInputs {
 		if len(ids) != len(sourceLengths) {
 			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), len(sourceLengths))
@@ -187,8 +187,8 @@ func run(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []i
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
 	H, L, V, b, s := int64(m.Hidden()), int64(m.Layers()), m.TgtVocab(), int64(B), int64(S)
-	state := func() map[string]*runtime.Tensor {
-		out := map[string]*runtime.Tensor{}
+	state := func() map[string]*ortsession.Tensor {
+		out := map[string]*ortsession.Tensor{}
 		for k, name := range m.States() {
 			out[name] = floatTensor([]int64{L, b, H}, ex.State(k))
 		}
@@ -324,7 +324,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		}
 		return v[lo : lo+n], nil
 	}
-	add := func(step int, name string, got *runtime.Tensor, ref []float32, shape []int64) error {
+	add := func(step int, name string, got *ortsession.Tensor, ref []float32, shape []int64) error {
 		g, err := got.Float32s()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -359,7 +359,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 	if _, refCell := want["cell"]; refCell && !hasCell {
 		return nil, fmt.Errorf("the reference has a cell state, the graphs have none: not the same kind of model (LSTM vs GRU)")
 	}
-	encOuts := map[string]*runtime.Tensor{"encoder_outputs": tr.EncoderOutputs, "hidden": tr.Hidden, "cell": tr.Cell}
+	encOuts := map[string]*ortsession.Tensor{"encoder_outputs": tr.EncoderOutputs, "hidden": tr.Hidden, "cell": tr.Cell}
 	for _, name := range []string{"encoder_outputs", "hidden", "cell"} {
 		if encOuts[name] == nil {
 			continue
@@ -392,7 +392,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		}
 		per := int(builder.NumElements(dims[1:]))
 		for t, st := range tr.Steps {
-			got := map[string]*runtime.Tensor{"log_probs": st.LogProbs, "next_hidden": st.NextHidden, "next_cell": st.NextCell, "attention": st.Attention}[name]
+			got := map[string]*ortsession.Tensor{"log_probs": st.LogProbs, "next_hidden": st.NextHidden, "next_cell": st.NextCell, "attention": st.Attention}[name]
 			if err := add(t, name, got, ref[t*per:(t+1)*per], dims[1:]); err != nil {
 				return nil, err
 			}
@@ -495,7 +495,7 @@ type Parity struct {
 // CheckParity runs the graphs both ways on the reference's inputs
 // (source_ids, source_lengths and stepInputs, the step_input_ids it was
 // fed) and compares each with want, the reference's outputs.
-func CheckParity(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Parity, error) {
+func CheckParity(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Parity, error) {
 	iso, err := RunIsolated(enc, dec, sourceIDs, sourceLengths, stepInputs, want)
 	if err != nil {
 		return nil, fmt.Errorf("step-isolated run: %w", err)
@@ -584,7 +584,7 @@ type Decoded struct {
 // core, as the spec's "Greedy decoding" says: start from SOS, feed back the
 // argmax, a row stops at EOS (which is part of its output) or after maxLen
 // tokens.
-func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
+func Greedy(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
 	gs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(g *decode.Greedy) {
 		*g = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true}
 	})
@@ -603,7 +603,7 @@ func Greedy(enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths 
 func decodeRows[T any, P interface {
 	*T
 	decode.Search
-}](enc, dec *runtime.Session, sourceIDs *runtime.Tensor, sourceLengths []int64, init func(P)) ([]T, error) {
+}](enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, init func(P)) ([]T, error) {
 	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err

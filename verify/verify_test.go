@@ -7,14 +7,14 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // TestRunAndCompareEdges: zero decoder steps compare the encoder alone; a
 // reference with fewer tokens than the steps run, or a cell state the graphs
 // lack, is an error, not a panic.
 func TestRunAndCompareEdges(t *testing.T) {
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	f := fixtures.List(t)[1]
 	_, enc, dec := openModel(t, f.Path(t, "checkpoint.pt"))
 	d := fixtures.Load(t, f.Path(t, ""))

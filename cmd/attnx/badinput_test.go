@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +21,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/procstat"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -198,7 +198,7 @@ type badCase struct {
 }
 
 func TestBadInput(t *testing.T) {
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	tmp := t.TempDir()
 	m := badSetup(t, tmp)
 	out := filepath.Join(tmp, "out")
@@ -454,7 +454,7 @@ func TestBadInputHelperProcess(t *testing.T) {
 // pointing at nothing, in a subprocess: the message names the library path
 // and the variable, and there is no panic.
 func TestBadInputMissingORT(t *testing.T) {
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
@@ -535,7 +535,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 translations")
 	}
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
@@ -548,7 +548,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	stdout, stderr, translateStdin = outw, &errb, in
 	defer func() { stdout, stderr, translateStdin = os.Stdout, os.Stderr, os.Stdin }()
 
-	goruntime.GC()
+	runtime.GC()
 	heap0, rss0 := badHeap(), procstat.RSS()
 	var maxHeap, maxRSS uint64
 	var samples int
@@ -599,7 +599,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 
 // badHeap is the live Go heap (HeapAlloc, without forcing a GC).
 func badHeap() uint64 {
-	var ms goruntime.MemStats
-	goruntime.ReadMemStats(&ms)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }

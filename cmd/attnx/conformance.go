@@ -10,7 +10,7 @@ import (
 
 func init() {
 	commandDocs["conformance"] = `
-Each case's model.onnx is loaded with package export, re-serialized and
+Each case's model.onnx is loaded with package onnxfile, re-serialized and
 checked to decode equal to the original, then run through ONNX Runtime on
 every test_data_set_N and compared with the expected outputs (rtol 1e-3,
 atol 1e-7 for floats; exact for integers, bools and strings).

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/conformance"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // needData returns node/test_abs of the backend test data; it skips when
@@ -20,7 +20,7 @@ import (
 func needData(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(testenv.Backend(t, "node"), "test_abs")
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 	return dir
 }
 
@@ -93,12 +93,12 @@ func corruptedAbs(t *testing.T, src string) string {
 		}
 	}
 	out := filepath.Join(dst, "test_data_set_0", "output_0.pb")
-	tn, err := export.ReadTensorProto(out)
+	tn, err := onnxfile.ReadTensorProto(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	binary.LittleEndian.PutUint32(tn.Raw, math.Float32bits(-7))
-	b, err := export.MarshalTensor(tn)
+	b, err := onnxfile.MarshalTensor(tn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/onnxfile"
 )
 
 func init() {
@@ -34,7 +34,7 @@ type inspectedGraph struct {
 	Role  string `json:"role,omitempty"`
 	File  string `json:"file"`
 	Bytes int64  `json:"bytes"`
-	export.Summary
+	onnxfile.Summary
 }
 
 // inspectedDir is inspect's JSON output for a model directory.
@@ -119,7 +119,7 @@ func roles(files map[string]string) []string {
 }
 
 func inspectGraph(path, role string) (inspectedGraph, error) {
-	mp, err := export.Load(path)
+	mp, err := onnxfile.Load(path)
 	if err != nil {
 		return inspectedGraph{}, err
 	}
@@ -127,7 +127,7 @@ func inspectGraph(path, role string) (inspectedGraph, error) {
 	if err != nil {
 		return inspectedGraph{}, err
 	}
-	return inspectedGraph{Role: role, File: path, Bytes: st.Size(), Summary: export.Summarize(mp)}, nil
+	return inspectedGraph{Role: role, File: path, Bytes: st.Size(), Summary: onnxfile.Summarize(mp)}, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -200,7 +200,7 @@ func printGraph(w io.Writer, g inspectedGraph) {
 	if s.Doc != "" {
 		fmt.Fprintf(w, "  doc        %s\n", s.Doc)
 	}
-	io := func(label string, vs []export.ValueSummary) {
+	io := func(label string, vs []onnxfile.ValueSummary) {
 		fmt.Fprintf(w, "  %s\n", label)
 		width := 0
 		for _, v := range vs {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -101,7 +101,7 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--threads %d: must not be negative", *threads)}
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
 		return &usageError{fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop)}
-	case *device != runtime.DeviceCPU && *device != runtime.DeviceCUDA && *device != runtime.DeviceAuto:
+	case *device != ortsession.DeviceCPU && *device != ortsession.DeviceCUDA && *device != ortsession.DeviceAuto:
 		return &usageError{fmt.Sprintf("--device %q: want cpu, cuda or auto", *device)}
 	case *plotPath != "" && !strings.EqualFold(filepath.Ext(*plotPath), ".png"):
 		return &usageError{fmt.Sprintf("--plot %s: the file name must end in .png", *plotPath)}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/reference"
-	"github.com/attnx/attnx/runtime"
 )
 
 // needTorch ends the test when Debian's PyTorch or ONNX Runtime is absent
@@ -18,7 +18,7 @@ import (
 func needTorch(t *testing.T) {
 	t.Helper()
 	testenv.Torch(t)
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 }
 
 func exportFixture(t *testing.T, name string, extra ...string) string {

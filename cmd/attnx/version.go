@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 func init() {
@@ -23,8 +23,9 @@ changes ("modified"). A build without them (outside a clone, in a git
 worktree, or with -buildvcs=false) says so.
 
 The library is found as every command finds it: $ATTNX_ORT_LIB, else
-.deps/onnxruntime/lib above the executable or the current directory, else
-the system library directories.
+beside the executable or in its ../lib, the .deps/ of the checkout attnx
+was built in, else the system library directories (never in directories
+above the working directory).
 
 Exit status: 0; 1 when no ONNX Runtime library can be loaded (everything
 else is still printed: export and inspect work without it, translate,
@@ -59,7 +60,7 @@ type versionORT struct {
 // buildVersion fills in the attnx and Go parts of a versionReport from
 // the build information (ok false: the binary has none).
 func buildVersion(bi *debug.BuildInfo, ok bool) versionReport {
-	rep := versionReport{Version: "unknown", Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
+	rep := versionReport{Version: "unknown", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if !ok || bi == nil {
 		return rep
 	}
@@ -84,10 +85,10 @@ func buildVersion(bi *debug.BuildInfo, ok bool) versionReport {
 
 // findORT loads ONNX Runtime the way every command does and reports it.
 func findORT() versionORT {
-	if err := runtime.Init(); err != nil {
-		return versionORT{Error: strings.TrimPrefix(err.Error(), "runtime: ")}
+	if err := ortsession.Init(); err != nil {
+		return versionORT{Error: strings.TrimPrefix(err.Error(), "ortsession: ")}
 	}
-	return versionORT{Path: runtime.LibraryPath(), Version: runtime.Version()}
+	return versionORT{Path: ortsession.LibraryPath(), Version: ortsession.Version()}
 }
 
 // writeVersion prints rep as text.

@@ -6,24 +6,24 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 func TestVersionFromBuildInfo(t *testing.T) {
-	platform := goruntime.GOOS + "/" + goruntime.GOARCH
+	platform := runtime.GOOS + "/" + runtime.GOARCH
 	cases := []struct {
 		name string
 		bi   *debug.BuildInfo
 		ok   bool
 		want versionReport
 	}{
-		{"no build info", nil, false, versionReport{Version: "unknown", Go: goruntime.Version(), Platform: platform}},
+		{"no build info", nil, false, versionReport{Version: "unknown", Go: runtime.Version(), Platform: platform}},
 		{"source tree without VCS", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/attnx/attnx", Version: "(devel)"}}, true,
 			versionReport{Version: "(devel)", Go: "go1.26.8", Platform: platform}},
 		{"git clone with changes", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20260102030405-0123456789ab+dirty"},
@@ -62,21 +62,21 @@ func TestWriteVersion(t *testing.T) {
 }
 
 // TestVersionCommand runs `attnx version` in this process: it reports the
-// library runtime.Init loads, and exits 0 exactly when there is one.
+// library ortsession.Init loads, and exits 0 exactly when there is one.
 func TestVersionCommand(t *testing.T) {
-	initErr := runtime.Init()
+	initErr := ortsession.Init()
 	if initErr != nil {
 		testenv.MissingPart(t, "the ONNX Runtime shared library", "make deps (scripts/install-deps.sh), or set ATTNX_ORT_LIB", initErr)
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		code, out, errs := attnx(args...)
 		first, _, _ := strings.Cut(out, "\n")
-		if !strings.HasPrefix(first, "attnx ") || !strings.Contains(out, "\n  go           "+goruntime.Version()+" ") || errs != "" {
+		if !strings.HasPrefix(first, "attnx ") || !strings.Contains(out, "\n  go           "+runtime.Version()+" ") || errs != "" {
 			t.Errorf("attnx %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 		switch {
-		case initErr == nil && (code != 0 || !strings.Contains(out, "\n  onnxruntime  "+runtime.Version()+" "+runtime.LibraryPath()+"\n")):
-			t.Errorf("attnx %q with ONNX Runtime %s at %s: exit %d, stdout %q", args, runtime.Version(), runtime.LibraryPath(), code, out)
+		case initErr == nil && (code != 0 || !strings.Contains(out, "\n  onnxruntime  "+ortsession.Version()+" "+ortsession.LibraryPath()+"\n")):
+			t.Errorf("attnx %q with ONNX Runtime %s at %s: exit %d, stdout %q", args, ortsession.Version(), ortsession.LibraryPath(), code, out)
 		case initErr != nil && (code != 1 || !strings.Contains(out, "onnxruntime  not loaded: ")):
 			t.Errorf("attnx %q without ONNX Runtime (%v): exit %d, stdout %q", args, initErr, code, out)
 		}
@@ -86,7 +86,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("version --json (exit %d) is not JSON: %v\n%s", code, err, out)
 	}
-	if rep.Go != goruntime.Version() || rep.ORT.Path != runtime.LibraryPath() || rep.ORT.Version != runtime.Version() || (rep.ORT.Error == "") != (initErr == nil) {
+	if rep.Go != runtime.Version() || rep.ORT.Path != ortsession.LibraryPath() || rep.ORT.Version != ortsession.Version() || (rep.ORT.Error == "") != (initErr == nil) {
 		t.Errorf("version --json: %+v", rep)
 	}
 	if code, _, errs := attnx("version", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {

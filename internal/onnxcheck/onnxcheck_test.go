@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 )
 
 func relu(x *builder.Value, outType builder.Type) *builder.Value {
@@ -21,7 +21,7 @@ func model(t *testing.T, outType builder.Type) []byte {
 	g := builder.New("g")
 	x := g.Input("x", builder.Float, builder.Dims("batch", 3))
 	g.Output("y", relu(x, outType))
-	b, err := export.Marshal(builder.NewModel(g))
+	b, err := onnxfile.Marshal(builder.NewModel(g))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCheckerRejectsUnknownOperator(t *testing.T) {
 		return []*builder.Type{&tt}, nil
 	}}, 1)[0]
 	g.Output("y", y)
-	b, err := export.Marshal(builder.NewModel(g))
+	b, err := onnxfile.Marshal(builder.NewModel(g))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@
 // ./internal/onnxpb` (needs protoc from Debian's protobuf-compiler);
 // TestGeneratedCodeIsFresh fails when the committed copies are stale.
 //
-// Only package export touches these types (TestProtobufStaysInExport in
-// package export enforces it); everything else works on the builder's own
+// Only package onnxfile touches these types (TestProtobufStaysInOnnxfile in
+// package onnxfile enforces it); everything else works on the builder's own
 // types and on what export returns.
 package onnxpb
 

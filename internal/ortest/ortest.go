@@ -6,32 +6,32 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ortsession"
 )
 
 // Require initialises ONNX Runtime, ending the test as testenv.ORT says
 // when it cannot be used.
 func Require(t testing.TB) {
 	t.Helper()
-	testenv.ORT(t, runtime.Init())
+	testenv.ORT(t, ortsession.Init())
 }
 
 // Open marshals m and opens it in ONNX Runtime with one thread and opt's
 // other settings; the session is closed when the test ends.
-func Open(t testing.TB, m *builder.Model, opt runtime.Options) *runtime.Session {
+func Open(t testing.TB, m *builder.Model, opt ortsession.Options) *ortsession.Session {
 	t.Helper()
 	Require(t)
 	if err := m.Check(); err != nil {
 		t.Fatalf("building: %v", err)
 	}
-	data, err := export.Marshal(m)
+	data, err := onnxfile.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt.IntraOpThreads, opt.InterOpThreads = 1, 1
-	s, err := runtime.OpenBytes(data, opt)
+	s, err := ortsession.OpenBytes(data, opt)
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
 	}
@@ -40,9 +40,9 @@ func Open(t testing.TB, m *builder.Model, opt runtime.Options) *runtime.Session 
 }
 
 // Run builds g's model, runs it once on feeds and returns its outputs.
-func Run(t testing.TB, g *builder.Graph, feeds map[string]*runtime.Tensor) map[string]*runtime.Tensor {
+func Run(t testing.TB, g *builder.Graph, feeds map[string]*ortsession.Tensor) map[string]*ortsession.Tensor {
 	t.Helper()
-	out, err := Open(t, builder.NewModel(g), runtime.Options{}).Run(feeds)
+	out, err := Open(t, builder.NewModel(g), ortsession.Options{}).Run(feeds)
 	if err != nil {
 		t.Fatalf("running: %v", err)
 	}
@@ -50,7 +50,7 @@ func Run(t testing.TB, g *builder.Graph, feeds map[string]*runtime.Tensor) map[s
 }
 
 // Floats is Run for models whose outputs are all float32.
-func Floats(t testing.TB, g *builder.Graph, feeds map[string]*runtime.Tensor) map[string][]float32 {
+func Floats(t testing.TB, g *builder.Graph, feeds map[string]*ortsession.Tensor) map[string][]float32 {
 	t.Helper()
 	res := map[string][]float32{}
 	for name, v := range Run(t, g, feeds) {

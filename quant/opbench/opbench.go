@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant/qlayer"
-	"github.com/attnx/attnx/runtime"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -35,7 +35,7 @@ type Case struct {
 	// Model is the graph.
 	Model *builder.Model
 	// Inputs are the inputs every run is fed.
-	Inputs map[string]*runtime.Tensor
+	Inputs map[string]*ortsession.Tensor
 	// Bytes is the size of the weights the case reads every run.
 	Bytes int
 }
@@ -86,8 +86,8 @@ type Report struct {
 // runner is one opened case: a session bound to its inputs and outputs.
 type runner struct {
 	c       Case
-	sess    *runtime.Session
-	bind    *runtime.Binding
+	sess    *ortsession.Session
+	bind    *ortsession.Binding
 	values  []ort.Value
 	outputs map[string][]float32
 	times   []float64 // ms per run, one per round
@@ -114,11 +114,11 @@ func open(c Case, threads int) (r *runner, err error) {
 			r = nil
 		}
 	}()
-	data, err := export.Marshal(c.Model)
+	data, err := onnxfile.Marshal(c.Model)
 	if err != nil {
 		return nil, fmt.Errorf("opbench: %s / %s: %w", c.Group, c.Name, err)
 	}
-	if r.sess, err = runtime.OpenBytes(data, runtime.Options{IntraOpThreads: threads, InterOpThreads: 1}); err != nil {
+	if r.sess, err = ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: threads, InterOpThreads: 1}); err != nil {
 		return nil, fmt.Errorf("opbench: %s / %s: %w", c.Group, c.Name, err)
 	}
 	outs, err := r.sess.Run(c.Inputs)
@@ -128,9 +128,9 @@ func open(c Case, threads int) (r *runner, err error) {
 	if r.bind, err = r.sess.NewBinding(); err != nil {
 		return nil, err
 	}
-	bindAll := func(m map[string]*runtime.Tensor, bind func(string, ort.Value) error) error {
+	bindAll := func(m map[string]*ortsession.Tensor, bind func(string, ort.Value) error) error {
 		for name, t := range m {
-			v, err := runtime.NewValue(t)
+			v, err := ortsession.NewValue(t)
 			if err != nil {
 				return err
 			}
@@ -177,10 +177,10 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	if opt.Threads <= 0 {
 		opt.Threads = 1
 	}
-	if err := runtime.Init(); err != nil {
+	if err := ortsession.Init(); err != nil {
 		return nil, err
 	}
-	rep := &Report{LoadBefore: loadAvg(), ORT: runtime.Version(), Threads: opt.Threads, Rounds: opt.Rounds}
+	rep := &Report{LoadBefore: loadAvg(), ORT: ortsession.Version(), Threads: opt.Threads, Rounds: opt.Rounds}
 	for start := 0; start < len(cases); {
 		end := start + 1
 		for end < len(cases) && cases[end].Group == cases[start].Group {
@@ -349,7 +349,7 @@ func ClassifierCases(batch, features, vocab int, seed uint64) []Case {
 			name = s.String()
 		}
 		cases = append(cases, Case{Group: group, Name: name, Model: builder.NewModel(g), Bytes: b.Bytes,
-			Inputs: map[string]*runtime.Tensor{"x": runtime.NewFloat32(shape, x)}})
+			Inputs: map[string]*ortsession.Tensor{"x": ortsession.NewFloat32(shape, x)}})
 	}
 	add("fp32 Gemm (transB)", qlayer.Scheme{Form: qlayer.Float}, false)
 	add("fp32 MatMul+Add (3-D input)", qlayer.Scheme{Form: qlayer.Float}, true)
@@ -399,12 +399,12 @@ func CellCases(kind string, batch, in, hidden int, seed uint64) []Case {
 	w := qlayer.RNNWeights{W: uniform(rng, gates*hidden*in, bound), R: uniform(rng, gates*hidden*hidden, bound),
 		B: uniform(rng, 2*gates*hidden, bound), In: in, Hidden: hidden}
 	b, h := int64(batch), int64(hidden)
-	inputs := map[string]*runtime.Tensor{
-		"x": runtime.NewFloat32([]int64{1, b, int64(in)}, uniform(rng, batch*in, 1)),
-		"h": runtime.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1)),
+	inputs := map[string]*ortsession.Tensor{
+		"x": ortsession.NewFloat32([]int64{1, b, int64(in)}, uniform(rng, batch*in, 1)),
+		"h": ortsession.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1)),
 	}
 	if kind == "LSTM" {
-		inputs["c"] = runtime.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1))
+		inputs["c"] = ortsession.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1))
 	}
 	group := fmt.Sprintf("%s cell B=%d input %d hidden %d", kind, batch, in, hidden)
 	var cases []Case

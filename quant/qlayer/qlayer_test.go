@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/ortest"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/runtime"
+	"github.com/attnx/attnx/ortsession"
 )
 
 func randn(rng *rand.Rand, n int, scale float64) []float32 {
@@ -80,7 +80,7 @@ func TestLinearSchemes(t *testing.T) {
 				if b.Bytes <= 0 {
 					t.Errorf("Bytes = %d", b.Bytes)
 				}
-				got := ortest.Floats(t, g, map[string]*runtime.Tensor{"x": runtime.NewFloat32(shape, x)})["y"]
+				got := ortest.Floats(t, g, map[string]*ortsession.Tensor{"x": ortsession.NewFloat32(shape, x)})["y"]
 				if d := maxDiff(got, want); d > c.tol {
 					t.Errorf("max |diff| %.4g > %.4g", d, c.tol)
 				}
@@ -152,10 +152,10 @@ func TestCellsMatchOperators(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	lstm, gru := rnnWeights(rng, 4, in, hid), rnnWeights(rng, 3, in, hid)
 	x, h, c := randn(rng, batch*in, 1), randn(rng, batch*hid, 0.5), randn(rng, batch*hid, 0.5)
-	feeds := map[string]*runtime.Tensor{
-		"x": runtime.NewFloat32([]int64{1, batch, in}, x),
-		"h": runtime.NewFloat32([]int64{1, batch, hid}, h),
-		"c": runtime.NewFloat32([]int64{1, batch, hid}, c),
+	feeds := map[string]*ortsession.Tensor{
+		"x": ortsession.NewFloat32([]int64{1, batch, in}, x),
+		"h": ortsession.NewFloat32([]int64{1, batch, hid}, h),
+		"c": ortsession.NewFloat32([]int64{1, batch, hid}, c),
 	}
 	schemes := []struct {
 		s   Scheme
@@ -224,17 +224,17 @@ func TestCellWeightErrors(t *testing.T) {
 }
 
 // optimizedOps returns the operators of g's model after ONNX Runtime's
-// graph optimisations (all levels), as export.Summarize counts them.
+// graph optimisations (all levels), as onnxfile.Summarize counts them.
 func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
 	t.Helper()
 	path := t.TempDir() + "/optimized.onnx"
-	ortest.Open(t, builder.NewModel(g), runtime.Options{OptimizedModelPath: path})
-	mp, err := export.Load(path)
+	ortest.Open(t, builder.NewModel(g), ortsession.Options{OptimizedModelPath: path})
+	mp, err := onnxfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := map[string]int{}
-	for _, o := range export.Summarize(mp).Ops {
+	for _, o := range onnxfile.Summarize(mp).Ops {
 		ops[o.Op] = o.Count
 	}
 	return ops
@@ -285,21 +285,21 @@ func TestFormsPassChecker(t *testing.T) {
 		g.Output("next_c", c2)
 		g.Output("y", Linear(g, "fc", ops.Squeeze(x, g.Init("axis0", builder.Int64Tensor([]int64{1}, []int64{0}))), l, s).Y)
 		g.Output("emb", Embedding(g, "emb", ids, l.W, 8, 16, s.Form != Float).Y)
-		data, err := export.Marshal(builder.NewModel(g))
+		data, err := onnxfile.Marshal(builder.NewModel(g))
 		if err != nil {
 			t.Fatal(err)
 		}
 		onnxcheck.Check(t, data)
-		mp, err := export.LoadBytes(data)
+		mp, err := onnxfile.LoadBytes(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		declared := false
-		for _, o := range export.Summarize(mp).Opsets {
+		for _, o := range onnxfile.Summarize(mp).Opsets {
 			declared = declared || (o.Domain == ops.MicrosoftDomain && o.Version == 1)
 		}
 		if declared != (s.Form == NBits) {
-			t.Errorf("%s: opset imports %v: com.microsoft declared %v, want %v", s, export.Summarize(mp).Opsets, declared, s.Form == NBits)
+			t.Errorf("%s: opset imports %v: com.microsoft declared %v, want %v", s, onnxfile.Summarize(mp).Opsets, declared, s.Form == NBits)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package export
+package onnxfile
 
 import (
 	"encoding/binary"
@@ -49,7 +49,7 @@ func TensorToProto(t *builder.Tensor) (*onnxpb.TensorProto, error) {
 func MarshalTensor(t *builder.Tensor) ([]byte, error) {
 	tp, err := TensorToProto(t)
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return nil, fmt.Errorf("onnxfile: %w", err)
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(tp)
 }
@@ -59,7 +59,7 @@ func MarshalTensor(t *builder.Tensor) ([]byte, error) {
 func ReadTensorProto(path string) (*builder.Tensor, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return nil, fmt.Errorf("onnxfile: %w", err)
 	}
 	t, err := ReadTensorProtoBytes(data)
 	if err != nil {

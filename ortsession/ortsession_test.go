@@ -1,9 +1,9 @@
-package runtime
+package ortsession
 
 import (
 	"errors"
 	"fmt"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -165,7 +165,7 @@ func TestInitErrors(t *testing.T) {
 			if tc.lib == "" && strings.Contains(out, "INIT-RESULT: <nil>") {
 				t.Skip("an ONNX Runtime library is installed system-wide; cannot test the not-found message")
 			}
-			for _, w := range append(tc.want, "INIT-RESULT: runtime: ") {
+			for _, w := range append(tc.want, "INIT-RESULT: ortsession: ") {
 				if !strings.Contains(out, w) {
 					t.Errorf("child output lacks %q:\n%s", w, out)
 				}
@@ -176,7 +176,7 @@ func TestInitErrors(t *testing.T) {
 			if strings.Contains(out, "INIT-SECOND-DIFFERS") {
 				t.Errorf("second Init differs:\n%s", out)
 			}
-			if !strings.Contains(out, "OPEN-RESULT: runtime: ") {
+			if !strings.Contains(out, "OPEN-RESULT: ortsession: ") {
 				t.Errorf("Open after failed Init did not return the Init error:\n%s", out)
 			}
 		})
@@ -740,7 +740,7 @@ func TestDeclaredIOMatchesORT(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		declIn, declOut, err := export.ReadGraphIO(data)
+		declIn, declOut, err := onnxfile.ReadGraphIO(data)
 		if err != nil {
 			continue
 		}
@@ -753,7 +753,7 @@ func TestDeclaredIOMatchesORT(t *testing.T) {
 		if err != nil {
 			continue // a file ORT refuses (Open reports it)
 		}
-		decls := map[string]export.ValueType{}
+		decls := map[string]onnxfile.ValueType{}
 		for _, d := range append(declIn, declOut...) {
 			decls[d.Name] = d.Type
 		}

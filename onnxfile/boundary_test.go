@@ -1,4 +1,4 @@
-package export
+package onnxfile
 
 import (
 	"go/parser"
@@ -11,20 +11,20 @@ import (
 	"testing"
 )
 
-// protobufImports are the import paths only package export (and the
+// protobufImports are the import paths only package onnxfile (and the
 // generated bindings themselves) may use.
 var protobufImports = []string{"google.golang.org/protobuf", "github.com/attnx/attnx/internal/onnxpb"}
 
 // mayImportProtobuf lists the module directories allowed to import them.
-var mayImportProtobuf = map[string]bool{"export": true, "internal/onnxpb": true}
+var mayImportProtobuf = map[string]bool{"onnxfile": true, "internal/onnxpb": true}
 
-// TestProtobufStaysInExport parses the imports of every Go file of the
-// module, test files included, and fails for each one outside export/ and
+// TestProtobufStaysInOnnxfile parses the imports of every Go file of the
+// module, test files included, and fails for each one outside onnxfile/ and
 // internal/onnxpb/ that imports protobuf or the generated bindings: the rest
 // of attnx works on builder's types and on what export returns (GraphIO,
 // GraphNodes, ReadSequenceProto...), so that there is one place that knows
 // the wire format.
-func TestProtobufStaysInExport(t *testing.T) {
+func TestProtobufStaysInOnnxfile(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestProtobufStaysInExport(t *testing.T) {
 			}
 			for _, banned := range protobufImports {
 				if p == banned || strings.HasPrefix(p, banned+"/") {
-					t.Errorf("%s imports %s: only export/ and internal/onnxpb/ may; use package export's API", rel, p)
+					t.Errorf("%s imports %s: only onnxfile/ and internal/onnxpb/ may; use package onnxfile's API", rel, p)
 				}
 			}
 		}
@@ -78,6 +78,6 @@ func TestProtobufStaysInExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if files < 50 {
-		t.Fatalf("checked %d Go files outside export/ and internal/onnxpb/, want the whole module", files)
+		t.Fatalf("checked %d Go files outside onnxfile/ and internal/onnxpb/, want the whole module", files)
 	}
 }

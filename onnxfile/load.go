@@ -1,4 +1,4 @@
-package export
+package onnxfile
 
 import (
 	"errors"
@@ -36,7 +36,7 @@ func Load(path string) (*onnxpb.ModelProto, error) {
 func LoadWith(path string, opt LoadOptions) (*onnxpb.ModelProto, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return nil, fmt.Errorf("onnxfile: %w", err)
 	}
 	mp, err := LoadBytes(data)
 	if err != nil {

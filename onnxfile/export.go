@@ -5,7 +5,7 @@
 // Load and LoadBytes decode any .onnx file, ReadTensorProto decodes the
 // TensorProto files of the ONNX backend tests, and Summarize describes a
 // loaded model for `attnx inspect`.
-package export
+package onnxfile
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ func ToProto(m *builder.Model) (*onnxpb.ModelProto, error) {
 // ToProtoWith is ToProto with options.
 func ToProtoWith(m *builder.Model, opt ProtoOptions) (*onnxpb.ModelProto, error) {
 	if err := m.Check(); err != nil {
-		return nil, fmt.Errorf("export: model is not valid: %w", err)
+		return nil, fmt.Errorf("onnxfile: model is not valid: %w", err)
 	}
 	opset := m.Opset
 	if opset == 0 {
@@ -99,11 +99,11 @@ func graphToProto(g *builder.Graph, opt ProtoOptions, domains map[string]bool) (
 	for _, v := range g.Initializers() {
 		t := v.Const()
 		if t == nil {
-			return nil, fmt.Errorf("export: graph %q: initializer %q has no tensor", g.Name, v.Name())
+			return nil, fmt.Errorf("onnxfile: graph %q: initializer %q has no tensor", g.Name, v.Name())
 		}
 		tp, err := TensorToProto(t)
 		if err != nil {
-			return nil, fmt.Errorf("export: graph %q: initializer %q: %w", g.Name, v.Name(), err)
+			return nil, fmt.Errorf("onnxfile: graph %q: initializer %q: %w", g.Name, v.Name(), err)
 		}
 		tp.Name = proto.String(v.Name())
 		gp.Initializer = append(gp.Initializer, tp)
@@ -116,7 +116,7 @@ func graphToProto(g *builder.Graph, opt ProtoOptions, domains map[string]bool) (
 	for _, n := range g.Nodes() {
 		np, err := nodeToProto(n, opt, domains)
 		if err != nil {
-			return nil, fmt.Errorf("export: graph %q: %w", g.Name, err)
+			return nil, fmt.Errorf("onnxfile: graph %q: %w", g.Name, err)
 		}
 		gp.Node = append(gp.Node, np)
 		if opt.ValueInfo {
@@ -251,14 +251,14 @@ func Marshal(m *builder.Model) ([]byte, error) {
 // re-serialize a model returned by Load.
 func MarshalProto(mp *onnxpb.ModelProto) ([]byte, error) {
 	if mp == nil {
-		return nil, errors.New("export: nil model")
+		return nil, errors.New("onnxfile: nil model")
 	}
 	if n := int64(proto.Size(mp)); n > maxProtoSize {
-		return nil, fmt.Errorf("export: model is %d bytes, over protobuf's 2 GiB limit; write it with WriteFile and external data", n)
+		return nil, fmt.Errorf("onnxfile: model is %d bytes, over protobuf's 2 GiB limit; write it with WriteFile and external data", n)
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(mp)
 	if err != nil {
-		return nil, fmt.Errorf("export: serializing model: %w", err)
+		return nil, fmt.Errorf("onnxfile: serializing model: %w", err)
 	}
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"fmt"
@@ -24,29 +24,29 @@ func (s *Session) RunValues(inputs, outputs []ort.Value) error {
 		return ErrClosed
 	}
 	if len(inputs) != len(s.inputs) || len(outputs) != len(s.outputs) {
-		return fmt.Errorf("runtime: %s: RunValues got %d inputs and %d outputs, the model has %d inputs (%s) and %d outputs",
+		return fmt.Errorf("ortsession: %s: RunValues got %d inputs and %d outputs, the model has %d inputs (%s) and %d outputs",
 			s.name, len(inputs), len(outputs), len(s.inputs), s.describeInputs(), len(s.outputs))
 	}
 	if len(inputs) == 0 {
-		return fmt.Errorf("runtime: %s has no inputs; onnxruntime_go cannot run it with RunValues, use NewBinding", s.name)
+		return fmt.Errorf("ortsession: %s has no inputs; onnxruntime_go cannot run it with RunValues, use NewBinding", s.name)
 	}
 	for i, v := range inputs {
 		if v == nil {
-			return fmt.Errorf("runtime: %s: input %q is nil", s.name, s.inputs[i].Name)
+			return fmt.Errorf("ortsession: %s: input %q is nil", s.name, s.inputs[i].Name)
 		}
 		if err := checkValue("input", s.inputs[i], v); err != nil {
-			return fmt.Errorf("runtime: %s: %w", s.name, err)
+			return fmt.Errorf("ortsession: %s: %w", s.name, err)
 		}
 	}
 	for i, v := range outputs {
 		if v != nil {
 			if err := checkValue("output", s.outputs[i], v); err != nil {
-				return fmt.Errorf("runtime: %s: %w", s.name, err)
+				return fmt.Errorf("ortsession: %s: %w", s.name, err)
 			}
 		}
 	}
 	if err := s.sess.Run(inputs, outputs); err != nil {
-		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (s *Session) NewBinding() (*Binding, error) {
 	}
 	b, err := s.sess.CreateIoBinding()
 	if err != nil {
-		return nil, fmt.Errorf("runtime: %s: creating IoBinding: %w", s.name, err)
+		return nil, fmt.Errorf("ortsession: %s: creating IoBinding: %w", s.name, err)
 	}
 	nb := &Binding{s: s, b: b, bound: map[string]bool{}}
 	s.bmu.Lock()
@@ -144,13 +144,13 @@ func (b *Binding) bind(what, name string, v ort.Value) error {
 		for j, in := range infos {
 			all[j] = fmt.Sprintf("%q %s", in.Name, in)
 		}
-		return fmt.Errorf("runtime: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
+		return fmt.Errorf("ortsession: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
 	}
 	if v == nil {
-		return fmt.Errorf("runtime: %s: %s %q: nil value", s.name, what, name)
+		return fmt.Errorf("ortsession: %s: %s %q: nil value", s.name, what, name)
 	}
 	if err := checkValue(what, infos[i], v); err != nil {
-		return fmt.Errorf("runtime: %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: %s: %w", s.name, err)
 	}
 	var err error
 	if what == "input" {
@@ -159,7 +159,7 @@ func (b *Binding) bind(what, name string, v ort.Value) error {
 		err = b.b.BindOutput(name, v)
 	}
 	if err != nil {
-		return fmt.Errorf("runtime: %s: binding %s %q: %w", s.name, what, name, err)
+		return fmt.Errorf("ortsession: %s: binding %s %q: %w", s.name, what, name, err)
 	}
 	b.bound[what+"\x00"+name] = true
 	return nil
@@ -179,16 +179,16 @@ func (b *Binding) Run() error {
 	}
 	for _, in := range s.inputs {
 		if !b.bound["input\x00"+in.Name] {
-			return fmt.Errorf("runtime: %s: Binding.Run: input %q (%s) is not bound", s.name, in.Name, in)
+			return fmt.Errorf("ortsession: %s: Binding.Run: input %q (%s) is not bound", s.name, in.Name, in)
 		}
 	}
 	for _, o := range s.outputs {
 		if !b.bound["output\x00"+o.Name] {
-			return fmt.Errorf("runtime: %s: Binding.Run: output %q (%s) is not bound", s.name, o.Name, o)
+			return fmt.Errorf("ortsession: %s: Binding.Run: output %q (%s) is not bound", s.name, o.Name, o)
 		}
 	}
 	if err := s.sess.RunWithBinding(b.b); err != nil {
-		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"encoding/binary"
@@ -235,16 +235,16 @@ func NewValue(t *Tensor) (ort.Value, error) {
 		return nil, err
 	}
 	if t == nil {
-		return nil, fmt.Errorf("runtime: nil tensor")
+		return nil, fmt.Errorf("ortsession: nil tensor")
 	}
 	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: tensor %s: %w", t, err)
+		return nil, fmt.Errorf("ortsession: tensor %s: %w", t, err)
 	}
 	if l := t.Len(); l < 0 {
-		return nil, fmt.Errorf("runtime: unsupported tensor data type %T; supported: %s (complex is not supported)", t.Data, supportedData)
+		return nil, fmt.Errorf("ortsession: unsupported tensor data type %T; supported: %s (complex is not supported)", t.Data, supportedData)
 	} else if int64(l) != n {
-		return nil, fmt.Errorf("runtime: tensor %s needs %d elements, data has %d", t, n, l)
+		return nil, fmt.Errorf("ortsession: tensor %s needs %d elements, data has %d", t, n, l)
 	}
 	switch d := t.Data.(type) {
 	case []float32:
@@ -271,44 +271,44 @@ func NewValue(t *Tensor) (ort.Value, error) {
 		return newValue(t.Shape, d)
 	case []string:
 		if len(t.Shape) == 0 {
-			return nil, fmt.Errorf("runtime: rank-0 string tensors are not supported by onnxruntime_go")
+			return nil, fmt.Errorf("ortsession: rank-0 string tensors are not supported by onnxruntime_go")
 		}
 		st, err := ort.NewStringTensor(ort.Shape(t.Shape))
 		if err != nil {
-			return nil, fmt.Errorf("runtime: creating string tensor %s: %w", t, err)
+			return nil, fmt.Errorf("ortsession: creating string tensor %s: %w", t, err)
 		}
 		if err := st.SetContents(d); err != nil {
 			st.Destroy()
-			return nil, fmt.Errorf("runtime: filling string tensor %s: %w", t, err)
+			return nil, fmt.Errorf("ortsession: filling string tensor %s: %w", t, err)
 		}
 		return st, nil
 	case []F16:
 		v, err := newHalfValue(Float16, t.Shape, d)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %w", err)
+			return nil, fmt.Errorf("ortsession: %w", err)
 		}
 		return v, nil
 	case []BF16:
 		v, err := newHalfValue(BFloat16, t.Shape, d)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %w", err)
+			return nil, fmt.Errorf("ortsession: %w", err)
 		}
 		return v, nil
 	}
-	return nil, fmt.Errorf("runtime: unsupported tensor data type %T", t.Data)
+	return nil, fmt.Errorf("ortsession: unsupported tensor data type %T", t.Data)
 }
 
 func newValue[T ort.TensorData](shape []int64, data []T) (ort.Value, error) {
 	if len(shape) == 0 {
 		v, err := ort.NewScalar(data[0])
 		if err != nil {
-			return nil, fmt.Errorf("runtime: creating scalar %T: %w", data[0], err)
+			return nil, fmt.Errorf("ortsession: creating scalar %T: %w", data[0], err)
 		}
 		return v, nil
 	}
 	v, err := ort.NewTensor(ort.Shape(shape), data)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: creating tensor %T%s: %w", data, formatDims(shape, nil), err)
+		return nil, fmt.Errorf("ortsession: creating tensor %T%s: %w", data, formatDims(shape, nil), err)
 	}
 	return v, nil
 }
@@ -409,18 +409,18 @@ func FromValue(v ort.Value) (*Tensor, error) {
 	case *ort.StringTensor:
 		s, err := x.GetContents()
 		if err != nil {
-			return nil, fmt.Errorf("runtime: reading string tensor: %w", err)
+			return nil, fmt.Errorf("ortsession: reading string tensor: %w", err)
 		}
 		return &Tensor{Shape: []int64(x.GetShape()), Data: s}, nil
 	case *ort.CustomDataTensor:
 		return fromCustom(x)
 	case nil:
-		return nil, fmt.Errorf("runtime: nil value")
+		return nil, fmt.Errorf("ortsession: nil value")
 	}
 	if v.GetONNXType() != ort.ONNXTypeTensor {
-		return nil, fmt.Errorf("runtime: %s values are not supported, only tensors", onnxTypeName(v.GetONNXType()))
+		return nil, fmt.Errorf("ortsession: %s values are not supported, only tensors", onnxTypeName(v.GetONNXType()))
 	}
-	return nil, fmt.Errorf("runtime: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", DType(v.DataType()))
+	return nil, fmt.Errorf("ortsession: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", DType(v.DataType()))
 }
 
 func tensorOf[T ort.TensorData](x *ort.Tensor[T]) *Tensor {
@@ -453,10 +453,10 @@ func onnxTypeName(t ort.ONNXType) string {
 // naming the tensor.
 func FromBuilder(t *builder.Tensor) (*Tensor, error) {
 	if t == nil {
-		return nil, fmt.Errorf("runtime: nil builder tensor")
+		return nil, fmt.Errorf("ortsession: nil builder tensor")
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
+		return nil, fmt.Errorf("ortsession: %w", err)
 	}
 	raw := t.Raw
 	var data any
@@ -494,7 +494,7 @@ func FromBuilder(t *builder.Tensor) (*Tensor, error) {
 		}
 		data = s
 	default:
-		return nil, fmt.Errorf("runtime: tensor %q: %v tensors cannot be held in a runtime Tensor (supported: %s)", t.Name, t.DType, supportedData)
+		return nil, fmt.Errorf("ortsession: tensor %q: %v tensors cannot be held in a runtime Tensor (supported: %s)", t.Name, t.DType, supportedData)
 	}
 	return &Tensor{Shape: append([]int64{}, t.Dims...), Data: data}, nil
 }

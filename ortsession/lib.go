@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,17 +98,17 @@ func Version() string {
 
 func initialize() (string, error) {
 	if _, err := logLevel(os.Getenv(EnvLogLevel)); err != nil {
-		return "", fmt.Errorf("runtime: %w", err)
+		return "", fmt.Errorf("ortsession: %w", err)
 	}
 	if p := os.Getenv(EnvLib); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("runtime: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
+			return "", fmt.Errorf("ortsession: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
 		}
 		if err := checkOwner(p); err != nil {
-			return "", fmt.Errorf("runtime: %s=%s: %w", EnvLib, p, err)
+			return "", fmt.Errorf("ortsession: %s=%s: %w", EnvLib, p, err)
 		}
 		if err := load(p); err != nil {
-			return "", fmt.Errorf("runtime: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
+			return "", fmt.Errorf("ortsession: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
 		}
 		return p, nil
 	}
@@ -119,10 +119,10 @@ func initialize() (string, error) {
 			continue
 		}
 		if err := checkOwner(c); err != nil {
-			return "", fmt.Errorf("runtime: %w", err)
+			return "", fmt.Errorf("ortsession: %w", err)
 		}
 		if err := load(c); err != nil {
-			return "", fmt.Errorf("runtime: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
+			return "", fmt.Errorf("ortsession: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
 		}
 		return c, nil
 	}
@@ -132,7 +132,7 @@ func initialize() (string, error) {
 			return name, nil
 		}
 	}
-	return "", &notFoundError{fmt.Sprintf("runtime: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
+	return "", &notFoundError{fmt.Sprintf("ortsession: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
 		EnvLib, strings.Join(searched, ", "), installHint)}
 }
 
@@ -150,7 +150,7 @@ func (e *notFoundError) Is(target error) bool { return target == fs.ErrNotExist 
 // as the compiler recorded it; "" when built with -trimpath. Tests clear it
 // to see what a binary built elsewhere finds.
 var moduleLib = func() string {
-	_, file, _, ok := goruntime.Caller(0)
+	_, file, _, ok := runtime.Caller(0)
 	if !ok || !filepath.IsAbs(file) {
 		return ""
 	}

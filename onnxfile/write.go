@@ -1,4 +1,4 @@
-package export
+package onnxfile
 
 import (
 	"bufio"
@@ -84,11 +84,11 @@ var testHookCommitted func(stage string) error
 // replaced in mp by their external references.
 func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) error {
 	if mp == nil || mp.Graph == nil {
-		return fmt.Errorf("export: writing %s: model has no graph", path)
+		return fmt.Errorf("onnxfile: writing %s: model has no graph", path)
 	}
 	threshold := opt.ExternalDataThreshold
 	if threshold < 0 {
-		return fmt.Errorf("export: writing %s: ExternalDataThreshold %d is negative", path, threshold)
+		return fmt.Errorf("onnxfile: writing %s: ExternalDataThreshold %d is negative", path, threshold)
 	}
 	if threshold == 0 && int64(proto.Size(mp)) > maxProtoSize {
 		threshold = autoExternalThreshold
@@ -98,7 +98,7 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) error 
 		dataName = filepath.Base(path) + ".data"
 	}
 	if dataName != filepath.Base(dataName) || strings.ContainsAny(dataName, `/\`) || dataName == "." || dataName == ".." {
-		return fmt.Errorf("export: writing %s: ExternalDataFile %q must be a plain file name (it goes next to the model)", path, dataName)
+		return fmt.Errorf("onnxfile: writing %s: ExternalDataFile %q must be a plain file name (it goes next to the model)", path, dataName)
 	}
 	dir := filepath.Dir(path)
 	hook := func(stage string) error {
@@ -121,7 +121,7 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) error 
 		if len(moved) > 0 {
 			var err error
 			if dataFile, dataNew, err = writeExternal(dir, dataName, moved); err != nil {
-				return fmt.Errorf("export: writing external data for %s: %w", path, err)
+				return fmt.Errorf("onnxfile: writing external data for %s: %w", path, err)
 			}
 			if err := hook("data"); err != nil {
 				return err
@@ -137,10 +137,10 @@ func WriteProtoFile(path string, mp *onnxpb.ModelProto, opt WriteOptions) error 
 		return err
 	}
 	if n := int64(proto.Size(mp)); n > maxProtoSize {
-		return graphErr(fmt.Errorf("export: writing %s: model is %d bytes, over protobuf's 2 GiB limit even with external data above %d bytes", path, n, threshold))
+		return graphErr(fmt.Errorf("onnxfile: writing %s: model is %d bytes, over protobuf's 2 GiB limit even with external data above %d bytes", path, n, threshold))
 	}
 	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return StreamProto(w, mp) }); err != nil {
-		return graphErr(fmt.Errorf("export: %w", err))
+		return graphErr(fmt.Errorf("onnxfile: %w", err))
 	}
 	if err := hook("graph"); err != nil {
 		return err
@@ -177,13 +177,13 @@ func isTaggedDataName(name, file string) bool {
 func removeStaleData(dir, name, keep string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("export: removing stale external data in %s: %w", dir, err)
+		return fmt.Errorf("onnxfile: removing stale external data in %s: %w", dir, err)
 	}
 	removed := false
 	for _, e := range ents {
 		if e.Name() != keep && e.Type().IsRegular() && isTaggedDataName(name, e.Name()) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("export: removing stale external data: %w", err)
+				return fmt.Errorf("onnxfile: removing stale external data: %w", err)
 			}
 			removed = true
 		}
@@ -207,11 +207,11 @@ var streamMin = 64 << 10
 // It does not check protobuf's 2 GiB limit (MarshalProto does).
 func StreamProto(w io.Writer, mp *onnxpb.ModelProto) error {
 	if mp == nil {
-		return errors.New("export: nil model")
+		return errors.New("onnxfile: nil model")
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if err := streamMessage(bw, mp.ProtoReflect()); err != nil {
-		return fmt.Errorf("export: serializing model: %w", err)
+		return fmt.Errorf("onnxfile: serializing model: %w", err)
 	}
 	return bw.Flush()
 }

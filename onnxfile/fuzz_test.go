@@ -1,4 +1,4 @@
-package export_test
+package onnxfile_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/export"
 	"github.com/attnx/attnx/internal/onnxpb"
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/onnxfile"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -75,11 +75,11 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 			tb.Fatal(err)
 		}
 		models = append(models, m)
-		mp, err := export.ToProto(m)
+		mp, err := onnxfile.ToProto(m)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		b, err := export.MarshalProto(mp)
+		b, err := onnxfile.MarshalProto(mp)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 	}
 	dir := tb.TempDir()
 	p := filepath.Join(dir, "model.onnx")
-	if err := export.WriteFile(p, models[1], export.WriteOptions{ExternalDataThreshold: 64}); err != nil {
+	if err := onnxfile.WriteFile(p, models[1], onnxfile.WriteOptions{ExternalDataThreshold: 64}); err != nil {
 		tb.Fatal(err)
 	}
 	if extModel, err = os.ReadFile(p); err != nil {
@@ -95,7 +95,7 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 	}
 	// WriteFile tags the data file's name with its content's hash; the
 	// fuzzed directory holds it as "model.onnx.data".
-	mp, err := export.LoadBytes(extModel)
+	mp, err := onnxfile.LoadBytes(extModel)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func attnxSeeds(tb testing.TB) (inline [][]byte, extModel, extData []byte) {
 // withLocation returns model (which must have external tensors) with every
 // external location replaced by loc.
 func withLocation(tb testing.TB, model []byte, loc string) []byte {
-	mp, err := export.LoadBytes(model)
+	mp, err := onnxfile.LoadBytes(model)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func withLocation(tb testing.TB, model []byte, loc string) []byte {
 			}
 		}
 	}
-	b, err := export.MarshalProto(mp)
+	b, err := onnxfile.MarshalProto(mp)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func escapes(loc string) bool {
 // returns it in a tensor has read outside the directory.
 var secret = bytes.Repeat([]byte("SECRET!!"), 64)
 
-// FuzzLoadONNX feeds arbitrary bytes to export.LoadBytes and, through a
+// FuzzLoadONNX feeds arbitrary bytes to onnxfile.LoadBytes and, through a
 // model directory holding the fuzzed model and a fuzzed data file, to
 // LoadWith with external data: neither may panic; a model LoadBytes accepts
 // re-marshals; LoadWith succeeds only when every external location stays
@@ -207,7 +207,7 @@ func FuzzLoadONNX(f *testing.F) {
 	}
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, model, data []byte) {
-		mp, err := export.LoadBytes(model)
+		mp, err := onnxfile.LoadBytes(model)
 		if err != nil {
 			if mp != nil {
 				t.Fatal("LoadBytes returned a model with an error")
@@ -236,7 +236,7 @@ func FuzzLoadONNX(f *testing.F) {
 		must(t, os.WriteFile(filepath.Join(dir, "model.onnx.data"), data, 0o644))
 		must(t, os.WriteFile(filepath.Join(dir, "data"), data, 0o644))
 		must(t, os.Symlink("../secret.bin", filepath.Join(dir, "link.bin")))
-		got, err := export.LoadWith(filepath.Join(dir, "model.onnx"), export.LoadOptions{LoadExternalData: true})
+		got, err := onnxfile.LoadWith(filepath.Join(dir, "model.onnx"), onnxfile.LoadOptions{LoadExternalData: true})
 		if err != nil {
 			if got != nil {
 				t.Fatal("LoadWith returned a model with an error")
@@ -320,7 +320,7 @@ func TestLoadWithRefusesEscapingLocations(t *testing.T) {
 	for _, c := range cases {
 		p := filepath.Join(dir, "model.onnx")
 		must(t, os.WriteFile(p, withLocation(t, extModel, c.loc), 0o644))
-		mp, err := export.LoadWith(p, export.LoadOptions{LoadExternalData: true})
+		mp, err := onnxfile.LoadWith(p, onnxfile.LoadOptions{LoadExternalData: true})
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("location %q: %v", c.loc, err)
@@ -363,7 +363,7 @@ func TestLoadWithExternalLengthOverflow(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, "w.bin"), make([]byte, 16), 0o644))
 		p := filepath.Join(dir, "m.onnx")
 		must(t, os.WriteFile(p, overflowModel(t, dt), 0o644))
-		_, err := export.LoadWith(p, export.LoadOptions{LoadExternalData: true})
+		_, err := onnxfile.LoadWith(p, onnxfile.LoadOptions{LoadExternalData: true})
 		want := fmt.Sprintf(`tensor "w": external data of %d bytes at offset 1 runs past the end of "w.bin" (16 bytes)`, int64(math.MaxInt64))
 		if dt == onnxpb.TensorProto_FLOAT { // refused before its data is looked at
 			want = `tensor "w": float32 [9223372036854775807] needs more than 9223372036854775807 bytes`
@@ -391,8 +391,8 @@ func TestLoadRefusesOverflowingShapes(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "w.bin"), nil, 0o644))
 	p := filepath.Join(dir, "m.onnx")
 	must(t, os.WriteFile(p, b, 0o644))
-	for _, opt := range []export.LoadOptions{{}, {LoadExternalData: true}} {
-		if _, err := export.LoadWith(p, opt); err == nil || !strings.Contains(err.Error(), want) {
+	for _, opt := range []onnxfile.LoadOptions{{}, {LoadExternalData: true}} {
+		if _, err := onnxfile.LoadWith(p, opt); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadWith(%+v): err = %v, want it to contain %q", opt, err, want)
 		}
 	}
@@ -401,7 +401,7 @@ func TestLoadRefusesOverflowingShapes(t *testing.T) {
 		Dims: []int64{1 << 32, 1 << 32}}
 	b, err = proto.Marshal(mp)
 	must(t, err)
-	if _, err := export.LoadBytes(b); err == nil || !strings.Contains(err.Error(), `tensor "w": shape [4294967296 4294967296] has more than 9223372036854775807 elements`) {
+	if _, err := onnxfile.LoadBytes(b); err == nil || !strings.Contains(err.Error(), `tensor "w": shape [4294967296 4294967296] has more than 9223372036854775807 elements`) {
 		t.Errorf("LoadBytes: err = %v, want an element-count overflow", err)
 	}
 }

@@ -1,4 +1,4 @@
-package export
+package onnxfile
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 func ReadSequenceProto(path string) ([]*builder.Tensor, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return nil, fmt.Errorf("onnxfile: %w", err)
 	}
 	ts, err := ReadSequenceProtoBytes(data)
 	if err != nil {

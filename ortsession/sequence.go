@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"fmt"
@@ -119,7 +119,7 @@ func newSequenceValue(s *Sequence) (ort.Value, []ort.Value, error) {
 	seq, err := ort.NewSequence(elems)
 	if err != nil {
 		destroyAll(elems)
-		return nil, nil, fmt.Errorf("runtime: creating sequence %s: %w", s, err)
+		return nil, nil, fmt.Errorf("ortsession: creating sequence %s: %w", s, err)
 	}
 	return seq, elems, nil
 }
@@ -128,7 +128,7 @@ func newSequenceValue(s *Sequence) (ort.Value, []ort.Value, error) {
 func sequenceFromValue(v *ort.Sequence) (*Sequence, error) {
 	vals, err := v.GetValues()
 	if err != nil {
-		return nil, fmt.Errorf("runtime: reading sequence: %w", err)
+		return nil, fmt.Errorf("ortsession: reading sequence: %w", err)
 	}
 	s := &Sequence{Tensors: make([]*Tensor, len(vals))}
 	for i, e := range vals {

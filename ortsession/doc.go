@@ -27,4 +27,4 @@
 // Sessions are safe for concurrent use. Every ORT object the package makes is
 // released by Session.Close or Binding.Close, or, for per-call tensors,
 // before Run returns.
-package runtime
+package ortsession

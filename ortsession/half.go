@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"fmt"
@@ -171,10 +171,10 @@ func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
 	case Float16, BFloat16:
 		want, err := builder.ByteSize(builder.DataType(dt), shape)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %s tensor: %w", dt, err)
+			return nil, fmt.Errorf("ortsession: %s tensor: %w", dt, err)
 		}
 		if int64(len(b)) != want {
-			return nil, fmt.Errorf("runtime: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
+			return nil, fmt.Errorf("ortsession: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
 				dt, formatDims(shape, nil), len(b), want, dt)
 		}
 		if dt == Float16 {
@@ -182,5 +182,5 @@ func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
 		}
 		return &Tensor{Shape: shape, Data: halvesOf[BF16](b)}, nil
 	}
-	return nil, fmt.Errorf("runtime: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", dt)
+	return nil, fmt.Errorf("ortsession: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", dt)
 }

@@ -1,4 +1,4 @@
-package runtime
+package ortsession
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/export"
+	"github.com/attnx/attnx/onnxfile"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -137,7 +137,7 @@ type Session struct {
 }
 
 // ErrClosed is returned by calls on a closed Session or Binding.
-var ErrClosed = errors.New("runtime: session is closed")
+var ErrClosed = errors.New("ortsession: session is closed")
 
 // Open loads the .onnx model at path (external data files are found
 // relative to it). It calls Init first.
@@ -147,7 +147,7 @@ func Open(path string, opt Options) (*Session, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: opening model: %w", err)
+		return nil, fmt.Errorf("ortsession: opening model: %w", err)
 	}
 	return open(path, path, data, opt)
 }
@@ -163,7 +163,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 		return nil, err
 	}
 	if len(data) == 0 {
-		return nil, fmt.Errorf("runtime: %s: empty model", name)
+		return nil, fmt.Errorf("ortsession: %s: empty model", name)
 	}
 	s := &Session{name: name, bindings: map[*Binding]struct{}{}}
 
@@ -171,7 +171,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	// everything (each a tensor of a declared element type: every model
 	// attnx writes), so that ONNX Runtime parses the model once, for the
 	// session itself; else from a throwaway session without optimisations.
-	declIn, declOut, derr := export.ReadGraphIO(data)
+	declIn, declOut, derr := onnxfile.ReadGraphIO(data)
 	if derr == nil {
 		if in, ok := fromDecls(declIn); ok {
 			if out, ok := fromDecls(declOut); ok {
@@ -185,7 +185,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if path != "" {
 		infoOpts, oerr := newSessionOptions(Options{IntraOpThreads: 1, InterOpThreads: 1, OptLevel: OptDisable}, false)
 		if oerr != nil {
-			return nil, fmt.Errorf("runtime: %s: %w", name, oerr)
+			return nil, fmt.Errorf("ortsession: %s: %w", name, oerr)
 		}
 		ins, outs, err = ort.GetInputOutputInfoWithOptions(path, infoOpts)
 		infoOpts.Destroy()
@@ -193,11 +193,11 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 		ins, outs, err = ort.GetInputOutputInfoWithONNXData(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runtime: loading %s: %w", name, err)
+		return nil, fmt.Errorf("ortsession: loading %s: %w", name, err)
 	}
 	// ORT reports symbolic dimensions as -1 without their names, and an
 	// absent shape like a rank-0 one: the file's own declarations say which.
-	decls := map[string]export.ValueType{}
+	decls := map[string]onnxfile.ValueType{}
 	for _, d := range append(declIn, declOut...) {
 		decls[d.Name] = d.Type
 	}
@@ -210,10 +210,10 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 // when each is a tensor of a declared element type; ok is false otherwise
 // (ONNX Runtime is asked then). An output dimension the file leaves
 // symbolic stays so, even where ONNX Runtime's inference would fix it.
-func fromDecls(decls []export.ValueInfo) (infos []IOInfo, ok bool) {
+func fromDecls(decls []onnxfile.ValueInfo) (infos []IOInfo, ok bool) {
 	infos = make([]IOInfo, len(decls))
 	for i, d := range decls {
-		if d.Type.Kind != export.KindTensor || d.Type.Elem == builder.Undefined {
+		if d.Type.Kind != onnxfile.KindTensor || d.Type.Elem == builder.Undefined {
 			return nil, false
 		}
 		io := IOInfo{Name: d.Name, Kind: "tensor", Type: DType(d.Type.Elem), RankKnown: d.Type.Shape != nil}
@@ -257,7 +257,7 @@ func (s *Session) create(name, path string, data []byte, opt Options) (*Session,
 		s.device = DeviceCUDA
 		s.sess, err = create(true)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %s: device %q requested but CUDA cannot be used (ONNX Runtime %s at %s): %w; "+
+			return nil, fmt.Errorf("ortsession: %s: device %q requested but CUDA cannot be used (ONNX Runtime %s at %s): %w; "+
 				"the ONNX Runtime that scripts/install-deps.sh installs is CPU-only, CUDA needs a GPU build with its CUDA provider library, CUDA and cuDNN; "+
 				"use Device %q, or %q to fall back to CPU",
 				name, DeviceCUDA, Version(), LibraryPath(), err, DeviceCPU, DeviceAuto)
@@ -271,10 +271,10 @@ func (s *Session) create(name, path string, data []byte, opt Options) (*Session,
 			s.sess, err = create(false)
 		}
 	default:
-		return nil, fmt.Errorf("runtime: unknown device %q: want %q, %q or %q", opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
+		return nil, fmt.Errorf("ortsession: unknown device %q: want %q, %q or %q", opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runtime: creating session for %s: %w", name, err)
+		return nil, fmt.Errorf("ortsession: creating session for %s: %w", name, err)
 	}
 	return s, nil
 }
@@ -348,7 +348,7 @@ func newSessionOptions(opt Options, cuda bool) (*ort.SessionOptions, error) {
 // describe turns ORT's view of inputs/outputs into IOInfos, adding the
 // symbolic names and shape presence that the model file declares (decls,
 // by name; haveDecls is false when the file could not be read for them).
-func describe(infos []ort.InputOutputInfo, decls map[string]export.ValueType, haveDecls bool) []IOInfo {
+func describe(infos []ort.InputOutputInfo, decls map[string]onnxfile.ValueType, haveDecls bool) []IOInfo {
 	out := make([]IOInfo, len(infos))
 	for i, in := range infos {
 		io := IOInfo{Name: in.Name, Kind: onnxTypeName(in.OrtValueType)}
@@ -433,7 +433,7 @@ func (s *Session) Close() error {
 	s.bindings = nil
 	s.bmu.Unlock()
 	if err := s.sess.Destroy(); err != nil {
-		return fmt.Errorf("runtime: closing session for %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: closing session for %s: %w", s.name, err)
 	}
 	s.sess = nil
 	return nil
@@ -462,7 +462,7 @@ func (s *Session) Close() error {
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	for _, info := range s.outputs {
 		if info.Kind == "sequence" {
-			return nil, fmt.Errorf("runtime: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
+			return nil, fmt.Errorf("ortsession: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
 		}
 	}
 	in := make(map[string]Datum, len(inputs))
@@ -512,14 +512,14 @@ func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 		case *Sequence:
 			v, e, err := newSequenceValue(d)
 			if err != nil {
-				return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+				return nil, fmt.Errorf("ortsession: input %q: %w", info.Name, err)
 			}
 			in[i] = v
 			elems = append(elems, e...)
 		case *Tensor:
 			v, err := NewValue(d)
 			if err != nil {
-				return nil, fmt.Errorf("runtime: input %q: %w", info.Name, err)
+				return nil, fmt.Errorf("ortsession: input %q: %w", info.Name, err)
 			}
 			in[i] = v
 		}
@@ -536,14 +536,14 @@ func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 		if seq, ok := out[i].(*ort.Sequence); ok {
 			sq, err := sequenceFromValue(seq)
 			if err != nil {
-				return nil, fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+				return nil, fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
 			}
 			res[info.Name] = sq
 			continue
 		}
 		t, err := FromValue(out[i])
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %s: output %q: %w", s.name, info.Name, err)
+			return nil, fmt.Errorf("ortsession: %s: output %q: %w", s.name, info.Name, err)
 		}
 		res[info.Name] = t
 	}
@@ -572,7 +572,7 @@ func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) e
 		case isHalf(info):
 			sh, fromSymbols, ok := resolveShape(info, symbols)
 			if !ok {
-				return fmt.Errorf("runtime: %s: output %q is declared %s, and its shape does not follow from the declaration and the inputs' dimensions; "+
+				return fmt.Errorf("ortsession: %s: output %q is declared %s, and its shape does not follow from the declaration and the inputs' dimensions; "+
 					"%s outputs must be preallocated with their exact shape (onnxruntime_go v1.27.0 cannot read the ones ORT allocates)",
 					s.name, info.Name, info, info.Type)
 			}
@@ -586,16 +586,16 @@ func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) e
 		}
 		v, err := newEmptyValue(info.Type, shape)
 		if err != nil {
-			return fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+			return fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
 		}
 		out[i] = v
 	}
 	if err := s.sess.Run(in, out); err != nil {
 		if len(guessed) > 0 {
-			return fmt.Errorf("runtime: running %s: %w (float16/bfloat16 outputs were preallocated from their declared symbolic shapes: %s; "+
+			return fmt.Errorf("ortsession: running %s: %w (float16/bfloat16 outputs were preallocated from their declared symbolic shapes: %s; "+
 				"a declaration that does not hold makes ORT refuse the output)", s.name, err, strings.Join(guessed, ", "))
 		}
-		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -628,26 +628,26 @@ func resolveShape(info IOInfo, symbols map[string]int64) (shape []int64, fromSym
 func (s *Session) runNoInputs(out []ort.Value) error {
 	b, err := s.sess.CreateIoBinding()
 	if err != nil {
-		return fmt.Errorf("runtime: %s: creating IoBinding: %w", s.name, err)
+		return fmt.Errorf("ortsession: %s: creating IoBinding: %w", s.name, err)
 	}
 	defer b.Destroy()
 	for i, info := range s.outputs {
 		if info.Kind != "tensor" || !info.RankKnown || hasFreeDim(info.Shape) {
-			return fmt.Errorf("runtime: %s has no inputs and its output %q is declared %s; "+
+			return fmt.Errorf("ortsession: %s has no inputs and its output %q is declared %s; "+
 				"a model without inputs can only run when every output has a fully known shape (it must be preallocated)",
 				s.name, info.Name, info)
 		}
 		v, err := newEmptyValue(info.Type, info.Shape)
 		if err != nil {
-			return fmt.Errorf("runtime: %s: output %q (%s): %w", s.name, info.Name, info, err)
+			return fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
 		}
 		out[i] = v
 		if err := b.BindOutput(info.Name, v); err != nil {
-			return fmt.Errorf("runtime: %s: binding output %q: %w", s.name, info.Name, err)
+			return fmt.Errorf("ortsession: %s: binding output %q: %w", s.name, info.Name, err)
 		}
 	}
 	if err := s.sess.RunWithBinding(b); err != nil {
-		return fmt.Errorf("runtime: running %s: %w", s.name, err)
+		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -700,7 +700,7 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("runtime: %s: unknown input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("ortsession: %s: unknown input %s; the model's inputs are %s",
 			s.name, strings.Join(unknown, ", "), s.describeInputs())
 	}
 	var missing []string
@@ -710,7 +710,7 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("runtime: %s: missing input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("ortsession: %s: missing input %s; the model's inputs are %s",
 			s.name, strings.Join(missing, ", "), s.describeInputs())
 	}
 	symbols := map[string]string{} // dim name -> "value (from input X)"
@@ -720,26 +720,26 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 		if info.Kind == "sequence" {
 			seq, ok := d.(*Sequence)
 			if !ok {
-				return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects a %s: pass a *Sequence (to RunData)", s.name, info.Name, describeDatum(d), info)
+				return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects a %s: pass a *Sequence (to RunData)", s.name, info.Name, describeDatum(d), info)
 			}
 			if err := checkSequence(info, seq); err != nil {
-				return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
+				return nil, fmt.Errorf("ortsession: %s: %w", s.name, err)
 			}
 			continue
 		}
 		t, ok := d.(*Tensor)
 		if !ok && d != nil {
-			return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects %s", s.name, info.Name, describeDatum(d), info)
+			return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects %s", s.name, info.Name, describeDatum(d), info)
 		}
 		if err := checkTensor(info, t); err != nil {
-			return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
+			return nil, fmt.Errorf("ortsession: %s: %w", s.name, err)
 		}
 		for j, n := range info.DimNames {
 			if n == "" {
 				continue
 			}
 			if v, ok := symVals[n]; ok && v != t.Shape[j] {
-				return nil, fmt.Errorf("runtime: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
+				return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
 					s.name, info.Name, t, info, j, n, t.Shape[j], symbols[n])
 			} else if !ok {
 				symVals[n] = t.Shape[j]
