@@ -185,13 +185,22 @@ func TestCorruptedExpectedOutputFails(t *testing.T) {
 			}
 		})
 	}
-	// Listed at the stage where it fails, the mismatch is expected.
-	rep, err := Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\tcorrupted on purpose")})
+	// Listed at the stage where it fails, with its signature (the output
+	// that differs), the mismatch is expected.
+	rep, err := Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 0 \"y\" corrupted on purpose")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rep.Cases[0]; r.Status != ExpectedFailure || !rep.OK() || r.Expected.Reason != "corrupted on purpose" {
+	if r := rep.Cases[0]; r.Status != ExpectedFailure || !rep.OK() || !strings.Contains(r.Expected.Reason, "corrupted on purpose") {
 		t.Errorf("listed: %s %+v", r.Status, r.Expected)
+	}
+	// Listed at that stage for another output: not excused.
+	rep, err = Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 1 \"z\" differs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Cases[0]; r.Status != Failed || rep.OK() || !strings.Contains(r.Reason, "for another reason") {
+		t.Errorf("listed for another output: %s %q", r.Status, r.Reason)
 	}
 }
 
@@ -420,30 +429,41 @@ func TestNormLocale(t *testing.T) {
 
 // TestJudge covers every verdict without running anything.
 func TestJudge(t *testing.T) {
-	entry := func(stage Stage, cond string) *Expectation {
-		return &Expectation{Case: "node/x", Stage: stage, Category: "cat", Condition: cond, Reason: "why"}
+	entry := func(stage Stage, cond, why string) *Expectation {
+		return &Expectation{Case: "node/x", Stage: stage, Category: "cat", Condition: cond, Reason: why}
 	}
+	noKernel := "Could not find an implementation for BitShift(11) node with name ''"
 	for _, tc := range []struct {
 		name   string
 		stage  Stage
+		got    string
 		e      *Expectation
 		want   Status
 		reason string
 	}{
-		{"passes unlisted", "", nil, Passed, ""},
-		{"fails unlisted", StageRun, nil, Failed, "boom"},
-		{"fails as listed", StageLoad, entry(StageLoad, CondAlways), ExpectedFailure, "boom"},
-		{"fails at another stage", StageCompare, entry(StageLoad, CondAlways), Failed, "boom (the expected-failure list expects a failure at load, not compare: cat: why)"},
-		{"passes listed", "", entry(StageCompare, CondAlways), UnexpectedlyPassing, "passes, but the expected-failure list expects it to fail at compare (cat: why)"},
-		{"random passes", "", entry(StageCompare, CondRandom), Passed, ""},
-		{"random fails", StageCompare, entry(StageCompare, CondRandom), ExpectedFailure, "boom"},
-		{"random fails elsewhere", StageRun, entry(StageCompare, CondRandom), Failed, "expects a failure at compare, not run"},
+		{"passes unlisted", "", "", nil, Passed, ""},
+		{"fails unlisted", StageRun, "boom", nil, Failed, "boom"},
+		{"fails as listed", StageLoad, "ortsession: creating session: " + noKernel, entry(StageLoad, CondAlways, noKernel), ExpectedFailure, noKernel},
+		{"fails at the listed stage for another reason", StageLoad, "ortsession: creating session: Type Error: bad graph", entry(StageLoad, CondAlways, noKernel), Failed,
+			"(the expected-failure list expects a failure at load for another reason: cat: " + noKernel},
+		{"fails at another stage", StageCompare, "boom", entry(StageLoad, CondAlways, "why"), Failed, "boom (the expected-failure list expects a failure at load, not compare: cat: why)"},
+		{"passes listed", "", "", entry(StageCompare, CondAlways, "why"), UnexpectedlyPassing, "passes, but the expected-failure list expects it to fail at compare (cat: why)"},
+		{"random passes", "", "", entry(StageCompare, CondRandom, "why"), Passed, ""},
+		{"random fails", StageCompare, "boom", entry(StageCompare, CondRandom, "why"), ExpectedFailure, "boom"},
+		{"random fails elsewhere", StageRun, "boom", entry(StageCompare, CondRandom, "why"), Failed, "expects a failure at compare, not run"},
+		{"the listed output differs", StageCompare, `test_data_set_0: output 0 "y": max abs 0.1, 3 of 12 outside`,
+			entry(StageCompare, CondAlways, `test_data_set_0: output 0 "y": 3 of 12 values differ`), ExpectedFailure, ""},
+		{"another output differs", StageCompare, `test_data_set_0: output 1 "z": max abs 0.1`,
+			entry(StageCompare, CondAlways, `test_data_set_0: output 0 "y": 3 of 12 values differ`), Failed, "for another reason"},
+		{"a hand-written compare entry by its count", StageCompare, `test_data_set_0: output 0 "out": 5 of 12 outside rtol`,
+			entry(StageCompare, CondAlways, "ORT rounds, so 5 of the 12 outputs differ [manual: evidence]"), ExpectedFailure, ""},
+		{"the listed value cannot be fed", StageFeed, `input "opt" is an optional, which the Go binding cannot feed or read`,
+			entry(StageFeed, CondAlways, `input "opt" is an optional, which the Go binding (onnxruntime_go) cannot feed`), ExpectedFailure, ""},
+		{"another value cannot be fed", StageFeed, `input "seq" is an empty sequence, which onnxruntime_go cannot create`,
+			entry(StageFeed, CondAlways, `input "opt" is an optional, which the Go binding (onnxruntime_go) cannot feed`), Failed, "for another reason"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := CaseResult{Name: "node/x", Stage: tc.stage}
-			if tc.stage != "" {
-				r.Reason = "boom"
-			}
+			r := CaseResult{Name: "node/x", Stage: tc.stage, Reason: tc.got}
 			judge(&r, tc.e)
 			if r.Status != tc.want || !strings.Contains(r.Reason, tc.reason) {
 				t.Errorf("%s %q, want %s with %q", r.Status, r.Reason, tc.want, tc.reason)
