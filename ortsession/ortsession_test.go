@@ -453,7 +453,7 @@ func TestDevices(t *testing.T) {
 		s.Close()
 		t.Skip("CUDA is available here; the unavailable-CUDA message cannot be tested")
 	}
-	for _, w := range []string{`device "cuda" requested but CUDA cannot be used`, "ONNX Runtime 1.24.1", "adding the CUDA execution provider: ", "CPU-only", `use Device "cpu", or "auto" to fall back to CPU`} {
+	for _, w := range []string{`the cuda device was asked for but CUDA cannot be used`, "ONNX Runtime 1.24.1", "adding the CUDA execution provider: ", "CPU-only", `use Device "cpu", or "auto" to fall back to CPU`} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("cuda error %q\nlacks %q", err, w)
 		}

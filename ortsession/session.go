@@ -257,10 +257,7 @@ func (s *Session) create(name, path string, data []byte, opt Options) (*Session,
 		s.device = DeviceCUDA
 		s.sess, err = create(true)
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %s: device %q requested but CUDA cannot be used (ONNX Runtime %s at %s): %w; "+
-				"the ONNX Runtime that scripts/install-deps.sh installs is CPU-only, CUDA needs a GPU build with its CUDA provider library, CUDA and cuDNN; "+
-				"use Device %q, or %q to fall back to CPU",
-				name, DeviceCUDA, Version(), LibraryPath(), err, DeviceCPU, DeviceAuto)
+			return nil, &CUDAUnavailableError{Model: name, Err: err}
 		}
 	case DeviceAuto:
 		s.device = DeviceCUDA
@@ -824,3 +821,29 @@ func (s *Session) describeInputs() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CUDAUnavailableError is a session asked for on DeviceCUDA where CUDA
+// cannot be used. Its remedy, choosing the CPU or falling back to it, is
+// worded by each surface in its own terms (Remedy).
+type CUDAUnavailableError struct {
+	// Model names the model the session was for.
+	Model string
+	// Err is ONNX Runtime's error.
+	Err error
+}
+
+// Remedy returns the error's message with the remedy named by the caller
+// ("pass --device cpu, or --device auto to fall back to the CPU", say).
+func (e *CUDAUnavailableError) Remedy(remedy string) string {
+	return fmt.Sprintf("%s: the cuda device was asked for but CUDA cannot be used (ONNX Runtime %s at %s): %v; "+
+		"the ONNX Runtime that scripts/install-deps.sh installs is CPU-only, CUDA needs a GPU build with its CUDA provider library, CUDA and cuDNN; %s",
+		e.Model, Version(), LibraryPath(), e.Err, remedy)
+}
+
+// Error returns the message with the remedy in the terms of Options.
+func (e *CUDAUnavailableError) Error() string {
+	return "ortsession: " + e.Remedy(fmt.Sprintf("use Device %q, or %q to fall back to CPU", DeviceCPU, DeviceAuto))
+}
+
+// Unwrap returns ONNX Runtime's error.
+func (e *CUDAUnavailableError) Unwrap() error { return e.Err }

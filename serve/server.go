@@ -455,10 +455,17 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		field = "ids"
 	}
 	var ie *translate.InputError
+	var mem *translate.MemoryLimitError
 	switch {
 	case err == nil:
+	case errors.As(err, &mem):
+		return fail(m, http.StatusRequestEntityTooLarge, "%s", mem.Remedy("send fewer inputs, shorter sources or a smaller beam"))
 	case errors.As(err, &ie):
-		return fail(m, http.StatusBadRequest, "%s[%d]: %s", field, ie.Row, serverHints.Replace(ie.Msg))
+		return fail(m, http.StatusBadRequest, "%s[%d]: %s", field, ie.Row, ie.Describe(
+			func(h translate.UNKHint) string {
+				return fmt.Sprintf("start attnx serve with --unk to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
+			},
+			func(n int) string { return fmt.Sprintf("the server's limit --max-src-len %d", n) }))
 	case errors.Is(err, ErrQueueFull):
 		w.Header().Set("Retry-After", "1")
 		return fail(m, http.StatusTooManyRequests, "model %q is busy (%v): retry later", m.name, strings.TrimPrefix(err.Error(), "serve: "))
@@ -500,13 +507,6 @@ func maxLenText(n int) string {
 	}
 	return strconv.Itoa(n)
 }
-
-// serverHints turns the translate API's hints, which name its Go options,
-// into the server's flags.
-var serverHints = strings.NewReplacer(
-	"set UnknownToUNK to map", "start attnx serve with --unk to map",
-	"the limit MaxSourceLen = ", "the server's limit --max-src-len ",
-)
 
 // resolveModel finds the model named by the path or the body (either may
 // be empty; both must agree), or the default one.

@@ -33,9 +33,10 @@ type BadInputError struct {
 	*InputError
 }
 
-// Error returns "translate: WHERE ("SHOWN"): MSG".
+// Error returns "translate: WHERE ("SHOWN"): MSG", the remedy in the terms
+// of this package's Options.
 func (e *BadInputError) Error() string {
-	return fmt.Sprintf("translate: %s (%q): %s", e.Input.Where, e.Input.Shown, e.Msg)
+	return fmt.Sprintf("translate: %s (%q): %s", e.Input.Where, e.Input.Shown, e.optionsText())
 }
 
 // Unwrap returns the InputError.

@@ -69,8 +69,8 @@ func (t *Translator) runLoopBeam(ctx context.Context, rows [][]int64) ([]Result,
 func (t *Translator) runBeamGraph(ctx context.Context, rows [][]int64, steps int) ([]Result, error) {
 	B, S, K := len(rows), maxLen(rows), t.beam()
 	if need, limit := t.beamGraphBytes(B*K, S, steps), t.maxLiveBytes(); need > limit {
-		return nil, fmt.Errorf("translate: beam.onnx on %d rows times the beam width %d, sources of up to %d tokens and max_len %d needs about %s, more than MaxLiveBytes = %s; use a smaller BatchSize or Beam, or a larger MaxLiveBytes",
-			B, K, S, steps, mib(need), mib(limit))
+		return nil, &MemoryLimitError{What: fmt.Sprintf("beam.onnx on %d rows times the beam width %d, sources of up to %d tokens and max_len %d", B, K, S, steps),
+			Need: need, Limit: limit}
 	}
 	ids, lens := make([]int64, B*S), make([]int64, B)
 	fillSources(ids, lens, rows, S)

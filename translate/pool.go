@@ -49,8 +49,8 @@ func newPool(m *decode.Model, maxIdle, maxLive int64) *pool {
 func (p *pool) get(ctx context.Context, slots, cells int) (*decode.Executor, error) {
 	need := p.m.Bytes(slots, cells)
 	if need > p.maxLive {
-		return nil, fmt.Errorf("translate: a batch of %d decoding slots (rows times the beam width) of up to %d tokens needs %s of decoding buffers, more than MaxLiveBytes = %s; use a smaller BatchSize or a larger MaxLiveBytes",
-			slots, cells/slots, mib(need), mib(p.maxLive))
+		return nil, &MemoryLimitError{What: fmt.Sprintf("a batch of %d decoding slots (rows times the beam width) of up to %d tokens", slots, cells/slots),
+			Need: need, Limit: p.maxLive}
 	}
 	for {
 		p.mu.Lock()
@@ -168,3 +168,26 @@ func (p *pool) close() {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// MemoryLimitError is a call whose decoding buffers would need more than
+// Options.MaxLiveBytes. Its remedy is fewer rows decoded together (a
+// smaller batch or beam) or a larger limit, which each surface names in
+// its own terms (Remedy).
+type MemoryLimitError struct {
+	// What describes the batch that was too large.
+	What string
+	// Need is what it would take, Limit what Options.MaxLiveBytes allows,
+	// in bytes.
+	Need, Limit int64
+}
+
+// Remedy returns the error's message with the remedy named by the caller:
+// "use a smaller --batch" for a command line, say.
+func (e *MemoryLimitError) Remedy(remedy string) string {
+	return fmt.Sprintf("%s needs about %s of decoding buffers, more than the limit of %s; %s", e.What, mib(e.Need), mib(e.Limit), remedy)
+}
+
+// Error returns the message with the remedy in this package's terms.
+func (e *MemoryLimitError) Error() string {
+	return "translate: " + e.Remedy("use a smaller BatchSize or Beam, or a larger MaxLiveBytes")
+}

@@ -91,7 +91,7 @@ func TestPoolBoundsLiveBytes(t *testing.T) {
 	two := [][]int64{repeated(8, 5), repeated(3, 7)}
 
 	_, err = tr.TranslateIDs(ctx, [][]int64{repeated(8, 5), repeated(8, 6), repeated(8, 7)})
-	if err == nil || !strings.Contains(err.Error(), "more than MaxLiveBytes") || !strings.Contains(err.Error(), "BatchSize") {
+	if err == nil || !strings.Contains(err.Error(), "more than the limit of") || !strings.Contains(err.Error(), "use a smaller BatchSize or Beam, or a larger MaxLiveBytes") {
 		t.Errorf("a batch over the bound: %v", err)
 	}
 

@@ -477,7 +477,7 @@ func (t *Translator) checkRows(sources [][]int64) error {
 			return &InputError{Row: i, Position: -1, Msg: "empty input, nothing to translate"}
 		}
 		if t.opt.MaxSourceLen > 0 && len(row) > t.opt.MaxSourceLen {
-			return &InputError{Row: i, Position: -1, Msg: fmt.Sprintf("%d tokens, more than the limit MaxSourceLen = %d", len(row), t.opt.MaxSourceLen)}
+			return &InputError{Row: i, Position: -1, Msg: fmt.Sprintf("%d tokens", len(row)), SourceLimit: t.opt.MaxSourceLen}
 		}
 		if err := t.info.Config.CheckSourceLength(len(row)); err != nil {
 			return &InputError{Row: i, Position: -1, Msg: err.Error()}
@@ -539,9 +539,53 @@ type InputError struct {
 	// Position is the index of the offending token or character in the
 	// input, from 0, or -1 when the problem is the whole input.
 	Position int
-	// Msg says what is wrong, without the row.
+	// Msg says what is wrong, without the row and without the remedy
+	// that the fields below hold: each surface words that in its own
+	// terms (Describe).
 	Msg string
+	// SourceLimit is, for an input over Options.MaxSourceLen, that
+	// limit; Msg then says how many tokens the input has.
+	SourceLimit int
+	// UNK is, for a character or word outside the source vocabulary of a
+	// model with an UNK token, what Options.UnknownToUNK would map it to.
+	UNK *UNKHint
 }
 
-// Error returns "translate: input row R: MSG".
-func (e *InputError) Error() string { return fmt.Sprintf("translate: input row %d: %s", e.Row, e.Msg) }
+// UNKHint is an unknown character or word's remedy: mapping it to the
+// model's UNK token.
+type UNKHint struct {
+	// What is "character" or "word".
+	What string
+	// Token and ID are the UNK token and its id.
+	Token string
+	ID    int64
+}
+
+// Describe returns Msg completed with its remedy, worded by unk (for
+// UNKHint: "set UnknownToUNK to map ...") and limit (for SourceLimit: "the
+// limit MaxSourceLen = 30"), so that a command line can name its flags and
+// a server its own.
+func (e *InputError) Describe(unk func(UNKHint) string, limit func(int) string) string {
+	switch {
+	case e.SourceLimit > 0:
+		return fmt.Sprintf("%s, more than %s", e.Msg, limit(e.SourceLimit))
+	case e.UNK != nil:
+		return fmt.Sprintf("%s (%s)", e.Msg, unk(*e.UNK))
+	}
+	return e.Msg
+}
+
+// Error returns "translate: input row R: MSG" with the remedy in the
+// terms of this package's Options.
+func (e *InputError) Error() string {
+	return fmt.Sprintf("translate: input row %d: %s", e.Row, e.optionsText())
+}
+
+// optionsText is Describe in the terms of this package's Options.
+func (e *InputError) optionsText() string {
+	return e.Describe(
+		func(h UNKHint) string {
+			return fmt.Sprintf("set UnknownToUNK to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
+		},
+		func(n int) string { return fmt.Sprintf("the limit MaxSourceLen = %d", n) })
+}

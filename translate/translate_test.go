@@ -371,7 +371,7 @@ func TestOpenErrors(t *testing.T) {
 		{"unknown engine", func(t *testing.T) string { return good }, Options{Engine: "fast"}, []string{`unknown engine "fast"`}},
 		{"unknown device", func(t *testing.T) string { return good }, Options{Device: "tpu"}, []string{`unknown device "tpu"`}},
 		{"negative max len", func(t *testing.T) string { return good }, Options{MaxLen: -1}, []string{"MaxLen = -1: must not be negative"}},
-		{"cuda", func(t *testing.T) string { return good }, Options{Device: "cuda"}, []string{`device "cuda" requested but CUDA cannot be used`}},
+		{"cuda", func(t *testing.T) string { return good }, Options{Device: "cuda"}, []string{`the cuda device was asked for but CUDA cannot be used`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

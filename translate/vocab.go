@@ -81,11 +81,11 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64) ([]int64, error)
 				ids[j] = unk
 				continue
 			}
-			hint := "the model has no UNK token"
-			if unk >= 0 {
-				hint = fmt.Sprintf("set UnknownToUNK to map unknown %ss to %s (id %d)", what, v.unkName, unk)
+			msg := fmt.Sprintf("%s %s at position %d is not in the source vocabulary", what, quote(p), j)
+			if unk < 0 {
+				return nil, &InputError{Row: row, Position: j, Msg: msg + " (the model has no UNK token)"}
 			}
-			return nil, &InputError{Row: row, Position: j, Msg: fmt.Sprintf("%s %s at position %d is not in the source vocabulary (%s)", what, quote(p), j, hint)}
+			return nil, &InputError{Row: row, Position: j, Msg: msg, UNK: &UNKHint{What: what, Token: v.unkName, ID: unk}}
 		}
 		ids[j] = id
 	}

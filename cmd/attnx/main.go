@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/ortsession"
 	"io"
 	"os"
 	"sort"
@@ -126,8 +127,20 @@ func report(name string, err error) int {
 		fmt.Fprintf(stderr, "attnx %s: %s\nRun 'attnx help %s' for usage.\n", name, ue.msg, name)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "attnx %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "attnx %s: %s\n", name, cliText(err))
 	return exitFailure
+}
+
+// cliText is err's message with the typed errors in its chain that carry
+// a remedy worded in their own flags' terms instead of the packages' Go
+// options.
+func cliText(err error) string {
+	msg := err.Error()
+	var cuda *ortsession.CUDAUnavailableError
+	if errors.As(err, &cuda) {
+		msg = strings.Replace(msg, cuda.Error(), cuda.Remedy("pass --device cpu, or --device auto to fall back to the CPU"), 1)
+	}
+	return msg
 }
 
 func lookup(name string) *command {

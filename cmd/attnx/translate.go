@@ -170,16 +170,24 @@ func checkBeamFlags(k, n int, alpha float64) error {
 	return nil
 }
 
-// translateCLIError names flags where the package names Go options, and
-// drops the package prefix: report already names the command.
+// translateCLIError words input errors' remedies with attnx translate's
+// flags (the package words them with its Go options) and drops the
+// package prefix: report already names the command.
 func translateCLIError(err error) error {
 	var bad *translate.BadInputError
 	if errors.As(err, &bad) {
-		msg := strings.NewReplacer("set UnknownToUNK to map", "pass --unk to map",
-			"the limit MaxSourceLen = ", "the limit --max-src-len ").Replace(bad.Msg)
+		msg := bad.Describe(
+			func(h translate.UNKHint) string {
+				return fmt.Sprintf("pass --unk to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
+			},
+			func(n int) string { return fmt.Sprintf("the limit --max-src-len %d", n) })
 		return fmt.Errorf("%s (%q): %s", bad.Input.Where, bad.Input.Shown, msg)
 	}
-	return errors.New(strings.TrimPrefix(err.Error(), "translate: "))
+	var mem *translate.MemoryLimitError
+	if errors.As(err, &mem) {
+		return errors.New(mem.Remedy("use a smaller --batch or --beam"))
+	}
+	return errors.New(strings.TrimPrefix(cliText(err), "translate: "))
 }
 
 // translateOutput writes results as they come.
