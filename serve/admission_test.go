@@ -228,25 +228,8 @@ func readStatus(t *testing.T, c net.Conn) string {
 // than holding the connection; the answer names the timeout.
 func TestStalledBody(t *testing.T) {
 	b := newBlockingBackend()
-	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), RequestTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	waitFor(t, "readiness", s.Ready)
-	c := stalledPost(t, ln.Addr().String())
+	sv := serveLoopback(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), RequestTimeout: 300 * time.Millisecond})
+	c := stalledPost(t, sv.addr)
 	if got := readStatus(t, c); got != "HTTP/1.1 408 Request Timeout" {
 		t.Errorf("stalled body: %q", got)
 	}
@@ -259,20 +242,9 @@ func TestStalledBody(t *testing.T) {
 // returns nil.
 func TestShutdownCutsStalledBodies(t *testing.T) {
 	b := newBlockingBackend()
-	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), ShutdownTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	waitFor(t, "readiness", s.Ready)
-	url := "http://" + ln.Addr().String()
-	c := stalledPost(t, ln.Addr().String())
+	sv := serveLoopback(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), ShutdownTimeout: 60 * time.Second})
+	s, url := sv.s, "http://"+sv.addr
+	c := stalledPost(t, sv.addr)
 	waitFor(t, "the stalled request to be reading its body", func() bool {
 		s.readersMu.Lock()
 		defer s.readersMu.Unlock()
@@ -280,7 +252,7 @@ func TestShutdownCutsStalledBodies(t *testing.T) {
 	})
 	inFlight := postAsync(t, url+PathTranslate, `{"ids": [[7, 8, 9]]}`)
 	<-b.entered
-	stop()
+	sv.stop()
 	if got := readStatus(t, c); got != "HTTP/1.1 503 Service Unavailable" {
 		t.Errorf("stalled body at shutdown: %q", got)
 	}
@@ -289,10 +261,11 @@ func TestShutdownCutsStalledBodies(t *testing.T) {
 		t.Errorf("request in flight: %d %s", a.code, a.body)
 	}
 	select {
-	case err := <-served:
+	case err := <-sv.served:
 		if err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		sv.served <- nil // for the cleanup
 	case <-time.After(50 * time.Second):
 		t.Fatal("Serve did not return")
 	}
@@ -350,4 +323,39 @@ type countingBackend struct {
 func (b *countingBackend) Close() error {
 	b.closed.Add(1)
 	return nil
+}
+
+// serving is a Server running Serve on a loopback listener of its own, as
+// attnx serve runs it (readiness, shutdown and the checks that need a
+// real listener), ready when serveLoopback returns.
+type serving struct {
+	s      *Server
+	addr   string
+	stop   context.CancelFunc
+	served chan error
+}
+
+// serveLoopback makes a Server of cfg and runs Serve on 127.0.0.1 until
+// the test stops it (shutdown) or ends (then Serve must return nil).
+func serveLoopback(t *testing.T, cfg Config) *serving {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	sv := &serving{s: s, addr: ln.Addr().String(), stop: stop, served: make(chan error, 1)}
+	go func() { sv.served <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-sv.served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	waitFor(t, "readiness", s.Ready)
+	return sv
 }

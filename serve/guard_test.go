@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -18,25 +17,7 @@ import (
 func TestCrossSiteRequests(t *testing.T) {
 	b := newBlockingBackend()
 	b.release <- struct{}{}
-	s, err := New(Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), AllowedHosts: []string{"Attnx.Internal"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	waitFor(t, "readiness", s.Ready)
-	addr := ln.Addr().String()
+	addr := serveLoopback(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), AllowedHosts: []string{"Attnx.Internal"}}).addr
 	_, port, _ := net.SplitHostPort(addr)
 	cases := []struct {
 		name, method, path, host, ctype string

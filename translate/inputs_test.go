@@ -85,15 +85,7 @@ func TestTranslateInputsKeepsWhatCameBefore(t *testing.T) {
 // vocabulary, results in order, progress after each batch, and a bad line
 // named by its number.
 func TestStreamReadsLines(t *testing.T) {
-	needORT(t)
-	f := fixtures.List(t)[0]
-	dir := t.TempDir()
-	writeModelDir(t, dir, fixtures.Weights(t, f.Path(t, "checkpoint.pt")), modelSpec{special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}})
-	tr, err := Open(dir, Options{Threads: 1, MaxLen: 4, BatchSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := idsTranslator(t, 2)
 	var got []string
 	var batches []int
 	emit := func(in Input, res Result) error { got = append(got, in.Shown); return nil }
@@ -130,15 +122,7 @@ func TestStreamReadsLines(t *testing.T) {
 // to attnx translate does: each answer comes without more lines or EOF
 // (Stream used to wait for BatchSize lines).
 func TestStreamAnswersEachLineOfAPipe(t *testing.T) {
-	needORT(t)
-	f := fixtures.List(t)[0]
-	dir := t.TempDir()
-	writeModelDir(t, dir, fixtures.Weights(t, f.Path(t, "checkpoint.pt")), modelSpec{special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}})
-	tr, err := Open(dir, Options{Threads: 1, MaxLen: 4, BatchSize: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := idsTranslator(t, 32)
 	pr, pw := io.Pipe()
 	answers := make(chan string, 8)
 	done := make(chan error, 1)
@@ -164,4 +148,21 @@ func TestStreamAnswersEachLineOfAPipe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idsTranslator opens the first fixture's model (no vocabularies: inputs
+// are token ids) with batches of batch rows and outputs of up to 4 tokens;
+// it is closed when the test ends.
+func idsTranslator(t *testing.T, batch int) *Translator {
+	t.Helper()
+	needORT(t)
+	f := fixtures.List(t)[0]
+	dir := t.TempDir()
+	writeModelDir(t, dir, fixtures.Weights(t, f.Path(t, "checkpoint.pt")), modelSpec{special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: -1}})
+	tr, err := Open(dir, Options{Threads: 1, MaxLen: 4, BatchSize: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }

@@ -15,15 +15,8 @@ import (
 func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *ortsession.Session) {
 	t.Helper()
 	w = fixtures.Weights(t, ckpt)
-	var sessions []*ortsession.Session
-	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
-		m, err := build(w, attention.BuildOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, openChecked(t, m))
-	}
-	return w, sessions[0], sessions[1]
+	enc, dec = openWeights(t, w)
+	return w, enc, dec
 }
 
 // openChecked marshals a built model, runs the ONNX checker on it and opens
