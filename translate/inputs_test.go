@@ -106,7 +106,7 @@ func TestStreamReadsLines(t *testing.T) {
 	if !reflect.DeepEqual(got, []string{"5 6", "7", "4,4,5"}) || !okBatches {
 		t.Errorf("emitted %q, progress at lines %v", got, batches)
 	}
-	err = tr.Stream(context.Background(), strings.NewReader("5\n5 x\n"), emit, nil)
+	err := tr.Stream(context.Background(), strings.NewReader("5\n5 x\n"), emit, nil)
 	if err == nil || !strings.Contains(err.Error(), `line 2: "x" is not a token id`) {
 		t.Errorf("bad ids line: %v", err)
 	}
