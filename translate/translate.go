@@ -383,7 +383,7 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 // encodeTexts tokenises texts with the source vocabulary.
 func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	if !t.src.known() {
-		return nil, fmt.Errorf("translate: %s/attnx.json has no source vocabulary (src_vocab): use TranslateIDs with token ids", t.dir)
+		return nil, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
 	}
 	rows := make([][]int64, len(texts))
 	for i, s := range texts {
@@ -588,4 +588,22 @@ func (e *InputError) optionsText() string {
 			return fmt.Sprintf("set UnknownToUNK to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
 		},
 		func(n int) string { return fmt.Sprintf("the limit MaxSourceLen = %d", n) })
+}
+
+// NoSourceVocabularyError is text given to a model whose attnx.json has no
+// source vocabulary: it takes token ids. Each surface names its own way of
+// giving them (Remedy).
+type NoSourceVocabularyError struct {
+	// Info is the attnx.json without the vocabulary.
+	Info string
+}
+
+// Remedy returns the error's message with the remedy named by the caller.
+func (e *NoSourceVocabularyError) Remedy(remedy string) string {
+	return fmt.Sprintf("%s has no source vocabulary (src_vocab): %s", e.Info, remedy)
+}
+
+// Error returns the message with the remedy in this package's terms.
+func (e *NoSourceVocabularyError) Error() string {
+	return "translate: " + e.Remedy("use TranslateIDs with token ids")
 }

@@ -191,8 +191,9 @@ type badCase struct {
 	args  []string
 	stdin string
 	code  int
-	// want are key words the error must contain, in order.
-	want []string
+	// want are key words the error must contain, in order; absent are
+	// words it must not contain (a Go API's names, say).
+	want, absent []string
 	// noPath, when set, must not exist after the run (nothing half-made).
 	noPath string
 }
@@ -319,7 +320,8 @@ func TestBadInput(t *testing.T) {
 			// The hint must name the CLI's flag, not the Go API's option.
 			want: []string{`argument 2 ("abz")`, "'z'", "at position 2", "not in the source vocabulary", "--unk"}},
 		{name: "translate: text for a model without vocabulary", args: []string{"translate", "--model", m.ids, "abc"}, code: 1,
-			want: []string{"no source vocabulary", "token ids"}},
+			// The flags to use, not the Go API's TranslateIDs.
+			want: []string{"no source vocabulary", "give token ids with --ids", "--src-vocab"}, absent: []string{"TranslateIDs"}},
 		{name: "translate: empty input line", args: []string{"translate", "--model", m.text}, stdin: "abc\n\nabc\n", code: 1,
 			want: []string{`line 2 ("")`, "empty input"}},
 		{name: "translate: empty text argument", args: []string{"translate", "--model", m.text, ""}, code: 1,
@@ -397,6 +399,11 @@ func TestBadInput(t *testing.T) {
 					break
 				}
 				rest = rest[i+len(w):]
+			}
+			for _, a := range c.absent {
+				if strings.Contains(all, a) {
+					t.Errorf("attnx %q: output has %q\nstderr %q", c.args, a, errs)
+				}
 			}
 			badNoTrace(t, all)
 			if c.noPath != "" {

@@ -183,6 +183,10 @@ func translateCLIError(err error) error {
 			func(n int) string { return fmt.Sprintf("the limit --max-src-len %d", n) })
 		return fmt.Errorf("%s (%q): %s", bad.Input.Where, bad.Input.Shown, msg)
 	}
+	var noVocab *translate.NoSourceVocabularyError
+	if errors.As(err, &noVocab) {
+		return errors.New(noVocab.Remedy("give token ids with --ids (or lines of ids on stdin), or export the model again with --src-vocab"))
+	}
 	var mem *translate.MemoryLimitError
 	if errors.As(err, &mem) {
 		return errors.New(mem.Remedy("use a smaller --batch or --beam"))
