@@ -303,7 +303,8 @@ func TestMaxSourceLenRefusesLongSources(t *testing.T) {
 	defer tr.Close()
 	_, err = tr.TranslateIDs(context.Background(), [][]int64{{4, 5}, {4, 5, 6, 7, 8, 9}})
 	var ie *translate.InputError
-	if !asInputError(err, &ie) || ie.Row != 1 || ie.Msg != "6 tokens, more than the limit MaxSourceLen = 5" {
+	if !asInputError(err, &ie) || ie.Row != 1 || ie.Msg != "6 tokens" || ie.SourceLimit != 5 ||
+		err.Error() != "translate: input row 1: 6 tokens, more than the limit MaxSourceLen = 5" {
 		t.Fatalf("error %v, want an InputError for row 1 naming the limit", err)
 	}
 	if _, err := tr.TranslateIDs(context.Background(), [][]int64{{4, 5, 6, 7, 8}}); err != nil {
