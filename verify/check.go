@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/attnx/attnx/attention"
@@ -599,7 +598,7 @@ func summarizeRows(rows []Row) []OutputSummary {
 			s.Failed++
 		}
 	}
-	order := map[string]int{"encoder_outputs": 0, "hidden": 1, "cell": 2, "log_probs": 3, "next_hidden": 4, "next_cell": 5, "attention": 6}
-	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Output] < order[out[j].Output] })
+	// In the order the rows first name the outputs: Compare sorts its rows
+	// by step, the encoder's (step -1) first.
 	return out
 }

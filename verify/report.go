@@ -70,9 +70,9 @@ func (o *Outcome) WriteText(w io.Writer, verbose bool) {
 	if len(o.Drift) > 0 {
 		fmt.Fprintf(w, "\n  free-running drift: the graphs fed their own states, as translate runs them (reported, not judged; largest |difference| per step)\n")
 		var names []string
-		for _, n := range []string{"log_probs", "next_hidden", "next_cell", "attention"} {
-			if _, ok := o.Drift[0].MaxAbs[n]; ok {
-				names = append(names, n)
+		for _, out := range o.Outputs { // the steps' outputs, in the table's order
+			if _, ok := o.Drift[0].MaxAbs[out.Output]; ok {
+				names = append(names, out.Output)
 			}
 		}
 		fmt.Fprintf(w, "  %5s", "step")

@@ -29,20 +29,28 @@ import (
 // Tolerance is the spec's float32 tolerance: torch.testing's defaults.
 var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 
-// Step holds one decoder step's outputs. NextCell is nil for models
-// without a cell state (GRU).
+// Step holds one decoder step's outputs.
 type Step struct {
-	InputIDs                                  []int64
-	LogProbs, NextHidden, NextCell, Attention *ortsession.Tensor
+	InputIDs            []int64
+	LogProbs, Attention *ortsession.Tensor
+	// NextStates holds the step's next value of each recurrent state, by
+	// the state's name (hidden, cell, ...: the decoder's next_NAME).
+	NextStates map[string]*ortsession.Tensor
 	// Tokens is the argmax of LogProbs per row.
 	Tokens []int64
 }
 
-// Trace is the record of an encoder run followed by decoder steps. Cell is
-// nil for models without a cell state (GRU).
+// Trace is the record of an encoder run followed by decoder steps. The
+// recurrent states are whatever the decoder carries (hidden; cell for an
+// LSTM; ...), named as its inputs are, in their order: Trace knows nothing
+// of what they mean.
 type Trace struct {
-	EncoderOutputs, Hidden, Cell *ortsession.Tensor
-	Steps                        []Step
+	EncoderOutputs *ortsession.Tensor
+	// StateNames lists the recurrent states in the decoder's input order;
+	// States holds the encoder's value of each, by name.
+	StateNames []string
+	States     map[string]*ortsession.Tensor
+	Steps      []Step
 }
 
 // sourceRows cuts source_ids [batch, src_len] to each row's length,
@@ -194,8 +202,7 @@ func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengt
 		}
 		return out
 	}
-	st := state()
-	tr := &Trace{EncoderOutputs: floatTensor([]int64{b, s, H}, ex.EncoderOutputs()), Hidden: st[attention.OutHidden], Cell: st[attention.OutCell]}
+	tr := &Trace{EncoderOutputs: floatTensor([]int64{b, s, H}, ex.EncoderOutputs()), StateNames: m.States(), States: state()}
 	for t, ids := range stepInputs {
 		if feed != nil {
 			if err := feed(t, ex); err != nil {
@@ -211,10 +218,8 @@ func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengt
 		for r := range toks {
 			toks[r] = decode.Argmax(lp[r*V : (r+1)*V])
 		}
-		next := state()
 		tr.Steps = append(tr.Steps, Step{InputIDs: ids, LogProbs: floatTensor([]int64{b, int64(V)}, lp),
-			NextHidden: next[attention.OutHidden], NextCell: next[attention.OutCell],
-			Attention: floatTensor([]int64{b, s}, ex.Attention()), Tokens: toks})
+			NextStates: state(), Attention: floatTensor([]int64{b, s}, ex.Attention()), Tokens: toks})
 	}
 	return tr, nil
 }
@@ -296,12 +301,12 @@ func (r *Report) ScoreDrift() float64 {
 }
 
 // Compare checks tr against the reference tensors want (keys as written by
-// reference.py run: encoder_outputs, hidden, cell, and log_probs,
-// next_hidden, next_cell, attention, tokens stacked over steps) within tol,
-// and every step's argmax tokens, a differing token being a near tie
-// (NearTie) or a mismatch. cell and next_cell are compared when the model
-// has a cell state, and must then be in the reference; a model without one
-// must not meet a reference with one.
+// reference.py run: encoder_outputs and each recurrent state by its name
+// (hidden, cell, ...), and log_probs, next_NAME of each state, attention,
+// tokens stacked over steps) within tol, and every step's argmax tokens, a
+// differing token being a near tie (NearTie) or a mismatch. Every state of
+// tr must be in the reference, and every state of the reference in tr (a
+// reference with a cell state against graphs without one is an error).
 //
 // For a trace of RunIsolated the rows are the verdict. For one of Run
 // (free-running) they are drift, which Parity reports without judging.
@@ -355,20 +360,28 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		}
 		return v, t.Dims, nil
 	}
-	hasCell := tr.Cell != nil
-	if _, refCell := want["cell"]; refCell && !hasCell {
-		return nil, fmt.Errorf("the reference has a cell state, the graphs have none: not the same kind of model (LSTM vs GRU)")
-	}
-	encOuts := map[string]*ortsession.Tensor{"encoder_outputs": tr.EncoderOutputs, "hidden": tr.Hidden, "cell": tr.Cell}
-	for _, name := range []string{"encoder_outputs", "hidden", "cell"} {
-		if encOuts[name] == nil {
-			continue
+	// Every state the reference carries must be one the graphs carry: a
+	// reference with a cell state against graphs without one is an LSTM
+	// against a GRU, not rounding.
+	for name := range want {
+		base, isNext := strings.CutPrefix(name, nextPrefix)
+		if _, isState := want[base]; isNext && isState && tr.States[base] == nil {
+			return nil, fmt.Errorf("the reference has a %s state, the graphs have none: not the same kind of model (LSTM vs GRU, or another decoder)", base)
 		}
+	}
+	ref, dims, err := get(attention.OutEncoder)
+	if err != nil {
+		return nil, err
+	}
+	if err := add(-1, attention.OutEncoder, tr.EncoderOutputs, ref, dims); err != nil {
+		return nil, err
+	}
+	for _, name := range tr.StateNames {
 		ref, dims, err := get(name)
 		if err != nil {
 			return nil, err
 		}
-		if err := add(-1, name, encOuts[name], ref, dims); err != nil {
+		if err := add(-1, name, tr.States[name], ref, dims); err != nil {
 			return nil, err
 		}
 	}
@@ -376,10 +389,12 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		return rep, nil
 	}
 	var refLP []float32
-	for _, name := range []string{"log_probs", "next_hidden", "next_cell", "attention"} {
-		if name == "next_cell" && !hasCell {
-			continue
-		}
+	stepOutputs := []string{attention.OutLogProbs}
+	for _, name := range tr.StateNames {
+		stepOutputs = append(stepOutputs, nextPrefix+name)
+	}
+	stepOutputs = append(stepOutputs, attention.OutAttention)
+	for _, name := range stepOutputs {
 		ref, dims, err := get(name)
 		if err != nil {
 			return nil, err
@@ -387,12 +402,18 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		if len(dims) == 0 || int(dims[0]) < len(tr.Steps) {
 			return nil, fmt.Errorf("reference %s has shape %v: fewer than the %d steps run", name, dims, len(tr.Steps))
 		}
-		if name == "log_probs" {
+		if name == attention.OutLogProbs {
 			refLP = ref
 		}
 		per := int(builder.NumElements(dims[1:]))
 		for t, st := range tr.Steps {
-			got := map[string]*ortsession.Tensor{"log_probs": st.LogProbs, "next_hidden": st.NextHidden, "next_cell": st.NextCell, "attention": st.Attention}[name]
+			got := st.NextStates[strings.TrimPrefix(name, nextPrefix)]
+			switch name {
+			case attention.OutLogProbs:
+				got = st.LogProbs
+			case attention.OutAttention:
+				got = st.Attention
+			}
 			if err := add(t, name, got, ref[t*per:(t+1)*per], dims[1:]); err != nil {
 				return nil, err
 			}
@@ -530,45 +551,6 @@ func (p *Parity) Failures() []string {
 		}
 	}
 	return out
-}
-
-// DriftTable formats the free-running drift: per step, the largest
-// absolute difference of each output from the reference's.
-func (p *Parity) DriftTable() string {
-	return driftTable(p.Free.Rows)
-}
-
-func driftTable(rows []Row) string {
-	var names []string
-	per := map[int]map[string]float64{}
-	var steps []int
-	for _, r := range rows {
-		if r.Output == "tokens" || r.Step < 0 {
-			continue
-		}
-		if per[r.Step] == nil {
-			per[r.Step] = map[string]float64{}
-			steps = append(steps, r.Step)
-		}
-		if !slices.Contains(names, r.Output) {
-			names = append(names, r.Output)
-		}
-		per[r.Step][r.Output] = r.MaxAbs
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%5s", "step")
-	for _, n := range names {
-		fmt.Fprintf(&b, "  %-11s", n)
-	}
-	b.WriteByte('\n')
-	for _, t := range steps {
-		fmt.Fprintf(&b, "%5d", t)
-		for _, n := range names {
-			fmt.Fprintf(&b, "  %-11.2e", per[t][n])
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // Decoded is the result of greedy decoding for one batch.
