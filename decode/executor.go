@@ -277,7 +277,7 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 		f32(false, attention.OutAttention, e.attn, B, S)
 		for k, name := range e.m.states {
 			f32(true, name, e.states[k][p], L, B, H)
-			f32(false, nextPrefix+name, e.states[k][1-p], L, B, H)
+			f32(false, NextPrefix+name, e.states[k][1-p], L, B, H)
 		}
 	case bindEncoderDirect, bindEncoderStaged:
 		sess = e.m.enc

@@ -8,9 +8,10 @@ import (
 	"github.com/attnx/attnx/ortsession"
 )
 
-// nextPrefix names a recurrent state's output after its input: hidden ->
-// next_hidden, cell -> next_cell.
-const nextPrefix = "next_"
+// NextPrefix names a recurrent state's output after its input: hidden ->
+// next_hidden, cell -> next_cell (the spec's ONNX interface, and the
+// reference's tensors).
+const NextPrefix = "next_"
 
 // Model is a pair of opened graphs of the spec's interface, encoder.onnx and
 // decoder.onnx, with what the executor needs to know about them. The
@@ -61,8 +62,8 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 		case attention.InInputIDs, attention.InEncoderOutputs, attention.InSourceLengths:
 			continue
 		}
-		if _, ok := outs[nextPrefix+in.Name]; !ok {
-			return nil, fmt.Errorf("decode: decoder input %q has no output %q: a recurrent state needs both", in.Name, nextPrefix+in.Name)
+		if _, ok := outs[NextPrefix+in.Name]; !ok {
+			return nil, fmt.Errorf("decode: decoder input %q has no output %q: a recurrent state needs both", in.Name, NextPrefix+in.Name)
 		}
 		if _, ok := encOuts[in.Name]; !ok {
 			return nil, fmt.Errorf("decode: decoder state %q has no encoder output of that name to start from", in.Name)
@@ -78,7 +79,7 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 		isState[st] = true
 	}
 	for _, o := range dec.Outputs() {
-		st, isNext := strings.CutPrefix(o.Name, nextPrefix)
+		st, isNext := strings.CutPrefix(o.Name, NextPrefix)
 		if o.Name != attention.OutLogProbs && o.Name != attention.OutAttention && !(isNext && isState[st]) {
 			return nil, fmt.Errorf("decode: decoder output %q is not part of the interface (log_probs, attention and next_STATE for each state input)", o.Name)
 		}
@@ -101,7 +102,7 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 		{"target vocabulary Vt", &m.vocab, []dimRef{{outs[attention.OutLogProbs], 1}}},
 	}
 	for _, st := range m.states {
-		for _, io := range []ortsession.IOInfo{ins[st], outs[nextPrefix+st], encOuts[st]} {
+		for _, io := range []ortsession.IOInfo{ins[st], outs[NextPrefix+st], encOuts[st]} {
 			sizes[0].from = append(sizes[0].from, dimRef{io, 2})
 			sizes[1].from = append(sizes[1].from, dimRef{io, 0})
 		}

@@ -142,7 +142,7 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	var again []int
 	for i, r := range res {
 		n := len(r.Tokens)
-		if job.MaxLen > n && n == 2*len(r.Source)+10 && r.Tokens[n-1] != b.eos {
+		if job.MaxLen > n && n == translate.DefaultMaxLen(len(r.Source)) && r.Tokens[n-1] != b.eos {
 			again = append(again, i)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/translate"
 )
 
 // The memory budgets. A request's memory is not bounded by any one of its
@@ -70,7 +71,7 @@ func requestMemory(c attention.Config, job Job) int64 {
 		if job.MaxLen > 0 {
 			return job.MaxLen
 		}
-		return 2*n + 10
+		return translate.DefaultMaxLen(n)
 	}
 	var total int64
 	add := func(n int) {

@@ -496,8 +496,12 @@ func (t *Translator) limit(n int) int {
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
 	}
-	return 2*n + 10
+	return DefaultMaxLen(n)
 }
+
+// DefaultMaxLen is the output length limit of a source of n tokens when
+// none is set (Options.MaxLen, CallOptions.MaxLen): 2n+10, EOS included.
+func DefaultMaxLen(n int) int { return 2*n + 10 }
 
 // finish fills the string views of a result.
 func (t *Translator) finish(r *Result, src []int64) {

@@ -218,12 +218,9 @@ func CompareBeam(engine string, k int, alpha float64, got [][]decode.Hypothesis,
 		for i := range w {
 			switch {
 			case i < len(g) && slices.Equal(g[i].Tokens, w[i].Tokens):
-			case i < len(g) && math.Abs(float64(g[i].NormalizedScore-w[i].NormalizedScore)) < nearTie:
-				// Two hypotheses ranked within the limit: a final-order swap.
-				c.Swaps++
-				swapped = append(swapped, fmt.Sprintf("row %d hypothesis %d", r, i))
-			case tie < nearTie:
-				// The searches parted at a near tie.
+			case i < len(g) && math.Abs(float64(g[i].NormalizedScore-w[i].NormalizedScore)) < nearTie, tie < nearTie:
+				// Two hypotheses ranked within the limit (a final-order
+				// swap), or the searches parted at a near tie.
 				c.Swaps++
 				swapped = append(swapped, fmt.Sprintf("row %d hypothesis %d", r, i))
 			case i < len(g):

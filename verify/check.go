@@ -100,12 +100,12 @@ type Outcome struct {
 	// ReferenceRounding: the reference measured its own float32 rounding
 	// per element (against float64 on the same inputs), and each
 	// element's bound is widened by it (compare.Options.Slack).
-	ReferenceRounding bool            `json:"reference_rounding"`
-	Outputs           []OutputSummary `json:"outputs"`
+	ReferenceRounding bool `json:"reference_rounding"`
 	// Outputs and Rows are the step-isolated comparison, the per-step
 	// verdict (spec "Tolerances"): every decoder step run on PyTorch's own
 	// inputs for that step.
-	Rows []Row `json:"rows,omitempty"`
+	Outputs []OutputSummary `json:"outputs"`
+	Rows    []Row           `json:"rows,omitempty"`
 	// Drift is the free-running comparison (the graphs fed their own
 	// states, as translate runs them) per step, reported and not judged;
 	// DriftRows its every row, with Rows.

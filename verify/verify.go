@@ -153,7 +153,7 @@ func isolatedFeed(want map[string]*builder.Tensor) func(t int, ex *decode.Execut
 			st := ex.State(k)
 			src, step := name, 0
 			if t > 0 {
-				src, step = nextPrefix+name, t-1
+				src, step = decode.NextPrefix+name, t-1
 			}
 			v, err := ref(src, len(st), step)
 			if err != nil {
@@ -168,10 +168,6 @@ func isolatedFeed(want map[string]*builder.Tensor) func(t int, ex *decode.Execut
 // roundingPrefix names the reference's own rounding error of an output
 // (reference.py run --rounding): rounding_log_probs.
 const roundingPrefix = "rounding_"
-
-// nextPrefix names a recurrent state's output after its input, as the
-// decoder's outputs and the reference's tensors do: hidden -> next_hidden.
-const nextPrefix = "next_"
 
 // run is Run and RunIsolated: feed, when set, overwrites the executor's
 // encoder outputs and states before step t.
@@ -364,7 +360,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 	// reference with a cell state against graphs without one is an LSTM
 	// against a GRU, not rounding.
 	for name := range want {
-		base, isNext := strings.CutPrefix(name, nextPrefix)
+		base, isNext := strings.CutPrefix(name, decode.NextPrefix)
 		if _, isState := want[base]; isNext && isState && tr.States[base] == nil {
 			return nil, fmt.Errorf("the reference has a %s state, the graphs have none: not the same kind of model (LSTM vs GRU, or another decoder)", base)
 		}
@@ -391,7 +387,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 	var refLP []float32
 	stepOutputs := []string{attention.OutLogProbs}
 	for _, name := range tr.StateNames {
-		stepOutputs = append(stepOutputs, nextPrefix+name)
+		stepOutputs = append(stepOutputs, decode.NextPrefix+name)
 	}
 	stepOutputs = append(stepOutputs, attention.OutAttention)
 	for _, name := range stepOutputs {
@@ -407,7 +403,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		}
 		per := int(builder.NumElements(dims[1:]))
 		for t, st := range tr.Steps {
-			got := st.NextStates[strings.TrimPrefix(name, nextPrefix)]
+			got := st.NextStates[strings.TrimPrefix(name, decode.NextPrefix)]
 			switch name {
 			case attention.OutLogProbs:
 				got = st.LogProbs
