@@ -47,16 +47,38 @@ type Architecture interface {
 	precompute(s *modelGraph, enc *builder.Value) *builder.Value
 	// step builds one decoder step.
 	step(s *modelGraph, in stepInputs) stepOutputs
+	// initStates builds the decoder's initial states (Config.States)
+	// from encoder_outputs and the encoder's final state, [Le*D, batch,
+	// h] in PyTorch's order (layer 0 forward, layer 0 backward, layer 1
+	// forward, ...).
+	initStates(s *modelGraph, enc *builder.Value, final rnnState) decState
+}
+
+// encoderFinal is the initial state of the article's and the seq2seq
+// tutorial's decoders: the encoder's final state itself.
+type encoderFinal struct{}
+
+func (encoderFinal) initStates(_ *modelGraph, _ *builder.Value, final rnnState) decState {
+	return final.list()
 }
 
 // architectures is the registry, in the order of AllArchs.
 var architectures = map[Arch]Architecture{
 	Bahdanau:         bahdanau{},
-	LuongDot:         luong{LuongDot},
-	LuongGeneral:     luong{LuongGeneral},
-	LuongConcat:      luong{LuongConcat},
+	LuongDot:         luong{arch: LuongDot},
+	LuongGeneral:     luong{arch: LuongGeneral},
+	LuongConcat:      luong{arch: LuongConcat},
 	TutorialLocation: tutorialLocation{},
 	TutorialBahdanau: tutorialBahdanau{},
+	OpenNMTDot:       openNMT{arch: OpenNMTDot},
+	OpenNMTGeneral:   openNMT{arch: OpenNMTGeneral},
+	OpenNMTMLP:       openNMT{arch: OpenNMTMLP},
+	JoeyBahdanau:     joey{arch: JoeyBahdanau},
+	JoeyLuong:        joey{arch: JoeyLuong},
+	Bentrevett:       bentrevett{},
+	ChatbotDot:       chatbot{arch: ChatbotDot},
+	ChatbotGeneral:   chatbot{arch: ChatbotGeneral},
+	ChatbotConcat:    chatbot{arch: ChatbotConcat},
 }
 
 // Lookup returns the architecture called a.
@@ -153,7 +175,12 @@ func modelKeys(ar Architecture, cell Cell, encAttr, decAttr string, layers int) 
 
 // symbols are the sizes of cfg under the names the symbolic shapes use.
 func (c Config) symbols() layout.Sizes {
-	return layout.Sizes{"H": int64(c.Hidden), "E": int64(c.Embedding), "Vs": int64(c.SrcVocab), "Vt": int64(c.TgtVocab), "M": int64(c.MaxLength)}
+	return layout.Sizes{"H": int64(c.Hidden), "E": int64(c.Embedding), "Vs": int64(c.SrcVocab), "Vt": int64(c.TgtVocab), "M": int64(c.MaxLength),
+		// The toolkits' models: h per encoder direction, the target
+		// embedding size Et and the encoder output size C.
+		"h": int64(c.EncHidden()), "Et": int64(c.TgtEmbeddingSize()), "C": int64(c.EncoderWidth()),
+		// OpenNMT-py's bridge: h times the encoder layers.
+		"hL": int64(c.EncHidden() * c.EncLayers())}
 }
 
 // resolve turns symbolic keys into KeySpecs for the sizes of cfg.
@@ -205,6 +232,9 @@ func ExpectedKeys(cfg Config) ([]KeySpec, error) {
 func Layouts() []layout.Layout {
 	var out []layout.Layout
 	for _, ar := range Architectures() {
+		if ar.Name().IsToolkit() {
+			continue // their own key families: see the toolkits' readers
+		}
 		for _, cell := range Cells {
 			out = append(out, layout.Layout{Name: string(ar.Name()) + "/" + string(cell), Keys: modelKeys(ar, cell, string(cell), string(cell), 0)})
 		}
@@ -216,6 +246,9 @@ func Layouts() []layout.Layout {
 // for cfg.
 func decoderInput(ar Architecture, cfg Config) int {
 	in0, _ := ar.DecoderInput()
+	if tk, ok := ar.(toolkitArch); ok {
+		in0 = tk.checkpointKeys(cfg).decIn
+	}
 	dims, err := layout.Resolve([]string{in0}, cfg.symbols())
 	if err != nil {
 		panic(fmt.Sprintf("attention: %s's decoder input %q: %v", ar.Name(), in0, err))

@@ -18,7 +18,7 @@ import (
 // Keys: decoder.fc_hidden.weight (W_h), decoder.fc_encoder.weight (W_e),
 // decoder.weight (w), decoder.classifier.*. enc W_e^T is computed once per
 // sentence.
-type bahdanau struct{}
+type bahdanau struct{ encoderFinal }
 
 func (bahdanau) Name() Arch { return Bahdanau }
 
@@ -63,7 +63,7 @@ func (b bahdanau) step(s *modelGraph, in stepInputs) stepOutputs {
 	if keys == nil {
 		keys = b.precompute(s, in.enc)
 	}
-	return additiveStep(s, in, keys, s.linear(s.top(in.state.h), "decoder.fc_hidden", false), "decoder.weight", "decoder.classifier")
+	return additiveStep(s, in, keys, s.linear(s.top(in.states[0]), "decoder.fc_hidden", false), "decoder.weight", "decoder.classifier")
 }
 
 // additiveStep is the step both Bahdanau decoders share, given keys (the
@@ -75,6 +75,6 @@ func additiveStep(s *modelGraph, in stepInputs, keys, qp *builder.Value, vKey, c
 	u := ops.Tanh(ops.Add(keys, ops.Unsqueeze(qp, s.c.ints(1)))) // [batch, src_len, H]
 	score := ops.MatMul(u, s.param(vKey, vector))                // [batch, src_len]
 	a, ctx := s.attend(score, in.mask, in.enc)
-	next := s.decoderRNN(ops.Concat(-1, s.embed(in.ids), ctx), in.state)
-	return stepOutputs{logProbs: s.classify(classifier, s.top(next.h)), state: next, attn: a}
+	next := s.decoderRNN(ops.Concat(-1, s.embed(in.ids), ctx), in.states.rnn(s.cfg.Cell))
+	return stepOutputs{logProbs: s.classify(classifier, s.top(next.h)), states: next.list(), attn: a}
 }

@@ -92,6 +92,9 @@ func Beam(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
 	}
+	if err := opt.Rules.Check(wt.Config); err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
 	s := newModelGraph("attnx_beam_"+string(wt.Config.Arch), wt, opt)
 	g := s.g
@@ -101,7 +104,7 @@ func Beam(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	k := g.Input(InBeamSize, builder.Int64, builder.Scalar())
 	alpha := g.Input(InLengthPenalty, builder.Double, builder.Scalar())
 
-	enc, state := s.encoder(ids, lens)
+	enc, states := s.encoder(ar, ids, lens)
 	// ONNX Runtime aborts the process on some selections of zero
 	// hypotheses: K below 1 runs as 1.
 	b := newBeamGraph(s, sp, ids, ops.Max(k, s.c.scalarInt(1)))
@@ -112,12 +115,12 @@ func Beam(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 		pre = b.perSlot(pre, 0)
 	}
 	enc = b.perSlot(enc, 0)
-	state.h = b.perSlot(state.h, 1)
-	if state.c != nil {
-		state.c = b.perSlot(state.c, 1)
+	for i := range states {
+		// Every state has the batch on axis 1 (StateSpec).
+		states[i] = b.perSlot(states[i], 1)
 	}
 
-	search := b.search(ar, maxLen, state, stepInputs{enc: enc, mask: mask, pre: pre})
+	search := b.search(ar, maxLen, states, stepInputs{enc: enc, mask: mask, pre: pre})
 	res := b.results(search, alpha)
 	toks, attn := b.backtrack(search, res)
 
@@ -179,9 +182,10 @@ func (b *beamGraph) perSlot(x *builder.Value, axis int64) *builder.Value {
 
 // beamState is what the search loop carries from step to step.
 type beamState struct {
-	// ids [batch*K]: each slot's next input; state: each slot's state.
-	ids   *builder.Value
-	state rnnState
+	// ids [batch*K]: each slot's next input; states: each slot's
+	// recurrent states, whatever they mean.
+	ids    *builder.Value
+	states decState
 	// score float32 [batch*K, 1]: each live hypothesis' score; -Inf for a
 	// missing one and for all of a row whose search has stopped, so that
 	// its candidates are -Inf too and it finishes nothing more.
@@ -191,19 +195,13 @@ type beamState struct {
 }
 
 func (st beamState) values() []*builder.Value {
-	vs := []*builder.Value{st.ids, st.state.h}
-	if st.state.c != nil {
-		vs = append(vs, st.state.c)
-	}
+	vs := append([]*builder.Value{st.ids}, st.states...)
 	return append(vs, st.score, st.count)
 }
 
-func beamStateOf(vs []*builder.Value, hasCell bool) beamState {
-	st := beamState{ids: vs[0], state: rnnState{h: vs[1]}}
-	vs = vs[2:]
-	if hasCell {
-		st.state.c, vs = vs[0], vs[1:]
-	}
+func beamStateOf(vs []*builder.Value, nStates int) beamState {
+	st := beamState{ids: vs[0], states: decState(vs[1 : 1+nStates])}
+	vs = vs[1+nStates:]
 	st.score, st.count = vs[0], vs[1]
 	return st
 }
@@ -236,7 +234,7 @@ type searchResult struct {
 }
 
 // search builds the loop over the decoder steps.
-func (b *beamGraph) search(ar Architecture, maxLen *builder.Value, state rnnState, in stepInputs) searchResult {
+func (b *beamGraph) search(ar Architecture, maxLen *builder.Value, states decState, in stepInputs) searchResult {
 	s, c := b.s, b.s.c
 	zero := c.scalarInt(0)
 	kRange := ops.Range(zero, b.k, c.scalarInt(1))
@@ -244,28 +242,30 @@ func (b *beamGraph) search(ar Architecture, maxLen *builder.Value, state rnnStat
 	score := ops.Expand(ops.Where(ops.Equal(kRange, zero), c.scalarFloat(0), b.negInf), b.bk)
 	b1 := ops.Slice(b.bk, c.ints(0), c.ints(1), nil, nil)
 	start := beamState{
-		ids:   ops.Reshape(ops.Expand(c.scalarInt(b.sp.SOS), b.bk), b.flat, b.r),
-		state: state,
-		score: ops.Reshape(score, c.ints(-1, 1), b.r),
-		count: ops.Expand(zero, ops.Concat(0, b1, c.ints(1))), // [batch, 1]
+		ids:    ops.Reshape(ops.Expand(c.scalarInt(b.sp.SOS), b.bk), b.flat, b.r),
+		states: states,
+		score:  ops.Reshape(score, c.ints(-1, 1), b.r),
+		count:  ops.Expand(zero, ops.Concat(0, b1, c.ints(1))), // [batch, 1]
 	}
-	hasCell := state.c != nil
+	n := len(states)
 	final, scans := ops.Loop(s.g, maxLen, c.scalarBool(true), start.values(),
-		func(_ *builder.Graph, _, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
-			st := beamStateOf(carried, hasCell)
-			in.ids, in.state = st.ids, st.state
+		func(_ *builder.Graph, iter, _ *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+			st := beamStateOf(carried, n)
+			in.ids, in.states = st.ids, st.states
 			out := ar.step(s, in)
+			out.logProbs = s.applyRules(s.opt.Rules, out.logProbs, iter, b.sp.EOS, true)
 			next, rec, sel := b.step(st, out.logProbs)
 			rec.attn = out.attn
-			next.state = rnnState{h: ops.Gather(out.state.h, rec.parents, 1)}
-			if hasCell {
-				next.state.c = ops.Gather(out.state.c, rec.parents, 1)
+			// Each new slot continues its parent's states: every state
+			// has the batch on axis 1.
+			for _, v := range out.states {
+				next.states = append(next.states, ops.Gather(v, rec.parents, 1))
 			}
 			// Go on while any row has a live hypothesis.
 			running := ops.Greater(ops.ReduceMax(next.score, ops.ReduceOpts{NoKeepDims: true}), b.negInf)
 			return running, next.values(), rec.values(sel)
 		}, ops.LoopOpts{})
-	res := searchResult{final: beamStateOf(final, hasCell)}
+	res := searchResult{final: beamStateOf(final, n)}
 	if len(scans) == 5 {
 		ids := ops.Mod(scans[2], b.v, ops.ModOpts{})
 		res.steps = beamStep{finScore: scans[0], idx: scans[1], ids: ids, parents: scans[3], attn: scans[4]}

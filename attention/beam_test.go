@@ -177,7 +177,7 @@ var tutorialSpecial = attention.Special{SOS: 0, EOS: 1, PAD: 2, UNK: -1}
 func beamParityModels() []beamModel {
 	var out []beamModel
 	seed := 300
-	for _, a := range attention.AllArchs {
+	for _, a := range attention.StateDictArchs {
 		for ci, cell := range attention.Cells {
 			seed++
 			m := beamModel{name: fmt.Sprintf("%s_%s", a, cell), arch: a, cell: cell, hidden: 9, embedding: 9, layers: 1 + ci,
@@ -673,7 +673,7 @@ func sweepModels(n int, seed int64) []beamModel {
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	var out []beamModel
 	for i := range n {
-		a := attention.AllArchs[r.Intn(len(attention.AllArchs))]
+		a := attention.StateDictArchs[r.Intn(len(attention.StateDictArchs))]
 		cell := attention.Cells[r.Intn(len(attention.Cells))]
 		h := 3 + r.Intn(22)
 		m := beamModel{name: fmt.Sprintf("sweep%03d_%s_%s", i, a, cell), arch: a, cell: cell, hidden: h,

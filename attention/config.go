@@ -47,6 +47,29 @@ const (
 	TutorialBahdanau Arch = "tutorial-bahdanau"
 )
 
+// The toolkits' and other tutorials' decoders (docs/toolkits.md); their
+// encoders are bidirectional.
+const (
+	// OpenNMTDot, OpenNMTGeneral and OpenNMTMLP are OpenNMT-py's RNN
+	// decoders (input feeding or standard) with GlobalAttention of that
+	// type.
+	OpenNMTDot     Arch = "onmt-dot"
+	OpenNMTGeneral Arch = "onmt-general"
+	OpenNMTMLP     Arch = "onmt-mlp"
+	// JoeyBahdanau and JoeyLuong are JoeyNMT's recurrent decoder with
+	// its two attention types.
+	JoeyBahdanau Arch = "joey-bahdanau"
+	JoeyLuong    Arch = "joey-luong"
+	// Bentrevett is bentrevett/pytorch-seq2seq's tutorial 3 and 4
+	// decoder ("jointly learning to align and translate").
+	Bentrevett Arch = "bentrevett"
+	// ChatbotDot, ChatbotGeneral and ChatbotConcat are PyTorch's chatbot
+	// tutorial's Luong decoder with its three scores.
+	ChatbotDot     Arch = "chatbot-dot"
+	ChatbotGeneral Arch = "chatbot-general"
+	ChatbotConcat  Arch = "chatbot-concat"
+)
+
 // Archs lists the article's architectures: the LSTM models every attnx
 // tool has supported from the start.
 var Archs = []Arch{Bahdanau, LuongDot, LuongGeneral, LuongConcat}
@@ -54,8 +77,16 @@ var Archs = []Arch{Bahdanau, LuongDot, LuongGeneral, LuongConcat}
 // TutorialArchs lists the decoders of PyTorch's seq2seq tutorial.
 var TutorialArchs = []Arch{TutorialLocation, TutorialBahdanau}
 
-// AllArchs lists every supported architecture: Archs, then TutorialArchs.
-var AllArchs = append(append([]Arch{}, Archs...), TutorialArchs...)
+// ToolkitArchs lists the decoders of the toolkits and other tutorials.
+var ToolkitArchs = []Arch{OpenNMTDot, OpenNMTGeneral, OpenNMTMLP, JoeyBahdanau, JoeyLuong, Bentrevett, ChatbotDot, ChatbotGeneral, ChatbotConcat}
+
+// StateDictArchs lists the architectures whose state_dicts attnx reads
+// from the key names alone (FromStateDict): Archs, then TutorialArchs.
+var StateDictArchs = append(append([]Arch{}, Archs...), TutorialArchs...)
+
+// AllArchs lists every supported architecture: Archs, TutorialArchs, then
+// ToolkitArchs.
+var AllArchs = append(append(append([]Arch{}, Archs...), TutorialArchs...), ToolkitArchs...)
 
 // ParseArch checks an architecture name given by a user.
 func ParseArch(s string) (Arch, error) {
@@ -73,6 +104,27 @@ func ParseArch(s string) (Arch, error) {
 
 // IsLuong reports whether the architecture is one of the Luong variants.
 func (a Arch) IsLuong() bool { return strings.HasPrefix(string(a), "luong-") }
+
+// IsToolkit reports whether the architecture is one of ToolkitArchs: a
+// bidirectional encoder, keys in its toolkit's own names.
+func (a Arch) IsToolkit() bool { return slices.Contains(ToolkitArchs, a) }
+
+// Toolkit names the toolkit or tutorial an architecture comes from, for
+// people: "OpenNMT-py", "JoeyNMT", "bentrevett/pytorch-seq2seq", "PyTorch
+// chatbot tutorial"; "" for the article's and PyTorch's seq2seq tutorial's.
+func (a Arch) Toolkit() string {
+	switch {
+	case strings.HasPrefix(string(a), "onmt-"):
+		return "OpenNMT-py"
+	case strings.HasPrefix(string(a), "joey-"):
+		return "JoeyNMT"
+	case a == Bentrevett:
+		return "bentrevett/pytorch-seq2seq"
+	case strings.HasPrefix(string(a), "chatbot-"):
+		return "PyTorch chatbot tutorial"
+	}
+	return ""
+}
 
 // IsTutorial reports whether the architecture is one of the decoders of
 // PyTorch's seq2seq tutorial (TutorialArchs).
@@ -135,6 +187,98 @@ type Config struct {
 	// decoder attends over: longer sources cannot run. 0 for every other
 	// architecture.
 	MaxLength int `json:"max_length,omitempty"`
+
+	// The fields below describe the toolkits' models (ToolkitArchs) and
+	// are absent for the others.
+
+	// Bidirectional is true for an encoder with both directions.
+	Bidirectional bool `json:"bidirectional,omitempty"`
+	// EncoderHidden is h, the encoder's hidden size per direction; 0
+	// means Hidden.
+	EncoderHidden int `json:"encoder_hidden_size,omitempty"`
+	// EncoderLayers is the number of encoder layers; 0 means Layers
+	// (which is the decoder's).
+	EncoderLayers int `json:"encoder_layers,omitempty"`
+	// TgtEmbedding is the target embedding size; 0 means Embedding (which
+	// is then the source's).
+	TgtEmbedding int `json:"tgt_embedding_size,omitempty"`
+	// InputFeed is true when the decoder's RNN input is [embedding;
+	// previous attentional vector]: the decoder then carries the state
+	// input_feed.
+	InputFeed bool `json:"input_feed,omitempty"`
+	// Bridge is how the decoder's initial state comes from the encoder's
+	// final one, where the architecture has a choice (see Bridges).
+	Bridge string `json:"bridge,omitempty"`
+	// ScaleSrcEmbedding and ScaleTgtEmbedding multiply the source's or
+	// the target's embeddings by the square root of their size (JoeyNMT's
+	// embeddings.scale).
+	ScaleSrcEmbedding bool `json:"src_embedding_scale,omitempty"`
+	ScaleTgtEmbedding bool `json:"tgt_embedding_scale,omitempty"`
+}
+
+// Bridges lists, per architecture with a choice, how the decoder's
+// initial state may be made; the first is the default ("").
+//
+//   - OpenNMT-py: "" (per layer, the directions' final states
+//     concatenated) or "relu-linear" (opt.bridge: relu(Linear) of each
+//     state first).
+//   - JoeyNMT: "bridge" (tanh(Linear) of the top layer's [forward;
+//     backward] final hidden state, for every layer), "last" (that state
+//     itself) or "zero".
+var Bridges = map[string][]string{
+	"onmt": {"", "relu-linear"},
+	"joey": {"bridge", "last", "zero"},
+}
+
+func (c Config) bridgeFamily() string {
+	family, _, _ := strings.Cut(string(c.Arch), "-")
+	return family
+}
+
+// EncHidden is h, the encoder's hidden size per direction.
+func (c Config) EncHidden() int {
+	if c.EncoderHidden > 0 {
+		return c.EncoderHidden
+	}
+	return c.Hidden
+}
+
+// EncLayers is the number of encoder layers.
+func (c Config) EncLayers() int {
+	if c.EncoderLayers > 0 {
+		return c.EncoderLayers
+	}
+	return c.Layers
+}
+
+// Directions is 2 for a bidirectional encoder, else 1.
+func (c Config) Directions() int {
+	if c.Bidirectional {
+		return 2
+	}
+	return 1
+}
+
+// TgtEmbeddingSize is the target embedding size.
+func (c Config) TgtEmbeddingSize() int {
+	if c.TgtEmbedding > 0 {
+		return c.TgtEmbedding
+	}
+	return c.WithDefaults().Embedding
+}
+
+// SumsDirections reports whether the encoder's outputs are the sum of its
+// two directions' (the chatbot tutorial) rather than their concatenation.
+func (c Config) SumsDirections() bool { return strings.HasPrefix(string(c.Arch), "chatbot-") }
+
+// EncoderWidth is the size of each encoder output, encoder_outputs' last
+// dimension: the directions' outputs concatenated (2h), summed (h), or the
+// one direction's.
+func (c Config) EncoderWidth() int {
+	if c.Bidirectional && !c.SumsDirections() {
+		return 2 * c.EncHidden()
+	}
+	return c.EncHidden()
 }
 
 // WithDefaults returns c with the defaults of fields older attnx.json files
@@ -173,7 +317,50 @@ func (c Config) Validate() error {
 	case c.Arch != TutorialLocation && c.MaxLength != 0:
 		return fmt.Errorf("max_length %d: only %s models have one", c.MaxLength, TutorialLocation)
 	}
+	return c.validateToolkit()
+}
+
+// validateToolkit checks the toolkit fields: absent for the article's and
+// the seq2seq tutorial's models, consistent for the toolkits'.
+func (c Config) validateToolkit() error {
+	if !c.Arch.IsToolkit() {
+		if c.Bidirectional || c.EncoderHidden != 0 || c.EncoderLayers != 0 || c.TgtEmbedding != 0 || c.InputFeed || c.Bridge != "" || c.ScaleSrcEmbedding || c.ScaleTgtEmbedding {
+			return fmt.Errorf("bidirectional, encoder_hidden_size, encoder_layers, tgt_embedding_size, input_feed, bridge and the embedding scales are for the toolkits' architectures (%s), not %s", archList(ToolkitArchs), c.Arch)
+		}
+		return nil
+	}
+	switch {
+	case !c.Bidirectional && !strings.HasPrefix(string(c.Arch), "onmt-"):
+		return fmt.Errorf("%s models have a bidirectional encoder (bidirectional: true)", c.Arch)
+	case strings.HasPrefix(string(c.Arch), "onmt-") && (c.EncoderWidth() != c.Hidden || c.EncLayers() != c.Layers):
+		return fmt.Errorf("%s: the encoder's outputs (%d wide) and %d layers must match the decoder's hidden size %d and %d layers (OpenNMT-py passes the encoder's final state on as it is)", c.Arch, c.EncoderWidth(), c.EncLayers(), c.Hidden, c.Layers)
+	case c.SumsDirections() && c.EncHidden() != c.Hidden:
+		return fmt.Errorf("%s: the encoder's hidden size %d must equal the decoder's %d (its summed outputs are attended to with the decoder's state)", c.Arch, c.EncHidden(), c.Hidden)
+	case c.EncoderHidden < 0 || c.EncoderLayers < 0 || c.TgtEmbedding < 0:
+		return fmt.Errorf("encoder_hidden_size %d, encoder_layers %d, tgt_embedding_size %d: must be positive (or absent)", c.EncoderHidden, c.EncoderLayers, c.TgtEmbedding)
+	}
+	allowed, has := Bridges[c.bridgeFamily()]
+	if !has {
+		allowed = []string{""}
+	}
+	if !slices.Contains(allowed, c.Bridge) {
+		return fmt.Errorf("bridge %q: a %s model's bridge is one of %q", c.Bridge, c.Arch, allowed)
+	}
+	if (c.ScaleSrcEmbedding || c.ScaleTgtEmbedding) && !strings.HasPrefix(string(c.Arch), "joey-") {
+		return fmt.Errorf("src_embedding_scale, tgt_embedding_scale: %s models do not scale their embeddings", c.Arch)
+	}
+	if c.InputFeed && !strings.HasPrefix(string(c.Arch), "onmt-") && !strings.HasPrefix(string(c.Arch), "joey-") {
+		return fmt.Errorf("input_feed: %s models have no input feeding", c.Arch)
+	}
 	return nil
+}
+
+func archList(as []Arch) string {
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
 }
 
 // CheckSourceLength reports an error when a source of n tokens cannot run
@@ -200,9 +387,25 @@ func (c Config) String() string {
 	if c.Embedding != c.Hidden {
 		parts = append(parts, fmt.Sprintf("E=%d", c.Embedding))
 	}
+	if c.TgtEmbedding > 0 && c.TgtEmbedding != c.Embedding {
+		parts = append(parts, fmt.Sprintf("Et=%d", c.TgtEmbedding))
+	}
 	parts = append(parts, fmt.Sprintf("L=%d", c.Layers), fmt.Sprintf("Vs=%d", c.SrcVocab), fmt.Sprintf("Vt=%d", c.TgtVocab))
 	if c.MaxLength > 0 {
 		parts = append(parts, fmt.Sprintf("M=%d", c.MaxLength))
+	}
+	if c.Bidirectional {
+		enc := fmt.Sprintf("enc=bi h=%d", c.EncHidden())
+		if c.EncLayers() != c.Layers {
+			enc += fmt.Sprintf(" Le=%d", c.EncLayers())
+		}
+		parts = append(parts, enc)
+	}
+	if c.InputFeed {
+		parts = append(parts, "input-feed")
+	}
+	if c.Bridge != "" {
+		parts = append(parts, "bridge="+c.Bridge)
 	}
 	return strings.Join(parts, " ")
 }

@@ -48,16 +48,16 @@ func (w *Weights) Validate() error {
 	if err := checkFloat("encoder.embedding.weight", w.SrcEmbedding, []int64{int64(cfg.SrcVocab), E}); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	if err := checkFloat("decoder.embedding.weight", w.TgtEmbedding, []int64{int64(cfg.TgtVocab), E}); err != nil {
+	if err := checkFloat("decoder.embedding.weight", w.TgtEmbedding, []int64{int64(cfg.TgtVocab), int64(cfg.TgtEmbeddingSize())}); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	if err := checkLayers("encoder", w.Encoder, cfg, int(E)); err != nil {
+	if err := checkLayers("encoder", w.Encoder, cfg, cfg.encoderStack()); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	if err := checkLayers("decoder", w.Decoder, cfg, decoderInput(ar, cfg)); err != nil {
+	if err := checkLayers("decoder", w.Decoder, cfg, stackShape{cfg.Layers, 1, cfg.Hidden, decoderInput(ar, cfg), "num_layers"}); err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
-	keys, err := resolve(ar.DecoderKeys(), cfg)
+	keys, err := resolve(paramKeys(ar, cfg), cfg)
 	if err != nil {
 		return fmt.Errorf("invalid weights: %w", err)
 	}
@@ -161,40 +161,58 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		if !ok {
 			return nil, nil, keysError("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.Dims, want.What, cfg)
 		}
-		if !slices.Equal(t.Dims, want.Dims) {
-			return nil, nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.Dims, want.What)
-		}
-		var ft *builder.Tensor
-		if t.DType == builder.Float {
-			if n := builder.NumElements(t.Dims); int64(len(t.Raw)) != 4*n {
-				return nil, nil, fmt.Errorf("checkpoint key %s: %d bytes of float32 data for shape %v, expected %d", k, len(t.Raw), t.Dims, 4*n)
-			}
-			ft = &builder.Tensor{DType: builder.Float, Dims: append([]int64{}, t.Dims...), Raw: t.Raw}
-		} else {
-			v, err := t.ToFloat32()
-			if err != nil {
-				return nil, nil, fmt.Errorf("checkpoint key %s: dtype %v, expected float32", k, t.DType)
-			}
-			converted[t.DType] = append(converted[t.DType], k)
-			ft = builder.FloatTensor(t.Dims, v)
-		}
-		if !opt.AllowNonFinite {
-			if n, first, v := countNonFiniteRaw(ft.Raw); n > 0 {
-				return nil, nil, fmt.Errorf("checkpoint key %s: %d non-finite values (first at flat index %d: %v); pass --allow-nonfinite to export anyway", k, n, first, v)
-			}
+		ft, err := floatParam(k, t, want, opt, converted)
+		if err != nil {
+			return nil, nil, err
 		}
 		vals[k] = ft
 	}
-	for _, dt := range []builder.DataType{builder.Float16, builder.BFloat16, builder.Double} {
-		if keys := converted[dt]; len(keys) > 0 {
-			notes = append(notes, conversionNote(dt, keys))
-		}
-	}
+	notes = append(notes, conversionNotes(converted)...)
 	w, err := assemble(ar, cfg, attrs, vals)
 	if err != nil {
 		return nil, nil, err
 	}
 	return w, notes, nil
+}
+
+// floatParam checks the tensor t of checkpoint key k against want and
+// returns it as float32, sharing float32 data; converted records the keys
+// converted from other dtypes.
+func floatParam(k string, t *builder.Tensor, want KeySpec, opt Options, converted map[builder.DataType][]string) (*builder.Tensor, error) {
+	if !slices.Equal(t.Dims, want.Dims) {
+		return nil, fmt.Errorf("checkpoint key %s: shape %v, expected %v (%s)", k, t.Dims, want.Dims, want.What)
+	}
+	var ft *builder.Tensor
+	if t.DType == builder.Float {
+		if n := builder.NumElements(t.Dims); int64(len(t.Raw)) != 4*n {
+			return nil, fmt.Errorf("checkpoint key %s: %d bytes of float32 data for shape %v, expected %d", k, len(t.Raw), t.Dims, 4*n)
+		}
+		ft = &builder.Tensor{DType: builder.Float, Dims: append([]int64{}, t.Dims...), Raw: t.Raw}
+	} else {
+		v, err := t.ToFloat32()
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint key %s: dtype %v, expected float32", k, t.DType)
+		}
+		converted[t.DType] = append(converted[t.DType], k)
+		ft = builder.FloatTensor(t.Dims, v)
+	}
+	if !opt.AllowNonFinite {
+		if n, first, v := countNonFiniteRaw(ft.Raw); n > 0 {
+			return nil, fmt.Errorf("checkpoint key %s: %d non-finite values (first at flat index %d: %v); pass --allow-nonfinite to export anyway", k, n, first, v)
+		}
+	}
+	return ft, nil
+}
+
+// conversionNotes says, per dtype, which tensors were converted.
+func conversionNotes(converted map[builder.DataType][]string) []string {
+	var notes []string
+	for _, dt := range []builder.DataType{builder.Float16, builder.BFloat16, builder.Double} {
+		if keys := converted[dt]; len(keys) > 0 {
+			notes = append(notes, conversionNote(dt, keys))
+		}
+	}
+	return notes
 }
 
 // conversionNote says which tensors were converted to float32, naming at

@@ -41,7 +41,7 @@ func stateDict(t testing.TB, cfg Config, seed int64) map[string]*builder.Tensor 
 // sizes and E != H.
 func allConfigs() []Config {
 	var out []Config
-	for i, a := range AllArchs {
+	for i, a := range StateDictArchs {
 		for j, cell := range Cells {
 			c := Config{Arch: a, Cell: cell, Hidden: 5 + 2*i, Embedding: 3 + j + i, Layers: 1 + (i+j)%3, SrcVocab: 7 + i, TgtVocab: 9 + j}
 			if a == TutorialLocation {
@@ -211,12 +211,12 @@ func TestFromStateDictErrors(t *testing.T) {
 func TestLayoutsDetectOneArchitecture(t *testing.T) {
 	sizes := Config{Hidden: 5, Embedding: 3, Layers: 2, SrcVocab: 8, TgtVocab: 9, MaxLength: 7}
 	layouts := Layouts()
-	if len(layouts) != len(AllArchs)*len(Cells) {
-		t.Fatalf("%d layouts, want %d", len(layouts), len(AllArchs)*len(Cells))
+	if len(layouts) != len(StateDictArchs)*len(Cells) {
+		t.Fatalf("%d layouts, want %d", len(layouts), len(StateDictArchs)*len(Cells))
 	}
 	for i, l := range layouts {
 		want := sizes
-		want.Arch, want.Cell = AllArchs[i/len(Cells)], Cells[i%len(Cells)]
+		want.Arch, want.Cell = StateDictArchs[i/len(Cells)], Cells[i%len(Cells)]
 		if l.Name != string(want.Arch)+"/"+string(want.Cell) {
 			t.Fatalf("layout %d is %s, want %s/%s", i, l.Name, want.Arch, want.Cell)
 		}

@@ -138,7 +138,27 @@ func (s *modelGraph) top(h *builder.Value) *builder.Value {
 
 // embed looks up the target embedding of input_ids [batch]: [batch, E].
 func (s *modelGraph) embed(ids *builder.Value) *builder.Value {
-	return s.embedding("decoder.embedding", s.wt.TgtEmbedding, ids)
+	e := s.embedding(s.embeddingName("decoder"), s.wt.TgtEmbedding, ids)
+	return s.scaled(e, s.cfg.ScaleTgtEmbedding, s.cfg.TgtEmbeddingSize())
+}
+
+// scaled is e times sqrt(size) when scale is set (JoeyNMT's
+// embeddings.scale: the float32 product PyTorch computes).
+func (s *modelGraph) scaled(e *builder.Value, scale bool, size int) *builder.Value {
+	if !scale {
+		return e
+	}
+	return ops.Mul(e, s.c.scalarFloat(float32(math.Sqrt(float64(size)))))
+}
+
+// embeddingName names side's embedding table in the graphs: one name for
+// both sides when they share one table (the chatbot tutorial), so that
+// the graphs hold it once.
+func (s *modelGraph) embeddingName(side string) string {
+	if s.wt.SrcEmbedding == s.wt.TgtEmbedding {
+		return "embedding"
+	}
+	return side + ".embedding"
 }
 
 // embedding looks up ids (any shape) in the table called prefix: [ids...,
@@ -156,7 +176,7 @@ func (s *modelGraph) decoderRNN(x *builder.Value, state rnnState) rnnState {
 	if s.reduced() {
 		return s.qdecoderRNN(x, state)
 	}
-	_, next := s.rnnStack("decoder", s.wt.Decoder, ops.Unsqueeze(x, s.c.ints(0)), state, nil, false)
+	_, next := s.rnnStack("decoder", s.wt.Decoder, ops.Unsqueeze(x, s.c.ints(0)), state, nil, false, false)
 	return next
 }
 
@@ -193,25 +213,32 @@ func (s *modelGraph) lengthMask(seq, lengths *builder.Value) *builder.Value {
 }
 
 // encoder builds the encoder from its inputs, returning encoder_outputs
-// [batch, src_len, H] and the final state [L, batch, H].
-func (s *modelGraph) encoder(sourceIDs, sourceLengths *builder.Value) (*builder.Value, rnnState) {
+// [batch, src_len, C] and the decoder's initial states.
+func (s *modelGraph) encoder(ar Architecture, sourceIDs, sourceLengths *builder.Value) (*builder.Value, decState) {
 	// Transpose the int64 ids, not the embedded floats: the recurrent
 	// layers want sequence-first input (ONNX Runtime rejects layout=1).
-	ids := ops.Transpose(sourceIDs, []int64{1, 0})                // [src_len, batch]
-	x := s.embedding("encoder.embedding", s.wt.SrcEmbedding, ids) // [src_len, batch, E]
+	ids := ops.Transpose(sourceIDs, []int64{1, 0})                       // [src_len, batch]
+	x := s.embedding(s.embeddingName("encoder"), s.wt.SrcEmbedding, ids) // [src_len, batch, E]
+	x = s.scaled(x, s.cfg.ScaleSrcEmbedding, s.cfg.Embedding)
 	lens := ops.Cast(sourceLengths, builder.Int32)
-	y, state := s.rnnStack("encoder", s.wt.Encoder, x, rnnState{}, lens, true)
-	y = ops.Transpose(y, []int64{1, 0, 2}) // [batch, src_len, H]
+	sum := s.cfg.Bidirectional && s.cfg.SumsDirections()
+	y, final := s.rnnStack("encoder", s.wt.Encoder, x, rnnState{}, lens, true, sum)
+	if sum {
+		// [src_len, 2, batch, h]: the two directions' outputs added.
+		y = ops.ReduceSum(y, s.c.ints(1), ops.ReduceSumOpts{NoKeepDims: true})
+	}
+	y = ops.Transpose(y, []int64{1, 0, 2}) // [batch, src_len, C]
 	// ONNX leaves Y past each length undefined: zero it explicitly.
 	mask := ops.Unsqueeze(s.lengthMask(y, sourceLengths), s.c.ints(2))
-	return ops.Where(mask, y, s.c.scalarFloat(0)), state
+	enc := ops.Where(mask, y, s.c.scalarFloat(0))
+	return enc, ar.initStates(s, enc, final)
 }
 
 // stepInputs are the inputs of one decoder step.
 type stepInputs struct {
-	// ids is input_ids [batch]; state the state before the step.
-	ids   *builder.Value
-	state rnnState
+	// ids is input_ids [batch]; states the states before the step.
+	ids    *builder.Value
+	states decState
 	// enc is encoder_outputs [batch, src_len, H], zero past each length
 	// when it comes from the encoder; mask the bool [batch, src_len]
 	// length mask.
@@ -224,7 +251,7 @@ type stepInputs struct {
 // stepOutputs are the outputs of one decoder step.
 type stepOutputs struct {
 	logProbs *builder.Value // [batch, Vt]
-	state    rnnState
+	states   decState
 	attn     *builder.Value // [batch, src_len]
 }
 
@@ -274,11 +301,11 @@ func Encoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 	s := newModelGraph("attnx_encoder", wt, opt)
 	ids := s.g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := s.g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
-	enc, state := s.encoder(ids, lens)
-	s.g.Output(OutEncoder, enc)
-	s.g.Output(OutHidden, state.h)
-	if state.c != nil {
-		s.g.Output(OutCell, state.c)
+	ar, _ := Lookup(wt.Config.Arch) // validate checked the name
+	enc, states := s.encoder(ar, ids, lens)
+	s.g.OutputAs(OutEncoder, enc, builder.Dims(DimBatch, DimSrcLen, s.cfg.EncoderWidth()))
+	for i, st := range s.cfg.States() {
+		s.g.OutputAs(st.Name, states[i], builder.Dims(st.Rows, DimBatch, st.Width))
 	}
 	m, err := s.finish(fmt.Sprintf("attnx %s encoder (%s)", s.cfg.Cell, s.cfg))
 	if err != nil {
@@ -298,19 +325,18 @@ func Decoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
 	s := newModelGraph("attnx_decoder_"+string(wt.Config.Arch), wt, opt)
-	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := s.g.Input(InInputIDs, builder.Int64, builder.Dims(DimBatch))
-	state := rnnState{h: s.g.Input(InHidden, builder.Float, builder.Dims(L, DimBatch, H))}
-	if s.cfg.Cell.HasCellState() {
-		state.c = s.g.Input(InCell, builder.Float, builder.Dims(L, DimBatch, H))
+	specs := s.cfg.States()
+	var states decState
+	for _, st := range specs {
+		states = append(states, s.g.Input(st.Name, builder.Float, builder.Dims(st.Rows, DimBatch, st.Width)))
 	}
-	enc := s.g.Input(InEncoderOutputs, builder.Float, builder.Dims(DimBatch, DimSrcLen, H))
+	enc := s.g.Input(InEncoderOutputs, builder.Float, builder.Dims(DimBatch, DimSrcLen, s.cfg.EncoderWidth()))
 	lens := s.g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
-	out := ar.step(s, stepInputs{ids: ids, state: state, enc: enc, mask: s.lengthMask(enc, lens)})
+	out := ar.step(s, stepInputs{ids: ids, states: states, enc: enc, mask: s.lengthMask(enc, lens)})
 	s.g.Output(OutLogProbs, out.logProbs)
-	s.g.Output(OutNextHidden, out.state.h)
-	if out.state.c != nil {
-		s.g.Output(OutNextCell, out.state.c)
+	for i, st := range specs {
+		s.g.OutputAs(NextPrefix+st.Name, out.states[i], builder.Dims(st.Rows, DimBatch, st.Width))
 	}
 	// Declared: a Slice over max_length (tutorial-location) leaves the
 	// last dimension unknown to the builder's inference.

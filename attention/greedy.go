@@ -37,15 +37,17 @@ func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
+	if err := opt.Rules.Check(wt.Config); err != nil {
+		return nil, fmt.Errorf("greedy: %w", err)
+	}
 	ar, _ := Lookup(wt.Config.Arch) // Validate checked the name
 	s := newModelGraph("attnx_greedy_"+string(wt.Config.Arch), wt, opt)
 	g, c := s.g, s.c
-	H, L := s.cfg.Hidden, s.cfg.Layers
 	ids := g.Input(InSourceIDs, builder.Int64, builder.Dims(DimBatch, DimSrcLen))
 	lens := g.Input(InSourceLengths, builder.Int64, builder.Dims(DimBatch))
 	maxLen := g.Input(InMaxLen, builder.Int64, builder.Scalar())
 
-	enc, state := s.encoder(ids, lens)
+	enc, states := s.encoder(ar, ids, lens)
 	mask := s.lengthMask(enc, lens)
 	pre := ar.precompute(s, enc)
 	batchShape := ops.Shape(ids, ops.ShapeOpts{End: ops.Int(1)}) // [1]: batch
@@ -55,33 +57,29 @@ func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	zero := c.scalarFloat(0)
 	axis1 := c.ints(1)
 
-	// Carried: the next input ids, h (and c for LSTM), and which rows are done.
+	// Carried: the next input ids, every recurrent state, and which rows
+	// are done.
 	batch := builder.Dims(DimBatch)
-	stateShape := builder.Dims(L, DimBatch, H)
-	carried := []*builder.Value{start, state.h}
-	shapes := []builder.Shape{batch, stateShape}
-	if state.c != nil {
-		carried, shapes = append(carried, state.c), append(shapes, stateShape)
+	specs := s.cfg.States()
+	carried := []*builder.Value{start}
+	shapes := []builder.Shape{batch}
+	for i, st := range specs {
+		carried, shapes = append(carried, states[i]), append(shapes, builder.Dims(st.Rows, DimBatch, st.Width))
 	}
 	carried, shapes = append(carried, notDone), append(shapes, batch)
 	_, scans := ops.Loop(g, maxLen, c.scalarBool(true), carried,
-		func(b *builder.Graph, _, _ *builder.Value, in []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
-			st := rnnState{h: in[1]}
-			if state.c != nil {
-				st.c = in[2]
-			}
+		func(b *builder.Graph, iter, _ *builder.Value, in []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+			st := decState(in[1 : 1+len(specs)])
 			done := in[len(in)-1]
-			out := ar.step(s, stepInputs{ids: in[0], state: st, enc: enc, mask: mask, pre: pre})
+			out := ar.step(s, stepInputs{ids: in[0], states: st, enc: enc, mask: mask, pre: pre})
+			out.logProbs = s.applyRules(opt.Rules, out.logProbs, iter, sp.EOS, false)
 			next := ops.ArgMax(out.logProbs, -1, ops.ArgOpts{NoKeepDims: true}) // [batch]
 			token := ops.Where(done, pad, next)
 			attnOut := ops.Where(ops.Unsqueeze(done, axis1), zero, out.attn)
 			nowDone := ops.Or(done, ops.Equal(next, eos))
 			// Go on while any row is still running.
 			running := ops.ReduceMax(ops.Cast(ops.Not(nowDone), builder.Int64), ops.ReduceOpts{NoKeepDims: true})
-			carriedOut := []*builder.Value{next, out.state.h}
-			if out.state.c != nil {
-				carriedOut = append(carriedOut, out.state.c)
-			}
+			carriedOut := append([]*builder.Value{next}, out.states...)
 			return ops.Cast(running, builder.Bool), append(carriedOut, nowDone), []*builder.Value{token, attnOut}
 		}, ops.LoopOpts{CarriedShapes: shapes})
 	if len(scans) == 2 {

@@ -19,7 +19,10 @@ import (
 // Keys: decoder.attention.fc.weight (W_a; general and concat),
 // decoder.attention.weight (w; concat), decoder.classifier.* (Vt x 2H).
 // Nothing is computed once per sentence: the score needs this step's q.
-type luong struct{ arch Arch }
+type luong struct {
+	encoderFinal
+	arch Arch
+}
 
 func (l luong) Name() Arch { return l.arch }
 
@@ -65,7 +68,7 @@ func (luong) sizes(map[string][]int64, *Config) error { return nil }
 func (luong) precompute(*modelGraph, *builder.Value) *builder.Value { return nil }
 
 func (l luong) step(s *modelGraph, in stepInputs) stepOutputs {
-	next := s.decoderRNN(s.embed(in.ids), in.state)
+	next := s.decoderRNN(s.embed(in.ids), in.states.rnn(s.cfg.Cell))
 	q := s.top(next.h) // [batch, H]: the top layer's output
 	last := s.c.ints(-1)
 	var score *builder.Value
@@ -82,5 +85,5 @@ func (l luong) step(s *modelGraph, in stepInputs) stepOutputs {
 		score = ops.MatMul(ops.Tanh(proj), s.param("decoder.attention.weight", vector))
 	}
 	a, ctx := s.attend(score, in.mask, in.enc)
-	return stepOutputs{logProbs: s.classify("decoder.classifier", ops.Concat(-1, q, ctx)), state: next, attn: a}
+	return stepOutputs{logProbs: s.classify("decoder.classifier", ops.Concat(-1, q, ctx)), states: next.list(), attn: a}
 }

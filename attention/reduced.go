@@ -24,6 +24,9 @@ type BuildOptions struct {
 	// Weights is the precision of the weights: float32 ("" or fp32), int8
 	// or int4 (see quant.Precision and formsFor).
 	Weights quant.Precision
+	// Rules, when set, are the toolkit's decoding rules greedy.onnx and
+	// beam.onnx apply (see Rules).
+	Rules *Rules
 }
 
 func (o BuildOptions) check() error {

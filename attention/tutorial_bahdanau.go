@@ -22,7 +22,7 @@ import (
 //
 // Keys: decoder.attention.Wa.*, decoder.attention.Ua.* (H x H and H),
 // decoder.attention.Va.* (1 x H and 1), decoder.out.*.
-type tutorialBahdanau struct{}
+type tutorialBahdanau struct{ encoderFinal }
 
 func (tutorialBahdanau) Name() Arch { return TutorialBahdanau }
 
@@ -61,5 +61,5 @@ func (t tutorialBahdanau) step(s *modelGraph, in stepInputs) stepOutputs {
 	if keys == nil {
 		keys = t.precompute(s, in.enc)
 	}
-	return additiveStep(s, in, keys, s.linear(s.top(in.state.h), "decoder.attention.Wa", true), "decoder.attention.Va.weight", "decoder.out")
+	return additiveStep(s, in, keys, s.linear(s.top(in.states[0]), "decoder.attention.Wa", true), "decoder.attention.Va.weight", "decoder.out")
 }

@@ -30,7 +30,7 @@ import (
 //
 // Keys: decoder.attn.* (M x (E+H)), decoder.attn_combine.* (H x (E+H)),
 // decoder.out.*. Nothing is computed once per sentence.
-type tutorialLocation struct{}
+type tutorialLocation struct{ encoderFinal }
 
 func (tutorialLocation) Name() Arch { return TutorialLocation }
 
@@ -69,11 +69,11 @@ func (tutorialLocation) precompute(*modelGraph, *builder.Value) *builder.Value {
 
 func (tutorialLocation) step(s *modelGraph, in stepInputs) stepOutputs {
 	e := s.embed(in.ids)
-	w := ops.Softmax(s.linear(ops.Concat(-1, e, s.top(in.state.h)), "decoder.attn", true), -1) // [batch, M]
+	w := ops.Softmax(s.linear(ops.Concat(-1, e, s.top(in.states[0])), "decoder.attn", true), -1) // [batch, M]
 	srcLen := ops.Shape(in.enc, ops.ShapeOpts{Start: 1, End: ops.Int(2)})
 	first := s.c.ints(0)
 	a := ops.Where(in.mask, ops.Slice(w, first, srcLen, s.c.ints(1), nil), s.c.scalarFloat(0)) // [batch, src_len]
 	x := ops.Relu(s.linear(ops.Concat(-1, e, s.context(a, in.enc)), "decoder.attn_combine", true))
-	next := s.decoderRNN(x, in.state)
-	return stepOutputs{logProbs: s.classify("decoder.out", s.top(next.h)), state: next, attn: a}
+	next := s.decoderRNN(x, in.states.rnn(s.cfg.Cell))
+	return stepOutputs{logProbs: s.classify("decoder.out", s.top(next.h)), states: next.list(), attn: a}
 }

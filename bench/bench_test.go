@@ -36,7 +36,7 @@ func TestQuantile(t *testing.T) {
 }
 
 func TestRandomStateDictConvertsAndSuppressesEOS(t *testing.T) {
-	for _, arch := range attention.AllArchs {
+	for _, arch := range attention.StateDictArchs {
 		for _, cell := range attention.Cells {
 			cfg := attention.Config{Arch: arch, Cell: cell, Hidden: 8, Embedding: 8, Layers: 2, SrcVocab: 11, TgtVocab: 13}
 			if arch == attention.TutorialLocation {

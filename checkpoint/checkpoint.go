@@ -52,6 +52,10 @@ type StateDict struct {
 	// Notes records anything the reader did that a caller may want to
 	// know, such as taking the tensors from a "state_dict" entry.
 	Notes []string
+	// Origin is set for a toolkit's checkpoint (OpenNMT-py, JoeyNMT, the
+	// chatbot tutorial): its other entries, such as options and
+	// vocabularies.
+	Origin *Origin
 }
 
 // Tensor returns the tensor called key, or an error naming the key.

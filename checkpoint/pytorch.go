@@ -86,11 +86,21 @@ type storageSource interface {
 // buildStateDict selects the tensors of a decoded pickle and materialises
 // them from src, a file of size bytes.
 func buildStateDict(obj any, src storageSource, size int64, format string) (*StateDict, error) {
-	entries, notes, err := selectStateDict(obj)
-	if err != nil {
-		return nil, err
+	var origin *Origin
+	entries, notes, err := []ptEntry(nil), []string(nil), error(nil)
+	isToolkit := false
+	if top, ok := dictEntries(obj); ok && stringKeys(top) {
+		entries, notes, origin, isToolkit, err = selectToolkit(top)
+		if err != nil {
+			return nil, err
+		}
 	}
-	sd := &StateDict{Tensors: make(map[string]*builder.Tensor, len(entries)), Format: format, Notes: notes}
+	if !isToolkit {
+		if entries, notes, err = selectStateDict(obj); err != nil {
+			return nil, err
+		}
+	}
+	sd := &StateDict{Tensors: make(map[string]*builder.Tensor, len(entries)), Format: format, Notes: notes, Origin: origin}
 	budget := 16*size + 64<<20 // tensors may share storage, but not without bound
 	for _, e := range entries {
 		t, note, err := materialise(e.key, e.t, src, size, &budget)

@@ -3,6 +3,8 @@ package decode
 import (
 	"fmt"
 	"math"
+
+	"github.com/attnx/attnx/attention"
 )
 
 // Beam is the spec's beam search ("Beam search") of one row: K hypotheses
@@ -50,6 +52,9 @@ type Beam struct {
 	LengthPenalty float64
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
+	// Rules, when set, are the toolkit's decoding rules (banned tokens, no
+	// EOS before a step), applied to each step's log-probs first.
+	Rules *attention.Rules
 
 	steps  int
 	live   []beamLive // this step's live hypotheses, in slot order
@@ -138,6 +143,11 @@ func (b *Beam) Advance(s Slots, inputs []int64, parents []int) int {
 		// The executor always hands the slots written last; fewer means a
 		// caller broke the contract. Finish with what is known.
 		return b.finish()
+	}
+	if b.Rules != nil {
+		for i := range n {
+			b.Rules.Apply(s.LogProbs(i), b.steps, b.EOS, true)
+		}
 	}
 	b.selectTop(s, K+n)
 	b.next = b.next[:0]

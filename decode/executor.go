@@ -160,18 +160,18 @@ func (e *Executor) Reserve(slots, cells int) error {
 	}
 	slots, cells = max(slots, e.capSlots), max(cells, e.capCells)
 	e.dropBindings()
-	H, L, V := e.m.hidden, e.m.layers, e.m.vocab
+	C, V := e.m.width, e.m.vocab
 	growI := func(old []int64, n int) []int64 { x := make([]int64, n); copy(x, old); return x }
 	growF := func(old []float32, n int) []float32 { x := make([]float32, n); copy(x, old); return x }
 	e.ids, e.lens, e.lensTmp = growI(e.ids, slots), growI(e.lens, slots), make([]int64, slots)
 	e.srcIDs, e.srcLens = make([]int64, cells), make([]int64, slots)
-	e.enc = growF(e.enc, cells*H)
+	e.enc = growF(e.enc, cells*C)
 	e.attn, e.lp = make([]float32, cells), make([]float32, slots*V)
 	for k := range e.states {
-		// States are [L, b, H]: the layout depends on b, not on the
-		// capacity, so a plain copy keeps them.
+		// States are [rows, b, width]: the layout depends on b, not on
+		// the capacity, so a plain copy keeps them.
 		for p := 0; p < 2; p++ {
-			e.states[k][p] = growF(e.states[k][p], L*slots*H)
+			e.states[k][p] = growF(e.states[k][p], e.m.stateSize(k, slots))
 		}
 	}
 	rows := make([]RowID, slots)
@@ -233,7 +233,8 @@ func (e *Executor) binding(key bindKey) (*ortsession.Binding, error) {
 
 func (e *Executor) bind(key bindKey) (x *bound, err error) {
 	B, S := int64(key.b), int64(key.s)
-	H, L, V := int64(e.m.hidden), int64(e.m.layers), int64(e.m.vocab)
+	C, V := int64(e.m.width), int64(e.m.vocab)
+	sh := func(k int) (int64, int64) { return int64(e.m.shapes[k].Rows), int64(e.m.shapes[k].Width) }
 	x = &bound{}
 	defer func() {
 		if err != nil {
@@ -271,27 +272,30 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 		sess = e.m.dec
 		p := int(key.parity)
 		i64(true, attention.InInputIDs, e.ids, B)
-		f32(true, attention.InEncoderOutputs, e.enc, B, S, H)
+		f32(true, attention.InEncoderOutputs, e.enc, B, S, C)
 		i64(true, attention.InSourceLengths, e.lens, B)
 		f32(false, attention.OutLogProbs, e.lp, B, V)
 		f32(false, attention.OutAttention, e.attn, B, S)
 		for k, name := range e.m.states {
-			f32(true, name, e.states[k][p], L, B, H)
-			f32(false, NextPrefix+name, e.states[k][1-p], L, B, H)
+			R, W := sh(k)
+			f32(true, name, e.states[k][p], R, B, W)
+			f32(false, NextPrefix+name, e.states[k][1-p], R, B, W)
 		}
 	case bindEncoderDirect, bindEncoderStaged:
 		sess = e.m.enc
 		i64(true, attention.InSourceIDs, e.srcIDs, B, S)
 		i64(true, attention.InSourceLengths, e.srcLens, B)
 		if key.kind == bindEncoderDirect {
-			f32(false, attention.OutEncoder, e.enc, B, S, H)
+			f32(false, attention.OutEncoder, e.enc, B, S, C)
 			for k, name := range e.m.states {
-				f32(false, name, e.states[k][0], L, B, H)
+				R, W := sh(k)
+				f32(false, name, e.states[k][0], R, B, W)
 			}
 		} else {
-			f32(false, attention.OutEncoder, e.stEnc, B, S, H)
+			f32(false, attention.OutEncoder, e.stEnc, B, S, C)
 			for k, name := range e.m.states {
-				f32(false, name, e.stStates[k], L, B, H)
+				R, W := sh(k)
+				f32(false, name, e.stStates[k], R, B, W)
 			}
 		}
 	}
@@ -369,7 +373,7 @@ func (e *Executor) Join(sources [][]int64, first []int64, padTo int) (firstRow R
 	if err := bd.Run(); err != nil {
 		return 0, fmt.Errorf("decode: encoder: %w", err)
 	}
-	H, L := e.m.hidden, e.m.layers
+	H := e.m.width
 	firstRow = e.nextRow
 	if direct {
 		for r := range n {
@@ -382,17 +386,18 @@ func (e *Executor) Join(sources [][]int64, first []int64, padTo int) (firstRow R
 		e.nextRow += RowID(n)
 		return firstRow, nil
 	}
-	// Existing slots: widen the encoder outputs to s2, and the states of
-	// the current parity from [L, b, H] to [L, b2, H] (layers move up,
-	// from the top one down).
+	// Existing slots: widen the encoder outputs to s2 (H is C here), and
+	// the states of the current parity from [R, b, W] to [R, b2, W] (rows
+	// move up, from the top one down).
 	if s2 > e.s {
 		relayout(e.enc, e.rowOf[:e.b], e.s*H, e.rowOf[:e.b], e.idx[:e.b], s2*H)
 	}
 	for k := range e.states {
 		st, stg := e.states[k][e.cur], e.stStates[k]
-		for l := L - 1; l >= 0; l-- {
-			copy(st[l*b2*H:(l*b2+e.b)*H], st[l*e.b*H:(l+1)*e.b*H])
-			copy(st[(l*b2+e.b)*H:(l+1)*b2*H], stg[l*n*H:(l+1)*n*H])
+		R, W := e.m.shapes[k].Rows, e.m.shapes[k].Width
+		for l := R - 1; l >= 0; l-- {
+			copy(st[l*b2*W:(l*b2+e.b)*W], st[l*e.b*W:(l+1)*e.b*W])
+			copy(st[(l*b2+e.b)*W:(l+1)*b2*W], stg[l*n*W:(l+1)*n*W])
 		}
 	}
 	for r := range n {
@@ -414,19 +419,18 @@ func (e *Executor) Join(sources [][]int64, first []int64, padTo int) (firstRow R
 // The spec's encoder already writes zeros there; graphs of other origins
 // may not, and padding must never reach the attention sum.
 func (e *Executor) zeroPast(buf []float32, j, n, s int) {
-	H := e.m.hidden
+	H := e.m.width
 	clear(buf[(j*s+n)*H : (j+1)*s*H])
 }
 
 // reserveStaging makes the staging buffers hold n rows of sn positions.
 func (e *Executor) reserveStaging(n, sn int) {
-	H, L := e.m.hidden, e.m.layers
-	if need := n * sn * H; cap(e.stEnc) < need {
+	if need := n * sn * e.m.width; cap(e.stEnc) < need {
 		e.dropStagedBindings()
 		e.stEnc = make([]float32, need)
 	}
 	for k := range e.stStates {
-		if need := L * n * H; cap(e.stStates[k]) < need {
+		if need := e.m.stateSize(k, n); cap(e.stStates[k]) < need {
 			e.dropStagedBindings()
 			e.stStates[k] = make([]float32, need)
 		}
@@ -483,14 +487,14 @@ func (e *Executor) LogProbs() []float32 { return e.lp[:e.b*e.m.vocab] }
 // Attention returns the last step's attention [slots, src_len].
 func (e *Executor) Attention() []float32 { return e.attn[:e.b*e.s] }
 
-// EncoderOutputs returns the live slots' encoder outputs [slots, src_len, H].
-func (e *Executor) EncoderOutputs() []float32 { return e.enc[:e.b*e.s*e.m.hidden] }
+// EncoderOutputs returns the live slots' encoder outputs [slots, src_len, C].
+func (e *Executor) EncoderOutputs() []float32 { return e.enc[:e.b*e.s*e.m.width] }
 
 // State returns recurrent state k (in the order of Model.States) of the
-// live slots, [L, slots, H]: the encoder's after Join, the last step's next
+// live slots, [rows, slots, width]: the encoder's after Join, the last step's next
 // state after Step.
 func (e *Executor) State(k int) []float32 {
-	return e.states[k][e.cur][:e.m.layers*e.b*e.m.hidden]
+	return e.states[k][e.cur][:e.m.stateSize(k, e.b)]
 }
 
 // Next makes the next step's batch: next slot j continues from current slot
@@ -527,7 +531,7 @@ func (e *Executor) Next(parents []int, inputs []int64) error {
 		copy(e.ids, inputs)
 		return nil
 	}
-	H, L := e.m.hidden, e.m.layers
+	H := e.m.width
 	s2 := 0
 	for j, p := range parents {
 		e.rowTmp[j] = e.rowOf[p]
@@ -539,9 +543,10 @@ func (e *Executor) Next(parents []int, inputs []int64) error {
 	}
 	for k := range e.states {
 		src, dst := e.states[k][e.cur], e.states[k][1-e.cur]
-		for l := 0; l < L; l++ {
+		R, W := e.m.shapes[k].Rows, e.m.shapes[k].Width
+		for l := 0; l < R; l++ {
 			for j, p := range parents {
-				copy(dst[(l*nb+j)*H:(l*nb+j+1)*H], src[(l*e.b+p)*H:(l*e.b+p+1)*H])
+				copy(dst[(l*nb+j)*W:(l*nb+j+1)*W], src[(l*e.b+p)*W:(l*e.b+p+1)*W])
 			}
 		}
 	}

@@ -364,7 +364,9 @@ func TestModelErrors(t *testing.T) {
 		want string
 	}{
 		{"swapped graphs", func() (*decode.Model, error) { return decode.NewModel(lstm.dec, lstm.enc, decode.Dims{}) }, `lack encoder input "source_ids"`},
-		{"wrong H", func() (*decode.Model, error) { return decode.NewModel(lstm.enc, lstm.dec, decode.Dims{Hidden: 5}) }, "hidden size H at 4, but it is 5"},
+		{"wrong H", func() (*decode.Model, error) {
+			return decode.NewModel(lstm.enc, lstm.dec, decode.Dims{EncoderWidth: 5})
+		}, "encoder output size at 4, but it is 5"},
 		{"wrong Vt", func() (*decode.Model, error) { return decode.NewModel(lstm.enc, lstm.dec, decode.Dims{TgtVocab: 8}) }, "target vocabulary Vt at 9, but it is 8"},
 		{"LSTM encoder, GRU decoder", func() (*decode.Model, error) { return decode.NewModel(lstm.enc, gru.dec, decode.Dims{}) }, `encoder output "cell" is not part of the interface`},
 		{"GRU encoder, LSTM decoder", func() (*decode.Model, error) { return decode.NewModel(gru.enc, lstm.dec, decode.Dims{}) }, `decoder state "cell" has no encoder output`},

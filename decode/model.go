@@ -11,27 +11,34 @@ import (
 // NextPrefix names a recurrent state's output after its input: hidden ->
 // next_hidden, cell -> next_cell (the spec's ONNX interface, and the
 // reference's tensors).
-const NextPrefix = "next_"
+const NextPrefix = attention.NextPrefix
 
 // Model is a pair of opened graphs of the spec's interface, encoder.onnx and
 // decoder.onnx, with what the executor needs to know about them. The
 // recurrent states are discovered from the decoder's inputs: every input
 // other than input_ids, encoder_outputs and source_lengths is a state
-// [L, batch, H] with a matching "next_" output and an encoder output of the
-// same name (hidden -> next_hidden for every cell, cell -> next_cell only for
-// LSTMs). A Model is read-only and may be shared by many Executors.
+// [rows, batch, width] with a matching "next_" output and an encoder output
+// of the same name (hidden -> next_hidden for every cell, cell -> next_cell
+// only for LSTMs, input_feed -> next_input_feed with input feeding). The
+// executor carries, reorders and batches them without knowing what they
+// mean. A Model is read-only and may be shared by many Executors.
 type Model struct {
 	enc, dec *ortsession.Session
 	states   []string // decoder state inputs, in the decoder's input order
-	hidden   int      // H
-	layers   int      // L
-	vocab    int      // Vt
+	shapes   []attention.StateSpec
+	width    int // C, the encoder outputs' size
+	vocab    int // Vt
 }
 
 // Dims are sizes the caller may know from attnx.json; a zero field is taken
 // from the graphs' declarations, a non-zero one must agree with them.
 type Dims struct {
-	Hidden, Layers, TgtVocab int
+	// EncoderWidth is C, encoder_outputs' last dimension.
+	EncoderWidth int
+	// States are the recurrent states' shapes, by name.
+	States []attention.StateSpec
+	// TgtVocab is Vt.
+	TgtVocab int
 }
 
 // NewModel checks that enc and dec have the spec's inputs and outputs,
@@ -71,7 +78,7 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 		m.states = append(m.states, in.Name)
 	}
 	if len(m.states) == 0 {
-		return nil, fmt.Errorf("decode: the decoder has no recurrent state input (want %q, and %q for an LSTM)", attention.InHidden, attention.InCell)
+		return nil, fmt.Errorf("decode: the decoder has no recurrent state input (want %q, %q for an LSTM, %q with input feeding)", attention.InHidden, attention.InCell, attention.InInputFeed)
 	}
 	// Every output gets bound, so every one must be known.
 	isState := map[string]bool{}
@@ -92,22 +99,32 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 
 	// Sizes: every declared fixed dimension must agree, with the caller's
 	// too; at least one declaration (or the caller) must give each size.
-	sizes := []struct {
+	type size struct {
 		name string
 		v    *int
 		from []dimRef
-	}{
-		{"hidden size H", &m.hidden, []dimRef{{encOuts[attention.OutEncoder], 2}, {ins[attention.InEncoderOutputs], 2}}},
-		{"layers L", &m.layers, nil},
+	}
+	sizes := []size{
+		{"encoder output size", &m.width, []dimRef{{encOuts[attention.OutEncoder], 2}, {ins[attention.InEncoderOutputs], 2}}},
 		{"target vocabulary Vt", &m.vocab, []dimRef{{outs[attention.OutLogProbs], 1}}},
 	}
-	for _, st := range m.states {
-		for _, io := range []ortsession.IOInfo{ins[st], outs[NextPrefix+st], encOuts[st]} {
-			sizes[0].from = append(sizes[0].from, dimRef{io, 2})
-			sizes[1].from = append(sizes[1].from, dimRef{io, 0})
+	m.width, m.vocab = known.EncoderWidth, known.TgtVocab
+	m.shapes = make([]attention.StateSpec, len(m.states))
+	for k, st := range m.states {
+		m.shapes[k].Name = st
+		for _, ks := range known.States {
+			if ks.Name == st {
+				m.shapes[k] = ks
+			}
 		}
+		rows := size{fmt.Sprintf("rows of state %s", st), &m.shapes[k].Rows, nil}
+		width := size{fmt.Sprintf("width of state %s", st), &m.shapes[k].Width, nil}
+		for _, io := range []ortsession.IOInfo{ins[st], outs[NextPrefix+st], encOuts[st]} {
+			rows.from = append(rows.from, dimRef{io, 0})
+			width.from = append(width.from, dimRef{io, 2})
+		}
+		sizes = append(sizes, rows, width)
 	}
-	*sizes[0].v, *sizes[1].v, *sizes[2].v = known.Hidden, known.Layers, known.TgtVocab
 	for _, sz := range sizes {
 		for _, d := range sz.from {
 			v, ok := d.fixed()
@@ -151,11 +168,17 @@ func byName(infos []ortsession.IOInfo) map[string]ortsession.IOInfo {
 // order: ["hidden", "cell"] for an LSTM, ["hidden"] for a GRU.
 func (m *Model) States() []string { return append([]string(nil), m.states...) }
 
-// Hidden returns H.
-func (m *Model) Hidden() int { return m.hidden }
+// StateShapes returns the recurrent states' shapes, in the order of States:
+// each is [Rows, batch, Width].
+func (m *Model) StateShapes() []attention.StateSpec {
+	return append([]attention.StateSpec(nil), m.shapes...)
+}
 
-// Layers returns L.
-func (m *Model) Layers() int { return m.layers }
+// EncoderWidth returns C, the size of each encoder output.
+func (m *Model) EncoderWidth() int { return m.width }
+
+// stateSize is the number of floats state k holds for b slots.
+func (m *Model) stateSize(k, b int) int { return m.shapes[k].Rows * b * m.shapes[k].Width }
 
 // TgtVocab returns Vt.
 func (m *Model) TgtVocab() int { return m.vocab }
@@ -166,12 +189,14 @@ func (m *Model) TgtVocab() int { return m.vocab }
 // with. Buffers for rows joining a non-empty batch come on top (see
 // Executor.Bytes).
 func (m *Model) Bytes(slots, cells int) int64 {
-	H, L, V, ns := int64(m.hidden), int64(m.layers), int64(m.vocab), int64(len(m.states))
+	C, V := int64(m.width), int64(m.vocab)
 	s, c := int64(slots), int64(cells)
-	f32 := c*H + // encoder_outputs
+	f32 := c*C + // encoder_outputs
 		c + // attention
-		s*V + // log_probs
-		2*ns*L*s*H // states, ping-pong
+		s*V // log_probs
+	for k := range m.shapes {
+		f32 += 2 * int64(m.stateSize(k, slots)) // states, ping-pong
+	}
 	i64 := 5*s + // input_ids, source_lengths (decoder, encoder, gather scratch), identity parents
 		c // source_ids
 	return 4*f32 + 8*i64 + 8*2*s // and the 64-bit row ids with their scratch

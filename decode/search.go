@@ -1,5 +1,7 @@
 package decode
 
+import "github.com/attnx/attnx/attention"
+
 // Slots is what one decoder step produced for one row: the log_probs and the
 // attention of each of the row's current slots. It is a view over the
 // executor's output buffers (or, in tests, over any slices), valid until the
@@ -111,6 +113,9 @@ type Greedy struct {
 	MaxLen int
 	// KeepAttention makes the row record each step's attention row.
 	KeepAttention bool
+	// Rules, when set, are the toolkit's decoding rules (banned tokens, no
+	// EOS before a step), applied to each step's log-probs first.
+	Rules *attention.Rules
 
 	tokens []int64
 	attn   []float32 // len(tokens) rows of srcLen weights, back to back
@@ -132,7 +137,9 @@ func (g *Greedy) Advance(s Slots, inputs []int64, parents []int) int {
 	if g.tokens == nil {
 		g.tokens = make([]int64, 0, min(g.MaxLen, 256))
 	}
-	tok := Argmax(s.LogProbs(0))
+	lp := s.LogProbs(0)
+	g.Rules.Apply(lp, len(g.tokens), g.EOS, false)
+	tok := Argmax(lp)
 	g.tokens = append(g.tokens, tok)
 	if g.KeepAttention {
 		g.srcLen = s.SourceLength()

@@ -16,7 +16,7 @@ import (
 // and attnx.json records the cell, the embedding size and max_length.
 func TestExportEveryArchAndCell(t *testing.T) {
 	parent := t.TempDir()
-	for _, arch := range attention.AllArchs {
+	for _, arch := range attention.StateDictArchs {
 		for _, cell := range attention.Cells {
 			cfg := attention.Config{Arch: arch, Cell: cell, Hidden: 6, Embedding: 4, Layers: 2, SrcVocab: 9, TgtVocab: 8}
 			if arch == attention.TutorialLocation {

@@ -44,6 +44,47 @@ type Info struct {
 	Producer string `json:"producer"`
 	// Source describes the checkpoint the model came from.
 	Source string `json:"source,omitempty"`
+	// States lists the decoder's recurrent states (the inputs of
+	// decoder.onnx besides input_ids, encoder_outputs and source_lengths,
+	// each with its next_ output and its encoder output), in order. Files
+	// written before it was recorded lack it: Config.States gives it.
+	States []attention.StateSpec `json:"decoder_states,omitempty"`
+	// Toolkit describes a toolkit's model: where it came from.
+	Toolkit *Toolkit `json:"toolkit,omitempty"`
+	// SrcPrefix and SrcSuffix are source token ids the model was trained
+	// to see around every sentence (JoeyNMT appends </s>; bentrevett's
+	// tutorial wraps in <sos> ... <eos>; the chatbot appends EOS):
+	// translate, serve and verify add them to text input; token ids given
+	// as ids are taken as they are.
+	SrcPrefix []int64 `json:"src_prefix,omitempty"`
+	SrcSuffix []int64 `json:"src_suffix,omitempty"`
+	// Decoding holds the toolkit's decoding rules, when it has any beyond
+	// the spec's greedy and beam search.
+	Decoding *attention.Rules `json:"decoding,omitempty"`
+}
+
+// Toolkit says where a toolkit's model came from.
+type Toolkit struct {
+	// Name is the toolkit: OpenNMT-py, JoeyNMT, bentrevett/pytorch-seq2seq,
+	// PyTorch chatbot tutorial.
+	Name string `json:"name"`
+	// Version is what the files say of the toolkit's version ("3", "2",
+	// a JoeyNMT config's joeynmt_version, a tutorial's key-name era).
+	Version string `json:"version,omitempty"`
+	// Format describes the files read.
+	Format string `json:"format"`
+}
+
+// SourceIDs wraps a sentence's source token ids in SrcPrefix and
+// SrcSuffix: what the model saw around each sentence in training.
+func (m *Info) SourceIDs(ids []int64) []int64 {
+	if len(m.SrcPrefix) == 0 && len(m.SrcSuffix) == 0 {
+		return ids
+	}
+	out := make([]int64, 0, len(m.SrcPrefix)+len(ids)+len(m.SrcSuffix))
+	out = append(out, m.SrcPrefix...)
+	out = append(out, ids...)
+	return append(out, m.SrcSuffix...)
 }
 
 // InfoFormat is the value of Info.Format.
@@ -71,6 +112,26 @@ func (m *Info) Validate() error {
 	}
 	if err := m.Special.Check(m.Config); err != nil {
 		return err
+	}
+	if m.States != nil {
+		if err := m.Config.CheckStates(m.States); err != nil {
+			return err
+		}
+	}
+	for _, a := range []struct {
+		name string
+		ids  []int64
+	}{{"src_prefix", m.SrcPrefix}, {"src_suffix", m.SrcSuffix}} {
+		for _, id := range a.ids {
+			if id < 0 || id >= int64(m.SrcVocab) {
+				return fmt.Errorf("%s holds id %d, outside the source vocabulary [0, %d)", a.name, id, m.SrcVocab)
+			}
+		}
+	}
+	if m.Decoding != nil {
+		if err := m.Decoding.Check(m.Config); err != nil {
+			return fmt.Errorf("decoding: %w", err)
+		}
 	}
 	for _, role := range []string{"encoder", "decoder"} {
 		if m.Files[role] == "" {

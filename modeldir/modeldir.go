@@ -98,6 +98,9 @@ type Options struct {
 	// Maps rename key prefixes, in order, once the checkpoint is read
 	// (attnx export --map FROM=TO).
 	Maps []checkpoint.Rename
+	// ToolkitConfig is a JoeyNMT model's config.yaml (attnx export
+	// --config); "" looks for config.yaml beside the checkpoint.
+	ToolkitConfig string
 	// Weights is the precision the graphs store their weights in (attnx
 	// export --weights): "" or fp32, int8, int4. Every graph written
 	// honours it, and attnx.json records it.
@@ -139,6 +142,12 @@ type Result struct {
 	Files []FileInfo `json:"files"`
 	// Replaced is true when an existing directory was replaced (Force).
 	Replaced bool `json:"replaced"`
+	// Toolkit, SrcPrefix, SrcSuffix and Decoding are attnx.json's, for a
+	// toolkit's model.
+	Toolkit   *Toolkit         `json:"toolkit,omitempty"`
+	SrcPrefix []int64          `json:"src_prefix,omitempty"`
+	SrcSuffix []int64          `json:"src_suffix,omitempty"`
+	Decoding  *attention.Rules `json:"decoding,omitempty"`
 }
 
 // testHookAfterFile, set by tests, runs after each graph file is written
@@ -189,16 +198,18 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 
 	progress("reading " + opt.files(checkpointPath).Base())
-	w, notes, err := convert(checkpointPath, opt)
+	read, err := convert(checkpointPath, opt)
 	if err != nil {
 		return nil, err
 	}
+	w, notes := read.Weights, read.Notes
 	cfg := w.Config
-	info, spNotes, err := buildInfo(cfg, checkpointPath, opt)
+	info, spNotes, err := buildInfo(cfg, checkpointPath, opt, read.toolkit)
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...)}
+	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...),
+		Toolkit: info.Toolkit, SrcPrefix: info.SrcPrefix, SrcSuffix: info.SrcSuffix, Decoding: info.Decoding}
 
 	// DIR holding the working directory (-o .) is written in place: a
 	// swap would leave the user's shell in a removed directory.
@@ -219,7 +230,7 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		}
 	}()
 
-	bo := attention.BuildOptions{Weights: info.Weights}
+	bo := attention.BuildOptions{Weights: info.Weights, Rules: info.Decoding}
 	type graph struct {
 		role, file, what string
 		build            func() (*builder.Model, error)
@@ -289,9 +300,61 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 // convert reads the checkpoint and checks it. The state dict is dropped
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
-func convert(path string, opt Options) (*attention.Weights, []string, error) {
-	_, w, notes, err := ReadCheckpoint(opt.files(path), opt.Maps, attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite})
-	return w, notes, err
+func convert(path string, opt Options) (*Read, error) {
+	return ReadModel(opt.files(path), ReadOptions{Maps: opt.Maps, ToolkitConfig: opt.ToolkitConfig,
+		Convert: attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite}})
+}
+
+// ReadOptions controls ReadModel.
+type ReadOptions struct {
+	// Maps rename key prefixes once the checkpoint is read (--map).
+	Maps []checkpoint.Rename
+	// Convert are the conversion's options.
+	Convert attention.Options
+	// ToolkitConfig is a JoeyNMT model's config.yaml (attnx export
+	// --config); "" looks for config.yaml beside the checkpoint.
+	ToolkitConfig string
+	// Config, when set, is the model's configuration as attnx.json has
+	// it: a toolkit's checkpoint is converted with it instead of the
+	// toolkit's options being read again (attnx verify).
+	Config *attention.Config
+}
+
+// Read is a checkpoint read and converted.
+type Read struct {
+	// StateDict is the checkpoint as read (after --map).
+	StateDict *checkpoint.StateDict
+	// Weights are the converted weights.
+	Weights *attention.Weights
+	// Notes are the reader's and the converter's notes.
+	Notes []string
+	// toolkit is set for a toolkit's checkpoint.
+	toolkit *toolkitModel
+}
+
+// ReadModel reads a model's checkpoint as attnx export does
+// (checkpoint.LoadModel, then the renames) and converts it: a toolkit's
+// checkpoint (OpenNMT-py, JoeyNMT, the chatbot tutorial, bentrevett's
+// tutorials) with its toolkit's options, any other with
+// attention.FromStateDict, whose key errors come with
+// checkpoint.Diagnose's description (a *DiagnosedError).
+func ReadModel(files checkpoint.Files, ro ReadOptions) (*Read, error) {
+	sd, err := checkpoint.LoadModel(files, ro.Maps)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	if isToolkit(sd) {
+		tm, err := readToolkit(sd, files, ro.ToolkitConfig, ro.Config, ro.Convert)
+		if err != nil {
+			return nil, err
+		}
+		return &Read{StateDict: sd, Weights: tm.w, Notes: append(append([]string(nil), sd.Notes...), tm.notes...), toolkit: tm}, nil
+	}
+	sd2, w, notes, err := convertStateDict(sd, files, ro.Convert)
+	if err != nil {
+		return nil, err
+	}
+	return &Read{StateDict: sd2, Weights: w, Notes: notes}, nil
 }
 
 // ReadCheckpoint reads a model's checkpoint as attnx export does
@@ -303,10 +366,16 @@ func convert(path string, opt Options) (*attention.Weights, []string, error) {
 // differ from the closest of attention.Layouts and the --map flags that
 // would fix them.
 func ReadCheckpoint(files checkpoint.Files, maps []checkpoint.Rename, opt attention.Options) (*checkpoint.StateDict, *attention.Weights, []string, error) {
-	sd, err := checkpoint.LoadModel(files, maps)
+	r, err := ReadModel(files, ReadOptions{Maps: maps, Convert: opt})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading checkpoint: %w", err)
+		return nil, nil, nil, err
 	}
+	return r.StateDict, r.Weights, r.Notes, nil
+}
+
+// convertStateDict converts a state dict that is no toolkit's with
+// attention.FromStateDict.
+func convertStateDict(sd *checkpoint.StateDict, files checkpoint.Files, opt attention.Options) (*checkpoint.StateDict, *attention.Weights, []string, error) {
 	w, notes, err := attention.FromStateDict(sd.Tensors, opt)
 	if err != nil {
 		var ke *attention.KeysError
@@ -338,7 +407,7 @@ func (e *DiagnosedError) Unwrap() error { return e.Err }
 
 // buildInfo fills in attnx.json's content but its files, and returns the
 // notes to show about the special token ids.
-func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string, error) {
+func buildInfo(cfg attention.Config, ckpt string, opt Options, tm *toolkitModel) (*Info, []string, error) {
 	weights, err := quant.ParsePrecision(string(opt.Weights))
 	if err != nil {
 		return nil, nil, err
@@ -352,6 +421,10 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options) (*Info, []string,
 		Special:       attention.DefaultSpecialFor(cfg.Arch),
 		Producer:      Producer,
 		Source:        opt.files(ckpt).Base(),
+		States:        cfg.States(),
+	}
+	if tm != nil {
+		return toolkitInfo(info, opt, tm)
 	}
 	tutorial := cfg.Arch.IsTutorial()
 	if opt.SrcVocab != "" {

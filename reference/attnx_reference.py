@@ -589,9 +589,32 @@ def load_state(path):
     return state
 
 
+# The safetensors metadata entry in which `attnx verify` hands over a
+# toolkit model's configuration (attnx.json's fields as JSON): OpenNMT-py
+# and JoeyNMT keep it outside the tensors.
+CONFIG_METADATA = "attnx.config"
+
+
 def load_model(path):
-    """Load a checkpoint (.pt or .safetensors), inferring the config from its keys."""
-    return model_from_state_dict(load_state(path))
+    """Load a checkpoint (.pt or .safetensors), inferring the config from its
+    keys, or taking a toolkit model's from the safetensors metadata."""
+    import toolkits
+    cfg = None
+    if path.endswith(".safetensors") and os.path.exists(path):
+        state, meta = read_safetensors(path)
+        if meta and CONFIG_METADATA in meta:
+            cfg = json.loads(meta[CONFIG_METADATA])
+    else:
+        state = load_state(path)
+    if cfg is None and "decoder.attention.attn.weight" in toolkits.bentrevett_2020_names(state) \
+            and "encoder.fc.weight" in state:
+        cfg = toolkits.bentrevett_config(state)
+    if cfg is not None and cfg.get("arch") in toolkits.TOOLKIT_ARCHS:
+        try:
+            return toolkits.Reference(toolkits.load(cfg, state))
+        except toolkits.ToolkitError as e:
+            raise ReferenceError(str(e))
+    return model_from_state_dict(state)
 
 
 def save_model(model, path, fmt=None):
@@ -708,11 +731,11 @@ def run_steps(model, source_ids, source_lengths, steps, sos=SOS_ID, step_input_i
     if step_input_ids is not None and tuple(step_input_ids.shape) != (steps, B):
         raise ReferenceError("step_input_ids has shape %s, want [steps=%d, batch=%d]"
                              % (tuple(step_input_ids.shape), steps, B))
-    lstm = len(state) == 2
-    res = {"encoder_outputs": enc, "hidden": state[0]}
-    if lstm:
-        res["cell"] = state[1]
-    inputs, lps, nhs, ncs, atts, toks = [], [], [], [], [], []
+    names = state_names(model, state)
+    res = {"encoder_outputs": enc}
+    for name, st in zip(names, state):
+        res[name] = st
+    inputs, lps, nexts, atts, toks = [], [], [[] for _ in names], [], []
     inp = torch.full((B,), sos, dtype=torch.int64)
     for t in range(steps):
         if step_input_ids is not None:
@@ -721,28 +744,36 @@ def run_steps(model, source_ids, source_lengths, steps, sos=SOS_ID, step_input_i
         tok = lp.argmax(dim=1)
         inputs.append(inp)
         lps.append(lp)
-        nhs.append(state[0])
-        if lstm:
-            ncs.append(state[1])
+        for i, st in enumerate(state):
+            nexts[i].append(st)
         atts.append(attn)
         toks.append(tok)
         inp = tok
-    H = enc.shape[2]
-    L = state[0].shape[0]
     S = enc.shape[1]
     Vt = model.decoder.output_size
     res["step_input_ids"] = torch.stack(inputs) if steps else torch.zeros(0, B, dtype=torch.int64)
     res["log_probs"] = torch.stack(lps) if steps else torch.zeros(0, B, Vt)
-    res["next_hidden"] = torch.stack(nhs) if steps else torch.zeros(0, L, B, H)
-    if lstm:
-        res["next_cell"] = torch.stack(ncs) if steps else torch.zeros(0, L, B, H)
+    for i, name in enumerate(names):
+        res["next_" + name] = torch.stack(nexts[i]) if steps else torch.zeros((0,) + tuple(state[i].shape))
     res["attention"] = torch.stack(atts) if steps else torch.zeros(0, B, S)
     res["tokens"] = torch.stack(toks) if steps else torch.zeros(0, B, dtype=torch.int64)
     return res
 
 
+def state_names(model, state):
+    """The names of a state tuple's entries as decoder.onnx has them: the
+    model's own (the toolkits' add input_feed), else hidden and, for an
+    LSTM, cell."""
+    names = getattr(model, "state_names", None)
+    if names is None:
+        names = ("hidden", "cell")[:len(state)]
+    if len(names) != len(state):
+        raise ReferenceError("the model's state has %d tensors, but %d names %s" % (len(state), len(names), names))
+    return tuple(names)
+
+
 @torch.no_grad()
-def greedy_decode(model, source_ids, source_lengths, sos=SOS_ID, eos=EOS_ID, max_len=50, pad=PAD_ID):
+def greedy_decode(model, source_ids, source_lengths, sos=SOS_ID, eos=EOS_ID, max_len=50, pad=PAD_ID, rules=None):
     """Greedy decoding (spec): a row stops at EOS (included); stop when every row
     stopped or after max_len steps. Returns (tokens [B,max_len] padded with pad,
     lengths [B])."""
@@ -755,7 +786,7 @@ def greedy_decode(model, source_ids, source_lengths, sos=SOS_ID, eos=EOS_ID, max
     inp = torch.full((B,), sos, dtype=torch.int64)
     for t in range(max_len):
         lp, state, _ = model.decoder(inp, state, enc, source_lengths)
-        tok = lp.argmax(dim=1)
+        tok = apply_rules(lp, t, rules, eos).argmax(dim=1)
         live = ~done
         tokens[live, t] = tok[live]
         lengths[live] += 1
@@ -879,9 +910,10 @@ def beam_search_steps(step, state, batch, beam, max_len, sos, eos, alpha=1.0):
 
 
 @torch.no_grad()
-def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eos=EOS_ID, alpha=1.0):
+def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eos=EOS_ID, alpha=1.0, rules=None):
     """Beam search over the model: the encoder once per row, its outputs
-    shared by the row's K hypotheses. Returns beam_search_steps' result."""
+    shared by the row's K hypotheses, rules (apply_rules) applied to every
+    step's log-probs. Returns beam_search_steps' result."""
     model.eval()
     K = int(beam)
     B = source_ids.shape[0]
@@ -891,8 +923,28 @@ def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eo
     len_k = source_lengths.index_select(0, rows)
     state = tuple(t.index_select(1, rows) for t in state)
 
+    t = [0]
+
     def step(inp, st):
         lp, nxt, _ = model.decoder(inp, st, enc_k, len_k)
+        lp = apply_rules(lp, t[0], rules, eos, beam=True)
+        t[0] += 1
         return lp, nxt
 
     return beam_search_steps(step, state, B, K, max_len, sos, eos, alpha)
+
+
+def apply_rules(log_probs, step, rules, eos, beam=False):
+    """A toolkit's decoding rules (attnx.json's decoding: the ids greedy
+    search or beam search never chooses, and the first step at which EOS
+    may be chosen) applied to one step's log-probs [B, V]: -inf there."""
+    if not rules:
+        return log_probs
+    banned = list(rules.get("beam_banned" if beam else "greedy_banned") or [])
+    if step < int(rules.get("eos_from_step") or 0):
+        banned.append(eos)
+    if not banned:
+        return log_probs
+    out = log_probs.clone()
+    out[:, banned] = float("-inf")
+    return out

@@ -51,6 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 from attnx_reference import ReferenceError  # noqa: E402
 
 torch.set_num_threads(1)  # determinism and a fair share of a small machine
@@ -76,6 +77,47 @@ def cmd_make_model(a):
     model = ref.make_model(a.arch, a.hidden, a.layers, a.src_vocab, a.tgt_vocab, a.seed, a.std, **kw)
     _parent(a.out)
     ref.save_model(model, a.out, a.format)
+
+
+TOOLKIT_FORMATS = ("onmt-v3", "onmt-v3-safetensors", "onmt-v2", "joey", "bentrevett-2018", "bentrevett-2019",
+                   "bentrevett-2020", "bentrevett-2023", "chatbot")
+
+
+def cmd_make_toolkit(a):
+    import toolkits
+    try:
+        cfg = json.loads(a.config)
+    except ValueError as e:
+        raise ReferenceError("--config: %s" % e)
+    try:
+        model = toolkits.randomize(toolkits.build(cfg), a.seed, a.std).eval()
+    except (toolkits.ToolkitError, KeyError) as e:
+        raise ReferenceError("--config: %s" % e)
+    words = json.loads(a.words) if a.words else None
+    s = model.sz
+
+    def vocab(n, side, specials):
+        ws = list(words or [])
+        ws += ["%s%d" % (side, i) for i in range(n)]
+        return (specials + [w for w in ws if w not in specials])[:n]
+    _parent(a.out)
+    f = a.format
+    if f.startswith("onmt-"):
+        v = 2 if f == "onmt-v2" else 3
+        src = vocab(s.Vs, "w", ["<unk>", "<blank>"] + (["<s>", "</s>"] if v == 3 else []))
+        tgt = vocab(s.Vt, "t", ["<unk>", "<blank>", "<s>", "</s>"])
+        if f == "onmt-v2":
+            toolkits.save_onmt_v2(model, a.out, src, tgt)
+        else:
+            toolkits.save_onmt_v3(model, a.out, src, tgt, 100 if f == "onmt-v3-safetensors" else None)
+    elif f == "joey":
+        specials = ["<unk>", "<pad>", "<s>", "</s>"]
+        toolkits.save_joey(model, a.out, vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials),
+                           scale=bool(cfg.get("src_embedding_scale")))
+    elif f.startswith("bentrevett-"):
+        toolkits.save_bentrevett(model, a.out, f.split("-", 1)[1])
+    else:
+        toolkits.save_chatbot(model, a.out, vocab(s.Vs - 3, "w", []))
 
 
 def random_inputs(batch, src_len, src_vocab, seed, ragged):
@@ -131,7 +173,7 @@ def _contiguous(out):
             for k, v in out.items()}
 
 
-def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eos=2, pad=0, max_len=None):
+def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eos=2, pad=0, max_len=None, rules=None):
     """All outputs of the `run` subcommand, as a dict of tensors."""
     B = source_ids.shape[0]
     cfg = model.config
@@ -149,13 +191,13 @@ def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eo
         max_len = steps
     if max_len < 0:
         raise ReferenceError("--max-len %d, want >= 0" % max_len)
-    toks, lens = ref.greedy_decode(model, source_ids, source_lengths, sos=sos, eos=eos, max_len=max_len, pad=pad)
+    toks, lens = ref.greedy_decode(model, source_ids, source_lengths, sos=sos, eos=eos, max_len=max_len, pad=pad, rules=rules)
     out["greedy_tokens"] = toks
     out["greedy_lengths"] = lens
     return _contiguous(out)
 
 
-def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, sos=1, eos=2, pad=0):
+def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, sos=1, eos=2, pad=0, rules=None):
     """The outputs of the `beam` subcommand, as a dict of tensors."""
     check_inputs(model, source_ids, source_lengths, sos, eos, pad)
     if k < 1:
@@ -165,7 +207,7 @@ def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, 
         raise ReferenceError("--n-best %d, want 1 <= N <= beam %d" % (N, k))
     if max_len < 1:
         raise ReferenceError("--max-len %d, want >= 1" % max_len)
-    results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha)
+    results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha, rules)
     B = len(results)
     tokens = torch.full((B, N, max_len), pad, dtype=torch.int64)
     lengths = torch.zeros(B, N, dtype=torch.int64)
@@ -192,27 +234,24 @@ def rounding(model, source_ids, source_lengths, out):
     run's own inputs for that step (its step_input_ids, its states of the
     step before, its encoder_outputs), as the step-isolated comparison
     feeds them. Keys are rounding_<output>, float32 like the outputs."""
-    m64 = copy.deepcopy(model).double()
+    m64 = model.double() if isinstance(model, toolkits.Reference) else copy.deepcopy(model).double()
     enc64, state64 = m64.encoder(source_ids, source_lengths)
-    res = {"rounding_encoder_outputs": (out["encoder_outputs"].double() - enc64).abs(),
-           "rounding_hidden": (out["hidden"].double() - state64[0]).abs()}
-    lstm = "cell" in out
-    if lstm:
-        res["rounding_cell"] = (out["cell"].double() - state64[1]).abs()
+    names = ref.state_names(model, state64)
+    res = {"rounding_encoder_outputs": (out["encoder_outputs"].double() - enc64).abs()}
+    for name, st in zip(names, state64):
+        res["rounding_" + name] = (out[name].double() - st).abs()
     enc = out["encoder_outputs"].double()
-    per = {"log_probs": [], "next_hidden": [], "next_cell": [], "attention": []}
+    per = {"log_probs": [], "attention": []}
+    per.update({"next_" + n: [] for n in names})
     for t in range(out["step_input_ids"].shape[0]):
         if t == 0:
-            names = ("hidden", "cell") if lstm else ("hidden",)
             state = tuple(out[n].double() for n in names)
         else:
-            names = ("next_hidden", "next_cell") if lstm else ("next_hidden",)
-            state = tuple(out[n][t - 1].double() for n in names)
+            state = tuple(out["next_" + n][t - 1].double() for n in names)
         lp, nstate, attn = m64.decoder(out["step_input_ids"][t], state, enc, source_lengths)
         per["log_probs"].append((out["log_probs"][t].double() - lp).abs())
-        per["next_hidden"].append((out["next_hidden"][t].double() - nstate[0]).abs())
-        if lstm:
-            per["next_cell"].append((out["next_cell"][t].double() - nstate[1]).abs())
+        for n, st in zip(names, nstate):
+            per["next_" + n].append((out["next_" + n][t].double() - st).abs())
         per["attention"].append((out["attention"][t].double() - attn).abs())
     for name, xs in per.items():
         if xs:
@@ -229,11 +268,23 @@ def _read_inputs(path):
     return tensors, ids, lengths
 
 
+def _rules(a):
+    if not getattr(a, "rules", None):
+        return None
+    try:
+        r = json.loads(a.rules)
+    except ValueError as e:
+        raise ReferenceError("--rules: %s" % e)
+    if not isinstance(r, dict):
+        raise ReferenceError("--rules: want a JSON object (attnx.json's decoding)")
+    return r
+
+
 def cmd_run(a):
     model = ref.load_model(a.checkpoint)
     tensors, ids, lengths = _read_inputs(a.inputs)
     step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
-    out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len)
+    out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len, _rules(a))
     if a.rounding:
         out.update(_contiguous(rounding(model, ids, lengths, out)))
     _parent(a.out)
@@ -243,7 +294,7 @@ def cmd_run(a):
 def cmd_beam(a):
     model = ref.load_model(a.checkpoint)
     _, ids, lengths = _read_inputs(a.inputs)
-    out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad)
+    out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad, _rules(a))
     _parent(a.out)
     ref.write_safetensors(a.out, out)
 
@@ -414,6 +465,15 @@ def parser():
                    help="default: from the extension (.safetensors) else pt")
     m.set_defaults(fn=cmd_make_model)
 
+    t = sub.add_parser("make-toolkit", help="save a seeded random toolkit model as its toolkit saves it")
+    t.add_argument("--config", required=True, help="attnx.json's model fields as JSON (arch, cell, hidden_size, ...)")
+    t.add_argument("--format", required=True, choices=TOOLKIT_FORMATS)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--std", type=float, default=0.5, help="std of the N(0, std) init of every parameter")
+    t.add_argument("--words", default=None, help="JSON list: the vocabulary's words after the specials (chatbot, OpenNMT-py, JoeyNMT)")
+    t.add_argument("--out", required=True, help="the checkpoint (JoeyNMT: the model directory)")
+    t.set_defaults(fn=cmd_make_toolkit)
+
     r = sub.add_parser("random-inputs", help="write seeded source_ids/source_lengths")
     r.add_argument("--batch", type=int, required=True)
     r.add_argument("--src-len", type=int, required=True)
@@ -432,6 +492,7 @@ def parser():
     u.add_argument("--eos", type=int, default=ref.EOS_ID)
     u.add_argument("--pad", type=int, default=ref.PAD_ID)
     u.add_argument("--max-len", type=int, default=None, help="greedy decoding limit (default: --steps)")
+    u.add_argument("--rules", default=None, help="a toolkit's decoding rules for greedy decoding, attnx.json's decoding as JSON")
     u.add_argument("--rounding", action="store_true",
                    help="also write rounding_<output>: PyTorch's own float32 error per element against float64 on the same inputs")
     u.set_defaults(fn=cmd_run)
@@ -443,6 +504,7 @@ def parser():
     b.add_argument("--max-len", type=int, required=True, help="decoder steps at most")
     b.add_argument("--n-best", type=int, default=None, help="hypotheses written per row (default K)")
     b.add_argument("--length-penalty", type=float, default=1.0, help="alpha in score / length ** alpha")
+    b.add_argument("--rules", default=None, help="a toolkit's decoding rules, attnx.json's decoding as JSON")
     b.add_argument("--out", required=True)
     b.add_argument("--sos", type=int, default=ref.SOS_ID)
     b.add_argument("--eos", type=int, default=ref.EOS_ID)

@@ -28,40 +28,50 @@ type graphSpec struct {
 	allowExtraOutput bool
 }
 
+// stateSpecs are the recurrent states attnx.json implies, named with
+// prefix ("" or attention.NextPrefix).
+func (t *Translator) stateSpecs(prefix string) []ioSpec {
+	var out []ioSpec
+	for _, st := range t.info.Config.States() {
+		// Every state is [rows, batch, H]: L rows for the recurrent ones,
+		// one for input_feed.
+		rows := "num_layers"
+		if st.Name == attention.InInputFeed {
+			rows = "one row"
+		}
+		out = append(out, ioSpec{name: prefix + st.Name, dtype: ortsession.Float32, dims: []int64{int64(st.Rows), -1, int64(st.Width)},
+			labels: []string{rows, "", "hidden_size"}})
+	}
+	return out
+}
+
+// encoderOutputs is encoder_outputs' spec: [batch, src_len, C].
+func (t *Translator) encoderOutputs() ioSpec {
+	C := int64(t.info.Config.EncoderWidth())
+	label := "hidden_size"
+	if t.info.Config.Bidirectional {
+		label = "encoder output size (encoder_hidden_size times the directions the model concatenates)"
+	}
+	return ioSpec{name: attention.OutEncoder, dtype: ortsession.Float32, dims: []int64{-1, -1, C}, labels: []string{"", "", label}}
+}
+
 func (t *Translator) encoderSpec() graphSpec {
-	H, L := int64(t.info.Hidden), int64(t.info.Layers)
-	state := ioSpec{dtype: ortsession.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"}}
-	h, c := state, state
-	h.name, c.name, c.optional = attention.OutHidden, attention.OutCell, true
 	return graphSpec{role: "encoder",
 		inputs: []ioSpec{
 			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
 			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
 		},
-		outputs: []ioSpec{
-			{name: attention.OutEncoder, dtype: ortsession.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
-			h, c,
-		}}
+		outputs: append([]ioSpec{t.encoderOutputs()}, t.stateSpecs("")...)}
 }
 
 func (t *Translator) decoderSpec() graphSpec {
-	H, L, Vt := int64(t.info.Hidden), int64(t.info.Layers), int64(t.info.TgtVocab)
-	state := func(name string) ioSpec {
-		return ioSpec{name: name, dtype: ortsession.Float32, dims: []int64{L, -1, H}, labels: []string{"num_layers", "", "hidden_size"},
-			optional: name == attention.InCell || name == attention.OutNextCell}
-	}
-	return graphSpec{role: "decoder",
-		inputs: []ioSpec{
-			{name: attention.InInputIDs, dtype: ortsession.Int64, dims: []int64{-1}},
-			state(attention.InHidden), state(attention.InCell),
-			{name: attention.InEncoderOutputs, dtype: ortsession.Float32, dims: []int64{-1, -1, H}, labels: []string{"", "", "hidden_size"}},
-			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
-		},
-		outputs: []ioSpec{
-			{name: attention.OutLogProbs, dtype: ortsession.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}},
-			state(attention.OutNextHidden), state(attention.OutNextCell),
-			{name: attention.OutAttention, dtype: ortsession.Float32, dims: []int64{-1, -1}},
-		}}
+	Vt := int64(t.info.TgtVocab)
+	ins := append([]ioSpec{{name: attention.InInputIDs, dtype: ortsession.Int64, dims: []int64{-1}}}, t.stateSpecs("")...)
+	ins = append(ins, t.encoderOutputs(), ioSpec{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}})
+	outs := []ioSpec{{name: attention.OutLogProbs, dtype: ortsession.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}}}
+	outs = append(outs, t.stateSpecs(attention.NextPrefix)...)
+	outs = append(outs, ioSpec{name: attention.OutAttention, dtype: ortsession.Float32, dims: []int64{-1, -1}})
+	return graphSpec{role: "decoder", inputs: ins, outputs: outs}
 }
 
 func (t *Translator) greedySpec() graphSpec {

@@ -208,7 +208,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if t.dec, err = t.openRole("decoder", ropt, t.decoderSpec()); err != nil {
 			return fail(err)
 		}
-		m, err := decode.NewModel(t.enc, t.dec, decode.Dims{Hidden: info.Hidden, Layers: info.Layers, TgtVocab: info.TgtVocab})
+		m, err := decode.NewModel(t.enc, t.dec, decode.Dims{EncoderWidth: info.Config.EncoderWidth(), States: info.Config.States(), TgtVocab: info.TgtVocab})
 		if err != nil {
 			return fail(fmt.Errorf("translate: %s: %w", dir, err))
 		}
@@ -380,7 +380,10 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 	return t.TranslateIDs(ctx, rows)
 }
 
-// encodeTexts tokenises texts with the source vocabulary.
+// encodeTexts tokenises texts with the source vocabulary, and wraps each
+// in the tokens the model saw around every sentence in training
+// (attnx.json's src_prefix and src_suffix: JoeyNMT's </s>, the chatbot's
+// EOS, bentrevett's <sos> ... <eos>).
 func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	if !t.src.known() {
 		return nil, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
@@ -391,7 +394,7 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows[i] = ids
+		rows[i] = t.info.SourceIDs(ids)
 	}
 	return rows, nil
 }

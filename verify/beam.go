@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/ortsession"
@@ -36,12 +37,12 @@ type BeamDecoded struct {
 // Beam decodes with the encoder and decoder sessions on the decoding
 // core, beam search of width k with length penalty alpha (spec "Beam
 // search"), each row's hypotheses up to maxLen tokens.
-func Beam(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64) (*BeamDecoded, error) {
+func Beam(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64, rules *attention.Rules) (*BeamDecoded, error) {
 	if err := (&decode.Beam{K: k, LengthPenalty: alpha}).Validate(); err != nil {
 		return nil, err
 	}
 	bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.Beam) {
-		*b = decode.Beam{SOS: sos, EOS: eos, K: k, MaxLen: maxLen, LengthPenalty: alpha}
+		*b = decode.Beam{SOS: sos, EOS: eos, K: k, MaxLen: maxLen, LengthPenalty: alpha, Rules: rules}
 	})
 	if err != nil {
 		return nil, err

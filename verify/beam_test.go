@@ -22,7 +22,7 @@ import (
 // beamConfigs are every architecture with every cell it supports.
 func beamConfigs() []attention.Config {
 	var out []attention.Config
-	for _, a := range attention.AllArchs {
+	for _, a := range attention.StateDictArchs {
 		for _, c := range attention.Cells {
 			if slices.Contains(attention.TutorialArchs, a) && c != attention.GRU {
 				continue // the tutorial's decoders are GRU only
@@ -119,7 +119,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, kc.k, maxLen, kc.alpha)
+				got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, kc.k, maxLen, kc.alpha, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +128,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 				var ties []float64
 				for r, row := range rows {
 					one := ortsession.NewInt64([]int64{1, int64(len(row))}, row)
-					d, err := Beam(enc, dec, one, lens[r:r+1], sp.SOS, sp.EOS, kc.k, maxLen, kc.alpha)
+					d, err := Beam(enc, dec, one, lens[r:r+1], sp.SOS, sp.EOS, kc.k, maxLen, kc.alpha, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -164,7 +164,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 					}
 				}
 				if kc.k == 1 {
-					g, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, maxLen)
+					g, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, maxLen, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -153,6 +153,10 @@ type GreedyCheck struct {
 	Detail    string    `json:"detail,omitempty"`
 }
 
+// configMetadata is the safetensors metadata entry in which the reference
+// gets a toolkit model's configuration (reference.py's CONFIG_METADATA).
+const configMetadata = "attnx.config"
+
 // Check runs the PyTorch reference and the model directory's graphs on the
 // same inputs and compares every output of the encoder and of every decoder
 // step (fed the same input ids) within Tolerance, the per-step argmax
@@ -161,11 +165,26 @@ type GreedyCheck struct {
 // so that a corrupt file or a missing ONNX Runtime is reported at once.
 func Check(o Options) (*Outcome, error) {
 	info := o.Info
-	sd, w, _, err := modeldir.ReadCheckpoint(o.Checkpoint, o.Maps, attention.Options{AllowNonFinite: true})
+	ro := modeldir.ReadOptions{Maps: o.Maps, Convert: attention.Options{AllowNonFinite: true}}
+	var meta map[string]string
+	if info.Config.Arch.IsToolkit() {
+		// A toolkit's checkpoint does not say everything about the model
+		// (OpenNMT-py keeps it in opt, JoeyNMT in config.yaml): attnx.json
+		// does, and the reference gets it beside the weights.
+		cfg := info.Config
+		ro.Config = &cfg
+		js, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		meta = map[string]string{configMetadata: string(js)}
+	}
+	read, err := modeldir.ReadModel(o.Checkpoint, ro)
 	if err != nil {
 		return nil, err
 	}
-	if w.Config != info.Config.WithDefaults() {
+	sd, w := read.StateDict, read.Weights
+	if w.Config.WithDefaults() != info.Config.WithDefaults() {
 		return nil, fmt.Errorf("checkpoint %s is a %v model, but %s describes a %v model: they are not the same model",
 			o.Checkpoint, w.Config, filepath.Join(o.ModelDir, modeldir.InfoFile), info.Config)
 	}
@@ -257,7 +276,7 @@ func Check(o Options) (*Outcome, error) {
 		}
 	}
 	weights := filepath.Join(tmp, "checkpoint.safetensors")
-	if err := checkpoint.WriteSafetensors(weights, sd.Tensors, nil); err != nil {
+	if err := checkpoint.WriteSafetensors(weights, sd.Tensors, meta); err != nil {
 		return nil, fmt.Errorf("handing the weights to the reference: %w", err)
 	}
 	sd = nil
@@ -292,7 +311,7 @@ func Check(o Options) (*Outcome, error) {
 		progress(1, "PyTorch: reference run")
 		if err := ref("run", "--checkpoint", weights, "--inputs", in, "--steps", strconv.Itoa(steps),
 			"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
-			"--rounding", "--out", outPath); err != nil {
+			"--rules", rulesArg(info.Decoding), "--rounding", "--out", outPath); err != nil {
 			return nil, err
 		}
 	} else {
@@ -355,7 +374,7 @@ func Check(o Options) (*Outcome, error) {
 		}
 		return out, nil
 	}
-	got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, steps)
+	got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, steps, info.Decoding)
 	if err != nil {
 		return nil, err
 	}
@@ -392,6 +411,16 @@ func Check(o Options) (*Outcome, error) {
 	return out, nil
 }
 
+// rulesArg is a toolkit's decoding rules as reference.py's --rules takes
+// them ("" for none).
+func rulesArg(r *attention.Rules) string {
+	if r == nil {
+		return ""
+	}
+	data, _ := json.Marshal(r) // ids and an int always marshal
+	return string(data)
+}
+
 // moduleConfig is the config handed to a --torch-module file's build, as
 // JSON: the model's sizes in the reference's names, and SOS and EOS.
 func moduleConfig(info *modeldir.Info) string {
@@ -415,7 +444,7 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *ortsession.Session,
 		"--beam", strconv.Itoa(o.Beam), "--max-len", strconv.Itoa(steps),
 		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
 		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
-		"--out", outPath); err != nil {
+		"--rules", rulesArg(o.Info.Decoding), "--out", outPath); err != nil {
 		return nil, err
 	}
 	exp, err := checkpoint.LoadSafetensors(outPath)
@@ -426,7 +455,7 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *ortsession.Session,
 	if err != nil {
 		return nil, err
 	}
-	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty)
+	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty, o.Info.Decoding)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *ortsession.Sess
 	}
 	S := ids.Shape[1]
 
-	steps, err := Greedy(encS, decS, ids, lens, sp.SOS, sp.EOS, int(maxLen))
+	steps, err := Greedy(encS, decS, ids, lens, sp.SOS, sp.EOS, int(maxLen), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

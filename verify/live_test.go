@@ -63,7 +63,7 @@ const liveSteps, liveSrcLen = 12, 9
 // M = 12 > src_len at batch 4.
 func liveConfigs() []liveConfig {
 	var out []liveConfig
-	for _, a := range attention.AllArchs {
+	for _, a := range attention.StateDictArchs {
 		cells := attention.Cells
 		if a.IsTutorial() {
 			cells = []attention.Cell{attention.GRU}
@@ -222,7 +222,7 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 		cell attention.Cell
 	}
 	var models []model
-	for _, a := range attention.AllArchs {
+	for _, a := range attention.StateDictArchs {
 		for _, cell := range attention.Cells {
 			if !a.IsTutorial() || cell == attention.GRU {
 				models = append(models, model{a, cell})

@@ -190,15 +190,16 @@ func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengt
 	if _, err := ex.Join(rows, first, S); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	H, L, V, b, s := int64(m.Hidden()), int64(m.Layers()), m.TgtVocab(), int64(B), int64(S)
+	C, V, b, s := int64(m.EncoderWidth()), m.TgtVocab(), int64(B), int64(S)
+	shapes := m.StateShapes()
 	state := func() map[string]*ortsession.Tensor {
 		out := map[string]*ortsession.Tensor{}
 		for k, name := range m.States() {
-			out[name] = floatTensor([]int64{L, b, H}, ex.State(k))
+			out[name] = floatTensor([]int64{int64(shapes[k].Rows), b, int64(shapes[k].Width)}, ex.State(k))
 		}
 		return out
 	}
-	tr := &Trace{EncoderOutputs: floatTensor([]int64{b, s, H}, ex.EncoderOutputs()), StateNames: m.States(), States: state()}
+	tr := &Trace{EncoderOutputs: floatTensor([]int64{b, s, C}, ex.EncoderOutputs()), StateNames: m.States(), States: state()}
 	for t, ids := range stepInputs {
 		if feed != nil {
 			if err := feed(t, ex); err != nil {
@@ -562,9 +563,9 @@ type Decoded struct {
 // core, as the spec's "Greedy decoding" says: start from SOS, feed back the
 // argmax, a row stops at EOS (which is part of its output) or after maxLen
 // tokens.
-func Greedy(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, maxLen int) (*Decoded, error) {
+func Greedy(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, maxLen int, rules *attention.Rules) (*Decoded, error) {
 	gs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(g *decode.Greedy) {
-		*g = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true}
+		*g = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true, Rules: rules}
 	})
 	if err != nil {
 		return nil, err

@@ -130,6 +130,7 @@ func runExport(args []string) error {
 	decoder := fs.String("decoder", "", "the decoder's checkpoint, for a model saved as two files (with --encoder)")
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
+	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml (default: config.yaml beside CHECKPOINT)")
 	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (needs ONNX Runtime); see docs/quantization.md")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -159,7 +160,7 @@ func runExport(args []string) error {
 		SrcVocab: *srcVocab, TgtVocab: *tgtVocab,
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
-		Weights: prec,
+		Weights: prec, ToolkitConfig: *toolkitConfig,
 	}
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
@@ -197,6 +198,7 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 		verb = "replaced"
 	}
 	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, source)
+	printToolkit(w, res.Toolkit, res.SrcPrefix, res.SrcSuffix, res.Decoding)
 	printConfig(w, c)
 	sp := res.Special
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", sp.SOS, sp.EOS, sp.PAD, idOrUnknown(sp.UNK))
@@ -229,6 +231,61 @@ func printConfig(w io.Writer, c attention.Config) {
 		maxLen = fmt.Sprintf(" M=%d (max_length: longer sources cannot run)", c.MaxLength)
 	}
 	fmt.Fprintf(w, "  sizes    H=%d E=%d L=%d Vs=%d Vt=%d%s\n", c.Hidden, c.Embedding, c.Layers, c.SrcVocab, c.TgtVocab, maxLen)
+	if c.Arch.IsToolkit() {
+		enc := "unidirectional"
+		if c.Bidirectional {
+			merge := "outputs concatenated"
+			if c.SumsDirections() {
+				merge = "outputs summed"
+			}
+			enc = "bidirectional, " + merge
+		}
+		fmt.Fprintf(w, "  encoder  %s %s, h=%d per direction, %d layers, E=%d (outputs %d wide)\n", strings.ToUpper(string(c.Cell)), enc, c.EncHidden(), c.EncLayers(), c.Embedding, c.EncoderWidth())
+		init := map[string]string{
+			"": "the encoder's final states", "relu-linear": "relu(Linear) bridge of the final states",
+			"bridge": "tanh(Linear) bridge of the top layer's final state", "last": "the top layer's final state", "zero": "zeros",
+		}[c.Bridge]
+		switch {
+		case c.Arch == attention.Bentrevett:
+			init = "tanh(fc) of the final forward and backward states"
+		case c.SumsDirections():
+			init = fmt.Sprintf("encoder_hidden[:%d] (the tutorial's first entries)", c.Layers)
+		case c.Bidirectional && strings.HasPrefix(string(c.Arch), "onmt-"):
+			init += ", directions concatenated per layer"
+		}
+		feed := "no input feeding"
+		if c.InputFeed {
+			feed = "input feeding"
+		}
+		fmt.Fprintf(w, "  decoder  %s %d layers, H=%d, Et=%d, %s; initial state: %s\n", strings.ToUpper(string(c.Cell)), c.Layers, c.Hidden, c.TgtEmbeddingSize(), feed, init)
+		var states []string
+		for _, s := range c.States() {
+			states = append(states, s.String())
+		}
+		fmt.Fprintf(w, "  states   %s\n", strings.Join(states, ", "))
+		if c.ScaleSrcEmbedding || c.ScaleTgtEmbedding {
+			fmt.Fprintf(w, "  scale    embeddings times sqrt(size): source %v, target %v\n", c.ScaleSrcEmbedding, c.ScaleTgtEmbedding)
+		}
+	}
+}
+
+// printToolkit writes where a toolkit's model came from and how its
+// sources are wrapped and its decoding is ruled.
+func printToolkit(w io.Writer, t *modeldir.Toolkit, prefix, suffix []int64, rules *attention.Rules) {
+	if t == nil {
+		return
+	}
+	v := ""
+	if t.Version != "" {
+		v = " " + t.Version
+	}
+	fmt.Fprintf(w, "  toolkit  %s%s: %s\n", t.Name, v, t.Format)
+	if len(prefix) > 0 || len(suffix) > 0 {
+		fmt.Fprintf(w, "  source   text is wrapped as %v + tokens + %v (token ids given with --ids are not)\n", prefix, suffix)
+	}
+	if rules != nil {
+		fmt.Fprintf(w, "  decoding %s\n", rules.Origin)
+	}
 }
 
 // archNames lists the architectures for flag help, comma-separated.

@@ -1,0 +1,352 @@
+package attention
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
+	"github.com/attnx/attnx/ops"
+)
+
+// openNMT is OpenNMT-py's RNN model (docs/toolkits.md, "OpenNMT-py"), one
+// architecture per GlobalAttention type:
+//
+//	encoder: embedding, bidirectional LSTM/GRU with h = H/2 per direction
+//	init:    [optional bridge: relu(Linear) over each state's rows of h*Le
+//	         values], then per layer [forward; backward] final states
+//	step:    x = [emb(y); o_prev] (input feeding) or emb(y) (standard)
+//	         q, state' = RNN(x, state)   (a stack of cells / nn.LSTM)
+//	         score_s = dot: q.h_s   general: (W_in q).h_s
+//	                   mlp: v.tanh(W_q q + b_q + U h_s)
+//	         a = softmax(score), -inf past the length; c = sum_s a_s h_s
+//	         o = linear_out([c; q]) (tanh for dot and general; mlp has
+//	         the bias and no tanh)
+//	         log_probs = log_softmax(generator(o)); input_feed' = o
+//
+// Keys as OpenNMT-py saves them (the generator's under "generator."):
+// encoder.embeddings.make_embedding.emb_luts.0.weight, encoder.rnn.*,
+// encoder.bridge.{0,1}.*, decoder.embeddings.make_embedding.emb_luts.0.weight,
+// decoder.rnn.layers.{k}.* (input feeding) or decoder.rnn.*_l{k}, decoder.attn.*,
+// generator.weight/bias.
+type openNMT struct {
+	toolkitBase
+	arch Arch
+}
+
+// OpenNMT-py's key names.
+const (
+	onmtSrcEmb = "encoder.embeddings.make_embedding.emb_luts.0.weight"
+	onmtTgtEmb = "decoder.embeddings.make_embedding.emb_luts.0.weight"
+)
+
+func (o openNMT) Name() Arch { return o.arch }
+
+func (o openNMT) Evidence() string {
+	return "an OpenNMT-py checkpoint (model, generator, vocab and opt entries) with global_attention " + o.attnType()
+}
+
+// attnType is GlobalAttention's attn_type: dot, general or mlp.
+func (o openNMT) attnType() string { return strings.TrimPrefix(string(o.arch), "onmt-") }
+
+func (o openNMT) DecoderKeys() []layout.Key {
+	return o.checkpointKeys(Config{Arch: o.arch, Cell: LSTM, InputFeed: true, Bidirectional: true}).graphKeys()
+}
+
+func (openNMT) DecoderInput() (string, string) {
+	return "Et+H", "[embedding; input_feed] with input feeding"
+}
+
+func (o openNMT) checkpointKeys(cfg Config) toolkitKeys {
+	k := toolkitKeys{srcEmb: onmtSrcEmb, tgtEmb: onmtTgtEmb, encRNN: "encoder.rnn", decRNN: "decoder.rnn", decCells: cfg.InputFeed, decIn: "Et"}
+	if cfg.InputFeed {
+		k.decIn = "Et+H"
+	}
+	switch o.arch {
+	case OpenNMTGeneral:
+		k.params = append(k.params, key("decoder.attn.linear_in.weight", "W_in, no bias", "H", "H"))
+	case OpenNMTMLP:
+		k.params = append(k.params,
+			key("decoder.attn.linear_context.weight", "U, no bias", "H", "H"),
+			key("decoder.attn.linear_query.weight", "W_q", "H", "H"),
+			key("decoder.attn.linear_query.bias", "b_q", "H"),
+			key("decoder.attn.v.weight", "the score vector v", "1", "H"))
+	}
+	k.params = append(k.params, key("decoder.attn.linear_out.weight", "over [context; query]", "H", "2H"))
+	if o.arch == OpenNMTMLP {
+		k.params = append(k.params, key("decoder.attn.linear_out.bias", "", "H"))
+	}
+	k.params = append(k.params, key("generator.weight", "", "Vt", "H"), key("generator.bias", "", "Vt"))
+	if cfg.Bridge == "relu-linear" {
+		k.params = append(k.params, key("encoder.bridge.0.weight", "the hidden state's bridge", "hL", "hL"), key("encoder.bridge.0.bias", "", "hL"))
+		if cfg.Cell.HasCellState() {
+			k.params = append(k.params, key("encoder.bridge.1.weight", "the cell state's bridge", "hL", "hL"), key("encoder.bridge.1.bias", "", "hL"))
+		}
+	}
+	return k
+}
+
+// precompute is U enc for mlp attention, [batch, src_len, H].
+func (o openNMT) precompute(s *modelGraph, enc *builder.Value) *builder.Value {
+	if o.arch == OpenNMTMLP {
+		return s.linear3D(enc, "decoder.attn.linear_context", false)
+	}
+	return nil
+}
+
+func (o openNMT) initStates(s *modelGraph, enc *builder.Value, final rnnState) decState {
+	c := s.cfg
+	h, le := c.EncHidden(), c.EncLayers()
+	var out decState
+	for i, st := range final.list() {
+		if c.Bridge == "relu-linear" {
+			st = s.onmtBridge(st, i, h, le, c.Directions())
+		}
+		if c.Bidirectional {
+			st = s.directionsPerLayer(st, le, h)
+		}
+		out = append(out, st)
+	}
+	if c.InputFeed {
+		out = append(out, s.zeroState(enc, 1, c.Hidden))
+	}
+	return out
+}
+
+// onmtBridge is OpenNMT-py's RNNEncoder._bridge on one final state
+// [Le*D, batch, h]: permuted to [batch, Le*D, h], cut into rows of h*Le
+// values (D per sentence: with two directions the state's first Le
+// entries, then its last), relu(Linear) of each row with
+// encoder.bridge.{i}, and put back.
+func (s *modelGraph) onmtBridge(st *builder.Value, i, h, le, dirs int) *builder.Value {
+	x := ops.Transpose(st, []int64{1, 0, 2})                                   // [batch, Le*D, h]
+	rows := ops.Reshape(x, s.c.ints(-1, int64(h*le)), ops.ReshapeOpts{})       // [batch*D, h*Le]
+	y := ops.Relu(s.linear(rows, "encoder.bridge."+string(rune('0'+i)), true)) // [batch*D, h*Le]
+	y = ops.Reshape(y, s.c.ints(-1, int64(dirs*le), int64(h)), ops.ReshapeOpts{})
+	return ops.Transpose(y, []int64{1, 0, 2})
+}
+
+func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
+	cell := s.cfg.Cell
+	x := s.embed(in.ids)
+	if s.cfg.InputFeed {
+		x = ops.Concat(-1, x, ops.Squeeze(in.states.feed(cell), s.c.ints(0)))
+	}
+	next := s.decoderRNN(x, in.states.rnn(cell))
+	q := s.top(next.h)
+	var score *builder.Value
+	switch o.arch {
+	case OpenNMTDot:
+		score = s.dotScore(in.enc, q)
+	case OpenNMTGeneral:
+		score = s.dotScore(in.enc, s.linear(q, "decoder.attn.linear_in", false))
+	case OpenNMTMLP:
+		keys := in.pre
+		if keys == nil {
+			keys = o.precompute(s, in.enc)
+		}
+		score = s.additiveScore(keys, s.linear(q, "decoder.attn.linear_query", true), "decoder.attn.v.weight")
+	}
+	a, ctx := s.attend(score, in.mask, in.enc)
+	out := s.linear(ops.Concat(-1, ctx, q), "decoder.attn.linear_out", o.arch == OpenNMTMLP)
+	if o.arch != OpenNMTMLP {
+		out = ops.Tanh(out)
+	}
+	states := next.list()
+	if s.cfg.InputFeed {
+		states = append(states, ops.Unsqueeze(out, s.c.ints(0)))
+	}
+	return stepOutputs{logProbs: s.logProbs("generator", out, true), states: states, attn: a}
+}
+
+// OpenNMTOptions are what OpenNMTConfig needs from an OpenNMT-py
+// checkpoint: its opt's attributes (plain values) and the version.
+type OpenNMTOptions struct {
+	Opt     map[string]any
+	Version int
+}
+
+// optString, optBool and optInt read an opt attribute; ok is false when it
+// is absent or None.
+func optString(opt map[string]any, k string) (string, bool) {
+	s, ok := opt[k].(string)
+	return s, ok
+}
+
+func optBool(opt map[string]any, k string) bool {
+	switch v := opt[k].(type) {
+	case bool:
+		return v
+	case int64:
+		return v != 0
+	case string:
+		return v != "" && v != "none" && v != "None"
+	}
+	return false
+}
+
+func optInt(opt map[string]any, k string) (int, bool) {
+	switch v := opt[k].(type) {
+	case int64:
+		return int(v), true
+	case bool:
+		if v {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// OpenNMTConfig reads the architecture of an OpenNMT-py RNN model from
+// its opt and checks it against the checkpoint's key shapes, which give
+// the sizes. What attnx does not convert is refused naming the option:
+// other encoder or decoder types, SRU, copy attention, coverage, context
+// gates, sparsemax, source features, position encoding, and OpenNMT-py 2's
+// bridge where it mixed the rows of a batch.
+func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) {
+	opt := o.Opt
+	var cfg Config
+	refuse := func(option, why string) (Config, error) {
+		return cfg, fmt.Errorf("OpenNMT-py option %s: %s", option, why)
+	}
+	enc, _ := optString(opt, "encoder_type")
+	switch {
+	case enc == "brnn" || (enc == "" && optBool(opt, "brnn")):
+		cfg.Bidirectional = true
+	case enc == "rnn" || enc == "":
+	default:
+		return refuse("encoder_type "+enc, "attnx converts RNN encoders (rnn, brnn), not "+enc)
+	}
+	if dec, ok := optString(opt, "decoder_type"); ok && dec != "rnn" {
+		return refuse("decoder_type "+dec, "attnx converts RNN decoders only")
+	}
+	if mt, ok := optString(opt, "model_type"); ok && mt != "text" {
+		return refuse("model_type "+mt, "attnx converts text models only")
+	}
+	switch rt, _ := optString(opt, "rnn_type"); rt {
+	case "LSTM":
+		cfg.Cell = LSTM
+	case "GRU":
+		cfg.Cell = GRU
+	default:
+		return refuse("rnn_type "+rt, "attnx converts LSTM and GRU cells (SRU is not supported)")
+	}
+	switch ga, _ := optString(opt, "global_attention"); ga {
+	case "dot":
+		cfg.Arch = OpenNMTDot
+	case "general":
+		cfg.Arch = OpenNMTGeneral
+	case "mlp":
+		cfg.Arch = OpenNMTMLP
+	default:
+		return refuse("global_attention "+ga, "attnx converts attention models (dot, general, mlp)")
+	}
+	if f, ok := optString(opt, "global_attention_function"); ok && f != "softmax" {
+		return refuse("global_attention_function "+f, "attnx computes softmax attention (sparsemax is not supported)")
+	}
+	for _, o := range []struct{ key, why string }{
+		{"copy_attn", "copy attention (a pointer-generator) is not supported"},
+		{"coverage_attn", "coverage attention is not supported"},
+		{"context_gate", "context gates are not supported"},
+		{"position_encoding", "position encoding on an RNN's embeddings is not supported"},
+		{"reuse_copy_attn", "copy attention is not supported"},
+	} {
+		if optBool(opt, o.key) {
+			return refuse(o.key, o.why)
+		}
+	}
+	if n, ok := optInt(opt, "n_src_feats"); ok && n > 0 {
+		return refuse("n_src_feats", "source features are not supported")
+	}
+	if feats, ok := opt["src_feats"].(map[string]any); ok && len(feats) > 0 {
+		return refuse("src_feats", "source features are not supported")
+	}
+	if n, ok := optInt(opt, "input_feed"); ok {
+		cfg.InputFeed = n != 0
+	} else {
+		cfg.InputFeed = true // OpenNMT-py's default
+	}
+	if optBool(opt, "bridge") {
+		cfg.Bridge = "relu-linear"
+	}
+
+	// Sizes from the shapes.
+	dims := func(k string) ([]int64, error) {
+		d, ok := shapes[k]
+		if !ok {
+			return nil, keysError("OpenNMT-py checkpoint is missing key %s", k)
+		}
+		if len(d) != 2 {
+			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions", k, d)
+		}
+		return d, nil
+	}
+	src, err := dims(onmtSrcEmb)
+	if err != nil {
+		return cfg, err
+	}
+	tgt, err := dims(onmtTgtEmb)
+	if err != nil {
+		return cfg, err
+	}
+	gen, err := dims("generator.weight")
+	if err != nil {
+		return cfg, err
+	}
+	hh, err := dims("encoder.rnn.weight_hh_l0")
+	if err != nil {
+		return cfg, err
+	}
+	cfg.SrcVocab, cfg.Embedding = int(src[0]), int(src[1])
+	cfg.TgtVocab, cfg.TgtEmbedding = int(tgt[0]), int(tgt[1])
+	cfg.Hidden = int(gen[1])
+	cfg.EncoderHidden = int(hh[1])
+	if hh[0] != int64(cfg.Cell.gates())*hh[1] {
+		return cfg, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but opt.rnn_type %s has %d gate blocks", hh, strings.ToUpper(string(cfg.Cell)), cfg.Cell.gates())
+	}
+	count := func(prefix string) int {
+		n := 0
+		for n < 64 {
+			if _, ok := shapes[fmt.Sprintf(prefix, n)]; !ok {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	cfg.EncoderLayers = count("encoder.rnn.weight_ih_l%d")
+	if cfg.InputFeed {
+		cfg.Layers = count("decoder.rnn.layers.%d.weight_ih")
+	} else {
+		cfg.Layers = count("decoder.rnn.weight_ih_l%d")
+	}
+	if cfg.Layers == 0 {
+		what := "decoder.rnn.weight_ih_l0 (opt.input_feed 0: an nn.LSTM/GRU)"
+		if cfg.InputFeed {
+			what = "decoder.rnn.layers.0.weight_ih (opt.input_feed 1: a stack of cells)"
+		}
+		return cfg, keysError("OpenNMT-py checkpoint has no %s", what)
+	}
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"enc_layers", cfg.EncoderLayers}, {"dec_layers", cfg.Layers}, {"enc_hid_size", cfg.EncoderHidden * cfg.Directions()}, {"dec_hid_size", cfg.Hidden}, {"enc_rnn_size", cfg.EncoderHidden * cfg.Directions()}, {"dec_rnn_size", cfg.Hidden}} {
+		if v, ok := optInt(opt, c.key); ok && v > 0 && v != c.want {
+			return cfg, fmt.Errorf("OpenNMT-py option %s is %d, but the checkpoint's weights have %d", c.key, v, c.want)
+		}
+	}
+	if o.Version == 2 && cfg.Bridge != "" && cfg.EncoderLayers*cfg.Directions() > 1 {
+		return refuse("bridge", fmt.Sprintf("OpenNMT-py 2's bridge reshaped the final states without permuting them, which mixes the rows of a batch when layers x directions > 1 (here %d): a model trained so has no per-sentence meaning to export", cfg.EncoderLayers*cfg.Directions()))
+	}
+	if cfg.EncoderLayers == cfg.Layers {
+		cfg.EncoderLayers = 0
+	}
+	if cfg.EncoderHidden == cfg.Hidden {
+		cfg.EncoderHidden = 0
+	}
+	if cfg.TgtEmbedding == cfg.Embedding {
+		cfg.TgtEmbedding = 0
+	}
+	return cfg, cfg.Validate()
+}

@@ -1,0 +1,244 @@
+package modeldir
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/checkpoint"
+)
+
+// toolkitModel is a toolkit's checkpoint read and converted, with what its
+// files say beyond the weights: vocabularies, special tokens, how a
+// source sentence is wrapped and the toolkit's decoding rules.
+type toolkitModel struct {
+	w        *attention.Weights
+	notes    []string
+	toolkit  Toolkit
+	src, tgt []string
+	special  attention.Special
+	prefix   []int64
+	suffix   []int64
+	rules    *attention.Rules
+}
+
+// isToolkit reports whether a state dict is a toolkit's checkpoint: one
+// the reader recognised by its entries (OpenNMT-py, JoeyNMT, chatbot), or
+// a bentrevett tutorial state_dict by its keys.
+func isToolkit(sd *checkpoint.StateDict) bool {
+	return sd.Origin != nil || attention.IsBentrevett(shapesOf(sd))
+}
+
+func shapesOf(sd *checkpoint.StateDict) map[string][]int64 {
+	shapes := make(map[string][]int64, len(sd.Tensors))
+	for k, t := range sd.Tensors {
+		shapes[k] = t.Dims
+	}
+	return shapes
+}
+
+// readToolkit converts a toolkit's checkpoint. With cfg set (attnx verify,
+// which has attnx.json) the model's configuration is cfg and the
+// toolkit's own options are not read again.
+func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig string, cfg *attention.Config, aopt attention.Options) (*toolkitModel, error) {
+	path := files.Path
+	convert := func(read func() (attention.Config, error)) (*attention.Weights, []string, error) {
+		c := attention.Config{}
+		if cfg != nil {
+			c = *cfg
+		} else {
+			var err error
+			if c, err = read(); err != nil {
+				return nil, nil, err
+			}
+		}
+		return attention.FromToolkit(c, sd.Tensors, aopt)
+	}
+	tm := &toolkitModel{special: attention.Special{SOS: -1, EOS: -1, PAD: -1, UNK: -1}}
+	var err error
+	switch {
+	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitOpenNMT:
+		o, err := checkpoint.ReadOpenNMT(sd, path)
+		if err != nil {
+			return nil, err
+		}
+		if tm.w, tm.notes, err = convert(func() (attention.Config, error) {
+			return attention.OpenNMTConfig(attention.OpenNMTOptions{Opt: o.Opt, Version: o.Version}, shapesOf(sd))
+		}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		format := "OpenNMT-py .pt (model, generator, vocab, opt)"
+		if o.WeightsFile != "" {
+			format = "OpenNMT-py .pt (vocab, opt) with " + filepath.Base(o.WeightsFile)
+		}
+		tm.toolkit = Toolkit{Name: "OpenNMT-py", Version: strconv.Itoa(o.Version) + ".x", Format: format}
+		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
+		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}
+		tm.notes = append(tm.notes, "OpenNMT-py sources have no <s> or </s>: text is translated as its tokens alone")
+	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitChatbot:
+		c, err := checkpoint.ReadChatbot(sd, path)
+		if err != nil {
+			return nil, err
+		}
+		// The checkpoint's keys and shapes say everything about the model.
+		if tm.w, tm.notes, err = attention.ChatbotModel(sd.Tensors, aopt); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tm.toolkit = Toolkit{Name: "PyTorch chatbot tutorial", Format: fmt.Sprintf("checkpoint dict (en, de, embedding, voc_dict) of iteration %d", c.Iteration)}
+		tm.src, tm.tgt = c.Vocab, c.Vocab
+		tm.special = attention.Special{SOS: c.SOS, EOS: c.EOS, PAD: c.PAD, UNK: -1}
+		tm.suffix = []int64{c.EOS}
+	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitJoeyNMT:
+		if toolkitConfig == "" {
+			toolkitConfig = filepath.Join(filepath.Dir(path), "config.yaml")
+		}
+		if cfg != nil {
+			if tm.w, tm.notes, err = convert(nil); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return tm, nil
+		}
+		j, err := checkpoint.ReadJoeyNMT(toolkitConfig)
+		if err != nil {
+			return nil, fmt.Errorf("%s is a JoeyNMT checkpoint: its architecture and vocabularies are in the model directory's config.yaml (pass --config FILE): %w", path, err)
+		}
+		m := j.Model
+		if tm.w, tm.notes, err = convert(func() (attention.Config, error) {
+			return attention.JoeyConfig(attention.JoeyOptions{
+				EncoderType: m.Encoder.Type, DecoderType: m.Decoder.Type,
+				EncoderRNNType: m.Encoder.RNNType, DecoderRNNType: m.Decoder.RNNType,
+				Bidirectional: m.Encoder.Bidirectional, Attention: m.Decoder.Attention,
+				InputFeeding: m.Decoder.InputFeeding, InitHidden: m.Decoder.InitHidden, Activation: m.Decoder.Activation,
+				ScaleSrc: m.Encoder.Embeddings.Scale, ScaleTgt: m.Decoder.Embeddings.Scale,
+				EncoderHidden: m.Encoder.HiddenSize, DecoderHidden: m.Decoder.HiddenSize,
+				EncoderLayers: m.Encoder.NumLayers, DecoderLayers: m.Decoder.NumLayers,
+			}, shapesOf(sd))
+		}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		version := j.Version
+		if version == "" {
+			version = "1.x"
+		}
+		tm.toolkit = Toolkit{Name: "JoeyNMT", Version: version, Format: "checkpoint (model_state) with " + filepath.Base(toolkitConfig) + ", " + filepath.Base(j.VocabFiles[0]) + ", " + filepath.Base(j.VocabFiles[1])}
+		tm.src, tm.tgt = j.SrcVocab, j.TrgVocab
+		sp := j.Specials
+		tm.special = attention.Special{SOS: index(j.TrgVocab, sp.BOS), EOS: index(j.TrgVocab, sp.EOS), PAD: index(j.TrgVocab, sp.PAD), UNK: index(j.SrcVocab, sp.UNK)}
+		if eos := index(j.SrcVocab, sp.EOS); eos >= 0 {
+			tm.suffix = []int64{eos}
+		}
+		tm.rules = joeyRules(j.Version, tm.special)
+		if tm.rules != nil {
+			tm.notes = append(tm.notes, "decoding as "+tm.rules.Origin)
+		}
+	case attention.IsBentrevett(shapesOf(sd)):
+		if tm.w, tm.notes, err = attention.BentrevettModel(sd.Tensors, aopt); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		era := "2020"
+		if len(tm.notes) > 0 {
+			if _, rest, ok := strings.Cut(tm.notes[0], "model, "); ok {
+				era, _, _ = strings.Cut(rest, " key names")
+			}
+		}
+		tm.toolkit = Toolkit{Name: "bentrevett/pytorch-seq2seq", Version: "tutorial 3/4, " + era + " key names", Format: "state_dict"}
+		// torchtext's order, which the tutorial's vocabularies have:
+		// <unk> 0, <pad> 1, <sos> 2, <eos> 3 on both sides.
+		tm.special = attention.Special{SOS: 2, EOS: 3, PAD: 1, UNK: 0}
+	default:
+		return nil, fmt.Errorf("%s: not a toolkit checkpoint", path)
+	}
+	return tm, nil
+}
+
+// joeyRules are the decoding rules of the JoeyNMT version that wrote a
+// config (its joeynmt_version): 2.3 never chooses <s> or <pad> in greedy
+// search and <s> in beam search, and no version 2 ends at the first step
+// (min_output_length 1); 1.x searches by plain argmax.
+func joeyRules(version string, sp attention.Special) *attention.Rules {
+	major, minor := 0, 0
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) >= 1 {
+		major, _ = strconv.Atoi(parts[0])
+	}
+	if len(parts) >= 2 {
+		minor, _ = strconv.Atoi(parts[1])
+	}
+	switch {
+	case major >= 3 || (major == 2 && minor >= 3):
+		return &attention.Rules{Greedy: []int64{sp.SOS, sp.PAD}, Beam: []int64{sp.SOS}, EOSFromStep: 1,
+			Origin: "JoeyNMT " + version + ": greedy search never chooses <s> or <pad>, beam search never <s>, and </s> not at the first step"}
+	case major == 2:
+		return &attention.Rules{EOSFromStep: 1, Origin: "JoeyNMT " + version + ": </s> not at the first step"}
+	}
+	return nil
+}
+
+// toolkitInfo fills in attnx.json for a toolkit's model: the
+// vocabularies, special tokens, source wrapping and decoding rules its
+// files give, each special token overridable with its flag.
+func toolkitInfo(info *Info, opt Options, tm *toolkitModel) (*Info, []string, error) {
+	cfg := info.Config
+	info.Toolkit = &tm.toolkit
+	info.SrcPrefix, info.SrcSuffix, info.Decoding = tm.prefix, tm.suffix, tm.rules
+	var notes []string
+	for _, v := range []struct {
+		toks []string
+		n    int
+		side string
+		dst  *[]string
+	}{{tm.src, cfg.SrcVocab, "source", &info.SrcTokens}, {tm.tgt, cfg.TgtVocab, "target", &info.TgtTokens}} {
+		if v.toks == nil {
+			continue
+		}
+		if len(v.toks) != v.n {
+			return nil, nil, fmt.Errorf("%s: the %s vocabulary has %d tokens, but the model's %s embedding has %d rows", tm.toolkit.Name, v.side, len(v.toks), v.side, v.n)
+		}
+		*v.dst = v.toks
+	}
+	var err error
+	for _, f := range []struct {
+		flag, side string
+		dst        *[]string
+		n          int
+	}{{opt.SrcVocab, "source", &info.SrcTokens, cfg.SrcVocab}, {opt.TgtVocab, "target", &info.TgtTokens, cfg.TgtVocab}} {
+		if f.flag == "" {
+			continue
+		}
+		name := "--src-vocab"
+		if f.side == "target" {
+			name = "--tgt-vocab"
+		}
+		if *f.dst, err = ReadVocab(f.flag, name, f.side, f.n); err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, fmt.Sprintf("%s %s replaces the vocabulary of the %s files", name, f.flag, tm.toolkit.Name))
+	}
+	sp := tm.special
+	for _, o := range []struct {
+		dst  *int64
+		flag *int64
+		name string
+	}{{&sp.SOS, opt.SOS, "sos"}, {&sp.EOS, opt.EOS, "eos"}, {&sp.PAD, opt.PAD, "pad"}, {&sp.UNK, opt.UNK, "unk"}} {
+		if o.flag != nil {
+			*o.dst = *o.flag
+		} else if *o.dst < 0 && o.name != "unk" {
+			return nil, nil, fmt.Errorf("%s: its vocabulary has no %s token; pass --%s N", tm.toolkit.Name, strings.ToUpper(o.name), o.name)
+		}
+	}
+	info.Special = sp
+	if tm.toolkit.Name == "bentrevett/pytorch-seq2seq" {
+		// The tutorial wraps every source in <sos> ... <eos>; its
+		// torchtext vocabularies put them at the same ids on both sides.
+		info.SrcPrefix, info.SrcSuffix = []int64{sp.SOS}, []int64{sp.EOS}
+		if opt.SOS == nil && opt.EOS == nil && opt.PAD == nil && opt.UNK == nil {
+			notes = append(notes, "special tokens <unk> 0, <pad> 1, <sos> 2, <eos> 3: torchtext's order, which the tutorial's vocabularies have (pass --sos/--eos/--pad/--unk if yours differ); sources are wrapped in <sos> ... <eos>")
+		}
+	}
+	if err := sp.Check(cfg); err != nil {
+		return nil, nil, err
+	}
+	return info, notes, nil
+}

@@ -1,0 +1,684 @@
+"""attnx reference for the toolkits' models (docs/toolkits.md): OpenNMT-py's
+RNN models, JoeyNMT's recurrent models, bentrevett/pytorch-seq2seq's
+tutorial 3/4 model and PyTorch's chatbot tutorial model.
+
+Written for attnx from the toolkits' published math, independently of the
+Go code: each model is built from a config (attnx.json's fields) with its
+toolkit's own parameter names, so that a toolkit's checkpoint loads into it
+with load_state_dict(strict=True), and it computes one decoder step the way
+its toolkit does. It also writes checkpoints the way each toolkit saves
+them (save_*), so that tests have files of every layout without the
+toolkits installed.
+
+Every model exposes the reference interface of attnx_reference: encoder(ids,
+lengths) -> (encoder_outputs [B,S,C], state tuple) and decoder(input_ids,
+state, encoder_outputs, lengths) -> (log_probs [B,Vt], next state tuple,
+attention [B,S]); state_names names the tuple's entries as decoder.onnx
+does (hidden, cell, input_feed), each [rows, B, width].
+
+Sources are packed (each row's own length), and attention is masked past
+each length in every model: that is each toolkit's computation for a row
+decoded alone (the chatbot and bentrevett's tutorial 3 mask nothing, which
+only changes padded batches).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import types
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+ONMT_ARCHS = ("onmt-dot", "onmt-general", "onmt-mlp")
+JOEY_ARCHS = ("joey-bahdanau", "joey-luong")
+CHATBOT_ARCHS = ("chatbot-dot", "chatbot-general", "chatbot-concat")
+TOOLKIT_ARCHS = ONMT_ARCHS + JOEY_ARCHS + ("bentrevett",) + CHATBOT_ARCHS
+
+
+class ToolkitError(Exception):
+    """A user-facing error."""
+
+
+def _rnn(cell, input_size, hidden, layers, bidirectional=False, batch_first=True):
+    cls = nn.LSTM if cell == "lstm" else nn.GRU
+    return cls(input_size, hidden, layers, batch_first=batch_first, bidirectional=bidirectional)
+
+
+def _run(rnn, x, state):
+    """rnn on x from state (tuple or None) -> (output, state tuple)."""
+    if isinstance(rnn, nn.LSTM):
+        out, (h, c) = rnn(x, state)
+        return out, (h, c)
+    out, h = rnn(x, None if state is None else state[0])
+    return out, (h,)
+
+
+def _packed(rnn, emb, lengths):
+    """The encoder RNN over each row's own length: (outputs [B,S,D*h] zero
+    past the length, final state tuple [L*D,B,h])."""
+    S = emb.shape[1]
+    packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, state = _run(rnn, packed, None)
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=S)
+    return out, state
+
+
+def _mask(lengths, S):
+    return torch.arange(S).unsqueeze(0) >= lengths.unsqueeze(1)
+
+
+def _softmax_masked(scores, lengths):
+    return F.softmax(scores.masked_fill(_mask(lengths, scores.shape[1]), float("-inf")), dim=1)
+
+
+def _module(**children):
+    m = nn.Module()
+    for k, v in children.items():
+        m.add_module(k, v)
+    return m
+
+
+def _cfg(cfg, key, default=None):
+    v = cfg.get(key)
+    return default if v in (None, 0, "") else v
+
+
+class _Sizes:
+    def __init__(self, cfg):
+        self.arch = cfg["arch"]
+        self.cell = cfg.get("cell") or "lstm"
+        self.H = cfg["hidden_size"]
+        self.E = _cfg(cfg, "embedding_size", self.H)
+        self.Et = _cfg(cfg, "tgt_embedding_size", self.E)
+        self.L = cfg["num_layers"]
+        self.Le = _cfg(cfg, "encoder_layers", self.L)
+        self.h = _cfg(cfg, "encoder_hidden_size", self.H)
+        self.bi = bool(cfg.get("bidirectional"))
+        self.Vs = cfg["src_vocab_size"]
+        self.Vt = cfg["tgt_vocab_size"]
+        self.input_feed = bool(cfg.get("input_feed"))
+        self.bridge = cfg.get("bridge") or ""
+        self.scale_src = bool(cfg.get("src_embedding_scale"))
+        self.scale_tgt = bool(cfg.get("tgt_embedding_scale"))
+
+
+class ToolkitModel(nn.Module):
+    """Base: the parameters live in the subclass under the toolkit's names."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = dict(cfg)
+        self.sz = _Sizes(cfg)
+
+    @property
+    def state_names(self):
+        names = ["hidden"]
+        if self.sz.cell == "lstm":
+            names.append("cell")
+        if self.sz.input_feed:
+            names.append("input_feed")
+        return tuple(names)
+
+    @property
+    def config(self):
+        return {"arch": self.sz.arch, "src_vocab": self.sz.Vs, "tgt_vocab": self.sz.Vt}
+
+    @property
+    def output_size(self):
+        return self.sz.Vt
+
+
+# --------------------------------------------------------------------------
+# OpenNMT-py
+
+
+class _StackedCells(nn.Module):
+    """OpenNMT-py's StackedLSTM / StackedGRU: layers of cells, the input
+    feeding the first."""
+
+    def __init__(self, cell, layers, input_size, hidden):
+        super().__init__()
+        cls = nn.LSTMCell if cell == "lstm" else nn.GRUCell
+        self.lstm = cell == "lstm"
+        self.layers = nn.ModuleList([cls(input_size if i == 0 else hidden, hidden) for i in range(layers)])
+
+    def forward(self, x, state):
+        hs, cs = [], []
+        for i, layer in enumerate(self.layers):
+            if self.lstm:
+                h, c = layer(x, (state[0][i], state[1][i]))
+                cs.append(c)
+            else:
+                h = layer(x, state[0][i])
+            hs.append(h)
+            x = h
+        out = (torch.stack(hs),) + ((torch.stack(cs),) if self.lstm else ())
+        return x, out
+
+
+class OpenNMTModel(ToolkitModel):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        s = self.sz
+        self.attn_type = s.arch.split("-", 1)[1]
+        D = 2 if s.bi else 1
+        enc_emb = nn.Embedding(s.Vs, s.E)
+        dec_emb = nn.Embedding(s.Vt, s.Et)
+        enc = _module(embeddings=_module(make_embedding=_module(emb_luts=nn.ModuleList([enc_emb]))),
+                      rnn=_rnn(s.cell, s.E, s.h, s.Le, s.bi))
+        if s.bridge == "relu-linear":
+            n = 2 if s.cell == "lstm" else 1
+            enc.add_module("bridge", nn.ModuleList([nn.Linear(s.h * s.Le, s.h * s.Le) for _ in range(n)]))
+        if s.input_feed:
+            rnn = _StackedCells(s.cell, s.L, s.Et + s.H, s.H)
+        else:
+            rnn = _rnn(s.cell, s.Et, s.H, s.L)
+        attn = nn.Module()
+        if self.attn_type == "general":
+            attn.linear_in = nn.Linear(s.H, s.H, bias=False)
+        elif self.attn_type == "mlp":
+            attn.linear_context = nn.Linear(s.H, s.H, bias=False)
+            attn.linear_query = nn.Linear(s.H, s.H, bias=True)
+            attn.v = nn.Linear(s.H, 1, bias=False)
+        attn.linear_out = nn.Linear(2 * s.H, s.H, bias=self.attn_type == "mlp")
+        dec = _module(embeddings=_module(make_embedding=_module(emb_luts=nn.ModuleList([dec_emb]))), rnn=rnn, attn=attn)
+        self.add_module("encoder", enc)
+        self.add_module("decoder", dec)
+        self.generator = nn.Linear(s.H, s.Vt)
+        self.D = D
+
+    def encode(self, ids, lengths):
+        s = self.sz
+        emb = self.encoder.embeddings.make_embedding.emb_luts[0](ids)
+        out, state = _packed(self.encoder.rnn, emb, lengths)
+        if s.bridge == "relu-linear":
+            state = tuple(self._bridge(i, st) for i, st in enumerate(state))
+        if s.bi:
+            # per layer [forward; backward] (OpenNMT-py's _fix_enc_hidden)
+            state = tuple(torch.cat([st[0::2], st[1::2]], 2) for st in state)
+        if s.input_feed:
+            state = state + (torch.zeros(1, ids.shape[0], s.H),)
+        return out, state
+
+    def _bridge(self, i, st):
+        total = self.sz.h * self.sz.Le
+        x = st.permute(1, 0, 2).contiguous()
+        size = x.size()
+        y = F.relu(self.encoder.bridge[i](x.view(-1, total))).view(size)
+        return y.permute(1, 0, 2).contiguous()
+
+    def step(self, ids, state, enc, lengths):
+        s = self.sz
+        emb = self.decoder.embeddings.make_embedding.emb_luts[0](ids)
+        n = 2 if s.cell == "lstm" else 1
+        if s.input_feed:
+            x = torch.cat([emb, state[n][0]], 1)
+            q, rnn_state = self.decoder.rnn(x, state[:n])
+        else:
+            out, rnn_state = _run(self.decoder.rnn, emb.unsqueeze(1), state[:n])
+            q = out[:, 0]
+        a = self.decoder.attn
+        if self.attn_type == "dot":
+            scores = torch.bmm(enc, q.unsqueeze(2)).squeeze(2)
+        elif self.attn_type == "general":
+            scores = torch.bmm(enc, a.linear_in(q).unsqueeze(2)).squeeze(2)
+        else:
+            wq = a.linear_query(q).unsqueeze(1)
+            uh = a.linear_context(enc)
+            scores = a.v(torch.tanh(wq + uh)).squeeze(2)
+        p = _softmax_masked(scores, lengths)
+        c = torch.bmm(p.unsqueeze(1), enc).squeeze(1)
+        o = a.linear_out(torch.cat([c, q], 1))
+        if self.attn_type != "mlp":
+            o = torch.tanh(o)
+        lp = F.log_softmax(self.generator(o), dim=-1)
+        nstate = tuple(rnn_state) + ((o.unsqueeze(0),) if s.input_feed else ())
+        return lp, nstate, p
+
+
+# --------------------------------------------------------------------------
+# JoeyNMT
+
+
+class JoeyModel(ToolkitModel):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        s = self.sz
+        C = 2 * s.h
+        self.src_embed = _module(lut=nn.Embedding(s.Vs, s.E))
+        self.trg_embed = _module(lut=nn.Embedding(s.Vt, s.Et))
+        self.encoder = _module(rnn=_rnn(s.cell, s.E, s.h, s.Le, True))
+        dec = nn.Module()
+        dec.rnn = _rnn(s.cell, s.Et + (s.H if s.input_feed else 0), s.H, s.L)
+        dec.att_vector_layer = nn.Linear(s.H + C, s.H, bias=True)
+        dec.output_layer = nn.Linear(s.H, s.Vt, bias=False)
+        att = nn.Module()
+        att.key_layer = nn.Linear(C, s.H, bias=False)
+        if s.arch == "joey-bahdanau":
+            att.query_layer = nn.Linear(s.H, s.H, bias=False)
+            att.energy_layer = nn.Linear(s.H, 1, bias=False)
+        dec.attention = att
+        if (s.bridge or "bridge") == "bridge":
+            dec.bridge_layer = nn.Linear(C, s.H, bias=True)
+        self.decoder = dec
+
+    def _embed(self, lut, ids, scale):
+        e = lut(ids)
+        return e * math.sqrt(lut.embedding_dim) if scale else e
+
+    def encode(self, ids, lengths):
+        s = self.sz
+        out, state = _packed(self.encoder.rnn, self._embed(self.src_embed.lut, ids, s.scale_src), lengths)
+        h = state[0].view(s.Le, 2, ids.shape[0], s.h)
+        final = torch.cat([h[-1:, 0], h[-1:, 1]], dim=2).squeeze(0)  # [B, 2h]
+        bridge = s.bridge or "bridge"
+        if bridge == "bridge":
+            h0 = torch.tanh(self.decoder.bridge_layer(final)).unsqueeze(0).repeat(s.L, 1, 1)
+        elif bridge == "last":
+            if final.shape[1] == 2 * s.H:
+                final = final[:, :s.H]
+            h0 = final.unsqueeze(0).repeat(s.L, 1, 1)
+        else:
+            h0 = final.new_zeros(s.L, ids.shape[0], s.H)
+        st = (h0, h0) if s.cell == "lstm" else (h0,)
+        if s.input_feed:
+            st = st + (torch.zeros(1, ids.shape[0], s.H),)
+        return out, st
+
+    def step(self, ids, state, enc, lengths):
+        s = self.sz
+        n = 2 if s.cell == "lstm" else 1
+        x = self._embed(self.trg_embed.lut, ids, s.scale_tgt).unsqueeze(1)
+        if s.input_feed:
+            x = torch.cat([x, state[n].transpose(0, 1)], dim=2)
+        _, rnn_state = _run(self.decoder.rnn, x, state[:n])
+        q = rnn_state[0][-1]
+        att = self.decoder.attention
+        keys = att.key_layer(enc)
+        if s.arch == "joey-bahdanau":
+            scores = att.energy_layer(torch.tanh(att.query_layer(q).unsqueeze(1) + keys)).squeeze(2)
+        else:
+            scores = torch.bmm(keys, q.unsqueeze(2)).squeeze(2)
+        p = _softmax_masked(scores, lengths)
+        ctx = torch.bmm(p.unsqueeze(1), enc).squeeze(1)
+        vec = torch.tanh(self.decoder.att_vector_layer(torch.cat([q, ctx], 1)))
+        lp = F.log_softmax(self.decoder.output_layer(vec), dim=-1)
+        nstate = tuple(rnn_state) + ((vec.unsqueeze(0),) if s.input_feed else ())
+        return lp, nstate, p
+
+
+# --------------------------------------------------------------------------
+# bentrevett/pytorch-seq2seq tutorial 3/4
+
+# Each era's names -> the 2020 names this module uses.
+BENTREVETT_ERAS = {
+    "2023": {"decoder.attention.attn_fc.weight": "decoder.attention.attn.weight",
+             "decoder.attention.attn_fc.bias": "decoder.attention.attn.bias",
+             "decoder.attention.v_fc.weight": "decoder.attention.v.weight"},
+    "2018": {"decoder.out.weight": "decoder.fc_out.weight", "decoder.out.bias": "decoder.fc_out.bias"},
+}
+
+
+def bentrevett_2020_names(state):
+    """A state_dict of any era under the 2020 names (v [H] becomes [1, H])."""
+    out = dict(state)
+    for names in BENTREVETT_ERAS.values():
+        for old, new in names.items():
+            if old in out:
+                out[new] = out.pop(old)
+    if "decoder.attention.v" in out:
+        out["decoder.attention.v.weight"] = out.pop("decoder.attention.v").unsqueeze(0)
+    return out
+
+
+def bentrevett_config(state):
+    state = bentrevett_2020_names(state)
+    Vs, E = state["encoder.embedding.weight"].shape
+    Vt, Et = state["decoder.embedding.weight"].shape
+    h = state["encoder.rnn.weight_hh_l0"].shape[1]
+    H = state["encoder.fc.weight"].shape[0]
+    return {"arch": "bentrevett", "cell": "gru", "hidden_size": H, "embedding_size": E, "tgt_embedding_size": Et,
+            "num_layers": 1, "encoder_layers": 1, "encoder_hidden_size": h, "bidirectional": True,
+            "src_vocab_size": Vs, "tgt_vocab_size": Vt}
+
+
+class BentrevettModel(ToolkitModel):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        s = self.sz
+        self.encoder = _module(embedding=nn.Embedding(s.Vs, s.E), rnn=nn.GRU(s.E, s.h, bidirectional=True),
+                               fc=nn.Linear(2 * s.h, s.H))
+        att = _module(attn=nn.Linear(2 * s.h + s.H, s.H), v=nn.Linear(s.H, 1, bias=False))
+        self.decoder = _module(attention=att, embedding=nn.Embedding(s.Vt, s.Et), rnn=nn.GRU(2 * s.h + s.Et, s.H),
+                               fc_out=nn.Linear(2 * s.h + s.H + s.Et, s.Vt))
+
+    def encode(self, ids, lengths):
+        emb = self.encoder.embedding(ids.t())  # [S, B, E]: the tutorial is sequence-first
+        packed = pack_padded_sequence(emb, lengths.cpu(), enforce_sorted=False)
+        out, hidden = self.encoder.rnn(packed)
+        out, _ = pad_packed_sequence(out, total_length=ids.shape[1])
+        hidden = torch.tanh(self.encoder.fc(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)))
+        return out.transpose(0, 1), (hidden.unsqueeze(0),)
+
+    def step(self, ids, state, enc, lengths):
+        d = self.decoder
+        hidden = state[0][0]  # [B, H]
+        S = enc.shape[1]
+        rep = hidden.unsqueeze(1).repeat(1, S, 1)
+        energy = torch.tanh(d.attention.attn(torch.cat((rep, enc), dim=2)))
+        a = _softmax_masked(d.attention.v(energy).squeeze(2), lengths)
+        embedded = d.embedding(ids).unsqueeze(0)  # [1, B, Et]
+        weighted = torch.bmm(a.unsqueeze(1), enc).permute(1, 0, 2)  # [1, B, C]
+        output, h = d.rnn(torch.cat((embedded, weighted), dim=2), hidden.unsqueeze(0))
+        pred = d.fc_out(torch.cat((output.squeeze(0), weighted.squeeze(0), embedded.squeeze(0)), dim=1))
+        return F.log_softmax(pred, dim=-1), (h,), a
+
+
+# --------------------------------------------------------------------------
+# PyTorch chatbot tutorial
+
+
+class ChatbotModel(ToolkitModel):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        s = self.sz
+        self.score = s.arch.split("-", 1)[1]
+        self.embedding = nn.Embedding(s.Vs, s.H)
+        self.encoder = _module(gru=nn.GRU(s.H, s.H, s.Le, bidirectional=True))
+        att = nn.Module()
+        if self.score == "general":
+            att.attn = nn.Linear(s.H, s.H)
+        elif self.score == "concat":
+            att.attn = nn.Linear(2 * s.H, s.H)
+            att.v = nn.Parameter(torch.empty(s.H).uniform_(-0.1, 0.1))
+        self.decoder = _module(gru=nn.GRU(s.H, s.H, s.L), attn=att, concat=nn.Linear(2 * s.H, s.H), out=nn.Linear(s.H, s.Vt))
+
+    def state_dict_as_saved(self):
+        """The tutorial's checkpoint entries: en, de and embedding."""
+        sd = self.state_dict()
+        en = {"embedding.weight": sd["embedding.weight"]}
+        en.update({k[len("encoder."):]: v for k, v in sd.items() if k.startswith("encoder.")})
+        de = {"embedding.weight": sd["embedding.weight"]}
+        de.update({k[len("decoder."):]: v for k, v in sd.items() if k.startswith("decoder.")})
+        return en, de, {"weight": sd["embedding.weight"]}
+
+    def encode(self, ids, lengths):
+        emb = self.embedding(ids.t())
+        packed = pack_padded_sequence(emb, lengths.cpu(), enforce_sorted=False)
+        out, hidden = self.encoder.gru(packed)
+        out, _ = pad_packed_sequence(out, total_length=ids.shape[1])
+        H = self.sz.H
+        out = out[:, :, :H] + out[:, :, H:]
+        return out.transpose(0, 1), (hidden[:self.sz.L],)
+
+    def step(self, ids, state, enc, lengths):
+        d = self.decoder
+        out, h = d.gru(self.embedding(ids).unsqueeze(0), state[0])
+        q = out[0]  # [B, H]
+        if self.score == "dot":
+            scores = torch.sum(q.unsqueeze(1) * enc, dim=2)
+        elif self.score == "general":
+            scores = torch.sum(q.unsqueeze(1) * d.attn.attn(enc), dim=2)
+        else:
+            e = d.attn.attn(torch.cat((q.unsqueeze(1).expand(-1, enc.shape[1], -1), enc), 2)).tanh()
+            scores = torch.sum(d.attn.v * e, dim=2)
+        a = _softmax_masked(scores, lengths)
+        ctx = torch.bmm(a.unsqueeze(1), enc).squeeze(1)
+        co = torch.tanh(d.concat(torch.cat((q, ctx), 1)))
+        return F.log_softmax(d.out(co), dim=1), (h,), a
+
+
+# --------------------------------------------------------------------------
+# Building, loading, the reference interface
+
+
+def build(cfg):
+    arch = cfg["arch"]
+    if arch in ONMT_ARCHS:
+        return OpenNMTModel(cfg)
+    if arch in JOEY_ARCHS:
+        return JoeyModel(cfg)
+    if arch == "bentrevett":
+        return BentrevettModel(cfg)
+    if arch in CHATBOT_ARCHS:
+        return ChatbotModel(cfg)
+    raise ToolkitError("unknown toolkit architecture %r (want one of %s)" % (arch, ", ".join(TOOLKIT_ARCHS)))
+
+
+def checkpoint_names(model, state):
+    """A checkpoint's tensors (as the Go reader names them) under the
+    model's parameter names."""
+    if isinstance(model, BentrevettModel):
+        return bentrevett_2020_names(state)
+    if isinstance(model, ChatbotModel):
+        out = {k: v for k, v in state.items() if k not in ("encoder.embedding.weight", "decoder.embedding.weight")}
+        if "embedding.weight" not in out and "encoder.embedding.weight" in state:
+            out["embedding.weight"] = state["encoder.embedding.weight"]
+        return out
+    return state
+
+
+def load(cfg, state):
+    model = build(cfg)
+    state = checkpoint_names(model, state)
+    expected = model.state_dict()
+    missing = sorted(k for k in expected if k not in state)
+    unexpected = sorted(k for k in state if k not in expected)
+    if missing or unexpected:
+        raise ToolkitError("checkpoint keys do not match a %s model: missing %s, unexpected %s" % (cfg["arch"], missing, unexpected))
+    for k, v in state.items():
+        if tuple(v.shape) != tuple(expected[k].shape):
+            raise ToolkitError("%s has shape %s, want %s" % (k, list(v.shape), list(expected[k].shape)))
+    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    return model.eval()
+
+
+class _Fn:
+    def __init__(self, fn, output_size):
+        self.fn, self.output_size = fn, output_size
+
+    def __call__(self, *a):
+        return self.fn(*a)
+
+
+class Reference:
+    """A toolkit model behind attnx_reference's interface (encoder, decoder,
+    config, state_names), as run_steps, greedy_decode and beam_search use
+    it."""
+
+    def __init__(self, model):
+        self.model = model
+        self.encoder = _Fn(model.encode, model.output_size)
+        self.decoder = _Fn(model.step, model.output_size)
+        self.state_names = model.state_names
+        self.config = model.config
+
+    def eval(self):
+        return self
+
+    def double(self):
+        import copy
+        return Reference(copy.deepcopy(self.model).double())
+
+
+def randomize(model, seed, std=0.5):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * std)
+    return model
+
+
+# --------------------------------------------------------------------------
+# Saving as the toolkits save
+
+
+def onmt_opt(cfg, version=3):
+    """An argparse.Namespace with the options OpenNMT-py's model builder
+    reads for this config."""
+    s = _Sizes(cfg)
+    o = argparse.Namespace()
+    o.model_type = "text"
+    o.encoder_type = "brnn" if s.bi else "rnn"
+    o.decoder_type = "rnn"
+    o.rnn_type = s.cell.upper()
+    o.enc_layers, o.dec_layers = s.Le, s.L
+    if version >= 3:
+        o.enc_hid_size = o.dec_hid_size = s.H
+    else:
+        o.rnn_size = s.H
+    o.src_word_vec_size, o.tgt_word_vec_size = s.E, s.Et
+    o.word_vec_size = s.E if s.E == s.Et else -1
+    o.input_feed = 1 if s.input_feed else 0
+    o.global_attention = s.arch.split("-", 1)[1]
+    o.global_attention_function = "softmax"
+    o.bridge = s.bridge == "relu-linear"
+    o.coverage_attn = False
+    o.context_gate = None
+    o.copy_attn = False
+    o.position_encoding = False
+    o.feat_merge = "concat"
+    o.share_decoder_embeddings = False
+    o.share_embeddings = False
+    o.dropout = [0.3]
+    o.attention_dropout = [0.1]
+    return o
+
+
+def onmt_vocab(n, side, version=3):
+    """A vocabulary list of n tokens as OpenNMT-py builds it: specials first."""
+    if version >= 3:
+        specials = ["<unk>", "<blank>", "<s>", "</s>"]
+    else:
+        specials = ["<unk>", "<blank>"] + (["<s>", "</s>"] if side == "tgt" else [])
+    words = ["%s%d" % ("w" if side == "src" else "t", i) for i in range(n - len(specials))]
+    return (specials + words)[:n]
+
+
+def save_onmt_v3(model, path, src_vocab, tgt_vocab, safetensors_step=None):
+    """OpenNMT-py 3.x's checkpoint dict; with safetensors_step the weights go
+    to <base>_step_N.safetensors beside it (its trainer's naming) and the .pt
+    holds vocab, opt and optim only."""
+    sd = model.state_dict()
+    ckpt = {"model": {k: v for k, v in sd.items() if not k.startswith("generator.")},
+            "generator": {k[len("generator."):]: v for k, v in sd.items() if k.startswith("generator.")},
+            "vocab": {"src": list(src_vocab), "tgt": list(tgt_vocab), "data_task": "seq2seq", "decoder_start_token": "<s>"},
+            "opt": onmt_opt(model.cfg, 3), "optim": {"step": 10}}
+    if safetensors_step is not None:
+        import attnx_reference as ref
+        base = path[:-3] if path.endswith(".pt") else path
+        ref.write_safetensors("%s_step_%d.safetensors" % (base, safetensors_step), {k: v.contiguous() for k, v in sd.items()})
+        ckpt["model"], ckpt["generator"] = None, None
+    torch.save(ckpt, path)
+
+
+def _fake_module(name, **classes):
+    """Registers a module called name with the given classes, so that pickle
+    names them as the real ones would be named (torchtext 0.5's Field,
+    OpenNMT-py 2's TextMultiField): the test writes v2 checkpoints without
+    either installed."""
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        parent = ".".join(parts[:i])
+        if parent not in sys.modules:
+            sys.modules[parent] = types.ModuleType(parent)
+    mod = types.ModuleType(name)
+    for cname, cls in classes.items():
+        cls.__module__, cls.__qualname__, cls.__name__ = name, cname, cname
+        setattr(mod, cname, cls)
+    sys.modules[name] = mod
+    return mod
+
+
+def save_onmt_v2(model, path, src_vocab, tgt_vocab):
+    """OpenNMT-py 2.x's checkpoint: generator keys 0.weight/0.bias, vocab as
+    torchtext 0.5 Fields (read by attnx through stand-ins for their itos)."""
+    class Vocab:  # noqa: D401 - a stand-in with torchtext's pickled state
+        pass
+
+    class Field:
+        pass
+
+    class TextMultiField:
+        pass
+    _fake_module("torchtext.vocab", Vocab=Vocab)
+    _fake_module("torchtext.data.field", Field=Field)
+    _fake_module("onmt.inputters.text_dataset", TextMultiField=TextMultiField)
+
+    def field(itos, init=None, eos=None):
+        v = Vocab()
+        from collections import Counter
+        v.itos, v.stoi, v.freqs, v.unk_index = list(itos), {t: i for i, t in enumerate(itos)}, Counter(itos), 0
+        f = Field()
+        f.vocab, f.init_token, f.eos_token, f.pad_token, f.unk_token = v, init, eos, "<blank>", "<unk>"
+        f.sequential, f.lower = True, False
+        m = TextMultiField()
+        m.base_name, m.fields = "src", [("src", f)]
+        return m
+    sd = model.state_dict()
+    ckpt = {"model": {k: v for k, v in sd.items() if not k.startswith("generator.")},
+            "generator": {"0." + k[len("generator."):]: v for k, v in sd.items() if k.startswith("generator.")},
+            "vocab": {"src": field(src_vocab), "tgt": field(tgt_vocab, "<s>", "</s>")},
+            "opt": onmt_opt(model.cfg, 2), "optim": {"step": 10}}
+    torch.save(ckpt, path)
+
+
+def save_joey(model, model_dir, src_vocab, trg_vocab, version="2.3.0", scale=False):
+    """JoeyNMT's model directory: best.ckpt (model_state and training state),
+    config.yaml naming the vocabulary files (relative paths) and the files."""
+    s = model.sz
+    os.makedirs(model_dir, exist_ok=True)
+    torch.save({"model_state": model.state_dict(), "optimizer_state": {}, "scheduler_state": None, "steps": 100,
+                "total_tokens": 1000, "best_ckpt_score": 1.0, "best_ckpt_iteration": 100}, os.path.join(model_dir, "best.ckpt"))
+    for name, vocab in (("src_vocab.txt", src_vocab), ("trg_vocab.txt", trg_vocab)):
+        with open(os.path.join(model_dir, name), "w") as f:
+            f.write("\n".join(vocab) + "\n")
+
+    def emb(size, sc):
+        return "            embedding_dim: %d\n            scale: %s\n" % (size, "true" if sc else "false")
+    cfg = ("name: \"attnx test\"\njoeynmt_version: \"%s\"\n"
+           "data:\n    src:\n        lang: \"de\"\n        voc_file: \"src_vocab.txt\"\n        level: \"word\"\n"
+           "    trg:\n        lang: \"en\"\n        voc_file: \"trg_vocab.txt\"\n        level: \"word\"\n"
+           "model:\n    tied_embeddings: false\n"
+           "    encoder:\n        type: \"recurrent\"\n        rnn_type: \"%s\"\n        embeddings:\n%s"
+           "        hidden_size: %d\n        bidirectional: true\n        num_layers: %d\n"
+           "    decoder:\n        type: \"recurrent\"\n        rnn_type: \"%s\"\n        embeddings:\n%s"
+           "        hidden_size: %d\n        attention: \"%s\"\n        num_layers: %d\n"
+           "        input_feeding: %s\n        init_hidden: \"%s\"\n") % (
+        version, s.cell, emb(s.E, scale), s.h, s.Le, s.cell, emb(s.Et, scale), s.H, s.arch.split("-", 1)[1], s.L,
+        "true" if s.input_feed else "false", s.bridge or "bridge")
+    with open(os.path.join(model_dir, "config.yaml"), "w") as f:
+        f.write(cfg)
+
+
+def save_bentrevett(model, path, era="2020"):
+    """The tutorial's state_dict under one era's key names."""
+    sd = dict(model.state_dict())
+    if era in ("2018", "2019"):
+        sd["decoder.attention.v"] = sd.pop("decoder.attention.v.weight")[0].clone()
+    if era == "2018":
+        sd["decoder.out.weight"] = sd.pop("decoder.fc_out.weight")
+        sd["decoder.out.bias"] = sd.pop("decoder.fc_out.bias")
+    if era == "2023":
+        for old, new in BENTREVETT_ERAS["2023"].items():
+            sd[old] = sd.pop(new)
+    torch.save(sd, path)
+
+
+def save_chatbot(model, path, words):
+    """The tutorial's checkpoint dict (its hosted 4000_checkpoint.tar): en,
+    de, embedding and voc_dict (PAD 0, SOS 1, EOS 2)."""
+    en, de, emb = model.state_dict_as_saved()
+    index2word = {0: "PAD", 1: "SOS", 2: "EOS"}
+    for i, w in enumerate(words):
+        index2word[i + 3] = w
+    voc = {"name": "cornell movie-dialogs corpus", "trimmed": True,
+           "word2index": {w: i + 3 for i, w in enumerate(words)}, "word2count": {w: 1 for w in words},
+           "index2word": index2word, "num_words": len(index2word)}
+    torch.save({"iteration": 4000, "en": en, "de": de, "en_opt": {}, "de_opt": {}, "loss": 1.0,
+                "voc_dict": voc, "embedding": emb}, path)
