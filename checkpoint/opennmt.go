@@ -207,4 +207,3 @@ func describePlain(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
-
