@@ -280,7 +280,9 @@ func detect(shapes map[string][]int64) (Architecture, error) {
 		}
 		var ev []string
 		for _, ar := range Architectures() {
-			ev = append(ev, fmt.Sprintf("%s: %s", ar.Name(), ar.Evidence()))
+			if !ar.Name().IsToolkit() { // recognised by their files, not these keys
+				ev = append(ev, fmt.Sprintf("%s: %s", ar.Name(), ar.Evidence()))
+			}
 		}
 		return nil, keysError("no known decoder architecture matches the checkpoint's decoder keys (%s); known architectures and their keys: %s",
 			strings.Join(decoder, ", "), strings.Join(ev, "; "))

@@ -186,7 +186,7 @@ func BentrevettModel(tensors map[string]*builder.Tensor, opt Options) (*Weights,
 	if hh[0] != 3*hh[1] {
 		return nil, nil, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, expected [3h h] (the tutorial's GRU)", hh)
 	}
-	cfg := Config{Arch: Bentrevett, Cell: GRU, Bidirectional: true, Layers: 1, EncoderLayers: 1,
+	cfg := Config{Arch: Bentrevett, Cell: GRU, Bidirectional: true, Layers: 1,
 		SrcVocab: int(src[0]), Embedding: int(src[1]), TgtVocab: int(tgt[0]), TgtEmbedding: int(tgt[1]),
 		EncoderHidden: int(hh[1]), Hidden: int(fc[0])}
 	if cfg.EncoderHidden == cfg.Hidden {

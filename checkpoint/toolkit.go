@@ -46,6 +46,9 @@ func (o *Object) Attr(name string) (any, bool) {
 	return v, ok
 }
 
+// toolkitNames are the toolkits' names for people.
+var toolkitNames = map[string]string{ToolkitOpenNMT: "OpenNMT-py", ToolkitJoeyNMT: "JoeyNMT", ToolkitChatbot: "chatbot tutorial"}
+
 // toolkitSignature says which toolkit a checkpoint dict comes from, by its
 // top-level entries, and where its tensors are: entry -> key prefix.
 func toolkitSignature(top []types.DictEntry) (string, [][2]string) {
@@ -102,9 +105,17 @@ func selectToolkit(top []types.DictEntry) (entries []ptEntry, notes []string, or
 	}
 	var read []string
 	for _, p := range parts {
-		read = append(read, fmt.Sprintf("%q", p[0]))
+		for _, e := range top {
+			if k := e.Key.(string); k == p[0] && e.Value != nil {
+				read = append(read, fmt.Sprintf("%q", p[0]))
+			}
+		}
 	}
-	notes = append([]string{fmt.Sprintf("a %s checkpoint: tensors read from %s", toolkit, strings.Join(read, ", "))}, c.notes()...)
+	what := fmt.Sprintf("tensors read from %s", strings.Join(read, ", "))
+	if len(read) == 0 {
+		what = "no tensors in the file itself"
+	}
+	notes = append([]string{fmt.Sprintf("%s checkpoint: %s", toolkitNames[toolkit], what)}, c.notes()...)
 	return c.entries, notes, origin, true, nil
 }
 

@@ -198,18 +198,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 
 	progress("reading " + opt.files(checkpointPath).Base())
-	read, err := convert(checkpointPath, opt)
+	w, info, res, err := prepare(checkpointPath, opt)
 	if err != nil {
 		return nil, err
 	}
-	w, notes := read.Weights, read.Notes
-	cfg := w.Config
-	info, spNotes, err := buildInfo(cfg, checkpointPath, opt, read.toolkit)
-	if err != nil {
-		return nil, err
-	}
-	res = &Result{Dir: dir, Config: cfg, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...),
-		Toolkit: info.Toolkit, SrcPrefix: info.SrcPrefix, SrcSuffix: info.SrcSuffix, Decoding: info.Decoding}
+	res.Dir = dir
 
 	// DIR holding the working directory (-o .) is written in place: a
 	// swap would leave the user's shell in a removed directory.
@@ -295,6 +288,31 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	}
 	res.Replaced = replaced
 	return res, nil
+}
+
+// prepare reads and converts the checkpoint and fills in attnx.json's
+// content but its files: what Export and Describe share.
+func prepare(checkpointPath string, opt Options) (*attention.Weights, *Info, *Result, error) {
+	read, err := convert(checkpointPath, opt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	w, notes := read.Weights, read.Notes
+	info, spNotes, err := buildInfo(w.Config, checkpointPath, opt, read.toolkit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res := &Result{Config: w.Config, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...),
+		Toolkit: info.Toolkit, SrcPrefix: info.SrcPrefix, SrcSuffix: info.SrcSuffix, Decoding: info.Decoding}
+	return w, info, res, nil
+}
+
+// Describe reads and converts a checkpoint as Export would, and returns
+// what Export would write in attnx.json (but its files) and report,
+// without building or writing anything: attnx inspect CHECKPOINT.
+func Describe(checkpointPath string, opt Options) (*Info, *Result, error) {
+	_, info, res, err := prepare(checkpointPath, opt)
+	return info, res, err
 }
 
 // convert reads the checkpoint and checks it. The state dict is dropped

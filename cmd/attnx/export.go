@@ -240,7 +240,7 @@ func printConfig(w io.Writer, c attention.Config) {
 			}
 			enc = "bidirectional, " + merge
 		}
-		fmt.Fprintf(w, "  encoder  %s %s, h=%d per direction, %d layers, E=%d (outputs %d wide)\n", strings.ToUpper(string(c.Cell)), enc, c.EncHidden(), c.EncLayers(), c.Embedding, c.EncoderWidth())
+		fmt.Fprintf(w, "  encoder  %s %s, h=%d per direction, %s, E=%d (outputs %d wide)\n", strings.ToUpper(string(c.Cell)), enc, c.EncHidden(), layers(c.EncLayers()), c.Embedding, c.EncoderWidth())
 		init := map[string]string{
 			"": "the encoder's final states", "relu-linear": "relu(Linear) bridge of the final states",
 			"bridge": "tanh(Linear) bridge of the top layer's final state", "last": "the top layer's final state", "zero": "zeros",
@@ -257,7 +257,7 @@ func printConfig(w io.Writer, c attention.Config) {
 		if c.InputFeed {
 			feed = "input feeding"
 		}
-		fmt.Fprintf(w, "  decoder  %s %d layers, H=%d, Et=%d, %s; initial state: %s\n", strings.ToUpper(string(c.Cell)), c.Layers, c.Hidden, c.TgtEmbeddingSize(), feed, init)
+		fmt.Fprintf(w, "  decoder  %s %s, H=%d, Et=%d, %s; initial state: %s\n", strings.ToUpper(string(c.Cell)), layers(c.Layers), c.Hidden, c.TgtEmbeddingSize(), feed, init)
 		var states []string
 		for _, s := range c.States() {
 			states = append(states, s.String())
@@ -267,6 +267,13 @@ func printConfig(w io.Writer, c attention.Config) {
 			fmt.Fprintf(w, "  scale    embeddings times sqrt(size): source %v, target %v\n", c.ScaleSrcEmbedding, c.ScaleTgtEmbedding)
 		}
 	}
+}
+
+func layers(n int) string {
+	if n == 1 {
+		return "1 layer"
+	}
+	return fmt.Sprintf("%d layers", n)
 }
 
 // printToolkit writes where a toolkit's model came from and how its

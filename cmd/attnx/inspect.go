@@ -24,9 +24,21 @@ included), the number and size of parameters, and the metadata.
 For a model directory (written by attnx export): its attnx.json (config,
 special tokens, vocabulary sizes, files) and then each graph as above.
 
+For a checkpoint (any file attnx export reads): what attnx export would
+make of it, without writing anything: the toolkit and its version where
+the file comes from one (OpenNMT-py, JoeyNMT, bentrevett's tutorials,
+PyTorch's chatbot tutorial), the architecture and every choice it makes
+(encoder directions and how they are merged, the decoder's initial state,
+input feeding, the decoder's states), the sizes, special tokens,
+vocabularies and how a source sentence is wrapped; for a file whose keys
+fit no known layout, the diagnosis with the --map flags that would fix it.
+--config names a JoeyNMT model's config.yaml as for attnx export.
+
 Example:
   attnx inspect model/
-  attnx inspect --json model/encoder.onnx`
+  attnx inspect --json model/encoder.onnx
+  attnx inspect averaged-10-epoch.pt
+  attnx inspect joeynmt-model/best.ckpt`
 }
 
 // inspectedGraph is one graph in inspect's JSON output.
@@ -47,6 +59,7 @@ type inspectedDir struct {
 func runInspect(args []string) error {
 	fs := newFlagSet("inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml, for a JoeyNMT checkpoint (default: config.yaml beside it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +71,9 @@ func runInspect(args []string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
+	}
+	if !st.IsDir() && !strings.EqualFold(filepath.Ext(path), ".onnx") {
+		return inspectCheckpoint(path, *toolkitConfig, *asJSON)
 	}
 	if !st.IsDir() {
 		g, err := inspectGraph(path, "")
@@ -136,12 +152,45 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// inspectCheckpoint says what attnx export would make of a checkpoint.
+func inspectCheckpoint(path, toolkitConfig string, asJSON bool) error {
+	info, res, err := modeldir.Describe(path, modeldir.Options{ToolkitConfig: toolkitConfig})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(stdout, struct {
+			Checkpoint string         `json:"checkpoint"`
+			Model      *modeldir.Info `json:"model"`
+			Notes      []string       `json:"notes"`
+		}{path, info, res.Notes})
+	}
+	fmt.Fprintf(stdout, "%s: a checkpoint attnx export converts as follows\n", path)
+	printModel(stdout, info)
+	for i, n := range res.Notes {
+		label := "         "
+		if i == 0 {
+			label = "  notes  "
+		}
+		fmt.Fprintf(stdout, "%s%s\n", label, n)
+	}
+	return nil
+}
+
 func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 	fmt.Fprintf(w, "%s: attnx model (format %s v%d, producer %s", dir, m.Format, m.FormatVersion, m.Producer)
 	if m.Source != "" {
 		fmt.Fprintf(w, ", from %s", m.Source)
 	}
 	fmt.Fprintf(w, ")\n")
+	printModel(w, m)
+	fmt.Fprintf(w, "  files    %s\n", filesLine(m.Files))
+}
+
+// printModel writes attnx.json's description of the model: its origin,
+// configuration, precision, special tokens and vocabularies.
+func printModel(w io.Writer, m *modeldir.Info) {
+	printToolkit(w, m.Toolkit, m.SrcPrefix, m.SrcSuffix, m.Decoding)
 	printConfig(w, m.Config)
 	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
 	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(m.Weights))
@@ -166,11 +215,15 @@ func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 	}
 	fmt.Fprintf(w, "  src vocab  %s\n", vocab(m.SrcTokens))
 	fmt.Fprintf(w, "  tgt vocab  %s\n", vocab(m.TgtTokens))
+}
+
+// filesLine lists a model directory's files by role.
+func filesLine(f map[string]string) string {
 	var files []string
-	for _, r := range roles(m.Files) {
-		files = append(files, r+"="+m.Files[r])
+	for _, r := range roles(f) {
+		files = append(files, r+"="+f[r])
 	}
-	fmt.Fprintf(w, "  files    %s\n", strings.Join(files, " "))
+	return strings.Join(files, " ")
 }
 
 func printGraph(w io.Writer, g inspectedGraph) {
