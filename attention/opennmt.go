@@ -159,6 +159,10 @@ func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
 	return stepOutputs{logProbs: s.logProbs("generator", out, true), states: states, attn: a}
 }
 
+// OpenNMTV2BridgeNote is export's note for an OpenNMT-py 2 model with a
+// bridge over several final states.
+const OpenNMTV2BridgeNote = "OpenNMT-py 2's bridge mixed the sentences of a batch (it reshaped the final states without permuting them; fixed in 3.x): attnx computes each sentence alone, as OpenNMT-py 2 translates with batch size 1"
+
 // OpenNMTOptions are what OpenNMTConfig needs from an OpenNMT-py
 // checkpoint: its opt's attributes (plain values) and the version.
 type OpenNMTOptions struct {
@@ -336,9 +340,11 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 			return cfg, fmt.Errorf("OpenNMT-py option %s is %d, but the checkpoint's weights have %d", c.key, v, c.want)
 		}
 	}
-	if o.Version == 2 && cfg.Bridge != "" && cfg.EncoderLayers*cfg.Directions() > 1 {
-		return refuse("bridge", fmt.Sprintf("OpenNMT-py 2's bridge reshaped the final states without permuting them, which mixes the rows of a batch when layers x directions > 1 (here %d): a model trained so has no per-sentence meaning to export", cfg.EncoderLayers*cfg.Directions()))
-	}
+	// OpenNMT-py 2's bridge reshaped the final states without permuting
+	// them: for one sentence that is OpenNMT-py 3's computation, for a
+	// batch with layers x directions > 1 it mixes the sentences' rows. The
+	// graphs compute each sentence alone: what OpenNMT-py 2 translates
+	// with batch size 1 (OpenNMTV2BridgeNote).
 	if cfg.EncoderLayers == cfg.Layers {
 		cfg.EncoderLayers = 0
 	}

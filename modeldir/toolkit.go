@@ -77,6 +77,9 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
 		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}
 		tm.notes = append(tm.notes, "OpenNMT-py sources have no <s> or </s>: text is translated as its tokens alone")
+		if c := tm.w.Config; o.Version == 2 && c.Bridge != "" && c.EncLayers()*c.Directions() > 1 {
+			tm.notes = append(tm.notes, attention.OpenNMTV2BridgeNote)
+		}
 	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitChatbot:
 		c, err := checkpoint.ReadChatbot(sd, path)
 		if err != nil {
