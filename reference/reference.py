@@ -112,12 +112,41 @@ def cmd_make_toolkit(a):
             toolkits.save_onmt_v3(model, a.out, src, tgt, 100 if f == "onmt-v3-safetensors" else None)
     elif f == "joey":
         specials = ["<unk>", "<pad>", "<s>", "</s>"]
-        toolkits.save_joey(model, a.out, vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials),
-                           scale=bool(cfg.get("src_embedding_scale")))
+        src, tgt = vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials)
+        toolkits.save_joey(model, a.out, src, tgt, version=a.joey_version, scale=bool(cfg.get("src_embedding_scale")))
     elif f.startswith("bentrevett-"):
+        specials = ["<unk>", "<pad>", "<sos>", "<eos>"]
+        src, tgt = vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials)
         toolkits.save_bentrevett(model, a.out, f.split("-", 1)[1])
     else:
-        toolkits.save_chatbot(model, a.out, vocab(s.Vs - 3, "w", []))
+        src = ["PAD", "SOS", "EOS"] + vocab(s.Vs - 3, "w", [])
+        tgt = src
+        toolkits.save_chatbot(model, a.out, src[3:])
+    # The reference's own record of the model, for toolkit-decode: its
+    # configuration, weights and vocabularies, read back without unpickling
+    # the toolkit's file.
+    side = a.out.rstrip("/") + ".reference.json"
+    ref.write_safetensors(a.out.rstrip("/") + ".reference.safetensors", {k: v.contiguous() for k, v in model.state_dict().items()})
+    with open(side, "w") as fh:
+        json.dump({"config": cfg, "src_vocab": src, "tgt_vocab": tgt, "joey_version": a.joey_version}, fh)
+
+
+def cmd_toolkit_decode(a):
+    import toolkits
+    with open(a.model) as fh:
+        side = json.load(fh)
+    state, _ = ref.read_safetensors(a.model[:-len(".json")] + ".safetensors")
+    model = toolkits.build(side["config"])
+    model.load_state_dict(state)
+    model.eval()
+    try:
+        texts = json.loads(a.texts)
+    except ValueError as e:
+        raise ReferenceError("--texts: %s" % e)
+    out = [toolkits.toolkit_decode(model, t, side["src_vocab"], side["tgt_vocab"], a.max_len, side.get("joey_version", "2.3.0"))
+           for t in texts]
+    with open(a.out, "w") as fh:
+        json.dump(out, fh)
 
 
 def random_inputs(batch, src_len, src_vocab, seed, ragged):
@@ -471,8 +500,16 @@ def parser():
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--std", type=float, default=0.5, help="std of the N(0, std) init of every parameter")
     t.add_argument("--words", default=None, help="JSON list: the vocabulary's words after the specials (chatbot, OpenNMT-py, JoeyNMT)")
+    t.add_argument("--joey-version", default="2.3.0", help="joeynmt_version written in a JoeyNMT config")
     t.add_argument("--out", required=True, help="the checkpoint (JoeyNMT: the model directory)")
     t.set_defaults(fn=cmd_make_toolkit)
+
+    d = sub.add_parser("toolkit-decode", help="greedy decoding of text the way a toolkit does (a make-toolkit model's sidecar)")
+    d.add_argument("--model", required=True, help="the .reference.json make-toolkit wrote beside the checkpoint")
+    d.add_argument("--texts", required=True, help="JSON list of sentences (white-space separated words)")
+    d.add_argument("--max-len", type=int, default=20)
+    d.add_argument("--out", required=True, help="JSON: one token list per sentence")
+    d.set_defaults(fn=cmd_toolkit_decode)
 
     r = sub.add_parser("random-inputs", help="write seeded source_ids/source_lengths")
     r.add_argument("--batch", type=int, required=True)

@@ -641,7 +641,7 @@ def save_joey(model, model_dir, src_vocab, trg_vocab, version="2.3.0", scale=Fal
 
     def emb(size, sc):
         return "            embedding_dim: %d\n            scale: %s\n" % (size, "true" if sc else "false")
-    cfg = ("name: \"attnx test\"\njoeynmt_version: \"%s\"\n"
+    cfg = ("name: \"attnx test\"\n%s"
            "data:\n    src:\n        lang: \"de\"\n        voc_file: \"src_vocab.txt\"\n        level: \"word\"\n"
            "    trg:\n        lang: \"en\"\n        voc_file: \"trg_vocab.txt\"\n        level: \"word\"\n"
            "model:\n    tied_embeddings: false\n"
@@ -650,7 +650,7 @@ def save_joey(model, model_dir, src_vocab, trg_vocab, version="2.3.0", scale=Fal
            "    decoder:\n        type: \"recurrent\"\n        rnn_type: \"%s\"\n        embeddings:\n%s"
            "        hidden_size: %d\n        attention: \"%s\"\n        num_layers: %d\n"
            "        input_feeding: %s\n        init_hidden: \"%s\"\n") % (
-        version, s.cell, emb(s.E, scale), s.h, s.Le, s.cell, emb(s.Et, scale), s.H, s.arch.split("-", 1)[1], s.L,
+        ("joeynmt_version: \"%s\"\n" % version) if version else "", s.cell, emb(s.E, scale), s.h, s.Le, s.cell, emb(s.Et, scale), s.H, s.arch.split("-", 1)[1], s.L,
         "true" if s.input_feed else "false", s.bridge or "bridge")
     with open(os.path.join(model_dir, "config.yaml"), "w") as f:
         f.write(cfg)
@@ -682,3 +682,60 @@ def save_chatbot(model, path, words):
            "index2word": index2word, "num_words": len(index2word)}
     torch.save({"iteration": 4000, "en": en, "de": de, "en_opt": {}, "de_opt": {}, "loss": 1.0,
                 "voc_dict": voc, "embedding": emb}, path)
+
+
+# --------------------------------------------------------------------------
+# Each toolkit's own way of decoding text (batch 1), for the tests that show
+# attnx's translate applies the same source wrapping, start token, bans and
+# stopping rule. Written from each toolkit's translation code as documented
+# in docs/toolkits.md.
+
+
+@torch.no_grad()
+def toolkit_decode(model, text, src_itos, tgt_itos, max_len, joey_version="2.3.0"):
+    """Greedy decoding of one sentence the way its toolkit does it; returns
+    the output token ids (EOS included when reached)."""
+    arch = model.sz.arch
+    words = text.split()
+    s = {t: i for i, t in enumerate(src_itos)}
+    t = {w: i for i, w in enumerate(tgt_itos)}
+    banned, eos_from = [], 0
+    if arch in ONMT_ARCHS:
+        # OpenNMT-py: the source's tokens alone; decoding starts with the
+        # vocab's decoder_start_token <s> and ends at </s> or max_length.
+        src, sos, eos = [s[w] for w in words], t["<s>"], t["</s>"]
+    elif arch in JOEY_ARCHS:
+        # JoeyNMT: </s> appended to the source; 2.3 bans <s> and <pad> in
+        # greedy search; 2.x does not end at the first step.
+        src, sos, eos = [s[w] for w in words] + [s["</s>"]], t["<s>"], t["</s>"]
+        # a config without joeynmt_version was written by 1.x
+        major, minor = (int(x) for x in ((joey_version or "1.0").split(".") + ["0"])[:2])
+        if (major, minor) >= (2, 3):
+            banned = [t["<s>"], t["<pad>"]]
+        if major >= 2:
+            eos_from = 1
+    elif arch == "bentrevett":
+        # translate_sentence: <sos> + tokens + <eos>; the output starts
+        # with <sos> and stops at <eos>.
+        src, sos, eos = [s["<sos>"]] + [s[w] for w in words] + [s["<eos>"]], t["<sos>"], t["<eos>"]
+    else:
+        # the chatbot's indexesFromSentence appends EOS; its searcher runs
+        # max_length steps from SOS; the reply ends at EOS.
+        src, sos, eos = [s[w] for w in words] + [s["EOS"]], t["SOS"], t["EOS"]
+    ids = torch.tensor([src])
+    lens = torch.tensor([len(src)])
+    enc, state = model.encode(ids, lens)
+    inp, out = torch.tensor([sos]), []
+    for step in range(max_len):
+        lp, state, _ = model.step(inp, state, enc, lens)
+        lp = lp.clone()
+        for b in banned:
+            lp[0, b] = float("-inf")
+        if step < eos_from:
+            lp[0, eos] = float("-inf")
+        tok = int(lp[0].argmax())
+        out.append(tok)
+        if tok == eos:
+            break
+        inp = torch.tensor([tok])
+    return out
