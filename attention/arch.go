@@ -209,12 +209,22 @@ func expectedKeys(ar Architecture, cfg Config, encAttr, decAttr string) ([]KeySp
 
 // ExpectedKeys lists every key of a checkpoint of cfg, encoder first, with
 // PyTorch's shapes. The recurrent modules are named after the cell
-// ("lstm" or "gru"); a zero Embedding means H and an empty Cell LSTM.
+// ("lstm" or "gru"); a zero Embedding means H and an empty Cell LSTM. For
+// a toolkit's architecture the keys are the toolkit's own names, as it
+// saves them (optional ones: duplicates attnx ignores).
 func ExpectedKeys(cfg Config) ([]KeySpec, error) {
 	cfg = cfg.WithDefaults()
 	ar, err := Lookup(cfg.Arch)
 	if err != nil {
 		return nil, err
+	}
+	if tk, ok := ar.(toolkitArch); ok {
+		// A toolkit's keys, as it saves them.
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		_, specs, err := toolkitSpecs(tk, cfg)
+		return specs, err
 	}
 	if _, err := ParseCell(string(cfg.Cell)); err != nil {
 		return nil, err

@@ -98,6 +98,7 @@ func rnnKeyNames(prefix string, k int, suffix string, cells bool) [4]string {
 
 // toolkitSpecs lists every key of a checkpoint of cfg with its shape.
 func toolkitSpecs(tk toolkitArch, cfg Config) (toolkitKeys, []KeySpec, error) {
+	cfg = cfg.WithDefaults()
 	keys := tk.checkpointKeys(cfg)
 	var all []layout.Key
 	all = append(all, key(keys.srcEmb, "source embedding", "Vs", "E"))

@@ -38,7 +38,7 @@ func RandomStateDict(cfg attention.Config, seed uint64) (map[string]*builder.Ten
 		if key.Optional {
 			continue
 		}
-		embedding := strings.HasSuffix(key.Key, ".embedding.weight")
+		embedding := strings.HasSuffix(key.Key, "embedding.weight") || strings.HasSuffix(key.Key, "emb_luts.0.weight") || strings.HasSuffix(key.Key, "lut.weight")
 		n := builder.NumElements(key.Dims)
 		raw := make([]byte, 4*n)
 		for i := int64(0); i < n; i++ {
@@ -53,9 +53,31 @@ func RandomStateDict(cfg attention.Config, seed uint64) (map[string]*builder.Ten
 	return sd, nil
 }
 
+// ToolkitConfig completes a random model's configuration for a toolkit's
+// architecture with that toolkit's usual choices: a bidirectional encoder
+// of h = H/2 per direction (OpenNMT-py's brnn; the others' encoders, whose
+// outputs are 2h = H wide), input feeding where the toolkit has it, and
+// its default bridge; the chatbot's and bentrevett's models are GRUs, the
+// latter with one layer.
+func ToolkitConfig(cfg attention.Config) attention.Config {
+	cfg.Bidirectional = true
+	a := string(cfg.Arch)
+	switch {
+	case strings.HasPrefix(a, "onmt-"):
+		cfg.EncoderHidden, cfg.InputFeed = cfg.Hidden/2, true
+	case strings.HasPrefix(a, "joey-"):
+		cfg.EncoderHidden, cfg.InputFeed, cfg.Bridge = cfg.Hidden/2, true, "bridge"
+	case cfg.Arch == attention.Bentrevett:
+		cfg.Cell, cfg.Layers, cfg.EncoderHidden = attention.GRU, 1, cfg.Hidden/2
+	default: // the chatbot: one size everywhere
+		cfg.Cell = attention.GRU
+	}
+	return cfg
+}
+
 // classifierBiases are the keys of the classifier's bias: the article's
 // and the tutorial's names.
-var classifierBiases = []string{"decoder.classifier.bias", "decoder.out.bias"}
+var classifierBiases = []string{"decoder.classifier.bias", "decoder.out.bias", "generator.bias", "decoder.fc_out.bias"}
 
 // SuppressEOS returns a copy of the state_dict whose classifier bias at eos
 // is suppressedBias, so that greedy decoding never stops early. Only the

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -140,6 +141,7 @@ func (c *Config) prepare(work string) ([]*model, error) {
 	type src struct {
 		arch attention.Arch
 		sd   map[string]*builder.Tensor
+		cfg  attention.Config
 	}
 	var srcs []src
 	longest := slices.Max(c.SrcLens)
@@ -151,7 +153,7 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		if err := w.Config.CheckSourceLength(longest); err != nil {
 			return nil, fmt.Errorf("bench: %s: -src-len %d: %w", c.Checkpoint, longest, err)
 		}
-		srcs = append(srcs, src{w.Config.Arch, sd.Tensors})
+		srcs = append(srcs, src{w.Config.Arch, sd.Tensors, w.Config})
 	} else {
 		for i, a := range c.Archs {
 			cfg := attention.Config{Arch: a, Cell: c.Cell, Hidden: c.Hidden, Layers: c.Layers, SrcVocab: c.Vocab, TgtVocab: c.Vocab}
@@ -164,11 +166,14 @@ func (c *Config) prepare(work string) ([]*model, error) {
 			if a == attention.TutorialLocation {
 				cfg.MaxLength = longest // attends over the longest source measured
 			}
+			if a.IsToolkit() {
+				cfg = ToolkitConfig(cfg)
+			}
 			sd, err := RandomStateDict(cfg, c.Seed+uint64(i))
 			if err != nil {
 				return nil, err
 			}
-			srcs = append(srcs, src{a, sd})
+			srcs = append(srcs, src{a, sd, cfg})
 		}
 	}
 	// Every engine decodes with attnx's special tokens, whatever the
@@ -187,7 +192,18 @@ func (c *Config) prepare(work string) ([]*model, error) {
 		}
 		m.ckpt = filepath.Join(base, "checkpoint.safetensors")
 		c.logf("bench: %s: writing the benchmark checkpoint and exporting", s.arch)
-		if err := checkpoint.WriteSafetensors(m.ckpt, sd, nil); err != nil {
+		// A toolkit's keys do not say everything about its model: its
+		// configuration goes into the file's metadata, as attnx verify
+		// writes it for the reference.
+		var meta map[string]string
+		if s.arch.IsToolkit() {
+			js, err := json.Marshal(s.cfg)
+			if err != nil {
+				return nil, err
+			}
+			meta = map[string]string{modeldir.ConfigMetadata: string(js)}
+		}
+		if err := checkpoint.WriteSafetensors(m.ckpt, sd, meta); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 		m.dirs, m.bytes = map[quant.Precision]string{}, map[quant.Precision]modelBytes{}

@@ -1,6 +1,7 @@
 package modeldir
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -24,11 +25,35 @@ type toolkitModel struct {
 	rules    *attention.Rules
 }
 
+// ConfigMetadata is the safetensors metadata entry in which attnx writes
+// a toolkit model's configuration (attnx.json's model fields as JSON)
+// beside its weights under the toolkit's own names: what attnx verify
+// hands the PyTorch reference, and a file attnx export reads back.
+const ConfigMetadata = "attnx.config"
+
+// metadataConfig is the toolkit configuration a safetensors file carries
+// in ConfigMetadata; ok is false when it carries none.
+func metadataConfig(sd *checkpoint.StateDict) (cfg attention.Config, ok bool, err error) {
+	js, has := sd.Metadata[ConfigMetadata]
+	if !has {
+		return cfg, false, nil
+	}
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		return cfg, true, fmt.Errorf("safetensors metadata %s: %w", ConfigMetadata, err)
+	}
+	if !cfg.Arch.IsToolkit() {
+		return cfg, true, fmt.Errorf("safetensors metadata %s: arch %q is not a toolkit architecture", ConfigMetadata, cfg.Arch)
+	}
+	return cfg, true, nil
+}
+
 // isToolkit reports whether a state dict is a toolkit's checkpoint: one
-// the reader recognised by its entries (OpenNMT-py, JoeyNMT, chatbot), or
-// a bentrevett tutorial state_dict by its keys.
+// the reader recognised by its entries (OpenNMT-py, JoeyNMT, chatbot), a
+// safetensors file with its configuration in ConfigMetadata, or a
+// bentrevett tutorial state_dict by its keys.
 func isToolkit(sd *checkpoint.StateDict) bool {
-	return sd.Origin != nil || attention.IsBentrevett(shapesOf(sd))
+	_, meta, _ := metadataConfig(sd)
+	return sd.Origin != nil || meta || attention.IsBentrevett(shapesOf(sd))
 }
 
 func shapesOf(sd *checkpoint.StateDict) map[string][]int64 {
@@ -58,6 +83,19 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 	}
 	tm := &toolkitModel{special: attention.Special{SOS: -1, EOS: -1, PAD: -1, UNK: -1}}
 	var err error
+	if mc, ok, err := metadataConfig(sd); ok {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if cfg == nil {
+			cfg = &mc
+		}
+		if tm.w, tm.notes, err = convert(nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tm.toolkit = Toolkit{Name: cfg.Arch.Toolkit(), Format: "safetensors with the configuration in its " + ConfigMetadata + " metadata"}
+		return tm, nil
+	}
 	switch {
 	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitOpenNMT:
 		o, err := checkpoint.ReadOpenNMT(sd, path)

@@ -126,7 +126,8 @@ def cmd_make_toolkit(a):
     # configuration, weights and vocabularies, read back without unpickling
     # the toolkit's file.
     side = a.out.rstrip("/") + ".reference.json"
-    ref.write_safetensors(a.out.rstrip("/") + ".reference.safetensors", {k: v.contiguous() for k, v in model.state_dict().items()})
+    ref.write_safetensors(a.out.rstrip("/") + ".reference.safetensors", {k: v.contiguous() for k, v in model.state_dict().items()},
+                          {ref.CONFIG_METADATA: json.dumps(cfg)})
     with open(side, "w") as fh:
         json.dump({"config": cfg, "src_vocab": src, "tgt_vocab": tgt, "joey_version": a.joey_version}, fh)
 
@@ -395,8 +396,76 @@ def _describe(path):
             "opset": [{"domain": o.domain, "version": o.version} for o in m.opset_import]}
 
 
+class _ToolkitEncoderExport(torch.nn.Module):
+    """A toolkit model's encoder with the ONNX interface: encoder_outputs
+    and each initial decoder state."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, source_ids, source_lengths):
+        enc, state = self.model.encode(source_ids, source_lengths)
+        return (enc,) + tuple(state)
+
+
+class _ToolkitDecoderExport(torch.nn.Module):
+    """A toolkit model's decoder step: input_ids, every state by name,
+    encoder_outputs, source_lengths in; log_probs, next_ states, attention
+    out."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.n = len(model.state_names)
+
+    def forward(self, input_ids, *args):
+        state, (enc, lengths) = tuple(args[:self.n]), args[self.n:]
+        lp, nxt, att = self.model.step(input_ids, state, enc, lengths)
+        return (lp,) + tuple(nxt) + (att,)
+
+
+def export_toolkit_onnx(ref_model, out_dir, opset=17):
+    """torch.onnx.export of a toolkit model (toolkits.Reference): encoder
+    and one decoder step, traced at batch 1."""
+    model = ref_model.model.eval()
+    names = list(model.state_names)
+    S = 5
+    ids = torch.full((1, S), 4, dtype=torch.int64)
+    lengths = torch.tensor([S], dtype=torch.int64)
+    report = {"torch": torch.__version__, "opset": opset, "config": model.cfg, "notes": []}
+    enc_path, dec_path = os.path.join(out_dir, "encoder.onnx"), os.path.join(out_dir, "decoder.onnx")
+    state_axes = {n: {1: "batch"} for n in names}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_ToolkitEncoderExport(model), (ids, lengths), enc_path, opset_version=opset,
+                          input_names=["source_ids", "source_lengths"], output_names=["encoder_outputs"] + names,
+                          dynamic_axes={"source_ids": {0: "batch", 1: "src_len"}, "source_lengths": {0: "batch"},
+                                        "encoder_outputs": {0: "batch", 1: "src_len"}, **state_axes})
+        with torch.no_grad():
+            enc, state = model.encode(ids, lengths)
+        sos = 2 if model.sz.Vt > 2 else 0
+        args = (torch.tensor([sos]),) + tuple(state) + (enc, lengths)
+        out_names = ["log_probs"] + ["next_" + n for n in names] + ["attention"]
+        torch.onnx.export(_ToolkitDecoderExport(model), args, dec_path, opset_version=opset,
+                          input_names=["input_ids"] + names + ["encoder_outputs", "source_lengths"], output_names=out_names,
+                          dynamic_axes={"input_ids": {0: "batch"}, "encoder_outputs": {0: "batch", 1: "src_len"},
+                                        "source_lengths": {0: "batch"}, "log_probs": {0: "batch"},
+                                        "attention": {0: "batch", 1: "src_len"}, **state_axes,
+                                        **{"next_" + n: {1: "batch"} for n in names}})
+    report["encoder"] = _describe(enc_path)
+    report["decoder"] = _describe(dec_path)
+    report["notes"].append("traced at batch 1 with the reference's toolkit module (reference/toolkits.py)")
+    with open(os.path.join(out_dir, "torch_export.json"), "w") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return report
+
+
 def export_onnx(model, out_dir, opset=17):
     os.makedirs(out_dir, exist_ok=True)
+    if isinstance(model, toolkits.Reference):
+        return export_toolkit_onnx(model, out_dir, opset)
     cfg = model.config
     H, L = cfg["hidden"], cfg["layers"]
     # Traced at batch 1: torch.onnx.export specialises the LSTM's initial

@@ -153,10 +153,6 @@ type GreedyCheck struct {
 	Detail    string    `json:"detail,omitempty"`
 }
 
-// configMetadata is the safetensors metadata entry in which the reference
-// gets a toolkit model's configuration (reference.py's CONFIG_METADATA).
-const configMetadata = "attnx.config"
-
 // Check runs the PyTorch reference and the model directory's graphs on the
 // same inputs and compares every output of the encoder and of every decoder
 // step (fed the same input ids) within Tolerance, the per-step argmax
@@ -177,7 +173,7 @@ func Check(o Options) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		meta = map[string]string{configMetadata: string(js)}
+		meta = map[string]string{modeldir.ConfigMetadata: string(js)}
 	}
 	read, err := modeldir.ReadModel(o.Checkpoint, ro)
 	if err != nil {

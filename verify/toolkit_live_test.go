@@ -129,7 +129,7 @@ func TestToolkitLiveParity(t *testing.T) {
 			t.Fatal(err)
 		}
 		js, _ := json.Marshal(info.Config)
-		if err := checkpoint.WriteSafetensors(p(i, "w.safetensors"), read.StateDict.Tensors, map[string]string{configMetadata: string(js)}); err != nil {
+		if err := checkpoint.WriteSafetensors(p(i, "w.safetensors"), read.StateDict.Tensors, map[string]string{modeldir.ConfigMetadata: string(js)}); err != nil {
 			t.Fatal(err)
 		}
 		sp := info.Special
