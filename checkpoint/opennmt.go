@@ -203,7 +203,7 @@ func describePlain(v any) string {
 	case map[string]any:
 		return "a dict"
 	case *Object:
-		return "a " + x.Class + " object"
+		return "an object of class " + x.Class
 	}
 	return fmt.Sprintf("%T", v)
 }
