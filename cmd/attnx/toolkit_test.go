@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/ortsession"
+)
+
+// toolkitFixture is a file of checkpoint/testdata/toolkits (written by
+// make_toolkit_fixtures.py the way each toolkit saves a model).
+func toolkitFixture(name string) string {
+	return filepath.Join("..", "..", "checkpoint", "testdata", "toolkits", name)
+}
+
+// TestToolkitExportNoFlags exports each toolkit's file with no flags and
+// checks what export reports and attnx.json records; then translates raw
+// words with the OpenNMT-py and the chatbot model, again with no flags.
+func TestToolkitExportNoFlags(t *testing.T) {
+	testenv.ORT(t, ortsession.Init())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"onmt_v3.pt", []string{"toolkit  OpenNMT-py 3.x", "arch     onmt-general", "encoder  LSTM bidirectional, outputs concatenated, h=2 per direction, 1 layer",
+			"input feeding; initial state: the encoder's final states, directions concatenated per layer", "states   hidden [1, batch, 4], cell [1, batch, 4], input_feed [1, batch, 4]",
+			"special  sos=2 eos=3 pad=1 unk=0"}},
+		{"onmt_v2.pt", []string{"toolkit  OpenNMT-py 2.x"}},
+		{"onmt_st/model.pt", []string{"OpenNMT-py .pt (vocab, opt) with model_step_100.safetensors", "weights read from model_step_100.safetensors"}},
+		{"joey/best.ckpt", []string{"toolkit  JoeyNMT 2.3.0", "source   text is wrapped as [] + tokens + [3]", "decoding JoeyNMT 2.3.0: greedy search never chooses <s> or <pad>",
+			"arch     joey-luong", "initial state: tanh(Linear) bridge of the top layer's final state"}},
+		{"chatbot.tar", []string{"toolkit  PyTorch chatbot tutorial", "encoder  GRU bidirectional, outputs summed", "initial state: encoder_hidden[:1]", "special  sos=1 eos=2 pad=0 unk=unknown"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.file, "/", "_"))
+			code, stdout, stderr := attnx("export", toolkitFixture(tc.file), "-o", out, "--greedy")
+			if code != 0 {
+				t.Fatalf("export: exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("export's report lacks %q:\n%s", w, stdout)
+				}
+			}
+			// inspect says the same of the file, writing nothing.
+			code, stdout, stderr = attnx("inspect", toolkitFixture(tc.file))
+			if code != 0 || !strings.Contains(stdout, "a checkpoint attnx export converts as follows") || !strings.Contains(stdout, tc.want[0]) {
+				t.Errorf("inspect: exit %d\n%s%s", code, stdout, stderr)
+			}
+		})
+	}
+	for _, tc := range []struct{ dir, text, first string }{
+		{"onmt_v3.pt", "a b w0", "a b w0 -> "},
+		{"chatbot.tar", "hello there", "hello there -> "},
+	} {
+		code, stdout, stderr := attnx("translate", "--model", filepath.Join(dir, tc.dir), tc.text)
+		if code != 0 || !strings.HasPrefix(stdout, tc.first) {
+			t.Errorf("translate %s %q: exit %d, %q %s", tc.dir, tc.text, code, stdout, stderr)
+		}
+	}
+}
+
+func TestToolkitExportErrors(t *testing.T) {
+	dir := t.TempDir()
+	// A JoeyNMT checkpoint without its config.yaml beside it.
+	ckpt, err := os.ReadFile(toolkitFixture("joey/best.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone := filepath.Join(dir, "best.ckpt")
+	if err := os.WriteFile(lone, ckpt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := attnx("export", lone, "-o", filepath.Join(dir, "out"))
+	for _, want := range []string{"is a JoeyNMT checkpoint: its architecture and vocabularies are in the model directory's config.yaml (pass --config FILE)", filepath.Join(dir, "config.yaml")} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr %q; want %q", code, stderr, want)
+		}
+	}
+	// With --config it exports.
+	code, _, stderr = attnx("export", lone, "-o", filepath.Join(dir, "out"), "--config", toolkitFixture("joey/config.yaml"))
+	if code != 0 {
+		t.Errorf("--config: exit %d: %s", code, stderr)
+	}
+}
