@@ -157,32 +157,16 @@ func BentrevettModel(tensors map[string]*builder.Tensor, opt Options) (*Weights,
 	for k, v := range t {
 		shapes[k] = v.Dims
 	}
-	dims := func(k string, n int) ([]int64, error) {
-		d, ok := shapes[k]
-		if !ok {
-			return nil, keysError("checkpoint is missing key %s for a bentrevett tutorial 3/4 model", k)
+	const what = "bentrevett tutorial 3/4 checkpoint"
+	var dims [4][]int64
+	for i, k := range []string{"encoder.embedding.weight", "decoder.embedding.weight", "encoder.rnn.weight_hh_l0", "encoder.fc.weight"} {
+		d, err := matrix(shapes, k, what)
+		if err != nil {
+			return nil, nil, err
 		}
-		if len(d) != n {
-			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected %d dimensions", k, d, n)
-		}
-		return d, nil
+		dims[i] = d
 	}
-	src, err := dims("encoder.embedding.weight", 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	tgt, err := dims("decoder.embedding.weight", 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	hh, err := dims("encoder.rnn.weight_hh_l0", 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	fc, err := dims("encoder.fc.weight", 2)
-	if err != nil {
-		return nil, nil, err
-	}
+	src, tgt, hh, fc := dims[0], dims[1], dims[2], dims[3]
 	if hh[0] != 3*hh[1] {
 		return nil, nil, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, expected [3h h] (the tutorial's GRU)", hh)
 	}

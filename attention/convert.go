@@ -129,30 +129,55 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 	if err != nil {
 		return nil, nil, err
 	}
+	vals, notes, err := readKeys(tensors, specs, cfg, opt, "", func(string) string { return "the article defines it but never uses it" })
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := assemble(ar, cfg, attrs, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, notes, nil
+}
+
+// readKeys checks a checkpoint's tensors against the keys a model of cfg
+// has (specs) and returns the non-optional ones as float32, with notes:
+// an unexpected or missing key is a *KeysError (whose message ends with
+// who, when given), an optional key present is ignored with a note saying
+// why (ignored gives the reason). float32 tensors are used as they are:
+// their Raw bytes are shared, not decoded and re-encoded, so that
+// converting a checkpoint of N bytes costs N more bytes only for the
+// recurrent weights (reordered) and the small matrices some graphs
+// transpose.
+func readKeys(tensors map[string]*builder.Tensor, specs []KeySpec, cfg Config, opt Options, who string, ignored func(what string) string) (map[string]*builder.Tensor, []string, error) {
 	expected := map[string]KeySpec{}
 	for _, k := range specs {
 		expected[k.Key] = k
 	}
+	if who != "" {
+		who = " (" + who + ")"
+	}
+	keys := make([]string, 0, len(tensors))
+	for k := range tensors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var notes, names []string
 	for _, k := range keys {
 		spec, ok := expected[k]
 		if !ok {
-			return nil, nil, keysError("checkpoint has an unexpected key %s %v: not part of a %s model", k, tensors[k].Dims, cfg)
+			return nil, nil, keysError("checkpoint has an unexpected key %s %v: not part of a %s model%s", k, tensors[k].Dims, cfg, who)
 		}
 		if spec.Optional {
-			notes = append(notes, fmt.Sprintf("ignoring %s: the article defines it but never uses it", k))
+			notes = append(notes, fmt.Sprintf("ignoring %s: %s", k, ignored(spec.What)))
 		}
 	}
-	names := make([]string, 0, len(expected))
 	for k, spec := range expected {
 		if !spec.Optional {
 			names = append(names, k)
 		}
 	}
 	sort.Strings(names)
-	// float32 tensors are used as they are: their Raw bytes are shared, not
-	// decoded and re-encoded, so that converting a checkpoint of N bytes
-	// costs N more bytes only for the recurrent weights (reordered) and the
-	// small matrices some graphs transpose.
 	vals := make(map[string]*builder.Tensor, len(names))
 	converted := map[builder.DataType][]string{}
 	for _, k := range names {
@@ -167,12 +192,7 @@ func FromStateDict(tensors map[string]*builder.Tensor, opt Options) (*Weights, [
 		}
 		vals[k] = ft
 	}
-	notes = append(notes, conversionNotes(converted)...)
-	w, err := assemble(ar, cfg, attrs, vals)
-	if err != nil {
-		return nil, nil, err
-	}
-	return w, notes, nil
+	return vals, append(notes, conversionNotes(converted)...), nil
 }
 
 // floatParam checks the tensor t of checkpoint key k against want and

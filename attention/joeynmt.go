@@ -210,29 +210,20 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	}
 	cfg.ScaleSrcEmbedding, cfg.ScaleTgtEmbedding = o.ScaleSrc, o.ScaleTgt
 
-	dims := func(k string) ([]int64, error) {
-		d, ok := shapes[k]
-		if !ok {
-			return nil, keysError("JoeyNMT checkpoint is missing key %s", k)
-		}
-		if len(d) != 2 {
-			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions", k, d)
-		}
-		return d, nil
-	}
-	src, err := dims("src_embed.lut.weight")
+	const what = "JoeyNMT checkpoint"
+	src, err := matrix(shapes, "src_embed.lut.weight", what)
 	if err != nil {
 		return cfg, err
 	}
-	tgt, err := dims("trg_embed.lut.weight")
+	tgt, err := matrix(shapes, "trg_embed.lut.weight", what)
 	if err != nil {
 		return cfg, err
 	}
-	ehh, err := dims("encoder.rnn.weight_hh_l0")
+	ehh, err := matrix(shapes, "encoder.rnn.weight_hh_l0", what)
 	if err != nil {
 		return cfg, err
 	}
-	dhh, err := dims("decoder.rnn.weight_hh_l0")
+	dhh, err := matrix(shapes, "decoder.rnn.weight_hh_l0", what)
 	if err != nil {
 		return cfg, err
 	}
@@ -242,17 +233,7 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	if ehh[0] != int64(cfg.Cell.gates())*ehh[1] {
 		return cfg, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but rnn_type %s has %d gate blocks", ehh, strings.ToUpper(string(cfg.Cell)), cfg.Cell.gates())
 	}
-	count := func(prefix string) int {
-		n := 0
-		for n < 64 {
-			if _, ok := shapes[fmt.Sprintf(prefix, n)]; !ok {
-				break
-			}
-			n++
-		}
-		return n
-	}
-	cfg.EncoderLayers, cfg.Layers = count("encoder.rnn.weight_ih_l%d"), count("decoder.rnn.weight_ih_l%d")
+	cfg.EncoderLayers, cfg.Layers = countLayers(shapes, "encoder.rnn.weight_ih_l%d"), countLayers(shapes, "decoder.rnn.weight_ih_l%d")
 	for _, c := range []struct {
 		what      string
 		said, has int

@@ -276,29 +276,20 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	}
 
 	// Sizes from the shapes.
-	dims := func(k string) ([]int64, error) {
-		d, ok := shapes[k]
-		if !ok {
-			return nil, keysError("OpenNMT-py checkpoint is missing key %s", k)
-		}
-		if len(d) != 2 {
-			return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions", k, d)
-		}
-		return d, nil
-	}
-	src, err := dims(onmtSrcEmb)
+	const what = "OpenNMT-py checkpoint"
+	src, err := matrix(shapes, onmtSrcEmb, what)
 	if err != nil {
 		return cfg, err
 	}
-	tgt, err := dims(onmtTgtEmb)
+	tgt, err := matrix(shapes, onmtTgtEmb, what)
 	if err != nil {
 		return cfg, err
 	}
-	gen, err := dims("generator.weight")
+	gen, err := matrix(shapes, "generator.weight", what)
 	if err != nil {
 		return cfg, err
 	}
-	hh, err := dims("encoder.rnn.weight_hh_l0")
+	hh, err := matrix(shapes, "encoder.rnn.weight_hh_l0", what)
 	if err != nil {
 		return cfg, err
 	}
@@ -309,21 +300,11 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	if hh[0] != int64(cfg.Cell.gates())*hh[1] {
 		return cfg, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but opt.rnn_type %s has %d gate blocks", hh, strings.ToUpper(string(cfg.Cell)), cfg.Cell.gates())
 	}
-	count := func(prefix string) int {
-		n := 0
-		for n < 64 {
-			if _, ok := shapes[fmt.Sprintf(prefix, n)]; !ok {
-				break
-			}
-			n++
-		}
-		return n
-	}
-	cfg.EncoderLayers = count("encoder.rnn.weight_ih_l%d")
+	cfg.EncoderLayers = countLayers(shapes, "encoder.rnn.weight_ih_l%d")
 	if cfg.InputFeed {
-		cfg.Layers = count("decoder.rnn.layers.%d.weight_ih")
+		cfg.Layers = countLayers(shapes, "decoder.rnn.layers.%d.weight_ih")
 	} else {
-		cfg.Layers = count("decoder.rnn.weight_ih_l%d")
+		cfg.Layers = countLayers(shapes, "decoder.rnn.weight_ih_l%d")
 	}
 	if cfg.Layers == 0 {
 		what := "decoder.rnn.weight_ih_l0 (opt.input_feed 0: an nn.LSTM/GRU)"

@@ -3,7 +3,6 @@ package attention
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/attnx/attnx/builder"
@@ -157,39 +156,10 @@ func FromToolkit(cfg Config, tensors map[string]*builder.Tensor, opt Options) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	expected := map[string]KeySpec{}
-	for _, k := range specs {
-		expected[k.Key] = k
+	vals, notes, err := readKeys(tensors, specs, cfg, opt, cfg.Arch.Toolkit(), func(what string) string { return what })
+	if err != nil {
+		return nil, nil, err
 	}
-	var notes, names []string
-	for k, t := range tensors {
-		spec, ok := expected[k]
-		switch {
-		case !ok:
-			return nil, nil, keysError("checkpoint has an unexpected key %s %v: not part of a %s model (%s)", k, t.Dims, cfg, cfg.Arch.Toolkit())
-		case spec.Optional:
-			notes = append(notes, fmt.Sprintf("ignoring %s: %s", k, spec.What))
-		}
-	}
-	for k, spec := range expected {
-		if !spec.Optional {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	vals := map[string]*builder.Tensor{}
-	converted := map[builder.DataType][]string{}
-	for _, k := range names {
-		want := expected[k]
-		t, ok := tensors[k]
-		if !ok {
-			return nil, nil, keysError("checkpoint is missing key %s (expected shape %v, %s) for a %s model", k, want.Dims, want.What, cfg)
-		}
-		if vals[k], err = floatParam(k, t, want, opt, converted); err != nil {
-			return nil, nil, err
-		}
-	}
-	notes = append(notes, conversionNotes(converted)...)
 
 	w := &Weights{Config: cfg, SrcEmbedding: vals[keys.srcEmb], TgtEmbedding: vals[keys.tgtEmb], Params: map[string]*builder.Tensor{}}
 	layer := func(prefix string, k int, suffix string, cells bool, hidden int) (RNNLayer, error) {
@@ -236,6 +206,32 @@ func FromToolkit(cfg Config, tensors map[string]*builder.Tensor, opt Options) (*
 		return nil, nil, err
 	}
 	return w, notes, nil
+}
+
+// matrix returns the shape of the 2-D key k; what names the checkpoint in
+// errors.
+func matrix(shapes map[string][]int64, k, what string) ([]int64, error) {
+	d, ok := shapes[k]
+	if !ok {
+		return nil, keysError("%s is missing key %s", what, k)
+	}
+	if len(d) != 2 {
+		return nil, fmt.Errorf("checkpoint key %s: shape %v, expected 2 dimensions", k, d)
+	}
+	return d, nil
+}
+
+// countLayers counts the consecutive keys pattern (with %d the layer)
+// present from layer 0.
+func countLayers(shapes map[string][]int64, pattern string) int {
+	n := 0
+	for n < 64 {
+		if _, ok := shapes[fmt.Sprintf(pattern, n)]; !ok {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // joinDirections is a bidirectional layer's ONNX weights from its two

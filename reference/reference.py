@@ -83,6 +83,12 @@ TOOLKIT_FORMATS = ("onmt-v3", "onmt-v3-safetensors", "onmt-v2", "joey", "bentrev
                    "bentrevett-2020", "bentrevett-2023", "chatbot")
 
 
+def reference_stem(out):
+    """The path, without extension, of make-toolkit's record of a model
+    saved at out: out without its extension, plus _reference."""
+    return os.path.splitext(out.rstrip("/"))[0] + "_reference"
+
+
 def cmd_make_toolkit(a):
     import toolkits
     try:
@@ -125,8 +131,11 @@ def cmd_make_toolkit(a):
     # The reference's own record of the model, for toolkit-decode: its
     # configuration, weights and vocabularies, read back without unpickling
     # the toolkit's file.
-    side = a.out.rstrip("/") + ".reference.json"
-    ref.write_safetensors(a.out.rstrip("/") + ".reference.safetensors", {k: v.contiguous() for k, v in model.state_dict().items()},
+    # Named apart from every file a toolkit's reader looks for beside its
+    # checkpoint (OpenNMT-py's <base>.*.safetensors among them).
+    stem = reference_stem(a.out)
+    side = stem + ".json"
+    ref.write_safetensors(stem + ".safetensors", {k: v.contiguous() for k, v in model.state_dict().items()},
                           {ref.CONFIG_METADATA: json.dumps(cfg)})
     with open(side, "w") as fh:
         json.dump({"config": cfg, "src_vocab": src, "tgt_vocab": tgt, "joey_version": a.joey_version}, fh)
@@ -574,7 +583,7 @@ def parser():
     t.set_defaults(fn=cmd_make_toolkit)
 
     d = sub.add_parser("toolkit-decode", help="greedy decoding of text the way a toolkit does (a make-toolkit model's sidecar)")
-    d.add_argument("--model", required=True, help="the .reference.json make-toolkit wrote beside the checkpoint")
+    d.add_argument("--model", required=True, help="the _reference.json make-toolkit wrote beside the checkpoint")
     d.add_argument("--texts", required=True, help="JSON list of sentences (white-space separated words)")
     d.add_argument("--max-len", type=int, default=20)
     d.add_argument("--out", required=True, help="JSON: one token list per sentence")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
@@ -15,6 +16,12 @@ import (
 	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/translate"
 )
+
+// referenceRecord is where reference.py make-toolkit records the model it
+// saved at out (reference_stem).
+func referenceRecord(out string) string {
+	return strings.TrimSuffix(out, filepath.Ext(out)) + "_reference.json"
+}
 
 // TestToolkitDecodingConventions translates raw text with attnx (export
 // with no flags, translate.Open, text in) and compares with each toolkit's
@@ -61,7 +68,7 @@ func TestToolkitDecodingConventions(t *testing.T) {
 		}
 		jobs = append(jobs,
 			[]string{"make-toolkit", "--config", string(js), "--format", c.format, "--seed", fmt.Sprint(500 + i), "--std", cmp.Or(c.std, "0.3"), "--joey-version", c.joey, "--out", out},
-			[]string{"toolkit-decode", "--model", out + ".reference.json", "--texts", string(textJSON), "--max-len", fmt.Sprint(maxLen), "--out", p(i, "want.json")})
+			[]string{"toolkit-decode", "--model", referenceRecord(out), "--texts", string(textJSON), "--max-len", fmt.Sprint(maxLen), "--out", p(i, "want.json")})
 	}
 	runReferenceJobs(t, dir, jobs)
 	for i, c := range cases {
@@ -78,7 +85,7 @@ func TestToolkitDecodingConventions(t *testing.T) {
 					Src []string `json:"src_vocab"`
 					Tgt []string `json:"tgt_vocab"`
 				}
-				data, err := os.ReadFile(ckpt + ".reference.json")
+				data, err := os.ReadFile(referenceRecord(p(i, "ckpt.pt")))
 				if err != nil {
 					t.Fatal(err)
 				}

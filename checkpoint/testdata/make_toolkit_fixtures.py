@@ -20,8 +20,8 @@ def make(cfg, fmt, out, **kw):
     for k, v in kw.items():
         args += ["--" + k.replace("_", "-"), v]
     subprocess.run(args, check=True)
-    for ext in (".reference.json", ".reference.safetensors"):
-        p = out.rstrip("/") + ext
+    for ext in (".json", ".safetensors"):
+        p = os.path.splitext(out.rstrip("/"))[0] + "_reference" + ext
         if os.path.exists(p):
             os.remove(p)
 
