@@ -29,7 +29,7 @@ func (o *Outcome) WriteText(w io.Writer, verbose bool) {
 		fmt.Fprintf(w, "  model %s; batch %d, src_len %d, %d steps; tolerance |a-b| <= %g + %g*|b|",
 			c, o.Batch, o.SrcLen, o.Steps, o.Tolerance["atol"], o.Tolerance["rtol"])
 		if o.ReferenceRounding {
-			fmt.Fprintf(w, " + PyTorch's own float32 rounding of b (measured against float64)")
+			fmt.Fprintf(w, " + %d x PyTorch's own float32 rounding in b's row (measured against float64)", RoundingSlack)
 		}
 		fmt.Fprintln(w)
 	}

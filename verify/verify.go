@@ -165,6 +165,18 @@ func isolatedFeed(want map[string]*builder.Tensor) func(t int, ex *decode.Execut
 	}
 }
 
+// RoundingSlack is how many times PyTorch's own float32 rounding in an
+// element's row (the largest along the last axis, measured against
+// float64 on the same inputs) widens the element's bound: two float32
+// implementations of one computation may each be that far from the exact
+// value, on opposite sides, and ONNX Runtime's kernels (its vectorised
+// activations) round other elements of a row than PyTorch's do. Measured
+// on the demo's trained OpenNMT-py model: one log_prob of PyTorch 6.8e-6
+// above the exact value and ONNX Runtime's 1.15e-5 below it (atol +
+// rtol*|b| is 1.1e-5); another where PyTorch is 7e-7 from exact, ONNX
+// Runtime 1.8e-5, and PyTorch's largest error in that row 3.8e-6.
+const RoundingSlack = 2
+
 // roundingPrefix names the reference's own rounding error of an output
 // (reference.py run --rounding): rounding_log_probs.
 const roundingPrefix = "rounding_"
@@ -310,8 +322,14 @@ func (r *Report) ScoreDrift() float64 {
 func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*Report, error) {
 	rep := &Report{TokensIdentical: true, OK: true, MaxAbs: map[string]float64{}}
 	// The reference's own rounding (reference.py run --rounding), when
-	// present, widens each element's bound by PyTorch's own error.
-	slack := func(name string, step, n int) ([]float32, error) {
+	// present, widens each element's bound by the two implementations'
+	// float32 rounding in its row, each estimated by PyTorch's largest
+	// measured error against float64 along the row's last axis
+	// (RoundingSlack times it): the elements of a row share their error's
+	// sources (a row of log_probs its features and normalizer), and ONNX
+	// Runtime's float32 result may be as far from the exact value as
+	// PyTorch's is, in the other direction.
+	slack := func(name string, step, n int, shape []int64) ([]float32, error) {
 		x, ok := want[roundingPrefix+name]
 		if !ok {
 			return nil, nil
@@ -324,7 +342,19 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		if len(v) < lo+n {
 			return nil, fmt.Errorf("reference %s has shape %v: want %d values for step %d", roundingPrefix+name, x.Dims, n, step)
 		}
-		return v[lo : lo+n], nil
+		row := n
+		if len(shape) > 0 && shape[len(shape)-1] > 0 {
+			row = int(shape[len(shape)-1])
+		}
+		s := make([]float32, n)
+		for i := 0; i < n; i += row {
+			end := min(i+row, n)
+			m := slices.Max(v[lo+i : lo+end])
+			for j := i; j < end; j++ {
+				s[j] = RoundingSlack * m
+			}
+		}
+		return s, nil
 	}
 	add := func(step int, name string, got *ortsession.Tensor, ref []float32, shape []int64) error {
 		g, err := got.Float32s()
@@ -332,7 +362,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		opt := tol
-		if opt.Slack, err = slack(name, step, len(ref)); err != nil {
+		if opt.Slack, err = slack(name, step, len(ref), shape); err != nil {
 			return err
 		}
 		res := compare.Float32(g, ref, shape, opt)
