@@ -48,5 +48,29 @@ for model in bahdanau luong; do
 	$attnx verify --model "$out/$model" --checkpoint "$demo/$model.pt" --batch 4 --steps 12 --beam 4
 done
 
+# The same task trained as an OpenNMT-py model (bidirectional 2-layer LSTM
+# encoder, 2-layer input-feeding decoder, general attention), saved as
+# OpenNMT-py 3 saves a checkpoint: no flags, the vocabularies and special
+# tokens come from the file.
+echo
+echo "=== onmt: export testdata/demo/onmt_dates.pt (an OpenNMT-py 3 checkpoint) -> $out/onmt, no flags"
+$attnx export "$demo/onmt_dates.pt" -o "$out/onmt" --greedy --beam --force
+$attnx export "$demo/onmt_dates.pt" -o "$out/onmt-int8" --weights int8 --greedy --force >/dev/null
+
+echo
+echo "=== onmt: translate raw text"
+head -4 "$demo/examples.txt" | $attnx translate --model "$out/onmt"
+
+echo
+echo "=== onmt: held-out exact match"
+heldout onmt "greedy (greedy.onnx)"
+heldout onmt "beam 4 (beam.onnx)" --engine loop --beam 4
+heldout onmt-int8 "int8, greedy"
+
+echo
+echo "=== onmt: verify against PyTorch (the reference's OpenNMT-py model), and the int8 export's agreement"
+$attnx verify --model "$out/onmt" --checkpoint "$demo/onmt_dates.pt" --batch 4 --steps 12 --beam 4
+$attnx verify --model "$out/onmt-int8" --checkpoint "$demo/onmt_dates.pt" --batch 200 --steps 12 | tail -1
+
 echo
 echo "Heat maps: $(ls "$out"/*attention*.png | head -4 | tr '\n' ' ')..."
