@@ -6,6 +6,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/ops"
+	"github.com/attnx/attnx/quant/qlayer"
 )
 
 // Names of the graph inputs and outputs: the contract of docs/models.md.
@@ -79,11 +80,14 @@ type modelGraph struct {
 	wt  *Weights
 	cfg Config
 	opt BuildOptions
+	// qtables holds the int8 embedding tables added, by name.
+	qtables map[string]qlayer.Int8Table
 }
 
 func newModelGraph(name string, wt *Weights, opt BuildOptions) *modelGraph {
 	g := builder.New(name)
-	return &modelGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults(), opt: opt}
+	return &modelGraph{g: g, w: &params{g: g, seen: map[string]*builder.Value{}}, c: consts{g}, wt: wt, cfg: wt.Config.WithDefaults(), opt: opt,
+		qtables: map[string]qlayer.Int8Table{}}
 }
 
 // param adds the decoder parameter called key (its checkpoint key), laid

@@ -135,12 +135,22 @@ func (s *modelGraph) qlinear(x *builder.Value, prefix string, bias bool, sc qlay
 // qembedding looks up ids in the table called key ([rows, E]) stored as
 // int8 rows, dequantizing only the rows gathered.
 func (s *modelGraph) qembedding(key string, table *builder.Tensor, ids *builder.Value) *builder.Value {
+	if t, ok := s.qtables[key]; ok {
+		// A table the graph already holds (the chatbot's shared embedding
+		// in greedy.onnx and beam.onnx).
+		return t.Lookup(ids)
+	}
 	v, rows, dim, err := quant.FloatsOf(table)
 	if err != nil {
 		s.fail(fmt.Errorf("%s: %w", key, err))
 		return ops.Identity(ids)
 	}
-	return qlayer.Embedding(s.g, key, ids, v, rows, dim, true).Y
+	t, ok := qlayer.NewInt8Table(s.g, key, v, rows, dim)
+	if !ok {
+		return ops.Identity(ids)
+	}
+	s.qtables[key] = t
+	return t.Lookup(ids)
 }
 
 // qdecoderRNN is decoderRNN's reduced form: each layer's cell as products

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/translate"
 )
 
 // toolkitCase is one toolkit model of the live suite: the configuration
@@ -201,6 +204,35 @@ func TestToolkitLiveParity(t *testing.T) {
 				bc := CompareBeam("decoder.onnx", 3, 1, b.Hypotheses, b.NearestTie, par.Free.ScoreDrift(), want)
 				if !bc.Identical {
 					t.Errorf("beam search: %s", bc.Detail)
+				}
+				// Every architecture exports at reduced precision too, and its
+				// graphs decode (random weights leave logits nearly tied, so
+				// their tokens are not compared here: attnx verify measures
+				// agreement on trained models).
+				for _, w := range []quant.Precision{quant.PrecisionInt8, quant.PrecisionInt4} {
+					dir := p(i, "model-"+string(w))
+					ckpt := p(i, "ckpt.pt")
+					if c.format == "joey" {
+						ckpt = filepath.Join(p(i, "joey"), "best.ckpt")
+					}
+					if _, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: true, Beam: true, Weights: w}); err != nil {
+						t.Fatalf("%s export: %v", w, err)
+					}
+					for _, engine := range []string{translate.EngineSteps, translate.EngineLoop} {
+						tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 6, Engine: engine, Beam: 2})
+						if err != nil {
+							t.Fatalf("%s %s: %v", w, engine, err)
+						}
+						rows, _, err := sourceRows(ids, lens)
+						if err != nil {
+							t.Fatal(err)
+						}
+						res, err := tr.TranslateIDs(context.Background(), rows)
+						tr.Close()
+						if err != nil || len(res) != len(rows) || len(res[0].Tokens) == 0 {
+							t.Fatalf("%s %s beam 2: %v (%d results)", w, engine, err, len(res))
+						}
+					}
 				}
 				ties := len(par.Isolated.NearTies) + len(par.Free.NearTies) + bc.Swaps
 				for _, g := range checks {

@@ -165,6 +165,10 @@ func badSetup(t *testing.T, tmp string) badModels {
 	var j map[string]any
 	json.Unmarshal(b, &j)
 	j["hidden_size"] = 16
+	// Without its decoder_states (as attnx.json files written before they
+	// were recorded), so that attnx.json agrees with itself and only the
+	// graphs disagree.
+	delete(j, "decoder_states")
 	badWriteJSON(t, info, j)
 	os.Remove(filepath.Join(m.noInfo, "attnx.json"))
 	// Escaping: attnx.json names a greedy graph outside the directory.
@@ -350,10 +354,12 @@ func TestBadInput(t *testing.T) {
 			want: []string{"attnx inspect:", "encoder.onnx", "not an ONNX model", "truncated"}},
 		{name: "inspect: dir without attnx.json", args: []string{"inspect", m.noInfo}, code: 1,
 			want: []string{"is not a model directory", "no attnx.json"}},
-		{name: "inspect: checkpoint instead of a model", args: []string{"inspect", ck}, code: 1,
-			want: []string{"attnx inspect:", "checkpoint.pt"}},
+		{name: "inspect: a checkpoint says what export makes of it", args: []string{"inspect", ck}, code: 0,
+			want: []string{"checkpoint.pt: a checkpoint attnx export converts as follows", "arch     luong-general"}},
+		{name: "inspect: neither a model nor a checkpoint", args: []string{"inspect", filepath.Join(m.ids, "attnx.json")}, code: 1,
+			want: []string{"attnx inspect:", "attnx.json", "not a PyTorch zip checkpoint or safetensors file"}},
 		{name: "inspect: missing argument", args: []string{"inspect"}, code: 2,
-			want: []string{"want one FILE.onnx or model DIR, got 0 arguments"}},
+			want: []string{"want one FILE.onnx, model DIR or CHECKPOINT, got 0 arguments"}},
 		{name: "inspect: unknown flag", args: []string{"inspect", "--bogus", m.ids}, code: 2,
 			want: []string{"unknown flag: --bogus"}},
 

@@ -180,7 +180,7 @@ func TestInspectErrors(t *testing.T) {
 		t.Errorf("plain dir: exit %d, %q", code, errs)
 	}
 	code, _, errs = attnx("inspect")
-	if code != 2 || !strings.HasPrefix(errs, "attnx inspect: want one FILE.onnx or model DIR, got 0 arguments") {
+	if code != 2 || !strings.HasPrefix(errs, "attnx inspect: want one FILE.onnx, model DIR or CHECKPOINT, got 0 arguments") {
 		t.Errorf("no args: exit %d, %q", code, errs)
 	}
 }

@@ -65,7 +65,7 @@ func runInspect(args []string) error {
 	}
 	pos := fs.Args()
 	if len(pos) != 1 {
-		return &usageError{fmt.Sprintf("want one FILE.onnx or model DIR, got %d arguments", len(pos))}
+		return &usageError{fmt.Sprintf("want one FILE.onnx, model DIR or CHECKPOINT, got %d arguments", len(pos))}
 	}
 	path := pos[0]
 	st, err := os.Stat(path)
