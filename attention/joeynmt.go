@@ -257,3 +257,9 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	}
 	return cfg, cfg.Validate()
 }
+
+// IsJoeyNMT reports whether a state_dict's keys are those of a JoeyNMT
+// recurrent model.
+func IsJoeyNMT(shapes map[string][]int64) bool {
+	return has(shapes, "src_embed.lut.weight", "trg_embed.lut.weight", "decoder.output_layer.weight")
+}

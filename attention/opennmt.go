@@ -337,3 +337,39 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	}
 	return cfg, cfg.Validate()
 }
+
+// IsOpenNMT reports whether a state_dict's keys are those of an
+// OpenNMT-py RNN model (its embeddings' and generator's names), saved
+// without the checkpoint dict around it.
+func IsOpenNMT(shapes map[string][]int64) bool {
+	return has(shapes, onmtSrcEmb, onmtTgtEmb, "generator.weight", "encoder.rnn.weight_hh_l0")
+}
+
+// OpenNMTOptionsFromKeys infers what OpenNMT-py's opt would say from a
+// bare state_dict's keys, for a model saved without its checkpoint dict:
+// the encoder's direction from the _reverse keys, the cell from the gate
+// rows, input feeding from the decoder's stack of cells, the bridge from
+// encoder.bridge.*, the attention type from decoder.attn.*. Everything
+// opt decides is in the keys.
+func OpenNMTOptionsFromKeys(shapes map[string][]int64) OpenNMTOptions {
+	opt := map[string]any{"encoder_type": "rnn", "rnn_type": "LSTM", "global_attention": "dot", "input_feed": int64(0), "bridge": false}
+	if has(shapes, "encoder.rnn.weight_hh_l0_reverse") {
+		opt["encoder_type"] = "brnn"
+	}
+	if d := shapes["encoder.rnn.weight_hh_l0"]; len(d) == 2 && d[0] == 3*d[1] {
+		opt["rnn_type"] = "GRU"
+	}
+	if has(shapes, "decoder.rnn.layers.0.weight_ih") {
+		opt["input_feed"] = int64(1)
+	}
+	if has(shapes, "encoder.bridge.0.weight") {
+		opt["bridge"] = true
+	}
+	switch {
+	case has(shapes, "decoder.attn.linear_in.weight"):
+		opt["global_attention"] = "general"
+	case has(shapes, "decoder.attn.linear_context.weight"):
+		opt["global_attention"] = "mlp"
+	}
+	return OpenNMTOptions{Opt: opt, Version: 3}
+}

@@ -53,7 +53,8 @@ func metadataConfig(sd *checkpoint.StateDict) (cfg attention.Config, ok bool, er
 // bentrevett tutorial state_dict by its keys.
 func isToolkit(sd *checkpoint.StateDict) bool {
 	_, meta, _ := metadataConfig(sd)
-	return sd.Origin != nil || meta || attention.IsBentrevett(shapesOf(sd))
+	shapes := shapesOf(sd)
+	return sd.Origin != nil || meta || attention.IsBentrevett(shapes) || attention.IsOpenNMT(shapes) || attention.IsJoeyNMT(shapes)
 }
 
 func shapesOf(sd *checkpoint.StateDict) map[string][]int64 {
@@ -174,6 +175,20 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		if tm.rules != nil {
 			tm.notes = append(tm.notes, "decoding as "+tm.rules.Origin)
 		}
+	case sd.Origin == nil && attention.IsOpenNMT(shapesOf(sd)):
+		// OpenNMT-py's model state_dict alone (model.state_dict(), or the
+		// model and generator entries re-saved): the keys say everything
+		// opt would, but not the vocabularies.
+		if tm.w, tm.notes, err = convert(func() (attention.Config, error) {
+			return attention.OpenNMTConfig(attention.OpenNMTOptionsFromKeys(shapesOf(sd)), shapesOf(sd))
+		}); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tm.toolkit = Toolkit{Name: "OpenNMT-py", Format: "state_dict without opt and vocab (architecture from the keys)"}
+		tm.special = attention.Special{SOS: 2, EOS: 3, PAD: 1, UNK: 0}
+		tm.notes = append(tm.notes, "an OpenNMT-py model's state_dict without its checkpoint dict: the architecture comes from the keys, the special tokens are OpenNMT-py's <unk> 0, <blank> 1, <s> 2, </s> 3 (pass --src-vocab/--tgt-vocab and --sos/--eos/--pad/--unk if yours differ); the checkpoint OpenNMT-py saved (with opt and vocab) needs no flags")
+	case sd.Origin == nil && attention.IsJoeyNMT(shapesOf(sd)):
+		return nil, fmt.Errorf("%s holds a JoeyNMT model's weights without the checkpoint dict JoeyNMT saves (model_state): export the model directory's best.ckpt (or <step>.ckpt), with its config.yaml beside it or named by --config", path)
 	case attention.IsBentrevett(shapesOf(sd)):
 		if tm.w, tm.notes, err = attention.BentrevettModel(sd.Tensors, aopt); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/ortsession"
 )
@@ -85,5 +86,35 @@ func TestToolkitExportErrors(t *testing.T) {
 	code, _, stderr = attnx("export", lone, "-o", filepath.Join(dir, "out"), "--config", toolkitFixture("joey/config.yaml"))
 	if code != 0 {
 		t.Errorf("--config: exit %d: %s", code, stderr)
+	}
+}
+
+// TestToolkitBareStateDict exports an OpenNMT-py model's weights saved
+// without its checkpoint dict (a safetensors of model and generator
+// tensors): the architecture comes from the keys, with a note; a JoeyNMT
+// model's bare weights get a message naming the files to export instead.
+func TestToolkitBareStateDict(t *testing.T) {
+	testenv.ORT(t, ortsession.Init())
+	dir := t.TempDir()
+	bare := func(name, fixture string) string {
+		sd, err := checkpoint.Load(toolkitFixture(fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := checkpoint.WriteSafetensors(p, sd.Tensors, nil); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, stdout, stderr := attnx("export", bare("onmt.safetensors", "onmt_v3.pt"), "-o", filepath.Join(dir, "onmt"))
+	for _, want := range []string{"state_dict without opt and vocab (architecture from the keys)", "arch     onmt-general", "input feeding", "special  sos=2 eos=3 pad=1 unk=0"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d, stdout lacks %q:\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	code, _, stderr = attnx("export", bare("joey.safetensors", "joey/best.ckpt"), "-o", filepath.Join(dir, "joey"))
+	if code != 1 || !strings.Contains(stderr, "holds a JoeyNMT model's weights without the checkpoint dict JoeyNMT saves (model_state): export the model directory's best.ckpt") {
+		t.Errorf("joey: exit %d: %s", code, stderr)
 	}
 }
