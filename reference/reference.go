@@ -29,7 +29,7 @@ import (
 	"strings"
 )
 
-//go:embed attnx_reference.py reference.py bench.py user_module.py toolkits.py
+//go:embed attnx_reference.py reference.py bench.py user_module.py user_toolkit.py toolkits.py
 var scripts embed.FS
 
 // The scripts callers run.

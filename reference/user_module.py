@@ -191,6 +191,10 @@ def run(path, weights, config, source_ids, source_lengths, steps, step_input_ids
     sentence at a time: the encoder's outputs and state, `steps` decoder
     steps (fed step_input_ids when given, else SOS then each step's own
     argmax) and a greedy decode of max_len (default steps) tokens."""
+    import user_toolkit
+    if user_toolkit.convention(config["arch"]):
+        return user_toolkit.run(path, import_file(path), weights, config, source_ids, source_lengths, steps, step_input_ids,
+                                steps if max_len is None else max_len, pad)
     conv = convention(config["arch"])
     enc, dec = build(path, config, weights)
     B, S = source_ids.shape
@@ -276,6 +280,9 @@ def parse_config(s):
     except ValueError as e:
         raise ReferenceError("--config: not JSON: %s" % e)
     need = ("arch", "cell", "hidden", "embedding_size", "layers", "src_vocab", "tgt_vocab", "sos", "eos")
+    if isinstance(config, dict) and str(config.get("arch", "")).startswith(("bentrevett", "chatbot-")):
+        # the tutorials' models: attnx.json's own field names
+        need = ("arch", "hidden_size", "num_layers", "src_vocab_size", "tgt_vocab_size", "sos", "eos")
     if not isinstance(config, dict) or any(k not in config for k in need):
         raise ReferenceError("--config: want a JSON object with %s" % ", ".join(need))
     if config["arch"] == LOCATION and "max_length" not in config:

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
@@ -209,6 +210,9 @@ func Check(o Options) (*Outcome, error) {
 	}
 	if steps == 0 {
 		steps = DefaultSteps
+	}
+	if a := info.Config.Arch; o.TorchModule != "" && a.IsToolkit() && a != attention.Bentrevett && !strings.HasPrefix(string(a), "chatbot-") {
+		return nil, fmt.Errorf("--torch-module runs your own modules with the article's, PyTorch's tutorials', bentrevett's and the chatbot tutorial's call conventions; %s models (%s) are verified against attnx's reference: drop --torch-module", a, a.Toolkit())
 	}
 	if o.Beam != 0 {
 		b := decode.Beam{K: o.Beam, LengthPenalty: o.LengthPenalty}
@@ -421,6 +425,16 @@ func rulesArg(r *attention.Rules) string {
 // JSON: the model's sizes in the reference's names, and SOS and EOS.
 func moduleConfig(info *modeldir.Info) string {
 	c := info.Config.WithDefaults()
+	if c.Arch.IsToolkit() {
+		// The tutorials' models (reference/user_toolkit.py): attnx.json's
+		// own fields.
+		var m map[string]any
+		js, _ := json.Marshal(c)
+		json.Unmarshal(js, &m) // a Config always round-trips
+		m["sos"], m["eos"] = info.Special.SOS, info.Special.EOS
+		data, _ := json.Marshal(m)
+		return string(data)
+	}
 	m := map[string]any{"arch": c.Arch, "cell": c.Cell, "hidden": c.Hidden, "embedding_size": c.Embedding, "layers": c.Layers,
 		"src_vocab": c.SrcVocab, "tgt_vocab": c.TgtVocab, "sos": info.Special.SOS, "eos": info.Special.EOS}
 	if c.MaxLength > 0 {

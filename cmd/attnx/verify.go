@@ -60,6 +60,19 @@ a time, in eval mode, with the call convention of the model's architecture:
       decoder(token [1,1], hidden, buffer)
   tutorial-bahdanau (its current version): out, hidden = encoder(ids [1,S]);
       logits, hidden, attn = decoder.forward_step(token [1,1], hidden, out)
+  bentrevett (tutorial 3/4): build returns the Seq2Seq (or its encoder and
+      decoder), keys as the checkpoint's; outputs, hidden = encoder(src [S,1])
+      (tutorial 4: encoder(src, len)); prediction, hidden[, a] =
+      decoder(token [1], hidden, outputs[, mask]); attention from a or the
+      decoder's attention module
+  chatbot-* (PyTorch's chatbot tutorial): build returns EncoderRNN and
+      LuongAttnDecoderRNN with config's hidden_size, num_layers and
+      encoder_layers; outputs, hidden = encoder(ids [S,1], lengths);
+      output, hidden = decoder(token [1,1], hidden[:L], outputs); log_probs
+      from the decoder's out module, attention from its attn module
+  (the toolkits' own config fields: config is then attnx.json's model
+  fields plus sos and eos; OpenNMT-py and JoeyNMT models are verified
+  against attnx's reference only)
 FILE.py is your code and runs as such.
 
 A model exported with --weights int8 or int4 cannot meet that tolerance,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
 )
 
@@ -151,5 +152,70 @@ func TestVerifyTorchModule(t *testing.T) {
 		if code != 1 || errs != c.want {
 			t.Errorf("%s: exit %d, stderr\n%s\nwant\n%s", c.module, code, errs, c.want)
 		}
+	}
+}
+
+// TestVerifyTorchModuleTutorials: --torch-module with the call conventions
+// of bentrevett's tutorial and the chatbot tutorial (reference/
+// user_toolkit.py), on models the reference saves the tutorials' way and
+// modules written for these tests with those conventions. A variant with
+// the chatbot's concat halves swapped is caught; an OpenNMT-py model is
+// sent to the reference.
+func TestVerifyTorchModuleTutorials(t *testing.T) {
+	needTorch(t)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in.safetensors")
+	writeInputs(t, in, [][]int64{{4, 1, 2, 3, 4, 1}, {3, 4}, {2, 2, 1}})
+	mod := func(name string) string { return filepath.Join(torchModules, name) }
+	for _, c := range []struct{ name, format, config, module string }{
+		{"bentrevett", "bentrevett-2020", `{"arch":"bentrevett","cell":"gru","hidden_size":7,"encoder_hidden_size":4,"embedding_size":5,"tgt_embedding_size":6,"num_layers":1,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true}`, "bentrevett.py"},
+		{"chatbot general", "chatbot", `{"arch":"chatbot-general","cell":"gru","hidden_size":6,"embedding_size":6,"num_layers":2,"src_vocab_size":9,"tgt_vocab_size":9,"bidirectional":true}`, "chatbot.py"},
+		{"chatbot concat, L=1 of Le=2", "chatbot", `{"arch":"chatbot-concat","cell":"gru","hidden_size":6,"embedding_size":6,"num_layers":1,"encoder_layers":2,"src_vocab_size":9,"tgt_vocab_size":9,"bidirectional":true}`, "chatbot.py"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ckpt := filepath.Join(dir, "model.pt")
+			fixtures.Reference(t, "make-toolkit", "--config", c.config, "--format", c.format, "--seed", "3", "--out", ckpt)
+			model := filepath.Join(dir, "model")
+			if code, _, errs := attnx("export", ckpt, "-o", model, "--greedy"); code != 0 {
+				t.Fatal(errs)
+			}
+			code, out, errs := attnx("verify", "--model", model, "--checkpoint", ckpt, "--inputs", in, "--torch-module", mod(c.module))
+			if code != 0 || !strings.Contains(out, "\nOK: the ONNX graphs compute what your modules compute\n") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if c.module != "chatbot.py" {
+				return
+			}
+			// The same module with the concat layer's halves swapped.
+			src, err := os.ReadFile(mod(c.module))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrong := filepath.Join(dir, "chatbot_wrong.py")
+			bad := strings.Replace(string(src), "torch.cat((rnn_output.squeeze(0), context), 1)", "torch.cat((context, rnn_output.squeeze(0)), 1)", 1)
+			if bad == string(src) {
+				t.Fatal("the mistake was not introduced")
+			}
+			if err := os.WriteFile(wrong, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, _ = attnx("verify", "--model", model, "--checkpoint", ckpt, "--inputs", in, "--torch-module", wrong)
+			if code != 1 || !strings.Contains(out, "\nMISMATCH: the ONNX graphs differ from your modules\n") {
+				t.Errorf("the mistaken module: exit %d\n%s", code, out)
+			}
+		})
+	}
+	// An OpenNMT-py model is verified against the reference instead.
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "onmt.pt")
+	fixtures.Reference(t, "make-toolkit", "--config", `{"arch":"onmt-dot","cell":"lstm","hidden_size":6,"embedding_size":5,"num_layers":1,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true,"encoder_hidden_size":3,"input_feed":true}`,
+		"--format", "onmt-v3", "--out", ckpt)
+	if code, _, errs := attnx("export", ckpt, "-o", filepath.Join(dir, "m")); code != 0 {
+		t.Fatal(errs)
+	}
+	code, _, errs := attnx("verify", "--model", filepath.Join(dir, "m"), "--checkpoint", ckpt, "--inputs", in, "--torch-module", mod("chatbot.py"))
+	if code != 1 || !strings.Contains(errs, "onmt-dot models (OpenNMT-py) are verified against attnx's reference: drop --torch-module") {
+		t.Errorf("OpenNMT-py with --torch-module: exit %d: %s", code, errs)
 	}
 }
