@@ -249,7 +249,7 @@ func Layouts() []layout.Layout {
 			out = append(out, layout.Layout{Name: string(ar.Name()) + "/" + string(cell), Keys: modelKeys(ar, cell, string(cell), string(cell), 0)})
 		}
 	}
-	return out
+	return append(out, toolkitLayouts()...)
 }
 
 // decoderInput is the input size of the decoder's first recurrent layer

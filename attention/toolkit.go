@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"strings"
 	"slices"
 	"strconv"
 
@@ -98,6 +99,14 @@ func rnnKeyNames(prefix string, k int, suffix string, cells bool) [4]string {
 // toolkitSpecs lists every key of a checkpoint of cfg with its shape.
 func toolkitSpecs(tk toolkitArch, cfg Config) (toolkitKeys, []KeySpec, error) {
 	cfg = cfg.WithDefaults()
+	keys, all := toolkitLayout(tk, cfg)
+	specs, err := resolve(all, cfg)
+	return keys, specs, err
+}
+
+// toolkitLayout lists every key of a checkpoint of cfg with its symbolic
+// shape.
+func toolkitLayout(tk toolkitArch, cfg Config) (toolkitKeys, []layout.Key) {
 	keys := tk.checkpointKeys(cfg)
 	var all []layout.Key
 	all = append(all, key(keys.srcEmb, "source embedding", "Vs", "E"))
@@ -129,9 +138,47 @@ func toolkitSpecs(tk toolkitArch, cfg Config) (toolkitKeys, []KeySpec, error) {
 		}
 		rnn(keys.decRNN, k, "", keys.decCells, in, "H")
 	}
-	all = append(all, keys.params...)
-	specs, err := resolve(all, cfg)
-	return keys, specs, err
+	return keys, append(all, keys.params...)
+}
+
+// IsToolkitLayout reports whether a layout of Layouts is a toolkit's.
+func IsToolkitLayout(name string) bool { return strings.HasPrefix(name, string(Bentrevett)+"/") }
+
+// toolkitLayouts are the key families Diagnose compares a checkpoint with
+// besides the article's, for the toolkit models that come as plain
+// state_dicts, whose attribute names their users change:
+// bentrevett's tutorial 3/4, under each era's names (2018: v [H] and out;
+// 2019: v [H] and fc_out; 2020: v.weight; 2023: attn_fc, v_fc).
+func toolkitLayouts() []layout.Layout {
+	_, keys := toolkitLayout(bentrevett{}, Config{Arch: Bentrevett, Cell: GRU, Layers: 1, Bidirectional: true})
+	var out []layout.Layout
+	for _, era := range []string{"2020", "2023", "2018", "2019"} {
+		var ks []layout.Key
+		for _, k := range keys {
+			switch era {
+			case "2023":
+				for from, to := range bentrevettEras[0].rename {
+					if k.Name == to {
+						k.Name = from
+					}
+				}
+			case "2018", "2019":
+				if k.Name == "decoder.attention.v.weight" {
+					k.Name, k.Shape = "decoder.attention.v", []string{"H"}
+				}
+				if era == "2018" {
+					for from, to := range bentrevettEras[1].rename {
+						if k.Name == to {
+							k.Name = from
+						}
+					}
+				}
+			}
+			ks = append(ks, k)
+		}
+		out = append(out, layout.Layout{Name: string(Bentrevett) + "/" + era + "-names", Keys: ks})
+	}
+	return out
 }
 
 // FromToolkit checks the tensors of a toolkit checkpoint against the model

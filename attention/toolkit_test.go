@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint/layout"
 )
 
 // onmtShapes are the key shapes of an OpenNMT-py checkpoint: a
@@ -188,5 +191,37 @@ func TestRulesApply(t *testing.T) {
 	}
 	if err := (&Rules{Greedy: []int64{9}}).Check(Config{TgtVocab: 5}); err == nil || !strings.Contains(err.Error(), "greedy_banned holds id 9, outside the target vocabulary [0, 5)") {
 		t.Errorf("check: %v", err)
+	}
+}
+
+// TestBentrevettLayoutsConvert: the key family of each bentrevett era that
+// Layouts lists for Diagnose is what BentrevettModel reads.
+func TestBentrevettLayoutsConvert(t *testing.T) {
+	sizes := layout.Sizes{"Vs": 8, "Vt": 9, "E": 3, "Et": 4, "h": 5, "C": 10, "H": 6}
+	n := 0
+	for _, l := range Layouts() {
+		if !IsToolkitLayout(l.Name) {
+			continue
+		}
+		n++
+		sd := map[string]*builder.Tensor{}
+		for _, k := range l.Keys {
+			dims, err := layout.Resolve(k.Shape, sizes)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", l.Name, k.Name, err)
+			}
+			sd[k.Name] = builder.FloatTensor(dims, make([]float32, builder.NumElements(dims)))
+		}
+		w, notes, err := BentrevettModel(sd, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", l.Name, err)
+		}
+		era := strings.TrimSuffix(strings.TrimPrefix(l.Name, "bentrevett/"), "-names")
+		if w.Config.Hidden != 6 || w.Config.EncHidden() != 5 || !strings.Contains(notes[0], map[string]string{"2018": "2018-19", "2019": "late 2019", "2020": "2020", "2023": "2023"}[era]) {
+			t.Errorf("%s: %v, notes %q", l.Name, w.Config, notes)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d bentrevett layouts, want 4", n)
 	}
 }

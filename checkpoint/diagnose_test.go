@@ -188,7 +188,7 @@ renaming fixes it: --map decoder.attention.W1=decoder.attention.Wa --map decoder
   layer1.0.bn2.num_batches_tracked []
   fc.weight [3 4]
   fc.bias [3]
-no known layout is close (bahdanau/lstm, bahdanau/gru, luong-dot/lstm, luong-dot/gru, luong-general/lstm, luong-general/gru, luong-concat/lstm, luong-concat/gru, tutorial-location/lstm, tutorial-location/gru, tutorial-bahdanau/lstm, tutorial-bahdanau/gru): this looks like another kind of model.
+no known layout is close (bahdanau/lstm, bahdanau/gru, luong-dot/lstm, luong-dot/gru, luong-general/lstm, luong-general/gru, luong-concat/lstm, luong-concat/gru, tutorial-location/lstm, tutorial-location/gru, tutorial-bahdanau/lstm, tutorial-bahdanau/gru, bentrevett/2020-names, bentrevett/2023-names, bentrevett/2018-names, bentrevett/2019-names): this looks like another kind of model.
 The nearest, luong-dot/lstm, would use 2 of these keys (2 of them under other names) and lacks 10 of its own: encoder.embedding.weight [Vs E], encoder.lstm.weight_ih_l0 [4H E], encoder.lstm.weight_hh_l0 [4H H], encoder.lstm.bias_ih_l0 [4H], encoder.lstm.bias_hh_l0 [4H], decoder.embedding.weight [Vt E] and 4 more`},
 	}
 	for _, c := range cases {

@@ -397,10 +397,11 @@ func convertStateDict(sd *checkpoint.StateDict, files checkpoint.Files, opt atte
 	w, notes, err := attention.FromStateDict(sd.Tensors, opt)
 	if err != nil {
 		var ke *attention.KeysError
-		if errors.As(err, &ke) {
-			if d, derr := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts()); derr == nil {
-				return nil, nil, nil, &DiagnosedError{Files: files, Err: err, Diagnosis: d}
-			}
+		if d, derr := checkpoint.Diagnose(sd.KeyShapes(), attention.Layouts()); derr == nil &&
+			(errors.As(err, &ke) || d.Close && attention.IsToolkitLayout(d.Layout)) {
+			// Keys that fit no layout, or the article's inference tripping
+			// on a toolkit's keys under other names.
+			return nil, nil, nil, &DiagnosedError{Files: files, Err: err, Diagnosis: d}
 		}
 		return nil, nil, nil, fmt.Errorf("%s: %w", files, err)
 	}

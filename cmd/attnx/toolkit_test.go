@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/ortsession"
@@ -116,5 +118,41 @@ func TestToolkitBareStateDict(t *testing.T) {
 	code, _, stderr = attnx("export", bare("joey.safetensors", "joey/best.ckpt"), "-o", filepath.Join(dir, "joey"))
 	if code != 1 || !strings.Contains(stderr, "holds a JoeyNMT model's weights without the checkpoint dict JoeyNMT saves (model_state): export the model directory's best.ckpt") {
 		t.Errorf("joey: exit %d: %s", code, stderr)
+	}
+}
+
+// TestToolkitDiagnosis: a bentrevett model whose attributes were renamed
+// gets the closest era's layout and the --map flags that fix it, and
+// exports with them.
+func TestToolkitDiagnosis(t *testing.T) {
+	testenv.ORT(t, ortsession.Init())
+	dir := t.TempDir()
+	// bentrevett's 2020 names with decoder.attention renamed decoder.attn_module.
+	keys, err := attention.ExpectedKeys(attention.Config{Arch: attention.Bentrevett, Cell: attention.GRU, Hidden: 6, EncoderHidden: 4, Embedding: 3, Layers: 1, SrcVocab: 7, TgtVocab: 5, Bidirectional: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors := map[string]*builder.Tensor{}
+	for _, k := range keys {
+		name := strings.Replace(k.Key, "decoder.attention.", "decoder.attn_module.", 1)
+		vals := make([]float32, builder.NumElements(k.Dims))
+		for i := range vals {
+			vals[i] = float32(i%7) * 0.01
+		}
+		tensors[name] = builder.FloatTensor(k.Dims, vals)
+	}
+	path := filepath.Join(dir, "renamed.safetensors")
+	if err := checkpoint.WriteSafetensors(path, tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := attnx("export", path, "-o", filepath.Join(dir, "m"))
+	for _, want := range []string{"closest known layout: bentrevett/2020-names", "renaming fixes it: --map decoder.attn_module=decoder.attention"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	code, stdout, stderr := attnx("export", path, "-o", filepath.Join(dir, "m"), "--map", "decoder.attn_module=decoder.attention")
+	if code != 0 || !strings.Contains(stdout, "arch     bentrevett") {
+		t.Errorf("with --map: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
