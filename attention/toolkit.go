@@ -2,9 +2,9 @@ package attention
 
 import (
 	"fmt"
-	"strings"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint/layout"
