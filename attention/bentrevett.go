@@ -173,13 +173,7 @@ func BentrevettModel(tensors map[string]*builder.Tensor, opt Options) (*Weights,
 	cfg := Config{Arch: Bentrevett, Cell: GRU, Bidirectional: true, Layers: 1,
 		SrcVocab: int(src[0]), Embedding: int(src[1]), TgtVocab: int(tgt[0]), TgtEmbedding: int(tgt[1]),
 		EncoderHidden: int(hh[1]), Hidden: int(fc[0])}
-	if cfg.EncoderHidden == cfg.Hidden {
-		cfg.EncoderHidden = 0
-	}
-	if cfg.TgtEmbedding == cfg.Embedding {
-		cfg.TgtEmbedding = 0
-	}
-	w, notes, err := FromToolkit(cfg, t, opt)
+	w, notes, err := FromToolkit(cfg.omitDefaults(), t, opt)
 	if err != nil {
 		return nil, nil, err
 	}

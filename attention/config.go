@@ -235,6 +235,22 @@ func (c Config) bridgeFamily() string {
 	return family
 }
 
+// omitDefaults clears the toolkit fields that equal what they default to
+// (EncoderLayers = Layers, EncoderHidden = Hidden, TgtEmbedding =
+// Embedding), so that attnx.json records only what differs.
+func (c Config) omitDefaults() Config {
+	if c.EncoderLayers == c.Layers {
+		c.EncoderLayers = 0
+	}
+	if c.EncoderHidden == c.Hidden {
+		c.EncoderHidden = 0
+	}
+	if c.TgtEmbedding == c.Embedding {
+		c.TgtEmbedding = 0
+	}
+	return c
+}
+
 // EncHidden is h, the encoder's hidden size per direction.
 func (c Config) EncHidden() int {
 	if c.EncoderHidden > 0 {

@@ -230,8 +230,8 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	cfg.SrcVocab, cfg.Embedding = int(src[0]), int(src[1])
 	cfg.TgtVocab, cfg.TgtEmbedding = int(tgt[0]), int(tgt[1])
 	cfg.EncoderHidden, cfg.Hidden = int(ehh[1]), int(dhh[1])
-	if ehh[0] != int64(cfg.Cell.gates())*ehh[1] {
-		return cfg, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but rnn_type %s has %d gate blocks", ehh, strings.ToUpper(string(cfg.Cell)), cfg.Cell.gates())
+	if err := checkGates(ehh, cfg.Cell, "rnn_type"); err != nil {
+		return cfg, err
 	}
 	cfg.EncoderLayers, cfg.Layers = countLayers(shapes, "encoder.rnn.weight_ih_l%d"), countLayers(shapes, "decoder.rnn.weight_ih_l%d")
 	for _, c := range []struct {
@@ -246,15 +246,7 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	if cfg.Bridge == "last" && cfg.Hidden != cfg.EncoderHidden && cfg.Hidden != 2*cfg.EncoderHidden {
 		return refuse("model.decoder.init_hidden last", fmt.Sprintf("the decoder's hidden size %d must be the encoder's %d or twice it", cfg.Hidden, cfg.EncoderHidden))
 	}
-	if cfg.EncoderLayers == cfg.Layers {
-		cfg.EncoderLayers = 0
-	}
-	if cfg.EncoderHidden == cfg.Hidden {
-		cfg.EncoderHidden = 0
-	}
-	if cfg.TgtEmbedding == cfg.Embedding {
-		cfg.TgtEmbedding = 0
-	}
+	cfg = cfg.omitDefaults()
 	return cfg, cfg.Validate()
 }
 

@@ -297,8 +297,8 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	cfg.TgtVocab, cfg.TgtEmbedding = int(tgt[0]), int(tgt[1])
 	cfg.Hidden = int(gen[1])
 	cfg.EncoderHidden = int(hh[1])
-	if hh[0] != int64(cfg.Cell.gates())*hh[1] {
-		return cfg, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but opt.rnn_type %s has %d gate blocks", hh, strings.ToUpper(string(cfg.Cell)), cfg.Cell.gates())
+	if err := checkGates(hh, cfg.Cell, "opt.rnn_type"); err != nil {
+		return cfg, err
 	}
 	cfg.EncoderLayers = countLayers(shapes, "encoder.rnn.weight_ih_l%d")
 	if cfg.InputFeed {
@@ -326,15 +326,7 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	// batch with layers x directions > 1 it mixes the sentences' rows. The
 	// graphs compute each sentence alone: what OpenNMT-py 2 translates
 	// with batch size 1 (OpenNMTV2BridgeNote).
-	if cfg.EncoderLayers == cfg.Layers {
-		cfg.EncoderLayers = 0
-	}
-	if cfg.EncoderHidden == cfg.Hidden {
-		cfg.EncoderHidden = 0
-	}
-	if cfg.TgtEmbedding == cfg.Embedding {
-		cfg.TgtEmbedding = 0
-	}
+	cfg = cfg.omitDefaults()
 	return cfg, cfg.Validate()
 }
 

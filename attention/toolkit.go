@@ -268,6 +268,15 @@ func matrix(shapes map[string][]int64, k, what string) ([]int64, error) {
 	return d, nil
 }
 
+// checkGates checks that encoder.rnn.weight_hh_l0 (shape hh) has the gate
+// rows of the cell the toolkit's option (named option) says.
+func checkGates(hh []int64, cell Cell, option string) error {
+	if hh[0] != int64(cell.gates())*hh[1] {
+		return fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, but %s %s has %d gate blocks", hh, option, strings.ToUpper(string(cell)), cell.gates())
+	}
+	return nil
+}
+
 // countLayers counts the consecutive keys pattern (with %d the layer)
 // present from layer 0.
 func countLayers(shapes map[string][]int64, pattern string) int {
