@@ -248,9 +248,19 @@ def run(path, weights, config, source_ids, source_lengths, steps, step_input_ids
 
 def _run_row(res, states, conv, enc, dec, ids, config, b, steps, step_input_ids, max_len, S, H):
     """Row b's encoder outputs, steps and greedy decode into res."""
-    sos, eos = config["sos"], config["eos"]
     row = _Row(conv, enc, dec, ids, config)
     res["encoder_outputs"][b, :row.n] = row.outputs.reshape(row.n, H)
+    decode_row(res, b, row, lambda: _Row(conv, enc, dec, ids, config), states, config["sos"], config["eos"],
+               steps, step_input_ids, max_len, S)
+
+
+def decode_row(res, b, row, fresh, states, sos, eos, steps, step_input_ids, max_len, S):
+    """Row b's steps and greedy decode into res, one sentence through a
+    user's modules: row (already encoded) runs `steps` steps fed
+    step_input_ids (else its own argmax), states(row, t, b) recording the
+    states (t None: the initial ones); fresh() encodes the sentence again
+    for the greedy decode of max_len tokens. A row has n and step(token)
+    -> (log_probs [Vt], attention weights)."""
     states(row, None, b)
     tok = sos
     for t in range(steps):
@@ -263,7 +273,7 @@ def _run_row(res, states, conv, enc, dec, ids, config, b, steps, step_input_ids,
         res["attention"][t, b] = _attention_row(attn, row.n, S)
         tok = int(lp.argmax())
         res["tokens"][t, b] = tok
-    row = _Row(conv, enc, dec, ids, config)
+    row = fresh()
     tok = sos
     for t in range(max_len):
         lp, _ = row.step(tok)

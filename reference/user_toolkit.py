@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 import attnx_reference as ref
+import user_module
 from attnx_reference import ReferenceError
 
 BENTREVETT = "bentrevett"
@@ -167,33 +168,18 @@ def run(path, mod, weights, config, source_ids, source_lengths, steps, step_inpu
            "next_hidden": torch.zeros(steps, L, B, H), "attention": torch.zeros(steps, B, S),
            "tokens": torch.zeros(steps, B, dtype=torch.int64),
            "greedy_tokens": torch.full((B, max_len), pad, dtype=torch.int64), "greedy_lengths": torch.zeros(B, dtype=torch.int64)}
-    sos, eos = config["sos"], config["eos"]
+    def states(row, t, b):
+        if t is None:
+            res["hidden"][:, b] = row.states()[0]
+        else:
+            res["next_hidden"][t, :, b] = row.states()[0]
+
     for b, ids in enumerate(rows):
         try:
             row = Row(conv, enc, dec, ids, config)
-            n = row.n
-            res["encoder_outputs"][b, :n] = row.encoder_outputs()
-            res["hidden"][:, b] = row.states()[0]
-            tok = sos
-            for t in range(steps):
-                if step_input_ids is not None:
-                    tok = int(step_input_ids[t, b])
-                res["step_input_ids"][t, b] = tok
-                lp, attn = row.step(tok)
-                res["log_probs"][t, b] = lp
-                res["next_hidden"][t, :, b] = row.states()[0]
-                res["attention"][t, b, :n] = attn.reshape(-1)[:n]
-                tok = int(lp.argmax())
-                res["tokens"][t, b] = tok
-            row = Row(conv, enc, dec, ids, config)
-            tok = sos
-            for t in range(max_len):
-                lp, _ = row.step(tok)
-                tok = int(lp.argmax())
-                res["greedy_tokens"][b, t] = tok
-                res["greedy_lengths"][b] += 1
-                if tok == eos:
-                    break
+            res["encoder_outputs"][b, :row.n] = row.encoder_outputs()
+            user_module.decode_row(res, b, row, lambda: Row(conv, enc, dec, ids, config), states, config["sos"], config["eos"],
+                                   steps, step_input_ids, max_len, S)
         except ReferenceError:
             raise
         except Exception as e:  # the user's code: say where it failed
