@@ -213,6 +213,12 @@ class OpenNMTModel(ToolkitModel):
         return y.permute(1, 0, 2).contiguous()
 
     def step(self, ids, state, enc, lengths):
+        o, nstate, p = self.features(ids, state, enc, lengths)
+        return F.log_softmax(self.generator(o), dim=-1), nstate, p
+
+    def features(self, ids, state, enc, lengths):
+        """One decoder step up to the generator: (attentional output o,
+        next state, attention)."""
         s = self.sz
         emb = self.decoder.embeddings.make_embedding.emb_luts[0](ids)
         n = 2 if s.cell == "lstm" else 1
@@ -236,9 +242,8 @@ class OpenNMTModel(ToolkitModel):
         o = a.linear_out(torch.cat([c, q], 1))
         if self.attn_type != "mlp":
             o = torch.tanh(o)
-        lp = F.log_softmax(self.generator(o), dim=-1)
         nstate = tuple(rnn_state) + ((o.unsqueeze(0),) if s.input_feed else ())
-        return lp, nstate, p
+        return o, nstate, p
 
 
 # --------------------------------------------------------------------------
@@ -272,10 +277,21 @@ class JoeyModel(ToolkitModel):
         return e * math.sqrt(lut.embedding_dim) if scale else e
 
     def encode(self, ids, lengths):
+        out, final = self.encoder_run(self._embed(self.src_embed.lut, ids, self.sz.scale_src), lengths)
+        return out, self.init_states(final)
+
+    def encoder_run(self, emb, lengths):
+        """(encoder outputs, the top layer's [forward; backward] final
+        hidden state [B, 2h])."""
         s = self.sz
-        out, state = _packed(self.encoder.rnn, self._embed(self.src_embed.lut, ids, s.scale_src), lengths)
-        h = state[0].view(s.Le, 2, ids.shape[0], s.h)
-        final = torch.cat([h[-1:, 0], h[-1:, 1]], dim=2).squeeze(0)  # [B, 2h]
+        out, state = _packed(self.encoder.rnn, emb, lengths)
+        h = state[0].view(s.Le, 2, emb.shape[0], s.h)
+        return out, torch.cat([h[-1:, 0], h[-1:, 1]], dim=2).squeeze(0)
+
+    def init_states(self, final):
+        """The decoder's initial states from the encoder's final one."""
+        s = self.sz
+        B = final.shape[0]
         bridge = s.bridge or "bridge"
         if bridge == "bridge":
             h0 = torch.tanh(self.decoder.bridge_layer(final)).unsqueeze(0).repeat(s.L, 1, 1)
@@ -284,16 +300,22 @@ class JoeyModel(ToolkitModel):
                 final = final[:, :s.H]
             h0 = final.unsqueeze(0).repeat(s.L, 1, 1)
         else:
-            h0 = final.new_zeros(s.L, ids.shape[0], s.H)
+            h0 = final.new_zeros(s.L, B, s.H)
         st = (h0, h0) if s.cell == "lstm" else (h0,)
         if s.input_feed:
-            st = st + (torch.zeros(1, ids.shape[0], s.H),)
-        return out, st
+            st = st + (torch.zeros(1, B, s.H),)
+        return st
 
     def step(self, ids, state, enc, lengths):
+        lp, nstate, p, _ = self.step_embedded(self._embed(self.trg_embed.lut, ids, self.sz.scale_tgt), state, enc, lengths)
+        return lp, nstate, p
+
+    def step_embedded(self, emb, state, enc, lengths):
+        """One decoder step from the embedded input [B, Et]: (log_probs,
+        next state, attention, attentional vector)."""
         s = self.sz
         n = 2 if s.cell == "lstm" else 1
-        x = self._embed(self.trg_embed.lut, ids, s.scale_tgt).unsqueeze(1)
+        x = emb.unsqueeze(1)
         if s.input_feed:
             x = torch.cat([x, state[n].transpose(0, 1)], dim=2)
         _, rnn_state = _run(self.decoder.rnn, x, state[:n])
@@ -309,7 +331,7 @@ class JoeyModel(ToolkitModel):
         vec = torch.tanh(self.decoder.att_vector_layer(torch.cat([q, ctx], 1)))
         lp = F.log_softmax(self.decoder.output_layer(vec), dim=-1)
         nstate = tuple(rnn_state) + ((vec.unsqueeze(0),) if s.input_feed else ())
-        return lp, nstate, p
+        return lp, nstate, p, vec
 
 
 # --------------------------------------------------------------------------

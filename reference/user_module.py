@@ -254,12 +254,13 @@ def _run_row(res, states, conv, enc, dec, ids, config, b, steps, step_input_ids,
                steps, step_input_ids, max_len, S)
 
 
-def decode_row(res, b, row, fresh, states, sos, eos, steps, step_input_ids, max_len, S):
+def decode_row(res, b, row, fresh, states, sos, eos, steps, step_input_ids, max_len, S, rules=None):
     """Row b's steps and greedy decode into res, one sentence through a
     user's modules: row (already encoded) runs `steps` steps fed
     step_input_ids (else its own argmax), states(row, t, b) recording the
     states (t None: the initial ones); fresh() encodes the sentence again
-    for the greedy decode of max_len tokens. A row has n and step(token)
+    for the greedy decode of max_len tokens, under the toolkit's decoding
+    rules when given (attnx.json's decoding). A row has n and step(token)
     -> (log_probs [Vt], attention weights)."""
     states(row, None, b)
     tok = sos
@@ -277,7 +278,7 @@ def decode_row(res, b, row, fresh, states, sos, eos, steps, step_input_ids, max_
     tok = sos
     for t in range(max_len):
         lp, _ = row.step(tok)
-        tok = int(lp.argmax())
+        tok = int(ref.apply_rules(lp.reshape(1, -1), t, rules, eos).argmax())
         res["greedy_tokens"][b, t] = tok
         res["greedy_lengths"][b] += 1
         if tok == eos:
@@ -290,7 +291,7 @@ def parse_config(s):
     except ValueError as e:
         raise ReferenceError("--config: not JSON: %s" % e)
     need = ("arch", "cell", "hidden", "embedding_size", "layers", "src_vocab", "tgt_vocab", "sos", "eos")
-    if isinstance(config, dict) and str(config.get("arch", "")).startswith(("bentrevett", "chatbot-")):
+    if isinstance(config, dict) and str(config.get("arch", "")).startswith(("bentrevett", "chatbot-", "onmt-", "joey-")):
         # the tutorials' models: attnx.json's own field names
         need = ("arch", "hidden_size", "num_layers", "src_vocab_size", "tgt_vocab_size", "sos", "eos")
     if not isinstance(config, dict) or any(k not in config for k in need):

@@ -44,6 +44,8 @@ from attnx_reference import ReferenceError
 
 BENTREVETT = "bentrevett"
 CHATBOT = "chatbot"
+OPENNMT = "opennmt"
+JOEY = "joey"
 
 
 def convention(arch):
@@ -51,6 +53,10 @@ def convention(arch):
         return BENTREVETT
     if arch.startswith("chatbot-"):
         return CHATBOT
+    if arch.startswith("onmt-"):
+        return OPENNMT
+    if arch.startswith("joey-"):
+        return JOEY
     return None
 
 
@@ -61,7 +67,9 @@ def _load(module, state, what, path):
     if missing or unexpected:
         raise ReferenceError("--module %s: your %s's keys differ from the checkpoint's: missing from the checkpoint %s, not in your module %s"
                              % (path, what, missing, unexpected))
-    module.load_state_dict(state, strict=True)
+    # torch's own load_state_dict: OpenNMT-py's models override it with
+    # one that takes the checkpoint dict.
+    torch.nn.Module.load_state_dict(module, state, strict=True)
 
 
 def build(path, mod, config, weights):
@@ -71,6 +79,11 @@ def build(path, mod, config, weights):
         built = mod.build(dict(config))
     except Exception as e:
         raise ReferenceError("--module %s: build(config) raised %s: %s" % (path, type(e).__name__, e))
+    if conv in (OPENNMT, JOEY):
+        if not isinstance(built, torch.nn.Module):
+            raise ReferenceError("--module %s: build(config) must return the toolkit's model (one torch.nn.Module)" % path)
+        _load(built, weights, "model", path)
+        return built.eval(), None
     if conv == BENTREVETT:
         if isinstance(built, (tuple, list)) and len(built) == 2:
             enc, dec = built
@@ -104,6 +117,63 @@ class _Capture:
 
     def _record(self, _module, _inputs, output):
         self.value = output
+
+
+class ToolkitRow:
+    """One sentence through a toolkit's own model (OpenNMT-py 3, JoeyNMT
+    2), called as the toolkit's translator calls it."""
+
+    def __init__(self, conv, model, ids, config):
+        self.conv, self.model, self.config = conv, model, config
+        self.n = len(ids)
+        self.t = 0
+        self.input_feed = bool(config.get("input_feed"))
+        if conv == OPENNMT:
+            src = torch.tensor([ids], dtype=torch.int64).unsqueeze(-1)  # [1, S, 1]
+            self.lens = torch.tensor([self.n])
+            out = model.encoder(src, self.lens)
+            self.outputs, final = out[0], out[1]  # [1, S, C]
+            model.decoder.init_state(src, self.outputs, final)
+        else:
+            src = torch.tensor([ids], dtype=torch.int64)
+            self.lens = torch.tensor([self.n])
+            self.mask = torch.ones(1, 1, self.n, dtype=torch.bool)
+            self.outputs, self.enc_hidden = model.encoder(model.src_embed(src), self.lens, self.mask)
+            h = model.decoder._init_hidden(self.enc_hidden)  # [L, 1, H], or (h, c)
+            self.hidden = h if isinstance(h, tuple) else (h,)
+            self.prev_att = torch.zeros(1, 1, config["hidden_size"])
+
+    def encoder_outputs(self):
+        return self.outputs[0]
+
+    def states(self):
+        """Every state in decoder.onnx's order, each [rows, width]."""
+        if self.conv == OPENNMT:
+            st = self.model.decoder.state
+            out = tuple(h[:, 0] for h in st["hidden"])
+            if self.input_feed:
+                out += (st["input_feed"].reshape(1, -1),)
+            return out
+        out = tuple(h[:, 0] for h in self.hidden)
+        if self.input_feed:
+            out += (self.prev_att.reshape(1, -1),)
+        return out
+
+    def step(self, token):
+        if self.conv == OPENNMT:
+            dec_out, attns = self.model.decoder(torch.tensor([[[token]]]), self.outputs, src_len=self.lens, step=self.t)
+            self.t += 1
+            lp = F.log_softmax(self.model.generator(dec_out.reshape(1, -1)), dim=-1)
+            return lp.reshape(-1), attns["std"]
+        d = self.model.decoder
+        hidden = tuple(h.permute(1, 0, 2).contiguous() for h in self.hidden)  # JoeyNMT passes it batch-first
+        out, hidden, att_probs, att_vectors = d(trg_embed=self.model.trg_embed(torch.tensor([[token]])), encoder_output=self.outputs,
+                                                encoder_hidden=self.enc_hidden, src_mask=self.mask, unroll_steps=1,
+                                                hidden=hidden if len(hidden) > 1 else hidden[0], prev_att_vector=self.prev_att)
+        hidden = hidden if isinstance(hidden, tuple) else (hidden,)
+        self.hidden = tuple(h.permute(1, 0, 2).contiguous() for h in hidden)
+        self.prev_att = att_vectors
+        return F.log_softmax(out.reshape(1, -1), dim=-1).reshape(-1), att_probs
 
 
 class Row:
@@ -162,24 +232,43 @@ def run(path, mod, weights, config, source_ids, source_lengths, steps, step_inpu
     ref.check_lengths(source_lengths, S)
     rows = [source_ids[b, :int(source_lengths[b])].tolist() for b in range(B)]
     H, L, Vt = config["hidden_size"], config["num_layers"], config["tgt_vocab_size"]
-    C = H if conv == CHATBOT else 2 * (config.get("encoder_hidden_size") or H)
-    res = {"encoder_outputs": torch.zeros(B, S, C), "hidden": torch.zeros(L, B, H),
+    h = config.get("encoder_hidden_size") or H
+    C = H if conv == CHATBOT or not config.get("bidirectional") else 2 * h
+    # decoder.onnx's states: hidden, cell (LSTM), input_feed (input feeding)
+    toolkit = conv in (OPENNMT, JOEY)
+    names = ["hidden"] + (["cell"] if toolkit and config.get("cell") == "lstm" else [])
+    rows_of = {"hidden": L, "cell": L, "input_feed": 1}
+    if toolkit and config.get("input_feed"):
+        names.append("input_feed")
+    res = {"encoder_outputs": torch.zeros(B, S, C),
            "step_input_ids": torch.zeros(steps, B, dtype=torch.int64), "log_probs": torch.zeros(steps, B, Vt),
-           "next_hidden": torch.zeros(steps, L, B, H), "attention": torch.zeros(steps, B, S),
-           "tokens": torch.zeros(steps, B, dtype=torch.int64),
+           "attention": torch.zeros(steps, B, S), "tokens": torch.zeros(steps, B, dtype=torch.int64),
            "greedy_tokens": torch.full((B, max_len), pad, dtype=torch.int64), "greedy_lengths": torch.zeros(B, dtype=torch.int64)}
+    for n in names:
+        res[n] = torch.zeros(rows_of[n], B, H)
+        res["next_" + n] = torch.zeros(steps, rows_of[n], B, H)
+
     def states(row, t, b):
-        if t is None:
-            res["hidden"][:, b] = row.states()[0]
-        else:
-            res["next_hidden"][t, :, b] = row.states()[0]
+        st = row.states()
+        if len(st) != len(names):
+            raise ReferenceError("your model's state has %d tensors, decoder.onnx's %d (%s)" % (len(st), len(names), ", ".join(names)))
+        for n, x in zip(names, st):
+            if t is None:
+                res[n][:, b] = x.reshape(rows_of[n], H)
+            else:
+                res["next_" + n][t, :, b] = x.reshape(rows_of[n], H)
+
+    def make(ids):
+        if toolkit:
+            return ToolkitRow(conv, enc, ids, config)
+        return Row(conv, enc, dec, ids, config)
 
     for b, ids in enumerate(rows):
         try:
-            row = Row(conv, enc, dec, ids, config)
+            row = make(ids)
             res["encoder_outputs"][b, :row.n] = row.encoder_outputs()
-            user_module.decode_row(res, b, row, lambda: Row(conv, enc, dec, ids, config), states, config["sos"], config["eos"],
-                                   steps, step_input_ids, max_len, S)
+            user_module.decode_row(res, b, row, lambda: make(ids), states, config["sos"], config["eos"],
+                                   steps, step_input_ids, max_len, S, config.get("decoding"))
         except ReferenceError:
             raise
         except Exception as e:  # the user's code: say where it failed

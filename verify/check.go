@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
@@ -210,9 +209,6 @@ func Check(o Options) (*Outcome, error) {
 	}
 	if steps == 0 {
 		steps = DefaultSteps
-	}
-	if a := info.Config.Arch; o.TorchModule != "" && a.IsToolkit() && a != attention.Bentrevett && !strings.HasPrefix(string(a), "chatbot-") {
-		return nil, fmt.Errorf("--torch-module runs your own modules with the article's, PyTorch's tutorials', bentrevett's and the chatbot tutorial's call conventions; %s models (%s) are verified against attnx's reference: drop --torch-module", a, a.Toolkit())
 	}
 	if o.Beam != 0 {
 		b := decode.Beam{K: o.Beam, LengthPenalty: o.LengthPenalty}
@@ -432,6 +428,9 @@ func moduleConfig(info *modeldir.Info) string {
 		js, _ := json.Marshal(c)
 		json.Unmarshal(js, &m) // a Config always round-trips
 		m["sos"], m["eos"] = info.Special.SOS, info.Special.EOS
+		if info.Decoding != nil {
+			m["decoding"] = info.Decoding // JoeyNMT's rules, for the greedy decode
+		}
 		data, _ := json.Marshal(m)
 		return string(data)
 	}

@@ -70,9 +70,20 @@ a time, in eval mode, with the call convention of the model's architecture:
       encoder_layers; outputs, hidden = encoder(ids [S,1], lengths);
       output, hidden = decoder(token [1,1], hidden[:L], outputs); log_probs
       from the decoder's out module, attention from its attn module
-  (the toolkits' own config fields: config is then attnx.json's model
-  fields plus sos and eos; OpenNMT-py and JoeyNMT models are verified
-  against attnx's reference only)
+  onmt-* (OpenNMT-py 3): build returns the NMTModel (keys as the
+      checkpoint's, generator.* included); enc_out, enc_final, _ =
+      model.encoder(ids [1,S,1], len); model.decoder.init_state(src,
+      enc_out, enc_final); dec_out, attns = model.decoder(token [1,1,1],
+      enc_out, src_len=len, step=t); log_probs = log_softmax(
+      model.generator(dec_out)); states from model.decoder.state
+  joey-* (JoeyNMT 2): build returns the Model; out, hidden =
+      model.encoder(model.src_embed(ids [1,S]), len, mask); hidden0 =
+      model.decoder._init_hidden(hidden); outputs, hidden, att_probs,
+      att_vectors = model.decoder(trg_embed=model.trg_embed(token [1,1]),
+      ..., unroll_steps=1, hidden=, prev_att_vector=); greedy decoding
+      under the version's rules
+  (for the toolkits' and these tutorials' models config is attnx.json's
+  model fields plus sos and eos, and decoding for JoeyNMT)
 FILE.py is your code and runs as such.
 
 A model exported with --weights int8 or int4 cannot meet that tolerance,

@@ -157,10 +157,10 @@ func TestVerifyTorchModule(t *testing.T) {
 
 // TestVerifyTorchModuleTutorials: --torch-module with the call conventions
 // of bentrevett's tutorial and the chatbot tutorial (reference/
-// user_toolkit.py), on models the reference saves the tutorials' way and
-// modules written for these tests with those conventions. A variant with
-// the chatbot's concat halves swapped is caught; an OpenNMT-py model is
-// sent to the reference.
+// user_toolkit.py), and of OpenNMT-py's and JoeyNMT's models, on models the
+// reference saves as each saves them and modules written for these tests
+// with those conventions (JoeyNMT's greedy decode under its 2.3 rules). A
+// variant with the chatbot's concat halves swapped is caught.
 func TestVerifyTorchModuleTutorials(t *testing.T) {
 	needTorch(t)
 	tmp := t.TempDir()
@@ -171,11 +171,18 @@ func TestVerifyTorchModuleTutorials(t *testing.T) {
 		{"bentrevett", "bentrevett-2020", `{"arch":"bentrevett","cell":"gru","hidden_size":7,"encoder_hidden_size":4,"embedding_size":5,"tgt_embedding_size":6,"num_layers":1,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true}`, "bentrevett.py"},
 		{"chatbot general", "chatbot", `{"arch":"chatbot-general","cell":"gru","hidden_size":6,"embedding_size":6,"num_layers":2,"src_vocab_size":9,"tgt_vocab_size":9,"bidirectional":true}`, "chatbot.py"},
 		{"chatbot concat, L=1 of Le=2", "chatbot", `{"arch":"chatbot-concat","cell":"gru","hidden_size":6,"embedding_size":6,"num_layers":1,"encoder_layers":2,"src_vocab_size":9,"tgt_vocab_size":9,"bidirectional":true}`, "chatbot.py"},
+		{"opennmt-py input feed, bridge", "onmt-v3", `{"arch":"onmt-mlp","cell":"lstm","hidden_size":6,"embedding_size":5,"num_layers":2,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true,"encoder_hidden_size":3,"input_feed":true,"bridge":"relu-linear"}`, "opennmt.py"},
+		{"joeynmt 2.3 input feeding, LSTM", "joey", `{"arch":"joey-bahdanau","cell":"lstm","hidden_size":6,"embedding_size":5,"num_layers":2,"encoder_layers":1,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true,"encoder_hidden_size":4,"input_feed":true,"bridge":"bridge"}`, "joeynmt.py"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ckpt := filepath.Join(dir, "model.pt")
-			fixtures.Reference(t, "make-toolkit", "--config", c.config, "--format", c.format, "--seed", "3", "--out", ckpt)
+			out := ckpt
+			if c.format == "joey" {
+				out = filepath.Join(dir, "joey")
+				ckpt = filepath.Join(out, "best.ckpt")
+			}
+			fixtures.Reference(t, "make-toolkit", "--config", c.config, "--format", c.format, "--seed", "3", "--out", out)
 			model := filepath.Join(dir, "model")
 			if code, _, errs := attnx("export", ckpt, "-o", model, "--greedy"); code != 0 {
 				t.Fatal(errs)
@@ -205,17 +212,5 @@ func TestVerifyTorchModuleTutorials(t *testing.T) {
 				t.Errorf("the mistaken module: exit %d\n%s", code, out)
 			}
 		})
-	}
-	// An OpenNMT-py model is verified against the reference instead.
-	dir := t.TempDir()
-	ckpt := filepath.Join(dir, "onmt.pt")
-	fixtures.Reference(t, "make-toolkit", "--config", `{"arch":"onmt-dot","cell":"lstm","hidden_size":6,"embedding_size":5,"num_layers":1,"src_vocab_size":9,"tgt_vocab_size":8,"bidirectional":true,"encoder_hidden_size":3,"input_feed":true}`,
-		"--format", "onmt-v3", "--out", ckpt)
-	if code, _, errs := attnx("export", ckpt, "-o", filepath.Join(dir, "m")); code != 0 {
-		t.Fatal(errs)
-	}
-	code, _, errs := attnx("verify", "--model", filepath.Join(dir, "m"), "--checkpoint", ckpt, "--inputs", in, "--torch-module", mod("chatbot.py"))
-	if code != 1 || !strings.Contains(errs, "onmt-dot models (OpenNMT-py) are verified against attnx's reference: drop --torch-module") {
-		t.Errorf("OpenNMT-py with --torch-module: exit %d: %s", code, errs)
 	}
 }
