@@ -157,16 +157,11 @@ func BentrevettModel(tensors map[string]*builder.Tensor, opt Options) (*Weights,
 	for k, v := range t {
 		shapes[k] = v.Dims
 	}
-	const what = "bentrevett tutorial 3/4 checkpoint"
-	var dims [4][]int64
-	for i, k := range []string{"encoder.embedding.weight", "decoder.embedding.weight", "encoder.rnn.weight_hh_l0", "encoder.fc.weight"} {
-		d, err := matrix(shapes, k, what)
-		if err != nil {
-			return nil, nil, err
-		}
-		dims[i] = d
+	m, err := matrices(shapes, "bentrevett tutorial 3/4 checkpoint", "encoder.embedding.weight", "decoder.embedding.weight", "encoder.rnn.weight_hh_l0", "encoder.fc.weight")
+	if err != nil {
+		return nil, nil, err
 	}
-	src, tgt, hh, fc := dims[0], dims[1], dims[2], dims[3]
+	src, tgt, hh, fc := m[0], m[1], m[2], m[3]
 	if hh[0] != 3*hh[1] {
 		return nil, nil, fmt.Errorf("checkpoint key encoder.rnn.weight_hh_l0: shape %v, expected [3h h] (the tutorial's GRU)", hh)
 	}

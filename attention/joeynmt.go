@@ -210,23 +210,11 @@ func JoeyConfig(o JoeyOptions, shapes map[string][]int64) (Config, error) {
 	}
 	cfg.ScaleSrcEmbedding, cfg.ScaleTgtEmbedding = o.ScaleSrc, o.ScaleTgt
 
-	const what = "JoeyNMT checkpoint"
-	src, err := matrix(shapes, "src_embed.lut.weight", what)
+	m, err := matrices(shapes, "JoeyNMT checkpoint", "src_embed.lut.weight", "trg_embed.lut.weight", "encoder.rnn.weight_hh_l0", "decoder.rnn.weight_hh_l0")
 	if err != nil {
 		return cfg, err
 	}
-	tgt, err := matrix(shapes, "trg_embed.lut.weight", what)
-	if err != nil {
-		return cfg, err
-	}
-	ehh, err := matrix(shapes, "encoder.rnn.weight_hh_l0", what)
-	if err != nil {
-		return cfg, err
-	}
-	dhh, err := matrix(shapes, "decoder.rnn.weight_hh_l0", what)
-	if err != nil {
-		return cfg, err
-	}
+	src, tgt, ehh, dhh := m[0], m[1], m[2], m[3]
 	cfg.SrcVocab, cfg.Embedding = int(src[0]), int(src[1])
 	cfg.TgtVocab, cfg.TgtEmbedding = int(tgt[0]), int(tgt[1])
 	cfg.EncoderHidden, cfg.Hidden = int(ehh[1]), int(dhh[1])

@@ -276,23 +276,11 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	}
 
 	// Sizes from the shapes.
-	const what = "OpenNMT-py checkpoint"
-	src, err := matrix(shapes, onmtSrcEmb, what)
+	m, err := matrices(shapes, "OpenNMT-py checkpoint", onmtSrcEmb, onmtTgtEmb, "generator.weight", "encoder.rnn.weight_hh_l0")
 	if err != nil {
 		return cfg, err
 	}
-	tgt, err := matrix(shapes, onmtTgtEmb, what)
-	if err != nil {
-		return cfg, err
-	}
-	gen, err := matrix(shapes, "generator.weight", what)
-	if err != nil {
-		return cfg, err
-	}
-	hh, err := matrix(shapes, "encoder.rnn.weight_hh_l0", what)
-	if err != nil {
-		return cfg, err
-	}
+	src, tgt, gen, hh := m[0], m[1], m[2], m[3]
 	cfg.SrcVocab, cfg.Embedding = int(src[0]), int(src[1])
 	cfg.TgtVocab, cfg.TgtEmbedding = int(tgt[0]), int(tgt[1])
 	cfg.Hidden = int(gen[1])

@@ -277,6 +277,19 @@ func checkGates(hh []int64, cell Cell, option string) error {
 	return nil
 }
 
+// matrices returns the shapes of the 2-D keys, in order (see matrix).
+func matrices(shapes map[string][]int64, what string, keys ...string) ([][]int64, error) {
+	out := make([][]int64, len(keys))
+	for i, k := range keys {
+		d, err := matrix(shapes, k, what)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
 // countLayers counts the consecutive keys pattern (with %d the layer)
 // present from layer 0.
 func countLayers(shapes map[string][]int64, pattern string) int {
