@@ -15,8 +15,10 @@ import (
 // generated bindings themselves) may use.
 var protobufImports = []string{"google.golang.org/protobuf", "github.com/attnx/attnx/internal/onnxpb"}
 
-// mayImportProtobuf lists the module directories allowed to import them.
-var mayImportProtobuf = map[string]bool{"onnxfile": true, "internal/onnxpb": true}
+// mayImportProtobuf lists the module directories allowed to import them:
+// onnxfile for ONNX files, and subword for SentencePiece's .model files,
+// which are protobuf messages too (read in subword/spm_model.go only).
+var mayImportProtobuf = map[string]bool{"onnxfile": true, "internal/onnxpb": true, "subword": true}
 
 // TestProtobufStaysInOnnxfile parses the imports of every Go file of the
 // module, test files included, and fails for each one outside onnxfile/ and

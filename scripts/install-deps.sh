@@ -7,6 +7,8 @@
 #   onnxruntime-node, no install scripts run) -> .deps/onnxruntime/lib/
 #   Debian packages: protobuf-compiler python3-onnx libonnx-testdata python3-torch
 #   chromium (headless, for the attention viewer's browser test)
+#   sentencepiece (spm_train/spm_encode/spm_decode: package subword's tests
+#   compare with SentencePiece itself)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ say() { echo "install-deps: $*" >&2; }
 
 # --- Debian packages -------------------------------------------------------
 need=()
-for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium; do
+for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium sentencepiece; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 		need+=("$pkg")
 	fi
