@@ -10,6 +10,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/subword"
 )
 
 // Info is the content of attnx.json, the file that makes a model
@@ -61,6 +62,13 @@ type Info struct {
 	// Decoding holds the toolkit's decoding rules, when it has any beyond
 	// the spec's greedy and beam search.
 	Decoding *attention.Rules `json:"decoding,omitempty"`
+	// SrcTokenizer and TgtTokenizer are the subword tokenizers the model
+	// was trained with (attnx export --src-tokenizer/--tgt-tokenizer, or
+	// the toolkit's config): text is segmented into source pieces and
+	// output pieces are joined into text with them. Their files are in
+	// the model directory.
+	SrcTokenizer *subword.Spec `json:"src_tokenizer,omitempty"`
+	TgtTokenizer *subword.Spec `json:"tgt_tokenizer,omitempty"`
 }
 
 // Toolkit says where a toolkit's model came from.
@@ -131,6 +139,21 @@ func (m *Info) Validate() error {
 	if m.Decoding != nil {
 		if err := m.Decoding.Check(m.Config); err != nil {
 			return fmt.Errorf("decoding: %w", err)
+		}
+	}
+	for _, t := range []struct {
+		name  string
+		spec  *subword.Spec
+		vocab []string
+	}{{"src_tokenizer", m.SrcTokenizer, m.SrcTokens}, {"tgt_tokenizer", m.TgtTokenizer, m.TgtTokens}} {
+		if t.spec == nil {
+			continue
+		}
+		if err := t.spec.Check(); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		if t.vocab == nil {
+			return fmt.Errorf("%s: the model has no %s_vocab for its pieces", t.name, t.name[:3])
 		}
 	}
 	for _, role := range []string{"encoder", "decoder"} {

@@ -37,6 +37,7 @@ import (
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/subword"
 )
 
 // File names inside a model directory.
@@ -105,6 +106,11 @@ type Options struct {
 	// export --weights): "" or fp32, int8, int4. Every graph written
 	// honours it, and attnx.json records it.
 	Weights quant.Precision
+	// SrcTokenizer and TgtTokenizer are the model's subword tokenizers,
+	// their File a path on disk (attnx export --src-tokenizer,
+	// --tgt-tokenizer): checked against the vocabularies and copied into
+	// the directory. They override the toolkit config's.
+	SrcTokenizer, TgtTokenizer *subword.Spec
 }
 
 // files names the checkpoint files Export reads.
@@ -148,6 +154,11 @@ type Result struct {
 	SrcPrefix []int64          `json:"src_prefix,omitempty"`
 	SrcSuffix []int64          `json:"src_suffix,omitempty"`
 	Decoding  *attention.Rules `json:"decoding,omitempty"`
+	// SrcTokenizer and TgtTokenizer are attnx.json's.
+	SrcTokenizer *subword.Spec `json:"src_tokenizer,omitempty"`
+	TgtTokenizer *subword.Spec `json:"tgt_tokenizer,omitempty"`
+
+	tokenizers []tokenizerCopy
 }
 
 // testHookAfterFile, set by tests, runs after each graph file is written
@@ -254,6 +265,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		res.Files = append(res.Files, fi)
 		info.Files[gr.role] = gr.file
 	}
+	tokFiles, err := copyTokenizers(tmp, res.tokenizers)
+	if err != nil {
+		return nil, fmt.Errorf("copying the tokenizers: %w", err)
+	}
+	res.Files = append(res.Files, tokFiles...)
 	progress("writing " + InfoFile)
 	if err := info.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", InfoFile, err)
@@ -272,8 +288,18 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 		// The old model's graphs the new one does not name go.
 		if oldInfo != nil {
 			res.Replaced = true
-			for _, f := range oldInfo.Files {
-				if !slices.Contains(slices.Collect(maps.Values(info.Files)), f) && filepath.Base(f) == f {
+			kept := slices.Collect(maps.Values(info.Files))
+			for _, fi := range tokFiles {
+				kept = append(kept, fi.Name)
+			}
+			old := slices.Collect(maps.Values(oldInfo.Files))
+			for _, t := range []*subword.Spec{oldInfo.SrcTokenizer, oldInfo.TgtTokenizer} {
+				if t != nil {
+					old = append(old, t.File)
+				}
+			}
+			for _, f := range old {
+				if !slices.Contains(kept, f) && filepath.Base(f) == f {
 					os.Remove(filepath.Join(dir, f))
 				}
 			}
@@ -302,8 +328,13 @@ func prepare(checkpointPath string, opt Options) (*attention.Weights, *Info, *Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	res := &Result{Config: w.Config, Special: info.Special, Weights: info.Weights, Notes: append(notes, spNotes...),
-		Toolkit: info.Toolkit, SrcPrefix: info.SrcPrefix, SrcSuffix: info.SrcSuffix, Decoding: info.Decoding}
+	copies, tokNotes, err := addTokenizers(info, opt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res := &Result{Config: w.Config, Special: info.Special, Weights: info.Weights, Notes: append(append(notes, spNotes...), tokNotes...),
+		Toolkit: info.Toolkit, SrcPrefix: info.SrcPrefix, SrcSuffix: info.SrcSuffix, Decoding: info.Decoding,
+		SrcTokenizer: info.SrcTokenizer, TgtTokenizer: info.TgtTokenizer, tokenizers: copies}
 	return w, info, res, nil
 }
 

@@ -48,3 +48,12 @@ func (r Result) JSON(input string) ResultJSON {
 // TargetText returns ids as text, as Result.Text is made: "" when the
 // target vocabulary is unknown.
 func (t *Translator) TargetText(ids []int64) string { return t.tgt.text(ids) }
+
+// UnknownPieces is how many source pieces of the text inputs translated so
+// far were not in the source vocabulary and went in as the UNK token
+// (Options.UnknownToUNK, or a model with a subword tokenizer).
+func (t *Translator) UnknownPieces() int64 { return t.unknownPieces.Load() }
+
+// HasTokenizer reports whether the model segments text with a subword
+// tokenizer (attnx.json's src_tokenizer).
+func (t *Translator) HasTokenizer() bool { return t.src.tok != nil }

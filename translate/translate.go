@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
@@ -137,6 +138,9 @@ type Translator struct {
 	notes            []string
 
 	src, tgt vocab
+	// unknownPieces counts the source pieces of text inputs that were not
+	// in the vocabulary and went in as UNK.
+	unknownPieces atomic.Int64
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
@@ -171,6 +175,9 @@ func Open(dir string, opt Options) (*Translator, error) {
 	t := &Translator{dir: dir, info: info, opt: opt}
 	t.src = newVocab(info.SrcTokens, info.Special)
 	t.tgt = newVocab(info.TgtTokens, info.Special)
+	if t.src.tok, t.tgt.tok, err = info.Tokenizers(dir); err != nil {
+		return nil, fmt.Errorf("translate: %s: %w", infoPath, err)
+	}
 
 	greedyFile := info.Files["greedy"]
 	if greedyFile != "" && (strings.ContainsAny(greedyFile, `/\`) || greedyFile == "." || greedyFile == "..") {
@@ -390,7 +397,7 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 	}
 	rows := make([][]int64, len(texts))
 	for i, s := range texts {
-		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK)
+		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces)
 		if err != nil {
 			return nil, err
 		}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/subword"
 )
 
 // vocab is one side's vocabulary (index = id).
@@ -16,6 +18,9 @@ type vocab struct {
 	chars   bool           // every ordinary token is one character
 	special map[int64]bool // ids left out of Text
 	unkName string
+	// tok, when set, is the subword tokenizer the model was trained with:
+	// it segments input text and joins output pieces.
+	tok subword.Tokenizer
 }
 
 func newVocab(tokens []string, sp attention.Special) vocab {
@@ -57,12 +62,20 @@ func newVocab(tokens []string, sp attention.Special) vocab {
 
 func (v vocab) known() bool { return v.tokens != nil }
 
-// encode tokenises one input: characters for a character-level vocabulary,
-// white-space separated words otherwise.
-func (v vocab) encode(row int, s string, toUNK bool, unk int64) ([]int64, error) {
+// encode tokenises one input: with the model's subword tokenizer when it
+// has one (pieces outside the vocabulary become UNK, as in the toolkits,
+// and are counted in unknown), else characters for a character-level
+// vocabulary and white-space separated words otherwise.
+func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64) ([]int64, error) {
 	var pieces []string
 	what := "word"
-	if v.chars {
+	if v.tok != nil {
+		pieces = v.tok.Encode(s)
+		what = "piece"
+		if unk >= 0 {
+			toUNK = true
+		}
+	} else if v.chars {
 		what = "character"
 		for _, r := range s {
 			pieces = append(pieces, string(r))
@@ -79,6 +92,9 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64) ([]int64, error)
 		if !ok {
 			if toUNK && unk >= 0 {
 				ids[j] = unk
+				if unknown != nil {
+					unknown.Add(1)
+				}
 				continue
 			}
 			msg := fmt.Sprintf("%s %s at position %d is not in the source vocabulary", what, quote(p), j)
@@ -129,7 +145,10 @@ func (v vocab) text(ids []int64) string {
 		}
 		parts = append(parts, v.tokens[id])
 	}
-	if v.chars {
+	switch {
+	case v.tok != nil:
+		return v.tok.Decode(parts)
+	case v.chars:
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts, " ")

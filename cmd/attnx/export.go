@@ -10,6 +10,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/subword"
 )
 
 func init() {
@@ -57,9 +58,20 @@ they are the positions of <sos>, <eos>, <pad> in the target vocabulary and
 "EOS", the names its Lang gives them). --sos/--eos/--pad/--unk override
 either.
 
+--src-tokenizer FILE and --tgt-tokenizer FILE (--tokenizer FILE for both
+sides) name the subword tokenizer the model was trained with: a
+SentencePiece model (.model, unigram or BPE) or subword-nmt BPE codes
+(--bpe-separator, --bpe-glossary as apply_bpe's --separator and
+--glossaries; the text is split at spaces, as apply_bpe does). The kind is
+told from the file's content. The file is checked against the vocabulary
+(most of the vocabulary's tokens must be pieces it produces) and copied into
+the model directory; translate, serve and the viewer then take raw text and
+give raw text back.
+
 Example:
   attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy --beam
   attnx export model.pt -o model-int8/ --weights int8 --greedy
+  attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --tokenizer spm.model
   attnx verify --model model/ --checkpoint model.pt
   attnx export --encoder encoder.pt --decoder decoder.pt -o model/
       (a model trained with PyTorch's seq2seq tutorial: SOS 0, EOS 1)
@@ -132,6 +144,11 @@ func runExport(args []string) error {
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
 	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml (default: config.yaml beside CHECKPOINT)")
 	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (needs ONNX Runtime); see docs/quantization.md")
+	srcTok := fs.String("src-tokenizer", "", "the source side's subword tokenizer: a SentencePiece `FILE.model` or subword-nmt BPE codes")
+	tgtTok := fs.String("tgt-tokenizer", "", "the target side's subword tokenizer (`FILE`, as --src-tokenizer)")
+	bothTok := fs.String("tokenizer", "", "one subword tokenizer `FILE` for both sides (a joint SentencePiece model or BPE codes)")
+	bpeSep := fs.String("bpe-separator", subword.DefaultSeparator, "subword-nmt's joiner (apply_bpe --separator)")
+	bpeGloss := fs.StringArray("bpe-glossary", nil, "a subword-nmt glossary (regular expression of words never split; repeatable)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -161,6 +178,31 @@ func runExport(args []string) error {
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
 		Weights: prec, ToolkitConfig: *toolkitConfig,
+	}
+	if *bothTok != "" && (*srcTok != "" || *tgtTok != "") {
+		return &usageError{"give --tokenizer (both sides) or --src-tokenizer/--tgt-tokenizer, not both"}
+	}
+	if *bothTok != "" {
+		*srcTok, *tgtTok = *bothTok, *bothTok
+	}
+	for _, t := range []struct {
+		path, flag string
+		dst        **subword.Spec
+	}{{*srcTok, "--src-tokenizer", &opt.SrcTokenizer}, {*tgtTok, "--tgt-tokenizer", &opt.TgtTokenizer}} {
+		if t.path == "" {
+			continue
+		}
+		spec, err := subword.Detect(t.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.flag, err)
+		}
+		if spec.Kind == subword.KindSubwordNMT {
+			if *bpeSep != subword.DefaultSeparator {
+				spec.Separator = *bpeSep
+			}
+			spec.Glossaries = *bpeGloss
+		}
+		*t.dst = &spec
 	}
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
@@ -200,6 +242,7 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 	fmt.Fprintf(w, "%s %s from %s\n", verb, res.Dir, source)
 	printToolkit(w, res.Toolkit, res.SrcPrefix, res.SrcSuffix, res.Decoding)
 	printConfig(w, c)
+	printTokenizers(w, res.Dir, res.SrcTokenizer, res.TgtTokenizer)
 	sp := res.Special
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", sp.SOS, sp.EOS, sp.PAD, idOrUnknown(sp.UNK))
 	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(res.Weights))
@@ -217,6 +260,37 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 			nodes = fmt.Sprintf("  %d nodes", f.Nodes)
 		}
 		fmt.Fprintf(w, "    %-13s %10s%s\n", f.Name, humanBytes(f.Bytes), nodes)
+	}
+}
+
+// printTokenizers writes the tokenizer lines of export and inspect; the
+// files are read from the model directory dir to describe them.
+func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
+	for _, t := range []struct {
+		label string
+		spec  *subword.Spec
+	}{{"src-tok", src}, {"tgt-tok", tgt}} {
+		if t.spec == nil {
+			continue
+		}
+		extra := ""
+		if t.spec.Kind == subword.KindSubwordNMT {
+			sep := t.spec.Separator
+			if sep == "" {
+				sep = subword.DefaultSeparator
+			}
+			extra = fmt.Sprintf(", joiner %q, text split at spaces", sep)
+			if len(t.spec.Glossaries) > 0 {
+				extra += fmt.Sprintf(", glossaries %q", t.spec.Glossaries)
+			}
+		}
+		what := t.spec.Kind
+		if tok, err := subword.Open(*t.spec, dir); err != nil {
+			what += " (unreadable: " + err.Error() + ")"
+		} else {
+			what = subword.Describe(tok)
+		}
+		fmt.Fprintf(w, "  %-8s %s: %s%s\n", t.label, t.spec.File, what, extra)
 	}
 }
 

@@ -184,6 +184,7 @@ func printInfo(w io.Writer, dir string, m *modeldir.Info) {
 	}
 	fmt.Fprintf(w, ")\n")
 	printModel(w, m)
+	printTokenizers(w, dir, m.SrcTokenizer, m.TgtTokenizer)
 	fmt.Fprintf(w, "  files    %s\n", filesLine(m.Files))
 }
 

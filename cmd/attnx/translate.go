@@ -31,8 +31,10 @@ Inputs are the TEXT arguments, token ids given with --ids (repeatable), or,
 when there are neither, one input per line from stdin, decoded in batches of
 --batch lines and written as each batch finishes. Text is split into
 characters when the model's source vocabulary is character-level, else at
-white space; stdin lines are token ids when attnx.json has no source
-vocabulary.
+white space, or with the model's subword tokenizer when it has one (attnx
+export --src-tokenizer: raw text in, raw text out; pieces outside the
+vocabulary go in as the unknown token, and a note counts them); stdin lines
+are token ids when attnx.json has no source vocabulary.
 
 --beam K decodes with beam search of width K (spec "Beam search": K
 hypotheses per input, ranked by score / length ** --length-penalty) on the
@@ -153,7 +155,17 @@ func runTranslate(args []string) error {
 	if err != nil {
 		return translateCLIError(err)
 	}
+	if n := tr.UnknownPieces(); n > 0 {
+		fmt.Fprintf(stderr, "attnx translate: note: %d source %s not in the model's vocabulary and went in as the unknown token\n", n, plural(n, "piece was", "pieces were"))
+	}
 	return out.plot.Close()
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // checkBeamFlags checks --beam, --n-best and --length-penalty (also

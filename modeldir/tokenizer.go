@@ -1,0 +1,122 @@
+package modeldir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/subword"
+)
+
+// Tokenizer file names inside a model directory, by kind: one per side, or
+// one shared by both sides when they name the same file.
+var tokenizerFiles = map[string][3]string{
+	subword.KindSentencePiece: {"source.model", "target.model", "sentencepiece.model"},
+	subword.KindSubwordNMT:    {"source.codes", "target.codes", "bpe.codes"},
+}
+
+// tokenizerCopy is a tokenizer file Export copies into the directory.
+type tokenizerCopy struct{ from, name string }
+
+// addTokenizers checks the tokenizers of opt (their File a path on disk)
+// against the model's vocabularies, records them in info under the names
+// they get in the model directory, and returns the files to copy there
+// and notes on how well the vocabularies fit.
+func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
+	var copies []tokenizerCopy
+	var notes []string
+	same := opt.SrcTokenizer != nil && opt.TgtTokenizer != nil && opt.SrcTokenizer.Kind == opt.TgtTokenizer.Kind &&
+		sameFile(opt.SrcTokenizer.File, opt.TgtTokenizer.File)
+	for i, side := range []struct {
+		spec            *subword.Spec
+		flag, vocabFlag string
+		name            string
+		vocab           []string
+		dst             **subword.Spec
+	}{
+		{opt.SrcTokenizer, "--src-tokenizer", "--src-vocab", "source", info.SrcTokens, &info.SrcTokenizer},
+		{opt.TgtTokenizer, "--tgt-tokenizer", "--tgt-vocab", "target", info.TgtTokens, &info.TgtTokenizer},
+	} {
+		if side.spec == nil {
+			continue
+		}
+		spec := *side.spec
+		if side.vocab == nil {
+			return nil, nil, fmt.Errorf("%s %s: the model has no %s vocabulary to map its pieces to; pass %s too", side.flag, spec.File, side.name, side.vocabFlag)
+		}
+		tok, err := subword.Open(spec, "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", side.flag, err)
+		}
+		special := map[string]bool{}
+		for _, id := range []int64{info.Special.SOS, info.Special.EOS, info.Special.PAD, info.Special.UNK} {
+			if id >= 0 && id < int64(len(side.vocab)) {
+				special[side.vocab[id]] = true
+			}
+		}
+		missing, total, examples := subword.Fit(tok, side.vocab, special)
+		switch {
+		case total > 0 && 2*missing > total:
+			return nil, nil, fmt.Errorf("%s %s (%s) does not fit the %s vocabulary: %d of its %d tokens are not pieces this tokenizer produces (e.g. %q); is it the tokenizer this model was trained with?",
+				side.flag, spec.File, subword.Describe(tok), side.name, missing, total, examples)
+		case missing > 0:
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); they are never input",
+				side.name, missing, total, side.name, examples))
+		}
+		names := tokenizerFiles[spec.Kind]
+		name := names[i]
+		if same {
+			name = names[2]
+		}
+		if !same || i == 0 {
+			copies = append(copies, tokenizerCopy{from: spec.File, name: name})
+		}
+		spec.File = name
+		*side.dst = &spec
+	}
+	return copies, notes, nil
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// copyTokenizers copies the tokenizer files into the directory being
+// written.
+func copyTokenizers(dir string, copies []tokenizerCopy) ([]FileInfo, error) {
+	var out []FileInfo
+	for _, c := range copies {
+		data, err := os.ReadFile(c.from)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			return nil, errors.New(c.from + ": empty file")
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, c.name), data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, FileInfo{Role: "tokenizer", Name: c.name, Bytes: int64(len(data))})
+	}
+	return out, nil
+}
+
+// Tokenizers opens a model directory's tokenizers (nil for a side without
+// one).
+func (m *Info) Tokenizers(dir string) (src, tgt subword.Tokenizer, err error) {
+	if m.SrcTokenizer != nil {
+		if src, err = subword.Open(*m.SrcTokenizer, dir); err != nil {
+			return nil, nil, fmt.Errorf("src_tokenizer: %w", err)
+		}
+	}
+	if m.TgtTokenizer != nil {
+		if tgt, err = subword.Open(*m.TgtTokenizer, dir); err != nil {
+			return nil, nil, fmt.Errorf("tgt_tokenizer: %w", err)
+		}
+	}
+	return src, tgt, nil
+}

@@ -1,0 +1,112 @@
+package modeldir
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/subword"
+)
+
+const spmFixture = "../subword/testdata/unigram.model"
+
+// spmVocab is a vocabulary of n tokens: the specials, then SentencePiece
+// pieces of the fixture model.
+func spmVocab(t *testing.T, n int, specials ...string) []string {
+	sp, err := subword.LoadSentencePiece(spmFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]string(nil), specials...)
+	for id := 3; len(out) < n; id++ {
+		out = append(out, sp.Piece(id))
+	}
+	return out
+}
+
+func TestExportTokenizers(t *testing.T) {
+	tmp := t.TempDir()
+	src := writeVocab(t, tmp, "src.json", spmVocab(t, 19, "<pad>", "<unk>"))
+	tgt := writeVocab(t, tmp, "tgt.json", spmVocab(t, 23, "<pad>", "<sos>", "<eos>", "<unk>"))
+	codes := filepath.Join(tmp, "codes")
+	os.WriteFile(codes, []byte("#version: 0.2\nt h\nth e</w>\n"), 0o644)
+	dir := filepath.Join(tmp, "m")
+
+	// one file for both sides is copied once
+	spec := &subword.Spec{Kind: subword.KindSentencePiece, File: spmFixture}
+	res := mustExport(t, ckpt("bahdanau_b4_l2", "checkpoint.pt"), dir, Options{SrcVocab: src, TgtVocab: tgt, SrcTokenizer: spec, TgtTokenizer: spec})
+	info, err := ReadInfo(filepath.Join(dir, InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.SrcTokenizer == nil || info.SrcTokenizer.File != "sentencepiece.model" || !reflect.DeepEqual(info.TgtTokenizer, info.SrcTokenizer) {
+		t.Fatalf("attnx.json tokenizers %+v %+v", info.SrcTokenizer, info.TgtTokenizer)
+	}
+	want, _ := os.ReadFile(spmFixture)
+	if got, err := os.ReadFile(filepath.Join(dir, "sentencepiece.model")); err != nil || string(got) != string(want) {
+		t.Fatalf("copied model: %v (%d bytes, want %d)", err, len(got), len(want))
+	}
+	if len(res.Files) != 4 || res.Files[2].Name != "sentencepiece.model" || res.Files[2].Role != "tokenizer" {
+		t.Errorf("files %+v", res.Files)
+	}
+	srcTok, tgtTok, err := info.Tokenizers(dir)
+	if err != nil || srcTok == nil || tgtTok == nil {
+		t.Fatalf("Tokenizers: %v", err)
+	}
+
+	// a different tokenizer per side, one of them BPE; the old model's
+	// file goes with --force
+	bpeVocab := writeVocab(t, tmp, "bpe.json", append([]string{"<pad>", "<sos>", "<eos>", "<unk>", "the", "th@@", "e", "t@@", "h@@"}, strings.Split("abcdfgijklmnop", "")...))
+	mustExport(t, ckpt("bahdanau_b4_l2", "checkpoint.pt"), dir, Options{SrcVocab: src, TgtVocab: bpeVocab, SrcTokenizer: spec,
+		TgtTokenizer: &subword.Spec{Kind: subword.KindSubwordNMT, File: codes}, Force: true})
+	if got := entries(t, dir); strings.Join(got, " ") != "attnx.json decoder.onnx encoder.onnx source.model target.codes" {
+		t.Errorf("directory holds %v", got)
+	}
+	info, _ = ReadInfo(filepath.Join(dir, InfoFile))
+	if info.TgtTokenizer.Kind != subword.KindSubwordNMT || info.TgtTokenizer.File != "target.codes" {
+		t.Errorf("tgt_tokenizer %+v", info.TgtTokenizer)
+	}
+}
+
+func TestExportTokenizerErrors(t *testing.T) {
+	tmp := t.TempDir()
+	fits := writeVocab(t, tmp, "src.json", spmVocab(t, 19, "<pad>", "<unk>"))
+	misfit := writeVocab(t, tmp, "misfit.json", vocab(19, "<pad>", "<unk>"))
+	spec := &subword.Spec{Kind: subword.KindSentencePiece, File: spmFixture}
+	notModel := filepath.Join(tmp, "vocab.model")
+	os.WriteFile(notModel, []byte("<unk>\t0\n<s>\t0\n"), 0o644)
+	for _, c := range []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"misfit", Options{SrcVocab: misfit, SrcTokenizer: spec}, "does not fit the source vocabulary: 16 of its 16 tokens are not pieces this tokenizer produces"},
+		{"no vocabulary", Options{SrcTokenizer: spec}, "the model has no source vocabulary to map its pieces to; pass --src-vocab too"},
+		{"not a model", Options{SrcVocab: fits, SrcTokenizer: &subword.Spec{Kind: subword.KindSentencePiece, File: notModel}}, "vocab.model: not a SentencePiece model file"},
+		{"missing", Options{SrcVocab: fits, SrcTokenizer: &subword.Spec{Kind: subword.KindSentencePiece, File: filepath.Join(tmp, "nope.model")}}, "no such file"},
+	} {
+		dir := filepath.Join(tmp, c.name)
+		_, err := Export(ckpt("bahdanau_b4_l2", "checkpoint.pt"), dir, c.opt)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+		if _, statErr := os.Stat(dir); statErr == nil {
+			t.Errorf("%s: %s was written", c.name, dir)
+		}
+	}
+}
+
+func TestParseInfoChecksTokenizers(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{`{"kind":"wordpiece","file":"x.model"}`, `src_tokenizer: kind "wordpiece"`},
+		{`{"kind":"sentencepiece","file":"../x.model"}`, `must be a plain file name`},
+		{`{"kind":"subword-nmt","file":"codes","pretokenizer":"moses"}`, `pretokenizer "moses"`},
+	} {
+		data := strings.Replace(validInfoJSON, `"files"`, `"src_tokenizer": `+c.spec+`, "files"`, 1)
+		if _, err := ParseInfo([]byte(data), "attnx.json"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
