@@ -29,6 +29,9 @@ type JoeyNMT struct {
 	Specials JoeySpecials
 	// VocabFiles are the vocabulary files read.
 	VocabFiles [2]string
+	// Tokenizers are the source's and the target's subword tokenizers
+	// (data.src and data.trg with level bpe), nil for word and char levels.
+	Tokenizers [2]*TokenizerRef
 }
 
 // JoeyModel is config.yaml's model section, the fields that decide the
@@ -87,6 +90,14 @@ type joeySide struct {
 	VocFile       string `yaml:"voc_file"`
 	Level         string `yaml:"level"`
 	TokenizerType string `yaml:"tokenizer_type"`
+	BPEType       string `yaml:"bpe_type"` // 1.x
+	Lowercase     bool   `yaml:"lowercase"`
+	TokenizerCfg  struct {
+		ModelFile    string `yaml:"model_file"`
+		Codes        string `yaml:"codes"`
+		Pretokenizer string `yaml:"pretokenizer"`
+		Separator    string `yaml:"separator"`
+	} `yaml:"tokenizer_cfg"`
 }
 
 // ReadJoeyNMT reads a JoeyNMT model's config.yaml and the vocabulary files
@@ -151,6 +162,16 @@ func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 		}
 		*s.dst = toks
 		j.VocabFiles[i] = found
+	}
+	for i, side := range []struct {
+		name string
+		s    joeySide
+	}{{"src", c.Data.Src}, {"trg", c.Data.Trg}} {
+		r, err := joeyTokenizer(side.s, side.name, dir)
+		if err != nil {
+			return nil, fmt.Errorf("JoeyNMT config %s: %w", configPath, err)
+		}
+		j.Tokenizers[i] = r
 	}
 	return j, nil
 }

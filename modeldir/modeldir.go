@@ -328,7 +328,12 @@ func prepare(checkpointPath string, opt Options) (*attention.Weights, *Info, *Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	var cfgNotes []string
+	if read.toolkit != nil {
+		cfgNotes = configTokenizers(&opt, read.toolkit.tokenizers)
+	}
 	copies, tokNotes, err := addTokenizers(info, opt)
+	tokNotes = append(cfgNotes, tokNotes...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

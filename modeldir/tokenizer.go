@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/subword"
 )
@@ -15,6 +17,34 @@ import (
 var tokenizerFiles = map[string][3]string{
 	subword.KindSentencePiece: {"source.model", "target.model", "sentencepiece.model"},
 	subword.KindSubwordNMT:    {"source.codes", "target.codes", "bpe.codes"},
+}
+
+// configTokenizers fills in opt's tokenizers from those the toolkit's
+// configuration names, for each side the flags leave open. A named file
+// that cannot be found or used is a note, not an error: the model still
+// runs on text tokenised as in training.
+func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
+	var notes []string
+	for i, dst := range []**subword.Spec{&opt.SrcTokenizer, &opt.TgtTokenizer} {
+		r := refs[i]
+		if r == nil || *dst != nil {
+			continue
+		}
+		side := [2]string{"source", "target"}[i]
+		flag := [2]string{"--src-tokenizer", "--tgt-tokenizer"}[i]
+		switch {
+		case r.Path == "":
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %s names %s %q, which is not at %s: pass %s FILE to translate raw text",
+				side, r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "), flag))
+		case r.Pretokenizer != "" && r.Pretokenizer != subword.PretokenizeNone:
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %s's pretokenizer %q is not implemented in attnx, so the tokenizer is not recorded: pass %s %s to apply it to text you pretokenise yourself",
+				side, r.Option, r.Pretokenizer, flag, r.Path))
+		default:
+			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted}
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %s from %s", side, r.Path, r.Option))
+		}
+	}
+	return notes
 }
 
 // tokenizerCopy is a tokenizer file Export copies into the directory.
@@ -46,7 +76,7 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 		if side.vocab == nil {
 			return nil, nil, fmt.Errorf("%s %s: the model has no %s vocabulary to map its pieces to; pass %s too", side.flag, spec.File, side.name, side.vocabFlag)
 		}
-		tok, err := subword.Open(spec, "")
+		tok, err := subword.Open(spec, "", side.vocab)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", side.flag, err)
 		}
@@ -109,12 +139,12 @@ func copyTokenizers(dir string, copies []tokenizerCopy) ([]FileInfo, error) {
 // one).
 func (m *Info) Tokenizers(dir string) (src, tgt subword.Tokenizer, err error) {
 	if m.SrcTokenizer != nil {
-		if src, err = subword.Open(*m.SrcTokenizer, dir); err != nil {
+		if src, err = subword.Open(*m.SrcTokenizer, dir, m.SrcTokens); err != nil {
 			return nil, nil, fmt.Errorf("src_tokenizer: %w", err)
 		}
 	}
 	if m.TgtTokenizer != nil {
-		if tgt, err = subword.Open(*m.TgtTokenizer, dir); err != nil {
+		if tgt, err = subword.Open(*m.TgtTokenizer, dir, m.TgtTokens); err != nil {
 			return nil, nil, fmt.Errorf("tgt_tokenizer: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/subword"
 )
 
@@ -108,5 +109,31 @@ func TestParseInfoChecksTokenizers(t *testing.T) {
 		if _, err := ParseInfo([]byte(data), "attnx.json"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.spec, err, c.want)
 		}
+	}
+}
+
+func TestConfigTokenizers(t *testing.T) {
+	flag := &subword.Spec{Kind: subword.KindSentencePiece, File: "given.model"}
+	opt := Options{TgtTokenizer: flag}
+	notes := configTokenizers(&opt, [2]*checkpoint.TokenizerRef{
+		{Kind: "sentencepiece", Option: "opt.src_subword_model", Named: "data/sp.model", Tried: []string{"data/sp.model", "/m/sp.model"}},
+		{Kind: "sentencepiece", Option: "opt.tgt_subword_model", Named: "t.model", Path: "/m/t.model"},
+	})
+	if opt.SrcTokenizer != nil || opt.TgtTokenizer != flag {
+		t.Errorf("src %+v tgt %+v: the flag must win and a missing file must not be recorded", opt.SrcTokenizer, opt.TgtTokenizer)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], `opt.src_subword_model names sentencepiece "data/sp.model", which is not at data/sp.model, /m/sp.model: pass --src-tokenizer FILE`) {
+		t.Errorf("notes %q", notes)
+	}
+	opt = Options{}
+	notes = configTokenizers(&opt, [2]*checkpoint.TokenizerRef{
+		{Kind: "subword-nmt", Option: "data.src.tokenizer_cfg.codes", Named: "codes", Path: "/m/codes", Pretokenizer: "moses"},
+		{Kind: "subword-nmt", Option: "data.trg.tokenizer_cfg.codes", Named: "codes", Path: "/m/codes", Restricted: true, Lowercase: true},
+	})
+	if opt.SrcTokenizer != nil || opt.TgtTokenizer == nil || !opt.TgtTokenizer.Restricted || !opt.TgtTokenizer.Lowercase || opt.TgtTokenizer.File != "/m/codes" {
+		t.Errorf("src %+v tgt %+v", opt.SrcTokenizer, opt.TgtTokenizer)
+	}
+	if len(notes) != 2 || !strings.Contains(notes[0], `pretokenizer "moses" is not implemented`) {
+		t.Errorf("notes %q", notes)
 	}
 }

@@ -23,6 +23,9 @@ type toolkitModel struct {
 	prefix   []int64
 	suffix   []int64
 	rules    *attention.Rules
+	// tokenizers are the subword tokenizers the toolkit's configuration
+	// names, source and target.
+	tokenizers [2]*checkpoint.TokenizerRef
 }
 
 // ConfigMetadata is the safetensors metadata entry in which attnx writes
@@ -116,6 +119,9 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
 		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}
 		tm.notes = append(tm.notes, "OpenNMT-py sources have no <s> or </s>: text is translated as its tokens alone")
+		var tokNotes []string
+		tm.tokenizers, tokNotes = o.Tokenizers(path)
+		tm.notes = append(tm.notes, tokNotes...)
 		if c := tm.w.Config; o.Version == 2 && c.Bridge != "" && c.EncLayers()*c.Directions() > 1 {
 			tm.notes = append(tm.notes, attention.OpenNMTV2BridgeNote)
 		}
@@ -166,6 +172,7 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		}
 		tm.toolkit = Toolkit{Name: "JoeyNMT", Version: version, Format: "checkpoint (model_state) with " + filepath.Base(toolkitConfig) + ", " + filepath.Base(j.VocabFiles[0]) + ", " + filepath.Base(j.VocabFiles[1])}
 		tm.src, tm.tgt = j.SrcVocab, j.TrgVocab
+		tm.tokenizers = j.Tokenizers
 		sp := j.Specials
 		tm.special = attention.Special{SOS: index(j.TrgVocab, sp.BOS), EOS: index(j.TrgVocab, sp.EOS), PAD: index(j.TrgVocab, sp.PAD), UNK: index(j.SrcVocab, sp.UNK)}
 		if eos := index(j.SrcVocab, sp.EOS); eos >= 0 {

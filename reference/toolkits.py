@@ -582,15 +582,18 @@ def onmt_vocab(n, side, version=3):
     return (specials + words)[:n]
 
 
-def save_onmt_v3(model, path, src_vocab, tgt_vocab, safetensors_step=None):
+def save_onmt_v3(model, path, src_vocab, tgt_vocab, safetensors_step=None, opt_extra=None):
     """OpenNMT-py 3.x's checkpoint dict; with safetensors_step the weights go
     to <base>_step_N.safetensors beside it (its trainer's naming) and the .pt
-    holds vocab, opt and optim only."""
+    holds vocab, opt and optim only. opt_extra sets more options (the data
+    transforms: transforms, src_subword_model, tgt_subword_model)."""
     sd = model.state_dict()
     ckpt = {"model": {k: v for k, v in sd.items() if not k.startswith("generator.")},
             "generator": {k[len("generator."):]: v for k, v in sd.items() if k.startswith("generator.")},
             "vocab": {"src": list(src_vocab), "tgt": list(tgt_vocab), "data_task": "seq2seq", "decoder_start_token": "<s>"},
             "opt": onmt_opt(model.cfg, 3), "optim": {"step": 10}}
+    for k, v in (opt_extra or {}).items():
+        setattr(ckpt["opt"], k, v)
     if safetensors_step is not None:
         import attnx_reference as ref
         base = path[:-3] if path.endswith(".pt") else path

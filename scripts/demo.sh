@@ -72,5 +72,20 @@ echo "=== onmt: verify against PyTorch (the reference's OpenNMT-py model), and t
 $attnx verify --model "$out/onmt" --checkpoint "$demo/onmt_dates.pt" --batch 4 --steps 12 --beam 4
 $attnx verify --model "$out/onmt-int8" --checkpoint "$demo/onmt_dates.pt" --batch 200 --steps 12 | tail -1
 
+# The same model shape trained on SentencePiece pieces (a unigram model for
+# the sources, a BPE model for the ISO dates), its opt naming them as
+# OpenNMT-py's sentencepiece transform does: export finds them beside the
+# checkpoint and copies them into the model directory; translate takes
+# raw text and gives raw text back, with the pieces in the heat map.
+echo
+echo "=== onmt-spm: export testdata/demo/onmt_dates_spm.pt (OpenNMT-py 3, SentencePiece transform) -> $out/onmt-spm, no flags"
+$attnx export "$demo/onmt_dates_spm.pt" -o "$out/onmt-spm" --greedy --beam --force
+
+echo
+echo "=== onmt-spm: translate raw text (pieces in $out/onmt-spm-attention.png)"
+head -4 "$demo/examples.txt" | $attnx translate --model "$out/onmt-spm" --plot "$out/onmt-spm-attention.png"
+heldout onmt-spm "greedy (greedy.onnx)"
+$attnx verify --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --batch 4 --steps 12 --beam 4 | tail -1
+
 echo
 echo "Heat maps: $(ls "$out"/*attention*.png | head -4 | tr '\n' ' ')..."

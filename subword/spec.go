@@ -47,6 +47,13 @@ type Spec struct {
 	// Pretokenizer is how text is split into words before subword-nmt BPE:
 	// "none" (at spaces). "" means "none".
 	Pretokenizer string `json:"pretokenizer,omitempty"`
+	// Lowercase lowercases text before segmentation (JoeyNMT's
+	// data.src.lowercase).
+	Lowercase bool `json:"lowercase,omitempty"`
+	// Restricted limits the output to pieces in the model's vocabulary, as
+	// JoeyNMT does (its tokenizers' set_vocab: SentencePiece's
+	// SetVocabulary, apply_bpe's vocabulary filter).
+	Restricted bool `json:"vocabulary_restricted,omitempty"`
 }
 
 // Check checks a Spec read from attnx.json: a known kind, a plain file
@@ -71,27 +78,61 @@ func (s Spec) Check() error {
 }
 
 // Open loads the tokenizer a Spec describes; its File is read from dir
-// (or as it is when dir is "").
-func Open(s Spec, dir string) (Tokenizer, error) {
+// (or as it is when dir is ""). vocab is the model's vocabulary on this
+// side, specials included: a Restricted tokenizer keeps to it.
+func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	path := s.File
 	if dir != "" {
 		path = filepath.Join(dir, s.File)
 	}
+	var t Tokenizer
 	switch s.Kind {
 	case KindSentencePiece:
-		return LoadSentencePiece(path)
+		sp, err := LoadSentencePiece(path)
+		if err != nil {
+			return nil, err
+		}
+		if s.Restricted {
+			if err := sp.SetVocabulary(vocab); err != nil {
+				return nil, err
+			}
+		}
+		t = sp
 	case KindSubwordNMT:
 		if s.Pretokenizer != "" && s.Pretokenizer != PretokenizeNone {
 			return nil, fmt.Errorf("pretokenizer %q: attnx applies subword-nmt BPE to text split at spaces (\"none\")", s.Pretokenizer)
 		}
-		return LoadBPE(path, BPEOptions{Separator: s.Separator, Glossaries: s.Glossaries})
+		opts := BPEOptions{Separator: s.Separator, Glossaries: s.Glossaries}
+		if s.Restricted {
+			opts.Vocabulary = map[string]bool{}
+			for _, v := range vocab {
+				opts.Vocabulary[v] = true
+			}
+		}
+		b, err := LoadBPE(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		t = b
+	default:
+		return nil, fmt.Errorf("tokenizer kind %q: want %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT)
 	}
-	return nil, fmt.Errorf("tokenizer kind %q: want %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT)
+	if s.Lowercase {
+		t = lowercased{t}
+	}
+	return t, nil
 }
+
+// lowercased lowercases text before segmenting it.
+type lowercased struct{ Tokenizer }
+
+func (l lowercased) Encode(text string) []string { return l.Tokenizer.Encode(strings.ToLower(text)) }
 
 // Describe says what a tokenizer is in a few words, for inspect.
 func Describe(t Tokenizer) string {
 	switch t := t.(type) {
+	case lowercased:
+		return Describe(t.Tokenizer) + ", lowercased input"
 	case *SentencePiece:
 		return fmt.Sprintf("SentencePiece %s model, %d pieces", t.ModelType(), t.Size())
 	case *BPE:
@@ -125,6 +166,8 @@ func Fit(t Tokenizer, vocab []string, special map[string]bool) (missing, total i
 // with or without the joiner.
 func Produces(t Tokenizer, piece string) bool {
 	switch t := t.(type) {
+	case lowercased:
+		return Produces(t.Tokenizer, piece)
 	case *SentencePiece:
 		_, ok := t.pieces[piece]
 		if !ok {

@@ -145,6 +145,34 @@ func byteOfPiece(s string) (int, bool) {
 	return v, true
 }
 
+// SetVocabulary keeps the segmentation to the pieces in vocab, as
+// SentencePiece's SetVocabulary does (JoeyNMT calls it with the model's
+// vocabulary): normal pieces outside it, but single characters, are no
+// longer used. Unigram and BPE models only.
+func (sp *SentencePiece) SetVocabulary(vocab []string) error {
+	if sp.proto.modelType != modelUnigram && sp.proto.modelType != modelBPE {
+		return fmt.Errorf("a vocabulary constraint applies to unigram and BPE models, not %s", sp.ModelType())
+	}
+	in := make(map[string]bool, len(vocab))
+	for _, v := range vocab {
+		in[v] = true
+	}
+	for id := range sp.proto.pieces {
+		p := &sp.proto.pieces[id]
+		switch p.typ {
+		case pieceControl, pieceUnknown, pieceUserDefined:
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(p.text)
+		if in[p.text] || size == len(p.text) {
+			p.typ = pieceNormal
+		} else {
+			p.typ = pieceUnused
+		}
+	}
+	return nil
+}
+
 // ModelType is "unigram", "bpe", "word" or "char".
 func (sp *SentencePiece) ModelType() string { return modelTypeNames[sp.proto.modelType] }
 

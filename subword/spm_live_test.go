@@ -96,3 +96,45 @@ func run(t *testing.T, tool, input string, args ...string) []string {
 	s := strings.TrimSuffix(string(out), "\n")
 	return strings.Split(s, "\n")
 }
+
+// TestSentencePieceVocabularyLive compares SetVocabulary with spm_encode
+// --vocabulary (the same constraint): every other piece of each fixture
+// model is left out of the vocabulary.
+func TestSentencePieceVocabularyLive(t *testing.T) {
+	encode := testenv.Command(t, "spm_encode", "sentencepiece")
+	dir := t.TempDir()
+	corpus := filepath.Join("testdata", "corpus.txt")
+	lines := readLines(t, corpus)
+	for _, name := range []string{"unigram", "bpe"} {
+		t.Run(name, func(t *testing.T) {
+			model := filepath.Join("testdata", name+".model")
+			sp, err := LoadSentencePiece(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var vocab []string
+			var file strings.Builder
+			for id := 0; id < sp.Size(); id += 2 {
+				vocab = append(vocab, sp.Piece(id))
+				file.WriteString(sp.Piece(id) + "\t1\n")
+			}
+			vf := writeTemp(t, dir, file.String())
+			want := run(t, encode, corpus, "--model="+model, "--output_format=piece", "--vocabulary="+vf, "--vocabulary_threshold=1")
+			if err := sp.SetVocabulary(vocab); err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for i, line := range lines {
+				if got := strings.Join(sp.Encode(line), " "); got != want[i] {
+					if bad++; bad <= 3 {
+						t.Errorf("line %d %q:\n got  %s\n want %s", i+1, line, got, want[i])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Fatalf("%d of %d lines differ from spm_encode --vocabulary", bad, len(lines))
+			}
+			t.Logf("%d lines identical to spm_encode --vocabulary (%d of %d pieces allowed)", len(lines), len(vocab), sp.Size())
+		})
+	}
+}

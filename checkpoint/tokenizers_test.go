@@ -1,0 +1,95 @@
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenNMTTokenizers(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "model_step_100.pt")
+	os.WriteFile(filepath.Join(dir, "spm.src.model"), []byte("x"), 0o644)
+	for _, c := range []struct {
+		name  string
+		opt   map[string]any
+		src   string // found path, "" none, "-" no ref
+		tgt   string
+		kind  string
+		notes string
+	}{
+		{"sentencepiece, target shares the source's model",
+			map[string]any{"transforms": []any{"filtertoolong", "sentencepiece"}, "src_subword_model": "/data/run1/spm.src.model"},
+			filepath.Join(dir, "spm.src.model"), filepath.Join(dir, "spm.src.model"), TokenizerSentencePiece, ""},
+		{"bpe, target missing",
+			map[string]any{"transforms": []any{"bpe"}, "src_subword_model": "spm.src.model", "tgt_subword_model": "codes.tgt"},
+			filepath.Join(dir, "spm.src.model"), "", TokenizerSubwordNMT, ""},
+		{"no transforms", map[string]any{"src_subword_model": "spm.src.model"}, "-", "-", "", ""},
+		{"onmt_tokenize", map[string]any{"transforms": []any{"onmt_tokenize"}}, "-", "-", "", "onmt_tokenize (OpenNMT's Tokenizer), which attnx does not apply"},
+	} {
+		o := &OpenNMT{Opt: c.opt}
+		refs, notes := o.Tokenizers(ckpt)
+		for i, want := range []string{c.src, c.tgt} {
+			r := refs[i]
+			switch {
+			case want == "-":
+				if r != nil {
+					t.Errorf("%s: side %d: %+v, want none", c.name, i, r)
+				}
+			case r == nil:
+				t.Errorf("%s: side %d: no tokenizer", c.name, i)
+			case r.Path != want || r.Kind != c.kind:
+				t.Errorf("%s: side %d: %+v, want %s at %q", c.name, i, r, c.kind, want)
+			}
+		}
+		if c.notes != "" && (len(notes) != 1 || !strings.Contains(notes[0], c.notes)) {
+			t.Errorf("%s: notes %q", c.name, notes)
+		}
+	}
+}
+
+func TestJoeyNMTTokenizers(t *testing.T) {
+	cfg, err := os.ReadFile(toolkitFile("joey/config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"src_vocab.txt", "trg_vocab.txt"} {
+		data, _ := os.ReadFile(toolkitFile("joey/" + f))
+		os.WriteFile(filepath.Join(dir, f), data, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "sp.model"), []byte("x"), 0o644)
+	text := strings.Replace(string(cfg), `voc_file: "src_vocab.txt"
+        level: "word"`, `voc_file: "src_vocab.txt"
+        level: "bpe"
+        lowercase: true
+        tokenizer_type: "sentencepiece"
+        tokenizer_cfg:
+            model_file: "data/sp.model"`, 1)
+	text = strings.Replace(text, `voc_file: "trg_vocab.txt"
+        level: "word"`, `voc_file: "trg_vocab.txt"
+        level: "bpe"
+        tokenizer_type: "subword-nmt"
+        tokenizer_cfg:
+            codes: "data/bpe.codes"
+            pretokenizer: "moses"`, 1)
+	p := filepath.Join(dir, "config.yaml")
+	os.WriteFile(p, []byte(text), 0o644)
+	j, err := ReadJoeyNMT(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, trg := j.Tokenizers[0], j.Tokenizers[1]
+	if src == nil || src.Kind != TokenizerSentencePiece || src.Path != filepath.Join(dir, "sp.model") || !src.Lowercase || !src.Restricted || src.Option != "data.src.tokenizer_cfg.model_file" {
+		t.Errorf("source tokenizer %+v", src)
+	}
+	if trg == nil || trg.Kind != TokenizerSubwordNMT || trg.Path != "" || trg.Pretokenizer != "moses" || len(trg.Tried) == 0 {
+		t.Errorf("target tokenizer %+v", trg)
+	}
+	bad := strings.Replace(text, `tokenizer_type: "subword-nmt"`, `tokenizer_type: "wordpiece"`, 1)
+	os.WriteFile(p, []byte(bad), 0o644)
+	if _, err := ReadJoeyNMT(p); err == nil || !strings.Contains(err.Error(), `data.trg.tokenizer_type "wordpiece"`) {
+		t.Errorf("unknown tokenizer type: %v", err)
+	}
+}
