@@ -285,7 +285,7 @@ func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
 			}
 		}
 		what := t.spec.Kind
-		if tok, err := subword.Open(*t.spec, dir); err != nil {
+		if tok, err := subword.Open(*t.spec, dir, nil); err != nil {
 			what += " (unreadable: " + err.Error() + ")"
 		} else {
 			what = subword.Describe(tok)
