@@ -40,6 +40,7 @@ func init() {
 		{name: "translate", summary: "greedy-decode or beam-search text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file, a model directory, or what export makes of a checkpoint", usage: "[--json] [--config FILE] FILE.onnx|DIR|CHECKPOINT", run: runInspect},
+		{name: "score", summary: "corpus BLEU and chrF of translations against references, as sacreBLEU computes them", usage: "--ref REF [--ref REF2]... [HYP]", run: runScore},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
 		{name: "bench", summary: "measure decoding speed (greedy, beam search, each weights precision): PyTorch eager, torch.onnx graphs, attnx step loops and in-graph loop, floor", usage: "[flags]", run: runBench},
 		{name: "loadtest", summary: "measure attnx serve under concurrent clients: sentences/s, tokens/s, latency p50/p99", usage: "--model DIR|--url URL --inputs FILE [flags]", run: runLoadtest},

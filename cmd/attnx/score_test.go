@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/mtscore"
+)
+
+func TestScore(t *testing.T) {
+	td := filepath.Join("..", "..", "mtscore", "testdata")
+	p := func(n string) string { return filepath.Join(td, n) }
+	code, out, errOut := attnx("score", "--ref", p("wmt17.ref"), p("wmt17.uedin-nmt"))
+	want := "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" + mtscore.Version + " = 31.13 62.4/36.8/24.5/16.7 (BP = 1.000 ratio = 1.015 hyp_len = 7512 ref_len = 7399)\n" +
+		"chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" + mtscore.Version + " = 58.91\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, out, want, errOut)
+	}
+
+	// two references, hypotheses on stdin, JSON
+	hyp, _ := os.ReadFile(p("mixed.hyp"))
+	scoreStdin = strings.NewReader(string(hyp))
+	defer func() { scoreStdin = os.Stdin }()
+	code, out, errOut = attnx("score", "--ref", p("mixed.ref1"), "--ref", p("mixed.ref2"), "--json", "--metrics", "bleu")
+	var js map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &js) != nil || js["score"] != 56.52 || js["nrefs"] != "2" {
+		t.Errorf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+
+	// mistakes name the file at fault
+	short := filepath.Join(t.TempDir(), "short.txt")
+	os.WriteFile(short, []byte("one line\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"score", p("wmt17.ref")}, 2, "--ref FILE is required"},
+		{[]string{"score", "--ref", short, p("wmt17.ref")}, 1, "--ref " + short + " has 1 lines and " + p("wmt17.ref") + " has 400"},
+		{[]string{"score", "--ref", p("nope.txt"), p("wmt17.ref")}, 1, "nope.txt: no such file"},
+		{[]string{"score", "--ref", p("wmt17.ref"), "--metrics", "ter", p("wmt17.ref")}, 2, "--metrics ter: want bleu and/or chrf"},
+		{[]string{"score", "--ref", p("wmt17.ref"), "--tokenize", "intl", p("wmt17.ref")}, 2, `tokenizer "intl": want 13a or none`},
+	} {
+		code, _, errOut := attnx(c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
