@@ -47,6 +47,17 @@ followed by the N hypotheses, each indented with its score and normalised
 score), or with --json one JSON object per input: input, source_ids,
 tokens, text, attention (one row per output token) and, with --beam K > 1,
 hypotheses (tokens, text, score, normalized_score of each of the n-best).
+--src FILE translates a test set as the toolkits' translate commands do
+(onmt_translate -src, joeynmt translate): the lines are sorted by length
+and decoded in batches of --batch sentences (or --batch-tokens source
+tokens, OpenNMT-py's batch_type tokens), --lanes batches at a time, and the
+translations come out in the file's order, each as soon as it and the lines
+before it are done: one line per sentence (the n-best with --n-best N, N
+lines per sentence, as onmt_translate -n_best), or --json objects. Blank
+lines give blank lines. --output FILE writes them to FILE, which appears
+complete or not at all. A progress bar with sentences/s and the time left
+shows on a terminal; a final line on stderr gives the totals.
+
 --plot FILE.png draws the attention of the input as a heat map (source
 tokens across, output tokens down); with several inputs, FILE-1.png,
 FILE-2.png, ... one per input. With beam search both are the best
@@ -87,8 +98,21 @@ func runTranslate(args []string) error {
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
+	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
+	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
+	batchTokens := fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
+	lanes := fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *src == "" && (*output != "" || *batchTokens != 0 || *lanes != 0) {
+		return &usageError{"--output, --batch-tokens and --lanes go with --src FILE"}
+	}
+	if *src != "" && (len(ids) > 0 || fs.NArg() > 0) {
+		return &usageError{"give --src FILE or inputs (TEXT arguments, --ids), not both"}
+	}
+	if *batchTokens < 0 || *lanes < 0 {
+		return &usageError{"--batch-tokens and --lanes must not be negative"}
 	}
 	switch {
 	case *model == "":
@@ -111,10 +135,18 @@ func runTranslate(args []string) error {
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return err
 	}
-	tr, err := translate.Open(*model, translate.Options{
+	topt := translate.Options{
 		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha,
-	})
+	}
+	var fileLanes int
+	if *src != "" {
+		fileLanes, topt.Threads = corpusLanes(*lanes, *threads)
+		if *batchTokens > 0 {
+			topt.BatchSize = *batchTokens // a batch's rows never exceed its tokens
+		}
+	}
+	tr, err := translate.Open(*model, topt)
 	var noGraph *translate.LoopGraphError
 	if errors.As(err, &noGraph) && noGraph.Graph == modeldir.BeamFile {
 		return &usageError{fmt.Sprintf("--engine loop with --beam %d needs beam.onnx, and %s names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps (the default for --beam > 1)",
@@ -128,6 +160,10 @@ func runTranslate(args []string) error {
 		fmt.Fprintf(stderr, "attnx translate: note: %s\n", n)
 	}
 
+	if *src != "" {
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, nBest: *nBest, plot: *plotPath,
+			opts: translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}})
+	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	out := &translateOutput{w: w, json: *jsonOut, plot: heatmap.Series{Path: *plotPath}, tr: tr}

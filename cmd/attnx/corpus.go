@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/attnx/attnx/heatmap"
+	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/translate"
+	"github.com/schollz/progressbar/v3"
+)
+
+// corpusJob is attnx translate --src.
+type corpusJob struct {
+	src, output string
+	json        bool
+	nBest       int
+	plot        string
+	opts        translate.CorpusOptions
+}
+
+// corpusLanes chooses the lanes and the ONNX Runtime threads of each: by
+// default one lane per core, each with one thread (measured fastest on
+// small batches: ORT's threads gain little inside one decoder step); with
+// --threads T the lanes share T.
+func corpusLanes(lanes, threads int) (int, int) {
+	cores := runtime.NumCPU()
+	if lanes == 0 {
+		lanes = cores
+		if threads > 0 {
+			lanes = min(cores, threads)
+		}
+	}
+	total := threads
+	if total == 0 {
+		total = cores
+	}
+	return lanes, max(1, total/lanes)
+}
+
+func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
+	lines, err := readSegments(job.src)
+	if err != nil {
+		return fmt.Errorf("--src: %w", err)
+	}
+	var w *bufio.Writer
+	var af *atomicfile.File
+	if job.output != "" {
+		if af, err = atomicfile.Create(job.output, 0o644); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				af.Discard()
+			}
+		}()
+		w = bufio.NewWriterSize(af, 1<<16)
+	} else {
+		w = bufio.NewWriter(stdout)
+	}
+	bar := newCorpusBar(len(lines))
+	plot := heatmap.Series{Path: job.plot}
+	start := time.Now()
+	emit := func(i int, res translate.Result) error {
+		if err := writeCorpusResult(w, tr, lines[i], res, job); err != nil {
+			return err
+		}
+		if job.plot != "" && res.Tokens != nil {
+			if err := plot.Add(lines[i], res.SourceTokens, res.OutputTokens, res.Attention); err != nil {
+				return err
+			}
+		}
+		if af == nil {
+			return w.Flush() // a reader of the pipe may be waiting
+		}
+		return nil
+	}
+	st, err := tr.TranslateCorpus(context.Background(), lines, 1, job.opts, emit, func(n, toks int) {
+		bar.set(n, toks)
+	})
+	bar.finish()
+	if err != nil {
+		return translateCLIError(fmt.Errorf("%s %w", job.src, err))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if af != nil {
+		if err := af.Commit(); err != nil {
+			return err
+		}
+	}
+	if err := plot.Close(); err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	where := "stdout"
+	if job.output != "" {
+		where = job.output
+	}
+	fmt.Fprintf(stderr, "attnx translate: %d sentences (%d blank) in %.2fs: %.1f sentences/s, %.0f tokens/s out (%d source, %d output tokens), %d batches on %d lanes -> %s\n",
+		st.Sentences, st.Empty, secs, float64(st.Sentences)/secs, float64(st.OutputTokens)/secs, st.SourceTokens, st.OutputTokens, st.Batches, max(job.opts.Lanes, 1), where)
+	if n := tr.UnknownPieces(); n > 0 {
+		fmt.Fprintf(stderr, "attnx translate: note: %d source %s not in the model's vocabulary and went in as the unknown token\n", n, plural(n, "piece was", "pieces were"))
+	}
+	return nil
+}
+
+// writeCorpusResult writes one sentence's translation: its text (token ids
+// without a target vocabulary), the n-best's texts one per line, or a JSON
+// object.
+func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res translate.Result, job corpusJob) error {
+	out := func(tokens []int64, text string) string {
+		if !tr.HasTargetVocab() {
+			return translate.FormatIDs(tokens)
+		}
+		return text
+	}
+	if job.json {
+		data, err := json.Marshal(res.JSON(src))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	if job.nBest > 1 {
+		for k := 0; k < job.nBest; k++ {
+			line := ""
+			if k < len(res.Hypotheses) {
+				line = out(res.Hypotheses[k].Tokens, res.Hypotheses[k].Text)
+			}
+			if _, err := fmt.Fprintln(w, oneLine(line)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := fmt.Fprintln(w, oneLine(out(res.Tokens, res.Text)))
+	return err
+}
+
+// oneLine keeps a translation on its line: a decoded piece may hold a line
+// break.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// corpusBar shows sentences done of the total, sentences/s and the time
+// left on stderr when it is a terminal.
+type corpusBar struct {
+	bar   *progressbar.ProgressBar
+	start time.Time
+}
+
+func newCorpusBar(total int) *corpusBar {
+	b := &corpusBar{start: time.Now()}
+	if !isTerminal(stderr) || total == 0 {
+		return b
+	}
+	b.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("translating"),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("sent"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	return b
+}
+
+func (b *corpusBar) set(sentences, outTokens int) {
+	if b.bar == nil {
+		return
+	}
+	secs := time.Since(b.start).Seconds()
+	b.bar.Describe(fmt.Sprintf("translating (%.0f tok/s)", float64(outTokens)/max(secs, 1e-9)))
+	b.bar.Set(sentences)
+}
+
+func (b *corpusBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+	}
+}
+

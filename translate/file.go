@@ -1,0 +1,206 @@
+package translate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// CorpusOptions configures TranslateCorpus.
+type CorpusOptions struct {
+	// BatchSize is the most sentences of a batch; 0 means the Translator's
+	// Options.BatchSize.
+	BatchSize int
+	// BatchTokens, when > 0, cuts batches by source tokens instead
+	// (OpenNMT-py's batch_type tokens): the sentences of a batch times its
+	// longest source stay within BatchTokens (a longer sentence alone is
+	// a batch).
+	BatchTokens int
+	// Lanes is how many batches are decoded at the same time (each its own
+	// ONNX Runtime runs on the shared sessions); 0 means 1.
+	Lanes int
+}
+
+// CorpusStats are TranslateCorpus's totals.
+type CorpusStats struct {
+	// Sentences counts the lines, Empty those with nothing to translate
+	// (blank lines, emitted as empty results).
+	Sentences, Empty int
+	// SourceTokens and OutputTokens count the tokens decoded (EOS not
+	// counted).
+	SourceTokens, OutputTokens int
+	// Batches counts the decoder batches.
+	Batches int
+}
+
+// TranslateCorpus translates a test set of sentences as the toolkits'
+// translate commands do: the sentences are sorted by length and decoded in
+// batches of similar length (CorpusOptions), Lanes batches at a time, and
+// emit is called with each result in the original order, as soon as it and
+// every sentence before it are done. Blank lines give empty results. A line
+// that cannot be translated stops it with a *BadInputError naming the line
+// (line numbers count from first). progress, when not nil, hears the
+// sentences and output tokens done so far after each batch.
+func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first int, co CorpusOptions,
+	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
+	st := CorpusStats{Sentences: len(lines)}
+	if !t.src.known() {
+		return st, &NoSourceVocabularyError{Info: t.dir + "/attnx.json"}
+	}
+	// Tokenise every line first: a bad line is reported before any work.
+	rows := make([][]int64, len(lines))
+	for i, s := range lines {
+		if strings.TrimSpace(s) == "" {
+			st.Empty++
+			continue
+		}
+		r, err := t.encodeTexts([]string{s})
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				in := Input{Where: fmt.Sprintf("line %d", first+i), Shown: s, Text: s}
+				return st, &BadInputError{Input: in, InputError: ie}
+			}
+			return st, err
+		}
+		rows[i] = r[0]
+		st.SourceTokens += len(r[0])
+	}
+	batches := corpusBatches(rows, co, t.batchSize())
+	st.Batches = len(batches)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		results = make([]Result, len(lines))
+		done    = make([]bool, len(lines))
+		next    int
+		ndone   int
+		firstEr error
+	)
+	for i, r := range rows {
+		if r == nil {
+			done[i] = true
+		}
+	}
+	fail := func(err error) {
+		if firstEr == nil {
+			firstEr = err
+			cancel()
+		}
+	}
+	// flush emits the finished prefix; mu is held.
+	flush := func() {
+		for next < len(lines) && done[next] && firstEr == nil {
+			if err := emit(next, results[next]); err != nil {
+				fail(err)
+				return
+			}
+			results[next] = Result{} // emitted: let it go
+			next++
+		}
+	}
+	mu.Lock()
+	flush()
+	mu.Unlock()
+
+	lanes := max(co.Lanes, 1)
+	work := make(chan []int)
+	var wg sync.WaitGroup
+	for range lanes {
+		wg.Go(func() {
+			for idx := range work {
+				src := make([][]int64, len(idx))
+				for k, i := range idx {
+					src[k] = rows[i]
+				}
+				res, err := t.TranslateIDs(ctx, src)
+				mu.Lock()
+				if err != nil {
+					fail(err)
+					mu.Unlock()
+					continue
+				}
+				for k, i := range idx {
+					results[i], done[i] = res[k], true
+					st.OutputTokens += outputLen(res[k].Tokens, t.info.Special.EOS)
+				}
+				ndone += len(idx)
+				flush()
+				if progress != nil && firstEr == nil {
+					progress(ndone+st.Empty, st.OutputTokens)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, b := range batches {
+		select {
+		case work <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstEr != nil {
+		return st, firstEr
+	}
+	return st, ctx.Err()
+}
+
+// outputLen is the number of output tokens without the final EOS.
+func outputLen(toks []int64, eos int64) int {
+	if n := len(toks); n > 0 && toks[n-1] == eos {
+		return n - 1
+	}
+	return len(toks)
+}
+
+// corpusBatches sorts the non-empty rows by length, longest first, and cuts
+// them into batches of indices: at most maxRows rows (co.BatchSize or the
+// Translator's), or with BatchTokens at most that many padded source
+// tokens.
+func corpusBatches(rows [][]int64, co CorpusOptions, defaultRows int) [][]int {
+	var order []int
+	for i, r := range rows {
+		if r != nil {
+			order = append(order, i)
+		}
+	}
+	// Longest first: the slowest batches start early and memory peaks at
+	// once; ties keep the file's order.
+	sort.SliceStable(order, func(a, b int) bool { return len(rows[order[a]]) > len(rows[order[b]]) })
+	maxRows := co.BatchSize
+	if maxRows <= 0 {
+		maxRows = defaultRows
+	}
+	var out [][]int
+	var cur []int
+	longest := 0
+	for _, i := range order {
+		n := len(rows[i])
+		if len(cur) > 0 {
+			l := max(longest, n)
+			full := len(cur) >= maxRows
+			if co.BatchTokens > 0 {
+				full = (len(cur)+1)*l > co.BatchTokens
+			}
+			if full {
+				out = append(out, cur)
+				cur, longest = nil, 0
+			}
+		}
+		cur = append(cur, i)
+		longest = max(longest, n)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
