@@ -189,4 +189,3 @@ func (b *corpusBar) finish() {
 		b.bar.Finish()
 	}
 }
-
