@@ -57,3 +57,14 @@ func (t *Translator) UnknownPieces() int64 { return t.unknownPieces.Load() }
 // HasTokenizer reports whether the model segments text with a subword
 // tokenizer (attnx.json's src_tokenizer).
 func (t *Translator) HasTokenizer() bool { return t.src.tok != nil }
+
+// SourceIDs tokenises one text as Translate does (the model's tokenizer or
+// vocabulary, and attnx.json's src_prefix and src_suffix): the source row
+// the decoder sees.
+func (t *Translator) SourceIDs(text string) ([]int64, error) {
+	rows, err := t.encodeTexts([]string{text})
+	if err != nil {
+		return nil, err
+	}
+	return rows[0], nil
+}

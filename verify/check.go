@@ -117,6 +117,9 @@ type Outcome struct {
 	NearTies            []NearTie `json:"near_ties,omitempty"`
 	// Greedy holds free-running greedy decodes compared with PyTorch's.
 	Greedy []GreedyCheck `json:"greedy"`
+	// ReferenceGreedy is PyTorch's greedy decode of every row (EOS
+	// included when emitted).
+	ReferenceGreedy [][]int64 `json:"reference_greedy"`
 	// Weights is the model's weights precision. For a reduced one (int8,
 	// int4) the outputs' deviations are reported, not judged against the
 	// tolerance: Agreement holds each graph's greedy decodes compared with
@@ -353,7 +356,7 @@ func Check(o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out := &Outcome{Model: o.ModelDir, Checkpoint: o.Checkpoint.String(), Oracle: oracle, Config: info.Config, Batch: len(lens), SrcLen: int(ids.Shape[1]),
-		Steps: len(stepIDs), Tolerance: map[string]float64{"rtol": Tolerance.RTol, "atol": Tolerance.ATol},
+		Steps: len(stepIDs), Tolerance: map[string]float64{"rtol": Tolerance.RTol, "atol": Tolerance.ATol}, ReferenceGreedy: refTokens,
 		Outputs: summarizeRows(rep.Rows), StepTokensIdentical: rep.TokensIdentical && par.Free.TokensIdentical,
 		Drift: driftSummary(par.Free.Rows), NearTies: append(append([]NearTie(nil), rep.NearTies...), par.Free.NearTies...),
 		OK: rep.OK && par.Free.TokensIdentical}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/mtscore"
+	"github.com/attnx/attnx/translate"
+	"github.com/attnx/attnx/verify"
+)
+
+// srcVerify is attnx verify --src: a user's test set decoded with the
+// exported graphs and with PyTorch, chunk by chunk.
+type srcVerify struct {
+	src   string
+	refs  []string
+	chunk int
+	steps int // 0: 2n+10 of the longest source
+}
+
+// SrcOutcome is verify --src's result.
+type SrcOutcome struct {
+	Source    string   `json:"source"`
+	Sentences int      `json:"sentences"`
+	Blank     int      `json:"blank"`
+	Identical int      `json:"identical"`
+	Steps     int      `json:"steps"`
+	Chunks    int      `json:"chunks"`
+	StepsOK   bool     `json:"steps_within_tolerance"`
+	OK        bool     `json:"ok"`
+	Failures  []string `json:"failures,omitempty"`
+	// BLEU lines (sacreBLEU's): attnx against PyTorch, and each against
+	// the references.
+	AttnxVsPyTorch string   `json:"bleu_attnx_vs_pytorch"`
+	AttnxVsRef     []string `json:"bleu_attnx_vs_ref,omitempty"`
+	PyTorchVsRef   []string `json:"bleu_pytorch_vs_ref,omitempty"`
+	Attnx          []string `json:"attnx"`
+	PyTorch        []string `json:"pytorch"`
+}
+
+// runVerifySrc tokenises the test set with the model's own tokenizer,
+// runs verify.Check on chunks of it (every step of every sentence within
+// the float32 tolerance, greedy decoding compared token by token) and
+// scores both decodes with BLEU.
+func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
+	lines, err := readSegments(sv.src)
+	if err != nil {
+		return fmt.Errorf("--src: %w", err)
+	}
+	var refs [][]string
+	for _, r := range sv.refs {
+		l, err := readSegments(r)
+		if err != nil {
+			return fmt.Errorf("--ref: %w", err)
+		}
+		if len(l) != len(lines) {
+			return fmt.Errorf("--ref %s has %d lines and --src %s has %d: a reference needs one line per source", r, len(l), sv.src, len(lines))
+		}
+		refs = append(refs, l)
+	}
+	tr, err := translate.Open(opt.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineSteps})
+	if err != nil {
+		return translateCLIError(err)
+	}
+	defer tr.Close()
+	var rows [][]int64
+	var idx []int
+	maxLen := 0
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		ids, err := tr.SourceIDs(l)
+		if err != nil {
+			return translateCLIError(fmt.Errorf("--src %s line %d (%q): %w", sv.src, i+1, l, err))
+		}
+		rows, idx = append(rows, ids), append(idx, i)
+		maxLen = max(maxLen, len(ids))
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("--src %s has no sentences", sv.src)
+	}
+	out := SrcOutcome{Source: sv.src, Sentences: len(lines), Blank: len(lines) - len(rows), StepsOK: true,
+		Attnx: make([]string, len(lines)), PyTorch: make([]string, len(lines))}
+	out.Steps = sv.steps
+	if out.Steps == 0 {
+		out.Steps = translate.DefaultMaxLen(maxLen)
+	}
+	opt.Steps = out.Steps
+	opt.Rows = false
+	tmp, err := os.MkdirTemp("", "attnx-verify-src-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bar := newProgress(len(rows), "verify --src")
+	for start := 0; start < len(rows); start += sv.chunk {
+		chunk := rows[start:min(start+sv.chunk, len(rows))]
+		in := filepath.Join(tmp, fmt.Sprintf("chunk%d.safetensors", out.Chunks))
+		if err := writeSourceInputs(in, chunk); err != nil {
+			return err
+		}
+		opt.Inputs = in
+		res, err := verify.Check(opt)
+		if err != nil {
+			bar.Finish()
+			return fmt.Errorf("sentences %d-%d: %w", idx[start]+1, idx[start+len(chunk)-1]+1, err)
+		}
+		out.Chunks++
+		if !res.OK {
+			out.StepsOK = false
+			out.Failures = append(out.Failures, fmt.Sprintf("sentences %d-%d: %s", idx[start]+1, idx[start+len(chunk)-1]+1, firstFailure(res)))
+		}
+		got := res.Greedy[len(res.Greedy)-1].Tokens
+		for k := range chunk {
+			i := idx[start+k]
+			out.Attnx[i] = tr.TargetText(got[k])
+			out.PyTorch[i] = tr.TargetText(res.ReferenceGreedy[k])
+			if slices.Equal(got[k], res.ReferenceGreedy[k]) {
+				out.Identical++
+			}
+		}
+		bar.Set(start+len(chunk), "verify --src")
+	}
+	bar.Finish()
+	bleu := func(hyps []string, refs [][]string) string {
+		s, err := mtscore.BLEU(hyps, refs, mtscore.BLEUOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		return mtscore.Line(s, 2)
+	}
+	out.AttnxVsPyTorch = bleu(out.Attnx, [][]string{out.PyTorch})
+	if len(refs) > 0 {
+		out.AttnxVsRef = append(out.AttnxVsRef, bleu(out.Attnx, refs))
+		out.PyTorchVsRef = append(out.PyTorchVsRef, bleu(out.PyTorch, refs))
+	}
+	out.OK = out.StepsOK && out.Identical == len(rows)
+	if asJSON {
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	} else {
+		writeSrcOutcome(out, opt.Checkpoint)
+	}
+	if !out.OK {
+		return &exitError{exitFailure}
+	}
+	return nil
+}
+
+func firstFailure(res *verify.Outcome) string {
+	for _, g := range res.Greedy {
+		if !g.Identical {
+			return g.Graph + ": " + g.Detail
+		}
+	}
+	if !res.StepTokensIdentical {
+		return "the step argmax tokens differ"
+	}
+	return "an output is outside the tolerance (run verify --inputs on these sentences for details)"
+}
+
+func writeSrcOutcome(o SrcOutcome, ckpt checkpoint.Files) {
+	w := stdout
+	fmt.Fprintf(w, "verify --src %s against %s: %d sentences (%d blank, skipped), greedy decoding, max_len %d, in %d chunks\n",
+		o.Source, ckpt.String(), o.Sentences, o.Blank, o.Steps, o.Chunks)
+	verdict := "every output of every step within the float32 tolerance, step-isolated"
+	if !o.StepsOK {
+		verdict = "OUTSIDE the tolerance:\n    " + strings.Join(o.Failures, "\n    ")
+	}
+	fmt.Fprintf(w, "  steps      %s\n", verdict)
+	n := o.Sentences - o.Blank
+	fmt.Fprintf(w, "  sentences  %d of %d identical to PyTorch's (%.1f%%)\n", o.Identical, n, 100*float64(o.Identical)/float64(n))
+	fmt.Fprintf(w, "  attnx vs PyTorch    %s\n", o.AttnxVsPyTorch)
+	for i := range o.AttnxVsRef {
+		fmt.Fprintf(w, "  attnx vs --ref      %s\n", o.AttnxVsRef[i])
+		fmt.Fprintf(w, "  PyTorch vs --ref    %s\n", o.PyTorchVsRef[i])
+	}
+	if o.OK {
+		fmt.Fprintln(w, "OK: on this test set the ONNX graphs translate exactly as PyTorch does")
+	} else {
+		fmt.Fprintln(w, "MISMATCH: see above")
+	}
+}
+
+// writeSourceInputs writes rows as verify's inputs file: source_ids
+// [rows, longest] padded with 0, source_lengths [rows].
+func writeSourceInputs(path string, rows [][]int64) error {
+	S := 0
+	for _, r := range rows {
+		S = max(S, len(r))
+	}
+	ids := make([]int64, len(rows)*S)
+	lens := make([]int64, len(rows))
+	for i, r := range rows {
+		copy(ids[i*S:], r)
+		lens[i] = int64(len(r))
+	}
+	return checkpoint.WriteSafetensors(path, map[string]*builder.Tensor{
+		"source_ids":     builder.Int64Tensor([]int64{int64(len(rows)), int64(S)}, ids),
+		"source_lengths": builder.Int64Tensor([]int64{int64(len(rows))}, lens),
+	}, nil)
+}
