@@ -32,6 +32,16 @@ netlib reference BLAS, many times slower) or unknown, and torch's own build
 setting (torch.__config__.show()), and OPENBLAS_NUM_THREADS, which
 bench.py sets to --threads before torch loads unless it is set already.
 User errors print "bench: ..." on stderr and exit 2.
+
+  bench.py --corpus --checkpoint CKPT --inputs IN.safetensors --steps T
+           --threads N [--beam K] [--batch-sents 30]
+translates every row of IN as a test set, the way OpenNMT-py's translator
+batches one: rows sorted by length (longest first) into batches of
+--batch-sents sentences, each decoded greedily (a batch stops when every row
+has emitted EOS) or with the reference's beam search over the batch's
+B*K slots, max_len T; one warm-up batch, then the whole set once, encoder
+included. Prints {"seconds": s, "tokens": [[...] per row in input order,
+EOS included when emitted], "threads", "torch", "blas", "peak_rss_mb"}.
 """
 
 import argparse
@@ -127,6 +137,41 @@ def bench(model, ids, lengths, steps, sos=ref.SOS_ID, warmup=3, min_reps=10, min
     return {"encoder_ms": enc_ms, "decode_ms": dec_ms, "reps": len(dec_ms), "tokens": tokens}
 
 
+@torch.no_grad()
+def corpus(model, ids, lengths, steps, sos, eos, beam, batch_sents):
+    """Translates every row (see the module docstring): (seconds, tokens)."""
+    order = sorted(range(ids.shape[0]), key=lambda i: -int(lengths[i]))
+    batches = [order[i:i + batch_sents] for i in range(0, len(order), batch_sents)]
+
+    def run(rows):
+        sel = torch.tensor(rows, dtype=torch.int64)
+        L = int(lengths[sel].max())
+        src, lens = ids[sel, :L], lengths[sel]
+        if beam > 1:
+            return [hyps[0].tokens for hyps in ref.beam_search(model, src, lens, beam, steps, sos, eos, 1.0)]
+        enc, state = model.encoder(src, lens)
+        inp = torch.full((len(rows),), sos, dtype=torch.int64)
+        out = [[] for _ in rows]
+        ended = torch.zeros(len(rows), dtype=torch.bool)
+        for _ in range(steps):
+            lp, state, _ = model.decoder(inp, state, enc, lens)
+            inp = lp.argmax(dim=1)
+            for r in (~ended).nonzero().flatten().tolist():
+                out[r].append(int(inp[r]))
+            ended |= inp == eos
+            if bool(ended.all()):
+                break
+        return out
+
+    run(batches[0])  # warm-up
+    tokens = [None] * ids.shape[0]
+    t0 = time.perf_counter()
+    for b in batches:
+        for r, toks in zip(b, run(b)):
+            tokens[r] = toks
+    return time.perf_counter() - t0, tokens
+
+
 def blas_info():
     """Which BLAS this process loaded (see the module docstring)."""
     libs = set()
@@ -170,6 +215,8 @@ def main(argv=None):
     p.add_argument("--min-reps", type=int, default=10)
     p.add_argument("--min-time", type=float, default=1.0, help="seconds")
     p.add_argument("--max-reps", type=int, default=1000)
+    p.add_argument("--corpus", action="store_true", help="translate the inputs as a test set (see above)")
+    p.add_argument("--batch-sents", type=int, default=30, help="--corpus: sentences per batch")
     try:
         a = p.parse_args(argv)
     except SystemExit as e:
@@ -185,7 +232,13 @@ def main(argv=None):
             if k not in tensors:
                 raise ReferenceError("%s lacks tensor %s" % (a.inputs, k))
         ids, lengths = tensors["source_ids"].to(torch.int64), tensors["source_lengths"].to(torch.int64)
-        out = bench(model, ids, lengths, a.steps, a.sos, a.warmup, a.min_reps, a.min_time, a.max_reps, a.beam, a.eos)
+        if a.corpus:
+            if a.batch_sents < 1:
+                raise ReferenceError("--batch-sents %d, want >= 1" % a.batch_sents)
+            secs, toks = corpus(model, ids, lengths, a.steps, a.sos, a.eos, a.beam, a.batch_sents)
+            out = {"seconds": secs, "tokens": toks}
+        else:
+            out = bench(model, ids, lengths, a.steps, a.sos, a.warmup, a.min_reps, a.min_time, a.max_reps, a.beam, a.eos)
     except (ReferenceError, OSError) as e:
         print("bench: %s" % e, file=sys.stderr)
         return 2

@@ -69,6 +69,24 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 		rows[i] = r[0]
 		st.SourceTokens += len(r[0])
 	}
+	return t.TranslateCorpusIDs(ctx, rows, st, co, emit, progress)
+}
+
+// TranslateCorpusIDs is TranslateCorpus on source rows already tokenised
+// (a nil row is a blank line: an empty result); st holds the counts so far
+// (Sentences, Empty, SourceTokens), which it completes.
+func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, st CorpusStats, co CorpusOptions,
+	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
+	if st.Sentences == 0 {
+		st.Sentences = len(rows)
+		for _, r := range rows {
+			if r == nil {
+				st.Empty++
+			}
+			st.SourceTokens += len(r)
+		}
+	}
+	lines := rows
 	batches := corpusBatches(rows, co, t.batchSize())
 	st.Batches = len(batches)
 

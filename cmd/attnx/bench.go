@@ -1,12 +1,15 @@
 package main
 
 import (
+	"slices"
+	"strconv"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/attention"
@@ -50,6 +53,20 @@ libblas.so.3 points to, and the reference BLAS makes it many times slower
 than OpenBLAS (make bench installs libopenblas0-pthread). The table and the
 JSON say which BLAS PyTorch loaded, with a WARNING when it was the
 reference one.
+
+--corpus N measures file translation instead (attnx translate --src):
+a test set of N random sentences of --corpus-src-len tokens, each
+decoding --out-len tokens, translated by a random toolkit-shaped model
+(--arch, default onmt-general: 2-layer bidirectional LSTM encoder, 2-layer
+input-feeding decoder, H = E = --hidden, default 512, vocabularies of
+--vocab, default 16000: OpenNMT-py's standard RNN recipe) with attnx
+(sorted batches of --batch-sents sentences, on 1 lane of T threads and T
+lanes of 1 thread) and with the PyTorch reference batched the way
+OpenNMT-py's translator batches (bench.py --corpus), greedy and with beam
+search of each --beam width (default 5), at each --threads count and
+--weights precision (default fp32,int8). The table gives sentences/s,
+tokens/s, the speed-up over PyTorch, the sentences whose tokens equal
+PyTorch's, and peak RSS.
 
 The model is --checkpoint or a random one per --arch and --cell. To make
 every engine decode exactly --steps steps, the benchmarked copy of the
@@ -112,11 +129,18 @@ func runBench(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) here")
 	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	corpus := fs.Int("corpus", 0, "measure file translation instead: a test set of `N` sentences (see above)")
+	corpusLen := fs.String("corpus-src-len", "10-40", "--corpus: source lengths, MIN-MAX tokens")
+	outLen := fs.Int("out-len", 31, "--corpus: output tokens per sentence (max_len; EOS is suppressed)")
+	batchSents := fs.Int("batch-sents", 30, "--corpus: sentences per batch (OpenNMT-py's default batch_size)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *corpus > 0 {
+		return runBenchCorpus(fs, *corpus, *corpusLen, *outLen, *batchSents, *quiet, *asJSON, *jsonOut)
 	}
 	c := def
 	c.Checkpoint, c.Hidden, c.Vocab, c.Layers, c.Steps = *ckpt, *hidden, *vocab, *layers, *steps
@@ -194,4 +218,82 @@ func runBench(args []string) error {
 		return err
 	}
 	return bench.WriteTable(stdout, rep)
+}
+
+// runBenchCorpus is attnx bench --corpus N.
+func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents int, quiet, asJSON bool, jsonOut string) error {
+	get := func(name string) string { return fs.Lookup(name).Value.String() }
+	changed := fs.Changed
+	c := bench.CorpusConfig{Arch: attention.Arch("onmt-general"), Hidden: 512, Layers: 2, Vocab: 16000, Sentences: n,
+		OutLen: outLen, BatchSents: batchSents, Beams: []int{5}, Threads: []int{1, 2},
+		Weights: []quant.Precision{quant.PrecisionFP32, quant.PrecisionInt8}, Python: get("python"), RefDir: get("ref-dir"), Work: get("work-dir")}
+	var err error
+	if changed("arch") {
+		if c.Arch, err = attention.ParseArch(get("arch")); err != nil || !c.Arch.IsToolkit() {
+			return &usageError{fmt.Sprintf("--arch %s: --corpus measures one toolkit architecture (onmt-general, joey-luong, ...)", get("arch"))}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"hidden", &c.Hidden}, {"layers", &c.Layers}, {"vocab", &c.Vocab}} {
+		if changed(f.name) {
+			if *f.dst, err = strconv.Atoi(get(f.name)); err != nil || *f.dst < 1 {
+				return &usageError{fmt.Sprintf("--%s %s: want a positive integer", f.name, get(f.name))}
+			}
+		}
+	}
+	if seed, err := strconv.ParseUint(get("seed"), 10, 64); err == nil {
+		c.Seed = seed
+	}
+	lo, hi, ok := strings.Cut(srcLen, "-")
+	if c.MinSrc, err = strconv.Atoi(lo); !ok || err != nil {
+		return &usageError{fmt.Sprintf("--corpus-src-len %q: want MIN-MAX", srcLen)}
+	}
+	if c.MaxSrc, err = strconv.Atoi(hi); err != nil || c.MinSrc < 1 || c.MaxSrc < c.MinSrc {
+		return &usageError{fmt.Sprintf("--corpus-src-len %q: want MIN-MAX with 1 <= MIN <= MAX", srcLen)}
+	}
+	if outLen < 1 || batchSents < 1 || c.Vocab < 5 {
+		return &usageError{"--out-len and --batch-sents must be >= 1, --vocab >= 5"}
+	}
+	if changed("beam") {
+		if c.Beams, err = intList("beam", get("beam")); err != nil {
+			return err
+		}
+	}
+	c.Beams = append([]int{1}, slices.DeleteFunc(c.Beams, func(k int) bool { return k <= 1 })...)
+	if changed("threads") {
+		if c.Threads, err = intList("threads", get("threads")); err != nil {
+			return err
+		}
+	}
+	if changed("weights") {
+		if c.Weights, err = quant.ParsePrecisions(get("weights")); err != nil {
+			return &usageError{"-weights: " + err.Error()}
+		}
+	}
+	c.SkipPyTorch = changed("engines") && !strings.Contains(get("engines"), bench.EnginePyTorch)
+	if !quiet {
+		c.Log = stderr
+	}
+	rep, err := bench.RunCorpus(c)
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	if jsonOut != "" {
+		if err := atomicfile.WriteFile(jsonOut, js, 0o644); err != nil {
+			return fmt.Errorf("writing the JSON report: %w", err)
+		}
+	}
+	if asJSON {
+		_, err := stdout.Write(js)
+		return err
+	}
+	bench.WriteCorpusTable(stdout, rep)
+	return nil
 }
