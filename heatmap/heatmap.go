@@ -34,7 +34,9 @@ func (g grid) Max() float64       { return 1 }
 func ticks(labels []string) []plot.Tick {
 	out := make([]plot.Tick, len(labels))
 	for i, l := range labels {
-		out[i] = plot.Tick{Value: float64(i), Label: strings.ReplaceAll(l, " ", "·")}
+		// Spaces, and SentencePiece's word-start mark U+2581 (which the
+		// plot's font lacks), show as a middle dot.
+		out[i] = plot.Tick{Value: float64(i), Label: strings.NewReplacer(" ", "·", "\u2581", "·").Replace(l)}
 	}
 	return out
 }

@@ -40,24 +40,36 @@ type CorpusStats struct {
 // translate commands do: the sentences are sorted by length and decoded in
 // batches of similar length (CorpusOptions), Lanes batches at a time, and
 // emit is called with each result in the original order, as soon as it and
-// every sentence before it are done. Blank lines give empty results. A line
+// every sentence before it are done. Blank lines give empty results. Lines
+// are text, or token ids when the model has no source vocabulary. A line
 // that cannot be translated stops it with a *BadInputError naming the line
 // (line numbers count from first). progress, when not nil, hears the
 // sentences and output tokens done so far after each batch.
 func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first int, co CorpusOptions,
 	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
 	st := CorpusStats{Sentences: len(lines)}
-	if !t.src.known() {
-		return st, &NoSourceVocabularyError{Info: t.dir + "/attnx.json"}
-	}
 	// Tokenise every line first: a bad line is reported before any work.
+	// Without a source vocabulary the lines are token ids, as in Stream.
 	rows := make([][]int64, len(lines))
 	for i, s := range lines {
 		if strings.TrimSpace(s) == "" {
 			st.Empty++
 			continue
 		}
-		r, err := t.encodeTexts([]string{s})
+		var r [][]int64
+		var err error
+		if t.src.known() {
+			r, err = t.encodeTexts([]string{s})
+		} else {
+			var ids []int64
+			if ids, err = ParseIDs(s); err != nil {
+				err = &InputError{Row: 0, Position: -1, Msg: err.Error()}
+			}
+			r = [][]int64{ids}
+		}
+		if err == nil {
+			err = t.checkRows(r) // ids outside the vocabulary, too long
+		}
 		if err != nil {
 			var ie *InputError
 			if errors.As(err, &ie) {

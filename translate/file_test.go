@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
 )
 
@@ -105,5 +106,36 @@ func TestTranslateCorpus(t *testing.T) {
 	}, nil)
 	if !errors.Is(err, stop) {
 		t.Fatalf("emit error: %v", err)
+	}
+}
+
+// TestTranslateCorpusIDs: a model without a source vocabulary reads token
+// ids, and a bad id is refused with its line number before any decoding.
+func TestTranslateCorpusIDs(t *testing.T) {
+	needORT(t)
+	f := fixtures.List(t)[0]
+	w := fixtures.Weights(t, f.Path(t, "checkpoint.pt"))
+	dir := t.TempDir()
+	writeModelDir(t, dir, w, modelSpec{special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: 3}})
+	tr, err := Open(dir, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	lines := []string{"5 6 7", "", "8 9"}
+	var got [][]int64
+	if _, err := tr.TranslateCorpus(context.Background(), lines, 1, CorpusOptions{}, func(i int, r Result) error {
+		got = append(got, r.Source)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, [][]int64{{5, 6, 7}, nil, {8, 9}}) {
+		t.Errorf("sources %v", got)
+	}
+	_, err = tr.TranslateCorpus(context.Background(), []string{"5 6", "5 999999"}, 1, CorpusOptions{}, func(int, Result) error { return nil }, nil)
+	var be *BadInputError
+	if !errors.As(err, &be) || be.Input.Where != "line 2" || !strings.Contains(err.Error(), "outside the source vocabulary") {
+		t.Errorf("bad id: %v", err)
 	}
 }
