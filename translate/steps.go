@@ -79,14 +79,14 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: !so.noAttention, Rules: t.info.Decoding}
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: !so.noAttention, Rules: t.rules}
 			ss[r] = &bs[r]
 		}
 		return ss
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: !so.noAttention, Rules: t.info.Decoding}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: !so.noAttention, Rules: t.rules}
 		ss[r] = &gs[r]
 	}
 	return ss

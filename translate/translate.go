@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/ortsession"
@@ -53,6 +54,11 @@ type Options struct {
 	// MaxLen limits the output of each row to this many tokens (EOS
 	// included). 0 means 2*n+10 for a source of n tokens.
 	MaxLen int
+	// MinLen keeps EOS out of the first MinLen output tokens, greedy and
+	// beam search alike (OpenNMT-py's -min_length, JoeyNMT's
+	// min_output_length). It runs on the steps engine: the loop engine's
+	// graphs have their rules built in.
+	MinLen int
 	// MaxSourceLen rejects sources longer than this many tokens; 0 means
 	// no limit.
 	MaxSourceLen int
@@ -138,6 +144,9 @@ type Translator struct {
 	notes            []string
 
 	src, tgt vocab
+	// rules are the decoding rules of the steps engine: attnx.json's
+	// decoding, with Options.MinLen.
+	rules *attention.Rules
 	// unknownPieces counts the source pieces of text inputs that were not
 	// in the vocabulary and went in as UNK.
 	unknownPieces atomic.Int64
@@ -183,10 +192,19 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if greedyFile != "" && (strings.ContainsAny(greedyFile, `/\`) || greedyFile == "." || greedyFile == "..") {
 		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
 	}
+	t.rules = info.Decoding
+	if opt.MinLen > 0 {
+		r := attention.Rules{Origin: "MinLen"}
+		if info.Decoding != nil {
+			r = *info.Decoding
+		}
+		r.EOSFromStep = max(r.EOSFromStep, opt.MinLen)
+		t.rules = &r
+	}
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
-		if greedyFile != "" && t.beam() == 1 {
+		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 			}
@@ -265,7 +283,7 @@ func checkOptions(opt Options) error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"Threads", opt.Threads}, {"MaxLen", opt.MaxLen}, {"MaxSourceLen", opt.MaxSourceLen}, {"BatchSize", opt.BatchSize}} {
+	}{{"Threads", opt.Threads}, {"MaxLen", opt.MaxLen}, {"MinLen", opt.MinLen}, {"MaxSourceLen", opt.MaxSourceLen}, {"BatchSize", opt.BatchSize}} {
 		if f.v < 0 {
 			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
 		}
@@ -277,6 +295,12 @@ func checkOptions(opt Options) error {
 		if f.v < 0 {
 			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
 		}
+	}
+	if opt.MinLen > 0 && opt.Engine == EngineLoop {
+		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
+	}
+	if opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen {
+		return fmt.Errorf("translate: MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
 	}
 	return checkBeamOptions(opt)
 }

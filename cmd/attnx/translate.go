@@ -88,6 +88,7 @@ func runTranslate(args []string) error {
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	batch := fs.Int("batch", 32, "inputs decoded together")
 	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: 2n+10 for n source tokens)")
+	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
@@ -136,7 +137,7 @@ func runTranslate(args []string) error {
 		return err
 	}
 	topt := translate.Options{
-		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
+		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha,
 	}
 	var fileLanes int
