@@ -50,6 +50,10 @@ type Beam struct {
 	// 0 ranks by raw score, 1 by score per token. It must be finite and
 	// not negative (see Validate).
 	LengthPenalty float64
+	// PenaltyWu, when set, divides by Wu et al.'s ((5 + len) / 6) ** alpha
+	// (GNMT; OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha)
+	// instead of len ** alpha.
+	PenaltyWu bool
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
 	// Rules, when set, are the toolkit's decoding rules (banned tokens, no
@@ -330,11 +334,15 @@ func higher(x, y float32) bool {
 }
 
 // normalized is float32(score / len ** alpha) computed in float64, as the
-// reference computes it; a hypothesis without tokens keeps its score.
+// reference computes it, or with PenaltyWu score / ((5 + len) / 6) **
+// alpha; a hypothesis without tokens keeps its score.
 func (b *Beam) normalized(h beamLive) float32 {
 	n := b.length(h)
 	if n == 0 {
 		return h.score
+	}
+	if b.PenaltyWu {
+		return float32(float64(h.score) / math.Pow((5+float64(n))/6, b.LengthPenalty))
 	}
 	return float32(float64(h.score) / math.Pow(float64(n), b.LengthPenalty))
 }

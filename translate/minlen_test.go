@@ -2,6 +2,7 @@ package translate
 
 import (
 	"context"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -54,6 +55,44 @@ func TestMinLen(t *testing.T) {
 		}
 	}
 	if _, err := Open(dir, Options{MinLen: 2, Engine: EngineLoop}); err == nil || !strings.Contains(err.Error(), "steps engine") {
+		t.Errorf("loop engine: %v", err)
+	}
+}
+
+// TestLengthPenaltyWu: the n-best list is ranked by score / ((5 + len) /
+// 6) ** alpha.
+func TestLengthPenaltyWu(t *testing.T) {
+	needORT(t)
+	f := fixtures.List(t)[1]
+	dir, w := fixtureModel(t, f)
+	rows := randomRows(rand.New(rand.NewSource(9)), 6, w.Config.SrcVocab, 8)
+	alpha := 0.6
+	tr, err := Open(dir, Options{Threads: 1, Beam: 4, NBest: 4, LengthPenalty: &alpha, LengthPenaltyWu: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.TranslateIDs(context.Background(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths := map[int]bool{}
+	for _, r := range res {
+		for i, h := range r.Hypotheses {
+			lengths[len(h.Tokens)] = true
+			want := float32(float64(h.Score) / math.Pow((5+float64(len(h.Tokens)))/6, alpha))
+			if h.NormalizedScore != want {
+				t.Errorf("normalised %v, want %v", h.NormalizedScore, want)
+			}
+			if i > 0 && h.NormalizedScore > r.Hypotheses[i-1].NormalizedScore {
+				t.Errorf("n-best not in order: %v after %v", h.NormalizedScore, r.Hypotheses[i-1].NormalizedScore)
+			}
+		}
+	}
+	if len(lengths) < 2 {
+		t.Errorf("every hypothesis has the same length %v: the penalty was not exercised", lengths)
+	}
+	if _, err := Open(dir, Options{LengthPenaltyWu: true, Engine: EngineLoop, Beam: 2}); err == nil || !strings.Contains(err.Error(), "steps engine") {
 		t.Errorf("loop engine: %v", err)
 	}
 }

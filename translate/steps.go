@@ -79,7 +79,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, KeepAttention: !so.noAttention, Rules: t.rules}
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, PenaltyWu: t.opt.LengthPenaltyWu, KeepAttention: !so.noAttention, Rules: t.rules}
 			ss[r] = &bs[r]
 		}
 		return ss

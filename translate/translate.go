@@ -83,6 +83,11 @@ type Options struct {
 	// score / len ** alpha (finite, >= 0); nil means DefaultLengthPenalty.
 	// Greedy decoding ignores it.
 	LengthPenalty *float64
+	// LengthPenaltyWu ranks beam search's hypotheses by score / ((5 + len)
+	// / 6) ** alpha (Wu et al.; OpenNMT-py's -length_penalty wu, JoeyNMT's
+	// beam_alpha) instead of score / len ** alpha. Steps engine only:
+	// beam.onnx has the spec's penalty built in.
+	LengthPenaltyWu bool
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -295,6 +300,9 @@ func checkOptions(opt Options) error {
 		if f.v < 0 {
 			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
 		}
+	}
+	if opt.LengthPenaltyWu && opt.Engine == EngineLoop {
+		return fmt.Errorf("translate: LengthPenaltyWu runs on the steps engine, not the loop engine (beam.onnx ranks by score / len ** alpha)")
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)

@@ -99,12 +99,16 @@ func runTranslate(args []string) error {
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
+	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
 	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	batchTokens := fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
 	lanes := fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *penaltyForm != "power" && *penaltyForm != "wu" {
+		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm)}
 	}
 	if *src == "" && (*output != "" || *batchTokens != 0 || *lanes != 0) {
 		return &usageError{"--output, --batch-tokens and --lanes go with --src FILE"}
@@ -138,7 +142,7 @@ func runTranslate(args []string) error {
 	}
 	topt := translate.Options{
 		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
-		Beam: *beam, NBest: *nBest, LengthPenalty: alpha,
+		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu",
 	}
 	var fileLanes int
 	if *src != "" {
