@@ -23,9 +23,9 @@ func TestServeSubwordModel(t *testing.T) {
 	}
 	var resp struct {
 		Results []struct {
-			Text         string      `json:"text"`
-			SourceIDs    []int64     `json:"source_ids"`
-			Attention    [][]float32 `json:"attention"`
+			Text      string      `json:"text"`
+			SourceIDs []int64     `json:"source_ids"`
+			Attention [][]float32 `json:"attention"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || len(resp.Results) != 2 {
