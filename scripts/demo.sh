@@ -88,4 +88,12 @@ heldout onmt-spm "greedy (greedy.onnx)"
 $attnx verify --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --batch 4 --steps 12 --beam 4 | tail -1
 
 echo
+echo "=== onmt-spm: the held-out set as a file: translate --src, score, verify --src (PyTorch on the same text)"
+cut -f1 "$demo/heldout.txt" >"$out/heldout.src"
+cut -f2 "$demo/heldout.txt" >"$out/heldout.ref"
+$attnx translate --model "$out/onmt-spm" --src "$out/heldout.src" --output "$out/heldout.onmt-spm.txt" --beam 4
+$attnx score --ref "$out/heldout.ref" "$out/heldout.onmt-spm.txt"
+$attnx verify --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --src "$out/heldout.src" --ref "$out/heldout.ref"
+
+echo
 echo "Heat maps: $(ls "$out"/*attention*.png | head -4 | tr '\n' ' ')..."
