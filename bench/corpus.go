@@ -18,6 +18,7 @@ import (
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/translate"
+	"github.com/attnx/attnx/verify"
 )
 
 // CorpusConfig describes the file-translation benchmark: a test set of
@@ -128,7 +129,7 @@ func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 		rep.SrcTokens += len(r)
 	}
 	in := filepath.Join(work, "corpus.safetensors")
-	if err := writeCorpusInputs(in, rows); err != nil {
+	if err := verify.WriteInputs(in, rows); err != nil {
 		return nil, err
 	}
 	py := map[[2]int]*CorpusRow{}
@@ -191,20 +192,6 @@ func corpusSources(n, lo, hi, vocab int, seed uint64) [][]int64 {
 		}
 	}
 	return rows
-}
-
-func writeCorpusInputs(path string, rows [][]int64) error {
-	S := 0
-	for _, r := range rows {
-		S = max(S, len(r))
-	}
-	ids := make([]int64, len(rows)*S)
-	lens := make([]int64, len(rows))
-	for i, r := range rows {
-		copy(ids[i*S:], r)
-		lens[i] = int64(len(r))
-	}
-	return writeInputs(path, len(rows), S, ids, lens)
 }
 
 func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64, beam, threads, lanes int) (CorpusRow, error) {

@@ -643,3 +643,23 @@ func summarizeRows(rows []Row) []OutputSummary {
 	// by step, the encoder's (step -1) first.
 	return out
 }
+
+// WriteInputs writes rows of source ids (ragged, padded with 0) as the
+// inputs file Options.Inputs reads: source_ids [rows, longest] and
+// source_lengths [rows].
+func WriteInputs(path string, rows [][]int64) error {
+	S := 0
+	for _, r := range rows {
+		S = max(S, len(r))
+	}
+	ids := make([]int64, len(rows)*S)
+	lens := make([]int64, len(rows))
+	for i, r := range rows {
+		copy(ids[i*S:], r)
+		lens[i] = int64(len(r))
+	}
+	return checkpoint.WriteSafetensors(path, map[string]*builder.Tensor{
+		"source_ids":     builder.Int64Tensor([]int64{int64(len(rows)), int64(S)}, ids),
+		"source_lengths": builder.Int64Tensor([]int64{int64(len(rows))}, lens),
+	}, nil)
+}

@@ -203,18 +203,7 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	js = append(js, '\n')
-	if *jsonOut != "" {
-		if err := atomicfile.WriteFile(*jsonOut, js, 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report: %w", err)
-		}
-	}
-	if *asJSON {
-		_, err := stdout.Write(js)
+	if done, err := writeBenchJSON(rep, *jsonOut, *asJSON); done || err != nil {
 		return err
 	}
 	return bench.WriteTable(stdout, rep)
@@ -280,20 +269,29 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 	if err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	js = append(js, '\n')
-	if jsonOut != "" {
-		if err := atomicfile.WriteFile(jsonOut, js, 0o644); err != nil {
-			return fmt.Errorf("writing the JSON report: %w", err)
-		}
-	}
-	if asJSON {
-		_, err := stdout.Write(js)
+	if done, err := writeBenchJSON(rep, jsonOut, asJSON); done || err != nil {
 		return err
 	}
 	bench.WriteCorpusTable(stdout, rep)
 	return nil
+}
+
+// writeBenchJSON writes a bench report as JSON to jsonOut (when set) and,
+// with asJSON, to stdout, which then is all the output (done).
+func writeBenchJSON(rep any, jsonOut string, asJSON bool) (done bool, err error) {
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	js = append(js, '\n')
+	if jsonOut != "" {
+		if err := atomicfile.WriteFile(jsonOut, js, 0o644); err != nil {
+			return false, fmt.Errorf("writing the JSON report: %w", err)
+		}
+	}
+	if asJSON {
+		_, err := stdout.Write(js)
+		return true, err
+	}
+	return false, nil
 }

@@ -8,29 +8,14 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/verify"
 )
 
-// writeInputs writes a verify inputs file: rows of source ids (ragged,
-// padded with 0) as source_ids [batch, src_len] and source_lengths.
+// writeInputs writes a verify inputs file (verify.WriteInputs).
 func writeInputs(t *testing.T, path string, rows [][]int64) {
 	t.Helper()
-	S := 0
-	for _, r := range rows {
-		S = max(S, len(r))
-	}
-	ids := make([]int64, len(rows)*S)
-	lens := make([]int64, len(rows))
-	for i, r := range rows {
-		copy(ids[i*S:], r)
-		lens[i] = int64(len(r))
-	}
-	if err := checkpoint.WriteSafetensors(path, map[string]*builder.Tensor{
-		"source_ids":     builder.Int64Tensor([]int64{int64(len(rows)), int64(S)}, ids),
-		"source_lengths": builder.Int64Tensor([]int64{int64(len(rows))}, lens),
-	}, nil); err != nil {
+	if err := verify.WriteInputs(path, rows); err != nil {
 		t.Fatal(err)
 	}
 }

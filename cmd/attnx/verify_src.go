@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/mtscore"
 	"github.com/attnx/attnx/translate"
@@ -102,7 +101,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	for start := 0; start < len(rows); start += sv.chunk {
 		chunk := rows[start:min(start+sv.chunk, len(rows))]
 		in := filepath.Join(tmp, fmt.Sprintf("chunk%d.safetensors", out.Chunks))
-		if err := writeSourceInputs(in, chunk); err != nil {
+		if err := verify.WriteInputs(in, chunk); err != nil {
 			return err
 		}
 		opt.Inputs = in
@@ -187,23 +186,4 @@ func writeSrcOutcome(o SrcOutcome, ckpt checkpoint.Files) {
 	} else {
 		fmt.Fprintln(w, "MISMATCH: see above")
 	}
-}
-
-// writeSourceInputs writes rows as verify's inputs file: source_ids
-// [rows, longest] padded with 0, source_lengths [rows].
-func writeSourceInputs(path string, rows [][]int64) error {
-	S := 0
-	for _, r := range rows {
-		S = max(S, len(r))
-	}
-	ids := make([]int64, len(rows)*S)
-	lens := make([]int64, len(rows))
-	for i, r := range rows {
-		copy(ids[i*S:], r)
-		lens[i] = int64(len(r))
-	}
-	return checkpoint.WriteSafetensors(path, map[string]*builder.Tensor{
-		"source_ids":     builder.Int64Tensor([]int64{int64(len(rows)), int64(S)}, ids),
-		"source_lengths": builder.Int64Tensor([]int64{int64(len(rows))}, lens),
-	}, nil)
 }
