@@ -62,9 +62,12 @@ type CorpusRow struct {
 	// VsPyTorch is the speed-up over PyTorch at the same beam and threads.
 	VsPyTorch float64 `json:"vs_pytorch,omitempty"`
 	// Identical counts sentences whose tokens equal PyTorch's (fp32 rows).
-	Identical int    `json:"identical"`
-	Note      string `json:"note,omitempty"`
-	tokens    [][]int64
+	Identical int `json:"identical"`
+	// Differ lists the sentences (0-based) whose tokens differ from
+	// PyTorch's, at most 20.
+	Differ []int  `json:"differ,omitempty"`
+	Note   string `json:"note,omitempty"`
+	tokens [][]int64
 }
 
 // CorpusReport is the benchmark's result.
@@ -165,6 +168,8 @@ func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 		for s := range r.tokens {
 			if slices.Equal(r.tokens[s], p.tokens[s]) {
 				r.Identical++
+			} else if len(r.Differ) < 20 {
+				r.Differ = append(r.Differ, s)
 			}
 		}
 	}
