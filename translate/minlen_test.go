@@ -4,10 +4,12 @@ import (
 	"context"
 	"math"
 	"math/rand"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/internal/fixtures"
+	"github.com/attnx/attnx/modeldir"
 )
 
 // TestMinLen: with MinLen, no row ends before MinLen tokens, greedy and
@@ -95,4 +97,91 @@ func TestLengthPenaltyWu(t *testing.T) {
 	if _, err := Open(dir, Options{LengthPenaltyWu: true, Engine: EngineLoop, Beam: 2}); err == nil || !strings.Contains(err.Error(), "steps engine") {
 		t.Errorf("loop engine: %v", err)
 	}
+}
+
+// TestReplaceUnk: each <unk> of the output becomes the source token with
+// the highest attention at that step, in OutputTokens and Text; the ids
+// stay.
+func TestReplaceUnk(t *testing.T) {
+	needORT(t)
+	f := fixtures.List(t)[1]
+	dir, w := fixtureModel(t, f)
+	rows := randomRows(rand.New(rand.NewSource(11)), 64, w.Config.SrcVocab, 10)
+	run := func(replace bool) []Result {
+		tr, err := Open(dir, Options{Threads: 1, ReplaceUnk: replace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		res, err := tr.TranslateIDs(context.Background(), rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Random weights rarely choose <unk> (id 3): name the commonest output
+	// token <unk> in the target vocabulary instead.
+	plain := run(false)
+	count := map[int64]int{}
+	for _, r := range plain {
+		for _, id := range r.Tokens {
+			if id > 3 {
+				count[id]++
+			}
+		}
+	}
+	unk := int64(-1)
+	for id, n := range count {
+		if unk < 0 || n > count[unk] {
+			unk = id
+		}
+	}
+	info, err := modeldir.ReadInfo(filepath.Join(dir, "attnx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.TgtTokens[3], info.TgtTokens[unk] = info.TgtTokens[unk], info.TgtTokens[3]
+	writeInfo(t, dir, info)
+	plain, replaced := run(false), run(true)
+	unks := 0
+	for r := range rows {
+		a, b := plain[r], replaced[r]
+		if !slicesEqual(a.Tokens, b.Tokens) {
+			t.Fatalf("row %d: tokens changed", r)
+		}
+		for i, id := range a.Tokens {
+			if id != unk {
+				if b.OutputTokens[i] != a.OutputTokens[i] {
+					t.Errorf("row %d: token %d changed", r, i)
+				}
+				continue
+			}
+			unks++
+			best := 0
+			for j, x := range a.Attention[i] {
+				if x > a.Attention[i][best] {
+					best = j
+				}
+			}
+			if b.OutputTokens[i] != a.SourceTokens[best] || !strings.Contains(b.Text, a.SourceTokens[best]) {
+				t.Errorf("row %d step %d: %q (text %q), want the source token %q", r, i, b.OutputTokens[i], b.Text, a.SourceTokens[best])
+			}
+		}
+	}
+	if unks == 0 {
+		t.Fatal("no <unk> in any output: nothing replaced")
+	}
+	t.Logf("%d <unk> replaced", unks)
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

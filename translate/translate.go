@@ -54,6 +54,11 @@ type Options struct {
 	// MaxLen limits the output of each row to this many tokens (EOS
 	// included). 0 means 2*n+10 for a source of n tokens.
 	MaxLen int
+	// ReplaceUnk replaces each unknown token of the output (the target
+	// vocabulary's token spelled like the source's UNK) with the source
+	// token that has the highest attention at that step (OpenNMT-py's
+	// -replace_unk), in OutputTokens and Text.
+	ReplaceUnk bool
 	// MinLen keeps EOS out of the first MinLen output tokens, greedy and
 	// beam search alike (OpenNMT-py's -min_length, JoeyNMT's
 	// min_output_length). It runs on the steps engine: the loop engine's
@@ -149,6 +154,9 @@ type Translator struct {
 	notes            []string
 
 	src, tgt vocab
+	// tgtUNK is the target id spelled like the source's UNK token, -1
+	// when there is none (ReplaceUnk).
+	tgtUNK int64
 	// rules are the decoding rules of the steps engine: attnx.json's
 	// decoding, with Options.MinLen.
 	rules *attention.Rules
@@ -198,6 +206,13 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
 	}
 	t.rules = info.Decoding
+	t.tgtUNK = -1
+	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) && info.TgtTokens != nil {
+		t.tgtUNK = index(info.TgtTokens, info.SrcTokens[u])
+	}
+	if opt.ReplaceUnk && t.tgtUNK < 0 {
+		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
+	}
 	if opt.MinLen > 0 {
 		r := attention.Rules{Origin: "MinLen"}
 		if info.Decoding != nil {
@@ -551,9 +566,39 @@ func (t *Translator) finish(r *Result, src []int64) {
 	r.SourceTokens = t.src.strings(src)
 	r.OutputTokens = t.tgt.strings(r.Tokens)
 	r.Text = t.tgt.text(r.Tokens)
+	if t.opt.ReplaceUnk {
+		t.replaceUnk(r)
+	}
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]
 		h.OutputTokens, h.Text = t.tgt.strings(h.Tokens), t.tgt.text(h.Tokens)
+	}
+}
+
+// replaceUnk replaces each unknown output token of r (the target
+// vocabulary's entry named like the source's UNK token) with the source
+// token it attends to most, in OutputTokens and Text, as OpenNMT-py's
+// -replace_unk does. The n-best list keeps its tokens.
+func (t *Translator) replaceUnk(r *Result) {
+	if t.tgtUNK < 0 {
+		return
+	}
+	repl := map[int]string{}
+	for i, id := range r.Tokens {
+		if id != t.tgtUNK || i >= len(r.Attention) || len(r.Attention[i]) != len(r.SourceTokens) {
+			continue
+		}
+		best := 0
+		for j, a := range r.Attention[i] {
+			if a > r.Attention[i][best] {
+				best = j
+			}
+		}
+		repl[i] = r.SourceTokens[best]
+		r.OutputTokens[i] = r.SourceTokens[best]
+	}
+	if len(repl) > 0 {
+		r.Text = t.tgt.textWith(r.Tokens, repl)
 	}
 }
 
@@ -652,4 +697,13 @@ func (e *NoSourceVocabularyError) Remedy(remedy string) string {
 // Error returns the message with the remedy in this package's terms.
 func (e *NoSourceVocabularyError) Error() string {
 	return "translate: " + e.Remedy("use TranslateIDs with token ids")
+}
+
+func index(tokens []string, tok string) int64 {
+	for i, t := range tokens {
+		if t == tok {
+			return int64(i)
+		}
+	}
+	return -1
 }

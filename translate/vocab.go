@@ -135,11 +135,21 @@ func (v vocab) strings(ids []int64) []string {
 // text joins output tokens into text, leaving out SOS, EOS and PAD; "" when
 // the vocabulary is unknown.
 func (v vocab) text(ids []int64) string {
+	return v.textWith(ids, nil)
+}
+
+// textWith is text with some tokens' strings replaced: replace[i], when
+// set, stands for ids[i].
+func (v vocab) textWith(ids []int64, replace map[int]string) string {
 	if !v.known() {
 		return ""
 	}
 	var parts []string
-	for _, id := range ids {
+	for i, id := range ids {
+		if r, ok := replace[i]; ok {
+			parts = append(parts, r)
+			continue
+		}
 		if v.special[id] || id < 0 || id >= int64(len(v.tokens)) {
 			continue
 		}

@@ -88,6 +88,7 @@ func runTranslate(args []string) error {
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	batch := fs.Int("batch", 32, "inputs decoded together")
 	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: 2n+10 for n source tokens)")
+	replaceUnk := fs.Bool("replace-unk", false, "replace each <unk> of the output with the source token it attends to most (OpenNMT-py's -replace_unk)")
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
@@ -141,7 +142,7 @@ func runTranslate(args []string) error {
 		return err
 	}
 	topt := translate.Options{
-		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
+		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu",
 	}
 	var fileLanes int
