@@ -16,6 +16,12 @@ BENCH_JSON ?= bin/bench.json
 bench: deps build bench-blas
 	bin/attnx bench -python $(PYTHON) -cpuprofile bin/bench-cpu.pprof -json-out $(BENCH_JSON) $(BENCH_FLAGS)
 
+# File translation (attnx translate --src) against a PyTorch decoder batched
+# as OpenNMT-py's translator batches: `attnx help bench`, --corpus.
+.PHONY: bench-corpus
+bench-corpus: deps build bench-blas
+	OMP_WAIT_POLICY=PASSIVE bin/attnx bench --corpus 500 -python $(PYTHON) -json-out bin/bench-corpus.json $(BENCH_FLAGS)
+
 bench-blas:
 	@if ! dpkg-query -W -f='$${Status}' libopenblas0-pthread 2>/dev/null | grep -q "install ok installed"; then \
 		SUDO=; if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
