@@ -112,7 +112,7 @@ func TestReadChatbot(t *testing.T) {
 	if c.PAD != 0 || c.SOS != 1 || c.EOS != 2 || c.Iteration != 4000 {
 		t.Errorf("specials %d/%d/%d, iteration %d", c.PAD, c.SOS, c.EOS, c.Iteration)
 	}
-	if want := []string{"PAD", "SOS", "EOS", "hello", "there", "w0", "w1", "w2"}; !slices.Equal(c.Vocab, want) {
+	if want := []string{"PAD", "SOS", "EOS", "hello", "there", "how", "are", "you"}; !slices.Equal(c.Vocab, want) {
 		t.Errorf("vocabulary %q, want %q", c.Vocab, want)
 	}
 	for _, k := range []string{"encoder.gru.weight_ih_l0_reverse", "decoder.out.weight", "embedding.weight", "encoder.embedding.weight"} {

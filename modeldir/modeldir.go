@@ -111,6 +111,10 @@ type Options struct {
 	// --tgt-tokenizer): checked against the vocabularies and copied into
 	// the directory. They override the toolkit config's.
 	SrcTokenizer, TgtTokenizer *subword.Spec
+
+	// fromConfig marks the tokenizers taken from the toolkit's
+	// configuration rather than given (configTokenizers).
+	fromConfig [2]bool
 }
 
 // files names the checkpoint files Export reads.

@@ -33,6 +33,10 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 		side := [2]string{"source", "target"}[i]
 		flag := [2]string{"--src-tokenizer", "--tgt-tokenizer"}[i]
 		switch {
+		case r.Kind == subword.KindChatbot:
+			*dst = &subword.Spec{Kind: r.Kind}
+			opt.fromConfig[i] = true
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %s", side, r.Option))
 		case r.Path == "":
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s names %s %q, which is not at %s: pass %s FILE to translate raw text",
 				side, r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "), flag))
@@ -41,6 +45,7 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 				side, r.Option, r.Pretokenizer, flag, r.Path))
 		default:
 			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted}
+			opt.fromConfig[i] = true
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s from %s", side, r.Path, r.Option))
 		}
 	}
@@ -88,6 +93,12 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 		}
 		missing, total, examples := subword.Fit(tok, side.vocab, special)
 		switch {
+		case total > 0 && 2*missing > total && opt.fromConfig[i]:
+			// The configuration names it, but the vocabulary says otherwise:
+			// keep the model usable on tokenised text.
+			notes = append(notes, fmt.Sprintf("%s tokenizer %s not recorded: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); text must come tokenised as in training",
+				side.name, subword.Describe(tok), missing, total, side.name, examples))
+			continue
 		case total > 0 && 2*missing > total:
 			return nil, nil, fmt.Errorf("%s %s (%s) does not fit the %s vocabulary: %d of its %d tokens are not pieces this tokenizer produces (e.g. %q); is it the tokenizer this model was trained with?",
 				side.flag, spec.File, subword.Describe(tok), side.name, missing, total, examples)
@@ -95,15 +106,17 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); they are never input",
 				side.name, missing, total, side.name, examples))
 		}
-		names := tokenizerFiles[spec.Kind]
-		name := names[i]
-		if same {
-			name = names[2]
+		if spec.File != "" { // the chatbot's normalisation has no file
+			names := tokenizerFiles[spec.Kind]
+			name := names[i]
+			if same {
+				name = names[2]
+			}
+			if !same || i == 0 {
+				copies = append(copies, tokenizerCopy{from: spec.File, name: name})
+			}
+			spec.File = name
 		}
-		if !same || i == 0 {
-			copies = append(copies, tokenizerCopy{from: spec.File, name: name})
-		}
-		spec.File = name
 		*side.dst = &spec
 	}
 	return copies, notes, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/subword"
 )
 
 // toolkitModel is a toolkit's checkpoint read and converted, with what its
@@ -138,6 +139,9 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		tm.src, tm.tgt = c.Vocab, c.Vocab
 		tm.special = attention.Special{SOS: c.SOS, EOS: c.EOS, PAD: c.PAD, UNK: -1}
 		tm.suffix = []int64{c.EOS}
+		// The tutorial's evaluate() normalises what the user types before
+		// looking the words up.
+		tm.tokenizers[0] = &checkpoint.TokenizerRef{Kind: subword.KindChatbot, Option: "the tutorial's evaluate (normalizeString)"}
 	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitJoeyNMT:
 		if toolkitConfig == "" {
 			toolkitConfig = filepath.Join(filepath.Dir(path), "config.yaml")

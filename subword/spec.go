@@ -68,8 +68,13 @@ func (s Spec) Check() error {
 		if s.Pretokenizer != "" && s.Pretokenizer != PretokenizeNone {
 			return fmt.Errorf("pretokenizer %q: attnx applies subword-nmt BPE to text split at spaces (\"none\"); tokenise the text with %s first", s.Pretokenizer, s.Pretokenizer)
 		}
+	case KindChatbot:
+		if s.File != "" || s.Separator != "" || len(s.Glossaries) > 0 || s.Pretokenizer != "" || s.Restricted {
+			return errors.New("the chatbot tutorial's normalizeString has no file and no options")
+		}
+		return nil
 	default:
-		return fmt.Errorf("kind %q: want %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT)
+		return fmt.Errorf("kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
 	}
 	if s.File == "" || strings.ContainsAny(s.File, "/\\\x00") || s.File == "." || s.File == ".." {
 		return fmt.Errorf("file %q: must be a plain file name inside the model directory", s.File)
@@ -82,7 +87,7 @@ func (s Spec) Check() error {
 // side, specials included: a Restricted tokenizer keeps to it.
 func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	path := s.File
-	if dir != "" {
+	if dir != "" && s.File != "" {
 		path = filepath.Join(dir, s.File)
 	}
 	var t Tokenizer
@@ -114,8 +119,10 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 			return nil, err
 		}
 		t = b
+	case KindChatbot:
+		t = ChatbotWords{}
 	default:
-		return nil, fmt.Errorf("tokenizer kind %q: want %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT)
+		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
 	}
 	if s.Lowercase {
 		t = lowercased{t}
@@ -137,6 +144,8 @@ func Describe(t Tokenizer) string {
 		return fmt.Sprintf("SentencePiece %s model, %d pieces", t.ModelType(), t.Size())
 	case *BPE:
 		return fmt.Sprintf("subword-nmt BPE, %d merges, joiner %q", len(t.ranks), t.sep)
+	case ChatbotWords:
+		return "the PyTorch chatbot tutorial's normalizeString, then words"
 	}
 	return fmt.Sprintf("%T", t)
 }
@@ -188,6 +197,8 @@ func Produces(t Tokenizer, piece string) bool {
 		}
 		_, ok := t.reverse[p+endOfWord]
 		return ok
+	case ChatbotWords:
+		return chatbotWord.MatchString(piece)
 	}
 	return false
 }

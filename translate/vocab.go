@@ -71,7 +71,9 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 	what := "word"
 	if v.tok != nil {
 		pieces = v.tok.Encode(s)
-		what = "piece"
+		if _, words := v.tok.(subword.ChatbotWords); !words {
+			what = "piece"
+		}
 		if unk >= 0 {
 			toUNK = true
 		}

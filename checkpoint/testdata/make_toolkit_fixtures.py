@@ -38,7 +38,7 @@ def main():
           "tgt_vocab_size": 7, "bidirectional": True, "encoder_hidden_size": 2, "input_feed": True, "bridge": "bridge"},
          "joey", os.path.join(OUT, "joey"))
     make({"arch": "chatbot-dot", "cell": "gru", "hidden_size": 4, "embedding_size": 4, "num_layers": 1, "src_vocab_size": 8,
-          "tgt_vocab_size": 8, "bidirectional": True}, "chatbot", os.path.join(OUT, "chatbot.tar"), words='["hello", "there"]')
+          "tgt_vocab_size": 8, "bidirectional": True}, "chatbot", os.path.join(OUT, "chatbot.tar"), words='["hello", "there", "how", "are", "you"]')
 
 
 main()

@@ -290,7 +290,10 @@ func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
 		} else {
 			what = subword.Describe(tok)
 		}
-		fmt.Fprintf(w, "  %-8s %s: %s%s\n", t.label, t.spec.File, what, extra)
+		if t.spec.File != "" {
+			what = t.spec.File + ": " + what
+		}
+		fmt.Fprintf(w, "  %-8s %s%s\n", t.label, what, extra)
 	}
 }
 

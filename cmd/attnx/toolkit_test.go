@@ -36,7 +36,8 @@ func TestToolkitExportNoFlags(t *testing.T) {
 		{"onmt_st/model.pt", []string{"OpenNMT-py .pt (vocab, opt) with model_step_100.safetensors", "weights read from model_step_100.safetensors"}},
 		{"joey/best.ckpt", []string{"toolkit  JoeyNMT 2.3.0", "source   text is wrapped as [] + tokens + [3]", "decoding JoeyNMT 2.3.0: greedy search never chooses <s> or <pad>",
 			"arch     joey-luong", "initial state: tanh(Linear) bridge of the top layer's final state"}},
-		{"chatbot.tar", []string{"toolkit  PyTorch chatbot tutorial", "encoder  GRU bidirectional, outputs summed", "initial state: encoder_hidden[:1]", "special  sos=1 eos=2 pad=0 unk=unknown"}},
+		{"chatbot.tar", []string{"toolkit  PyTorch chatbot tutorial", "encoder  GRU bidirectional, outputs summed", "initial state: encoder_hidden[:1]", "special  sos=1 eos=2 pad=0 unk=unknown",
+			"src-tok  the PyTorch chatbot tutorial's normalizeString, then words"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.file, "/", "_"))
@@ -59,6 +60,8 @@ func TestToolkitExportNoFlags(t *testing.T) {
 	for _, tc := range []struct{ dir, text, first string }{
 		{"onmt_v3.pt", "a b w0", "a b w0 -> "},
 		{"chatbot.tar", "hello there", "hello there -> "},
+		// the tutorial's normalizeString, as its evaluate() applies it
+		{"chatbot.tar", "Hello,  THERE -- how are yóu", "Hello,  THERE -- how are yóu -> "},
 	} {
 		code, stdout, stderr := attnx("translate", "--model", filepath.Join(dir, tc.dir), tc.text)
 		if code != 0 || !strings.HasPrefix(stdout, tc.first) {
