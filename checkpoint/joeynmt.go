@@ -92,6 +92,7 @@ type joeySide struct {
 	TokenizerType string `yaml:"tokenizer_type"`
 	BPEType       string `yaml:"bpe_type"` // 1.x
 	Lowercase     bool   `yaml:"lowercase"`
+	Lang          string `yaml:"lang"`
 	TokenizerCfg  struct {
 		ModelFile    string `yaml:"model_file"`
 		Codes        string `yaml:"codes"`

@@ -30,6 +30,9 @@ type TokenizerRef struct {
 	Lowercase    bool
 	Restricted   bool
 	Pretokenizer string
+	// Lang is the language (JoeyNMT's data.src.lang), for the Moses
+	// pretokenizer.
+	Lang string
 }
 
 // findBeside looks for a file a configuration names: as written (relative
@@ -107,7 +110,7 @@ func joeyTokenizer(s joeySide, side, dir string) (*TokenizerRef, error) {
 		return nil, nil
 	}
 	kind := firstNonEmpty(s.TokenizerType, s.BPEType, TokenizerSentencePiece)
-	r := &TokenizerRef{Lowercase: s.Lowercase, Restricted: true, Pretokenizer: s.TokenizerCfg.Pretokenizer, Separator: s.TokenizerCfg.Separator}
+	r := &TokenizerRef{Lowercase: s.Lowercase, Restricted: true, Pretokenizer: s.TokenizerCfg.Pretokenizer, Separator: s.TokenizerCfg.Separator, Lang: s.Lang}
 	switch kind {
 	case TokenizerSentencePiece:
 		r.Kind, r.Option, r.Named = kind, "data."+side+".tokenizer_cfg.model_file", s.TokenizerCfg.ModelFile

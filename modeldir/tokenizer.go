@@ -40,11 +40,14 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 		case r.Path == "":
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s names %s %q, which is not at %s: pass %s FILE to translate raw text",
 				side, r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "), flag))
-		case r.Pretokenizer != "" && r.Pretokenizer != subword.PretokenizeNone:
+		case r.Pretokenizer != "" && r.Pretokenizer != subword.PretokenizeNone && r.Pretokenizer != subword.PretokenizeMoses:
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s's pretokenizer %q is not implemented in attnx, so the tokenizer is not recorded: pass %s %s to apply it to text you pretokenise yourself",
 				side, r.Option, r.Pretokenizer, flag, r.Path))
 		default:
 			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted}
+			if r.Pretokenizer == subword.PretokenizeMoses {
+				(*dst).Pretokenizer, (*dst).Lang = r.Pretokenizer, r.Lang
+			}
 			opt.fromConfig[i] = true
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s from %s", side, r.Path, r.Option))
 		}

@@ -69,6 +69,18 @@ func TestExportTokenizers(t *testing.T) {
 	if info.TgtTokenizer.Kind != subword.KindSubwordNMT || info.TgtTokenizer.File != "target.codes" {
 		t.Errorf("tgt_tokenizer %+v", info.TgtTokenizer)
 	}
+
+	// the Moses pretokenizer and its language are recorded and applied
+	moses := &subword.Spec{Kind: subword.KindSentencePiece, File: spmFixture, Pretokenizer: subword.PretokenizeMoses, Lang: "de"}
+	mustExport(t, ckpt("bahdanau_b4_l2", "checkpoint.pt"), dir, Options{SrcVocab: src, TgtVocab: tgt, SrcTokenizer: moses, Force: true})
+	info, _ = ReadInfo(filepath.Join(dir, InfoFile))
+	if info.SrcTokenizer.Pretokenizer != "moses" || info.SrcTokenizer.Lang != "de" {
+		t.Errorf("src_tokenizer %+v", info.SrcTokenizer)
+	}
+	tok, _, err := info.Tokenizers(dir)
+	if err != nil || !strings.Contains(subword.Describe(tok), "Moses tokenizer (de)") {
+		t.Errorf("Tokenizers: %v %v", err, tok)
+	}
 }
 
 func TestExportTokenizerErrors(t *testing.T) {
@@ -103,7 +115,8 @@ func TestParseInfoChecksTokenizers(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
 		{`{"kind":"wordpiece","file":"x.model"}`, `src_tokenizer: kind "wordpiece"`},
 		{`{"kind":"sentencepiece","file":"../x.model"}`, `must be a plain file name`},
-		{`{"kind":"subword-nmt","file":"codes","pretokenizer":"moses"}`, `pretokenizer "moses"`},
+		{`{"kind":"subword-nmt","file":"codes","pretokenizer":"spacy"}`, `pretokenizer "spacy": want none or moses`},
+		{`{"kind":"sentencepiece","file":"x.model","lang":"de"}`, `lang "de" goes with the moses pretokenizer`},
 	} {
 		data := strings.Replace(validInfoJSON, `"files"`, `"src_tokenizer": `+c.spec+`, "files"`, 1)
 		if _, err := ParseInfo([]byte(data), "attnx.json"); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -127,13 +140,14 @@ func TestConfigTokenizers(t *testing.T) {
 	}
 	opt = Options{}
 	notes = configTokenizers(&opt, [2]*checkpoint.TokenizerRef{
-		{Kind: "subword-nmt", Option: "data.src.tokenizer_cfg.codes", Named: "codes", Path: "/m/codes", Pretokenizer: "moses"},
+		{Kind: "subword-nmt", Option: "data.src.tokenizer_cfg.codes", Named: "codes", Path: "/m/codes", Pretokenizer: "moses", Lang: "de"},
 		{Kind: "subword-nmt", Option: "data.trg.tokenizer_cfg.codes", Named: "codes", Path: "/m/codes", Restricted: true, Lowercase: true},
 	})
-	if opt.SrcTokenizer != nil || opt.TgtTokenizer == nil || !opt.TgtTokenizer.Restricted || !opt.TgtTokenizer.Lowercase || opt.TgtTokenizer.File != "/m/codes" {
+	if opt.SrcTokenizer == nil || opt.SrcTokenizer.Pretokenizer != "moses" || opt.SrcTokenizer.Lang != "de" ||
+		opt.TgtTokenizer == nil || !opt.TgtTokenizer.Restricted || !opt.TgtTokenizer.Lowercase || opt.TgtTokenizer.File != "/m/codes" {
 		t.Errorf("src %+v tgt %+v", opt.SrcTokenizer, opt.TgtTokenizer)
 	}
-	if len(notes) != 2 || !strings.Contains(notes[0], `pretokenizer "moses" is not implemented`) {
+	if len(notes) != 2 {
 		t.Errorf("notes %q", notes)
 	}
 }

@@ -2,7 +2,9 @@ package subword
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/attnx/attnx/moses"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +16,15 @@ const (
 	KindSubwordNMT    = "subword-nmt"
 )
 
-// Pretokenizers of subword-nmt tokenizers: what splits text into the words
-// BPE segments.
+// Pretokenizers: what splits text into words before the subword tokenizer
+// (and joins them after it).
 const (
-	// PretokenizeNone splits at spaces only: text must come tokenised the
-	// way the training data was.
+	// PretokenizeNone splits at spaces only (subword-nmt) or leaves the text
+	// to the model (SentencePiece).
 	PretokenizeNone = "none"
+	// PretokenizeMoses is the Moses tokenizer of Spec.Lang before, and its
+	// detokenizer after (package moses; JoeyNMT's pretokenizer: moses).
+	PretokenizeMoses = "moses"
 )
 
 // Tokenizer turns raw text into a model's subword pieces and pieces back
@@ -44,9 +49,12 @@ type Spec struct {
 	// Glossaries are subword-nmt's glossaries (regular expressions of words
 	// never split).
 	Glossaries []string `json:"glossaries,omitempty"`
-	// Pretokenizer is how text is split into words before subword-nmt BPE:
-	// "none" (at spaces). "" means "none".
+	// Pretokenizer is how text is split into words before the subword
+	// tokenizer: "none" (or "") or "moses" (the Moses tokenizer of Lang,
+	// and its detokenizer on the output).
 	Pretokenizer string `json:"pretokenizer,omitempty"`
+	// Lang is the Moses tokenizer's language ("" means "en").
+	Lang string `json:"lang,omitempty"`
 	// Lowercase lowercases text before segmentation (JoeyNMT's
 	// data.src.lowercase).
 	Lowercase bool `json:"lowercase,omitempty"`
@@ -61,15 +69,18 @@ type Spec struct {
 func (s Spec) Check() error {
 	switch s.Kind {
 	case KindSentencePiece:
-		if s.Separator != "" || len(s.Glossaries) > 0 || s.Pretokenizer != "" {
-			return errors.New("separator, glossaries and pretokenizer are subword-nmt options, not SentencePiece's")
+		if s.Separator != "" || len(s.Glossaries) > 0 {
+			return errors.New("separator and glossaries are subword-nmt options, not SentencePiece's")
+		}
+		if err := checkPretokenizer(s); err != nil {
+			return err
 		}
 	case KindSubwordNMT:
-		if s.Pretokenizer != "" && s.Pretokenizer != PretokenizeNone {
-			return fmt.Errorf("pretokenizer %q: attnx applies subword-nmt BPE to text split at spaces (\"none\"); tokenise the text with %s first", s.Pretokenizer, s.Pretokenizer)
+		if err := checkPretokenizer(s); err != nil {
+			return err
 		}
 	case KindChatbot:
-		if s.File != "" || s.Separator != "" || len(s.Glossaries) > 0 || s.Pretokenizer != "" || s.Restricted {
+		if s.File != "" || s.Separator != "" || len(s.Glossaries) > 0 || s.Pretokenizer != "" || s.Lang != "" || s.Restricted {
 			return errors.New("the chatbot tutorial's normalizeString has no file and no options")
 		}
 		return nil
@@ -104,9 +115,6 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 		}
 		t = sp
 	case KindSubwordNMT:
-		if s.Pretokenizer != "" && s.Pretokenizer != PretokenizeNone {
-			return nil, fmt.Errorf("pretokenizer %q: attnx applies subword-nmt BPE to text split at spaces (\"none\")", s.Pretokenizer)
-		}
 		opts := BPEOptions{Separator: s.Separator, Glossaries: s.Glossaries}
 		if s.Restricted {
 			opts.Vocabulary = map[string]bool{}
@@ -124,10 +132,48 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
 	}
+	if err := checkPretokenizer(s); err != nil {
+		return nil, err
+	}
 	if s.Lowercase {
 		t = lowercased{t}
 	}
+	if s.Pretokenizer == PretokenizeMoses {
+		lang := s.Lang
+		if lang == "" {
+			lang = "en"
+		}
+		t = mosesWrapped{t, moses.NewTokenizer(lang), moses.NewDetokenizer(lang)}
+	}
 	return t, nil
+}
+
+func checkPretokenizer(s Spec) error {
+	switch s.Pretokenizer {
+	case "", PretokenizeNone:
+		if s.Lang != "" {
+			return fmt.Errorf("lang %q goes with the moses pretokenizer", s.Lang)
+		}
+	case PretokenizeMoses:
+	default:
+		return fmt.Errorf("pretokenizer %q: want none or moses", s.Pretokenizer)
+	}
+	return nil
+}
+
+// mosesWrapped runs the Moses tokenizer before a subword tokenizer and the
+// detokenizer after it, as JoeyNMT's moses pretokenizer does (lowercasing,
+// when set, comes after the Moses tokenizer).
+type mosesWrapped struct {
+	Tokenizer
+	tok   *moses.Tokenizer
+	detok *moses.Detokenizer
+}
+
+func (m mosesWrapped) Encode(text string) []string { return m.Tokenizer.Encode(m.tok.Tokenize(text)) }
+
+func (m mosesWrapped) Decode(pieces []string) string {
+	return m.detok.Detokenize(strings.Fields(m.Tokenizer.Decode(pieces)))
 }
 
 // lowercased lowercases text before segmenting it.
@@ -140,6 +186,8 @@ func Describe(t Tokenizer) string {
 	switch t := t.(type) {
 	case lowercased:
 		return Describe(t.Tokenizer) + ", lowercased input"
+	case mosesWrapped:
+		return Describe(t.Tokenizer) + ", after the Moses tokenizer (" + t.tok.Lang() + ")"
 	case *SentencePiece:
 		return fmt.Sprintf("SentencePiece %s model, %d pieces", t.ModelType(), t.Size())
 	case *BPE:
@@ -176,6 +224,8 @@ func Fit(t Tokenizer, vocab []string, special map[string]bool) (missing, total i
 func Produces(t Tokenizer, piece string) bool {
 	switch t := t.(type) {
 	case lowercased:
+		return Produces(t.Tokenizer, piece)
+	case mosesWrapped:
 		return Produces(t.Tokenizer, piece)
 	case *SentencePiece:
 		_, ok := t.pieces[piece]

@@ -62,7 +62,9 @@ either.
 sides) name the subword tokenizer the model was trained with: a
 SentencePiece model (.model, unigram or BPE) or subword-nmt BPE codes
 (--bpe-separator, --bpe-glossary as apply_bpe's --separator and
---glossaries; the text is split at spaces, as apply_bpe does). The kind is
+--glossaries; the text is split at spaces, as apply_bpe does). --moses
+LANG runs the Moses tokenizer of LANG first and its detokenizer on the
+output (sacremoses' rules; JoeyNMT's pretokenizer: moses). The kind is
 told from the file's content. The file is checked against the vocabulary
 (most of the vocabulary's tokens must be pieces it produces) and copied into
 the model directory; translate, serve and the viewer then take raw text and
@@ -149,6 +151,7 @@ func runExport(args []string) error {
 	bothTok := fs.String("tokenizer", "", "one subword tokenizer `FILE` for both sides (a joint SentencePiece model or BPE codes)")
 	bpeSep := fs.String("bpe-separator", subword.DefaultSeparator, "subword-nmt's joiner (apply_bpe --separator)")
 	bpeGloss := fs.StringArray("bpe-glossary", nil, "a subword-nmt glossary (regular expression of words never split; repeatable)")
+	mosesLang := fs.String("moses", "", "run the Moses tokenizer of `LANG` (en, de, fr, ...) before the subword tokenizer and its detokenizer after (JoeyNMT's pretokenizer: moses)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -201,6 +204,9 @@ func runExport(args []string) error {
 				spec.Separator = *bpeSep
 			}
 			spec.Glossaries = *bpeGloss
+		}
+		if *mosesLang != "" {
+			spec.Pretokenizer, spec.Lang = subword.PretokenizeMoses, *mosesLang
 		}
 		*t.dst = &spec
 	}
@@ -279,7 +285,10 @@ func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
 			if sep == "" {
 				sep = subword.DefaultSeparator
 			}
-			extra = fmt.Sprintf(", joiner %q, text split at spaces", sep)
+			extra = fmt.Sprintf(", joiner %q", sep)
+			if t.spec.Pretokenizer != subword.PretokenizeMoses {
+				extra += ", text split at spaces"
+			}
 			if len(t.spec.Glossaries) > 0 {
 				extra += fmt.Sprintf(", glossaries %q", t.spec.Glossaries)
 			}

@@ -1,0 +1,70 @@
+package moses
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// TestMatchesSacremoses compares the tokenizer and the detokenizer with
+// sacremoses' output (testdata/make_fixtures.py) line by line, for
+// English (with and without escaping, with aggressive dash splits),
+// German, French, Czech, Finnish, Chinese and a language without prefixes.
+func TestMatchesSacremoses(t *testing.T) {
+	corpus := readLines(t, "../subword/testdata/corpus.txt")
+	var lines []string
+	for i := 0; i < len(corpus); i += 5 {
+		lines = append(lines, corpus[i])
+	}
+	lines = append(lines, readLines(t, "testdata/input.txt")...)
+	for _, name := range []string{"en", "en-aggressive", "en-noescape", "de", "fr", "cs", "fi", "zh", "xx"} {
+		t.Run(name, func(t *testing.T) {
+			lang, _, _ := strings.Cut(name, "-")
+			tok, detok := NewTokenizer(lang), NewDetokenizer(lang)
+			tok.AggressiveDash = name == "en-aggressive"
+			tok.NoEscape = name == "en-noescape"
+			wantTok := readLines(t, filepath.Join("testdata", name+".tok"))
+			wantDetok := readLines(t, filepath.Join("testdata", name+".detok"))
+			if len(wantTok) != len(lines) || len(wantDetok) != len(lines) {
+				t.Fatalf("%d/%d expected lines for %d inputs", len(wantTok), len(wantDetok), len(lines))
+			}
+			bad := 0
+			for i, l := range lines {
+				got := tok.Tokenize(l)
+				if got != wantTok[i] {
+					if bad++; bad <= 4 {
+						t.Errorf("tokenize line %d %q:\n got  %q\n want %q", i+1, l, got, wantTok[i])
+					}
+					continue
+				}
+				if d := detok.Detokenize(strings.Fields(wantTok[i])); d != wantDetok[i] {
+					if bad++; bad <= 4 {
+						t.Errorf("detokenize line %d %q:\n got  %q\n want %q", i+1, wantTok[i], d, wantDetok[i])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Fatalf("%d of %d lines differ from sacremoses", bad, len(lines))
+			}
+			t.Logf("%d lines identical to sacremoses (tokenize and detokenize)", len(lines))
+		})
+	}
+}
