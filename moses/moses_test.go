@@ -1,28 +1,14 @@
 package moses
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
 )
 
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
-}
+func readLines(t *testing.T, path string) []string { return testenv.Lines(t, path) }
 
 // TestMatchesSacremoses compares the tokenizer and the detokenizer with
 // sacremoses' output (testdata/make_fixtures.py) line by line, for

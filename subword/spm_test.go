@@ -1,33 +1,15 @@
 package subword
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
 )
 
-// readLines reads a fixture file's lines (without their newlines).
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines
-}
+func readLines(t *testing.T, path string) []string { return testenv.Lines(t, path) }
 
 // TestSentencePieceMatchesSpm compares every piece, id and decoded line of
 // the corpus with what spm_encode and spm_decode (SentencePiece 0.1.97)

@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -146,4 +147,25 @@ func missingMessage(what, install string, err error) string {
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Lines reads a test data file's lines, without their line ends (lines of
+// up to 1 MiB), ending tb on error.
+func Lines(tb testing.TB, path string) []string {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return out
 }
