@@ -1,6 +1,7 @@
 package moses
 
 import (
+	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,25 @@ func TestMatchesSacremoses(t *testing.T) {
 			}
 			t.Logf("%d lines identical to sacremoses (tokenize and detokenize)", len(lines))
 		})
+	}
+}
+
+// TestNoPanics feeds random bytes, invalid UTF-8 included, to every
+// language's tokenizer and detokenizer.
+func TestNoPanics(t *testing.T) {
+	alphabet := []string{"a", "Z", "9", ".", "..", ",", "'", "\"", "-", "@-@", " ", "\t", "&amp;", "&", "<", "[", "é", "日", "\xff", "\xc3", "„", "“", ":", "$", "(", "n't", "DOTMULTI", "Mr."}
+	rng := rand.New(rand.NewSource(1))
+	for _, lang := range append(Languages(), "ja", "ko", "cjk", "zz") {
+		tok, detok := NewTokenizer(lang), NewDetokenizer(lang)
+		tok.AggressiveDash = rng.Intn(2) == 0
+		for i := 0; i < 200; i++ {
+			var b strings.Builder
+			for n := rng.Intn(30); n > 0; n-- {
+				b.WriteString(alphabet[rng.Intn(len(alphabet))])
+			}
+			out := tok.Tokenize(b.String())
+			detok.Detokenize(strings.Fields(out))
+			detok.Detokenize(strings.Fields(b.String()))
+		}
 	}
 }
