@@ -105,13 +105,7 @@ func (joey) initStates(s *modelGraph, enc *builder.Value, final rnnState) decSta
 }
 
 func (j joey) step(s *modelGraph, in stepInputs) stepOutputs {
-	cell := s.cfg.Cell
-	x := s.embed(in.ids)
-	if s.cfg.InputFeed {
-		x = ops.Concat(-1, x, ops.Squeeze(in.states.feed(cell), s.c.ints(0)))
-	}
-	next := s.decoderRNN(x, in.states.rnn(cell))
-	q := s.top(next.h)
+	next, q := s.feedRNN(in)
 	keys := in.pre
 	if keys == nil {
 		keys = j.precompute(s, in.enc)
@@ -124,10 +118,7 @@ func (j joey) step(s *modelGraph, in stepInputs) stepOutputs {
 	}
 	a, ctx := s.attend(score, in.mask, in.enc)
 	att := ops.Tanh(s.linear(ops.Concat(-1, q, ctx), "decoder.att_vector_layer", true))
-	states := next.list()
-	if s.cfg.InputFeed {
-		states = append(states, ops.Unsqueeze(att, s.c.ints(0)))
-	}
+	states := s.feedStates(next, att)
 	return stepOutputs{logProbs: s.logProbs("decoder.output_layer", att, false), states: states, attn: a}
 }
 

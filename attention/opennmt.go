@@ -127,13 +127,7 @@ func (s *modelGraph) onmtBridge(st *builder.Value, i, h, le, dirs int) *builder.
 }
 
 func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
-	cell := s.cfg.Cell
-	x := s.embed(in.ids)
-	if s.cfg.InputFeed {
-		x = ops.Concat(-1, x, ops.Squeeze(in.states.feed(cell), s.c.ints(0)))
-	}
-	next := s.decoderRNN(x, in.states.rnn(cell))
-	q := s.top(next.h)
+	next, q := s.feedRNN(in)
 	var score *builder.Value
 	switch o.arch {
 	case OpenNMTDot:
@@ -152,10 +146,7 @@ func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
 	if o.arch != OpenNMTMLP {
 		out = ops.Tanh(out)
 	}
-	states := next.list()
-	if s.cfg.InputFeed {
-		states = append(states, ops.Unsqueeze(out, s.c.ints(0)))
-	}
+	states := s.feedStates(next, out)
 	return stepOutputs{logProbs: s.logProbs("generator", out, true), states: states, attn: a}
 }
 

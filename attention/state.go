@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/ops"
 )
 
 // InInputFeed names the input-feeding state (OpenNMT-py's and JoeyNMT's
@@ -97,4 +98,27 @@ func (st rnnState) list() decState {
 		return decState{st.h, st.c}
 	}
 	return decState{st.h}
+}
+
+// feedRNN runs the decoder RNN of one step of an input-feeding decoder
+// (OpenNMT-py's and JoeyNMT's): the input ids' embeddings, followed by the
+// previous attentional vector when the model feeds it, through the
+// layers. It returns the next RNN state and its top layer's output.
+func (s *modelGraph) feedRNN(in stepInputs) (rnnState, *builder.Value) {
+	x := s.embed(in.ids)
+	if s.cfg.InputFeed {
+		x = ops.Concat(-1, x, ops.Squeeze(in.states.feed(s.cfg.Cell), s.c.ints(0)))
+	}
+	next := s.decoderRNN(x, in.states.rnn(s.cfg.Cell))
+	return next, s.top(next.h)
+}
+
+// feedStates lists the next decoder state: the RNN's, then, when the model
+// feeds it, the attentional vector att as input_feed [1, batch, H].
+func (s *modelGraph) feedStates(next rnnState, att *builder.Value) decState {
+	states := next.list()
+	if s.cfg.InputFeed {
+		states = append(states, ops.Unsqueeze(att, s.c.ints(0)))
+	}
+	return states
 }
