@@ -5,12 +5,28 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/modeldir"
 )
+
+// decodeRows opens dir with opt and translates rows.
+func decodeRows(t *testing.T, dir string, opt Options, rows [][]int64) []Result {
+	t.Helper()
+	tr, err := Open(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.TranslateIDs(context.Background(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
 
 // TestMinLen: with MinLen, no row ends before MinLen tokens, greedy and
 // beam search alike, while the same rows without it end earlier; the loop
@@ -21,15 +37,7 @@ func TestMinLen(t *testing.T) {
 	dir, w := fixtureModel(t, f)
 	rows := randomRows(rand.New(rand.NewSource(5)), 16, w.Config.SrcVocab, 8)
 	shortest := func(opt Options) int {
-		tr, err := Open(dir, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tr.Close()
-		res, err := tr.TranslateIDs(context.Background(), rows)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := decodeRows(t, dir, opt, rows)
 		n := 1 << 30
 		for _, r := range res {
 			for i, id := range r.Tokens {
@@ -69,15 +77,7 @@ func TestLengthPenaltyWu(t *testing.T) {
 	dir, w := fixtureModel(t, f)
 	rows := randomRows(rand.New(rand.NewSource(9)), 6, w.Config.SrcVocab, 8)
 	alpha := 0.6
-	tr, err := Open(dir, Options{Threads: 1, Beam: 4, NBest: 4, LengthPenalty: &alpha, LengthPenaltyWu: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	res, err := tr.TranslateIDs(context.Background(), rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := decodeRows(t, dir, Options{Threads: 1, Beam: 4, NBest: 4, LengthPenalty: &alpha, LengthPenaltyWu: true}, rows)
 	lengths := map[int]bool{}
 	for _, r := range res {
 		for i, h := range r.Hypotheses {
@@ -107,18 +107,7 @@ func TestReplaceUnk(t *testing.T) {
 	f := fixtures.List(t)[1]
 	dir, w := fixtureModel(t, f)
 	rows := randomRows(rand.New(rand.NewSource(11)), 64, w.Config.SrcVocab, 10)
-	run := func(replace bool) []Result {
-		tr, err := Open(dir, Options{Threads: 1, ReplaceUnk: replace})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tr.Close()
-		res, err := tr.TranslateIDs(context.Background(), rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	run := func(replace bool) []Result { return decodeRows(t, dir, Options{Threads: 1, ReplaceUnk: replace}, rows) }
 	// Random weights rarely choose <unk> (id 3): name the commonest output
 	// token <unk> in the target vocabulary instead.
 	plain := run(false)
@@ -146,7 +135,7 @@ func TestReplaceUnk(t *testing.T) {
 	unks := 0
 	for r := range rows {
 		a, b := plain[r], replaced[r]
-		if !slicesEqual(a.Tokens, b.Tokens) {
+		if !slices.Equal(a.Tokens, b.Tokens) {
 			t.Fatalf("row %d: tokens changed", r)
 		}
 		for i, id := range a.Tokens {
@@ -172,16 +161,4 @@ func TestReplaceUnk(t *testing.T) {
 		t.Fatal("no <unk> in any output: nothing replaced")
 	}
 	t.Logf("%d <unk> replaced", unks)
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
