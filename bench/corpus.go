@@ -215,7 +215,7 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 	}
 	r.tokens = make([][]int64, len(rows))
 	start := time.Now()
-	st, err := tr.TranslateCorpusIDs(context.Background(), rows, translate.CorpusStats{}, co, func(i int, res translate.Result) error {
+	st, err := tr.TranslateCorpusIDs(context.Background(), rows, co, func(i int, res translate.Result) error {
 		r.tokens[i] = res.Tokens
 		return nil
 	}, nil)
@@ -257,7 +257,7 @@ func (c *CorpusConfig) pytorchCorpus(ckpt, in string, beam, threads, n int) (Cor
 	r.Seconds, r.PeakRSSMB, r.tokens = p.Seconds, p.PeakRSSMB, p.Tokens
 	toks := 0
 	for _, t := range p.Tokens {
-		toks += outputLen(t)
+		toks += translate.OutputLen(t, attention.DefaultSpecial.EOS)
 	}
 	r.SentencesPerS = float64(n) / p.Seconds
 	r.TokensPerS = float64(toks) / p.Seconds
@@ -266,13 +266,6 @@ func (c *CorpusConfig) pytorchCorpus(ckpt, in string, beam, threads, n int) (Cor
 		r.Note += ", BLAS " + p.BLAS.Kind
 	}
 	return r, pyTorchInfo{Version: p.Torch, BLAS: p.BLAS}, nil
-}
-
-func outputLen(t []int64) int {
-	if n := len(t); n > 0 && t[n-1] == attention.DefaultSpecial.EOS {
-		return n - 1
-	}
-	return len(t)
 }
 
 // WriteCorpusTable prints the report as a table.

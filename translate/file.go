@@ -47,13 +47,11 @@ type CorpusStats struct {
 // sentences and output tokens done so far after each batch.
 func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first int, co CorpusOptions,
 	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
-	st := CorpusStats{Sentences: len(lines)}
 	// Tokenise every line first: a bad line is reported before any work.
 	// Without a source vocabulary the lines are token ids, as in Stream.
 	rows := make([][]int64, len(lines))
 	for i, s := range lines {
 		if strings.TrimSpace(s) == "" {
-			st.Empty++
 			continue
 		}
 		var r [][]int64
@@ -74,31 +72,26 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 			var ie *InputError
 			if errors.As(err, &ie) {
 				in := Input{Where: fmt.Sprintf("line %d", first+i), Shown: s, Text: s}
-				return st, &BadInputError{Input: in, InputError: ie}
+				return CorpusStats{}, &BadInputError{Input: in, InputError: ie}
 			}
-			return st, err
+			return CorpusStats{}, err
 		}
 		rows[i] = r[0]
-		st.SourceTokens += len(r[0])
 	}
-	return t.TranslateCorpusIDs(ctx, rows, st, co, emit, progress)
+	return t.TranslateCorpusIDs(ctx, rows, co, emit, progress)
 }
 
 // TranslateCorpusIDs is TranslateCorpus on source rows already tokenised
-// (a nil row is a blank line: an empty result); st holds the counts so far
-// (Sentences, Empty, SourceTokens), which it completes.
-func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, st CorpusStats, co CorpusOptions,
+// (a nil row is a blank line: an empty result).
+func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co CorpusOptions,
 	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
-	if st.Sentences == 0 {
-		st.Sentences = len(rows)
-		for _, r := range rows {
-			if r == nil {
-				st.Empty++
-			}
-			st.SourceTokens += len(r)
+	st := CorpusStats{Sentences: len(rows)}
+	for _, r := range rows {
+		if r == nil {
+			st.Empty++
 		}
+		st.SourceTokens += len(r)
 	}
-	lines := rows
 	batches := corpusBatches(rows, co, t.batchSize())
 	st.Batches = len(batches)
 
@@ -106,8 +99,8 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, st 
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		results = make([]Result, len(lines))
-		done    = make([]bool, len(lines))
+		results = make([]Result, len(rows))
+		done    = make([]bool, len(rows))
 		next    int
 		ndone   int
 		firstEr error
@@ -125,7 +118,7 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, st 
 	}
 	// flush emits the finished prefix; mu is held.
 	flush := func() {
-		for next < len(lines) && done[next] && firstEr == nil {
+		for next < len(rows) && done[next] && firstEr == nil {
 			if err := emit(next, results[next]); err != nil {
 				fail(err)
 				return
@@ -157,7 +150,7 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, st 
 				}
 				for k, i := range idx {
 					results[i], done[i] = res[k], true
-					st.OutputTokens += outputLen(res[k].Tokens, t.info.Special.EOS)
+					st.OutputTokens += OutputLen(res[k].Tokens, t.info.Special.EOS)
 				}
 				ndone += len(idx)
 				flush()
@@ -184,8 +177,8 @@ feed:
 	return st, ctx.Err()
 }
 
-// outputLen is the number of output tokens without the final EOS.
-func outputLen(toks []int64, eos int64) int {
+// OutputLen is the number of output tokens without the final EOS.
+func OutputLen(toks []int64, eos int64) int {
 	if n := len(toks); n > 0 && toks[n-1] == eos {
 		return n - 1
 	}
