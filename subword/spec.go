@@ -2,12 +2,12 @@ package subword
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/attnx/attnx/moses"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/attnx/attnx/moses"
 )
 
 // Tokenizer kinds, as attnx.json records them.
@@ -39,10 +39,11 @@ type Tokenizer interface {
 // Spec describes a tokenizer of a model directory (attnx.json's
 // src_tokenizer and tgt_tokenizer).
 type Spec struct {
-	// Kind is "sentencepiece" or "subword-nmt".
+	// Kind is "sentencepiece", "subword-nmt" or "chatbot-normalize".
 	Kind string `json:"kind"`
 	// File is the tokenizer's file: a SentencePiece .model or subword-nmt
-	// codes. In attnx.json it is a file name inside the model directory.
+	// codes ("" for chatbot-normalize, which has none). In attnx.json it is
+	// a file name inside the model directory.
 	File string `json:"file"`
 	// Separator is subword-nmt's joiner ("" means "@@").
 	Separator string `json:"separator,omitempty"`
@@ -97,6 +98,9 @@ func (s Spec) Check() error {
 // (or as it is when dir is ""). vocab is the model's vocabulary on this
 // side, specials included: a Restricted tokenizer keeps to it.
 func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
+	if err := checkPretokenizer(s); err != nil {
+		return nil, err
+	}
 	path := s.File
 	if dir != "" && s.File != "" {
 		path = filepath.Join(dir, s.File)
@@ -131,9 +135,6 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 		t = ChatbotWords{}
 	default:
 		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
-	}
-	if err := checkPretokenizer(s); err != nil {
-		return nil, err
 	}
 	if s.Lowercase {
 		t = lowercased{t}
