@@ -546,14 +546,7 @@ func buildInfo(cfg attention.Config, ckpt string, opt Options, tm *toolkitModel)
 	return info, notes, nil
 }
 
-func index(tokens []string, tok string) int64 {
-	for i, t := range tokens {
-		if t == tok {
-			return int64(i)
-		}
-	}
-	return -1
-}
+func index(tokens []string, tok string) int64 { return int64(slices.Index(tokens, tok)) }
 
 // ReadVocab reads a vocabulary file: a JSON array of strings, index = id.
 // flag and side ("source", "target") name it in errors; want is the size

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,7 +209,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	t.rules = info.Decoding
 	t.tgtUNK = -1
 	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) && info.TgtTokens != nil {
-		t.tgtUNK = index(info.TgtTokens, info.SrcTokens[u])
+		t.tgtUNK = int64(slices.Index(info.TgtTokens, info.SrcTokens[u]))
 	}
 	if opt.ReplaceUnk && t.tgtUNK < 0 {
 		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
@@ -588,12 +589,7 @@ func (t *Translator) replaceUnk(r *Result) {
 		if id != t.tgtUNK || i >= len(r.Attention) || len(r.Attention[i]) != len(r.SourceTokens) {
 			continue
 		}
-		best := 0
-		for j, a := range r.Attention[i] {
-			if a > r.Attention[i][best] {
-				best = j
-			}
-		}
+		best := decode.Argmax(r.Attention[i])
 		repl[i] = r.SourceTokens[best]
 		r.OutputTokens[i] = r.SourceTokens[best]
 	}
@@ -697,13 +693,4 @@ func (e *NoSourceVocabularyError) Remedy(remedy string) string {
 // Error returns the message with the remedy in this package's terms.
 func (e *NoSourceVocabularyError) Error() string {
 	return "translate: " + e.Remedy("use TranslateIDs with token ids")
-}
-
-func index(tokens []string, tok string) int64 {
-	for i, t := range tokens {
-		if t == tok {
-			return int64(i)
-		}
-	}
-	return -1
 }
