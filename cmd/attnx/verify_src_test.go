@@ -39,7 +39,7 @@ func TestVerifySrc(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &o) != nil {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	if !o.OK || o.Sentences != 25 || o.Blank != 1 || o.Identical != 24 || o.Chunks != 3 || !o.StepsOK {
+	if !o.OK || o.Sentences != 25 || o.Blank != 1 || o.Identical != 24 || o.NearTies != 0 || o.Chunks != 3 || !o.StepsOK {
 		t.Errorf("outcome %+v", o)
 	}
 	if !strings.Contains(o.AttnxVsPyTorch, " = 100.00 ") || o.Attnx[7] != "" || o.Attnx[0] != ref[0] {
