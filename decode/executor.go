@@ -8,7 +8,6 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/ortsession"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // maxBindings bounds the IoBindings an Executor caches, one per batch shape
@@ -99,19 +98,15 @@ type bindKey struct {
 	b, s   int32
 }
 
-// bound is one cached IoBinding with the tensor views it binds.
+// bound is one cached binding of tensor views over the executor's buffers.
 type bound struct {
-	key    bindKey
-	b      *ortsession.Binding
-	values []ort.Value
+	key bindKey
+	b   *ortsession.Binding
 }
 
 func (x *bound) close() {
 	if x.b != nil {
 		x.b.Close()
-	}
-	for _, v := range x.values {
-		v.Destroy()
 	}
 }
 
@@ -245,26 +240,14 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 	type io struct {
 		input bool
 		name  string
-		v     ort.Value
+		t     *ortsession.Tensor
 	}
 	var ios []io
-	view := func(input bool, name string, make func() (ort.Value, error)) {
-		if err != nil {
-			return
-		}
-		var v ort.Value
-		if v, err = make(); err != nil {
-			err = fmt.Errorf("decode: a tensor view for %s: %w", name, err)
-			return
-		}
-		x.values = append(x.values, v)
-		ios = append(ios, io{input, name, v})
-	}
 	f32 := func(input bool, name string, data []float32, dims ...int64) {
-		view(input, name, func() (ort.Value, error) { return ort.NewTensor(ort.NewShape(dims...), data) })
+		ios = append(ios, io{input, name, ortsession.NewFloat32(dims, data[:numel(dims)])})
 	}
 	i64 := func(input bool, name string, data []int64, dims ...int64) {
-		view(input, name, func() (ort.Value, error) { return ort.NewTensor(ort.NewShape(dims...), data) })
+		ios = append(ios, io{input, name, ortsession.NewInt64(dims, data[:numel(dims)])})
 	}
 	var sess *ortsession.Session
 	switch key.kind {
@@ -299,17 +282,14 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 			}
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
 	if x.b, err = sess.NewBinding(); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	for _, b := range ios {
 		if b.input {
-			err = x.b.BindInput(b.name, b.v)
+			err = x.b.BindInputTensor(b.name, b.t)
 		} else {
-			err = x.b.BindOutput(b.name, b.v)
+			err = x.b.BindOutputTensor(b.name, b.t)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decode: binding %s: %w", b.name, err)
@@ -556,4 +536,13 @@ func (e *Executor) Next(parents []int, inputs []int64) error {
 	e.cur = 1 - e.cur
 	e.b, e.s = nb, s2
 	return nil
+}
+
+// numel is the element count of dims.
+func numel(dims []int64) int {
+	n := 1
+	for _, d := range dims {
+		n *= int(d)
+	}
+	return n
 }

@@ -3,96 +3,27 @@ package ortsession
 import (
 	"fmt"
 	"sync"
-
-	ort "github.com/yalue/onnxruntime_go"
 )
 
-// RunValues runs the model on caller-made ORT values, with no checks beyond
-// ORT's own and no copies: the low-level path for loops that reuse tensors.
-// inputs and outputs follow the order of Inputs() and Outputs(). An output
-// left nil is allocated by ORT and stored into outputs; the caller must
-// Destroy it (as well as its own values). Rank-0 outputs must be
-// preallocated (e.g. with ort.NewEmptyScalar), and so must float16 and
-// bfloat16 ones (e.g. with NewValue over a Tensor of []F16 or []BF16):
-// onnxruntime_go v1.27.0 keeps only half the bytes of those that ORT
-// allocates, which FromValue reports as an error. Models without inputs cannot
-// use RunValues; use a Binding.
-func (s *Session) RunValues(inputs, outputs []ort.Value) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if len(inputs) != len(s.inputs) || len(outputs) != len(s.outputs) {
-		return fmt.Errorf("ortsession: %s: RunValues got %d inputs and %d outputs, the model has %d inputs (%s) and %d outputs",
-			s.name, len(inputs), len(outputs), len(s.inputs), s.describeInputs(), len(s.outputs))
-	}
-	if len(inputs) == 0 {
-		return fmt.Errorf("ortsession: %s has no inputs; onnxruntime_go cannot run it with RunValues, use NewBinding", s.name)
-	}
-	for i, v := range inputs {
-		if v == nil {
-			return fmt.Errorf("ortsession: %s: input %q is nil", s.name, s.inputs[i].Name)
-		}
-		if err := checkValue("input", s.inputs[i], v); err != nil {
-			return fmt.Errorf("ortsession: %s: %w", s.name, err)
-		}
-	}
-	for i, v := range outputs {
-		if v != nil {
-			if err := checkValue("output", s.outputs[i], v); err != nil {
-				return fmt.Errorf("ortsession: %s: %w", s.name, err)
-			}
-		}
-	}
-	if err := s.sess.Run(inputs, outputs); err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
-	}
-	return nil
-}
-
-// checkValue checks an ORT value's element type and shape against a
-// declaration (a cheap check: no data is touched).
-func checkValue(what string, info IOInfo, v ort.Value) error {
-	if info.Kind != "tensor" {
-		return fmt.Errorf("%s %q: model declares a %s; only tensors are supported", what, info.Name, info.Kind)
-	}
-	dt := DType(v.DataType())
-	shape := []int64(v.GetShape())
-	got := dt.String() + formatDims(shape, nil)
-	if dt != info.Type {
-		return fmt.Errorf("%s %q: got %s, model expects %s: element type %s, want %s", what, info.Name, got, info, dt, info.Type)
-	}
-	if !info.RankKnown {
-		return nil
-	}
-	if len(shape) != len(info.Shape) {
-		return fmt.Errorf("%s %q: got %s, model expects %s: rank %d, want %d", what, info.Name, got, info, len(shape), len(info.Shape))
-	}
-	for j, d := range info.Shape {
-		if d >= 0 && shape[j] != d {
-			return fmt.Errorf("%s %q: got %s, model expects %s: dimension %d is %d, want %d", what, info.Name, got, info, j, shape[j], d)
-		}
-	}
-	return nil
-}
-
-// Binding is a reusable set of caller-owned ORT values bound to a session's
-// inputs and outputs (an ORT IoBinding), for step loops that run the same
-// shapes many times: bind once, then change the input values' data in place
-// (e.g. through ort.Tensor.GetData) and call Run; results appear in the bound
-// output values. Nothing is allocated per Run.
+// Binding is a reusable set of caller-owned tensors bound to a session's
+// inputs and outputs, for step loops that run the same shapes many times:
+// bind once, then change the input tensors' data in place and call Run;
+// results appear in the bound output tensors' data. On ONNX Runtime it is
+// an IoBinding over views of the tensors' slices (nothing is copied or
+// allocated per Run); on the native evaluator the bound input slices are
+// read in place and the outputs copied into the bound ones.
 //
-// The bound values stay owned by the caller, who must keep them alive while
-// bound and Destroy them after Close. A Binding is for one goroutine at a
-// time; different Bindings of one Session may run concurrently. Closing the
-// Session closes its Bindings.
+// The bound tensors stay owned by the caller, who must keep them unchanged
+// in shape while bound. A Binding is for one goroutine at a time; different
+// Bindings of one Session may run concurrently. Closing the Session closes
+// its Bindings.
 type Binding struct {
-	s      *Session
-	mu     sync.Mutex
-	b      *ort.IoBinding
-	bound  map[string]bool
-	closed bool
+	s       *Session
+	mu      sync.Mutex
+	ob      ortBinding // the IoBinding (backend "ort")
+	in, out []*Tensor  // the bound tensors by input and output index
+	bound   map[string]bool
+	closed  bool
 }
 
 // NewBinding returns an empty Binding for the session.
@@ -102,35 +33,33 @@ func (s *Session) NewBinding() (*Binding, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	b, err := s.sess.CreateIoBinding()
-	if err != nil {
-		return nil, fmt.Errorf("ortsession: %s: creating IoBinding: %w", s.name, err)
+	nb := &Binding{s: s, bound: map[string]bool{}, in: make([]*Tensor, len(s.inputs)), out: make([]*Tensor, len(s.outputs))}
+	if s.native == nil {
+		if err := nb.newORT(); err != nil {
+			return nil, err
+		}
 	}
-	nb := &Binding{s: s, b: b, bound: map[string]bool{}}
 	s.bmu.Lock()
 	s.bindings[nb] = struct{}{}
 	s.bmu.Unlock()
 	return nb, nil
 }
 
-// BindInput binds v to the named input, after checking its element type and
-// shape against the model. Rebinding a name replaces the earlier value.
-func (b *Binding) BindInput(name string, v ort.Value) error {
-	return b.bind("input", name, v)
+// BindInputTensor binds t to the named input, after checking its element
+// type and shape against the model. t's data is read in place by every Run
+// (not copied). Rebinding a name replaces the earlier tensor.
+func (b *Binding) BindInputTensor(name string, t *Tensor) error {
+	return b.bindTensor("input", name, t)
 }
 
-// BindOutput binds v to the named output, where Run will write the result.
-// Its shape must be the one the model will produce.
-func (b *Binding) BindOutput(name string, v ort.Value) error {
-	return b.bind("output", name, v)
+// BindOutputTensor binds t to the named output: every Run writes the result
+// into t's data, whose shape must be the one the model produces.
+func (b *Binding) BindOutputTensor(name string, t *Tensor) error {
+	return b.bindTensor("output", name, t)
 }
 
-func (b *Binding) bind(what, name string, v ort.Value) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
+// lookup finds the input or output called name.
+func (b *Binding) lookup(what, name string) (IOInfo, int, error) {
 	s := b.s
 	var infos []IOInfo
 	var i int
@@ -144,22 +73,33 @@ func (b *Binding) bind(what, name string, v ort.Value) error {
 		for j, in := range infos {
 			all[j] = fmt.Sprintf("%q %s", in.Name, in)
 		}
-		return fmt.Errorf("ortsession: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
+		return IOInfo{}, -1, fmt.Errorf("ortsession: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
 	}
-	if v == nil {
-		return fmt.Errorf("ortsession: %s: %s %q: nil value", s.name, what, name)
+	return infos[i], i, nil
+}
+
+func (b *Binding) bindTensor(what, name string, t *Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
 	}
-	if err := checkValue(what, infos[i], v); err != nil {
-		return fmt.Errorf("ortsession: %s: %w", s.name, err)
-	}
-	var err error
-	if what == "input" {
-		err = b.b.BindInput(name, v)
-	} else {
-		err = b.b.BindOutput(name, v)
-	}
+	info, i, err := b.lookup(what, name)
 	if err != nil {
-		return fmt.Errorf("ortsession: %s: binding %s %q: %w", s.name, what, name, err)
+		return err
+	}
+	if err := checkTensor(info, t); err != nil {
+		return fmt.Errorf("ortsession: %s: binding %s: %w", b.s.name, what, err)
+	}
+	if b.s.native == nil {
+		if err := b.ob.bindTensor(b.s, what, name, t); err != nil {
+			return err
+		}
+	}
+	if what == "input" {
+		b.in[i] = t
+	} else {
+		b.out[i] = t
 	}
 	b.bound[what+"\x00"+name] = true
 	return nil
@@ -187,13 +127,13 @@ func (b *Binding) Run() error {
 			return fmt.Errorf("ortsession: %s: Binding.Run: output %q (%s) is not bound", s.name, o.Name, o)
 		}
 	}
-	if err := s.sess.RunWithBinding(b.b); err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+	if s.native != nil {
+		return b.runNative()
 	}
-	return nil
+	return b.ob.run(s)
 }
 
-// Close releases the IoBinding (not the bound values). Calling it again, or
+// Close releases the binding (not the bound tensors). Calling it again, or
 // after the Session is closed, does nothing.
 func (b *Binding) Close() error {
 	s := b.s
@@ -206,12 +146,14 @@ func (b *Binding) Close() error {
 	return nil
 }
 
-// release destroys the IoBinding once.
+// release frees the binding's resources once.
 func (b *Binding) release() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.closed {
 		b.closed = true
-		b.b.Destroy()
+		b.ob.destroy()
+		clear(b.in)
+		clear(b.out)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"math"
 	"unsafe"
 
-	ort "github.com/yalue/onnxruntime_go"
-
 	"github.com/attnx/attnx/builder"
 )
 
@@ -137,50 +135,4 @@ func halvesOf[T F16 | BF16](b []byte) []T {
 	out := make([]T, n)
 	copy(halfBytes(out), b)
 	return out
-}
-
-// newHalfValue makes an ORT tensor of element type dt (Float16 or BFloat16)
-// over d's memory. onnxruntime_go's custom-data tensors need rank >= 1 and at
-// least one element.
-func newHalfValue[T F16 | BF16](dt DType, shape []int64, d []T) (ort.Value, error) {
-	if len(shape) == 0 {
-		return nil, fmt.Errorf("rank-0 %s tensors are not supported (onnxruntime_go's custom-data tensors need rank >= 1)", dt)
-	}
-	if len(d) == 0 {
-		return nil, fmt.Errorf("empty %s tensors (shape %s) are not supported (onnxruntime_go's custom-data tensors need at least one element)", dt, formatDims(shape, nil))
-	}
-	v, err := ort.NewCustomDataTensor(ort.Shape(append([]int64{}, shape...)), halfBytes(d), ort.TensorElementDataType(dt))
-	if err != nil {
-		return nil, fmt.Errorf("creating %s tensor %s: %w", dt, formatDims(shape, nil), err)
-	}
-	return v, nil
-}
-
-// fromCustom converts a custom-data ORT tensor (float16 or bfloat16) to a
-// Tensor sharing its bytes when they are aligned.
-//
-// onnxruntime_go v1.27.0 copies outputs that ORT allocated, of the types it
-// has no Go type for, at one byte per element (and then fails to wrap them,
-// so such outputs must be preallocated, as Session.Run does). A byte count
-// that does not fit the shape is reported here rather than read.
-func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
-	dt := DType(x.DataType())
-	shape := []int64(x.GetShape())
-	b := x.GetData()
-	switch dt {
-	case Float16, BFloat16:
-		want, err := builder.ByteSize(builder.DataType(dt), shape)
-		if err != nil {
-			return nil, fmt.Errorf("ortsession: %s tensor: %w", dt, err)
-		}
-		if int64(len(b)) != want {
-			return nil, fmt.Errorf("ortsession: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
-				dt, formatDims(shape, nil), len(b), want, dt)
-		}
-		if dt == Float16 {
-			return &Tensor{Shape: shape, Data: halvesOf[F16](b)}, nil
-		}
-		return &Tensor{Shape: shape, Data: halvesOf[BF16](b)}, nil
-	}
-	return nil, fmt.Errorf("ortsession: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", dt)
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/builder"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // Datum is a model input or output value for Session.RunData: a *Tensor
@@ -101,42 +100,4 @@ func checkSequence(info IOInfo, s *Sequence) error {
 		}
 	}
 	return nil
-}
-
-// newSequenceValue makes an ORT sequence over s's tensors. The caller must
-// Destroy the returned sequence and, after it, the element values (kept
-// alive until the run ends, since onnxruntime_go leaves them to the caller).
-func newSequenceValue(s *Sequence) (ort.Value, []ort.Value, error) {
-	elems := make([]ort.Value, len(s.Tensors))
-	for i, t := range s.Tensors {
-		v, err := NewValue(t)
-		if err != nil {
-			destroyAll(elems)
-			return nil, nil, fmt.Errorf("element %d: %w", i, err)
-		}
-		elems[i] = v
-	}
-	seq, err := ort.NewSequence(elems)
-	if err != nil {
-		destroyAll(elems)
-		return nil, nil, fmt.Errorf("ortsession: creating sequence %s: %w", s, err)
-	}
-	return seq, elems, nil
-}
-
-// sequenceFromValue copies an ORT sequence of tensors into a Sequence.
-func sequenceFromValue(v *ort.Sequence) (*Sequence, error) {
-	vals, err := v.GetValues()
-	if err != nil {
-		return nil, fmt.Errorf("ortsession: reading sequence: %w", err)
-	}
-	s := &Sequence{Tensors: make([]*Tensor, len(vals))}
-	for i, e := range vals {
-		t, err := FromValue(e)
-		if err != nil {
-			return nil, fmt.Errorf("sequence element %d: %w", i, err)
-		}
-		s.Tensors[i] = t
-	}
-	return s, nil
 }

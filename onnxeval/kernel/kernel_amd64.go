@@ -1,0 +1,25 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+// useAsm: the assembly needs AVX2 and FMA (and the OS saving YMM registers,
+// which x/sys/cpu checks).
+var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// dotAsm returns sum a[i]*b[i] for i < n; n is a multiple of 16.
+//
+//go:noescape
+func dotAsm(a, b *float32, n int) float32
+
+// dot4Asm writes the dot products of a with b's four rows (ldb apart) over
+// n elements, a multiple of 16, to out.
+//
+//go:noescape
+func dot4Asm(a, b *float32, ldb, n int, out *[4]float32)
+
+// axpyAsm adds alpha*x[i] to y[i] for i < n, a multiple of 16.
+//
+//go:noescape
+func axpyAsm(alpha float32, x, y *float32, n int)

@@ -1,0 +1,262 @@
+package onnxeval
+
+import (
+	"fmt"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
+)
+
+// packedNT is a constant matrix kept as n rows of k (B^T of a product A B),
+// the layout kernel.GemmNT reads.
+type packedNT struct {
+	n, k int
+	w    []float32
+}
+
+// packConst returns B (k x n, or n x k when trans) as an n x k matrix.
+func packConst(b []float32, rows, cols int, trans bool) packedNT {
+	if trans { // already n x k
+		return packedNT{n: rows, k: cols, w: b}
+	}
+	w := make([]float32, rows*cols)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			w[j*rows+i] = b[i*cols+j]
+		}
+	}
+	return packedNT{n: cols, k: rows, w: w}
+}
+
+func init() {
+	register("MatMul", compileMatMul)
+	register("Gemm", compileGemm)
+}
+
+func compileMatMul(n *node) (opFunc, error) {
+	if err := n.needInputs(2, 2); err != nil {
+		return nil, err
+	}
+	var packed *packedNT
+	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
+		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), false)
+		packed = &p
+	}
+	return func(f *frame, in, out []*Tensor) error {
+		a, b := in[0], in[1]
+		if a.DType != builder.Float || b.DType != builder.Float {
+			if a.DType == builder.Double && b.DType == builder.Double {
+				o, err := matmulGeneric[float64](f.r, a, b)
+				out[0] = o
+				return err
+			}
+			if a.DType == b.DType && (a.DType == builder.Int64 || a.DType == builder.Int32) {
+				var o *Tensor
+				var err error
+				if a.DType == builder.Int64 {
+					o, err = matmulGeneric[int64](f.r, a, b)
+				} else {
+					o, err = matmulGeneric[int32](f.r, a, b)
+				}
+				out[0] = o
+				return err
+			}
+			return fmt.Errorf("inputs are %v and %v; float32 or float64 (both the same) expected", a.DType, b.DType)
+		}
+		if packed != nil && len(a.Shape) >= 1 {
+			K := int(a.Shape[len(a.Shape)-1])
+			if K != packed.k {
+				return fmt.Errorf("A is %v, B is [%d,%d]: inner dimensions differ", a, packed.k, packed.n)
+			}
+			M := a.Len() / max(K, 1)
+			if K == 0 {
+				M = numel(a.Shape[:len(a.Shape)-1])
+			}
+			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(packed.n))
+			o := f.r.f32(shape)
+			if K == 0 {
+				clear(get[float32](o))
+			} else {
+				kernel.GemmNT(M, packed.n, K, get[float32](a), K, packed.w, K, get[float32](o), packed.n, false, f.r.threads)
+			}
+			out[0] = o
+			return nil
+		}
+		o, err := matmulF32(f.r, a, b)
+		out[0] = o
+		return err
+	}, nil
+}
+
+// matmulShapes works out numpy matmul's broadcast: the batch shape, M, K, N,
+// and each operand's batch index per output batch.
+func matmulShapes(as, bs []int64) (shape []int64, m, k, n int, ia, ib []int32, err error) {
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, 0, 0, 0, nil, nil, fmt.Errorf("MatMul of a scalar")
+	}
+	a2, b2 := as, bs
+	if len(as) == 1 {
+		a2 = []int64{1, as[0]}
+	}
+	if len(bs) == 1 {
+		b2 = []int64{bs[0], 1}
+	}
+	m, k = int(a2[len(a2)-2]), int(a2[len(a2)-1])
+	if int(b2[len(b2)-2]) != k {
+		return nil, 0, 0, 0, nil, nil, fmt.Errorf("shapes %v and %v: inner dimensions %d and %d differ", as, bs, k, b2[len(b2)-2])
+	}
+	n = int(b2[len(b2)-1])
+	batch, err := broadcastShape(a2[:len(a2)-2], b2[:len(b2)-2])
+	if err != nil {
+		return nil, 0, 0, 0, nil, nil, err
+	}
+	ia, ib = bcastIndex(batch, a2[:len(a2)-2]), bcastIndex(batch, b2[:len(b2)-2])
+	shape = cloneShape(batch)
+	if len(as) > 1 {
+		shape = append(shape, int64(m))
+	}
+	if len(bs) > 1 {
+		shape = append(shape, int64(n))
+	}
+	if ia == nil {
+		ia = identity(numel(batch))
+	}
+	if ib == nil {
+		ib = identity(numel(batch))
+	}
+	return shape, m, k, n, ia, ib, nil
+}
+
+func identity(n int) []int32 {
+	x := make([]int32, n)
+	for i := range x {
+		x[i] = int32(i)
+	}
+	return x
+}
+
+func matmulF32(r *runner, a, b *Tensor) (*Tensor, error) {
+	shape, m, k, n, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+	if err != nil {
+		return nil, err
+	}
+	o := r.f32(shape)
+	x, y, z := get[float32](a), get[float32](b), get[float32](o)
+	clear(z)
+	for p := range ia {
+		ap, bp, cp := x[int(ia[p])*m*k:], y[int(ib[p])*k*n:], z[p*m*n:]
+		for i := 0; i < m; i++ {
+			ci := cp[i*n : (i+1)*n]
+			for l := 0; l < k; l++ {
+				if v := ap[i*k+l]; v != 0 {
+					kernel.Axpy(v, bp[l*n:(l+1)*n], ci)
+				}
+			}
+		}
+	}
+	return o, nil
+}
+
+func matmulGeneric[T int64 | int32 | float64](r *runner, a, b *Tensor) (*Tensor, error) {
+	shape, m, k, n, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+	if err != nil {
+		return nil, err
+	}
+	o := newLike(r, a.DType, shape)
+	x, y, z := get[T](a), get[T](b), get[T](o)
+	for p := range ia {
+		ap, bp, cp := x[int(ia[p])*m*k:], y[int(ib[p])*k*n:], z[p*m*n:]
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var s T
+				for l := 0; l < k; l++ {
+					s += ap[i*k+l] * bp[l*n+j]
+				}
+				cp[i*n+j] = s
+			}
+		}
+	}
+	return o, nil
+}
+
+func compileGemm(n *node) (opFunc, error) {
+	if err := n.needInputs(2, 3); err != nil {
+		return nil, err
+	}
+	transA, transB := n.int("transA", 0) == 1, n.int("transB", 0) == 1
+	alpha, beta := n.float("alpha", 1), n.float("beta", 1)
+	var packed *packedNT
+	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
+		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), transB)
+		packed = &p
+	}
+	return func(f *frame, in, out []*Tensor) error {
+		a, b := in[0], in[1]
+		if a.DType != builder.Float || b.DType != builder.Float || len(a.Shape) != 2 || len(b.Shape) != 2 {
+			return fmt.Errorf("A is %v and B is %v; two float32 matrices expected", a, b)
+		}
+		A := get[float32](a)
+		M, K := int(a.Shape[0]), int(a.Shape[1])
+		if transA {
+			M, K = K, M
+			A = transpose2(A, int(a.Shape[0]), int(a.Shape[1]))
+		}
+		p := packed
+		if p == nil {
+			q := packConst(get[float32](b), int(b.Shape[0]), int(b.Shape[1]), transB)
+			p = &q
+		}
+		if p.k != K {
+			return fmt.Errorf("A is %v (transA=%v), B is %v (transB=%v): inner dimensions differ", a, transA, b, transB)
+		}
+		N := p.n
+		o := f.r.f32([]int64{int64(M), int64(N)})
+		C := get[float32](o)
+		acc := false
+		if len(in) > 2 && in[2] != nil && beta != 0 {
+			bias := in[2]
+			if bias.DType != builder.Float {
+				return fmt.Errorf("C is %v, want float32", bias.DType)
+			}
+			shape, err := broadcastShape([]int64{int64(M), int64(N)}, bias.Shape)
+			if err != nil || shape[0] != int64(M) || shape[1] != int64(N) {
+				return fmt.Errorf("C %v does not broadcast to [%d,%d]", bias.Shape, M, N)
+			}
+			idx := bcastIndex(shape, bias.Shape)
+			bv := get[float32](bias)
+			for i := range C {
+				j := i
+				if idx != nil {
+					j = int(idx[i])
+				}
+				C[i] = beta * bv[j]
+			}
+			acc = true
+		}
+		if alpha == 1 {
+			kernel.GemmNT(M, N, K, A, K, p.w, K, C, N, acc, f.r.threads)
+		} else {
+			tmp := make([]float32, M*N)
+			kernel.GemmNT(M, N, K, A, K, p.w, K, tmp, N, false, f.r.threads)
+			for i := range C {
+				if acc {
+					C[i] += alpha * tmp[i]
+				} else {
+					C[i] = alpha * tmp[i]
+				}
+			}
+		}
+		out[0] = o
+		return nil
+	}, nil
+}
+
+func transpose2(x []float32, rows, cols int) []float32 {
+	y := make([]float32, len(x))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			y[j*rows+i] = x[i*cols+j]
+		}
+	}
+	return y
+}

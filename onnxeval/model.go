@@ -1,0 +1,318 @@
+package onnxeval
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/attnx/attnx/onnxfile"
+)
+
+// Options configures a Model.
+type Options struct {
+	// Threads bounds the goroutines one product may use; 0 means one per
+	// CPU (runtime.GOMAXPROCS), 1 runs everything on the calling goroutine.
+	Threads int
+}
+
+// Model is a loaded ONNX model ready to run: its graph checked against the
+// operators the evaluator implements and planned once (evaluation order,
+// each value's slot, when its buffer returns to the run's arena, weights
+// repacked for the kernels). Run may be called from many goroutines at once.
+type Model struct {
+	name    string
+	main    *plan
+	inputs  []onnxfile.ValueInfo
+	outputs []onnxfile.ValueInfo
+	threads int
+	arenas  sync.Pool
+}
+
+// UnsupportedError reports a node whose operator, or whose use of an
+// operator, the evaluator does not implement.
+type UnsupportedError struct {
+	// Node names the node ("" when unnamed), Op its operator with domain.
+	Node, Op string
+	// Why says what is missing.
+	Why string
+}
+
+func (e *UnsupportedError) Error() string {
+	n := e.Node
+	if n == "" {
+		n = "(unnamed)"
+	}
+	return fmt.Sprintf("native evaluator: node %s (%s): %s", n, e.Op, e.Why)
+}
+
+// Open loads the model file at path, external data included.
+func Open(path string, opt Options) (*Model, error) {
+	mp, err := onnxfile.LoadWith(path, onnxfile.LoadOptions{LoadExternalData: true})
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %w", err)
+	}
+	g, err := onnxfile.ReadGraph(mp)
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %s: %w", path, err)
+	}
+	return FromGraph(path, g, opsetOf(mp.GetOpsetImport()), opt)
+}
+
+// OpenBytes loads a model from the bytes of an .onnx file (without external
+// data).
+func OpenBytes(data []byte, opt Options) (*Model, error) {
+	mp, err := onnxfile.LoadBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %w", err)
+	}
+	g, err := onnxfile.ReadGraph(mp)
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %w", err)
+	}
+	return FromGraph("model bytes", g, opsetOf(mp.GetOpsetImport()), opt)
+}
+
+type opsetID interface {
+	GetDomain() string
+	GetVersion() int64
+}
+
+func opsetOf[T opsetID](imports []T) int64 {
+	for _, o := range imports {
+		if o.GetDomain() == "" || o.GetDomain() == "ai.onnx" {
+			return o.GetVersion()
+		}
+	}
+	return 17
+}
+
+// FromGraph plans g (a main graph read by onnxfile.ReadGraph) for running;
+// opset is the version of the default ONNX domain the model imports. name
+// labels errors.
+func FromGraph(name string, g *onnxfile.Graph, opset int64, opt Options) (*Model, error) {
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	inits := map[string]bool{}
+	for _, t := range g.Initializers {
+		inits[t.Name] = true
+	}
+	m := &Model{name: name, threads: threads}
+	for _, v := range g.Inputs {
+		if !inits[v.Name] {
+			m.inputs = append(m.inputs, v)
+		}
+	}
+	m.outputs = g.Outputs
+	c := &compiler{opset: opset}
+	p, err := c.plan(g, nil, m.inputNames())
+	if err != nil {
+		return nil, err
+	}
+	m.main = p
+	m.arenas.New = func() any { return &arena{} }
+	return m, nil
+}
+
+func (m *Model) inputNames() []string {
+	names := make([]string, len(m.inputs))
+	for i, v := range m.inputs {
+		names[i] = v.Name
+	}
+	return names
+}
+
+// Inputs returns the model's inputs (initializers left out).
+func (m *Model) Inputs() []onnxfile.ValueInfo { return append([]onnxfile.ValueInfo(nil), m.inputs...) }
+
+// Outputs returns the model's outputs.
+func (m *Model) Outputs() []onnxfile.ValueInfo {
+	return append([]onnxfile.ValueInfo(nil), m.outputs...)
+}
+
+// Ops returns the operators the model uses, main graph and subgraphs, sorted.
+func (m *Model) Ops() []string {
+	seen := map[string]bool{}
+	m.main.ops(seen)
+	out := make([]string, 0, len(seen))
+	for op := range seen {
+		out = append(out, op)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Run evaluates the model on inputs (one tensor per input, by name) and
+// returns every output by name. The returned tensors belong to the caller.
+func (m *Model) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	in := make([]*Tensor, len(m.inputs))
+	for i, v := range m.inputs {
+		t, ok := inputs[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("native evaluator: %s: input %q is missing", m.name, v.Name)
+		}
+		in[i] = t
+	}
+	for name := range inputs {
+		if m.inputIndex(name) < 0 {
+			return nil, fmt.Errorf("native evaluator: %s: no input called %q (inputs: %s)", m.name, name, strings.Join(m.inputNames(), ", "))
+		}
+	}
+	out, err := m.RunOrdered(in)
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]*Tensor, len(out))
+	for i, v := range m.outputs {
+		res[v.Name] = out[i]
+	}
+	return res, nil
+}
+
+func (m *Model) inputIndex(name string) int {
+	for i, v := range m.inputs {
+		if v.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// RunOrdered evaluates the model on inputs given in the order of Inputs and
+// returns the outputs in the order of Outputs.
+func (m *Model) RunOrdered(in []*Tensor) ([]*Tensor, error) {
+	if len(in) != len(m.inputs) {
+		return nil, fmt.Errorf("native evaluator: %s: %d inputs for %d", m.name, len(in), len(m.inputs))
+	}
+	for i, t := range in {
+		if err := m.checkInput(i, t); err != nil {
+			return nil, err
+		}
+	}
+	a := m.arenas.Get().(*arena)
+	defer m.arenas.Put(a)
+	r := &runner{arena: a, threads: m.threads}
+	out, err := m.main.run(r, in, nil)
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %s: %w", m.name, err)
+	}
+	return out, nil
+}
+
+func (m *Model) checkInput(i int, t *Tensor) error {
+	v := m.inputs[i]
+	if t == nil {
+		return fmt.Errorf("native evaluator: %s: input %q is nil", m.name, v.Name)
+	}
+	if elem, ok := v.Type.TensorElem(); ok && elem != t.DType {
+		return fmt.Errorf("native evaluator: %s: input %q is %v, the model wants %v", m.name, v.Name, t.DType, elem)
+	}
+	if t.Len() != dataLen(t.Data) {
+		return fmt.Errorf("native evaluator: %s: input %q has shape %v (%d elements) but %d values", m.name, v.Name, t.Shape, t.Len(), dataLen(t.Data))
+	}
+	if sh := v.Type.Shape; sh != nil {
+		if len(sh) != len(t.Shape) {
+			return fmt.Errorf("native evaluator: %s: input %q has rank %d (%v), the model wants %v", m.name, v.Name, len(t.Shape), t.Shape, sh)
+		}
+		for k, d := range sh {
+			if d.Known() && d.Value != t.Shape[k] {
+				return fmt.Errorf("native evaluator: %s: input %q has shape %v, the model wants %v", m.name, v.Name, t.Shape, sh)
+			}
+		}
+	}
+	return nil
+}
+
+func dataLen(d any) int {
+	switch x := d.(type) {
+	case []float32:
+		return len(x)
+	case []float64:
+		return len(x)
+	case []int64:
+		return len(x)
+	case []int32:
+		return len(x)
+	case []int16:
+		return len(x)
+	case []int8:
+		return len(x)
+	case []uint8:
+		return len(x)
+	case []uint16:
+		return len(x)
+	case []uint32:
+		return len(x)
+	case []uint64:
+		return len(x)
+	case []bool:
+		return len(x)
+	}
+	return -1
+}
+
+// runner is one Run's context: its arena and thread budget.
+type runner struct {
+	arena   *arena
+	threads int
+}
+
+// arena recycles the float32 buffers of values whose last use has passed,
+// within one run and, through Model's pool, across runs.
+type arena struct {
+	free [][]float32
+}
+
+func (a *arena) get(n int) []float32 {
+	best := -1
+	for i, b := range a.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(a.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]float32, n)
+	}
+	b := a.free[best]
+	last := len(a.free) - 1
+	a.free[best] = a.free[last]
+	a.free = a.free[:last]
+	return b[:n]
+}
+
+func (a *arena) put(b []float32) {
+	if cap(b) == 0 || len(a.free) >= 64 {
+		return
+	}
+	a.free = append(a.free, b)
+}
+
+// f32 returns an owned float32 tensor of shape from the arena; its contents
+// are not zeroed.
+func (r *runner) f32(shape []int64) *Tensor {
+	return &Tensor{DType: dtFloat, Shape: shape, Data: r.arena.get(numel(shape)), owned: true}
+}
+
+// alloc returns a zeroed tensor of dt and shape.
+func (r *runner) alloc(dt dtype, shape []int64) (*Tensor, error) {
+	if dt == dtFloat {
+		t := r.f32(shape)
+		clear(t.Data.([]float32))
+		return t, nil
+	}
+	d, err := makeData(dt, numel(shape))
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{DType: dt, Shape: shape, Data: d}, nil
+}
+
+func (r *runner) release(t *Tensor) {
+	if t != nil && t.owned {
+		t.owned = false
+		r.arena.put(t.Data.([]float32))
+	}
+}

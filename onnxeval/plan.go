@@ -1,0 +1,324 @@
+package onnxeval
+
+import (
+	"fmt"
+
+	"github.com/attnx/attnx/onnxfile"
+)
+
+// opFunc evaluates one node: in holds its inputs (nil for an omitted one),
+// out has room for its outputs, which it fills with new tensors (from the
+// runner's arena where float32) or, for the aliasing operators, views of
+// in[0]. f gives Loop its enclosing frame.
+type opFunc func(f *frame, in, out []*Tensor) error
+
+// aliasing operators return a view of their first input: its data with
+// another shape.
+var aliasing = map[string]bool{"Reshape": true, "Squeeze": true, "Unsqueeze": true, "Identity": true, "Flatten": true}
+
+// plan is a graph made ready to run: a slot per value, the steps in order,
+// and after each step the slots whose buffers are dead.
+type plan struct {
+	nslots   int
+	inputs   []int // formal inputs' slots
+	outputs  []int
+	consts   []constSlot
+	captures []capture // values of enclosing graphs a subgraph reads
+	steps    []step
+}
+
+type constSlot struct {
+	slot int
+	t    *Tensor
+}
+
+type capture struct{ outer, inner int }
+
+type step struct {
+	name, op string
+	in, out  []int // -1: omitted
+	fn       opFunc
+	free     []int // slots whose storage root dies after this step
+	body     *plan // a Loop's body
+}
+
+// frame is one evaluation of a plan: its slots.
+type frame struct {
+	r   *runner
+	env []*Tensor
+}
+
+// compiler plans graphs; opset is the default domain's version.
+type compiler struct {
+	opset int64
+}
+
+// scope maps a graph's value names to slots, reaching enclosing graphs'
+// values through captures.
+type scope struct {
+	parent *scope
+	p      *plan
+	slots  map[string]int
+}
+
+func (s *scope) newSlot(name string) int {
+	k := s.p.nslots
+	s.p.nslots++
+	if name != "" {
+		s.slots[name] = k
+	}
+	return k
+}
+
+func (s *scope) lookup(name string) (int, bool) {
+	if k, ok := s.slots[name]; ok {
+		return k, true
+	}
+	if s.parent == nil {
+		return 0, false
+	}
+	outer, ok := s.parent.lookup(name)
+	if !ok {
+		return 0, false
+	}
+	k := s.newSlot(name)
+	s.p.captures = append(s.p.captures, capture{outer: outer, inner: k})
+	return k, true
+}
+
+// node is what an operator's compile function sees of a node.
+type node struct {
+	onnxfile.GraphNode
+	c      *compiler
+	consts []*Tensor // constant inputs (initializers, Constant outputs), else nil
+	body   *plan
+}
+
+func (n *node) opName() string {
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return n.Domain + "." + n.Op
+	}
+	return n.Op
+}
+
+func (n *node) unsupported(format string, args ...any) error {
+	return &UnsupportedError{Node: n.Name, Op: n.opName(), Why: fmt.Sprintf(format, args...)}
+}
+
+func (n *node) errorf(format string, args ...any) error {
+	name := n.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	return fmt.Errorf("node %s (%s): %s", name, n.opName(), fmt.Sprintf(format, args...))
+}
+
+// plan makes g's plan; inputs are the names of g's runtime inputs in order.
+func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*plan, error) {
+	p := &plan{}
+	s := &scope{parent: parent, p: p, slots: map[string]int{}}
+	constOf := map[int]*Tensor{}
+	for _, name := range inputs {
+		p.inputs = append(p.inputs, s.newSlot(name))
+	}
+	for _, it := range g.Initializers {
+		if _, isInput := s.slots[it.Name]; isInput {
+			continue // an input with a default: the caller's value wins
+		}
+		t, err := FromBuilder(it)
+		if err != nil {
+			return nil, fmt.Errorf("initializer %q: %w", it.Name, err)
+		}
+		k := s.newSlot(it.Name)
+		p.consts = append(p.consts, constSlot{k, t})
+		constOf[k] = t
+	}
+	// root[k] is the slot whose buffer value k's data lives in.
+	root := map[int]int{}
+	pinned := map[int]bool{} // roots never returned to the arena
+	for _, k := range p.inputs {
+		pinned[k] = true
+	}
+	for k := range constOf {
+		pinned[k] = true
+	}
+	lastUse := map[int]int{}
+	for i := range g.Nodes {
+		gn := g.Nodes[i]
+		n := &node{GraphNode: gn, c: c}
+		st := step{name: gn.Name, op: n.opName()}
+		for _, name := range gn.Inputs {
+			if name == "" {
+				st.in = append(st.in, -1)
+				n.consts = append(n.consts, nil)
+				continue
+			}
+			k, ok := s.lookup(name)
+			if !ok {
+				return nil, n.errorf("input %q is not defined before the node", name)
+			}
+			if _, own := root[k]; !own {
+				root[k] = k
+			}
+			st.in = append(st.in, k)
+			n.consts = append(n.consts, constOf[k])
+		}
+		if gn.Op == "Loop" && (gn.Domain == "" || gn.Domain == "ai.onnx") {
+			body := gn.Graphs["body"]
+			if body == nil {
+				return nil, n.errorf("Loop without a body")
+			}
+			names := make([]string, len(body.Inputs))
+			for j, v := range body.Inputs {
+				names[j] = v.Name
+			}
+			bp, err := c.plan(body, s, names)
+			if err != nil {
+				return nil, fmt.Errorf("Loop %q body: %w", gn.Name, err)
+			}
+			n.body = bp
+			st.body = bp
+			// Captured values are read by the body: they live until the Loop ends.
+			for _, cp := range bp.captures {
+				if _, own := root[cp.outer]; !own {
+					root[cp.outer] = cp.outer
+				}
+				lastUse[root[cp.outer]] = i
+			}
+		}
+		fn, err := compile(n)
+		if err != nil {
+			return nil, err
+		}
+		st.fn = fn
+		for _, k := range st.in {
+			if k >= 0 {
+				lastUse[root[k]] = i
+			}
+		}
+		for j, name := range gn.Outputs {
+			if name == "" {
+				st.out = append(st.out, -1)
+				continue
+			}
+			if _, dup := s.slots[name]; dup {
+				return nil, n.errorf("output %q is defined twice", name)
+			}
+			k := s.newSlot(name)
+			st.out = append(st.out, k)
+			if j == 0 && aliasing[n.Op] && st.in[0] >= 0 {
+				root[k] = root[st.in[0]]
+				lastUse[root[k]] = i
+			} else {
+				root[k] = k
+				lastUse[k] = i
+			}
+			if gn.Op == "Constant" {
+				// Folded: Constant's value is known now.
+				t, err := constantValue(n)
+				if err != nil {
+					return nil, err
+				}
+				constOf[k] = t
+				pinned[k] = true
+			}
+		}
+		p.steps = append(p.steps, st)
+	}
+	for _, v := range g.Outputs {
+		k, ok := s.lookup(v.Name)
+		if !ok {
+			return nil, fmt.Errorf("graph %q: output %q is never computed", g.Name, v.Name)
+		}
+		if _, own := root[k]; !own {
+			root[k] = k
+		}
+		p.outputs = append(p.outputs, k)
+		pinned[root[k]] = true
+	}
+	for _, cp := range p.captures {
+		pinned[cp.inner] = true
+		pinned[root[cp.inner]] = true
+	}
+	for r, i := range lastUse {
+		if root[r] == r && !pinned[r] {
+			p.steps[i].free = append(p.steps[i].free, r)
+		}
+	}
+	// Constant nodes become constants: their steps do nothing at run time.
+	for i := range p.steps {
+		if p.steps[i].op == "Constant" {
+			for _, k := range p.steps[i].out {
+				if k >= 0 {
+					p.consts = append(p.consts, constSlot{k, constOf[k]})
+				}
+			}
+			p.steps[i].fn = nil
+		}
+	}
+	return p, nil
+}
+
+// run evaluates the plan with its formal inputs in and, for a subgraph, the
+// enclosing frame outer (whose captured slots it reads).
+func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
+	f := &frame{r: r, env: make([]*Tensor, p.nslots)}
+	for i, k := range p.inputs {
+		f.env[k] = in[i]
+	}
+	for _, c := range p.consts {
+		f.env[c.slot] = c.t
+	}
+	for _, c := range p.captures {
+		f.env[c.inner] = outer.env[c.outer]
+	}
+	var ins, outs []*Tensor
+	for i := range p.steps {
+		st := &p.steps[i]
+		if st.fn == nil {
+			continue
+		}
+		ins = ins[:0]
+		for _, k := range st.in {
+			if k < 0 {
+				ins = append(ins, nil)
+			} else {
+				ins = append(ins, f.env[k])
+			}
+		}
+		outs = append(outs[:0], make([]*Tensor, len(st.out))...)
+		if err := st.fn(f, ins, outs); err != nil {
+			name := st.name
+			if name == "" {
+				name = "(unnamed)"
+			}
+			return nil, fmt.Errorf("node %s (%s): %w", name, st.op, err)
+		}
+		for j, k := range st.out {
+			if k >= 0 {
+				f.env[k] = outs[j]
+			}
+		}
+		for _, k := range st.free {
+			r.release(f.env[k])
+		}
+	}
+	res := make([]*Tensor, len(p.outputs))
+	for i, k := range p.outputs {
+		t := f.env[k]
+		if t == nil {
+			return nil, fmt.Errorf("output %d was not computed", i)
+		}
+		res[i] = t
+	}
+	return res, nil
+}
+
+func (p *plan) ops(seen map[string]bool) {
+	for _, st := range p.steps {
+		seen[st.op] = true
+		if st.body != nil {
+			st.body.ops(seen)
+		}
+	}
+}

@@ -1,0 +1,378 @@
+package onnxeval
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/quant"
+)
+
+// roundEven rounds half to even, as ONNX's quantizers do.
+func roundEven(x float32) float32 { return float32(math.RoundToEven(float64(x))) }
+
+func saturate(v float32, lo, hi float32) float32 { return max(lo, min(hi, v)) }
+
+func quantRange(dt builder.DataType) (float32, float32, error) {
+	switch dt {
+	case builder.Uint8:
+		return 0, 255, nil
+	case builder.Int8:
+		return -128, 127, nil
+	}
+	return 0, 0, fmt.Errorf("quantized type %v is not supported (uint8 or int8)", dt)
+}
+
+// perAxis returns, for element i of a tensor shaped shape, the index of its
+// scale: 0 for a scalar scale, its coordinate on axis otherwise.
+func perAxis(shape []int64, axis int64, scales int) (func(i int) int, error) {
+	if scales == 1 {
+		return func(int) int { return 0 }, nil
+	}
+	k, err := normAxis(axis, len(shape), "axis")
+	if err != nil {
+		return nil, err
+	}
+	if int(shape[k]) != scales {
+		return nil, fmt.Errorf("%d scales for axis %d of size %d", scales, k, shape[k])
+	}
+	inner := numel(shape[k+1:])
+	dim := int(shape[k])
+	return func(i int) int { return (i / inner) % dim }, nil
+}
+
+func intsOf(t *Tensor) []int32 {
+	switch d := t.Data.(type) {
+	case []uint8:
+		out := make([]int32, len(d))
+		for i, v := range d {
+			out[i] = int32(v)
+		}
+		return out
+	case []int8:
+		out := make([]int32, len(d))
+		for i, v := range d {
+			out[i] = int32(v)
+		}
+		return out
+	case []int32:
+		return d
+	}
+	return nil
+}
+
+func init() {
+	register("QuantizeLinear", func(n *node) (opFunc, error) {
+		if err := n.needInputs(2, 3); err != nil {
+			return nil, err
+		}
+		axis := n.int("axis", 1)
+		return func(f *frame, in, out []*Tensor) error {
+			x, sc := in[0], in[1]
+			if x.DType != builder.Float || sc.DType != builder.Float {
+				return fmt.Errorf("x is %v and y_scale %v; float32 expected", x.DType, sc.DType)
+			}
+			odt := builder.Uint8
+			var zp []int32
+			if len(in) > 2 && in[2] != nil {
+				odt = in[2].DType
+				zp = intsOf(in[2])
+			}
+			lo, hi, err := quantRange(odt)
+			if err != nil {
+				return err
+			}
+			s := get[float32](sc)
+			at, err := perAxis(x.Shape, axis, len(s))
+			if err != nil {
+				return err
+			}
+			xs := get[float32](x)
+			q := make([]float32, len(xs))
+			for i, v := range xs {
+				j := at(i)
+				z := float32(0)
+				if zp != nil {
+					z = float32(zp[j])
+				}
+				q[i] = saturate(roundEven(v/s[j])+z, lo, hi)
+			}
+			out[0] = quantized(odt, x.Shape, q)
+			return nil
+		}, nil
+	})
+	register("DequantizeLinear", func(n *node) (opFunc, error) {
+		if err := n.needInputs(2, 3); err != nil {
+			return nil, err
+		}
+		axis := n.int("axis", 1)
+		return func(f *frame, in, out []*Tensor) error {
+			x, sc := in[0], in[1]
+			xs := intsOf(x)
+			if xs == nil || sc.DType != builder.Float {
+				return fmt.Errorf("x is %v and x_scale %v; int8, uint8 or int32 and float32 expected", x.DType, sc.DType)
+			}
+			var zp []int32
+			if len(in) > 2 && in[2] != nil {
+				zp = intsOf(in[2])
+			}
+			s := get[float32](sc)
+			at, err := perAxis(x.Shape, axis, len(s))
+			if err != nil {
+				return err
+			}
+			o := f.r.f32(cloneShape(x.Shape))
+			z := get[float32](o)
+			for i, v := range xs {
+				j := at(i)
+				var zz int32
+				if zp != nil {
+					zz = zp[j]
+				}
+				z[i] = float32(v-zz) * s[j]
+			}
+			out[0] = o
+			return nil
+		}, nil
+	})
+	register("DynamicQuantizeLinear", func(n *node) (opFunc, error) {
+		return func(f *frame, in, out []*Tensor) error {
+			x := in[0]
+			if x.DType != builder.Float {
+				return fmt.Errorf("x is %v, want float32", x.DType)
+			}
+			xs := get[float32](x)
+			lo, hi := float32(0), float32(0)
+			for _, v := range xs {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			scale := (hi - lo) / 255
+			var zp float32
+			if scale != 0 {
+				zp = saturate(roundEven(0-lo/scale), 0, 255)
+			}
+			q := make([]uint8, len(xs))
+			for i, v := range xs {
+				if scale == 0 {
+					q[i] = uint8(zp)
+					continue
+				}
+				q[i] = uint8(saturate(roundEven(v/scale)+zp, 0, 255))
+			}
+			out[0] = New(cloneShape(x.Shape), q)
+			out[1] = New([]int64{}, []float32{scale})
+			out[2] = New([]int64{}, []uint8{uint8(zp)})
+			return nil
+		}, nil
+	})
+	register("MatMulInteger", func(n *node) (opFunc, error) {
+		if err := n.needInputs(2, 4); err != nil {
+			return nil, err
+		}
+		// A constant B with no zero point per column is kept transposed
+		// as float32: the products of 8-bit integers summed in float32
+		// are exact while every partial sum stays below 2^24, which holds
+		// when K * max|a| * max|b| does; larger products use integer sums.
+		var bt *packedNT
+		var bmax int32
+		if c := n.consts[1]; c != nil && len(c.Shape) == 2 && (len(n.consts) < 4 || n.consts[3] == nil || !n.has(3)) {
+			bi := intsOf(c)
+			if bi != nil {
+				K, N := int(c.Shape[0]), int(c.Shape[1])
+				w := make([]float32, N*K)
+				for k := 0; k < K; k++ {
+					for j := 0; j < N; j++ {
+						v := bi[k*N+j]
+						w[j*K+k] = float32(v)
+						bmax = max(bmax, v, -v)
+					}
+				}
+				bt = &packedNT{n: N, k: K, w: w}
+			}
+		}
+		return func(f *frame, in, out []*Tensor) error {
+			a, b := in[0], in[1]
+			ai, bi := intsOf(a), intsOf(b)
+			if ai == nil || bi == nil || a.DType == builder.Int32 || b.DType == builder.Int32 {
+				return fmt.Errorf("A is %v and B %v; int8 or uint8 expected", a.DType, b.DType)
+			}
+			var azp, bzp []int32
+			if len(in) > 2 && in[2] != nil {
+				azp = intsOf(in[2])
+			}
+			if len(in) > 3 && in[3] != nil {
+				bzp = intsOf(in[3])
+			}
+			shape, m, k, nn, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+			if err != nil {
+				return err
+			}
+			res := make([]int32, numel(shape))
+			// A's zero point: a scalar or one per row of A (of M).
+			azAt := func(i int) int32 {
+				switch len(azp) {
+				case 0:
+					return 0
+				case 1:
+					return azp[0]
+				}
+				return azp[i%len(azp)]
+			}
+			bzAt := func(j int) int32 {
+				switch len(bzp) {
+				case 0:
+					return 0
+				case 1:
+					return bzp[0]
+				}
+				return bzp[j%len(bzp)]
+			}
+			var amax int32
+			for i, v := range ai {
+				d := v - azAt(i/max(k, 1))
+				amax = max(amax, d, -d)
+			}
+			if bt != nil && len(ia) == 1 && bt.k == k && len(bzp) <= 1 && bzAt(0) == 0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
+				af := make([]float32, m*k)
+				for i := range af {
+					af[i] = float32(ai[i] - azAt(i/max(k, 1)))
+				}
+				acc := make([]float32, m*nn)
+				kernel.GemmNT(m, nn, k, af, k, bt.w, k, acc, nn, false, f.r.threads)
+				for i, v := range acc {
+					res[i] = int32(v)
+				}
+				out[0] = New(shape, res)
+				return nil
+			}
+			for p := range ia {
+				ap, bp, cp := ai[int(ia[p])*m*k:], bi[int(ib[p])*k*nn:], res[p*m*nn:]
+				for i := 0; i < m; i++ {
+					za := azAt(i)
+					for j := 0; j < nn; j++ {
+						zb := bzAt(j)
+						var s int32
+						for l := 0; l < k; l++ {
+							s += (ap[i*k+l] - za) * (bp[l*nn+j] - zb)
+						}
+						cp[i*nn+j] = s
+					}
+				}
+			}
+			out[0] = New(shape, res)
+			return nil
+		}, nil
+	})
+	register("QLinearMatMul", func(n *node) (opFunc, error) {
+		if err := n.needInputs(8, 8); err != nil {
+			return nil, err
+		}
+		return func(f *frame, in, out []*Tensor) error {
+			a, as, az, b, bs, bz, ys, yz := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+			ai, bi := intsOf(a), intsOf(b)
+			if ai == nil || bi == nil {
+				return fmt.Errorf("a is %v and b %v; int8 or uint8 expected", a.DType, b.DType)
+			}
+			shape, m, k, nn, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+			if err != nil {
+				return err
+			}
+			lo, hi, err := quantRange(yz.DType)
+			if err != nil {
+				return err
+			}
+			azv, bzv, yzv := intsOf(az), intsOf(bz), intsOf(yz)
+			asv, bsv, ysv := get[float32](as), get[float32](bs), get[float32](ys)
+			q := make([]float32, numel(shape))
+			for p := range ia {
+				ap, bp := ai[int(ia[p])*m*k:], bi[int(ib[p])*k*nn:]
+				for i := 0; i < m; i++ {
+					for j := 0; j < nn; j++ {
+						bzj, bsj := bzv[0], bsv[0]
+						if len(bzv) > 1 {
+							bzj = bzv[j]
+						}
+						if len(bsv) > 1 {
+							bsj = bsv[j]
+						}
+						var s int32
+						for l := 0; l < k; l++ {
+							s += (ap[i*k+l] - azv[0]) * (bp[l*nn+j] - bzj)
+						}
+						scale := asv[0] * bsj / ysv[0]
+						q[p*m*nn+i*nn+j] = saturate(roundEven(float32(s)*scale)+float32(yzv[0]), lo, hi)
+					}
+				}
+			}
+			out[0] = quantized(yz.DType, shape, q)
+			return nil
+		}, nil
+	})
+	register("com.microsoft.MatMulNBits", func(n *node) (opFunc, error) {
+		if err := n.needInputs(3, 6); err != nil {
+			return nil, err
+		}
+		if n.has(4) {
+			return nil, n.unsupported("g_idx (act-order) is not supported")
+		}
+		K, N := int(n.int("K", 0)), int(n.int("N", 0))
+		bits, block := int(n.int("bits", 4)), int(n.int("block_size", 0))
+		pb, sc := n.consts[1], n.consts[2]
+		if pb == nil || sc == nil || pb.DType != builder.Uint8 || sc.DType != builder.Float {
+			return nil, n.unsupported("B and scales must be constant uint8 and float32 tensors")
+		}
+		bw := &quant.Blockwise{N: N, K: K, Bits: bits, BlockSize: block, B: get[uint8](pb), Scales: get[float32](sc)}
+		if n.has(3) {
+			zp := n.consts[3]
+			if zp == nil || zp.DType != builder.Uint8 {
+				return nil, n.unsupported("zero_points must be a constant uint8 tensor")
+			}
+			bw.ZeroPoints = get[uint8](zp)
+		}
+		if bits != 4 && bits != 8 && bits != 2 || block < 16 || K <= 0 || N <= 0 ||
+			len(bw.B) != N*bw.Blocks()*bw.BlobSize() || len(bw.Scales) != N*bw.Blocks() ||
+			(bw.ZeroPoints != nil && len(bw.ZeroPoints) != N*bw.ZeroPointBytes()) {
+			return nil, n.errorf("K=%d N=%d bits=%d block_size=%d do not match B (%d bytes), scales (%d) and zero points (%d bytes)",
+				K, N, bits, block, len(bw.B), len(bw.Scales), len(bw.ZeroPoints))
+		}
+		w := bw.Dequantize() // N x K: already the layout GemmNT reads
+		return func(f *frame, in, out []*Tensor) error {
+			a := in[0]
+			if a.DType != builder.Float || len(a.Shape) < 1 || int(a.Shape[len(a.Shape)-1]) != K {
+				return fmt.Errorf("A is %v; float32 [..., %d] expected", a, K)
+			}
+			M := a.Len() / K
+			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(N))
+			o := f.r.f32(shape)
+			kernel.GemmNT(M, N, K, get[float32](a), K, w, K, get[float32](o), N, false, f.r.threads)
+			if len(in) > 5 && in[5] != nil { // bias
+				bias := get[float32](in[5])
+				z := get[float32](o)
+				for i := 0; i < M; i++ {
+					for j := 0; j < N; j++ {
+						z[i*N+j] += bias[j]
+					}
+				}
+			}
+			out[0] = o
+			return nil
+		}, nil
+	})
+}
+
+// quantized stores float values already rounded and saturated as dt.
+func quantized(dt builder.DataType, shape []int64, q []float32) *Tensor {
+	if dt == builder.Int8 {
+		d := make([]int8, len(q))
+		for i, v := range q {
+			d[i] = int8(v)
+		}
+		return New(cloneShape(shape), d)
+	}
+	d := make([]uint8, len(q))
+	for i, v := range q {
+		d[i] = uint8(v)
+	}
+	return New(cloneShape(shape), d)
+}

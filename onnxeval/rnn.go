@@ -1,0 +1,379 @@
+package onnxeval
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
+)
+
+// rnnKind is the cell: its gate count and equations.
+type rnnKind int
+
+const (
+	cellRNN rnnKind = iota
+	cellGRU
+	cellLSTM
+)
+
+func (k rnnKind) gates() int { return [...]int{1, 3, 4}[k] }
+
+// act is an RNN activation on float32 slices (in place).
+type act func(x []float32)
+
+func actByName(name string, alpha, beta float32) (act, error) {
+	switch strings.ToLower(name) {
+	case "sigmoid":
+		return func(x []float32) { sigmoid32(x, x) }, nil
+	case "tanh":
+		return func(x []float32) { tanh32(x, x) }, nil
+	case "relu":
+		return func(x []float32) {
+			for i, v := range x {
+				x[i] = max(v, 0)
+			}
+		}, nil
+	case "hardsigmoid":
+		return func(x []float32) {
+			for i, v := range x {
+				x[i] = max(0, min(1, alpha*v+beta))
+			}
+		}, nil
+	case "leakyrelu":
+		return func(x []float32) {
+			for i, v := range x {
+				if v < 0 {
+					x[i] = alpha * v
+				}
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("activation %s is not supported", name)
+}
+
+type rnnOp struct {
+	kind       rnnKind
+	hidden     int
+	dirs       int
+	reverse    []bool // per direction
+	f, g, h    []act  // per direction (h unused but by LSTM)
+	clip       float32
+	lbr        bool // GRU linear_before_reset
+	numOutputs int
+}
+
+func compileRNN(kind rnnKind) compileFunc {
+	return func(n *node) (opFunc, error) {
+		if err := n.needInputs(3, 8); err != nil {
+			return nil, err
+		}
+		op := &rnnOp{kind: kind, hidden: int(n.int("hidden_size", 0)), clip: n.float("clip", 0), lbr: n.int("linear_before_reset", 0) == 1}
+		if n.int("layout", 0) != 0 {
+			return nil, n.unsupported("layout=1")
+		}
+		if n.int("input_forget", 0) != 0 {
+			return nil, n.unsupported("input_forget=1")
+		}
+		switch dir := n.str("direction", "forward"); dir {
+		case "forward":
+			op.dirs, op.reverse = 1, []bool{false}
+		case "reverse":
+			op.dirs, op.reverse = 1, []bool{true}
+		case "bidirectional":
+			op.dirs, op.reverse = 2, []bool{false, true}
+		default:
+			return nil, n.errorf("direction %q", dir)
+		}
+		defaults := map[rnnKind][]string{cellRNN: {"Tanh"}, cellGRU: {"Sigmoid", "Tanh"}, cellLSTM: {"Sigmoid", "Tanh", "Tanh"}}[kind]
+		per := len(defaults)
+		names := defaults
+		if a, ok := n.attr("activations"); ok {
+			names = a.Strings
+			if len(names) == per && op.dirs == 2 {
+				names = append(append([]string{}, names...), names...)
+			}
+		} else if op.dirs == 2 {
+			names = append(append([]string{}, defaults...), defaults...)
+		}
+		if len(names) != per*op.dirs {
+			return nil, n.errorf("%d activations for %d directions of %d", len(names), op.dirs, per)
+		}
+		alphas, _ := n.attr("activation_alpha")
+		betas, _ := n.attr("activation_beta")
+		for d := 0; d < op.dirs; d++ {
+			for j := 0; j < per; j++ {
+				i := d*per + j
+				alpha, beta := float32(0.01), float32(0)
+				if strings.EqualFold(names[i], "HardSigmoid") {
+					alpha, beta = 0.2, 0.5
+				}
+				if i < len(alphas.Floats) {
+					alpha = alphas.Floats[i]
+				}
+				if i < len(betas.Floats) {
+					beta = betas.Floats[i]
+				}
+				a, err := actByName(names[i], alpha, beta)
+				if err != nil {
+					return nil, n.unsupported("%v", err)
+				}
+				switch j {
+				case 0:
+					op.f = append(op.f, a)
+				case 1:
+					op.g = append(op.g, a)
+				case 2:
+					op.h = append(op.h, a)
+				}
+			}
+		}
+		op.numOutputs = len(n.Outputs)
+		return op.run, nil
+	}
+}
+
+func init() {
+	register("RNN", compileRNN(cellRNN))
+	register("GRU", compileRNN(cellGRU))
+	register("LSTM", compileRNN(cellLSTM))
+}
+
+func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
+	r := f.r
+	x, w, rr := in[0], in[1], in[2]
+	for i, t := range []*Tensor{x, w, rr} {
+		if t.DType != builder.Float {
+			return fmt.Errorf("input %d is %v, want float32", i, t.DType)
+		}
+	}
+	G, H := op.kind.gates(), op.hidden
+	if len(x.Shape) != 3 {
+		return fmt.Errorf("X is %v, want [seq, batch, input]", x)
+	}
+	S, B, I := int(x.Shape[0]), int(x.Shape[1]), int(x.Shape[2])
+	D := op.dirs
+	if !sameShape(w.Shape, []int64{int64(D), int64(G * H), int64(I)}) || !sameShape(rr.Shape, []int64{int64(D), int64(G * H), int64(H)}) {
+		return fmt.Errorf("W is %v and R %v; want [%d,%d,%d] and [%d,%d,%d]", w, rr, D, G*H, I, D, G*H, H)
+	}
+	opt := func(i int) *Tensor {
+		if i < len(in) {
+			return in[i]
+		}
+		return nil
+	}
+	bias, lens, h0 := opt(3), opt(4), opt(5)
+	var c0, peep *Tensor
+	if op.kind == cellLSTM {
+		c0, peep = opt(6), opt(7)
+	}
+	if bias != nil && (bias.DType != builder.Float || bias.Len() != D*2*G*H) {
+		return fmt.Errorf("B is %v, want float32 [%d,%d]", bias, D, 2*G*H)
+	}
+	seqLen := make([]int, B)
+	for b := range seqLen {
+		seqLen[b] = S
+	}
+	if lens != nil {
+		l, err := ints(lens, "sequence_lens")
+		if err != nil {
+			return err
+		}
+		if len(l) != B {
+			return fmt.Errorf("sequence_lens has %d entries for a batch of %d", len(l), B)
+		}
+		for b, v := range l {
+			if v < 0 || v > int64(S) {
+				return fmt.Errorf("sequence_lens[%d] = %d is outside 0..%d", b, v, S)
+			}
+			seqLen[b] = int(v)
+		}
+	}
+	for _, t := range []*Tensor{h0, c0} {
+		if t != nil && (t.DType != builder.Float || t.Len() != D*B*H) {
+			return fmt.Errorf("initial state is %v, want float32 [%d,%d,%d]", t, D, B, H)
+		}
+	}
+	if peep != nil && (peep.DType != builder.Float || peep.Len() != D*3*H) {
+		return fmt.Errorf("P is %v, want float32 [%d,%d]", peep, D, 3*H)
+	}
+	Y := r.f32([]int64{int64(S), int64(D), int64(B), int64(H)})
+	y := get[float32](Y)
+	clear(y)
+	Yh := r.f32([]int64{int64(D), int64(B), int64(H)})
+	yh := get[float32](Yh)
+	var Yc *Tensor
+	var yc []float32
+	if op.kind == cellLSTM {
+		Yc = r.f32([]int64{int64(D), int64(B), int64(H)})
+		yc = get[float32](Yc)
+	}
+	xs := get[float32](x)
+	xw := make([]float32, S*B*G*H)
+	hr := make([]float32, B*G*H)
+	hs := make([]float32, B*H)
+	cs := make([]float32, B*H)
+	xrow := make([]float32, B*I)
+	gbuf := make([]float32, G*H)
+	for d := 0; d < D; d++ {
+		wd := get[float32](w)[d*G*H*I : (d+1)*G*H*I]
+		rd := get[float32](rr)[d*G*H*H : (d+1)*G*H*H]
+		var wb, rb, pd []float32
+		if bias != nil {
+			bb := get[float32](bias)[d*2*G*H : (d+1)*2*G*H]
+			wb, rb = bb[:G*H], bb[G*H:]
+		}
+		if peep != nil {
+			pd = get[float32](peep)[d*3*H : (d+1)*3*H]
+		}
+		// Input projections of every step at once.
+		if S*B > 0 {
+			kernel.GemmNT(S*B, G*H, I, xs, I, wd, I, xw, G*H, false, r.threads)
+		}
+		if h0 != nil {
+			copy(hs, get[float32](h0)[d*B*H:(d+1)*B*H])
+		} else {
+			clear(hs)
+		}
+		if c0 != nil {
+			copy(cs, get[float32](c0)[d*B*H:(d+1)*B*H])
+		} else {
+			clear(cs)
+		}
+		rev := op.reverse[d]
+		for s := 0; s < S; s++ {
+			kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, r.threads)
+			_ = xrow
+			for b := 0; b < B; b++ {
+				if s >= seqLen[b] {
+					continue
+				}
+				t := s
+				if rev {
+					t = seqLen[b] - 1 - s
+				}
+				gx := xw[(t*B+b)*G*H : (t*B+b+1)*G*H]
+				gh := hr[b*G*H : (b+1)*G*H]
+				h := hs[b*H : (b+1)*H]
+				op.cell(d, gbuf, gx, gh, wb, rb, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
+				copy(y[((t*D+d)*B+b)*H:], h)
+			}
+		}
+		copy(yh[d*B*H:(d+1)*B*H], hs)
+		if yc != nil {
+			copy(yc[d*B*H:(d+1)*B*H], cs)
+		}
+	}
+	outs := []*Tensor{Y, Yh, Yc}
+	for i := range out {
+		if i < len(outs) {
+			out[i] = outs[i]
+		}
+	}
+	return nil
+}
+
+func (op *rnnOp) clipped(x []float32) {
+	if op.clip > 0 {
+		for i, v := range x {
+			x[i] = max(-op.clip, min(op.clip, v))
+		}
+	}
+}
+
+// cell advances one batch row by one step: gx are its input projections,
+// gh its recurrent ones (without biases), h and c its states, updated in
+// place. g is scratch of G*H; rh is a GRU's Rh (for linear_before_reset=0).
+func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
+	H := op.hidden
+	switch op.kind {
+	case cellRNN:
+		for i := 0; i < H; i++ {
+			g[i] = gx[i] + gh[i]
+			if wb != nil {
+				g[i] += wb[i] + rb[i]
+			}
+		}
+		op.clipped(g[:H])
+		op.f[d](g[:H])
+		copy(h, g[:H])
+	case cellGRU:
+		// z and r gates
+		for i := 0; i < 2*H; i++ {
+			g[i] = gx[i] + gh[i]
+			if wb != nil {
+				g[i] += wb[i] + rb[i]
+			}
+		}
+		op.clipped(g[:2*H])
+		op.f[d](g[:2*H])
+		z, rg, hh := g[:H], g[H:2*H], g[2*H:3*H]
+		for i := 0; i < H; i++ {
+			var wbh, rbh float32
+			if wb != nil {
+				wbh, rbh = wb[2*H+i], rb[2*H+i]
+			}
+			if op.lbr {
+				hh[i] = gx[2*H+i] + rg[i]*(gh[2*H+i]+rbh) + wbh
+			} else {
+				hh[i] = gx[2*H+i] + wbh + rbh // + (r*h) Rh added below
+			}
+		}
+		if !op.lbr {
+			// (r ⊙ h) Rh^T: the recurrent product of the gated state, which
+			// the step's shared product (of h itself) cannot give.
+			rhv := make([]float32, H)
+			for i := 0; i < H; i++ {
+				rhv[i] = rg[i] * h[i]
+			}
+			for i := 0; i < H; i++ {
+				hh[i] += kernel.Dot(rhv, rh[i*H:(i+1)*H])
+			}
+		}
+		op.clipped(hh)
+		op.g[d](hh)
+		for i := 0; i < H; i++ {
+			h[i] = (1-z[i])*hh[i] + z[i]*h[i]
+		}
+	case cellLSTM:
+		for i := 0; i < 4*H; i++ {
+			g[i] = gx[i] + gh[i]
+			if wb != nil {
+				g[i] += wb[i] + rb[i]
+			}
+		}
+		ig, og, fg, cg := g[:H], g[H:2*H], g[2*H:3*H], g[3*H:]
+		if p != nil {
+			for i := 0; i < H; i++ {
+				ig[i] += p[i] * c[i]
+				fg[i] += p[2*H+i] * c[i]
+			}
+		}
+		op.clipped(g)
+		op.f[d](ig)
+		op.f[d](fg)
+		op.g[d](cg)
+		for i := 0; i < H; i++ {
+			c[i] = fg[i]*c[i] + ig[i]*cg[i]
+		}
+		if p != nil {
+			for i := 0; i < H; i++ {
+				og[i] += p[H+i] * c[i]
+			}
+			op.clipped(og)
+		}
+		op.f[d](og)
+		copy(hh4(g, H), c)
+		op.h[d](hh4(g, H))
+		for i := 0; i < H; i++ {
+			h[i] = og[i] * g[3*H+i]
+		}
+	}
+}
+
+// hh4 is the LSTM scratch slot reused for h(C): the candidate gate's slot,
+// free once C is updated.
+func hh4(g []float32, H int) []float32 { return g[3*H : 4*H] }
+
+var _ = math.Abs
