@@ -10,7 +10,6 @@ import (
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/ortsession"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // floorModel builds the floor: the decoder step's unavoidable arithmetic,
@@ -54,8 +53,7 @@ func floorModel(arch attention.Arch, H, V int, seed uint64) (*builder.Model, err
 // floorLoop runs the floor graph step after step with bound, reused tensors
 // and the LSTM state ping-ponging, like the step loop.
 type floorLoop struct {
-	binds  [2]*ortsession.Binding
-	values []ort.Value
+	binds [2]*ortsession.Binding
 }
 
 func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (fl *floorLoop, err error) {
@@ -70,27 +68,21 @@ func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (f
 	if arch == attention.Bahdanau {
 		in, F = 2*H, H
 	}
-	f32 := func(dims ...int64) *ort.Tensor[float32] {
-		if err != nil {
-			return nil
+	f32 := func(dims ...int64) *ortsession.Tensor {
+		n := 1
+		for _, d := range dims {
+			n *= int(d)
 		}
-		var t *ort.Tensor[float32]
-		if t, err = ort.NewEmptyTensor[float32](ort.NewShape(dims...)); t != nil {
-			fl.values = append(fl.values, t)
-			d := t.GetData()
-			for i := range d {
-				d[i] = 0.01 * float32(i%7)
-			}
+		d := make([]float32, n)
+		for i := range d {
+			d[i] = 0.01 * float32(i%7)
 		}
-		return t
+		return ortsession.NewFloat32(dims, d)
 	}
 	b, h := int64(B), int64(H)
 	x, feats, logits := f32(1, b, int64(in)), f32(b, int64(F)), f32(b, int64(V))
-	hs := [2]*ort.Tensor[float32]{f32(1, b, h), f32(1, b, h)}
-	cs := [2]*ort.Tensor[float32]{f32(1, b, h), f32(1, b, h)}
-	if err != nil {
-		return nil, fmt.Errorf("bench: floor tensors: %w", err)
-	}
+	hs := [2]*ortsession.Tensor{f32(1, b, h), f32(1, b, h)}
+	cs := [2]*ortsession.Tensor{f32(1, b, h), f32(1, b, h)}
 	for p := 0; p < 2; p++ {
 		bd, err := sess.NewBinding()
 		if err != nil {
@@ -98,8 +90,8 @@ func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (f
 		}
 		fl.binds[p] = bd
 		for _, e := range []error{
-			bd.BindInput("x", x), bd.BindInput("h", hs[p]), bd.BindInput("c", cs[p]), bd.BindInput("features", feats),
-			bd.BindOutput("logits", logits), bd.BindOutput("next_h", hs[1-p]), bd.BindOutput("next_c", cs[1-p]),
+			bd.BindInputTensor("x", x), bd.BindInputTensor("h", hs[p]), bd.BindInputTensor("c", cs[p]), bd.BindInputTensor("features", feats),
+			bd.BindOutputTensor("logits", logits), bd.BindOutputTensor("next_h", hs[1-p]), bd.BindOutputTensor("next_c", cs[1-p]),
 		} {
 			if e != nil {
 				return nil, fmt.Errorf("bench: binding the floor graph: %w", e)
@@ -125,10 +117,6 @@ func (fl *floorLoop) close() {
 			b.Close()
 		}
 	}
-	for _, v := range fl.values {
-		v.Destroy()
-	}
-	fl.values = nil
 }
 
 // openFloor builds the floor graph and opens it with opt.

@@ -13,7 +13,6 @@ import (
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/ortsession"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // ProfileSummary describes the CPU profile taken of the lean step loop.
@@ -132,25 +131,17 @@ func overheads(threads int) (runMs, iterMs float64, err error) {
 		return ortsession.OpenBytes(data, sessionOptions(threads))
 	}
 	timeRuns := func(s *ortsession.Session, n int) (float64, error) {
-		x, err := ort.NewTensor(ort.NewShape(1), []float32{1})
-		if err != nil {
-			return 0, err
-		}
-		defer x.Destroy()
-		y, err := ort.NewEmptyTensor[float32](ort.NewShape(1))
-		if err != nil {
-			return 0, err
-		}
-		defer y.Destroy()
+		x := ortsession.NewFloat32([]int64{1}, []float32{1})
+		y := ortsession.NewFloat32([]int64{1}, []float32{0})
 		b, err := s.NewBinding()
 		if err != nil {
 			return 0, err
 		}
 		defer b.Close()
-		if err := b.BindInput("x", x); err != nil {
+		if err := b.BindInputTensor("x", x); err != nil {
 			return 0, err
 		}
-		if err := b.BindOutput("y", y); err != nil {
+		if err := b.BindOutputTensor("y", y); err != nil {
 			return 0, err
 		}
 		best := math.Inf(1)

@@ -12,6 +12,10 @@ import (
 // backend.
 var ErrNoORT = errors.New("ortsession: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo")
 
+// DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
+// cgo, the native evaluator without.
+const DefaultBackend = BackendGo
+
 // Init reports that ONNX Runtime cannot be loaded in a build without cgo.
 func Init() error { return ErrNoORT }
 

@@ -44,6 +44,21 @@ func (l OptLevel) String() string {
 	return "OptLevel(" + strconv.Itoa(int(l)) + ")"
 }
 
+// Ready reports whether backend ("" for DefaultBackend) can run models:
+// for ONNX Runtime it loads the library (Init); the native backend is
+// always ready.
+func Ready(backend string) error {
+	switch backend {
+	case "":
+		return Ready(DefaultBackend)
+	case BackendORT:
+		return Init()
+	case BackendGo:
+		return nil
+	}
+	return fmt.Errorf("ortsession: unknown backend %q: want %q or %q", backend, BackendORT, BackendGo)
+}
+
 // Backends accepted in Options.Backend.
 const (
 	BackendORT = "ort"
@@ -77,11 +92,11 @@ type Options struct {
 	// OptimizedModelPath, when set, makes ORT save the optimised graph there
 	// when the session is created.
 	OptimizedModelPath string
-	// Backend is the engine that runs the model: "ort" (or "", the default:
-	// ONNX Runtime) or "go" (attnx's native evaluator, package onnxeval,
+	// Backend is the engine that runs the model: "ort" (ONNX Runtime) or
+	// "go" (attnx's native evaluator, package onnxeval,
 	// which needs no cgo and no shared library; it runs on the CPU, with
 	// IntraOpThreads goroutines per product, and ignores the other
-	// ORT-specific options).
+	// ORT-specific options). "" is DefaultBackend.
 	Backend string
 	// AllowSpinning keeps ORT's busy-waiting worker threads. By default
 	// spinning is turned off ("session.intra_op.allow_spinning" and
@@ -172,8 +187,12 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("ortsession: %s: empty model", name)
 	}
-	switch opt.Backend {
-	case "", BackendORT:
+	backend := opt.Backend
+	if backend == "" {
+		backend = DefaultBackend
+	}
+	switch backend {
+	case BackendORT:
 		if err := Init(); err != nil {
 			return nil, err
 		}

@@ -304,6 +304,10 @@ func (s *Session) openORT(path string, data []byte, opt Options) (*Session, erro
 	return s.create(name, path, data, opt)
 }
 
+// DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
+// cgo, the native evaluator without.
+const DefaultBackend = BackendORT
+
 // runDataORT is RunData on ONNX Runtime, the inputs checked.
 func (s *Session) runDataORT(inputs map[string]Datum, symbols map[string]int64) (map[string]Datum, error) {
 	in := make([]ort.Value, len(s.inputs))

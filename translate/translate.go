@@ -43,7 +43,13 @@ var ErrClosed = errors.New("translate: translator is closed")
 // ONNX Runtime's default threads, the loop engine when greedy.onnx is
 // present (else steps), and the default per-row length limit.
 type Options struct {
-	// Threads is ONNX Runtime's intra-op thread count; 0 is ORT's default.
+	// Backend is the engine that runs the graphs: "ort" (ONNX Runtime) or
+	// "go" (attnx's native evaluator, no cgo and no shared library; CPU
+	// only); "" is ortsession.DefaultBackend (ORT, or go in a build
+	// without cgo).
+	Backend string
+	// Threads is the intra-op thread count (ONNX Runtime's, or the native
+	// evaluator's goroutines per product); 0 is the backend's default.
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto" (CUDA, else CPU).
 	Device string
@@ -242,7 +248,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.engine = opt.Engine
 	}
 
-	ropt := ortsession.Options{IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
+	ropt := ortsession.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
 	fail := func(err error) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
@@ -300,6 +306,15 @@ func checkOptions(opt Options) error {
 	case "", ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto:
 	default:
 		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto)
+	}
+	switch opt.Backend {
+	case "", ortsession.BackendORT:
+	case ortsession.BackendGo:
+		if opt.Device == ortsession.DeviceCUDA {
+			return fmt.Errorf("translate: the native backend (%q) runs on the CPU only; device %q needs backend %q", ortsession.BackendGo, opt.Device, ortsession.BackendORT)
+		}
+	default:
+		return fmt.Errorf("translate: unknown backend %q: want %q or %q", opt.Backend, ortsession.BackendORT, ortsession.BackendGo)
 	}
 	for _, f := range []struct {
 		name string
@@ -381,6 +396,16 @@ func (t *Translator) Device() string {
 	}
 	if t.enc != nil {
 		return t.enc.Device()
+	}
+	return ""
+}
+
+// Backend returns the engine the graphs run on: "ort" or "go".
+func (t *Translator) Backend() string {
+	for _, s := range []*ortsession.Session{t.greedy, t.beamGraph, t.enc} {
+		if s != nil {
+			return s.Backend()
+		}
 	}
 	return ""
 }

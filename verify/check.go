@@ -70,6 +70,9 @@ type Options struct {
 	// one for the check to pass; 0 means DefaultMinAgreement. Float32
 	// models are held to the float32 tolerance instead.
 	MinAgreement float64
+	// Backend is the engine that runs the graphs (ortsession.Options'
+	// Backend): "ort", "go", or "" for ortsession.DefaultBackend.
+	Backend string
 	// Progress, when set, hears of each of the four stages as it starts.
 	Progress func(stage int, desc string)
 }
@@ -226,7 +229,7 @@ func Check(o Options) (*Outcome, error) {
 		}
 	}
 
-	if err := ortsession.Init(); err != nil {
+	if err := ortsession.Ready(o.Backend); err != nil {
 		return nil, err
 	}
 	sessions := map[string]*ortsession.Session{}
@@ -237,7 +240,7 @@ func Check(o Options) (*Outcome, error) {
 	}()
 	for _, role := range []string{"encoder", "decoder"} {
 		path := filepath.Join(o.ModelDir, info.Files[role])
-		s, err := ortsession.Open(path, ortsession.Options{IntraOpThreads: 1})
+		s, err := ortsession.Open(path, ortsession.Options{Backend: o.Backend, IntraOpThreads: 1})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -245,14 +248,14 @@ func Check(o Options) (*Outcome, error) {
 	}
 	var loop, loopBeam *translate.Translator
 	if info.Files["greedy"] != "" {
-		if loop, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
+		if loop, err = translate.Open(o.ModelDir, translate.Options{Backend: o.Backend, Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
 	}
 	if o.Beam > 1 && info.Files[modeldir.RoleBeam] != "" {
 		alpha := o.LengthPenalty
-		if loopBeam, err = translate.Open(o.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineLoop, MaxLen: steps,
+		if loopBeam, err = translate.Open(o.ModelDir, translate.Options{Backend: o.Backend, Threads: 1, Engine: translate.EngineLoop, MaxLen: steps,
 			Beam: o.Beam, NBest: o.Beam, LengthPenalty: &alpha}); err != nil {
 			return nil, err
 		}

@@ -200,6 +200,26 @@ var commandDocs = map[string]string{}
 // parseFlags parses args with fs; the positional arguments are then
 // fs.Args(). Parse errors become usageErrors naming the flag, and -h or
 // --help prints the command's help and returns pflag.ErrHelp.
+// backendFlag adds --backend, the engine that runs the graphs, to fs.
+func backendFlag(fs *pflag.FlagSet) *string {
+	return fs.String("backend", ortsession.DefaultBackend, "graph engine: ort (ONNX Runtime) or go (attnx's native Go evaluator: no cgo, no shared library, CPU only)")
+}
+
+// checkBackend validates a --backend value, together with --device when
+// the command has one ("" when it has not).
+func checkBackend(backend, device string) error {
+	switch backend {
+	case ortsession.BackendORT:
+	case ortsession.BackendGo:
+		if device == ortsession.DeviceCUDA {
+			return &usageError{"--backend go runs on the CPU only: --device cuda needs --backend ort"}
+		}
+	default:
+		return &usageError{fmt.Sprintf("--backend %q: want ort or go", backend)}
+	}
+	return nil
+}
+
 func parseFlags(fs *pflag.FlagSet, args []string) error {
 	args, err := normalizeArgs(fs, args)
 	if err == nil {

@@ -94,7 +94,8 @@ func runTranslate(args []string) error {
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
-	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
+	backend := backendFlag(fs)
+	threads := fs.Int("threads", 0, "intra-op threads (0: one per core)")
 	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx, or beam.onnx with --beam > 1); default loop when greedy.onnx exists and --beam is 1")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of failing")
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
@@ -141,8 +142,11 @@ func runTranslate(args []string) error {
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return err
 	}
+	if err := checkBackend(*backend, *device); err != nil {
+		return err
+	}
 	topt := translate.Options{
-		Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
+		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu",
 	}
 	var fileLanes int

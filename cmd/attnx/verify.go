@@ -133,6 +133,7 @@ func runVerify(args []string) error {
 	seed := fs.Int("seed", 0, "seed of the random input")
 	inputs := fs.String("inputs", "", "safetensors file with source_ids [batch, src_len] and source_lengths [batch], instead of random input")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
+	backend := backendFlag(fs)
 	verbose := fs.Bool("verbose", false, "print every output of every step, not one line per output")
 	torchModule := fs.String("torch-module", "", "FILE.py defining build(config) -> (encoder, decoder): compare with your own modules instead of attnx's reference")
 	minAgreement := fs.Float64("min-agreement", verify.DefaultMinAgreement, "for int8/int4 weights: the fraction of sentences whose greedy decode must equal float32 PyTorch's")
@@ -194,9 +195,12 @@ func runVerify(args []string) error {
 	if err := files.Check(); err != nil {
 		return &usageError{err.Error()}
 	}
+	if err := checkBackend(*backend, ""); err != nil {
+		return err
+	}
 	opt := verify.Options{ModelDir: *model, Info: info, Checkpoint: files, Maps: maps, Inputs: *inputs, Batch: *batch, SrcLen: *srcLen, Seed: *seed,
 		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule, MinAgreement: *minAgreement,
-		Beam: *beam, LengthPenalty: *alpha}
+		Beam: *beam, LengthPenalty: *alpha, Backend: *backend}
 	if fs.Changed("steps") || *inputs == "" {
 		opt.Steps = *steps
 	}

@@ -66,7 +66,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 		}
 		refs = append(refs, l)
 	}
-	tr, err := translate.Open(opt.ModelDir, translate.Options{Threads: 1, Engine: translate.EngineSteps})
+	tr, err := translate.Open(opt.ModelDir, translate.Options{Backend: opt.Backend, Threads: 1, Engine: translate.EngineSteps})
 	if err != nil {
 		return translateCLIError(err)
 	}

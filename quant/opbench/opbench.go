@@ -22,7 +22,6 @@ import (
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant/qlayer"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // Case is one graph to time. The first case of a group is its reference:
@@ -88,7 +87,6 @@ type runner struct {
 	c       Case
 	sess    *ortsession.Session
 	bind    *ortsession.Binding
-	values  []ort.Value
 	outputs map[string][]float32
 	times   []float64 // ms per run, one per round
 	iters   int
@@ -97,9 +95,6 @@ type runner struct {
 func (r *runner) close() {
 	if r.bind != nil {
 		r.bind.Close()
-	}
-	for _, v := range r.values {
-		v.Destroy()
 	}
 	if r.sess != nil {
 		r.sess.Close()
@@ -128,23 +123,18 @@ func open(c Case, threads int) (r *runner, err error) {
 	if r.bind, err = r.sess.NewBinding(); err != nil {
 		return nil, err
 	}
-	bindAll := func(m map[string]*ortsession.Tensor, bind func(string, ort.Value) error) error {
+	bindAll := func(m map[string]*ortsession.Tensor, bind func(string, *ortsession.Tensor) error) error {
 		for name, t := range m {
-			v, err := ortsession.NewValue(t)
-			if err != nil {
-				return err
-			}
-			r.values = append(r.values, v)
-			if err := bind(name, v); err != nil {
+			if err := bind(name, t); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := bindAll(c.Inputs, r.bind.BindInput); err != nil {
+	if err := bindAll(c.Inputs, r.bind.BindInputTensor); err != nil {
 		return nil, err
 	}
-	if err := bindAll(outs, r.bind.BindOutput); err != nil {
+	if err := bindAll(outs, r.bind.BindOutputTensor); err != nil {
 		return nil, err
 	}
 	for name, t := range outs {
