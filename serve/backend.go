@@ -99,7 +99,7 @@ type translatorBackend struct {
 // limit): the backend used when batching is off.
 func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend, error) {
 	opt := translate.Options{
-		Threads: cfg.Threads, Device: cfg.Device, Engine: cfg.Engine,
+		Backend: cfg.Backend, Threads: cfg.Threads, Device: cfg.Device, Engine: cfg.Engine,
 		MaxSourceLen: cfg.MaxSourceLen, BatchSize: cfg.MaxInputs, UnknownToUNK: cfg.UnknownToUNK,
 	}
 	tr, err := translate.Open(dir, opt)
@@ -291,7 +291,7 @@ func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, e
 		}
 	}
 	tr, err := translate.Open(dir, translate.Options{
-		Threads: threads, Device: cfg.Device, Engine: translate.EngineSteps,
+		Backend: cfg.Backend, Threads: threads, Device: cfg.Device, Engine: translate.EngineSteps,
 		MaxSourceLen: cfg.MaxSourceLen, UnknownToUNK: cfg.UnknownToUNK,
 	})
 	if err != nil {

@@ -63,6 +63,9 @@ type Config struct {
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string
+	// Backend is the graph engine (translate.Options.Backend): "ort", "go"
+	// or "" for the build's default.
+	Backend string
 	// Batching decodes each model's requests with one continuous-batching
 	// scheduler (OpenBatchingBackend): rows of concurrent requests share
 	// the decoder's batch, joining and leaving it between steps. Off, each

@@ -62,7 +62,8 @@ func runLoadtest(args []string) error {
 	repeat := fs.Int("repeat", 1, "run the modes `N` times, in turn, and report medians and speedups")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
-	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads of the started server (0: attnx serve's default)")
+	threads := fs.Int("threads", 0, "intra-op threads of the started server (0: attnx serve's default)")
+	backend := backendFlag(fs)
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "requests decoding at once in the started server with batching off")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "rows decoded together in the started server with batching on")
 	jsonOut := fs.Bool("json", false, "write the results as JSON")
@@ -97,6 +98,8 @@ func runLoadtest(args []string) error {
 		return &usageError{"--duration must be positive and --warmup not negative"}
 	case *threads < 0 || *maxConc < 1 || *maxRows < 1:
 		return &usageError{"--threads must not be negative, --max-concurrent and --max-batch-rows must be positive"}
+	case checkBackend(*backend, "") != nil:
+		return checkBackend(*backend, "")
 	case *repeat < 1 || *repeat > 100:
 		return &usageError{fmt.Sprintf("--repeat %d: want 1 to 100", *repeat)}
 	}
@@ -129,7 +132,7 @@ func runLoadtest(args []string) error {
 			base, stop := *target, func() error { return nil }
 			if *model != "" {
 				base, stop, err = startLoadServer(append([]string{
-					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads),
+					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--backend", *backend,
 					"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
 				}, loadModes[mode]...))
 				if err != nil {

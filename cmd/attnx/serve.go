@@ -96,6 +96,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads per session (0: with batching on, one for models whose decoder step is under 1M multiply-adds a row, else one per core; off, one per core)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
+	backend := backendFlag(fs)
 	batching := fs.String("batching", "on", "on: continuous batching (requests share one decoder batch per model); off: each request decoded alone")
 	engine := fs.String("engine", "", "with --batching off: steps or loop (greedy.onnx); default loop when greedy.onnx exists")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
@@ -123,8 +124,11 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	if len(*models) == 0 {
 		return fail("--model DIR is required")
 	}
+	if err := checkBackend(*backend, *device); err != nil {
+		return serve.Config{}, "", err
+	}
 	cfg := serve.Config{
-		Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
+		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
 		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, AllowedHosts: *allowHosts,

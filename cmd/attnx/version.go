@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"github.com/attnx/attnx/ortsession"
 )
 
@@ -27,9 +28,14 @@ beside the executable or in its ../lib, the .deps/ of the checkout attnx
 was built in, else the system library directories (never in directories
 above the working directory).
 
-Exit status: 0; 1 when no ONNX Runtime library can be loaded (everything
-else is still printed: export and inspect work without it, translate,
-verify, conformance and bench do not); 2 for usage errors.`
+It also lists the graph engines the binary has: "ort" (ONNX Runtime, in a
+build with cgo) and "go" (the native evaluator, always), the default one,
+and the native evaluator's kernels (avx2+fma, or go on other CPUs). A
+binary built with CGO_ENABLED=0 has only "go", its default.
+
+Exit status: 0; 1 when the default backend is ONNX Runtime and no library
+can be loaded (everything else is still printed: export and inspect work
+without it, and the other commands with --backend go); 2 for usage errors.`
 }
 
 // versionReport is what `attnx version` prints; --json writes it as is.
@@ -45,6 +51,13 @@ type versionReport struct {
 	// Go is the Go release that built the binary; Platform is GOOS/GOARCH.
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// Backends lists the graph engines this binary has ("ort" only when
+	// built with cgo; "go" always), Default the one used without
+	// --backend, and Kernels the native evaluator's product kernels
+	// ("avx2+fma" or "go").
+	Backends []string `json:"backends"`
+	Default  string   `json:"default_backend"`
+	Kernels  string   `json:"native_kernels"`
 	// ORT is the ONNX Runtime library found, or why none was.
 	ORT versionORT `json:"onnxruntime"`
 }
@@ -112,6 +125,7 @@ func writeVersion(w io.Writer, rep versionReport) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  go           %s %s\n", rep.Go, rep.Platform)
+	fmt.Fprintf(w, "  backends     %s (default %s; native kernels %s)\n", strings.Join(rep.Backends, ", "), rep.Default, rep.Kernels)
 	if rep.ORT.Error != "" {
 		fmt.Fprintf(w, "  onnxruntime  not loaded: %s\n", rep.ORT.Error)
 		return
@@ -129,6 +143,10 @@ func runVersion(args []string) error {
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	rep := buildVersion(debug.ReadBuildInfo())
+	rep.Backends, rep.Default, rep.Kernels = []string{ortsession.BackendGo}, ortsession.DefaultBackend, kernel.Accelerated()
+	if ortsession.DefaultBackend == ortsession.BackendORT {
+		rep.Backends = []string{ortsession.BackendORT, ortsession.BackendGo}
+	}
 	rep.ORT = findORT()
 	if *asJSON {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -137,7 +155,7 @@ func runVersion(args []string) error {
 	} else {
 		writeVersion(stdout, rep)
 	}
-	if rep.ORT.Error != "" {
+	if rep.ORT.Error != "" && rep.Default == ortsession.BackendORT {
 		return &exitError{exitFailure}
 	}
 	return nil
