@@ -63,6 +63,13 @@ const (
 	// UnexpectedlyPassing: the case passes but is on the list; the run
 	// fails until the list is regenerated.
 	UnexpectedlyPassing Status = "unexpectedly-passing"
+	// NotImplemented (native backend): the model uses an operator the
+	// native evaluator does not implement.
+	NotImplemented Status = "not-implemented"
+	// Unsupported (native backend): the evaluator implements the
+	// operators but refuses this use of one (an attribute value, an
+	// element type) when loading the model.
+	Unsupported Status = "unsupported"
 )
 
 // Options configures Run. Zero fields take the defaults noted.
@@ -84,6 +91,13 @@ type Options struct {
 	Expected *Expectations
 	// Progress, when set, is called after each case finishes.
 	Progress func(done, total int, r CaseResult)
+	// Backend is the engine that runs the models: "ort" (or "", ONNX
+	// Runtime, judged against the expected-failure list) or "go" (attnx's
+	// native evaluator: cases using an operator it does not implement are
+	// NotImplemented, cases using an unsupported variant of one it
+	// implements are Unsupported, every other case must pass; the report
+	// counts them by operator).
+	Backend string
 }
 
 // Case is one backend test: a directory with model.onnx and data sets.
@@ -121,15 +135,27 @@ type CaseResult struct {
 	DataSets int `json:"data_sets"`
 	// Seconds is the wall time of the case.
 	Seconds float64 `json:"seconds"`
+	// Ops lists the operators the model uses and MissingOps those the
+	// native evaluator lacks (native backend only).
+	Ops        []string `json:"ops,omitempty"`
+	MissingOps []string `json:"missing_ops,omitempty"`
 }
 
 // Report is the outcome of a run.
 type Report struct {
-	Total               int `json:"total"`
-	Passed              int `json:"passed"`
-	Failed              int `json:"failed"`
-	ExpectedFailures    int `json:"expected_failures"`
-	UnexpectedlyPassing int `json:"unexpectedly_passing"`
+	// Backend is the engine that ran the models ("ort" or "go").
+	Backend             string `json:"backend"`
+	Total               int    `json:"total"`
+	Passed              int    `json:"passed"`
+	Failed              int    `json:"failed"`
+	ExpectedFailures    int    `json:"expected_failures"`
+	UnexpectedlyPassing int    `json:"unexpectedly_passing"`
+	// NotImplemented and Unsupported count the native backend's cases
+	// with an operator it lacks, or a use of one it refuses.
+	NotImplemented int `json:"not_implemented,omitempty"`
+	Unsupported    int `json:"unsupported,omitempty"`
+	// Ops counts the native backend's cases by operator.
+	Ops []OpCount `json:"ops,omitempty"`
 	// RoundTripEqual counts the models whose re-serialization decodes
 	// equal to the original.
 	RoundTripEqual int `json:"round_trip_equal"`
@@ -243,7 +269,8 @@ func (o Options) withDefaults() Options {
 // loaded at all or the built-in list does not parse.
 func Run(cases []Case, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
-	if err := ortsession.Init(); err != nil {
+	native := opt.Backend == ortsession.BackendGo
+	if err := ortsession.Ready(opt.Backend); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	if opt.Expected == nil {
@@ -252,6 +279,9 @@ func Run(cases []Case, opt Options) (*Report, error) {
 			return nil, err
 		}
 		opt.Expected = x
+	}
+	if native {
+		opt.Expected = backendIndependent(opt.Expected)
 	}
 	if opt.Match != nil {
 		var keep []Case
@@ -289,6 +319,9 @@ func Run(cases []Case, opt Options) (*Report, error) {
 				r := runGuarded(cases[i], opt)
 				r.Expected, r.Note = expect[i], notes[i]
 				judge(&r, r.Expected)
+				if native {
+					judgeNative(&r, cases[i])
+				}
 				results[i] = r
 				if opt.Progress != nil {
 					mu.Lock()
@@ -304,7 +337,7 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	}
 	close(next)
 	wg.Wait()
-	rep := &Report{Total: len(cases), Cases: results, ORTVersion: ortsession.Version(), Seconds: time.Since(start).Seconds(),
+	rep := &Report{Total: len(cases), Cases: results, Backend: ortsession.BackendORT, ORTVersion: ortsession.Version(), Seconds: time.Since(start).Seconds(),
 		ExpectedList: ListInfo{Source: opt.Expected.Source, Entries: len(opt.Expected.Entries), Header: opt.Expected.Header}}
 	for _, r := range results {
 		switch r.Status {
@@ -316,10 +349,18 @@ func Run(cases []Case, opt Options) (*Report, error) {
 			rep.ExpectedFailures++
 		case UnexpectedlyPassing:
 			rep.UnexpectedlyPassing++
+		case NotImplemented:
+			rep.NotImplemented++
+		case Unsupported:
+			rep.Unsupported++
 		}
 		if r.RoundTripEqual {
 			rep.RoundTripEqual++
 		}
+	}
+	if native {
+		rep.Backend, rep.ORTVersion = ortsession.BackendGo, ""
+		rep.Ops = opCounts(results)
 	}
 	return rep, nil
 }
@@ -467,7 +508,7 @@ var openSession = func(data []byte, opt ortsession.Options) (session, error) {
 // (StageLoad), a run error (StageRun) or a missing or different output
 // (StageCompare).
 func runSets(data []byte, sets []dataSet, opt Options) (float64, *stageError) {
-	sess, err := openSession(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := openSession(data, ortsession.Options{Backend: opt.Backend, IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		return 0, &stageError{StageLoad, oneLine(err)}
 	}

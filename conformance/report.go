@@ -20,6 +20,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // case with its reason. With verbose, every expected failure and every
 // note is listed too.
 func (r *Report) WriteTable(w io.Writer, verbose bool) error {
+	if r.Backend == "go" {
+		return r.writeNative(w, verbose)
+	}
 	type counts struct{ total, passed, failed, xfail, xpass int }
 	per := map[string]*counts{}
 	var folders []string
@@ -93,6 +96,34 @@ func (r *Report) WriteTable(w io.Writer, verbose bool) error {
 		}
 		if verbose && c.Note != "" {
 			fmt.Fprintf(w, "note %s: %s\n", c.Name, c.Note)
+		}
+	}
+	return nil
+}
+
+// writeNative writes a native backend report: the verdicts, then per
+// operator the cases that use it, then each failed case (and, verbose,
+// each unsupported and not-implemented one).
+func (r *Report) writeNative(w io.Writer, verbose bool) error {
+	fmt.Fprintf(w, "native backend: %d cases: %d passed, %d failed, %d expected failures (%s), %d unsupported (a variant the evaluator refuses), %d not implemented (an operator it lacks); %.1fs\n\n",
+		r.Total, r.Passed, r.Failed, r.ExpectedFailures, r.ExpectedList.Source, r.Unsupported, r.NotImplemented, r.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "operator\tcases\tpassed\tfailed\tunsupported\twith a missing op\t\n")
+	for _, k := range r.Ops {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", k.Op, k.Cases, k.Passed, k.Failed, k.Unsupported, k.Missing)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Failed > 0 || verbose {
+		fmt.Fprintln(w)
+	}
+	for _, c := range r.Cases {
+		switch {
+		case c.Status == Failed:
+			fmt.Fprintf(w, "FAILED %s at %s: %s\n", c.Name, c.Stage, c.Reason)
+		case verbose && (c.Status == Unsupported || c.Status == NotImplemented):
+			fmt.Fprintf(w, "%s %s: %s\n", c.Status, c.Name, c.Reason)
 		}
 	}
 	return nil

@@ -165,6 +165,14 @@ func arithFn[T number](op arith) func(x, y T) T {
 
 // maxOf / minOf with NaN propagation for floats as ONNX Runtime does.
 func arithDispatch(r *runner, op arith, a, b *Tensor) (*Tensor, error) {
+	if op == opPow && a.DType != b.DType {
+		// Pow's exponent may be of another type; the result has the base's.
+		e, err := cast(r, b, a.DType)
+		if err != nil {
+			return nil, err
+		}
+		b = e
+	}
 	if a.DType != b.DType {
 		return nil, fmt.Errorf("inputs are %v and %v; both must be the same type", a.DType, b.DType)
 	}

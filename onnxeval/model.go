@@ -183,7 +183,7 @@ func (m *Model) inputIndex(name string) int {
 
 // RunOrdered evaluates the model on inputs given in the order of Inputs and
 // returns the outputs in the order of Outputs.
-func (m *Model) RunOrdered(in []*Tensor) ([]*Tensor, error) {
+func (m *Model) RunOrdered(in []*Tensor) (out []*Tensor, err error) {
 	if len(in) != len(m.inputs) {
 		return nil, fmt.Errorf("native evaluator: %s: %d inputs for %d", m.name, len(in), len(m.inputs))
 	}
@@ -193,9 +193,18 @@ func (m *Model) RunOrdered(in []*Tensor) ([]*Tensor, error) {
 		}
 	}
 	a := m.arenas.Get().(*arena)
-	defer m.arenas.Put(a)
 	r := &runner{arena: a, threads: m.threads}
-	out, err := m.main.run(r, in, nil)
+	defer func() {
+		if p := recover(); p != nil {
+			// A kernel indexing past a malformed input must not take the
+			// process down: the run fails, naming the node. The arena is
+			// dropped, as it may hold buffers still in use.
+			out, err = nil, fmt.Errorf("native evaluator: %s: node %s (%s): internal error: %v", m.name, r.node, r.op, p)
+			return
+		}
+		m.arenas.Put(a)
+	}()
+	out, err = m.main.run(r, in, nil)
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %s: %w", m.name, err)
 	}
@@ -256,8 +265,9 @@ func dataLen(d any) int {
 
 // runner is one Run's context: its arena and thread budget.
 type runner struct {
-	arena   *arena
-	threads int
+	arena    *arena
+	threads  int
+	node, op string // the node running, for internal errors
 }
 
 // arena recycles the float32 buffers of values whose last use has passed,

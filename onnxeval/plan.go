@@ -287,6 +287,7 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 			}
 		}
 		outs = append(outs[:0], make([]*Tensor, len(st.out))...)
+		r.node, r.op = st.name, st.op
 		if err := st.fn(f, ins, outs); err != nil {
 			name := st.name
 			if name == "" {

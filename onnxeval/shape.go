@@ -400,7 +400,7 @@ func init() {
 		}, nil
 	})
 	register("Slice", func(n *node) (opFunc, error) {
-		return func(f *frame, in, out []*Tensor) error {
+		slice := func(f *frame, in, out []*Tensor) error {
 			t := in[0]
 			r := len(t.Shape)
 			starts, err := ints(in[1], "starts")
@@ -480,7 +480,20 @@ func init() {
 			o, err := take(f.r, t, shape, idx)
 			out[0] = o
 			return err
-		}, nil
+		}
+		if n.nin() == 1 { // opset < 10: starts, ends and axes are attributes
+			starts, _ := n.ints("starts")
+			ends, _ := n.ints("ends")
+			axes, hasAxes := n.ints("axes")
+			consts := []*Tensor{New([]int64{int64(len(starts))}, starts), New([]int64{int64(len(ends))}, ends)}
+			if hasAxes {
+				consts = append(consts, New([]int64{int64(len(axes))}, axes))
+			}
+			return func(f *frame, in, out []*Tensor) error {
+				return slice(f, append([]*Tensor{in[0]}, consts...), out)
+			}, nil
+		}
+		return slice, nil
 	})
 	register("Split", func(n *node) (opFunc, error) {
 		axis := n.int("axis", 0)

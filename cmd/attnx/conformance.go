@@ -44,6 +44,7 @@ func runConformance(args []string) error {
 	rtol := fs.Float64("rtol", 1e-3, "relative tolerance for floats")
 	atol := fs.Float64("atol", 1e-7, "absolute tolerance for floats")
 	expected := fs.String("expected", "", "expected-failure list to check against (default: the built-in "+conformance.BuiltinListPath+")")
+	backend := backendFlag(fs)
 	run := fs.String("run", "", "run only the cases whose name (such as node/test_abs) matches this regular expression")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -57,7 +58,10 @@ func runConformance(args []string) error {
 	if *rtol < 0 || *atol < 0 || (*rtol == 0 && *atol == 0) {
 		return &usageError{fmt.Sprintf("-rtol %g and -atol %g must be non-negative and not both zero", *rtol, *atol)}
 	}
-	opt := conformance.Options{Workers: *workers, Timeout: *timeout, RTol: *rtol, ATol: *atol}
+	if err := checkBackend(*backend, ""); err != nil {
+		return err
+	}
+	opt := conformance.Options{Workers: *workers, Timeout: *timeout, RTol: *rtol, ATol: *atol, Backend: *backend}
 	if *expected != "" {
 		x, err := conformance.LoadExpectations(*expected)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -35,7 +36,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 			versionReport{Version: "v1.2.0", Go: "go1.26.8", Platform: platform}},
 	}
 	for _, c := range cases {
-		if got := buildVersion(c.bi, c.ok); got != c.want {
+		if got := buildVersion(c.bi, c.ok); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: buildVersion = %+v, want %+v", c.name, got, c.want)
 		}
 	}
@@ -47,10 +48,12 @@ func TestWriteVersion(t *testing.T) {
 		want string
 	}{
 		{versionReport{Version: "v1.2.0", Revision: "0123abc", Time: "2026-01-02T03:04:05Z", Modified: true, Go: "go1.26.8", Platform: "linux/amd64",
+			Backends: []string{"ort", "go"}, Default: "ort", Kernels: "avx2+fma",
 			ORT: versionORT{Path: "/opt/ort/libonnxruntime.so.1", Version: "1.24.1"}},
-			"attnx v1.2.0\n  commit       0123abc (2026-01-02T03:04:05Z, modified)\n  go           go1.26.8 linux/amd64\n  onnxruntime  1.24.1 /opt/ort/libonnxruntime.so.1\n"},
-		{versionReport{Version: "(devel)", Go: "go1.26.8", Platform: "linux/arm64", ORT: versionORT{Error: "ONNX Runtime shared library not found; searched X"}},
-			"attnx (devel)\n  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n  go           go1.26.8 linux/arm64\n  onnxruntime  not loaded: ONNX Runtime shared library not found; searched X\n"},
+			"attnx v1.2.0\n  commit       0123abc (2026-01-02T03:04:05Z, modified)\n  go           go1.26.8 linux/amd64\n  backends     ort, go (default ort; native kernels avx2+fma)\n  onnxruntime  1.24.1 /opt/ort/libonnxruntime.so.1\n"},
+		{versionReport{Version: "(devel)", Go: "go1.26.8", Platform: "linux/arm64", Backends: []string{"go"}, Default: "go", Kernels: "go",
+			ORT: versionORT{Error: "ONNX Runtime shared library not found; searched X"}},
+			"attnx (devel)\n  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n  go           go1.26.8 linux/arm64\n  backends     go (default go; native kernels go)\n  onnxruntime  not loaded: ONNX Runtime shared library not found; searched X\n"},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
@@ -88,6 +91,10 @@ func TestVersionCommand(t *testing.T) {
 	}
 	if rep.Go != runtime.Version() || rep.ORT.Path != ortsession.LibraryPath() || rep.ORT.Version != ortsession.Version() || (rep.ORT.Error == "") != (initErr == nil) {
 		t.Errorf("version --json: %+v", rep)
+	}
+	// A build with cgo has both backends, ONNX Runtime the default.
+	if !reflect.DeepEqual(rep.Backends, []string{"ort", "go"}) || rep.Default != "ort" || (rep.Kernels != "avx2+fma" && rep.Kernels != "go") {
+		t.Errorf("version --json: backends %v, default %q, kernels %q; want [ort go], ort, avx2+fma or go", rep.Backends, rep.Default, rep.Kernels)
 	}
 	if code, _, errs := attnx("version", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
 		t.Errorf("version extra: exit %d, stderr %q", code, errs)
