@@ -59,6 +59,7 @@ type scope struct {
 	parent *scope
 	p      *plan
 	slots  map[string]int
+	consts map[int]*Tensor // the slots holding constants
 }
 
 func (s *scope) newSlot(name string) int {
@@ -82,6 +83,13 @@ func (s *scope) lookup(name string) (int, bool) {
 		return 0, false
 	}
 	k := s.newSlot(name)
+	if t := s.parent.consts[outer]; t != nil {
+		// An enclosing graph's constant is a constant here too, so that
+		// kernels can prepare it (a Loop body's weights).
+		s.p.consts = append(s.p.consts, constSlot{k, t})
+		s.consts[k] = t
+		return k, true
+	}
 	s.p.captures = append(s.p.captures, capture{outer: outer, inner: k})
 	return k, true
 }
@@ -116,8 +124,8 @@ func (n *node) errorf(format string, args ...any) error {
 // plan makes g's plan; inputs are the names of g's runtime inputs in order.
 func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*plan, error) {
 	p := &plan{}
-	s := &scope{parent: parent, p: p, slots: map[string]int{}}
 	constOf := map[int]*Tensor{}
+	s := &scope{parent: parent, p: p, slots: map[string]int{}, consts: constOf}
 	for _, name := range inputs {
 		p.inputs = append(p.inputs, s.newSlot(name))
 	}

@@ -336,7 +336,24 @@ func init() {
 			return nil, n.errorf("K=%d N=%d bits=%d block_size=%d do not match B (%d bytes), scales (%d) and zero points (%d bytes)",
 				K, N, bits, block, len(bw.B), len(bw.Scales), len(bw.ZeroPoints))
 		}
-		w := bw.Dequantize() // N x K: already the layout GemmNT reads
+		int8A := n.int("accuracy_level", 0) == 4
+		var w, wScale []float32
+		if int8A {
+			// ONNX Runtime's accuracy level 4 quantizes A block-wise to
+			// int8 at run time and sums integer products per block: the
+			// weights are kept as their integer values less the zero
+			// point (exact in float32), with one scale per block.
+			nb := bw.Blocks()
+			w, wScale = make([]float32, N*K), make([]float32, N*nb)
+			for r := 0; r < N; r++ {
+				for c := 0; c < K; c++ {
+					w[r*K+c] = float32(bw.Value(r, c) - bw.ZeroPoint(r, c/block))
+				}
+				copy(wScale[r*nb:(r+1)*nb], bw.Scales[r*nb:(r+1)*nb])
+			}
+		} else {
+			w = bw.Dequantize() // N x K: already the layout GemmNT reads
+		}
 		return func(f *frame, in, out []*Tensor) error {
 			a := in[0]
 			if a.DType != builder.Float || len(a.Shape) < 1 || int(a.Shape[len(a.Shape)-1]) != K {
@@ -345,7 +362,11 @@ func init() {
 			M := a.Len() / K
 			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(N))
 			o := f.r.f32(shape)
-			kernel.GemmNT(M, N, K, get[float32](a), K, w, K, get[float32](o), N, false, f.r.threads)
+			if int8A {
+				matMulBlockInt8(f.r, get[float32](a), M, N, K, block, w, wScale, get[float32](o))
+			} else {
+				kernel.GemmNT(M, N, K, get[float32](a), K, w, K, get[float32](o), N, false, f.r.threads)
+			}
 			if len(in) > 5 && in[5] != nil { // bias
 				bias := get[float32](in[5])
 				z := get[float32](o)
@@ -375,4 +396,46 @@ func quantized(dt builder.DataType, shape []int64, q []float32) *Tensor {
 		d[i] = uint8(v)
 	}
 	return New(cloneShape(shape), d)
+}
+
+// matMulBlockInt8 is MatMulNBits at accuracy level 4 as ONNX Runtime
+// computes it: each block of blk values of a row of A is quantized to int8
+// symmetrically (scale max|a|/127, rounded to nearest even), multiplied by
+// the block's integer weights (wq, N x K, zero point taken off), and the
+// block's sum scaled by both scales. Sums of integer products are exact in
+// float32 here (|sum| <= blk * 127 * 255 < 2^24 for blk <= 512).
+func matMulBlockInt8(r *runner, a []float32, M, N, K, blk int, wq, wScale []float32, c []float32) {
+	nb := (K + blk - 1) / blk
+	aq := make([]float32, M*K)
+	aScale := make([]float32, M*nb)
+	for m := 0; m < M; m++ {
+		for b := 0; b < nb; b++ {
+			lo, hi := b*blk, min(K, (b+1)*blk)
+			var amax float32
+			for _, v := range a[m*K+lo : m*K+hi] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			scale := amax / 127
+			var inv float32
+			if scale != 0 {
+				inv = 1 / scale
+			}
+			aScale[m*nb+b] = scale
+			for k := lo; k < hi; k++ {
+				aq[m*K+k] = saturate(roundEven(a[m*K+k]*inv), -128, 127)
+			}
+		}
+	}
+	clear(c[:M*N])
+	part := make([]float32, M*N)
+	for b := 0; b < nb; b++ {
+		lo, hi := b*blk, min(K, (b+1)*blk)
+		kernel.GemmNT(M, N, hi-lo, aq[lo:], K, wq[lo:], K, part, N, false, r.threads)
+		for m := 0; m < M; m++ {
+			as := aScale[m*nb+b]
+			for n := 0; n < N; n++ {
+				c[m*N+n] += as * wScale[n*nb+b] * part[m*N+n]
+			}
+		}
+	}
 }

@@ -15,13 +15,19 @@ import (
 // openWeights builds, checks and opens the encoder and decoder of w.
 func openWeights(t *testing.T, w *attention.Weights) (enc, dec *ortsession.Session) {
 	t.Helper()
+	return openWeightsOn(t, w, "")
+}
+
+// openWeightsOn is openWeights on backend ("" for the default).
+func openWeightsOn(t *testing.T, w *attention.Weights, backend string) (enc, dec *ortsession.Session) {
+	t.Helper()
 	var sessions []*ortsession.Session
 	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
 		m, err := build(w, attention.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sessions = append(sessions, openChecked(t, m))
+		sessions = append(sessions, openCheckedOn(t, m, backend))
 	}
 	return sessions[0], sessions[1]
 }

@@ -14,21 +14,43 @@ import (
 // openModel builds, checks and opens the encoder and decoder of a checkpoint.
 func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *ortsession.Session) {
 	t.Helper()
+	return openModelOn(t, ckpt, "")
+}
+
+// openModelOn is openModel on backend ("" for the default).
+func openModelOn(t *testing.T, ckpt, backend string) (w *attention.Weights, enc, dec *ortsession.Session) {
+	t.Helper()
 	w = fixtures.Weights(t, ckpt)
-	enc, dec = openWeights(t, w)
+	enc, dec = openWeightsOn(t, w, backend)
 	return w, enc, dec
+}
+
+// testBackends are the backends the live parity suites run on: ONNX
+// Runtime and the native evaluator in a build with cgo, the native one
+// alone without.
+func testBackends() []string {
+	if ortsession.DefaultBackend == ortsession.BackendORT {
+		return []string{ortsession.BackendORT, ortsession.BackendGo}
+	}
+	return []string{ortsession.BackendGo}
 }
 
 // openChecked marshals a built model, runs the ONNX checker on it and opens
 // it in ONNX Runtime; the session is closed when the test ends.
 func openChecked(t *testing.T, m *builder.Model) *ortsession.Session {
 	t.Helper()
+	return openCheckedOn(t, m, "")
+}
+
+// openCheckedOn is openChecked on backend ("" for the default).
+func openCheckedOn(t *testing.T, m *builder.Model, backend string) *ortsession.Session {
+	t.Helper()
 	data, err := onnxfile.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	s, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1})
+	s, err := ortsession.OpenBytes(data, ortsession.Options{Backend: backend, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

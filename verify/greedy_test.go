@@ -50,7 +50,7 @@ func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *ortsession.Sess
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openChecked(t, m)
+	s := openCheckedOn(t, m, encS.Backend())
 	B := int64(len(lens))
 	out, err := s.Run(map[string]*ortsession.Tensor{
 		attention.InSourceIDs:     ids,

@@ -156,39 +156,51 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 			t.Run(c.name(), func(t *testing.T) {
 				t.Parallel()
 				p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
-				w, enc, dec := openModel(t, p("model.pt"))
-				want := attention.Config{Arch: c.arch, Cell: c.cell, Hidden: c.hidden, Embedding: c.embedding, Layers: c.layers,
-					SrcVocab: 31, TgtVocab: 29, MaxLength: c.maxLength}
-				if w.Config != want {
-					t.Fatalf("converted to %v, want %v", w.Config, want)
+				for _, backend := range testBackends() {
+					row := liveRow(t, c, p, backend)
+					mu.Lock()
+					table[i] += row
+					mu.Unlock()
 				}
-				ids, lens, stepIDs, ref := readRun(t, p("in.safetensors"), p("out.safetensors"))
-				if len(stepIDs) != liveSteps {
-					t.Fatalf("reference ran %d steps, want %d", len(stepIDs), liveSteps)
-				}
-				par, err := CheckParity(enc, dec, ids, lens, stepIDs, ref)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range par.Failures() {
-					t.Error(f)
-				}
-				ties := checkGreedy(t, w, enc, dec, ids, lens, ref, c.special(), liveSteps, par.Free)
-				ties += len(par.Isolated.NearTies) + len(par.Free.NearTies)
-				rep := par.Isolated
-				M := "-"
-				if c.maxLength > 0 {
-					M = fmt.Sprint(c.maxLength)
-				}
-				mu.Lock()
-				table[i] = fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %s | %.1e | %v | %d |", c.arch, c.cell, c.batch, c.layers, c.hidden, c.embedding, M,
-					formatMaxAbs(rep.MaxAbs), par.Free.MaxAbs["log_probs"], par.OK && !t.Failed(), ties)
-				mu.Unlock()
 			})
 		}
 	})
-	t.Logf("parity table (step-isolated max abs error per output over all steps, free-running log_probs drift at the worst step; tokens: per-step argmax both ways, decoder.onnx greedy and greedy.onnx all equal PyTorch's up to the near ties counted):\n"+
-		"| arch | cell | batch | L | H | E | M | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	t.Logf("parity table (step-isolated max abs error per output over all steps, free-running log_probs drift at the worst step; tokens: per-step argmax both ways, decoder.onnx greedy and greedy.onnx all equal PyTorch's up to the near ties counted), on each backend:\n"+
+		"| arch | cell | backend | batch | L | H | E | M | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.TrimSuffix(strings.Join(table, ""), "\n"))
+}
+
+// liveRow checks one configuration's reference run on backend and returns
+// its row of the parity table.
+func liveRow(t *testing.T, c liveConfig, p func(string) string, backend string) (row string) {
+	t.Run(backend, func(t *testing.T) {
+		w, enc, dec := openModelOn(t, p("model.pt"), backend)
+		want := attention.Config{Arch: c.arch, Cell: c.cell, Hidden: c.hidden, Embedding: c.embedding, Layers: c.layers,
+			SrcVocab: 31, TgtVocab: 29, MaxLength: c.maxLength}
+		if w.Config != want {
+			t.Fatalf("converted to %v, want %v", w.Config, want)
+		}
+		ids, lens, stepIDs, ref := readRun(t, p("in.safetensors"), p("out.safetensors"))
+		if len(stepIDs) != liveSteps {
+			t.Fatalf("reference ran %d steps, want %d", len(stepIDs), liveSteps)
+		}
+		par, err := CheckParity(enc, dec, ids, lens, stepIDs, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range par.Failures() {
+			t.Error(f)
+		}
+		ties := checkGreedy(t, w, enc, dec, ids, lens, ref, c.special(), liveSteps, par.Free)
+		ties += len(par.Isolated.NearTies) + len(par.Free.NearTies)
+		rep := par.Isolated
+		M := "-"
+		if c.maxLength > 0 {
+			M = fmt.Sprint(c.maxLength)
+		}
+		row = fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %d | %s | %s | %.1e | %v | %d |\n", c.arch, c.cell, backend, c.batch, c.layers, c.hidden, c.embedding, M,
+			formatMaxAbs(rep.MaxAbs), par.Free.MaxAbs["log_probs"], par.OK && !t.Failed(), ties)
+	})
+	return row
 }
 
 func formatMaxAbs(m map[string]float64) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -155,105 +156,111 @@ func TestToolkitLiveParity(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				info := infos[i]
-				open := func(f string) *ortsession.Session {
-					s, err := ortsession.Open(filepath.Join(p(i, "model"), f), ortsession.Options{IntraOpThreads: 1})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { s.Close() })
-					return s
-				}
-				enc, dec := open(modeldir.EncoderFile), open(modeldir.DecoderFile)
-				ids, lens, stepIDs, ref := readRun(t, p(i, "in.safetensors"), p(i, "out.safetensors"))
-				par, err := CheckParity(enc, dec, ids, lens, stepIDs, ref)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range par.Failures() {
-					t.Error(f)
-				}
-				refTokens, err := referenceGreedy(ref)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sp := info.Special
-				got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, liveSteps, info.Decoding)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checks := []GreedyCheck{compareGreedy("decoder.onnx", got.Tokens, refTokens, par.Free)}
-				loop := runGreedyGraph(t, filepath.Join(p(i, "model"), modeldir.GreedyFile), ids, lens, sp.EOS, liveSteps)
-				checks = append(checks, compareGreedy("greedy.onnx", loop, refTokens, par.Free))
-				for _, g := range checks {
-					if !g.Identical {
-						t.Errorf("%s: %s", g.Graph, g.Detail)
-					}
-				}
-				bd, err := checkpoint.LoadSafetensors(p(i, "beam.safetensors"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := ReferenceBeam(bd.Tensors)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, 3, liveSteps, 1, info.Decoding)
-				if err != nil {
-					t.Fatal(err)
-				}
-				bc := CompareBeam("decoder.onnx", 3, 1, b.Hypotheses, b.NearestTie, par.Free.ScoreDrift(), want)
-				if !bc.Identical {
-					t.Errorf("beam search: %s", bc.Detail)
-				}
-				// Every architecture exports at reduced precision too, and its
-				// graphs decode (random weights leave logits nearly tied, so
-				// their tokens are not compared here: attnx verify measures
-				// agreement on trained models).
-				for _, w := range []quant.Precision{quant.PrecisionInt8, quant.PrecisionInt4} {
-					dir := p(i, "model-"+string(w))
-					ckpt := p(i, "ckpt.pt")
-					if c.format == "joey" {
-						ckpt = filepath.Join(p(i, "joey"), "best.ckpt")
-					}
-					if _, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: true, Beam: true, Weights: w}); err != nil {
-						t.Fatalf("%s export: %v", w, err)
-					}
-					for _, engine := range []string{translate.EngineSteps, translate.EngineLoop} {
-						tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 6, Engine: engine, Beam: 2})
-						if err != nil {
-							t.Fatalf("%s %s: %v", w, engine, err)
+				for _, backend := range testBackends() {
+					t.Run(backend, func(t *testing.T) {
+						open := func(f string) *ortsession.Session {
+							s, err := ortsession.Open(filepath.Join(p(i, "model"), f), ortsession.Options{Backend: backend, IntraOpThreads: 1})
+							if err != nil {
+								t.Fatal(err)
+							}
+							t.Cleanup(func() { s.Close() })
+							return s
 						}
-						rows, _, err := sourceRows(ids, lens)
+						enc, dec := open(modeldir.EncoderFile), open(modeldir.DecoderFile)
+						ids, lens, stepIDs, ref := readRun(t, p(i, "in.safetensors"), p(i, "out.safetensors"))
+						par, err := CheckParity(enc, dec, ids, lens, stepIDs, ref)
 						if err != nil {
 							t.Fatal(err)
 						}
-						res, err := tr.TranslateIDs(context.Background(), rows)
-						tr.Close()
-						if err != nil || len(res) != len(rows) || len(res[0].Tokens) == 0 {
-							t.Fatalf("%s %s beam 2: %v (%d results)", w, engine, err, len(res))
+						for _, f := range par.Failures() {
+							t.Error(f)
 						}
-					}
+						refTokens, err := referenceGreedy(ref)
+						if err != nil {
+							t.Fatal(err)
+						}
+						sp := info.Special
+						got, err := Greedy(enc, dec, ids, lens, sp.SOS, sp.EOS, liveSteps, info.Decoding)
+						if err != nil {
+							t.Fatal(err)
+						}
+						checks := []GreedyCheck{compareGreedy("decoder.onnx", got.Tokens, refTokens, par.Free)}
+						loop := runGreedyGraph(t, filepath.Join(p(i, "model"), modeldir.GreedyFile), backend, ids, lens, sp.EOS, liveSteps)
+						checks = append(checks, compareGreedy("greedy.onnx", loop, refTokens, par.Free))
+						for _, g := range checks {
+							if !g.Identical {
+								t.Errorf("%s: %s", g.Graph, g.Detail)
+							}
+						}
+						bd, err := checkpoint.LoadSafetensors(p(i, "beam.safetensors"))
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := ReferenceBeam(bd.Tensors)
+						if err != nil {
+							t.Fatal(err)
+						}
+						b, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, 3, liveSteps, 1, info.Decoding)
+						if err != nil {
+							t.Fatal(err)
+						}
+						bc := CompareBeam("decoder.onnx", 3, 1, b.Hypotheses, b.NearestTie, par.Free.ScoreDrift(), want)
+						if !bc.Identical {
+							t.Errorf("beam search: %s", bc.Detail)
+						}
+						// Every architecture exports at reduced precision too, and its
+						// graphs decode (random weights leave logits nearly tied, so
+						// their tokens are not compared here: attnx verify measures
+						// agreement on trained models).
+						for _, w := range []quant.Precision{quant.PrecisionInt8, quant.PrecisionInt4} {
+							dir := p(i, "model-"+string(w))
+							ckpt := p(i, "ckpt.pt")
+							if c.format == "joey" {
+								ckpt = filepath.Join(p(i, "joey"), "best.ckpt")
+							}
+							if _, err := os.Stat(dir); err != nil { // exported once, for the first backend
+								if _, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: true, Beam: true, Weights: w}); err != nil {
+									t.Fatalf("%s export: %v", w, err)
+								}
+							}
+							for _, engine := range []string{translate.EngineSteps, translate.EngineLoop} {
+								tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: 1, MaxLen: 6, Engine: engine, Beam: 2})
+								if err != nil {
+									t.Fatalf("%s %s: %v", w, engine, err)
+								}
+								rows, _, err := sourceRows(ids, lens)
+								if err != nil {
+									t.Fatal(err)
+								}
+								res, err := tr.TranslateIDs(context.Background(), rows)
+								tr.Close()
+								if err != nil || len(res) != len(rows) || len(res[0].Tokens) == 0 {
+									t.Fatalf("%s %s beam 2: %v (%d results)", w, engine, err, len(res))
+								}
+							}
+						}
+						ties := len(par.Isolated.NearTies) + len(par.Free.NearTies) + bc.Swaps
+						for _, g := range checks {
+							ties += len(g.NearTies)
+						}
+						mu.Lock()
+						table[i] += fmt.Sprintf("| %s | %s | %s | %d | %s | %.1e | %v | %d |\n", c.name, c.format, backend, c.batch, formatMaxAbs(par.Isolated.MaxAbs),
+							par.Free.MaxAbs["log_probs"], !t.Failed(), ties)
+						mu.Unlock()
+					})
 				}
-				ties := len(par.Isolated.NearTies) + len(par.Free.NearTies) + bc.Swaps
-				for _, g := range checks {
-					ties += len(g.NearTies)
-				}
-				mu.Lock()
-				table[i] = fmt.Sprintf("| %s | %s | %d | %s | %.1e | %v | %d |", c.name, c.format, c.batch, formatMaxAbs(par.Isolated.MaxAbs),
-					par.Free.MaxAbs["log_probs"], !t.Failed(), ties)
-				mu.Unlock()
 			})
 		}
 	})
 	t.Logf("toolkit parity table (step-isolated max abs error per output; free-running log_probs drift at the worst step; tokens: per-step argmax, greedy with decoder.onnx and greedy.onnx, beam K=3 all equal PyTorch's up to the near ties counted):\n"+
-		"| model | saved as | batch | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+		"| model | saved as | backend | batch | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|---|\n%s", strings.TrimSuffix(strings.Join(table, ""), "\n"))
 }
 
 // runGreedyGraph runs greedy.onnx on the batch and returns each row's
 // tokens up to its EOS.
-func runGreedyGraph(t *testing.T, path string, ids *ortsession.Tensor, lens []int64, eos int64, maxLen int) [][]int64 {
+func runGreedyGraph(t *testing.T, path, backend string, ids *ortsession.Tensor, lens []int64, eos int64, maxLen int) [][]int64 {
 	t.Helper()
-	s, err := ortsession.Open(path, ortsession.Options{IntraOpThreads: 1})
+	s, err := ortsession.Open(path, ortsession.Options{Backend: backend, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
