@@ -108,9 +108,9 @@ func (r *Report) writeNative(w io.Writer, verbose bool) error {
 	fmt.Fprintf(w, "native backend: %d cases: %d passed, %d failed, %d expected failures (%s), %d unsupported (a variant the evaluator refuses), %d not implemented (an operator it lacks); %.1fs\n\n",
 		r.Total, r.Passed, r.Failed, r.ExpectedFailures, r.ExpectedList.Source, r.Unsupported, r.NotImplemented, r.Seconds)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "operator\tcases\tpassed\tfailed\tunsupported\twith a missing op\t\n")
+	fmt.Fprintf(tw, "operator\tcases\tpassed\tfailed\texpected failures\tunsupported\twith a missing op\t\n")
 	for _, k := range r.Ops {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", k.Op, k.Cases, k.Passed, k.Failed, k.Unsupported, k.Missing)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", k.Op, k.Cases, k.Passed, k.Failed, k.Expected, k.Unsupported, k.Missing)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

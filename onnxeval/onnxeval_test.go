@@ -1,0 +1,229 @@
+package onnxeval_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval"
+	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ops"
+)
+
+// open marshals a built model and loads it into the evaluator.
+func open(t *testing.T, g *builder.Graph) *onnxeval.Model {
+	t.Helper()
+	data, err := onnxfile.Marshal(builder.NewModel(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// mlp is y = relu(x W^T + b) · V: a Gemm with a constant weight, a
+// MatMul with a constant one, and an elementwise op between.
+func mlp(t *testing.T) (*onnxeval.Model, func(x []float32) []float32) {
+	t.Helper()
+	const in, hid, out = 5, 7, 3
+	w := make([]float32, hid*in)
+	b := make([]float32, hid)
+	v := make([]float32, hid*out)
+	for i := range w {
+		w[i] = float32(math.Sin(float64(i)))
+	}
+	for i := range b {
+		b[i] = 0.1 * float32(i-3)
+	}
+	for i := range v {
+		v[i] = float32(math.Cos(float64(i)))
+	}
+	g := builder.New("mlp")
+	x := g.Input("x", builder.Float, builder.Dims("batch", in))
+	h := ops.Relu(ops.Gemm(x, g.Init("w", builder.FloatTensor([]int64{hid, in}, w)), g.Init("b", builder.FloatTensor([]int64{hid}, b)), ops.GemmOpts{TransB: true}))
+	g.Output("y", ops.MatMul(h, g.Init("v", builder.FloatTensor([]int64{hid, out}, v))))
+	want := func(x []float32) []float32 {
+		rows := len(x) / in
+		y := make([]float32, rows*out)
+		for r := 0; r < rows; r++ {
+			for j := 0; j < out; j++ {
+				var s float64
+				for k := 0; k < hid; k++ {
+					a := float64(b[k])
+					for l := 0; l < in; l++ {
+						a += float64(x[r*in+l]) * float64(w[k*in+l])
+					}
+					s += max(a, 0) * float64(v[k*out+j])
+				}
+				y[r*out+j] = float32(s)
+			}
+		}
+		return y
+	}
+	return open(t, g), want
+}
+
+func TestRunComputesAndReusesBuffers(t *testing.T) {
+	m, want := mlp(t)
+	for run := 0; run < 3; run++ { // later runs take their buffers from the arena
+		for _, rows := range []int{1, 4, 2} {
+			x := make([]float32, rows*5)
+			for i := range x {
+				x[i] = float32(i%7)*0.3 - 1 + float32(run)
+			}
+			out, err := m.Run(map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{int64(rows), 5}, x)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := out["y"]
+			if y.DType != builder.Float || len(y.Shape) != 2 || y.Shape[0] != int64(rows) || y.Shape[1] != 3 {
+				t.Fatalf("y is %v", y)
+			}
+			got, w := y.Data.([]float32), want(x)
+			for i := range w {
+				if math.Abs(float64(got[i]-w[i])) > 1e-5 {
+					t.Fatalf("run %d rows %d: y[%d] = %v, want %v", run, rows, i, got[i], w[i])
+				}
+			}
+		}
+	}
+}
+
+// TestConcurrentRuns runs one model from many goroutines: every result
+// equals the one computed alone.
+func TestConcurrentRuns(t *testing.T) {
+	m, want := mlp(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				rows := 1 + (g+i)%4
+				x := make([]float32, rows*5)
+				for k := range x {
+					x[k] = float32((k+g+i)%11) * 0.2
+				}
+				out, err := m.Run(map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{int64(rows), 5}, x)})
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				got, w := out["y"].Data.([]float32), want(x)
+				for k := range w {
+					if math.Abs(float64(got[k]-w[k])) > 1e-5 {
+						errs <- "concurrent run differs"
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	m, _ := mlp(t)
+	cases := []struct {
+		name string
+		in   map[string]*onnxeval.Tensor
+		want string
+	}{
+		{"missing", map[string]*onnxeval.Tensor{}, `input "x" is missing`},
+		{"unknown", map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{1, 5}, make([]float32, 5)), "z": onnxeval.New([]int64{1}, []float32{0})}, `no input called "z"`},
+		{"type", map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{1, 5}, make([]int64, 5))}, `input "x" is int64, the model wants float32`},
+		{"rank", map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{5}, make([]float32, 5))}, `input "x" has rank 1`},
+		{"fixed dim", map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{1, 4}, make([]float32, 4))}, `input "x" has shape [1 4]`},
+		{"data length", map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{2, 5}, make([]float32, 5))}, `(10 elements) but 5 values`},
+	}
+	for _, c := range cases {
+		_, err := m.Run(c.in)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestUnsupportedOperator: a model with an operator the evaluator lacks is
+// refused when loaded, naming the node and the operator.
+func TestUnsupportedOperator(t *testing.T) {
+	g := builder.New("conv")
+	x := g.Input("x", builder.Float, builder.Dims(1, 1, 4))
+	y := builder.Apply(builder.Call{Graph: g, Op: "Hardmax", Inputs: []*builder.Value{x}, Infer: func() ([]*builder.Type, error) {
+		ty := x.Type()
+		return []*builder.Type{&ty}, nil
+	}}, 1)[0]
+	g.Output("y", y)
+	data, err := onnxfile.Marshal(builder.NewModel(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = onnxeval.OpenBytes(data, onnxeval.Options{})
+	var ue *onnxeval.UnsupportedError
+	if !errors.As(err, &ue) || ue.Op != "Hardmax" || !strings.Contains(err.Error(), "operator not implemented by the native evaluator") {
+		t.Fatalf("error %v, want an UnsupportedError for Hardmax", err)
+	}
+	if onnxeval.Implements("", "Hardmax") || !onnxeval.Implements("", "LSTM") || !onnxeval.Implements("com.microsoft", "MatMulNBits") {
+		t.Error("Implements disagrees with the registry")
+	}
+}
+
+// TestLoopWithCapturesAndScans runs a Loop that reads an outer value and
+// a constant, carries a sum and stacks a scan output.
+func TestLoopWithCapturesAndScans(t *testing.T) {
+	g := builder.New("loop")
+	x := g.Input("x", builder.Float, builder.Dims(2))
+	n := g.Input("n", builder.Int64, builder.Scalar())
+	two := g.Init("two", builder.FloatTensor([]int64{2}, []float32{2, 2}))
+	cond := g.Init("cond", builder.BoolTensor(nil, []bool{true}))
+	final, scans := ops.Loop(g, n, cond, []*builder.Value{x}, func(bg *builder.Graph, _, c *builder.Value, carried []*builder.Value) (*builder.Value, []*builder.Value, []*builder.Value) {
+		next := ops.Add(ops.Mul(carried[0], two), x)
+		return ops.Identity(c), []*builder.Value{next}, []*builder.Value{next}
+	}, ops.LoopOpts{})
+	g.Output("final", final[0])
+	g.Output("steps", scans[0])
+	m := open(t, g)
+	out, err := m.Run(map[string]*onnxeval.Tensor{
+		"x": onnxeval.New([]int64{2}, []float32{1, -1}),
+		"n": onnxeval.New([]int64{}, []int64{3}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s0 = x; s(i+1) = 2 s(i) + x: 3, 7, 15 (and their negatives).
+	if got := out["final"].Data.([]float32); got[0] != 15 || got[1] != -15 {
+		t.Errorf("final = %v, want [15 -15]", got)
+	}
+	steps := out["steps"]
+	if want := []float32{3, -3, 7, -7, 15, -15}; len(steps.Shape) != 2 || steps.Shape[0] != 3 || !equal(steps.Data.([]float32), want) {
+		t.Errorf("steps = %v %v, want [3 2] %v", steps.Shape, steps.Data, want)
+	}
+	// Zero iterations: the carried value comes back unchanged, no scans.
+	out, err = m.Run(map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{2}, []float32{1, -1}), "n": onnxeval.New([]int64{}, []int64{0})})
+	if err != nil || !equal(out["final"].Data.([]float32), []float32{1, -1}) || out["steps"].Shape[0] != 0 {
+		t.Errorf("zero iterations: %v, %v", out, err)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
