@@ -48,6 +48,11 @@ const (
 	// whole greedy decoding in one ONNX Loop, one run per batch (beam.onnx
 	// for beam search).
 	EngineLoop = "attnx-loop"
+	// EngineLeanGo is EngineLean on the native Go evaluator (backend "go")
+	// instead of ONNX Runtime: the same graphs, the same decoding core.
+	EngineLeanGo = "attnx-steps-lean-go"
+	// EngineLoopGo is EngineLoop on the native Go evaluator.
+	EngineLoopGo = "attnx-loop-go"
 	// EngineTorchONNX is torch.onnx.export's encoder and decoder step
 	// (reference.py export-onnx) run by the lean step loop; batch 1 only.
 	EngineTorchONNX = "torch-onnx-steps"
@@ -58,7 +63,11 @@ const (
 )
 
 // Engines lists every engine in run order.
-var Engines = []string{EngineLean, EngineSteps, EngineLoop, EngineTorchONNX, EnginePyTorch, EngineFloor}
+var Engines = []string{EngineLean, EngineSteps, EngineLoop, EngineLeanGo, EngineLoopGo, EngineTorchONNX, EnginePyTorch, EngineFloor}
+
+// nativeOf maps each native-backend engine to the ONNX Runtime engine it
+// mirrors.
+var nativeOf = map[string]string{EngineLeanGo: EngineLean, EngineLoopGo: EngineLoop}
 
 // Config is what to measure.
 type Config struct {
@@ -132,7 +141,7 @@ func (c *Config) weights() []quant.Precision {
 // perWeights reports whether engine e runs once per weights precision:
 // the attnx engines, which run the exported model directories.
 func perWeights(e string) bool {
-	return e == EngineLean || e == EngineSteps || e == EngineLoop
+	return e == EngineLean || e == EngineSteps || e == EngineLoop || nativeOf[e] != ""
 }
 
 func (c *Config) logf(format string, args ...any) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
@@ -43,7 +44,7 @@ func (r *runner) job() job { return job{r.name, r.weights, max(r.beam, 1)} }
 // beamEngines are the engines that measure beam search too: the decoding
 // core, translate's steps engine, its loop engine (on beam.onnx) and
 // PyTorch's reference beam search.
-var beamEngines = []string{EngineLean, EngineSteps, EngineLoop, EnginePyTorch}
+var beamEngines = []string{EngineLean, EngineSteps, EngineLoop, EngineLeanGo, EngineLoopGo, EnginePyTorch}
 
 // setup prepares j's engine, on the model of j's precision for the attnx
 // engines (the others are float32), decoding greedily (j.beam 1) or with
@@ -55,11 +56,15 @@ func (p *point) setup(j job) (r *runner, na string, err error) {
 	}
 	switch e {
 	case EngineLean:
-		r, err = p.lean(e, p.m.dirs[w], k)
+		r, err = p.lean(e, p.m.dirs[w], k, ortsession.BackendORT)
 	case EngineSteps:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps, k)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps, k, ortsession.BackendORT)
 	case EngineLoop:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, ortsession.BackendORT)
+	case EngineLeanGo:
+		r, err = p.lean(e, p.m.dirs[w], k, ortsession.BackendGo)
+	case EngineLoopGo:
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, ortsession.BackendGo)
 	case EngineTorchONNX:
 		switch {
 		case p.m.torchDir == "":
@@ -67,7 +72,7 @@ func (p *point) setup(j job) (r *runner, na string, err error) {
 		case p.B != 1:
 			return nil, "torch.onnx.export fixes the decoder's batch at the traced size 1 (LSTM initial state and attention reshapes are specialised), so it runs at batch 1 only", nil
 		}
-		r, err = p.lean(e, p.m.torchDir, 1)
+		r, err = p.lean(e, p.m.torchDir, 1, ortsession.BackendORT)
 	case EngineFloor:
 		r, err = p.floor(e)
 	default:
@@ -80,8 +85,8 @@ func (p *point) setup(j job) (r *runner, na string, err error) {
 }
 
 // lean runs dir's graphs on the decoding core alone (see leanLoop).
-func (p *point) lean(name, dir string, k int) (*runner, error) {
-	l, err := newLeanLoop(dir, p.T, p.rows, p.steps, k)
+func (p *point) lean(name, dir string, k int, backend string) (*runner, error) {
+	l, err := newLeanLoop(dir, backend, p.T, p.rows, p.steps, k)
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +103,8 @@ func (p *point) lean(name, dir string, k int) (*runner, error) {
 }
 
 // translated runs package translate's engine over the model directory.
-func (p *point) translated(name, dir, engine string, k int) (*runner, error) {
-	tr, err := translate.Open(dir, translate.Options{Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B, Beam: k})
+func (p *point) translated(name, dir, engine string, k int, backend string) (*runner, error) {
+	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B, Beam: k})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +136,7 @@ func (p *point) translated(name, dir, engine string, k int) (*runner, error) {
 // floor runs the floor graph (see floorModel).
 func (p *point) floor(name string) (*runner, error) {
 	H, V := p.m.cfg.Hidden, p.m.cfg.TgtVocab
-	sess, err := openFloor(p.m.arch, H, V, sessionOptions(p.T))
+	sess, err := openFloor(p.m.arch, H, V, sessionOptions(p.T, ortsession.BackendORT))
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ type leanLoop struct {
 // intra-op threads, for decoding rows for exactly steps steps (EOS is
 // suppressed in the benchmarked weights), greedily (k = 1) or with beam
 // search of width k.
-func newLeanLoop(dir string, threads int, rows [][]int64, steps, k int) (l *leanLoop, err error) {
+func newLeanLoop(dir, backend string, threads int, rows [][]int64, steps, k int) (l *leanLoop, err error) {
 	l = &leanLoop{rows: rows}
 	defer func() {
 		if err != nil {
@@ -39,10 +39,10 @@ func newLeanLoop(dir string, threads int, rows [][]int64, steps, k int) (l *lean
 			l = nil
 		}
 	}()
-	if l.enc, err = ortsession.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads)); err != nil {
+	if l.enc, err = ortsession.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads, backend)); err != nil {
 		return nil, err
 	}
-	if l.dec, err = ortsession.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads)); err != nil {
+	if l.dec, err = ortsession.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads, backend)); err != nil {
 		return nil, err
 	}
 	m, err := decode.NewModel(l.enc, l.dec, decode.Dims{})

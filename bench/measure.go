@@ -89,12 +89,16 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		if j.beam > 1 {
 			r.Beam = j.beam
 		}
+		e := j.engine
+		if nativeOf[e] != "" {
+			e = nativeOf[e]
+		}
 		switch {
-		case j.engine == EngineLean || j.engine == EngineSteps:
+		case e == EngineLean || e == EngineSteps:
 			r.ModelBytes = m.bytes[j.weights].steps
-		case j.engine == EngineLoop && j.beam > 1:
+		case e == EngineLoop && j.beam > 1:
 			r.ModelBytes = m.bytes[j.weights].beam
-		case j.engine == EngineLoop:
+		case e == EngineLoop:
 			r.ModelBytes = m.bytes[j.weights].loop
 		}
 		return r

@@ -23,7 +23,9 @@ import (
 // and Go's own work (argmax, binding checks, locks) under bench and
 // runtime functions.
 type ProfileSummary struct {
-	Path    string  `json:"path"`
+	Path string `json:"path"`
+	// Backend is the backend the lean loop ran on ("ort" or "go").
+	Backend string  `json:"backend"`
 	Config  string  `json:"config"`
 	Seconds float64 `json:"seconds"`
 	Batches int     `json:"batches"`
@@ -41,9 +43,9 @@ type ProfileSummary struct {
 
 // profile runs the lean step loop for max(3*MinTime, 0.1s) under the
 // CPU profiler.
-func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
+func (c *Config) profile(m *model, S int, backend, path string) (*ProfileSummary, error) {
 	ids, _ := randomSources(1, S, m.cfg.SrcVocab, c.Seed)
-	l, err := newLeanLoop(m.dirs[c.weights()[0]], 1, [][]int64{ids}, c.Steps, 1)
+	l, err := newLeanLoop(m.dirs[c.weights()[0]], backend, 1, [][]int64{ids}, c.Steps, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +56,7 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 			return nil, err
 		}
 	}
-	f, err := atomicfile.Create(c.CPUProfile, 0o644)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("bench: CPU profile: %w", err)
 	}
@@ -99,8 +101,8 @@ func (c *Config) profile(m *model, S int) (*ProfileSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: measuring ORT's overheads: %w", err)
 	}
-	c.logf("bench: CPU profile of the lean step loop (%s S=%d B=1 T=1, %.1fs) in %s", m.arch, S, secs, c.CPUProfile)
-	return &ProfileSummary{Path: c.CPUProfile, Config: configKey(string(m.arch), S, 1, 1), Seconds: secs, Batches: n, Steps: n * c.Steps, GoArgmaxMsPerStep: argMs,
+	c.logf("bench: CPU profile of the lean step loop on %s (%s S=%d B=1 T=1, %.1fs) in %s", backend, m.arch, S, secs, path)
+	return &ProfileSummary{Path: path, Backend: backend, Config: configKey(string(m.arch), S, 1, 1), Seconds: secs, Batches: n, Steps: n * c.Steps, GoArgmaxMsPerStep: argMs,
 		ORTRunOverheadMs: runMs, ORTLoopIterationMs: iterMs}, nil
 }
 
@@ -128,7 +130,7 @@ func overheads(threads int) (runMs, iterMs float64, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return ortsession.OpenBytes(data, sessionOptions(threads))
+		return ortsession.OpenBytes(data, sessionOptions(threads, ortsession.BackendORT))
 	}
 	timeRuns := func(s *ortsession.Session, n int) (float64, error) {
 		x := ortsession.NewFloat32([]int64{1}, []float32{1})

@@ -131,6 +131,9 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Profile summarises the CPU profile, when one was taken.
 	Profile *ProfileSummary `json:"profile,omitempty"`
+	// ProfileGo is the same for the native backend's lean step loop
+	// (attnx-steps-lean-go): its kernels show under their own names.
+	ProfileGo *ProfileSummary `json:"profile_go,omitempty"`
 }
 
 // BLASInfo is the BLAS PyTorch computed with, as bench.py found it.

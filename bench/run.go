@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
@@ -106,11 +107,16 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 					rep.Results = append(rep.Results, rs...)
 					if !profiled && B == 1 && T == 1 {
 						profiled = true
-						ps, err := c.profile(m, S)
+						ps, err := c.profile(m, S, ortsession.BackendORT, c.CPUProfile)
 						if err != nil {
 							return nil, err
 						}
 						rep.Profile = ps
+						if c.enabled(EngineLeanGo) {
+							if rep.ProfileGo, err = c.profile(m, S, ortsession.BackendGo, nativeProfilePath(c.CPUProfile)); err != nil {
+								return nil, err
+							}
+						}
 					}
 				}
 			}
@@ -243,7 +249,14 @@ func (c *Config) prepare(work string) ([]*model, error) {
 	return models, nil
 }
 
-// sessionOptions are the ORT options every attnx engine runs with.
-func sessionOptions(threads int) ortsession.Options {
-	return ortsession.Options{IntraOpThreads: threads, InterOpThreads: 1}
+// nativeProfilePath is where the native backend's CPU profile goes: path
+// with "-go" before its extension.
+func nativeProfilePath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-go" + ext
+}
+
+// sessionOptions are the options every attnx engine runs with, on backend.
+func sessionOptions(threads int, backend string) ortsession.Options {
+	return ortsession.Options{Backend: backend, IntraOpThreads: threads, InterOpThreads: 1}
 }

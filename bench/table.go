@@ -77,6 +77,10 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintf(w, "ORT fixed costs: one Binding.Run of an Identity graph %.4f ms (per step of a step loop); one Loop iteration with an Identity body %.4f ms (per step in-graph)\n",
 			p.ORTRunOverheadMs, p.ORTLoopIterationMs)
 	}
+	if p := rep.ProfileGo; p != nil {
+		fmt.Fprintf(w, "CPU profile of %s at %s: %.1fs, %d steps; read with: go tool pprof -top %s\n",
+			EngineLeanGo, p.Config, p.Seconds, p.Steps, p.Path)
+	}
 	return nil
 }
 

@@ -85,6 +85,30 @@ func ratios(rs []Result) map[string]float64 {
 		bestAll = l
 	}
 	div("best_vs_floor", bestAll, ms[EngineFloor])
+	// The native backend against ONNX Runtime, engine by engine, at each
+	// precision and beam width: go's ms per token over ort's (<= 1.2 is
+	// the goal for float32 at batch 1).
+	type key struct {
+		name, w string
+		beam    int
+	}
+	byKey := map[key]float64{}
+	for _, r := range rs {
+		if r.NA == "" && r.MsPerTokenMedian > 0 {
+			byKey[key{r.Name, r.Weights, r.Beam}] = r.MsPerTokenMedian
+		}
+	}
+	for k, goMs := range byKey {
+		ort, ok := nativeOf[k.name]
+		if !ok || byKey[key{ort, k.w, k.beam}] == 0 {
+			continue
+		}
+		name := fmt.Sprintf("%s_go_vs_ort_%s", map[string]string{EngineLeanGo: "lean", EngineLoopGo: "loop"}[k.name], k.w)
+		if k.beam > 0 {
+			name += fmt.Sprintf("_beam%d", k.beam)
+		}
+		out[name] = goMs / byKey[key{ort, k.w, k.beam}]
+	}
 	short := map[string]string{EngineLean: "lean", EngineSteps: "steps", EngineLoop: "loop", EnginePyTorch: "pytorch"}
 	for _, r := range rs {
 		if r.Weights != string(quant.PrecisionFP32) {

@@ -103,6 +103,15 @@ func binaryT[T element, R element](r *runner, a, b *Tensor, f func(x, y T) R) (*
 		for i := range y {
 			z[i] = f(v, y[i])
 		}
+	case len(x) == len(z) && isSuffix(b.Shape, shape):
+		// b repeats along the leading axes (a bias row): no index maps.
+		for i := range x {
+			z[i] = f(x[i], y[i%len(y)])
+		}
+	case len(y) == len(z) && isSuffix(a.Shape, shape):
+		for i := range y {
+			z[i] = f(x[i%len(x)], y[i])
+		}
 	default:
 		ia, ib := bcastIndex(shape, a.Shape), bcastIndex(shape, b.Shape)
 		for i := range z {
@@ -648,4 +657,17 @@ func castTo[S, D number](s []S, d []D) {
 	for i, v := range s {
 		d[i] = D(v)
 	}
+}
+
+// isSuffix reports whether in, without its leading 1s, equals the trailing
+// dimensions of out: a tensor of in's shape repeats along out's leading
+// axes, element i of out reading element i % size.
+func isSuffix(in, out []int64) bool {
+	for len(in) > 0 && in[0] == 1 {
+		in = in[1:]
+	}
+	if len(in) > len(out) || len(in) == 0 {
+		return false
+	}
+	return sameShape(in, out[len(out)-len(in):])
 }

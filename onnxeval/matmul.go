@@ -212,7 +212,14 @@ func compileGemm(n *node) (opFunc, error) {
 		N := p.n
 		o := f.r.f32([]int64{int64(M), int64(N)})
 		C := get[float32](o)
-		acc := false
+		// The product first (the kernels' fastest form writes C), then
+		// alpha and the bias.
+		kernel.GemmNT(M, N, K, A, K, p.w, K, C, N, false, f.r.threads)
+		if alpha != 1 {
+			for i := range C {
+				C[i] *= alpha
+			}
+		}
 		if len(in) > 2 && in[2] != nil && beta != 0 {
 			bias := in[2]
 			if bias.DType != builder.Float {
@@ -222,27 +229,20 @@ func compileGemm(n *node) (opFunc, error) {
 			if err != nil || shape[0] != int64(M) || shape[1] != int64(N) {
 				return fmt.Errorf("C %v does not broadcast to [%d,%d]", bias.Shape, M, N)
 			}
-			idx := bcastIndex(shape, bias.Shape)
 			bv := get[float32](bias)
-			for i := range C {
-				j := i
-				if idx != nil {
-					j = int(idx[i])
+			switch {
+			case len(bv) == N && beta == 1: // a bias row, the usual case
+				for i := 0; i < M; i++ {
+					kernel.Axpy(1, bv, C[i*N:(i+1)*N])
 				}
-				C[i] = beta * bv[j]
-			}
-			acc = true
-		}
-		if alpha == 1 {
-			kernel.GemmNT(M, N, K, A, K, p.w, K, C, N, acc, f.r.threads)
-		} else {
-			tmp := make([]float32, M*N)
-			kernel.GemmNT(M, N, K, A, K, p.w, K, tmp, N, false, f.r.threads)
-			for i := range C {
-				if acc {
-					C[i] += alpha * tmp[i]
-				} else {
-					C[i] = alpha * tmp[i]
+			default:
+				idx := bcastIndex(shape, bias.Shape)
+				for i := range C {
+					j := i
+					if idx != nil {
+						j = int(idx[i])
+					}
+					C[i] += beta * bv[j]
 				}
 			}
 		}

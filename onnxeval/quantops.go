@@ -170,20 +170,26 @@ func init() {
 		if err := n.needInputs(2, 4); err != nil {
 			return nil, err
 		}
-		// A constant B with no zero point per column is kept transposed
-		// as float32: the products of 8-bit integers summed in float32
-		// are exact while every partial sum stays below 2^24, which holds
-		// when K * max|a| * max|b| does; larger products use integer sums.
+		// A constant B with a constant scalar zero point (or none) is kept
+		// transposed as float32, the zero point taken off: the products of
+		// 8-bit integers summed in float32 are exact while every partial
+		// sum stays below 2^24, which holds when K * max|a| * max|b| does;
+		// larger products use integer sums.
 		var bt *packedNT
-		var bmax int32
-		if c := n.consts[1]; c != nil && len(c.Shape) == 2 && (len(n.consts) < 4 || n.consts[3] == nil || !n.has(3)) {
-			bi := intsOf(c)
-			if bi != nil {
+		var bmax, bz0 int32
+		if c := n.consts[1]; c != nil && len(c.Shape) == 2 {
+			zpConst := !n.has(3)
+			if n.has(3) {
+				if z := n.consts[3]; z != nil && z.Len() == 1 {
+					zpConst, bz0 = true, intsOf(z)[0]
+				}
+			}
+			if bi := intsOf(c); bi != nil && zpConst {
 				K, N := int(c.Shape[0]), int(c.Shape[1])
 				w := make([]float32, N*K)
 				for k := 0; k < K; k++ {
 					for j := 0; j < N; j++ {
-						v := bi[k*N+j]
+						v := bi[k*N+j] - bz0
 						w[j*K+k] = float32(v)
 						bmax = max(bmax, v, -v)
 					}
@@ -193,10 +199,10 @@ func init() {
 		}
 		return func(f *frame, in, out []*Tensor) error {
 			a, b := in[0], in[1]
-			ai, bi := intsOf(a), intsOf(b)
-			if ai == nil || bi == nil || a.DType == builder.Int32 || b.DType == builder.Int32 {
+			if !isByte(a.DType) || !isByte(b.DType) {
 				return fmt.Errorf("A is %v and B %v; int8 or uint8 expected", a.DType, b.DType)
 			}
+			ai := intsOf(a)
 			var azp, bzp []int32
 			if len(in) > 2 && in[2] != nil {
 				azp = intsOf(in[2])
@@ -233,7 +239,7 @@ func init() {
 				d := v - azAt(i/max(k, 1))
 				amax = max(amax, d, -d)
 			}
-			if bt != nil && len(ia) == 1 && bt.k == k && len(bzp) <= 1 && bzAt(0) == 0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
+			if bt != nil && len(ia) == 1 && bt.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
 				af := make([]float32, m*k)
 				for i := range af {
 					af[i] = float32(ai[i] - azAt(i/max(k, 1)))
@@ -246,6 +252,7 @@ func init() {
 				out[0] = New(shape, res)
 				return nil
 			}
+			bi := intsOf(b)
 			for p := range ia {
 				ap, bp, cp := ai[int(ia[p])*m*k:], bi[int(ib[p])*k*nn:], res[p*m*nn:]
 				for i := 0; i < m; i++ {
@@ -439,3 +446,5 @@ func matMulBlockInt8(r *runner, a []float32, M, N, K, blk int, wq, wScale []floa
 		}
 	}
 }
+
+func isByte(dt builder.DataType) bool { return dt == builder.Int8 || dt == builder.Uint8 }

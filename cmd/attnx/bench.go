@@ -30,6 +30,9 @@ with:
   attnx-loop         package translate's "loop" engine: greedy.onnx (or
                      beam.onnx), the whole decoding in one ONNX Loop, one
                      run per batch
+  attnx-steps-lean-go  attnx-steps-lean on the native Go evaluator (--backend
+                     go) instead of ONNX Runtime
+  attnx-loop-go      attnx-loop on the native Go evaluator
   torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
                      (batch 1 only: torch fixes the traced batch)
   pytorch-eager      the PyTorch reference modules (reference/bench.py)

@@ -103,8 +103,8 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 		gemmNT(0, n, m, k, a, lda, b, ldb, c, ldc, acc)
 		return
 	}
-	// Column blocks of a multiple of 4, one per goroutine.
-	per := (n/t + 3) &^ 3
+	// Column blocks, one per goroutine.
+	per := (n + t - 1) / t
 	var wg sync.WaitGroup
 	for j0 := 0; j0 < n; j0 += per {
 		j1 := min(n, j0+per)
@@ -121,27 +121,40 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 	wg.Wait()
 }
 
-// gemmNT computes columns j0..j1 of C = A B^T.
+// gemmNT computes columns j0..j1 of C = A B^T. It walks B's rows in
+// order, one sequential stream through memory (B is the weights, usually
+// too large for the caches: a single stream is what the hardware
+// prefetchers follow best, 36 GB/s here against 20 for four interleaved
+// rows), and takes each against four rows of A at a time (A is small and
+// stays in cache).
 func gemmNT(j0, j1, m, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool) {
-	j := j0
-	for ; j+4 <= j1; j += 4 {
-		bj := b[j*ldb:]
-		for i := 0; i < m; i++ {
-			s0, s1, s2, s3 := Dot4(a[i*lda:i*lda+k], bj, ldb)
-			ci := c[i*ldc+j : i*ldc+j+4]
+	if m == 1 && !acc && useAsm && k%16 == 0 && j1 > j0 {
+		// One row of A: the rows of B in one assembly loop (software
+		// prefetching measured slower than the hardware's here).
+		_ = b[(j1-1)*ldb+k-1]
+		_ = a[k-1]
+		_ = c[j1-1]
+		gemvAsm(&a[0], &b[j0*ldb], k, j1-j0, ldb, &c[j0])
+		return
+	}
+	for j := j0; j < j1; j++ {
+		bj := b[j*ldb : j*ldb+k]
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			s0, s1, s2, s3 := Dot4(bj, a[i*lda:], lda)
 			if acc {
-				ci[0] += s0
-				ci[1] += s1
-				ci[2] += s2
-				ci[3] += s3
+				c[i*ldc+j] += s0
+				c[(i+1)*ldc+j] += s1
+				c[(i+2)*ldc+j] += s2
+				c[(i+3)*ldc+j] += s3
 			} else {
-				ci[0], ci[1], ci[2], ci[3] = s0, s1, s2, s3
+				c[i*ldc+j] = s0
+				c[(i+1)*ldc+j] = s1
+				c[(i+2)*ldc+j] = s2
+				c[(i+3)*ldc+j] = s3
 			}
 		}
-	}
-	for ; j < j1; j++ {
-		bj := b[j*ldb : j*ldb+k]
-		for i := 0; i < m; i++ {
+		for ; i < m; i++ {
 			s := Dot(a[i*lda:i*lda+k], bj)
 			if acc {
 				c[i*ldc+j] += s

@@ -23,3 +23,9 @@ func dot4Asm(a, b *float32, ldb, n int, out *[4]float32)
 //
 //go:noescape
 func axpyAsm(alpha float32, x, y *float32, n int)
+
+// gemvAsm writes c[j] = the dot product of a with b's row j (rows ldb
+// apart) over k elements, a multiple of 16, for j < n.
+//
+//go:noescape
+func gemvAsm(a, b *float32, k, n, ldb int, c *float32)

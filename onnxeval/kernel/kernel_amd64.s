@@ -99,3 +99,45 @@ axpyloop:
 	JNZ  axpyloop
 	VZEROUPPER
 	RET
+
+// func gemvAsm(a, b *float32, k, n, ldb int, c *float32)
+// c[j] = sum_i a[i]*b[j*ldb+i] for j < n; k is a multiple of 16.
+TEXT ·gemvAsm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ k+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ ldb+32(FP), DX
+	MOVQ c+40(FP), R10
+	SHLQ $2, DX
+	SHRQ $4, R8
+	TESTQ R9, R9
+	JZ   gemvdone
+gemvrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R8, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+gemvloop:
+	VMOVUPS (AX), Y2
+	VMOVUPS 32(AX), Y3
+	VFMADD231PS (BX), Y2, Y0
+	VFMADD231PS 32(BX), Y3, Y1
+	ADDQ $64, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  gemvloop
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (R10)
+	ADDQ $4, R10
+	ADDQ DX, DI
+	DECQ R9
+	JNZ  gemvrow
+gemvdone:
+	VZEROUPPER
+	RET
