@@ -201,8 +201,8 @@ func arithDispatch(r *runner, op arith, a, b *Tensor) (*Tensor, error) {
 	}
 	switch a.DType {
 	case builder.Float:
-		if op == opAdd && sameShape(a.Shape, b.Shape) {
-			return addF32(r, a, b), nil
+		if o := arithF32(r, op, a, b); o != nil {
+			return o, nil
 		}
 		return binaryT(r, a, b, arithFn[float32](op))
 	case builder.Double:
@@ -235,11 +235,46 @@ func intMod[T int64 | int32](x, y T) T {
 	return m
 }
 
-func addF32(r *runner, a, b *Tensor) *Tensor {
-	out := r.f32(a.Shape)
-	x, y, z := get[float32](a), get[float32](b), get[float32](out)
-	for i := range z {
-		z[i] = x[i] + y[i]
+// arithF32 is float32 Add, Sub, Mul and Div without a call per element,
+// for equal shapes, a scalar, or a row repeated along the leading axes
+// (the forms a decoder step uses); nil for the others.
+func arithF32(r *runner, op arith, a, b *Tensor) *Tensor {
+	if op > opDiv {
+		return nil
+	}
+	x, y := get[float32](a), get[float32](b)
+	var shape []int64
+	switch {
+	case sameShape(a.Shape, b.Shape):
+		shape = a.Shape
+	case len(y) == 1 || isSuffix(b.Shape, a.Shape) && len(a.Shape) >= len(b.Shape):
+		shape = a.Shape
+	default:
+		return nil
+	}
+	out := r.f32(cloneShape(shape))
+	z := get[float32](out)
+	n := len(y)
+	for base := 0; base < len(z); base += n {
+		xs, zs := x[base:base+n], z[base:base+n]
+		switch op {
+		case opAdd:
+			for i, v := range y {
+				zs[i] = xs[i] + v
+			}
+		case opSub:
+			for i, v := range y {
+				zs[i] = xs[i] - v
+			}
+		case opMul:
+			for i, v := range y {
+				zs[i] = xs[i] * v
+			}
+		case opDiv:
+			for i, v := range y {
+				zs[i] = xs[i] / v
+			}
+		}
 	}
 	return out
 }

@@ -176,6 +176,7 @@ func init() {
 		// sum stays below 2^24, which holds when K * max|a| * max|b| does;
 		// larger products use integer sums.
 		var bt *packedNT
+		var q8 *int8Weights
 		var bmax, bz0 int32
 		if c := n.consts[1]; c != nil && len(c.Shape) == 2 {
 			zpConst := !n.has(3)
@@ -195,6 +196,18 @@ func init() {
 					}
 				}
 				bt = &packedNT{n: N, k: K, w: w}
+				if kernel.HasInt8() && K%64 == 0 && bmax <= 128 && !hasValue(w, 128) {
+					// The weights less their zero point fit int8: the
+					// VNNI kernel reads a quarter of the float path's bytes.
+					q8 = &int8Weights{n: N, k: K, w: make([]int8, N*K), colSum: make([]int32, N)}
+					for j := 0; j < N; j++ {
+						for k := 0; k < K; k++ {
+							v := int8(w[j*K+k])
+							q8.w[j*K+k] = v
+							q8.colSum[j] += int32(v)
+						}
+					}
+				}
 			}
 		}
 		return func(f *frame, in, out []*Tensor) error {
@@ -233,6 +246,12 @@ func init() {
 					return bzp[0]
 				}
 				return bzp[j%len(bzp)]
+			}
+			if q8 != nil && len(ia) == 1 && q8.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && len(azp) <= 1 {
+				res := make([]int32, numel(shape))
+				q8.run(a, azAt(0), m, res)
+				out[0] = New(shape, res)
+				return nil
 			}
 			var amax int32
 			for i, v := range ai {
@@ -345,7 +364,10 @@ func init() {
 		}
 		int8A := n.int("accuracy_level", 0) == 4
 		var w, wScale []float32
-		if int8A {
+		var nib *nibbleWeights
+		if int8A && bits == 4 && kernel.HasInt8() && bw.BlobSize()%64 == 0 {
+			nib = newNibbleWeights(bw)
+		} else if int8A {
 			// ONNX Runtime's accuracy level 4 quantizes A block-wise to
 			// int8 at run time and sums integer products per block: the
 			// weights are kept as their integer values less the zero
@@ -369,7 +391,9 @@ func init() {
 			M := a.Len() / K
 			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(N))
 			o := f.r.f32(shape)
-			if int8A {
+			if nib != nil {
+				nib.run(get[float32](a), M, get[float32](o))
+			} else if int8A {
 				matMulBlockInt8(f.r, get[float32](a), M, N, K, block, w, wScale, get[float32](o))
 			} else {
 				kernel.GemmNT(M, N, K, get[float32](a), K, w, K, get[float32](o), N, false, f.r.threads)
@@ -448,3 +472,115 @@ func matMulBlockInt8(r *runner, a []float32, M, N, K, blk int, wq, wScale []floa
 }
 
 func isByte(dt builder.DataType) bool { return dt == builder.Int8 || dt == builder.Uint8 }
+
+func hasValue(w []float32, v float32) bool {
+	for _, x := range w {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// int8Weights is a constant MatMulInteger B less its zero point, as int8
+// rows (one per output column, K long) with their sums, for the VNNI kernel.
+type int8Weights struct {
+	n, k   int
+	w      []int8
+	colSum []int32
+}
+
+// run computes res (m x n) = (A - za) B' for A uint8 or int8 [m, k]: the
+// kernel takes A as unsigned, an int8 A shifted by 128, and the shift and
+// za come off through the column sums.
+func (q *int8Weights) run(a *Tensor, za int32, m int, res []int32) {
+	u := make([]uint8, q.k)
+	off := za
+	for i := 0; i < m; i++ {
+		switch d := a.Data.(type) {
+		case []uint8:
+			copy(u, d[i*q.k:(i+1)*q.k])
+		case []int8:
+			for x, v := range d[i*q.k : (i+1)*q.k] {
+				u[x] = uint8(int32(v) + 128)
+			}
+			off = za + 128
+		}
+		row := res[i*q.n : (i+1)*q.n]
+		kernel.DotsU8S8(u, q.w, q.k, 1, q.n, q.k, row)
+		if off != 0 {
+			for j := range row {
+				row[j] -= off * q.colSum[j]
+			}
+		}
+	}
+}
+
+// nibbleWeights is MatMulNBits' packed 4-bit B kept as it is, for the VNNI
+// kernel, with each block's zero point and scale.
+type nibbleWeights struct {
+	bw         *quant.Blockwise
+	nb, blob   int
+	zp         []int32 // [N*nb]
+	scale      []float32
+	blockElems int
+}
+
+func newNibbleWeights(bw *quant.Blockwise) *nibbleWeights {
+	nb := bw.Blocks()
+	w := &nibbleWeights{bw: bw, nb: nb, blob: bw.BlobSize(), zp: make([]int32, bw.N*nb), scale: bw.Scales, blockElems: bw.BlockSize}
+	for r := 0; r < bw.N; r++ {
+		for t := 0; t < nb; t++ {
+			w.zp[r*nb+t] = int32(bw.ZeroPoint(r, t))
+		}
+	}
+	return w
+}
+
+// run is accuracy level 4 on the packed weights: each block of a row of A
+// quantized to int8 as matMulBlockInt8 does, its integer dot products with
+// the blocks' 4-bit values taken by kernel.DotsNibble, the zero points
+// taken off through the blocks' sums of A.
+func (w *nibbleWeights) run(a []float32, M int, c []float32) {
+	K, N, nb, blk := w.bw.K, w.bw.N, w.nb, w.blockElems
+	aq := make([]int8, nb*blk)
+	ai := make([]int8, nb*blk)
+	aScale := make([]float32, nb)
+	aSum := make([]int32, nb)
+	dots := make([]int32, N*nb)
+	for m := 0; m < M; m++ {
+		row := a[m*K : (m+1)*K]
+		clear(aq)
+		for t := 0; t < nb; t++ {
+			lo, hi := t*blk, min(K, (t+1)*blk)
+			var amax float32
+			for _, v := range row[lo:hi] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			scale := amax / 127
+			var inv float32
+			if scale != 0 {
+				inv = 1 / scale
+			}
+			aScale[t] = scale
+			var sum int32
+			for k := lo; k < hi; k++ {
+				q := int8(saturate(roundEven(row[k]*inv), -128, 127))
+				aq[k] = q
+				sum += int32(q)
+			}
+			aSum[t] = sum
+		}
+		kernel.Interleave(ai, aq, w.blob)
+		kernel.DotsNibble(ai, w.bw.B, w.blob, nb, N, nb*w.blob, dots)
+		out := c[m*N : (m+1)*N]
+		for j := 0; j < N; j++ {
+			var s float32
+			for t := 0; t < nb; t++ {
+				d := dots[j*nb+t] - w.zp[j*nb+t]*aSum[t]
+				s += aScale[t] * w.scale[j*nb+t] * float32(d)
+			}
+			out[j] = s
+		}
+	}
+}

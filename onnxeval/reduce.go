@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
 type reduceKind int
@@ -312,22 +313,19 @@ func softmaxOp(n *node, logOut bool) (opFunc, error) {
 // softmaxRow32 is softmax (or log-softmax) of one contiguous row, summed in
 // float64.
 func softmaxRow32(x, z []float32, logOut bool) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var s float64
-	for i, v := range x {
-		e := expf32(v - m)
-		z[i] = e
-		s += float64(e)
-	}
+	m := kernel.Max(x)
 	if logOut {
-		ls := float32(math.Log(s))
+		ls := float32(math.Log(kernel.ExpSum(x, m)))
 		for i, v := range x {
 			z[i] = v - m - ls
 		}
 		return
+	}
+	var s float64
+	for i, v := range x {
+		e := kernel.Exp(v - m)
+		z[i] = e
+		s += float64(e)
 	}
 	inv := float32(1 / s)
 	for i := range z {

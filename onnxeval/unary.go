@@ -174,25 +174,3 @@ func sigmoid32(x, z []float32) {
 var _ = fmt.Sprint
 var _ = builder.Float
 
-// expf32 is e^x in float32 arithmetic to about one ulp: x = n ln2 + r
-// with |r| <= ln2/2, e^r by a degree-6 polynomial (Cephes' expf
-// coefficients), scaled by 2^n through the exponent bits.
-func expf32(x float32) float32 {
-	switch {
-	case x > 88.72283:
-		return float32(math.Inf(1))
-	case x < -87.33654:
-		return 0 // below float32's smallest normal: flushed
-	case x != x:
-		return x
-	}
-	n := float32(math.Floor(float64(x*1.442695041 + 0.5)))
-	r := x - n*0.693359375 - n*-2.12194440e-4
-	z := r * r
-	p := ((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+1.6666665459e-1)*r + 5.0000001201e-1
-	y := p*z + r + 1
-	if n > 127 { // 2^128 is not a float32: scale in two steps
-		return y * 2 * math.Float32frombits(uint32(int32(n)+126)<<23)
-	}
-	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
-}

@@ -29,3 +29,24 @@ func axpyAsm(alpha float32, x, y *float32, n int)
 //
 //go:noescape
 func gemvAsm(a, b *float32, k, n, ldb int, c *float32)
+
+// useVNNI: the 8-bit kernels need AVX-512 (F, BW) with VNNI.
+var useVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)
+
+//go:noescape
+func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32)
+
+//go:noescape
+func expSumAsm(x *float32, n int, m float32) float64
+
+//go:noescape
+func maxAsm(x *float32, n int) float32
+
+//go:noescape
+func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
+
+//go:noescape
+func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32)

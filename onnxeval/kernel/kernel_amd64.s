@@ -141,3 +141,417 @@ gemvloop:
 gemvdone:
 	VZEROUPPER
 	RET
+
+// hsumZ0 leaves the sum of Z0's 16 int32 lanes in X0's lowest lane.
+#define HSUMZ0 \
+	VEXTRACTI64X4 $1, Z0, Y1 \
+	VPADDD Y1, Y0, Y0 \
+	VEXTRACTI128 $1, Y0, X1 \
+	VPADDD X1, X0, X0 \
+	VPSHUFD $0x4E, X0, X1 \
+	VPADDD X1, X0, X0 \
+	VPSHUFD $0xB1, X0, X1 \
+	VPADDD X1, X0, X0
+
+// func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)
+// For j < n and t < nblk: c[j*nblk+t] = sum over the blk bytes of block t
+// of a[i] (unsigned) * b[j*ldb+i] (signed); blk is a multiple of 64.
+TEXT ·dotsU8S8Asm(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ blk+16(FP), R8
+	MOVQ nblk+24(FP), R9
+	MOVQ n+32(FP), R11
+	MOVQ ldb+40(FP), DX
+	MOVQ c+48(FP), R10
+	SHRQ $6, R8
+	TESTQ R11, R11
+	JZ   u8done
+u8row:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R9, R12
+u8block:
+	VPXORD Z0, Z0, Z0
+	MOVQ R8, CX
+u8chunk:
+	VMOVDQU32 (AX), Z2
+	VPDPBUSD (BX), Z2, Z0
+	ADDQ $64, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  u8chunk
+	HSUMZ0
+	VMOVD X0, (R10)
+	ADDQ $4, R10
+	DECQ R12
+	JNZ  u8block
+	ADDQ DX, DI
+	DECQ R11
+	JNZ  u8row
+u8done:
+	VZEROUPPER
+	RET
+
+// func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32)
+// b holds 4-bit values packed two to a byte, the first in the low bits;
+// blk is a block's packed bytes, a multiple of 64 (128 values). a is laid
+// out per 128 values as the 64 even-indexed ones, then the 64 odd ones. For
+// j < n and t < nblk: c[j*nblk+t] = sum over block t of value * a.
+TEXT ·dotsNibbleAsm(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ blk+16(FP), R8
+	MOVQ nblk+24(FP), R9
+	MOVQ n+32(FP), R11
+	MOVQ ldb+40(FP), DX
+	MOVQ c+48(FP), R10
+	SHRQ $6, R8
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z7
+	TESTQ R11, R11
+	JZ   nbdone
+nbrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R9, R12
+nbblock:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z5, Z5, Z5
+	MOVQ R8, CX
+nbchunk:
+	VMOVDQU32 (BX), Z2
+	VPSRLW $4, Z2, Z4
+	VPANDD Z7, Z2, Z3
+	VPANDD Z7, Z4, Z4
+	VPDPBUSD (AX), Z3, Z0
+	VPDPBUSD 64(AX), Z4, Z5
+	ADDQ $128, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  nbchunk
+	VPADDD Z5, Z0, Z0
+	HSUMZ0
+	VMOVD X0, (R10)
+	ADDQ $4, R10
+	DECQ R12
+	JNZ  nbblock
+	ADDQ DX, DI
+	DECQ R11
+	JNZ  nbrow
+nbdone:
+	VZEROUPPER
+	RET
+
+// expconst holds the float32 exponential's constants, eight copies each
+// (one YMM register's worth), and the int32 exponent bias 127.
+DATA expconst<>+0(SB)/4, $0xc2aeac4f
+DATA expconst<>+4(SB)/4, $0xc2aeac4f
+DATA expconst<>+8(SB)/4, $0xc2aeac4f
+DATA expconst<>+12(SB)/4, $0xc2aeac4f
+DATA expconst<>+16(SB)/4, $0xc2aeac4f
+DATA expconst<>+20(SB)/4, $0xc2aeac4f
+DATA expconst<>+24(SB)/4, $0xc2aeac4f
+DATA expconst<>+28(SB)/4, $0xc2aeac4f
+DATA expconst<>+32(SB)/4, $0x3fb8aa3b
+DATA expconst<>+36(SB)/4, $0x3fb8aa3b
+DATA expconst<>+40(SB)/4, $0x3fb8aa3b
+DATA expconst<>+44(SB)/4, $0x3fb8aa3b
+DATA expconst<>+48(SB)/4, $0x3fb8aa3b
+DATA expconst<>+52(SB)/4, $0x3fb8aa3b
+DATA expconst<>+56(SB)/4, $0x3fb8aa3b
+DATA expconst<>+60(SB)/4, $0x3fb8aa3b
+DATA expconst<>+64(SB)/4, $0x3f000000
+DATA expconst<>+68(SB)/4, $0x3f000000
+DATA expconst<>+72(SB)/4, $0x3f000000
+DATA expconst<>+76(SB)/4, $0x3f000000
+DATA expconst<>+80(SB)/4, $0x3f000000
+DATA expconst<>+84(SB)/4, $0x3f000000
+DATA expconst<>+88(SB)/4, $0x3f000000
+DATA expconst<>+92(SB)/4, $0x3f000000
+DATA expconst<>+96(SB)/4, $0x3f318000
+DATA expconst<>+100(SB)/4, $0x3f318000
+DATA expconst<>+104(SB)/4, $0x3f318000
+DATA expconst<>+108(SB)/4, $0x3f318000
+DATA expconst<>+112(SB)/4, $0x3f318000
+DATA expconst<>+116(SB)/4, $0x3f318000
+DATA expconst<>+120(SB)/4, $0x3f318000
+DATA expconst<>+124(SB)/4, $0x3f318000
+DATA expconst<>+128(SB)/4, $0xb95e8083
+DATA expconst<>+132(SB)/4, $0xb95e8083
+DATA expconst<>+136(SB)/4, $0xb95e8083
+DATA expconst<>+140(SB)/4, $0xb95e8083
+DATA expconst<>+144(SB)/4, $0xb95e8083
+DATA expconst<>+148(SB)/4, $0xb95e8083
+DATA expconst<>+152(SB)/4, $0xb95e8083
+DATA expconst<>+156(SB)/4, $0xb95e8083
+DATA expconst<>+160(SB)/4, $0x39506967
+DATA expconst<>+164(SB)/4, $0x39506967
+DATA expconst<>+168(SB)/4, $0x39506967
+DATA expconst<>+172(SB)/4, $0x39506967
+DATA expconst<>+176(SB)/4, $0x39506967
+DATA expconst<>+180(SB)/4, $0x39506967
+DATA expconst<>+184(SB)/4, $0x39506967
+DATA expconst<>+188(SB)/4, $0x39506967
+DATA expconst<>+192(SB)/4, $0x3ab743ce
+DATA expconst<>+196(SB)/4, $0x3ab743ce
+DATA expconst<>+200(SB)/4, $0x3ab743ce
+DATA expconst<>+204(SB)/4, $0x3ab743ce
+DATA expconst<>+208(SB)/4, $0x3ab743ce
+DATA expconst<>+212(SB)/4, $0x3ab743ce
+DATA expconst<>+216(SB)/4, $0x3ab743ce
+DATA expconst<>+220(SB)/4, $0x3ab743ce
+DATA expconst<>+224(SB)/4, $0x3c088908
+DATA expconst<>+228(SB)/4, $0x3c088908
+DATA expconst<>+232(SB)/4, $0x3c088908
+DATA expconst<>+236(SB)/4, $0x3c088908
+DATA expconst<>+240(SB)/4, $0x3c088908
+DATA expconst<>+244(SB)/4, $0x3c088908
+DATA expconst<>+248(SB)/4, $0x3c088908
+DATA expconst<>+252(SB)/4, $0x3c088908
+DATA expconst<>+256(SB)/4, $0x3d2aa9c1
+DATA expconst<>+260(SB)/4, $0x3d2aa9c1
+DATA expconst<>+264(SB)/4, $0x3d2aa9c1
+DATA expconst<>+268(SB)/4, $0x3d2aa9c1
+DATA expconst<>+272(SB)/4, $0x3d2aa9c1
+DATA expconst<>+276(SB)/4, $0x3d2aa9c1
+DATA expconst<>+280(SB)/4, $0x3d2aa9c1
+DATA expconst<>+284(SB)/4, $0x3d2aa9c1
+DATA expconst<>+288(SB)/4, $0x3e2aaaaa
+DATA expconst<>+292(SB)/4, $0x3e2aaaaa
+DATA expconst<>+296(SB)/4, $0x3e2aaaaa
+DATA expconst<>+300(SB)/4, $0x3e2aaaaa
+DATA expconst<>+304(SB)/4, $0x3e2aaaaa
+DATA expconst<>+308(SB)/4, $0x3e2aaaaa
+DATA expconst<>+312(SB)/4, $0x3e2aaaaa
+DATA expconst<>+316(SB)/4, $0x3e2aaaaa
+DATA expconst<>+320(SB)/4, $0x3f000000
+DATA expconst<>+324(SB)/4, $0x3f000000
+DATA expconst<>+328(SB)/4, $0x3f000000
+DATA expconst<>+332(SB)/4, $0x3f000000
+DATA expconst<>+336(SB)/4, $0x3f000000
+DATA expconst<>+340(SB)/4, $0x3f000000
+DATA expconst<>+344(SB)/4, $0x3f000000
+DATA expconst<>+348(SB)/4, $0x3f000000
+DATA expconst<>+352(SB)/4, $0x3f800000
+DATA expconst<>+356(SB)/4, $0x3f800000
+DATA expconst<>+360(SB)/4, $0x3f800000
+DATA expconst<>+364(SB)/4, $0x3f800000
+DATA expconst<>+368(SB)/4, $0x3f800000
+DATA expconst<>+372(SB)/4, $0x3f800000
+DATA expconst<>+376(SB)/4, $0x3f800000
+DATA expconst<>+380(SB)/4, $0x3f800000
+DATA expconst<>+384(SB)/4, $0x0000007f
+DATA expconst<>+388(SB)/4, $0x0000007f
+DATA expconst<>+392(SB)/4, $0x0000007f
+DATA expconst<>+396(SB)/4, $0x0000007f
+DATA expconst<>+400(SB)/4, $0x0000007f
+DATA expconst<>+404(SB)/4, $0x0000007f
+DATA expconst<>+408(SB)/4, $0x0000007f
+DATA expconst<>+412(SB)/4, $0x0000007f
+GLOBL expconst<>(SB), RODATA|NOPTR, $416
+
+// func expSumAsm(x *float32, n int, m float32) float64
+// sum over i < n (a multiple of 8) of e^(x[i]-m), x[i]-m clamped below at
+// -87.33654: the polynomial of expf32 eight lanes at a time, summed in
+// float64.
+TEXT ·expSumAsm(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y15
+	SHRQ $3, CX
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	TESTQ CX, CX
+	JZ   expdone
+exploop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y15, Y0, Y0
+	VMAXPS expconst<>+0(SB), Y0, Y0
+	VMOVUPS expconst<>+32(SB), Y1
+	VFMADD213PS expconst<>+64(SB), Y0, Y1
+	VROUNDPS $1, Y1, Y1
+	VMOVAPS Y0, Y2
+	VFNMADD231PS expconst<>+96(SB), Y1, Y2
+	VFNMADD231PS expconst<>+128(SB), Y1, Y2
+	VMULPS Y2, Y2, Y3
+	VMOVUPS expconst<>+160(SB), Y4
+	VFMADD213PS expconst<>+192(SB), Y2, Y4
+	VFMADD213PS expconst<>+224(SB), Y2, Y4
+	VFMADD213PS expconst<>+256(SB), Y2, Y4
+	VFMADD213PS expconst<>+288(SB), Y2, Y4
+	VFMADD213PS expconst<>+320(SB), Y2, Y4
+	VFMADD213PS Y2, Y3, Y4
+	VADDPS expconst<>+352(SB), Y4, Y4
+	VCVTPS2DQ Y1, Y5
+	VPADDD expconst<>+384(SB), Y5, Y5
+	VPSLLD $23, Y5, Y5
+	VMULPS Y5, Y4, Y4
+	VCVTPS2PD X4, Y6
+	VEXTRACTF128 $1, Y4, X7
+	VCVTPS2PD X7, Y7
+	VADDPD Y6, Y8, Y8
+	VADDPD Y7, Y9, Y9
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  exploop
+expdone:
+	VADDPD Y9, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPD X9, X8, X8
+	VHADDPD X8, X8, X8
+	VZEROUPPER
+	MOVSD X8, ret+24(FP)
+	RET
+
+// func maxAsm(x *float32, n int) float32
+// the largest of x[:n], n a positive multiple of 8 (NaNs are not
+// propagated: the caller checks).
+TEXT ·maxAsm(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	VMOVUPS (SI), Y0
+	ADDQ $32, SI
+	DECQ CX
+	JZ   maxdone
+maxloop:
+	VMAXPS (SI), Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  maxloop
+maxdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS X1, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
+// c[j] = sum over k bytes (a multiple of 64) of a (unsigned) * b's row j
+// (signed, rows ldb apart), for j < n, a multiple of 4: four rows at a
+// time, each A load shared by four accumulators.
+TEXT ·dots4U8S8Asm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ k+16(FP), R8
+	MOVQ n+24(FP), R11
+	MOVQ ldb+32(FP), DX
+	MOVQ c+40(FP), R10
+	SHRQ $6, R8
+	SHRQ $2, R11
+	TESTQ R11, R11
+	JZ   d4done
+d4row:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	LEAQ (BX)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	LEAQ (R13)(DX*1), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ R8, CX
+d4chunk:
+	VMOVDQU32 (AX), Z4
+	VPDPBUSD (BX), Z4, Z0
+	VPDPBUSD (R12), Z4, Z1
+	VPDPBUSD (R13), Z4, Z2
+	VPDPBUSD (R9), Z4, Z3
+	ADDQ $64, AX
+	ADDQ $64, BX
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  d4chunk
+	VEXTRACTI64X4 $1, Z0, Y5
+	VPADDD Y5, Y0, Y0
+	VEXTRACTI64X4 $1, Z1, Y5
+	VPADDD Y5, Y1, Y1
+	VEXTRACTI64X4 $1, Z2, Y5
+	VPADDD Y5, Y2, Y2
+	VEXTRACTI64X4 $1, Z3, Y5
+	VPADDD Y5, Y3, Y3
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X5
+	VPADDD X5, X0, X0
+	VMOVDQU X0, (R10)
+	ADDQ $16, R10
+	LEAQ (DI)(DX*4), DI
+	DECQ R11
+	JNZ  d4row
+d4done:
+	VZEROUPPER
+	RET
+
+// NIBBLEUNIT accumulates into acc one unit of dots4NibbleAsm: the 128
+// values of the 64 bytes at DI+off against a's block R12 (128 bytes: the
+// even values' factors, then the odd ones'), then moves R12 to the next
+// block, wrapping at R8.
+#define NIBBLEUNIT(off, acc, next) \
+	MOVQ R12, AX \
+	SHLQ $7, AX \
+	ADDQ SI, AX \
+	VMOVDQU32 off(DI), Z2 \
+	VPSRLW $4, Z2, Z4 \
+	VPANDD Z7, Z2, Z3 \
+	VPANDD Z7, Z4, Z4 \
+	VPXORD acc, acc, acc \
+	VPDPBUSD (AX), Z3, acc \
+	VPDPBUSD 64(AX), Z4, acc \
+	INCQ R12 \
+	CMPQ R12, R8 \
+	JB   next \
+	XORQ R12, R12 \
+next:
+
+// func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32)
+// For MatMulNBits' packed 4-bit rows of nb blocks of 128 values (64
+// bytes): unit u (row u/nb, block u%nb) is the 64 bytes at b+64u, and
+// c[u] its dot product with a's block u%nb; units is a multiple of 4.
+TEXT ·dots4NibbleAsm(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), R8
+	MOVQ units+24(FP), R11
+	MOVQ c+32(FP), R10
+	SHRQ $2, R11
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z7
+	XORQ R12, R12
+	TESTQ R11, R11
+	JZ   n4done
+n4group:
+	NIBBLEUNIT(0, Z10, n4u0)
+	NIBBLEUNIT(64, Z11, n4u1)
+	NIBBLEUNIT(128, Z12, n4u2)
+	NIBBLEUNIT(192, Z13, n4u3)
+	VEXTRACTI64X4 $1, Z10, Y5
+	VPADDD Y5, Y10, Y10
+	VEXTRACTI64X4 $1, Z11, Y5
+	VPADDD Y5, Y11, Y11
+	VEXTRACTI64X4 $1, Z12, Y5
+	VPADDD Y5, Y12, Y12
+	VEXTRACTI64X4 $1, Z13, Y5
+	VPADDD Y5, Y13, Y13
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y13, Y12, Y12
+	VPHADDD Y12, Y10, Y10
+	VEXTRACTI128 $1, Y10, X5
+	VPADDD X5, X10, X10
+	VMOVDQU X10, (R10)
+	ADDQ $16, R10
+	ADDQ $256, DI
+	DECQ R11
+	JNZ  n4group
+n4done:
+	VZEROUPPER
+	RET

@@ -9,3 +9,14 @@ func dot4Asm(a, b *float32, ldb, n int, out *[4]float32) { panic("no assembly") 
 func axpyAsm(alpha float32, x, y *float32, n int)        { panic("no assembly") }
 
 func gemvAsm(a, b *float32, k, n, ldb int, c *float32) { panic("no assembly") }
+
+const useVNNI = false
+
+func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)   { panic("no assembly") }
+func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32) { panic("no assembly") }
+
+func expSumAsm(x *float32, n int, m float32) float64 { panic("no assembly") }
+func maxAsm(x *float32, n int) float32               { panic("no assembly") }
+
+func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)   { panic("no assembly") }
+func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32) { panic("no assembly") }

@@ -1,0 +1,65 @@
+package kernel
+
+import "math"
+
+// Max returns the largest element of x (len(x) >= 1), NaN when x holds one.
+func Max(x []float32) float32 {
+	n := len(x) &^ 7
+	m := float32(math.Inf(-1))
+	if useAsm && n >= 8 {
+		m = maxAsm(&x[0], n)
+	} else {
+		n = 0
+	}
+	for _, v := range x[n:] {
+		m = max(m, v)
+	}
+	if m != m || math.IsInf(float64(m), 1) {
+		return m
+	}
+	for _, v := range x[:n] { // VMAXPS drops NaNs; look for one
+		if v != v {
+			return v
+		}
+	}
+	return m
+}
+
+// ExpSum returns the sum of e^(x[i]-m) over x, in float64, each term to
+// about one float32 ulp (terms below e^-87.3 count as that).
+func ExpSum(x []float32, m float32) float64 {
+	n := len(x) &^ 7
+	var s float64
+	if useAsm && n >= 8 {
+		s = expSumAsm(&x[0], n, m)
+	} else {
+		n = 0
+	}
+	for _, v := range x[n:] {
+		s += float64(Exp(v - m))
+	}
+	return s
+}
+
+// Exp is e^x in float32 arithmetic to about one ulp: x = n ln2 + r with
+// |r| <= ln2/2, e^r by a degree-6 polynomial (Cephes' expf coefficients),
+// scaled by 2^n through the exponent bits; the assembly computes the same.
+func Exp(x float32) float32 {
+	switch {
+	case x > 88.72283:
+		return float32(math.Inf(1))
+	case x < -87.33654:
+		return 0 // below float32's smallest normal: flushed
+	case x != x:
+		return x
+	}
+	n := float32(math.Floor(float64(x*1.442695041 + 0.5)))
+	r := x - n*0.693359375 - n*-2.12194440e-4
+	z := r * r
+	p := ((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+1.6666665459e-1)*r + 5.0000001201e-1
+	y := p*z + r + 1
+	if n > 127 { // 2^128 is not a float32: scale in two steps
+		return y * 2 * math.Float32frombits(uint32(int32(n)+126)<<23)
+	}
+	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
