@@ -37,10 +37,10 @@ func compileMatMul(n *node) (opFunc, error) {
 	if err := n.needInputs(2, 2); err != nil {
 		return nil, err
 	}
-	var packed *packedNT
+	var packed *kernel.Packed
 	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
 		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), false)
-		packed = &p
+		packed = kernel.Pack(p.w, p.n, p.k)
 	}
 	return func(f *frame, in, out []*Tensor) error {
 		a, b := in[0], in[1]
@@ -65,19 +65,19 @@ func compileMatMul(n *node) (opFunc, error) {
 		}
 		if packed != nil && len(a.Shape) >= 1 {
 			K := int(a.Shape[len(a.Shape)-1])
-			if K != packed.k {
-				return fmt.Errorf("A is %v, B is [%d,%d]: inner dimensions differ", a, packed.k, packed.n)
+			if K != packed.K {
+				return fmt.Errorf("A is %v, B is [%d,%d]: inner dimensions differ", a, packed.K, packed.N)
 			}
 			M := a.Len() / max(K, 1)
 			if K == 0 {
 				M = numel(a.Shape[:len(a.Shape)-1])
 			}
-			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(packed.n))
+			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(packed.N))
 			o := f.r.f32(shape)
 			if K == 0 {
 				clear(get[float32](o))
 			} else {
-				kernel.GemmNT(M, packed.n, K, get[float32](a), K, packed.w, K, get[float32](o), packed.n, false, f.r.threads)
+				packed.Mul(M, get[float32](a), K, get[float32](o), packed.N, f.r.threads)
 			}
 			out[0] = o
 			return nil
@@ -185,10 +185,10 @@ func compileGemm(n *node) (opFunc, error) {
 	}
 	transA, transB := n.int("transA", 0) == 1, n.int("transB", 0) == 1
 	alpha, beta := n.float("alpha", 1), n.float("beta", 1)
-	var packed *packedNT
+	var packed *kernel.Packed
 	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
 		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), transB)
-		packed = &p
+		packed = kernel.Pack(p.w, p.n, p.k)
 	}
 	return func(f *frame, in, out []*Tensor) error {
 		a, b := in[0], in[1]
@@ -201,20 +201,27 @@ func compileGemm(n *node) (opFunc, error) {
 			M, K = K, M
 			A = transpose2(A, int(a.Shape[0]), int(a.Shape[1]))
 		}
-		p := packed
-		if p == nil {
+		var N int
+		var mul func(C []float32)
+		if packed != nil {
+			if packed.K != K {
+				return fmt.Errorf("A is %v (transA=%v), B is %v (transB=%v): inner dimensions differ", a, transA, b, transB)
+			}
+			N = packed.N
+			mul = func(C []float32) { packed.Mul(M, A, K, C, N, f.r.threads) }
+		} else {
 			q := packConst(get[float32](b), int(b.Shape[0]), int(b.Shape[1]), transB)
-			p = &q
+			if q.k != K {
+				return fmt.Errorf("A is %v (transA=%v), B is %v (transB=%v): inner dimensions differ", a, transA, b, transB)
+			}
+			N = q.n
+			mul = func(C []float32) { kernel.GemmNT(M, N, K, A, K, q.w, K, C, N, false, f.r.threads) }
 		}
-		if p.k != K {
-			return fmt.Errorf("A is %v (transA=%v), B is %v (transB=%v): inner dimensions differ", a, transA, b, transB)
-		}
-		N := p.n
 		o := f.r.f32([]int64{int64(M), int64(N)})
 		C := get[float32](o)
 		// The product first (the kernels' fastest form writes C), then
 		// alpha and the bias.
-		kernel.GemmNT(M, N, K, A, K, p.w, K, C, N, false, f.r.threads)
+		mul(C)
 		if alpha != 1 {
 			for i := range C {
 				C[i] *= alpha

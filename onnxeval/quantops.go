@@ -3,6 +3,7 @@ package onnxeval
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxeval/kernel"
@@ -247,9 +248,11 @@ func init() {
 				}
 				return bzp[j%len(bzp)]
 			}
-			if q8 != nil && len(ia) == 1 && q8.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && len(azp) <= 1 {
+			// A constant B is 2-D: A's leading dimensions are rows too.
+			mt := len(ia) * m
+			if q8 != nil && q8.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && len(azp) <= 1 {
 				res := make([]int32, numel(shape))
-				q8.run(a, azAt(0), m, res)
+				q8.run(a, azAt(0), mt, res)
 				out[0] = New(shape, res)
 				return nil
 			}
@@ -258,13 +261,13 @@ func init() {
 				d := v - azAt(i/max(k, 1))
 				amax = max(amax, d, -d)
 			}
-			if bt != nil && len(ia) == 1 && bt.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
-				af := make([]float32, m*k)
+			if bt != nil && bt.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
+				af := make([]float32, mt*k)
 				for i := range af {
 					af[i] = float32(ai[i] - azAt(i/max(k, 1)))
 				}
-				acc := make([]float32, m*nn)
-				kernel.GemmNT(m, nn, k, af, k, bt.w, k, acc, nn, false, f.r.threads)
+				acc := make([]float32, mt*nn)
+				kernel.GemmNT(mt, nn, k, af, k, bt.w, k, acc, nn, false, f.r.threads)
 				for i, v := range acc {
 					res[i] = int32(v)
 				}
@@ -521,18 +524,29 @@ func (q *int8Weights) run(a *Tensor, za int32, m int, res []int32) {
 type nibbleWeights struct {
 	bw         *quant.Blockwise
 	nb, blob   int
-	zp         []int32 // [N*nb]
+	zp         []float32 // [N*nb], integers
 	scale      []float32
 	blockElems int
+	scratch    sync.Pool // of *nibbleScratch
+}
+
+type nibbleScratch struct {
+	aq, ai       []int8
+	aScale, aSum []float32
+	dots         []int32
 }
 
 func newNibbleWeights(bw *quant.Blockwise) *nibbleWeights {
 	nb := bw.Blocks()
-	w := &nibbleWeights{bw: bw, nb: nb, blob: bw.BlobSize(), zp: make([]int32, bw.N*nb), scale: bw.Scales, blockElems: bw.BlockSize}
+	w := &nibbleWeights{bw: bw, nb: nb, blob: bw.BlobSize(), zp: make([]float32, bw.N*nb), scale: bw.Scales, blockElems: bw.BlockSize}
 	for r := 0; r < bw.N; r++ {
 		for t := 0; t < nb; t++ {
-			w.zp[r*nb+t] = int32(bw.ZeroPoint(r, t))
+			w.zp[r*nb+t] = float32(bw.ZeroPoint(r, t))
 		}
+	}
+	w.scratch.New = func() any {
+		return &nibbleScratch{aq: make([]int8, nb*w.blockElems), ai: make([]int8, nb*w.blockElems),
+			aScale: make([]float32, nb), aSum: make([]float32, nb), dots: make([]int32, bw.N*nb)}
 	}
 	return w
 }
@@ -540,14 +554,13 @@ func newNibbleWeights(bw *quant.Blockwise) *nibbleWeights {
 // run is accuracy level 4 on the packed weights: each block of a row of A
 // quantized to int8 as matMulBlockInt8 does, its integer dot products with
 // the blocks' 4-bit values taken by kernel.DotsNibble, the zero points
-// taken off through the blocks' sums of A.
+// taken off through the blocks' sums of A. Every integer involved stays
+// below 2^24, so the float32 arithmetic on them is exact.
 func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 	K, N, nb, blk := w.bw.K, w.bw.N, w.nb, w.blockElems
-	aq := make([]int8, nb*blk)
-	ai := make([]int8, nb*blk)
-	aScale := make([]float32, nb)
-	aSum := make([]int32, nb)
-	dots := make([]int32, N*nb)
+	sc := w.scratch.Get().(*nibbleScratch)
+	defer w.scratch.Put(sc)
+	aq, ai, aScale, aSum, dots := sc.aq, sc.ai, sc.aScale, sc.aSum, sc.dots
 	for m := 0; m < M; m++ {
 		row := a[m*K : (m+1)*K]
 		clear(aq)
@@ -569,16 +582,25 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 				aq[k] = q
 				sum += int32(q)
 			}
-			aSum[t] = sum
+			aSum[t] = float32(sum)
 		}
 		kernel.Interleave(ai, aq, w.blob)
 		kernel.DotsNibble(ai, w.bw.B, w.blob, nb, N, nb*w.blob, dots)
 		out := c[m*N : (m+1)*N]
-		for j := 0; j < N; j++ {
+		d, zp, ws := dots[:N*nb], w.zp[:N*nb], w.scale[:N*nb]
+		if nb == 2 {
+			a0, a1, s0, s1 := aScale[0], aScale[1], aSum[0], aSum[1]
+			for j := range out {
+				u := 2 * j
+				out[j] = a0*ws[u]*(float32(d[u])-zp[u]*s0) + a1*ws[u+1]*(float32(d[u+1])-zp[u+1]*s1)
+			}
+			continue
+		}
+		for j := range out {
 			var s float32
 			for t := 0; t < nb; t++ {
-				d := dots[j*nb+t] - w.zp[j*nb+t]*aSum[t]
-				s += aScale[t] * w.scale[j*nb+t] * float32(d)
+				u := j*nb + t
+				s += aScale[t] * ws[u] * (float32(d[u]) - zp[u]*aSum[t])
 			}
 			out[j] = s
 		}

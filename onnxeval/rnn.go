@@ -62,6 +62,8 @@ type rnnOp struct {
 	clip       float32
 	lbr        bool // GRU linear_before_reset
 	numOutputs int
+	// wp and rp are the constant W and R per direction, packed.
+	wp, rp []*kernel.Packed
 }
 
 func compileRNN(kind rnnKind) compileFunc {
@@ -130,6 +132,15 @@ func compileRNN(kind rnnKind) compileFunc {
 			}
 		}
 		op.numOutputs = len(n.Outputs)
+		G, H := kind.gates(), op.hidden
+		if w, r := n.consts[1], n.consts[2]; w != nil && r != nil && w.DType == builder.Float && r.DType == builder.Float &&
+			len(w.Shape) == 3 && len(r.Shape) == 3 && int(w.Shape[0]) == op.dirs && int(w.Shape[1]) == G*H && sameShape(r.Shape, []int64{int64(op.dirs), int64(G * H), int64(H)}) {
+			I := int(w.Shape[2])
+			for d := 0; d < op.dirs; d++ {
+				op.wp = append(op.wp, kernel.Pack(get[float32](w)[d*G*H*I:(d+1)*G*H*I], G*H, I))
+				op.rp = append(op.rp, kernel.Pack(get[float32](r)[d*G*H*H:(d+1)*G*H*H], G*H, H))
+			}
+		}
 		return op.run, nil
 	}
 }
@@ -229,7 +240,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		}
 		// Input projections of every step at once.
 		if S*B > 0 {
-			kernel.GemmNT(S*B, G*H, I, xs, I, wd, I, xw, G*H, false, r.threads)
+			if op.wp != nil {
+				op.wp[d].Mul(S*B, xs, I, xw, G*H, r.threads)
+			} else {
+				kernel.GemmNT(S*B, G*H, I, xs, I, wd, I, xw, G*H, false, r.threads)
+			}
 		}
 		if h0 != nil {
 			copy(hs, get[float32](h0)[d*B*H:(d+1)*B*H])
@@ -243,7 +258,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		}
 		rev := op.reverse[d]
 		for s := 0; s < S; s++ {
-			kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, r.threads)
+			if op.rp != nil {
+				op.rp[d].Mul(B, hs, H, hr, G*H, r.threads)
+			} else {
+				kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, r.threads)
+			}
 			_ = xrow
 			for b := 0; b < B; b++ {
 				if s >= seqLen[b] {

@@ -50,3 +50,12 @@ func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
 
 //go:noescape
 func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32)
+
+// usePanels: the packed products need AVX-512F.
+var usePanels = cpu.X86.HasAVX512F
+
+//go:noescape
+func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+
+//go:noescape
+func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)

@@ -555,3 +555,115 @@ n4group:
 n4done:
 	VZEROUPPER
 	RET
+
+// func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+// C[0:4, 0:16] = A[0:4, 0:k] times a packed panel bp (k rows of 16
+// floats): the rank-1 updates of four rows by one panel row at a time,
+// each A element broadcast from memory, k unrolled by two into eight
+// accumulators.
+TEXT ·gemmPanel4Asm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k+16(FP), CX
+	MOVQ bp+24(FP), DI
+	MOVQ c+32(FP), R10
+	MOVQ ldc+40(FP), R11
+	SHLQ $2, DX
+	SHLQ $2, R11
+	LEAQ (SI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R12
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ CX, BX
+	SHRQ $1, BX
+	JZ   p4tail
+p4loop:
+	VMOVUPS (DI), Z16
+	VMOVUPS 64(DI), Z17
+	VFMADD231PS.BCST (SI), Z16, Z0
+	VFMADD231PS.BCST (R8), Z16, Z1
+	VFMADD231PS.BCST (R9), Z16, Z2
+	VFMADD231PS.BCST (R12), Z16, Z3
+	VFMADD231PS.BCST 4(SI), Z17, Z4
+	VFMADD231PS.BCST 4(R8), Z17, Z5
+	VFMADD231PS.BCST 4(R9), Z17, Z6
+	VFMADD231PS.BCST 4(R12), Z17, Z7
+	ADDQ $128, DI
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	ADDQ $8, R12
+	DECQ BX
+	JNZ  p4loop
+p4tail:
+	TESTQ $1, CX
+	JZ   p4store
+	VMOVUPS (DI), Z16
+	VFMADD231PS.BCST (SI), Z16, Z0
+	VFMADD231PS.BCST (R8), Z16, Z1
+	VFMADD231PS.BCST (R9), Z16, Z2
+	VFMADD231PS.BCST (R12), Z16, Z3
+p4store:
+	VADDPS Z4, Z0, Z0
+	VADDPS Z5, Z1, Z1
+	VADDPS Z6, Z2, Z2
+	VADDPS Z7, Z3, Z3
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(R11*1)
+	LEAQ (R10)(R11*2), R13
+	VMOVUPS Z2, (R13)
+	VMOVUPS Z3, (R13)(R11*1)
+	VZEROUPPER
+	RET
+
+// func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)
+// c[16p:16p+16] = a[0:k] times packed panel p (k rows of 16 floats,
+// panels one after another), for p < np: one sequential pass over the
+// panels.
+TEXT ·gemvPanelAsm(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ k+8(FP), CX
+	MOVQ bp+16(FP), DI
+	MOVQ np+24(FP), R11
+	MOVQ c+32(FP), R10
+	TESTQ R11, R11
+	JZ   gvdone
+gvpanel:
+	MOVQ SI, AX
+	MOVQ CX, BX
+	SHRQ $1, BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	TESTQ BX, BX
+	JZ   gvtail
+gvloop:
+	VMOVUPS (DI), Z16
+	VMOVUPS 64(DI), Z17
+	VFMADD231PS.BCST (AX), Z16, Z0
+	VFMADD231PS.BCST 4(AX), Z17, Z1
+	ADDQ $128, DI
+	ADDQ $8, AX
+	DECQ BX
+	JNZ  gvloop
+gvtail:
+	TESTQ $1, CX
+	JZ   gvstore
+	VMOVUPS (DI), Z16
+	VFMADD231PS.BCST (AX), Z16, Z0
+	ADDQ $64, DI
+gvstore:
+	VADDPS Z1, Z0, Z0
+	VMOVUPS Z0, (R10)
+	ADDQ $64, R10
+	DECQ R11
+	JNZ  gvpanel
+gvdone:
+	VZEROUPPER
+	RET

@@ -20,3 +20,8 @@ func maxAsm(x *float32, n int) float32               { panic("no assembly") }
 
 func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)   { panic("no assembly") }
 func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32) { panic("no assembly") }
+
+const usePanels = false
+
+func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) { panic("no assembly") }
+func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)        { panic("no assembly") }

@@ -53,7 +53,8 @@ func Exp(x float32) float32 {
 	case x != x:
 		return x
 	}
-	n := float32(math.Floor(float64(x*1.442695041 + 0.5)))
+	// floor(t) for t in [-125.5, 128.5] by truncation of t + 256 > 0.
+	n := float32(int32(x*1.442695041+0.5+256) - 256)
 	r := x - n*0.693359375 - n*-2.12194440e-4
 	z := r * r
 	p := ((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+1.6666665459e-1)*r + 5.0000001201e-1

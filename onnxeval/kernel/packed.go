@@ -1,0 +1,128 @@
+package kernel
+
+import "sync"
+
+// panel is the width of a packed panel: one AVX-512 register of float32.
+const panel = 16
+
+// Packed is a constant matrix W (n x k, the weights of a product A W^T)
+// laid out for the products: on CPUs with AVX-512, panels of 16 rows of W
+// interleaved along k (panel p holds, for each k, W[16p..16p+15][k]
+// together), so that a step multiplies 16 outputs at once and the whole
+// matrix is read in one sequential pass; elsewhere W as it is, for GemmNT.
+// Either way it holds one copy of W.
+type Packed struct {
+	N, K  int
+	p     []float32 // panels, ceil(N/16) of 16*K (padded with zeros)
+	plain []float32 // W itself, when not packed
+}
+
+// Pack lays out w (n x k, rows k apart) for the products. w is kept as
+// is (not copied) when the CPU has no AVX-512.
+func Pack(w []float32, n, k int) *Packed {
+	if !usePanels || k == 0 || n == 0 {
+		return &Packed{N: n, K: k, plain: w[:n*k]}
+	}
+	np := (n + panel - 1) / panel
+	p := make([]float32, np*panel*k)
+	for j := 0; j < n; j++ {
+		base := (j / panel) * panel * k
+		col := j % panel
+		row := w[j*k : (j+1)*k]
+		for kk, v := range row {
+			p[base+kk*panel+col] = v
+		}
+	}
+	return &Packed{N: n, K: k, p: p}
+}
+
+// Unpacked returns W as n x k rows (a copy when packed).
+func (w *Packed) Unpacked() []float32 {
+	if w.plain != nil {
+		return w.plain
+	}
+	out := make([]float32, w.N*w.K)
+	for j := 0; j < w.N; j++ {
+		base := (j / panel) * panel * w.K
+		for kk := 0; kk < w.K; kk++ {
+			out[j*w.K+kk] = w.p[base+kk*panel+j%panel]
+		}
+	}
+	return out
+}
+
+// Mul computes C = A W^T: A is m x K (rows lda apart), C m x N (rows ldc
+// apart). Panels are split among up to threads goroutines when the
+// product is large enough to pay for them.
+func (w *Packed) Mul(m int, a []float32, lda int, c []float32, ldc int, threads int) {
+	if m == 0 || w.N == 0 {
+		return
+	}
+	if w.plain != nil {
+		GemmNT(m, w.N, w.K, a, lda, w.plain, w.K, c, ldc, false, threads)
+		return
+	}
+	if w.K == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+w.N])
+		}
+		return
+	}
+	_ = a[(m-1)*lda+w.K-1]
+	_ = c[(m-1)*ldc+w.N-1]
+	np := (w.N + panel - 1) / panel
+	const minWork = 1 << 17
+	t := min(threads, np, m*w.N*w.K/minWork)
+	if t <= 1 {
+		w.mul(0, np, m, a, lda, c, ldc)
+		return
+	}
+	per := (np + t - 1) / t
+	var wg sync.WaitGroup
+	for p0 := 0; p0 < np; p0 += per {
+		p1 := min(np, p0+per)
+		if p1 == np {
+			w.mul(p0, p1, m, a, lda, c, ldc)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.mul(p0, p1, m, a, lda, c, ldc)
+		}()
+	}
+	wg.Wait()
+}
+
+// mul computes the columns of panels p0..p1.
+func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int) {
+	K, N := w.K, w.N
+	full := p1 // panels whose 16 columns all exist
+	if p1*panel > N {
+		full = p1 - 1
+	}
+	var tmp [4 * panel]float32
+	for p := p0; p < p1; p++ {
+		bp := &w.p[p*panel*K]
+		j0 := p * panel
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			if p < full {
+				gemmPanel4Asm(&a[i*lda], lda, K, bp, &c[i*ldc+j0], ldc)
+				continue
+			}
+			gemmPanel4Asm(&a[i*lda], lda, K, bp, &tmp[0], panel)
+			for r := 0; r < 4; r++ {
+				copy(c[(i+r)*ldc+j0:(i+r)*ldc+N], tmp[r*panel:])
+			}
+		}
+		for ; i < m; i++ {
+			if p < full {
+				gemvPanelAsm(&a[i*lda], K, bp, 1, &c[i*ldc+j0])
+				continue
+			}
+			gemvPanelAsm(&a[i*lda], K, bp, 1, &tmp[0])
+			copy(c[i*ldc+j0:i*ldc+N], tmp[:])
+		}
+	}
+}

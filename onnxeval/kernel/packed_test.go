@@ -1,0 +1,80 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPacked multiplies through the packed layout (or the plain one without
+// AVX-512) and compares with float64 sums, for row counts around the
+// kernel's 4 and column counts around the panel's 16.
+func TestPacked(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ m, n, k, threads int }{{1, 16, 8, 1}, {1, 37, 33, 1}, {3, 50, 64, 1}, {4, 16, 1, 1}, {5, 100, 256, 2}, {32, 1000, 256, 2}, {9, 31, 7, 1}} {
+		w := randVec(r, c.n*c.k)
+		p := Pack(w, c.n, c.k)
+		if got := p.Unpacked(); !sameFloats(got, w) {
+			t.Fatalf("%+v: Unpacked differs from the matrix packed", c)
+		}
+		lda, ldc := c.k+1, c.n+2
+		a := randVec(r, c.m*lda)
+		out := make([]float32, c.m*ldc)
+		p.Mul(c.m, a, lda, out, ldc, c.threads)
+		for i := 0; i < c.m; i++ {
+			for j := 0; j < c.n; j++ {
+				var want float64
+				for l := 0; l < c.k; l++ {
+					want += float64(a[i*lda+l]) * float64(w[j*c.k+l])
+				}
+				if math.Abs(float64(out[i*ldc+j])-want) > 1e-4 {
+					t.Fatalf("%+v: C[%d,%d] = %v, want %v", c, i, j, out[i*ldc+j], want)
+				}
+			}
+			for j := c.n; j < ldc; j++ {
+				if out[i*ldc+j] != 0 {
+					t.Fatalf("%+v: wrote past row %d's %d columns", c, i, c.n)
+				}
+			}
+		}
+	}
+}
+
+func sameFloats(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func BenchmarkPackedGemm32(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const m, n, k = 32, 10000, 256
+	p := Pack(randVec(r, n*k), n, k)
+	a, c := randVec(r, m*k), make([]float32, m*n)
+	b.SetBytes(4 * n * k)
+	for b.Loop() {
+		p.Mul(m, a, k, c, n, 1)
+	}
+}
+
+func BenchmarkPackedGemvCold(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n, k = 10000, 256
+	var ps []*Packed
+	for i := 0; i < 8; i++ {
+		ps = append(ps, Pack(randVec(r, n*k), n, k))
+	}
+	a, c := randVec(r, k), make([]float32, n)
+	b.SetBytes(4 * n * k)
+	i := 0
+	for b.Loop() {
+		ps[i%8].Mul(1, a, k, c, n, 1)
+		i++
+	}
+}
