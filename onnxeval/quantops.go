@@ -497,21 +497,29 @@ type int8Weights struct {
 // kernel takes A as unsigned, an int8 A shifted by 128, and the shift and
 // za come off through the column sums.
 func (q *int8Weights) run(a *Tensor, za int32, m int, res []int32) {
-	u := make([]uint8, q.k)
+	u := make([]uint8, m*q.k)
 	off := za
-	for i := 0; i < m; i++ {
-		switch d := a.Data.(type) {
-		case []uint8:
-			copy(u, d[i*q.k:(i+1)*q.k])
-		case []int8:
-			for x, v := range d[i*q.k : (i+1)*q.k] {
-				u[x] = uint8(int32(v) + 128)
-			}
-			off = za + 128
+	switch d := a.Data.(type) {
+	case []uint8:
+		copy(u, d[:m*q.k])
+	case []int8:
+		for x, v := range d[:m*q.k] {
+			u[x] = uint8(int32(v) + 128)
 		}
-		row := res[i*q.n : (i+1)*q.n]
-		kernel.DotsU8S8(u, q.w, q.k, 1, q.n, q.k, row)
-		if off != 0 {
+		off = za + 128
+	}
+	// Blocks of weight rows small enough to stay in cache while every row
+	// of A goes through them: the weights are read from memory once.
+	const rows = 64
+	for j0 := 0; j0 < q.n; j0 += rows {
+		j1 := min(q.n, j0+rows)
+		for i := 0; i < m; i++ {
+			kernel.DotsU8S8(u[i*q.k:(i+1)*q.k], q.w[j0*q.k:], q.k, 1, j1-j0, q.k, res[i*q.n+j0:i*q.n+j1])
+		}
+	}
+	if off != 0 {
+		for i := 0; i < m; i++ {
+			row := res[i*q.n : (i+1)*q.n]
 			for j := range row {
 				row[j] -= off * q.colSum[j]
 			}
@@ -545,22 +553,29 @@ func newNibbleWeights(bw *quant.Blockwise) *nibbleWeights {
 		}
 	}
 	w.scratch.New = func() any {
-		return &nibbleScratch{aq: make([]int8, nb*w.blockElems), ai: make([]int8, nb*w.blockElems),
-			aScale: make([]float32, nb), aSum: make([]float32, nb), dots: make([]int32, bw.N*nb)}
+		return &nibbleScratch{aq: make([]int8, nb*w.blockElems)}
 	}
 	return w
 }
 
 // run is accuracy level 4 on the packed weights: each block of a row of A
 // quantized to int8 as matMulBlockInt8 does, its integer dot products with
-// the blocks' 4-bit values taken by kernel.DotsNibble, the zero points
-// taken off through the blocks' sums of A. Every integer involved stays
-// below 2^24, so the float32 arithmetic on them is exact.
+// the blocks' 4-bit values taken by kernel.DotsNibble (blocks of weight
+// rows at a time, every row of A through each, so that the weights are
+// read from memory once), the zero points taken off through the blocks'
+// sums of A. Every integer involved stays below 2^24, so the float32
+// arithmetic on them is exact.
 func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 	K, N, nb, blk := w.bw.K, w.bw.N, w.nb, w.blockElems
 	sc := w.scratch.Get().(*nibbleScratch)
 	defer w.scratch.Put(sc)
-	aq, ai, aScale, aSum, dots := sc.aq, sc.ai, sc.aScale, sc.aSum, sc.dots
+	if need := M * nb * blk; cap(sc.ai) < need {
+		sc.ai = make([]int8, need)
+		sc.aScale, sc.aSum = make([]float32, M*nb), make([]float32, M*nb)
+		sc.dots = make([]int32, M*N*nb)
+	}
+	aq := sc.aq
+	ai, aScale, aSum, dots := sc.ai[:M*nb*blk], sc.aScale[:M*nb], sc.aSum[:M*nb], sc.dots[:M*N*nb]
 	for m := 0; m < M; m++ {
 		row := a[m*K : (m+1)*K]
 		clear(aq)
@@ -575,21 +590,32 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 			if scale != 0 {
 				inv = 1 / scale
 			}
-			aScale[t] = scale
+			aScale[m*nb+t] = scale
 			var sum int32
 			for k := lo; k < hi; k++ {
 				q := int8(saturate(roundEven(row[k]*inv), -128, 127))
 				aq[k] = q
 				sum += int32(q)
 			}
-			aSum[t] = float32(sum)
+			aSum[m*nb+t] = float32(sum)
 		}
-		kernel.Interleave(ai, aq, w.blob)
-		kernel.DotsNibble(ai, w.bw.B, w.blob, nb, N, nb*w.blob, dots)
+		kernel.Interleave(ai[m*nb*blk:(m+1)*nb*blk], aq, w.blob)
+	}
+	ldb := nb * w.blob
+	const rows = 64
+	for j0 := 0; j0 < N; j0 += rows {
+		j1 := min(N, j0+rows)
+		for m := 0; m < M; m++ {
+			kernel.DotsNibble(ai[m*nb*blk:(m+1)*nb*blk], w.bw.B[j0*ldb:], w.blob, nb, j1-j0, ldb, dots[(m*N+j0)*nb:(m*N+j1)*nb])
+		}
+	}
+	zp, ws := w.zp[:N*nb], w.scale[:N*nb]
+	for m := 0; m < M; m++ {
 		out := c[m*N : (m+1)*N]
-		d, zp, ws := dots[:N*nb], w.zp[:N*nb], w.scale[:N*nb]
+		d := dots[m*N*nb : (m+1)*N*nb]
+		as, su := aScale[m*nb:(m+1)*nb], aSum[m*nb:(m+1)*nb]
 		if nb == 2 {
-			a0, a1, s0, s1 := aScale[0], aScale[1], aSum[0], aSum[1]
+			a0, a1, s0, s1 := as[0], as[1], su[0], su[1]
 			for j := range out {
 				u := 2 * j
 				out[j] = a0*ws[u]*(float32(d[u])-zp[u]*s0) + a1*ws[u+1]*(float32(d[u+1])-zp[u+1]*s1)
@@ -600,7 +626,7 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 			var s float32
 			for t := 0; t < nb; t++ {
 				u := j*nb + t
-				s += aScale[t] * ws[u] * (float32(d[u]) - zp[u]*aSum[t])
+				s += as[t] * ws[u] * (float32(d[u]) - zp[u]*su[t])
 			}
 			out[j] = s
 		}

@@ -59,3 +59,6 @@ func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 
 //go:noescape
 func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)
+
+//go:noescape
+func expVecAsm(x, z *float32, n int)

@@ -667,3 +667,48 @@ gvstore:
 gvdone:
 	VZEROUPPER
 	RET
+
+// func expVecAsm(x, z *float32, n int)
+// z[i] = e^x[i] for i < n (a multiple of 8), x clamped to
+// [-87.33654, 88.37626]: expSumAsm's polynomial, stored.
+TEXT ·expVecAsm(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ z+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	MOVL $0x42b0c0a5, AX
+	MOVD AX, X15
+	VBROADCASTSS X15, Y15
+	TESTQ CX, CX
+	JZ   evdone
+evloop:
+	VMOVUPS (SI), Y0
+	VMINPS Y15, Y0, Y0
+	VMAXPS expconst<>+0(SB), Y0, Y0
+	VMOVUPS expconst<>+32(SB), Y1
+	VFMADD213PS expconst<>+64(SB), Y0, Y1
+	VROUNDPS $1, Y1, Y1
+	VMOVAPS Y0, Y2
+	VFNMADD231PS expconst<>+96(SB), Y1, Y2
+	VFNMADD231PS expconst<>+128(SB), Y1, Y2
+	VMULPS Y2, Y2, Y3
+	VMOVUPS expconst<>+160(SB), Y4
+	VFMADD213PS expconst<>+192(SB), Y2, Y4
+	VFMADD213PS expconst<>+224(SB), Y2, Y4
+	VFMADD213PS expconst<>+256(SB), Y2, Y4
+	VFMADD213PS expconst<>+288(SB), Y2, Y4
+	VFMADD213PS expconst<>+320(SB), Y2, Y4
+	VFMADD213PS Y2, Y3, Y4
+	VADDPS expconst<>+352(SB), Y4, Y4
+	VCVTPS2DQ Y1, Y5
+	VPADDD expconst<>+384(SB), Y5, Y5
+	VPSLLD $23, Y5, Y5
+	VMULPS Y5, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  evloop
+evdone:
+	VZEROUPPER
+	RET

@@ -64,3 +64,43 @@ func Exp(x float32) float32 {
 	}
 	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
 }
+
+// ExpVec writes e^x[i] to z[i] (len(z) >= len(x); z may be x), x clamped
+// below at -87.33654 and above at 88.37626 (the largest finite result).
+func ExpVec(x, z []float32) {
+	n := len(x) &^ 7
+	if useAsm && n >= 8 {
+		expVecAsm(&x[0], &z[0], n)
+	} else {
+		n = 0
+	}
+	for i := n; i < len(x); i++ {
+		z[i] = Exp(max(-87.33654, min(88.37626, x[i])))
+	}
+}
+
+// Tanh writes tanh(x[i]) to z[i] (z may be x): 1 - 2/(e^(2x)+1), to an
+// absolute error of about 1e-7 (e^(2x) clamped, the result reaches -1 and
+// 1 exactly).
+func Tanh(x, z []float32) {
+	z = z[:len(x)]
+	for i, v := range x {
+		z[i] = 2 * v
+	}
+	ExpVec(z, z)
+	for i, e := range z {
+		z[i] = 1 - 2/(e+1)
+	}
+}
+
+// Sigmoid writes 1/(1+e^-x[i]) to z[i] (z may be x).
+func Sigmoid(x, z []float32) {
+	for i, v := range x {
+		z[i] = -v
+	}
+	z = z[:len(x)]
+	ExpVec(z, z)
+	for i, e := range z {
+		z[i] = 1 / (1 + e)
+	}
+}

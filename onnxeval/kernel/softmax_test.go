@@ -34,3 +34,54 @@ func TestExpSumAndMax(t *testing.T) {
 		t.Errorf("Max with a NaN = %v, want NaN", m)
 	}
 }
+
+// TestVectorActivations compares ExpVec, Tanh and Sigmoid with float64
+// math over a range of inputs, in place too.
+func TestVectorActivations(t *testing.T) {
+	for _, n := range []int{1, 8, 13, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(math.Sin(float64(i)*0.37)) * 12
+			if i%5 == 0 {
+				x[i] *= 1e-3
+			}
+		}
+		z := make([]float32, n)
+		ExpVec(x, z)
+		for i, v := range x {
+			if w := math.Exp(float64(v)); math.Abs(float64(z[i])-w)/w > 3e-7 {
+				t.Fatalf("ExpVec(%v) = %v, want %v", v, z[i], w)
+			}
+		}
+		Tanh(x, z)
+		for i, v := range x {
+			if w := math.Tanh(float64(v)); math.Abs(float64(z[i])-w) > 2e-7 {
+				t.Fatalf("Tanh(%v) = %v, want %v", v, z[i], w)
+			}
+		}
+		in := append([]float32(nil), x...)
+		Tanh(in, in)
+		for i := range in {
+			if in[i] != z[i] {
+				t.Fatalf("Tanh in place: %v, not %v", in[i], z[i])
+			}
+		}
+		y := append([]float32(nil), x...)
+		Sigmoid(y, y)
+		for i, v := range x {
+			if w := 1 / (1 + math.Exp(-float64(v))); math.Abs(float64(y[i])-w) > 2e-7 {
+				t.Fatalf("Sigmoid(%v) = %v, want %v", v, y[i], w)
+			}
+		}
+	}
+	big := []float32{100, -100, 88.5, -88.5, 0, 1, 2, 3, 4}
+	z := make([]float32, len(big))
+	Tanh(big, z)
+	if z[0] != 1 || z[1] != -1 || z[4] != 0 {
+		t.Errorf("Tanh(%v) = %v", big, z)
+	}
+	Sigmoid(big, z)
+	if z[0] != 1 || z[1] > 1e-30 || z[4] != 0.5 {
+		t.Errorf("Sigmoid(%v) = %v", big, z)
+	}
+}
