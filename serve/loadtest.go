@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -287,14 +286,6 @@ func countTokens(answer []byte) (int, error) {
 	return bytes.Count(list[:end], []byte(",")) + 1, nil
 }
 
-// processCPU returns the CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // serverStats is what the load test reads from a server's /metrics.
 type serverStats struct {
