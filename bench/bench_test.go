@@ -139,19 +139,20 @@ func TestRunSmall(t *testing.T) {
 	torch := haveTorch()
 	if !torch {
 		testenv.MissingPart(t, "PyTorch or onnx for /usr/bin/python3 (the PyTorch and torch.onnx engines)", "apt-get install python3-torch python3-onnx (or make deps)", nil)
-		c.Engines = []string{EngineLean, EngineSteps, EngineLoop, EngineFloor}
+		c.Engines = []string{EngineLean, EngineSteps, EngineLoop, EngineLeanGo, EngineLoopGo, EngineFloor}
 	}
 	rep, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Per batch: every engine greedily, the three attnx engines at two more
-	// precisions, and beam 3 of each engine with beam search at each of its
-	// precisions.
-	beamJobs := 3*len(quant.Precisions) + 1
-	want := len(Engines) + 2*3 + beamJobs
+	// Per batch: every engine greedily, the five attnx engines (three on
+	// ONNX Runtime, two on the native backend) at two more precisions, and
+	// beam 3 of each engine with beam search at each of its precisions.
+	const attnxEngines = 5
+	beamJobs := attnxEngines*len(quant.Precisions) + 1
+	want := len(Engines) + 2*attnxEngines + beamJobs
 	if c.Engines != nil {
-		want = len(c.Engines) + 2*3 + beamJobs - 1
+		want = len(c.Engines) + 2*attnxEngines + beamJobs - 1
 	}
 	if len(rep.Results) != 2*want {
 		t.Fatalf("%d results, want %d", len(rep.Results), 2*want)
@@ -190,9 +191,9 @@ func TestRunSmall(t *testing.T) {
 			beamRows++
 		}
 	}
-	// Measured beam rows: the three attnx engines at each precision, and
+	// Measured beam rows: the five attnx engines at each precision, and
 	// PyTorch, at both batches.
-	if wantBeam := 2 * (3*len(quant.Precisions) + 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
+	if wantBeam := 2 * (attnxEngines*len(quant.Precisions) + 1); !torch && beamRows != wantBeam-2 || torch && beamRows != wantBeam {
 		t.Errorf("%d beam rows measured", beamRows)
 	}
 	for _, e := range []string{EngineLean, EngineLoop, EngineLoop + " beam"} {
@@ -208,6 +209,16 @@ func TestRunSmall(t *testing.T) {
 	}
 	if _, ok := rep.Ratios["luong-general S=3 B=1 T=1"]["loop_vs_steps"]; !ok {
 		t.Errorf("ratios lack loop_vs_steps: %v", rep.Ratios)
+	}
+	for _, k := range []string{"lean_go_vs_ort_fp32", "lean_go_vs_ort_int4", "loop_go_vs_ort_int8", "lean_go_vs_ort_fp32_beam3"} {
+		if v := rep.Ratios["luong-general S=3 B=2 T=1"][k]; v <= 0 {
+			t.Errorf("ratios lack %s (native backend over ONNX Runtime): %v", k, rep.Ratios)
+		}
+	}
+	if p := rep.ProfileGo; p == nil || p.Steps == 0 || p.Backend != "go" {
+		t.Errorf("no CPU profile of the native backend: %+v", p)
+	} else if st, err := os.Stat(p.Path); err != nil || st.Size() == 0 || p.Path == c.CPUProfile {
+		t.Errorf("native CPU profile file %s: %v", p.Path, err)
 	}
 	if rep.Profile == nil || rep.Profile.Steps == 0 {
 		t.Errorf("no CPU profile summary: %+v", rep.Profile)

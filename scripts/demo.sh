@@ -4,7 +4,7 @@
 # testdata/demo/), translates a few inputs with each, draws attention heat
 # maps, measures held-out accuracy of greedy decoding and of beam search
 # (width 4, beam.onnx) and verifies the ONNX graphs, beam search included,
-# against PyTorch. Expects `make deps build` to have run (make demo does
+# against PyTorch, on ONNX Runtime and on the native Go backend. Expects `make deps build` to have run (make demo does
 # that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +94,23 @@ cut -f2 "$demo/heldout.txt" >"$out/heldout.ref"
 $attnx translate --model "$out/onmt-spm" --src "$out/heldout.src" --output "$out/heldout.onmt-spm.txt" --beam 4
 $attnx score --ref "$out/heldout.ref" "$out/heldout.onmt-spm.txt"
 $attnx verify --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --src "$out/heldout.src" --ref "$out/heldout.ref"
+
+echo
+echo "=== the native Go backend (--backend go: no ONNX Runtime, no cgo) on the same models"
+for model in luong bahdanau onmt onmt-int8 onmt-spm; do
+	cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 >"$out/heldout.$model.ort"
+	cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 --backend go >"$out/heldout.$model.go"
+	# The backends round differently in the last bits: a near tie may go
+	# either way, so a few lines may differ; more means a bug.
+	same=$(paste -d '\n' "$out/heldout.$model.ort" "$out/heldout.$model.go" | awk 'NR % 2 { a = $0; next } $0 == a { n++ } END { print n + 0 }')
+	echo "$model: $same of 200 held-out translations (beam 4) identical on ort and go"
+	if [ "$same" -lt 198 ]; then
+		echo "$model: the native backend's translations differ from ONNX Runtime's" >&2
+		exit 1
+	fi
+done
+$attnx verify --backend go --model "$out/luong" --checkpoint "$demo/luong.pt" --batch 4 --steps 12 --beam 4 | tail -1
+$attnx verify --backend go --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --src "$out/heldout.src" --ref "$out/heldout.ref" | tail -1
 
 echo
 echo "Heat maps: $(ls "$out"/*attention*.png | head -4 | tr '\n' ' ')..."
