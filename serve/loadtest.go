@@ -286,7 +286,6 @@ func countTokens(answer []byte) (int, error) {
 	return bytes.Count(list[:end], []byte(",")) + 1, nil
 }
 
-
 // serverStats is what the load test reads from a server's /metrics.
 type serverStats struct {
 	batchRows  map[float64]uint64 // batches by upper bound of rows
