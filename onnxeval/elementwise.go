@@ -249,6 +249,34 @@ func arithF32(r *runner, op arith, a, b *Tensor) *Tensor {
 		shape = a.Shape
 	case len(y) == 1 || isSuffix(b.Shape, a.Shape) && len(a.Shape) >= len(b.Shape):
 		shape = a.Shape
+	case len(a.Shape) >= len(b.Shape) && len(y) > 0 && isPrefixCol(b.Shape, a.Shape):
+		// b holds one value per leading index (a per-row scale, [M,1]):
+		// element i of a takes y[i / inner].
+		inner := len(x) / len(y)
+		out := r.f32(cloneShape(a.Shape))
+		z := get[float32](out)
+		for r, v := range y {
+			xs, zs := x[r*inner:(r+1)*inner], z[r*inner:(r+1)*inner]
+			switch op {
+			case opAdd:
+				for i := range xs {
+					zs[i] = xs[i] + v
+				}
+			case opSub:
+				for i := range xs {
+					zs[i] = xs[i] - v
+				}
+			case opMul:
+				for i := range xs {
+					zs[i] = xs[i] * v
+				}
+			case opDiv:
+				for i := range xs {
+					zs[i] = xs[i] / v
+				}
+			}
+		}
+		return out
 	default:
 		return nil
 	}
@@ -705,4 +733,29 @@ func isSuffix(in, out []int64) bool {
 		return false
 	}
 	return sameShape(in, out[len(out)-len(in):])
+}
+
+// isPrefixCol reports whether in, right-aligned to out, equals out on its
+// leading axes and is 1 on the trailing ones (at least one): one value per
+// leading index.
+func isPrefixCol(in, out []int64) bool {
+	off := len(out) - len(in)
+	for i := 0; i < off; i++ {
+		if out[i] != 1 {
+			return false
+		}
+	}
+	k := len(in)
+	for k > 0 && in[k-1] == 1 {
+		k--
+	}
+	if k == len(in) {
+		return false
+	}
+	for i := 0; i < k; i++ {
+		if in[i] != out[off+i] {
+			return false
+		}
+	}
+	return true
 }
