@@ -11,7 +11,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	fx "github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/ortest"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // BenchmarkBeamGraph times beam.onnx against greedy.onnx (one ONNX
@@ -35,12 +35,12 @@ func BenchmarkBeamGraph(b *testing.B) {
 
 func benchBeamGraph(b *testing.B, w *attention.Weights) {
 	sp := attention.DefaultSpecial
-	open := func(build func() (*builder.Model, error)) *ortsession.Session {
+	open := func(build func() (*builder.Model, error)) *onnxrun.Session {
 		m, err := build()
 		if err != nil {
 			b.Fatal(err)
 		}
-		return ortest.Open(b, m, ortsession.Options{IntraOpThreads: 1})
+		return ortest.Open(b, m, onnxrun.Options{IntraOpThreads: 1})
 	}
 	greedy := open(func() (*builder.Model, error) { return attention.Greedy(w, sp, attention.BuildOptions{}) })
 	beam := open(func() (*builder.Model, error) { return attention.Beam(w, sp, attention.BuildOptions{}) })
@@ -54,12 +54,12 @@ func benchBeamGraph(b *testing.B, w *attention.Weights) {
 		for i := range lens {
 			lens[i] = srcLen
 		}
-		feeds := map[string]*ortsession.Tensor{
-			attention.InSourceIDs:     ortsession.NewInt64([]int64{int64(batch), srcLen}, ids),
-			attention.InSourceLengths: ortsession.NewInt64([]int64{int64(batch)}, lens),
-			attention.InMaxLen:        ortsession.Scalar(int64(12)),
+		feeds := map[string]*onnxrun.Tensor{
+			attention.InSourceIDs:     onnxrun.NewInt64([]int64{int64(batch), srcLen}, ids),
+			attention.InSourceLengths: onnxrun.NewInt64([]int64{int64(batch)}, lens),
+			attention.InMaxLen:        onnxrun.Scalar(int64(12)),
 		}
-		run := func(b *testing.B, s *ortsession.Session, feeds map[string]*ortsession.Tensor) {
+		run := func(b *testing.B, s *onnxrun.Session, feeds map[string]*onnxrun.Tensor) {
 			start := cpuTime(b)
 			for b.Loop() {
 				if _, err := s.Run(feeds); err != nil {
@@ -72,7 +72,7 @@ func benchBeamGraph(b *testing.B, w *attention.Weights) {
 		}
 		b.Run(fmt.Sprintf("greedy/batch=%d", batch), func(b *testing.B) { run(b, greedy, feeds) })
 		for _, k := range []int64{1, 4, 8} {
-			bf := map[string]*ortsession.Tensor{attention.InBeamSize: ortsession.Scalar(k), attention.InLengthPenalty: ortsession.Scalar(1.0)}
+			bf := map[string]*onnxrun.Tensor{attention.InBeamSize: onnxrun.Scalar(k), attention.InLengthPenalty: onnxrun.Scalar(1.0)}
 			for name, v := range feeds {
 				bf[name] = v
 			}

@@ -21,7 +21,7 @@ import (
 	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // beamModel is one random model of the reference (reference.py make-model)
@@ -339,14 +339,14 @@ type beamRun struct {
 }
 
 // runBeam runs beam.onnx on an input file.
-func runBeam(t *testing.T, s *ortsession.Session, inputs map[string]*ortsession.Tensor, k, maxLen int, alpha float64, pad int64) beamRun {
+func runBeam(t *testing.T, s *onnxrun.Session, inputs map[string]*onnxrun.Tensor, k, maxLen int, alpha float64, pad int64) beamRun {
 	t.Helper()
-	feeds := map[string]*ortsession.Tensor{
+	feeds := map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     inputs[attention.InSourceIDs],
 		attention.InSourceLengths: inputs[attention.InSourceLengths],
-		attention.InMaxLen:        ortsession.Scalar(int64(maxLen)),
-		attention.InBeamSize:      ortsession.Scalar(int64(k)),
-		attention.InLengthPenalty: ortsession.Scalar(alpha),
+		attention.InMaxLen:        onnxrun.Scalar(int64(maxLen)),
+		attention.InBeamSize:      onnxrun.Scalar(int64(k)),
+		attention.InLengthPenalty: onnxrun.Scalar(alpha),
 	}
 	out, err := s.Run(feeds)
 	if err != nil {
@@ -396,16 +396,16 @@ func runBeam(t *testing.T, s *ortsession.Session, inputs map[string]*ortsession.
 }
 
 // readInputs reads a random-inputs file as feeds.
-func readInputs(t *testing.T, path string) map[string]*ortsession.Tensor {
+func readInputs(t *testing.T, path string) map[string]*onnxrun.Tensor {
 	t.Helper()
 	sd, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	feeds := map[string]*ortsession.Tensor{}
+	feeds := map[string]*onnxrun.Tensor{}
 	for _, name := range []string{attention.InSourceIDs, attention.InSourceLengths} {
 		tt := sd.Tensors[name]
-		feeds[name] = ortsession.NewInt64(tt.Dims, ints(t, tt))
+		feeds[name] = onnxrun.NewInt64(tt.Dims, ints(t, tt))
 	}
 	return feeds
 }
@@ -413,7 +413,7 @@ func readInputs(t *testing.T, path string) map[string]*ortsession.Tensor {
 // openModel builds a graph, checks it with onnx.checker (full_check) when
 // check is set and opens it in ONNX Runtime; it returns the session and the node count,
 // subgraphs included.
-func openModel(t *testing.T, name string, check bool, build func() (*builder.Model, error)) (*ortsession.Session, int) {
+func openModel(t *testing.T, name string, check bool, build func() (*builder.Model, error)) (*onnxrun.Session, int) {
 	t.Helper()
 	m, err := build()
 	if err != nil {
@@ -430,7 +430,7 @@ func openModel(t *testing.T, name string, check bool, build func() (*builder.Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ortest.Open(t, m, ortsession.Options{}), onnxfile.Summarize(mp).Nodes
+	return ortest.Open(t, m, onnxrun.Options{}), onnxfile.Summarize(mp).Nodes
 }
 
 // TestBeamParityWithReference runs beam.onnx of every architecture x cell
@@ -487,8 +487,8 @@ func compareBeamModel(t *testing.T, root string, m beamModel, check bool) ([]str
 	beam, nodes := openModel(t, "beam", check, func() (*builder.Model, error) { return attention.Beam(w, m.sp, attention.BuildOptions{}) })
 	greedy, _ := openModel(t, "greedy", check, func() (*builder.Model, error) { return attention.Greedy(w, m.sp, attention.BuildOptions{}) })
 	steps := teacherForcer{t: t, sp: m.sp, lstm: m.cell == attention.LSTM,
-		enc: ortest.Open(t, mustBuild(t, attention.Encoder, w), ortsession.Options{}),
-		dec: ortest.Open(t, mustBuild(t, attention.Decoder, w), ortsession.Options{})}
+		enc: ortest.Open(t, mustBuild(t, attention.Encoder, w), onnxrun.Options{}),
+		dec: ortest.Open(t, mustBuild(t, attention.Decoder, w), onnxrun.Options{})}
 	var lines []string
 	var total beamStats
 	for _, in := range m.inputs {
@@ -532,12 +532,12 @@ func compareBeamModel(t *testing.T, root string, m beamModel, check bool) ([]str
 // checkGreedy compares K = 1 with greedy.onnx: it returns the number of
 // rows whose tokens differ; the attention of rows with the same tokens
 // must agree.
-func checkGreedy(t *testing.T, greedy *ortsession.Session, feeds map[string]*ortsession.Tensor, maxLen int, beam beamRun) int {
+func checkGreedy(t *testing.T, greedy *onnxrun.Session, feeds map[string]*onnxrun.Tensor, maxLen int, beam beamRun) int {
 	t.Helper()
-	out, err := greedy.Run(map[string]*ortsession.Tensor{
+	out, err := greedy.Run(map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     feeds[attention.InSourceIDs],
 		attention.InSourceLengths: feeds[attention.InSourceLengths],
-		attention.InMaxLen:        ortsession.Scalar(int64(maxLen)),
+		attention.InMaxLen:        onnxrun.Scalar(int64(maxLen)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -584,14 +584,14 @@ type teacherForcer struct {
 	t        *testing.T
 	sp       attention.Special
 	lstm     bool
-	enc, dec *ortsession.Session
+	enc, dec *onnxrun.Session
 }
 
 // checkBest feeds each row's best hypothesis to the decoder step by step
 // (SOS first): beam.onnx's attention must be the decoder's at each of its
 // steps and its raw score the float32 sum of the decoder's log_probs of
 // its tokens, in step order.
-func (f teacherForcer) checkBest(feeds map[string]*ortsession.Tensor, run beamRun) {
+func (f teacherForcer) checkBest(feeds map[string]*onnxrun.Tensor, run beamRun) {
 	t := f.t
 	t.Helper()
 	encOut, err := f.enc.Run(feeds)
@@ -600,7 +600,7 @@ func (f teacherForcer) checkBest(feeds map[string]*ortsession.Tensor, run beamRu
 	}
 	B, S := int(feeds[attention.InSourceIDs].Shape[0]), int(feeds[attention.InSourceIDs].Shape[1])
 	K := len(run.tokens) / (B * run.steps)
-	state := map[string]*ortsession.Tensor{
+	state := map[string]*onnxrun.Tensor{
 		attention.InHidden:         encOut[attention.OutHidden],
 		attention.InEncoderOutputs: encOut[attention.OutEncoder],
 		attention.InSourceLengths:  feeds[attention.InSourceLengths],
@@ -617,7 +617,7 @@ func (f teacherForcer) checkBest(feeds map[string]*ortsession.Tensor, run beamRu
 				ids[b] = run.tokens[(b*K)*run.steps+step-1]
 			}
 		}
-		state[attention.InInputIDs] = ortsession.NewInt64([]int64{int64(B)}, ids)
+		state[attention.InInputIDs] = onnxrun.NewInt64([]int64{int64(B)}, ids)
 		out, err := f.dec.Run(state)
 		if err != nil {
 			t.Fatal(err)
@@ -782,13 +782,13 @@ func TestBeamOutsideItsRange(t *testing.T) {
 	s, _ := openModel(t, "beam", false, func() (*builder.Model, error) {
 		return attention.Beam(w, attention.DefaultSpecial, attention.BuildOptions{})
 	})
-	run := func(maxLen, k int64, alpha float64) (map[string]*ortsession.Tensor, error) {
-		return s.Run(map[string]*ortsession.Tensor{
-			attention.InSourceIDs:     ortsession.NewInt64([]int64{2, 3}, []int64{5, 6, 7, 8, 9, 10}),
-			attention.InSourceLengths: ortsession.NewInt64([]int64{2}, []int64{3, 2}),
-			attention.InMaxLen:        ortsession.Scalar(maxLen),
-			attention.InBeamSize:      ortsession.Scalar(k),
-			attention.InLengthPenalty: ortsession.Scalar(alpha),
+	run := func(maxLen, k int64, alpha float64) (map[string]*onnxrun.Tensor, error) {
+		return s.Run(map[string]*onnxrun.Tensor{
+			attention.InSourceIDs:     onnxrun.NewInt64([]int64{2, 3}, []int64{5, 6, 7, 8, 9, 10}),
+			attention.InSourceLengths: onnxrun.NewInt64([]int64{2}, []int64{3, 2}),
+			attention.InMaxLen:        onnxrun.Scalar(maxLen),
+			attention.InBeamSize:      onnxrun.Scalar(k),
+			attention.InLengthPenalty: onnxrun.Scalar(alpha),
 		})
 	}
 	one, err := run(8, 1, 1)

@@ -13,7 +13,7 @@ import (
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -45,7 +45,7 @@ func opTypes(g *builder.Graph, into map[string]int) {
 // vocabulary; and onnx.checker's full check accepts every graph, the
 // contrib-op ones included.
 func TestReducedGraphsRun(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := t.TempDir()
 	var files []string
 	sp := Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}
@@ -58,7 +58,7 @@ func TestReducedGraphsRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		open := func(name string, prec quant.Precision, build func(BuildOptions) (*builder.Model, error)) (*ortsession.Session, map[string]int) {
+		open := func(name string, prec quant.Precision, build func(BuildOptions) (*builder.Model, error)) (*onnxrun.Session, map[string]int) {
 			t.Helper()
 			m, err := build(BuildOptions{Weights: prec})
 			if err != nil {
@@ -77,7 +77,7 @@ func TestReducedGraphsRun(t *testing.T) {
 				}
 				files = append(files, p)
 			}
-			s, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1})
+			s, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1})
 			if err != nil {
 				t.Fatalf("%v %s %s: ONNX Runtime does not load it: %v", cfg, prec, name, err)
 			}
@@ -90,7 +90,7 @@ func TestReducedGraphsRun(t *testing.T) {
 		for k := range ids {
 			ids[k] = int64(r.Intn(cfg.SrcVocab))
 		}
-		encIn := map[string]*ortsession.Tensor{InSourceIDs: ortsession.NewInt64([]int64{B, S}, ids), InSourceLengths: ortsession.NewInt64([]int64{B}, []int64{5, 2, 4})}
+		encIn := map[string]*onnxrun.Tensor{InSourceIDs: onnxrun.NewInt64([]int64{B, S}, ids), InSourceLengths: onnxrun.NewInt64([]int64{B}, []int64{5, 2, 4})}
 		var ref []float32
 		for _, prec := range quant.Precisions {
 			enc, encOps := open("encoder", prec, func(o BuildOptions) (*builder.Model, error) { return Encoder(w, o) })
@@ -118,7 +118,7 @@ func TestReducedGraphsRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v %s encoder: %v", cfg, prec, err)
 			}
-			in := map[string]*ortsession.Tensor{InInputIDs: ortsession.NewInt64([]int64{B}, []int64{1, 3, 4}), InHidden: eo[OutHidden],
+			in := map[string]*onnxrun.Tensor{InInputIDs: onnxrun.NewInt64([]int64{B}, []int64{1, 3, 4}), InHidden: eo[OutHidden],
 				InEncoderOutputs: eo[OutEncoder], InSourceLengths: encIn[InSourceLengths]}
 			if c, ok := eo[OutCell]; ok {
 				in[InCell] = c
@@ -142,7 +142,7 @@ func TestReducedGraphsRun(t *testing.T) {
 					t.Errorf("%v %s: log_probs deviate by %g from float32's, want in (0, %g]", cfg, prec, dev, bound)
 				}
 			}
-			g, err := gr.Run(map[string]*ortsession.Tensor{InSourceIDs: encIn[InSourceIDs], InSourceLengths: encIn[InSourceLengths], InMaxLen: ortsession.Scalar(int64(6))})
+			g, err := gr.Run(map[string]*onnxrun.Tensor{InSourceIDs: encIn[InSourceIDs], InSourceLengths: encIn[InSourceLengths], InMaxLen: onnxrun.Scalar(int64(6))})
 			if err != nil {
 				t.Fatalf("%v %s greedy: %v", cfg, prec, err)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // This file checks the graphs against PyTorch itself: testdata/torch_oracle.py
@@ -38,7 +38,7 @@ func needDeps(t *testing.T) {
 	if out, err := exec.Command(oraclePython, "-c", "import torch").CombinedOutput(); err != nil {
 		missing("PyTorch ("+oraclePython+" -c 'import torch')", fmt.Errorf("%v: %s", err, out))
 	}
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		missing("ONNX Runtime", err)
 	}
 }
@@ -134,7 +134,7 @@ func runOracle(t *testing.T, mode, dir string, cases []oracleCase) {
 // built is a graph of one case: its file (for the ONNX checker) and session.
 type built struct {
 	path string
-	s    *ortsession.Session
+	s    *onnxrun.Session
 }
 
 func buildAndOpen(t *testing.T, dir, name string, build func() (*builder.Model, error)) built {
@@ -151,7 +151,7 @@ func buildAndOpen(t *testing.T, dir, name string, build func() (*builder.Model, 
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1})
+	s, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -160,7 +160,7 @@ func buildAndOpen(t *testing.T, dir, name string, build func() (*builder.Model, 
 }
 
 // tensorOf converts a checkpoint tensor into a runtime tensor.
-func tensorOf(t *testing.T, bt *builder.Tensor) *ortsession.Tensor {
+func tensorOf(t *testing.T, bt *builder.Tensor) *onnxrun.Tensor {
 	t.Helper()
 	switch bt.DType {
 	case builder.Int64:
@@ -168,9 +168,9 @@ func tensorOf(t *testing.T, bt *builder.Tensor) *ortsession.Tensor {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ortsession.NewInt64(bt.Dims, v)
+		return onnxrun.NewInt64(bt.Dims, v)
 	case builder.Float:
-		return ortsession.NewFloat32(bt.Dims, floats(t, bt))
+		return onnxrun.NewFloat32(bt.Dims, floats(t, bt))
 	}
 	t.Fatalf("tensor of %v", bt.DType)
 	return nil
@@ -194,7 +194,7 @@ func (p *parity) String() string {
 }
 
 // float compares ONNX Runtime's output against PyTorch's.
-func (p *parity) float(what string, got *ortsession.Tensor, want *builder.Tensor) {
+func (p *parity) float(what string, got *onnxrun.Tensor, want *builder.Tensor) {
 	p.t.Helper()
 	if want == nil || got == nil {
 		p.t.Errorf("%s: missing (got %v, PyTorch %v)", what, got != nil, want != nil)
@@ -257,7 +257,7 @@ func TestParityWithPyTorch(t *testing.T) {
 
 			p := &parity{t: t, maxAbs: map[string]float64{}}
 			ids, lens := tensorOf(t, want["source_ids"]), tensorOf(t, want["source_lengths"])
-			eo, err := enc.s.Run(map[string]*ortsession.Tensor{InSourceIDs: ids, InSourceLengths: lens})
+			eo, err := enc.s.Run(map[string]*onnxrun.Tensor{InSourceIDs: ids, InSourceLengths: lens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,8 +273,8 @@ func TestParityWithPyTorch(t *testing.T) {
 			stepIDs, _ := steps.Int64s()
 			hidden, cell := eo[OutHidden], eo[OutCell]
 			for s := 0; s < c.Steps; s++ {
-				in := map[string]*ortsession.Tensor{
-					InInputIDs: ortsession.NewInt64([]int64{int64(c.Batch)}, stepIDs[s*c.Batch:(s+1)*c.Batch]),
+				in := map[string]*onnxrun.Tensor{
+					InInputIDs: onnxrun.NewInt64([]int64{int64(c.Batch)}, stepIDs[s*c.Batch:(s+1)*c.Batch]),
 					InHidden:   hidden, InEncoderOutputs: eo[OutEncoder], InSourceLengths: lens,
 				}
 				if cell != nil {
@@ -295,7 +295,7 @@ func TestParityWithPyTorch(t *testing.T) {
 				}
 				hidden, cell = out[OutNextHidden], out[OutNextCell]
 			}
-			g, err := gr.s.Run(map[string]*ortsession.Tensor{InSourceIDs: ids, InSourceLengths: lens, InMaxLen: ortsession.Scalar(int64(c.MaxLen))})
+			g, err := gr.s.Run(map[string]*onnxrun.Tensor{InSourceIDs: ids, InSourceLengths: lens, InMaxLen: onnxrun.Scalar(int64(c.MaxLen))})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -122,7 +122,7 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs PyTorch")
 	}
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	c := DefaultConfig()
 	c.Archs = []attention.Arch{attention.LuongGeneral}
 	// 12 steps: translate's engines are timed whole, less the lean loop's encoder

@@ -7,7 +7,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -34,7 +34,7 @@ func TestCorpusSources(t *testing.T) {
 // every engine and configuration gives a row, and float32 attnx decodes
 // exactly as the PyTorch reference (greedy and beam search).
 func TestRunCorpusSmall(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	testenv.Torch(t)
 	rep, err := RunCorpus(CorpusConfig{Arch: attention.Arch("onmt-general"), Hidden: 16, Layers: 2, Vocab: 60, Sentences: 23,
 		MinSrc: 3, MaxSrc: 9, OutLen: 6, BatchSents: 5, Beams: []int{1, 3}, Threads: []int{1, 2},

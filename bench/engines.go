@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
@@ -56,15 +56,15 @@ func (p *point) setup(j job) (r *runner, na string, err error) {
 	}
 	switch e {
 	case EngineLean:
-		r, err = p.lean(e, p.m.dirs[w], k, ortsession.BackendORT)
+		r, err = p.lean(e, p.m.dirs[w], k, onnxrun.BackendORT)
 	case EngineSteps:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps, k, ortsession.BackendORT)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineSteps, k, onnxrun.BackendORT)
 	case EngineLoop:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, ortsession.BackendORT)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, onnxrun.BackendORT)
 	case EngineLeanGo:
-		r, err = p.lean(e, p.m.dirs[w], k, ortsession.BackendGo)
+		r, err = p.lean(e, p.m.dirs[w], k, onnxrun.BackendGo)
 	case EngineLoopGo:
-		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, ortsession.BackendGo)
+		r, err = p.translated(e, p.m.dirs[w], translate.EngineLoop, k, onnxrun.BackendGo)
 	case EngineTorchONNX:
 		switch {
 		case p.m.torchDir == "":
@@ -72,7 +72,7 @@ func (p *point) setup(j job) (r *runner, na string, err error) {
 		case p.B != 1:
 			return nil, "torch.onnx.export fixes the decoder's batch at the traced size 1 (LSTM initial state and attention reshapes are specialised), so it runs at batch 1 only", nil
 		}
-		r, err = p.lean(e, p.m.torchDir, 1, ortsession.BackendORT)
+		r, err = p.lean(e, p.m.torchDir, 1, onnxrun.BackendORT)
 	case EngineFloor:
 		r, err = p.floor(e)
 	default:
@@ -136,7 +136,7 @@ func (p *point) translated(name, dir, engine string, k int, backend string) (*ru
 // floor runs the floor graph (see floorModel).
 func (p *point) floor(name string) (*runner, error) {
 	H, V := p.m.cfg.Hidden, p.m.cfg.TgtVocab
-	sess, err := openFloor(p.m.arch, H, V, sessionOptions(p.T, ortsession.BackendORT))
+	sess, err := openFloor(p.m.arch, H, V, sessionOptions(p.T, onnxrun.BackendORT))
 	if err != nil {
 		return nil, err
 	}

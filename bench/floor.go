@@ -8,8 +8,8 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/ortsession"
 )
 
 // floorModel builds the floor: the decoder step's unavoidable arithmetic,
@@ -53,10 +53,10 @@ func floorModel(arch attention.Arch, H, V int, seed uint64) (*builder.Model, err
 // floorLoop runs the floor graph step after step with bound, reused tensors
 // and the LSTM state ping-ponging, like the step loop.
 type floorLoop struct {
-	binds [2]*ortsession.Binding
+	binds [2]*onnxrun.Binding
 }
 
-func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (fl *floorLoop, err error) {
+func newFloorLoop(sess *onnxrun.Session, arch attention.Arch, B, H, V int) (fl *floorLoop, err error) {
 	fl = &floorLoop{}
 	defer func() {
 		if err != nil {
@@ -68,7 +68,7 @@ func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (f
 	if arch == attention.Bahdanau {
 		in, F = 2*H, H
 	}
-	f32 := func(dims ...int64) *ortsession.Tensor {
+	f32 := func(dims ...int64) *onnxrun.Tensor {
 		n := 1
 		for _, d := range dims {
 			n *= int(d)
@@ -77,12 +77,12 @@ func newFloorLoop(sess *ortsession.Session, arch attention.Arch, B, H, V int) (f
 		for i := range d {
 			d[i] = 0.01 * float32(i%7)
 		}
-		return ortsession.NewFloat32(dims, d)
+		return onnxrun.NewFloat32(dims, d)
 	}
 	b, h := int64(B), int64(H)
 	x, feats, logits := f32(1, b, int64(in)), f32(b, int64(F)), f32(b, int64(V))
-	hs := [2]*ortsession.Tensor{f32(1, b, h), f32(1, b, h)}
-	cs := [2]*ortsession.Tensor{f32(1, b, h), f32(1, b, h)}
+	hs := [2]*onnxrun.Tensor{f32(1, b, h), f32(1, b, h)}
+	cs := [2]*onnxrun.Tensor{f32(1, b, h), f32(1, b, h)}
 	for p := 0; p < 2; p++ {
 		bd, err := sess.NewBinding()
 		if err != nil {
@@ -120,7 +120,7 @@ func (fl *floorLoop) close() {
 }
 
 // openFloor builds the floor graph and opens it with opt.
-func openFloor(arch attention.Arch, H, V int, opt ortsession.Options) (*ortsession.Session, error) {
+func openFloor(arch attention.Arch, H, V int, opt onnxrun.Options) (*onnxrun.Session, error) {
 	m, err := floorModel(arch, H, V, 5)
 	if err != nil {
 		return nil, err
@@ -129,5 +129,5 @@ func openFloor(arch attention.Arch, H, V int, opt ortsession.Options) (*ortsessi
 	if err != nil {
 		return nil, fmt.Errorf("bench: floor graph: %w", err)
 	}
-	return ortsession.OpenBytes(b, opt)
+	return onnxrun.OpenBytes(b, opt)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // leanLoop is the leanest greedy decode (or beam search) of an
@@ -18,7 +18,7 @@ import (
 // checks, pooling, result strings, attention copies). Once warmed up
 // nothing is allocated per run.
 type leanLoop struct {
-	enc, dec *ortsession.Session
+	enc, dec *onnxrun.Session
 	ex       *decode.Executor
 	batch    *decode.Batch
 	rows     [][]int64
@@ -39,10 +39,10 @@ func newLeanLoop(dir, backend string, threads int, rows [][]int64, steps, k int)
 			l = nil
 		}
 	}()
-	if l.enc, err = ortsession.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads, backend)); err != nil {
+	if l.enc, err = onnxrun.Open(filepath.Join(dir, "encoder.onnx"), sessionOptions(threads, backend)); err != nil {
 		return nil, err
 	}
-	if l.dec, err = ortsession.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads, backend)); err != nil {
+	if l.dec, err = onnxrun.Open(filepath.Join(dir, "decoder.onnx"), sessionOptions(threads, backend)); err != nil {
 		return nil, err
 	}
 	m, err := decode.NewModel(l.enc, l.dec, decode.Dims{})
@@ -118,7 +118,7 @@ func (l *leanLoop) close() {
 	if l.ex != nil {
 		l.ex.Close()
 	}
-	for _, s := range []*ortsession.Session{l.enc, l.dec} {
+	for _, s := range []*onnxrun.Session{l.enc, l.dec} {
 		if s != nil {
 			s.Close()
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/ortsession"
 )
 
 // ProfileSummary describes the CPU profile taken of the lean step loop.
@@ -113,7 +113,7 @@ func (c *Config) profile(m *model, S int, backend, path string) (*ProfileSummary
 // fastest of many runs, in ms.
 func overheads(threads int) (runMs, iterMs float64, err error) {
 	const iters = 200
-	build := func(loop bool) (*ortsession.Session, error) {
+	build := func(loop bool) (*onnxrun.Session, error) {
 		g := builder.New("attnx_overhead")
 		x := g.Input("x", builder.Float, builder.Dims(1))
 		y := ops.Identity(x)
@@ -130,11 +130,11 @@ func overheads(threads int) (runMs, iterMs float64, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return ortsession.OpenBytes(data, sessionOptions(threads, ortsession.BackendORT))
+		return onnxrun.OpenBytes(data, sessionOptions(threads, onnxrun.BackendORT))
 	}
-	timeRuns := func(s *ortsession.Session, n int) (float64, error) {
-		x := ortsession.NewFloat32([]int64{1}, []float32{1})
-		y := ortsession.NewFloat32([]int64{1}, []float32{0})
+	timeRuns := func(s *onnxrun.Session, n int) (float64, error) {
+		x := onnxrun.NewFloat32([]int64{1}, []float32{1})
+		y := onnxrun.NewFloat32([]int64{1}, []float32{0})
 		b, err := s.NewBinding()
 		if err != nil {
 			return 0, err

@@ -13,7 +13,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 )
@@ -52,7 +52,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		return nil, err
 	}
 	work := c.WorkDir
@@ -70,7 +70,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rc.SrcLens, rc.Batches, rc.Threads, rc.Steps = c.SrcLens, c.Batches, c.Threads, c.Steps
 	rc.EOS = attention.DefaultSpecial.EOS
 	rc.EOSMethod = fmt.Sprintf("the classifier's bias[%d] = %g in the benchmarked copy of the weights, so EOS is never the argmax; max_len = steps", rc.EOS, float64(suppressedBias))
-	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), ortsession.Version()
+	rc.MinReps, rc.MinTimeS, rc.ORT = c.MinReps, c.MinTime.Seconds(), onnxrun.Version()
 	for _, w := range c.weights() {
 		rc.Weights = append(rc.Weights, string(w))
 	}
@@ -107,13 +107,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 					rep.Results = append(rep.Results, rs...)
 					if !profiled && B == 1 && T == 1 {
 						profiled = true
-						ps, err := c.profile(m, S, ortsession.BackendORT, c.CPUProfile)
+						ps, err := c.profile(m, S, onnxrun.BackendORT, c.CPUProfile)
 						if err != nil {
 							return nil, err
 						}
 						rep.Profile = ps
 						if c.enabled(EngineLeanGo) {
-							if rep.ProfileGo, err = c.profile(m, S, ortsession.BackendGo, nativeProfilePath(c.CPUProfile)); err != nil {
+							if rep.ProfileGo, err = c.profile(m, S, onnxrun.BackendGo, nativeProfilePath(c.CPUProfile)); err != nil {
 								return nil, err
 							}
 						}
@@ -257,6 +257,6 @@ func nativeProfilePath(path string) string {
 }
 
 // sessionOptions are the options every attnx engine runs with, on backend.
-func sessionOptions(threads int, backend string) ortsession.Options {
-	return ortsession.Options{Backend: backend, IntraOpThreads: threads, InterOpThreads: 1}
+func sessionOptions(threads int, backend string) onnxrun.Options {
+	return onnxrun.Options{Backend: backend, IntraOpThreads: threads, InterOpThreads: 1}
 }

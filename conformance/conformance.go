@@ -2,7 +2,7 @@
 // test_data_set_N/input_N.pb and output_N.pb, as Debian's libonnx-testdata
 // installs under /usr/share/libonnx-testdata/data) through attnx: each model
 // is loaded with package onnxfile, re-serialized, checked to decode equal to
-// the original, and run through package ortsession (ONNX Runtime) on every
+// the original, and run through package onnxrun (ONNX Runtime) on every
 // data set; outputs are compared with package compare.
 //
 // Sequences of tensors are fed and read (input_N.pb / output_N.pb then hold
@@ -39,7 +39,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // DefaultRoot is where Debian's libonnx-testdata installs the backend tests.
@@ -269,8 +269,8 @@ func (o Options) withDefaults() Options {
 // loaded at all or the built-in list does not parse.
 func Run(cases []Case, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
-	native := opt.Backend == ortsession.BackendGo
-	if err := ortsession.Ready(opt.Backend); err != nil {
+	native := opt.Backend == onnxrun.BackendGo
+	if err := onnxrun.Ready(opt.Backend); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	if opt.Expected == nil {
@@ -337,7 +337,7 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	}
 	close(next)
 	wg.Wait()
-	rep := &Report{Total: len(cases), Cases: results, Backend: ortsession.BackendORT, ORTVersion: ortsession.Version(), Seconds: time.Since(start).Seconds(),
+	rep := &Report{Total: len(cases), Cases: results, Backend: onnxrun.BackendORT, ORTVersion: onnxrun.Version(), Seconds: time.Since(start).Seconds(),
 		ExpectedList: ListInfo{Source: opt.Expected.Source, Entries: len(opt.Expected.Entries), Header: opt.Expected.Header}}
 	for _, r := range results {
 		switch r.Status {
@@ -359,7 +359,7 @@ func Run(cases []Case, opt Options) (*Report, error) {
 		}
 	}
 	if native {
-		rep.Backend, rep.ORTVersion = ortsession.BackendGo, ""
+		rep.Backend, rep.ORTVersion = onnxrun.BackendGo, ""
 		rep.Ops = opCounts(results)
 	}
 	return rep, nil
@@ -393,7 +393,7 @@ func runGuarded(c Case, opt Options) CaseResult {
 // dataSet is one test_data_set_N: inputs and expected outputs by name.
 type dataSet struct {
 	dir     string
-	inputs  map[string]ortsession.Datum
+	inputs  map[string]onnxrun.Datum
 	outputs []namedTensor
 }
 
@@ -460,11 +460,11 @@ func runCase(c Case, opt Options) CaseResult {
 	}
 	for _, s := range sets {
 		for name, d := range s.inputs {
-			ts := []*ortsession.Tensor{}
+			ts := []*onnxrun.Tensor{}
 			switch d := d.(type) {
-			case *ortsession.Tensor:
+			case *onnxrun.Tensor:
 				ts = append(ts, d)
-			case *ortsession.Sequence:
+			case *onnxrun.Sequence:
 				if d.Len() == 0 {
 					return fail(StageFeed, "input %q is an empty sequence in %s, which onnxruntime_go v1.27.0 cannot create", name, filepath.Base(s.dir))
 				}
@@ -493,14 +493,14 @@ type stageError struct {
 
 // session is what runSets needs of a runtime session.
 type session interface {
-	RunData(inputs map[string]ortsession.Datum) (map[string]ortsession.Datum, error)
+	RunData(inputs map[string]onnxrun.Datum) (map[string]onnxrun.Datum, error)
 	Close() error
 }
 
 // openSession opens a model for runSets; tests substitute a faulty runtime
 // to check that its bugs are counted as failures.
-var openSession = func(data []byte, opt ortsession.Options) (session, error) {
-	return ortsession.OpenBytes(data, opt)
+var openSession = func(data []byte, opt onnxrun.Options) (session, error) {
+	return onnxrun.OpenBytes(data, opt)
 }
 
 // runSets opens the model from data and runs every data set, returning
@@ -508,7 +508,7 @@ var openSession = func(data []byte, opt ortsession.Options) (session, error) {
 // (StageLoad), a run error (StageRun) or a missing or different output
 // (StageCompare).
 func runSets(data []byte, sets []dataSet, opt Options) (float64, *stageError) {
-	sess, err := openSession(data, ortsession.Options{Backend: opt.Backend, IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := openSession(data, onnxrun.Options{Backend: opt.Backend, IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		return 0, &stageError{StageLoad, oneLine(err)}
 	}
@@ -579,7 +579,7 @@ func loadDataSets(dir string, ins, outs []onnxfile.ValueInfo) ([]dataSet, error)
 	sort.Strings(dirs)
 	var sets []dataSet
 	for _, d := range dirs {
-		s := dataSet{dir: d, inputs: map[string]ortsession.Datum{}}
+		s := dataSet{dir: d, inputs: map[string]onnxrun.Datum{}}
 		for k := 0; ; k++ {
 			p := filepath.Join(d, fmt.Sprintf("input_%d.pb", k))
 			if _, err := os.Stat(p); err != nil {
@@ -593,10 +593,10 @@ func loadDataSets(dir string, ins, outs []onnxfile.ValueInfo) ([]dataSet, error)
 				if err != nil {
 					return nil, err
 				}
-				seq := ortsession.NewSequence()
+				seq := onnxrun.NewSequence()
 				for i, bt := range bts {
 					bfloat16Bits(bt, ins[k])
-					rt, err := ortsession.FromBuilder(bt)
+					rt, err := onnxrun.FromBuilder(bt)
 					if err != nil {
 						return nil, fmt.Errorf("%s: element %d: %w", p, i, err)
 					}
@@ -610,7 +610,7 @@ func loadDataSets(dir string, ins, outs []onnxfile.ValueInfo) ([]dataSet, error)
 				return nil, err
 			}
 			bfloat16Bits(bt, ins[k])
-			rt, err := ortsession.FromBuilder(bt)
+			rt, err := onnxrun.FromBuilder(bt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // needData ends the test when the backend test data or ONNX Runtime is
@@ -20,7 +20,7 @@ import (
 func needData(t *testing.T) {
 	t.Helper()
 	testenv.Backend(t, "node")
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 }
 
 // copyCase copies a backend test case into a temporary folder "node".
@@ -277,18 +277,18 @@ type faultySession struct {
 	fault string
 }
 
-func (f faultySession) RunData(in map[string]ortsession.Datum) (map[string]ortsession.Datum, error) {
+func (f faultySession) RunData(in map[string]onnxrun.Datum) (map[string]onnxrun.Datum, error) {
 	switch f.fault {
 	case "error":
 		return nil, errors.New("runtime: injected failure")
 	case "wrong input":
 		// Feed x[0]+1 instead of x[0] for the float input "x".
 		in = maps.Clone(in)
-		if t, ok := in["x"].(*ortsession.Tensor); ok {
+		if t, ok := in["x"].(*onnxrun.Tensor); ok {
 			if v, ok := t.Data.([]float32); ok {
 				v = append([]float32{}, v...)
 				v[0]++
-				in["x"] = &ortsession.Tensor{Shape: t.Shape, Data: v}
+				in["x"] = &onnxrun.Tensor{Shape: t.Shape, Data: v}
 			}
 		}
 	}
@@ -326,7 +326,7 @@ func TestRuntimeBugsFail(t *testing.T) {
 		{"dropped output", StageCompare, "test_data_set_0: no output "},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			openSession = func(data []byte, opt ortsession.Options) (session, error) {
+			openSession = func(data []byte, opt onnxrun.Options) (session, error) {
 				s, err := saved(data, opt)
 				if err != nil {
 					return nil, err
@@ -443,8 +443,8 @@ func TestJudge(t *testing.T) {
 	}{
 		{"passes unlisted", "", "", nil, Passed, ""},
 		{"fails unlisted", StageRun, "boom", nil, Failed, "boom"},
-		{"fails as listed", StageLoad, "ortsession: creating session: " + noKernel, entry(StageLoad, CondAlways, noKernel), ExpectedFailure, noKernel},
-		{"fails at the listed stage for another reason", StageLoad, "ortsession: creating session: Type Error: bad graph", entry(StageLoad, CondAlways, noKernel), Failed,
+		{"fails as listed", StageLoad, "onnxrun: creating session: " + noKernel, entry(StageLoad, CondAlways, noKernel), ExpectedFailure, noKernel},
+		{"fails at the listed stage for another reason", StageLoad, "onnxrun: creating session: Type Error: bad graph", entry(StageLoad, CondAlways, noKernel), Failed,
 			"(the expected-failure list expects a failure at load for another reason: cat: " + noKernel},
 		{"fails at another stage", StageCompare, "boom", entry(StageLoad, CondAlways, "why"), Failed, "boom (the expected-failure list expects a failure at load, not compare: cat: why)"},
 		{"passes listed", "", "", entry(StageCompare, CondAlways, "why"), UnexpectedlyPassing, "passes, but the expected-failure list expects it to fail at compare (cat: why)"},
@@ -519,8 +519,8 @@ func TestBuiltinList(t *testing.T) {
 		t.Errorf("%d entries", len(x.Entries))
 	}
 	header := strings.Join(x.Header, "\n")
-	if !strings.Contains(header, "ONNX Runtime "+ortsession.Version()+" (onnxruntime-node") {
-		t.Errorf("the list was not made with ONNX Runtime %s (regenerate it: make conformance-expected):\n%s", ortsession.Version(), header)
+	if !strings.Contains(header, "ONNX Runtime "+onnxrun.Version()+" (onnxruntime-node") {
+		t.Errorf("the list was not made with ONNX Runtime %s (regenerate it: make conformance-expected):\n%s", onnxrun.Version(), header)
 	}
 	all, err := DiscoverDefault()
 	if err != nil {

@@ -7,21 +7,21 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // compareDatum compares a runtime output with the expected one: a tensor
 // (see compareTensor), or a sequence of the same length whose tensors
 // compare equal one by one. It returns the largest absolute float error.
-func compareDatum(got ortsession.Datum, want namedTensor, opt Options) (float64, error) {
+func compareDatum(got onnxrun.Datum, want namedTensor, opt Options) (float64, error) {
 	if !want.isSeq {
-		g, ok := got.(*ortsession.Tensor)
+		g, ok := got.(*onnxrun.Tensor)
 		if !ok {
 			return 0, fmt.Errorf("got %s, want a tensor", got)
 		}
 		return compareTensor(g, want.t, opt)
 	}
-	g, ok := got.(*ortsession.Sequence)
+	g, ok := got.(*onnxrun.Sequence)
 	if !ok {
 		return 0, fmt.Errorf("got %s, want a sequence of %d tensors", got, len(want.seq))
 	}
@@ -44,8 +44,8 @@ func compareDatum(got ortsession.Datum, want namedTensor, opt Options) (float64,
 // numpy.testing.assert_allclose; float16 and bfloat16 converted to float32
 // first, with the same tolerances), everything else exactly. It returns the
 // largest absolute float error.
-func compareTensor(got *ortsession.Tensor, want *builder.Tensor, opt Options) (float64, error) {
-	w, err := ortsession.FromBuilder(want)
+func compareTensor(got *onnxrun.Tensor, want *builder.Tensor, opt Options) (float64, error) {
+	w, err := onnxrun.FromBuilder(want)
 	if err != nil {
 		return 0, err
 	}
@@ -82,7 +82,7 @@ func compareTensor(got *ortsession.Tensor, want *builder.Tensor, opt Options) (f
 		r = compare.Exact(g, w.Data.([]bool), w.Shape)
 	case []string:
 		r = compare.Exact(g, w.Data.([]string), w.Shape)
-	case []ortsession.F16, []ortsession.BF16:
+	case []onnxrun.F16, []onnxrun.BF16:
 		gf, err := got.AsFloat32()
 		if err != nil {
 			return 0, err

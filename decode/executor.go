@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // maxBindings bounds the IoBindings an Executor caches, one per batch shape
@@ -101,7 +101,7 @@ type bindKey struct {
 // bound is one cached binding of tensor views over the executor's buffers.
 type bound struct {
 	key bindKey
-	b   *ortsession.Binding
+	b   *onnxrun.Binding
 }
 
 func (x *bound) close() {
@@ -203,7 +203,7 @@ func (e *Executor) dropBindings() {
 
 // binding returns the cached binding of key, making it on first use and
 // closing the least recently used one when the cache is full.
-func (e *Executor) binding(key bindKey) (*ortsession.Binding, error) {
+func (e *Executor) binding(key bindKey) (*onnxrun.Binding, error) {
 	if el, ok := e.bindings[key]; ok {
 		e.hits.Add(1)
 		e.lru.MoveToFront(el)
@@ -240,16 +240,16 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 	type io struct {
 		input bool
 		name  string
-		t     *ortsession.Tensor
+		t     *onnxrun.Tensor
 	}
 	var ios []io
 	f32 := func(input bool, name string, data []float32, dims ...int64) {
-		ios = append(ios, io{input, name, ortsession.NewFloat32(dims, data[:numel(dims)])})
+		ios = append(ios, io{input, name, onnxrun.NewFloat32(dims, data[:numel(dims)])})
 	}
 	i64 := func(input bool, name string, data []int64, dims ...int64) {
-		ios = append(ios, io{input, name, ortsession.NewInt64(dims, data[:numel(dims)])})
+		ios = append(ios, io{input, name, onnxrun.NewInt64(dims, data[:numel(dims)])})
 	}
-	var sess *ortsession.Session
+	var sess *onnxrun.Session
 	switch key.kind {
 	case bindDecoder:
 		sess = e.m.dec

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // NextPrefix names a recurrent state's output after its input: hidden ->
@@ -23,7 +23,7 @@ const NextPrefix = attention.NextPrefix
 // executor carries, reorders and batches them without knowing what they
 // mean. A Model is read-only and may be shared by many Executors.
 type Model struct {
-	enc, dec *ortsession.Session
+	enc, dec *onnxrun.Session
 	states   []string // decoder state inputs, in the decoder's input order
 	shapes   []attention.StateSpec
 	width    int // C, the encoder outputs' size
@@ -44,13 +44,13 @@ type Dims struct {
 // NewModel checks that enc and dec have the spec's inputs and outputs,
 // discovers the recurrent states and reads H, L and Vt. The sessions stay the
 // caller's to close, after every Executor of the Model is closed.
-func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
+func NewModel(enc, dec *onnxrun.Session, known Dims) (*Model, error) {
 	m := &Model{enc: enc, dec: dec}
 	ins, outs := byName(dec.Inputs()), byName(dec.Outputs())
 	encOuts := byName(enc.Outputs())
 	encIns := byName(enc.Inputs())
 	var missing []string
-	need := func(set map[string]ortsession.IOInfo, what string, names ...string) {
+	need := func(set map[string]onnxrun.IOInfo, what string, names ...string) {
 		for _, n := range names {
 			if _, ok := set[n]; !ok {
 				missing = append(missing, fmt.Sprintf("%s %q", what, n))
@@ -119,7 +119,7 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 		}
 		rows := size{fmt.Sprintf("rows of state %s", st), &m.shapes[k].Rows, nil}
 		width := size{fmt.Sprintf("width of state %s", st), &m.shapes[k].Width, nil}
-		for _, io := range []ortsession.IOInfo{ins[st], outs[NextPrefix+st], encOuts[st]} {
+		for _, io := range []onnxrun.IOInfo{ins[st], outs[NextPrefix+st], encOuts[st]} {
 			rows.from = append(rows.from, dimRef{io, 0})
 			width.from = append(width.from, dimRef{io, 2})
 		}
@@ -145,7 +145,7 @@ func NewModel(enc, dec *ortsession.Session, known Dims) (*Model, error) {
 
 // dimRef is one dimension of one declared input or output.
 type dimRef struct {
-	io  ortsession.IOInfo
+	io  onnxrun.IOInfo
 	dim int
 }
 
@@ -156,8 +156,8 @@ func (d dimRef) fixed() (int, bool) {
 	return int(d.io.Shape[d.dim]), true
 }
 
-func byName(infos []ortsession.IOInfo) map[string]ortsession.IOInfo {
-	m := make(map[string]ortsession.IOInfo, len(infos))
+func byName(infos []onnxrun.IOInfo) map[string]onnxrun.IOInfo {
+	m := make(map[string]onnxrun.IOInfo, len(infos))
 	for _, io := range infos {
 		m[io.Name] = io
 	}

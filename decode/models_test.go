@@ -12,33 +12,33 @@ import (
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/ortsession"
 )
 
 // needORT initialises ONNX Runtime; see testenv.ORT for an absent library.
 func needORT(tb testing.TB) {
 	tb.Helper()
-	testenv.ORT(tb, ortsession.Init())
+	testenv.ORT(tb, onnxrun.Init())
 }
 
 // pair is an opened encoder/decoder pair and its decode.Model.
 type pair struct {
 	name     string
-	enc, dec *ortsession.Session
+	enc, dec *onnxrun.Session
 	m        *decode.Model
 	vs, vt   int
 }
 
 func open(tb testing.TB, name string, enc, dec *builder.Model, vs, vt int) *pair {
 	tb.Helper()
-	var ss []*ortsession.Session
+	var ss []*onnxrun.Session
 	for _, m := range []*builder.Model{enc, dec} {
 		data, err := onnxfile.Marshal(m)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		s, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1})
+		s, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -151,19 +151,19 @@ func gruPair(tb testing.TB, hidden, layers, vs, vt int, seed uint64) *pair {
 func (p *pair) run(tb testing.TB, src []int64, first int64, next func(lp, att []float32) (int64, bool)) {
 	tb.Helper()
 	n := int64(len(src))
-	lens := ortsession.NewInt64([]int64{1}, []int64{n})
-	out, err := p.enc.Run(map[string]*ortsession.Tensor{
-		attention.InSourceIDs: ortsession.NewInt64([]int64{1, n}, src), attention.InSourceLengths: lens,
+	lens := onnxrun.NewInt64([]int64{1}, []int64{n})
+	out, err := p.enc.Run(map[string]*onnxrun.Tensor{
+		attention.InSourceIDs: onnxrun.NewInt64([]int64{1, n}, src), attention.InSourceLengths: lens,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	feed := map[string]*ortsession.Tensor{attention.InEncoderOutputs: out[attention.OutEncoder], attention.InSourceLengths: lens}
+	feed := map[string]*onnxrun.Tensor{attention.InEncoderOutputs: out[attention.OutEncoder], attention.InSourceLengths: lens}
 	for _, s := range p.m.States() {
 		feed[s] = out[s]
 	}
 	for id, more := first, true; more; {
-		feed[attention.InInputIDs] = ortsession.NewInt64([]int64{1}, []int64{id})
+		feed[attention.InInputIDs] = onnxrun.NewInt64([]int64{1}, []int64{id})
 		res, err := p.dec.Run(feed)
 		if err != nil {
 			tb.Fatal(err)

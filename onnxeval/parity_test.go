@@ -17,7 +17,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/verify"
 )
@@ -58,7 +58,7 @@ func parityConfigs() []attention.Config {
 // parity suites compare tokens with PyTorch on both backends, near ties
 // counted).
 func TestNativeMatchesORT(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := t.TempDir()
 	var table []string
 	for i, cfg := range parityConfigs() {
@@ -109,29 +109,29 @@ func compareGraphs(t *testing.T, md string, cfg attention.Config) (float64, stri
 			ids[j] = 4 + rng.Int64N(int64(cfg.SrcVocab-4))
 		}
 	}
-	src := ortsession.NewInt64([]int64{B, S}, ids)
-	srcLens := ortsession.NewInt64([]int64{B}, lens)
-	open := func(file, backend string) *ortsession.Session {
-		s, err := ortsession.Open(filepath.Join(md, file), ortsession.Options{Backend: backend, IntraOpThreads: 1})
+	src := onnxrun.NewInt64([]int64{B, S}, ids)
+	srcLens := onnxrun.NewInt64([]int64{B}, lens)
+	open := func(file, backend string) *onnxrun.Session {
+		s, err := onnxrun.Open(filepath.Join(md, file), onnxrun.Options{Backend: backend, IntraOpThreads: 1})
 		if err != nil {
 			t.Fatalf("%s on %s: %v", file, backend, err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	run := func(file string, in map[string]*ortsession.Tensor) (a, b map[string]*ortsession.Tensor) {
-		ro, err := open(file, ortsession.BackendORT).Run(in)
+	run := func(file string, in map[string]*onnxrun.Tensor) (a, b map[string]*onnxrun.Tensor) {
+		ro, err := open(file, onnxrun.BackendORT).Run(in)
 		if err != nil {
 			t.Fatalf("%s on ort: %v", file, err)
 		}
-		rn, err := open(file, ortsession.BackendGo).Run(in)
+		rn, err := open(file, onnxrun.BackendGo).Run(in)
 		if err != nil {
 			t.Fatalf("%s on go: %v", file, err)
 		}
 		return ro, rn
 	}
 	worst := 0.0
-	floats := func(file string, a, b map[string]*ortsession.Tensor) {
+	floats := func(file string, a, b map[string]*onnxrun.Tensor) {
 		for name, x := range a {
 			y := b[name]
 			if y == nil || !equalShape(x.Shape, y.Shape) {
@@ -152,11 +152,11 @@ func compareGraphs(t *testing.T, md string, cfg attention.Config) (float64, stri
 			}
 		}
 	}
-	enc, encGo := run(modeldir.EncoderFile, map[string]*ortsession.Tensor{attention.InSourceIDs: src, attention.InSourceLengths: srcLens})
+	enc, encGo := run(modeldir.EncoderFile, map[string]*onnxrun.Tensor{attention.InSourceIDs: src, attention.InSourceLengths: srcLens})
 	floats(modeldir.EncoderFile, enc, encGo)
 	// One decoder step from ORT's encoder outputs and states, on both.
-	dec := map[string]*ortsession.Tensor{
-		attention.InInputIDs:       ortsession.NewInt64([]int64{B}, []int64{1, 5, 6}),
+	dec := map[string]*onnxrun.Tensor{
+		attention.InInputIDs:       onnxrun.NewInt64([]int64{B}, []int64{1, 5, 6}),
 		attention.InEncoderOutputs: enc[attention.OutEncoder],
 		attention.InSourceLengths:  srcLens,
 	}
@@ -169,19 +169,19 @@ func compareGraphs(t *testing.T, md string, cfg attention.Config) (float64, stri
 	floats(modeldir.DecoderFile, a, b)
 
 	var rows []string
-	loop := map[string]*ortsession.Tensor{attention.InSourceIDs: src, attention.InSourceLengths: srcLens, attention.InMaxLen: ortsession.Scalar(int64(8))}
+	loop := map[string]*onnxrun.Tensor{attention.InSourceIDs: src, attention.InSourceLengths: srcLens, attention.InMaxLen: onnxrun.Scalar(int64(8))}
 	ga, gb := run(modeldir.GreedyFile, loop)
 	rows = append(rows, identicalRows(t, "greedy", ga, gb))
 	if fileExists(filepath.Join(md, modeldir.BeamFile)) {
-		loop[attention.InBeamSize] = ortsession.Scalar(int64(3))
-		loop[attention.InLengthPenalty] = ortsession.Scalar(1.0)
+		loop[attention.InBeamSize] = onnxrun.Scalar(int64(3))
+		loop[attention.InLengthPenalty] = onnxrun.Scalar(1.0)
 		ba, bb := run(modeldir.BeamFile, loop)
 		rows = append(rows, identicalRows(t, "beam", ba, bb))
 	}
 	return worst, strings.Join(rows, " / ")
 }
 
-func identicalRows(t *testing.T, what string, a, b map[string]*ortsession.Tensor) string {
+func identicalRows(t *testing.T, what string, a, b map[string]*onnxrun.Tensor) string {
 	t.Helper()
 	x, y := a[attention.OutOutputIDs], b[attention.OutOutputIDs]
 	if x == nil || y == nil || !equalShape(x.Shape, y.Shape) {

@@ -14,7 +14,7 @@ import (
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // backendDir holds the ONNX backend node tests (Debian's libonnx-testdata).
@@ -336,9 +336,9 @@ func loadTensor(t *testing.T, path string) *builder.Tensor {
 }
 
 // toRuntime converts a builder tensor to a runtime tensor.
-func toRuntime(t *testing.T, bt *builder.Tensor) *ortsession.Tensor {
+func toRuntime(t *testing.T, bt *builder.Tensor) *onnxrun.Tensor {
 	t.Helper()
-	rt, err := ortsession.FromBuilder(bt)
+	rt, err := onnxrun.FromBuilder(bt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func toRuntime(t *testing.T, bt *builder.Tensor) *ortsession.Tensor {
 
 // compareTensors checks got against want: rtol 1e-3, atol 1e-7 for floats,
 // exact otherwise.
-func compareTensors(got, want *ortsession.Tensor) compare.Result {
+func compareTensors(got, want *onnxrun.Tensor) compare.Result {
 	tol := compare.Options{RTol: 1e-3, ATol: 1e-7}
 	if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) {
 		return compare.Result{Err: fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)}
@@ -386,7 +386,7 @@ func contains(xs []int, x int) bool {
 // inference over the types ops inferred (written as value_info).
 func TestBackendNodeCases(t *testing.T) {
 	testenv.Backend(t, "node")
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	modelDir := t.TempDir()
 	seen := 0
 	for _, bc := range backendCases {
@@ -429,7 +429,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 
 	g := builder.New(name)
 	var ins []*builder.Value
-	feeds := map[string]*ortsession.Tensor{}
+	feeds := map[string]*onnxrun.Tensor{}
 	for j, inName := range node.Inputs {
 		switch {
 		case inName == "":
@@ -483,7 +483,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err := os.WriteFile(filepath.Join(modelDir, name+".onnx"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // cumsumLoop builds a Loop that adds x[i] to an accumulator for i < n and
@@ -192,8 +192,8 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 
 	// Run it: the greedy loop must agree with a hand computation's shape and
 	// stay within the vocabulary.
-	testenv.ORT(t, ortsession.Init())
-	sess, err := ortsession.OpenBytes(d1, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	testenv.ORT(t, onnxrun.Init())
+	sess, err := onnxrun.OpenBytes(d1, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,9 +202,9 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 	for i := range enc {
 		enc[i] = float32(i%7)/7 - 0.4
 	}
-	out, err := sess.Run(map[string]*ortsession.Tensor{
-		"tok": ortsession.NewInt64([]int64{2}, []int64{1, 4}),
-		"enc": ortsession.NewFloat32([]int64{2, 3, 4}, enc),
+	out, err := sess.Run(map[string]*onnxrun.Tensor{
+		"tok": onnxrun.NewInt64([]int64{2}, []int64{1, 4}),
+		"enc": onnxrun.NewFloat32([]int64{2, 3, 4}, enc),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -237,14 +237,14 @@ func TestLoopValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	testenv.ORT(t, ortsession.Init())
-	sess, err := ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	testenv.ORT(t, onnxrun.Init())
+	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	x := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	out, err := sess.Run(map[string]*ortsession.Tensor{"x": ortsession.NewFloat32([]int64{5, 2}, x)})
+	out, err := sess.Run(map[string]*onnxrun.Tensor{"x": onnxrun.NewFloat32([]int64{5, 2}, x)})
 	if err != nil {
 		t.Fatal(err)
 	}

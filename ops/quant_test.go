@@ -9,7 +9,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -140,7 +140,7 @@ func TestMatMulNBits(t *testing.T) {
 				t.Errorf("inferred %s", got)
 			}
 			g.Output("y", y)
-			out := ortest.Run(t, g, map[string]*ortsession.Tensor{"a": ortsession.NewFloat32([]int64{m, int64(c.k)}, a)})
+			out := ortest.Run(t, g, map[string]*onnxrun.Tensor{"a": onnxrun.NewFloat32([]int64{m, int64(c.k)}, a)})
 			got, err := out["y"].Float32s()
 			if err != nil {
 				t.Fatal(err)
@@ -208,7 +208,7 @@ func TestQuantizedMatMulForms(t *testing.T) {
 	qy := QLinearMatMul(xq, xs, xzp, bInt8, scales, g.Init("zp_b", &builder.Tensor{DType: builder.Int8, Dims: []int64{n}, Raw: make([]byte, n)}), ys, yzp)
 	g.Output("qlinear", DequantizeLinear(qy, ys, yzp, QuantOpts{}))
 
-	out := ortest.Run(t, g, map[string]*ortsession.Tensor{"a": ortsession.NewFloat32([]int64{m, k}, a)})
+	out := ortest.Run(t, g, map[string]*onnxrun.Tensor{"a": onnxrun.NewFloat32([]int64{m, k}, a)})
 	scale := 0.0
 	for _, v := range want {
 		scale = max(scale, math.Abs(v))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/ortest"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // The backend node cases of the selection operators join the others.
@@ -130,9 +130,9 @@ func TestTopKTiesInIndexOrder(t *testing.T) {
 		v, idx := TopK(x, k, TopKOpts{})
 		g.Output("values", v)
 		g.Output("indices", idx)
-		out := ortest.Run(t, g, map[string]*ortsession.Tensor{
-			"x": ortsession.NewFloat32([]int64{int64(c.rows), int64(c.n)}, data),
-			"k": ortsession.NewInt64([]int64{1}, []int64{int64(c.k)}),
+		out := ortest.Run(t, g, map[string]*onnxrun.Tensor{
+			"x": onnxrun.NewFloat32([]int64{int64(c.rows), int64(c.n)}, data),
+			"k": onnxrun.NewInt64([]int64{1}, []int64{int64(c.k)}),
 		})
 		got, err := out["indices"].Int64s()
 		if err != nil {

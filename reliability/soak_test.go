@@ -16,7 +16,7 @@ import (
 
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -27,7 +27,7 @@ const soakFixture = "../testdata/fixtures/bahdanau_b4_l2/checkpoint.pt"
 // soakModel exports soakFixture (with greedy.onnx) into a temporary dir.
 func soakModel(t *testing.T) string {
 	t.Helper()
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := filepath.Join(t.TempDir(), "model")
 	if _, err := modeldir.Export(soakFixture, dir, modeldir.Options{Greedy: true}); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func leakedValueCost(t *testing.T, n int) float64 {
 	before := sampleMem()
 	vals := make([]interface{ Destroy() error }, 0, n)
 	for i := 0; i < n; i++ {
-		v, err := ortsession.NewValue(ortsession.NewFloat32([]int64{1, 13}, make([]float32, 13)))
+		v, err := onnxrun.NewValue(onnxrun.NewFloat32([]int64{1, 13}, make([]float32, 13)))
 		if err != nil {
 			t.Fatal(err)
 		}

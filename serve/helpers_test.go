@@ -15,7 +15,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // needORT ends the test when ONNX Runtime cannot be used (see testenv.ORT).
 func needORT(tb testing.TB) {
 	tb.Helper()
-	testenv.ORT(tb, ortsession.Init())
+	testenv.ORT(tb, onnxrun.Init())
 }
 
 func exportModels(tb testing.TB) {

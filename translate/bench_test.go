@@ -9,7 +9,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // Benchmark sizes: "realistic" is H=256, Vs=Vt=10000, one layer, where the
@@ -102,12 +102,12 @@ func benchEngines(b *testing.B, hidden, vocab int) {
 // benchPlainRun is the straightforward loop: Session.Run with Go tensors
 // and fresh outputs at every step, as verify.Run does.
 func benchPlainRun(b *testing.B, dir string, vocab int) {
-	enc, err := ortsession.Open(dir+"/encoder.onnx", ortsession.Options{IntraOpThreads: 1})
+	enc, err := onnxrun.Open(dir+"/encoder.onnx", onnxrun.Options{IntraOpThreads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer enc.Close()
-	dec, err := ortsession.Open(dir+"/decoder.onnx", ortsession.Options{IntraOpThreads: 1})
+	dec, err := onnxrun.Open(dir+"/decoder.onnx", onnxrun.Options{IntraOpThreads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,9 +125,9 @@ func benchPlainRun(b *testing.B, dir string, vocab int) {
 			steps, tokens := 0, 0
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				lensT := ortsession.NewInt64([]int64{B}, lens)
-				out, err := enc.Run(map[string]*ortsession.Tensor{
-					attention.InSourceIDs:     ortsession.NewInt64([]int64{B, benchSrcLen}, ids),
+				lensT := onnxrun.NewInt64([]int64{B}, lens)
+				out, err := enc.Run(map[string]*onnxrun.Tensor{
+					attention.InSourceIDs:     onnxrun.NewInt64([]int64{B, benchSrcLen}, ids),
 					attention.InSourceLengths: lensT,
 				})
 				if err != nil {
@@ -140,8 +140,8 @@ func benchPlainRun(b *testing.B, dir string, vocab int) {
 				}
 				done := make([]bool, batch)
 				for step := 0; step < benchSteps; step++ {
-					res, err := dec.Run(map[string]*ortsession.Tensor{
-						attention.InInputIDs: ortsession.NewInt64([]int64{B}, in), attention.InHidden: h, attention.InCell: c,
+					res, err := dec.Run(map[string]*onnxrun.Tensor{
+						attention.InInputIDs: onnxrun.NewInt64([]int64{B}, in), attention.InHidden: h, attention.InCell: c,
 						attention.InEncoderOutputs: e, attention.InSourceLengths: lensT,
 					})
 					if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // modelSpec says what writeModelDir writes.
@@ -125,5 +125,5 @@ func randomStateDict(cfg attention.Config, seed int64) map[string]*builder.Tenso
 
 func needORT(tb testing.TB) {
 	tb.Helper()
-	testenv.ORT(tb, ortsession.Init())
+	testenv.ORT(tb, onnxrun.Init())
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // runLoop decodes one batch with greedy.onnx in one session run. max_len is
@@ -24,10 +24,10 @@ func (t *Translator) runLoop(ctx context.Context, rows [][]int64) ([]Result, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out, err := t.greedy.Run(map[string]*ortsession.Tensor{
-		attention.InSourceIDs:     ortsession.NewInt64([]int64{int64(B), int64(S)}, ids),
-		attention.InSourceLengths: ortsession.NewInt64([]int64{int64(B)}, lens),
-		inMaxLen:                  ortsession.Scalar(int64(steps)),
+	out, err := t.greedy.Run(map[string]*onnxrun.Tensor{
+		attention.InSourceIDs:     onnxrun.NewInt64([]int64{int64(B), int64(S)}, ids),
+		attention.InSourceLengths: onnxrun.NewInt64([]int64{int64(B)}, lens),
+		inMaxLen:                  onnxrun.Scalar(int64(steps)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("translate: greedy: %w", err)

@@ -5,29 +5,29 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // beamSpec is beam.onnx's interface (attention.Beam).
 func (t *Translator) beamSpec() graphSpec {
-	scalar := func(name string, dt ortsession.DType) ioSpec { return ioSpec{name: name, dtype: dt, dims: []int64{}} }
-	perHyp := func(name string, dt ortsession.DType) ioSpec {
+	scalar := func(name string, dt onnxrun.DType) ioSpec { return ioSpec{name: name, dtype: dt, dims: []int64{}} }
+	perHyp := func(name string, dt onnxrun.DType) ioSpec {
 		return ioSpec{name: name, dtype: dt, dims: []int64{-1, -1}}
 	}
 	return graphSpec{role: "beam",
 		inputs: []ioSpec{
-			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
-			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
-			scalar(attention.InMaxLen, ortsession.Int64),
-			scalar(attention.InBeamSize, ortsession.Int64),
-			scalar(attention.InLengthPenalty, ortsession.Float64),
+			{name: attention.InSourceIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: onnxrun.Int64, dims: []int64{-1}},
+			scalar(attention.InMaxLen, onnxrun.Int64),
+			scalar(attention.InBeamSize, onnxrun.Int64),
+			scalar(attention.InLengthPenalty, onnxrun.Float64),
 		},
 		outputs: []ioSpec{
-			{name: attention.OutOutputIDs, dtype: ortsession.Int64, dims: []int64{-1, -1, -1}},
-			perHyp(attention.OutLengths, ortsession.Int64),
-			perHyp(attention.OutScores, ortsession.Float32),
-			perHyp(attention.OutNormalizedScores, ortsession.Float32),
-			{name: attention.OutAttentions, dtype: ortsession.Float32, dims: []int64{-1, -1, -1}},
+			{name: attention.OutOutputIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1, -1}},
+			perHyp(attention.OutLengths, onnxrun.Int64),
+			perHyp(attention.OutScores, onnxrun.Float32),
+			perHyp(attention.OutNormalizedScores, onnxrun.Float32),
+			{name: attention.OutAttentions, dtype: onnxrun.Float32, dims: []int64{-1, -1, -1}},
 		}}
 }
 
@@ -77,12 +77,12 @@ func (t *Translator) runBeamGraph(ctx context.Context, rows [][]int64, steps int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out, err := t.beamGraph.Run(map[string]*ortsession.Tensor{
-		attention.InSourceIDs:     ortsession.NewInt64([]int64{int64(B), int64(S)}, ids),
-		attention.InSourceLengths: ortsession.NewInt64([]int64{int64(B)}, lens),
-		attention.InMaxLen:        ortsession.Scalar(int64(steps)),
-		attention.InBeamSize:      ortsession.Scalar(int64(K)),
-		attention.InLengthPenalty: ortsession.Scalar(t.lengthPenalty()),
+	out, err := t.beamGraph.Run(map[string]*onnxrun.Tensor{
+		attention.InSourceIDs:     onnxrun.NewInt64([]int64{int64(B), int64(S)}, ids),
+		attention.InSourceLengths: onnxrun.NewInt64([]int64{int64(B)}, lens),
+		attention.InMaxLen:        onnxrun.Scalar(int64(steps)),
+		attention.InBeamSize:      onnxrun.Scalar(int64(K)),
+		attention.InLengthPenalty: onnxrun.Scalar(t.lengthPenalty()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("translate: beam: %w", err)
@@ -140,7 +140,7 @@ func (t *Translator) runBeamGraph(ctx context.Context, rows [][]int64, steps int
 }
 
 // perHypothesis reads beam.onnx's output name, [B, K] of element type E.
-func perHypothesis[E int64 | float32](out map[string]*ortsession.Tensor, name string, B, K int) ([]E, error) {
+func perHypothesis[E int64 | float32](out map[string]*onnxrun.Tensor, name string, B, K int) ([]E, error) {
 	x := out[name]
 	if x == nil || len(x.Shape) != 2 || x.Shape[0] != int64(B) || x.Shape[1] != int64(K) {
 		return nil, fmt.Errorf("translate: beam output %q is %v, want [%d,%d]", name, x, B, K)

@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // ioSpec is what attnx.json implies about one graph input or output.
 type ioSpec struct {
 	name  string
-	dtype ortsession.DType
+	dtype onnxrun.DType
 	// dims holds the fixed sizes, -1 for dynamic ones; labels names each
 	// fixed one after its attnx.json field.
 	dims   []int64
@@ -39,7 +39,7 @@ func (t *Translator) stateSpecs(prefix string) []ioSpec {
 		if st.Name == attention.InInputFeed {
 			rows = "one row"
 		}
-		out = append(out, ioSpec{name: prefix + st.Name, dtype: ortsession.Float32, dims: []int64{int64(st.Rows), -1, int64(st.Width)},
+		out = append(out, ioSpec{name: prefix + st.Name, dtype: onnxrun.Float32, dims: []int64{int64(st.Rows), -1, int64(st.Width)},
 			labels: []string{rows, "", "hidden_size"}})
 	}
 	return out
@@ -52,53 +52,53 @@ func (t *Translator) encoderOutputs() ioSpec {
 	if t.info.Config.Bidirectional {
 		label = "encoder output size (encoder_hidden_size times the directions the model concatenates)"
 	}
-	return ioSpec{name: attention.OutEncoder, dtype: ortsession.Float32, dims: []int64{-1, -1, C}, labels: []string{"", "", label}}
+	return ioSpec{name: attention.OutEncoder, dtype: onnxrun.Float32, dims: []int64{-1, -1, C}, labels: []string{"", "", label}}
 }
 
 func (t *Translator) encoderSpec() graphSpec {
 	return graphSpec{role: "encoder",
 		inputs: []ioSpec{
-			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
-			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
+			{name: attention.InSourceIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: onnxrun.Int64, dims: []int64{-1}},
 		},
 		outputs: append([]ioSpec{t.encoderOutputs()}, t.stateSpecs("")...)}
 }
 
 func (t *Translator) decoderSpec() graphSpec {
 	Vt := int64(t.info.TgtVocab)
-	ins := append([]ioSpec{{name: attention.InInputIDs, dtype: ortsession.Int64, dims: []int64{-1}}}, t.stateSpecs("")...)
-	ins = append(ins, t.encoderOutputs(), ioSpec{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}})
-	outs := []ioSpec{{name: attention.OutLogProbs, dtype: ortsession.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}}}
+	ins := append([]ioSpec{{name: attention.InInputIDs, dtype: onnxrun.Int64, dims: []int64{-1}}}, t.stateSpecs("")...)
+	ins = append(ins, t.encoderOutputs(), ioSpec{name: attention.InSourceLengths, dtype: onnxrun.Int64, dims: []int64{-1}})
+	outs := []ioSpec{{name: attention.OutLogProbs, dtype: onnxrun.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}}}
 	outs = append(outs, t.stateSpecs(attention.NextPrefix)...)
-	outs = append(outs, ioSpec{name: attention.OutAttention, dtype: ortsession.Float32, dims: []int64{-1, -1}})
+	outs = append(outs, ioSpec{name: attention.OutAttention, dtype: onnxrun.Float32, dims: []int64{-1, -1}})
 	return graphSpec{role: "decoder", inputs: ins, outputs: outs}
 }
 
 func (t *Translator) greedySpec() graphSpec {
 	return graphSpec{role: "greedy",
 		inputs: []ioSpec{
-			{name: attention.InSourceIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
-			{name: attention.InSourceLengths, dtype: ortsession.Int64, dims: []int64{-1}},
-			{name: inMaxLen, dtype: ortsession.Int64, dims: []int64{}},
+			{name: attention.InSourceIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1}},
+			{name: attention.InSourceLengths, dtype: onnxrun.Int64, dims: []int64{-1}},
+			{name: inMaxLen, dtype: onnxrun.Int64, dims: []int64{}},
 		},
 		outputs: []ioSpec{
-			{name: outOutputIDs, dtype: ortsession.Int64, dims: []int64{-1, -1}},
-			{name: outGreedyAtt, dtype: ortsession.Float32, dims: []int64{-1, -1, -1}},
+			{name: outOutputIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1}},
+			{name: outGreedyAtt, dtype: onnxrun.Float32, dims: []int64{-1, -1, -1}},
 		},
 		allowExtraOutput: true}
 }
 
 // check compares the session's declared inputs and outputs with the spec.
 // Dimensions the model leaves symbolic are accepted for fixed ones.
-func (g graphSpec) check(path string, s *ortsession.Session) error {
+func (g graphSpec) check(path string, s *onnxrun.Session) error {
 	if err := checkIOs(path, "input", s.Inputs(), g.inputs, false); err != nil {
 		return err
 	}
 	return checkIOs(path, "output", s.Outputs(), g.outputs, g.allowExtraOutput)
 }
 
-func checkIOs(path, what string, have []ortsession.IOInfo, want []ioSpec, allowExtra bool) error {
-	byName := map[string]ortsession.IOInfo{}
+func checkIOs(path, what string, have []onnxrun.IOInfo, want []ioSpec, allowExtra bool) error {
+	byName := map[string]onnxrun.IOInfo{}
 	var names []string
 	for _, io := range have {
 		byName[io.Name] = io

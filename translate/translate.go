@@ -15,7 +15,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // Engine names accepted in Options.Engine.
@@ -45,7 +45,7 @@ var ErrClosed = errors.New("translate: translator is closed")
 type Options struct {
 	// Backend is the engine that runs the graphs: "ort" (ONNX Runtime) or
 	// "go" (attnx's native evaluator, no cgo and no shared library; CPU
-	// only); "" is ortsession.DefaultBackend (ORT, or go in a build
+	// only); "" is onnxrun.DefaultBackend (ORT, or go in a build
 	// without cgo).
 	Backend string
 	// Threads is the intra-op thread count (ONNX Runtime's, or the native
@@ -54,7 +54,7 @@ type Options struct {
 	// Device is "cpu" (or ""), "cuda" or "auto" (CUDA, else CPU).
 	Device string
 	// OptLevel is ONNX Runtime's graph optimisation level.
-	OptLevel ortsession.OptLevel
+	OptLevel onnxrun.OptLevel
 	// Engine is "steps", "loop", or "" for loop when the model directory
 	// has greedy.onnx and steps otherwise.
 	Engine string
@@ -156,8 +156,8 @@ type Translator struct {
 	opt    Options
 	engine string
 
-	enc, dec, greedy *ortsession.Session
-	beamGraph        *ortsession.Session // beam.onnx: the loop engine with Beam > 1
+	enc, dec, greedy *onnxrun.Session
+	beamGraph        *onnxrun.Session // beam.onnx: the loop engine with Beam > 1
 	notes            []string
 
 	src, tgt vocab
@@ -248,7 +248,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.engine = opt.Engine
 	}
 
-	ropt := ortsession.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
+	ropt := onnxrun.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
 	fail := func(err error) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
@@ -303,18 +303,18 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("translate: unknown engine %q: want %q or %q (or empty for the default)", opt.Engine, EngineSteps, EngineLoop)
 	}
 	switch opt.Device {
-	case "", ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto:
+	case "", onnxrun.DeviceCPU, onnxrun.DeviceCUDA, onnxrun.DeviceAuto:
 	default:
-		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, ortsession.DeviceCPU, ortsession.DeviceCUDA, ortsession.DeviceAuto)
+		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, onnxrun.DeviceCPU, onnxrun.DeviceCUDA, onnxrun.DeviceAuto)
 	}
 	switch opt.Backend {
-	case "", ortsession.BackendORT:
-	case ortsession.BackendGo:
-		if opt.Device == ortsession.DeviceCUDA {
-			return fmt.Errorf("translate: the native backend (%q) runs on the CPU only; device %q needs backend %q", ortsession.BackendGo, opt.Device, ortsession.BackendORT)
+	case "", onnxrun.BackendORT:
+	case onnxrun.BackendGo:
+		if opt.Device == onnxrun.DeviceCUDA {
+			return fmt.Errorf("translate: the native backend (%q) runs on the CPU only; device %q needs backend %q", onnxrun.BackendGo, opt.Device, onnxrun.BackendORT)
 		}
 	default:
-		return fmt.Errorf("translate: unknown backend %q: want %q or %q", opt.Backend, ortsession.BackendORT, ortsession.BackendGo)
+		return fmt.Errorf("translate: unknown backend %q: want %q or %q", opt.Backend, onnxrun.BackendORT, onnxrun.BackendGo)
 	}
 	for _, f := range []struct {
 		name string
@@ -346,7 +346,7 @@ func checkOptions(opt Options) error {
 
 // openRole opens the model file attnx.json names for role and checks its
 // interface.
-func (t *Translator) openRole(role string, ropt ortsession.Options, spec graphSpec) (*ortsession.Session, error) {
+func (t *Translator) openRole(role string, ropt onnxrun.Options, spec graphSpec) (*onnxrun.Session, error) {
 	name := t.info.Files[role]
 	path := filepath.Join(t.dir, name)
 	st, err := os.Stat(path)
@@ -358,7 +358,7 @@ func (t *Translator) openRole(role string, ropt ortsession.Options, spec graphSp
 	case st.IsDir():
 		return nil, fmt.Errorf("translate: %s model %s is a directory, not an .onnx file", role, path)
 	}
-	s, err := ortsession.Open(path, ropt)
+	s, err := onnxrun.Open(path, ropt)
 	if err != nil {
 		return nil, fmt.Errorf("translate: %s model %s cannot be loaded: %w", role, path, err)
 	}
@@ -402,7 +402,7 @@ func (t *Translator) Device() string {
 
 // Backend returns the engine the graphs run on: "ort" or "go".
 func (t *Translator) Backend() string {
-	for _, s := range []*ortsession.Session{t.greedy, t.beamGraph, t.enc} {
+	for _, s := range []*onnxrun.Session{t.greedy, t.beamGraph, t.enc} {
 		if s != nil {
 			return s.Backend()
 		}
@@ -442,7 +442,7 @@ func (t *Translator) Close() error {
 
 func (t *Translator) closeSessions() error {
 	var errs []error
-	for _, s := range []*ortsession.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
+	for _, s := range []*onnxrun.Session{t.enc, t.dec, t.greedy, t.beamGraph} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
@@ -137,7 +137,7 @@ func referenceDecodes(want map[string]*builder.Tensor, tokens [][]int64) ([]quan
 
 // decodeAlone greedy-decodes each row alone (batch 1) with enc and dec,
 // recording each step's log_probs.
-func decodeAlone(enc, dec *ortsession.Session, rows [][]int64, sos, eos int64, maxLen int) ([]quant.Decode, error) {
+func decodeAlone(enc, dec *onnxrun.Session, rows [][]int64, sos, eos int64, maxLen int) ([]quant.Decode, error) {
 	m, err := decode.NewModel(enc, dec, decode.Dims{})
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func decodeAlone(enc, dec *ortsession.Session, rows [][]int64, sos, eos int64, m
 // agreement decodes every row of rows alone with the reduced model's
 // encoder and decoder (and, when loop is not nil, with greedy.onnx) and
 // compares each decode with ref, PyTorch's: one AgreementCheck per graph.
-func agreement(enc, dec *ortsession.Session, loop *translate.Translator, loopName string, rows [][]int64, ref []quant.Decode,
+func agreement(enc, dec *onnxrun.Session, loop *translate.Translator, loopName string, rows [][]int64, ref []quant.Decode,
 	sos, eos int64, maxLen int, minRate float64) ([]AgreementCheck, error) {
 	got, err := decodeAlone(enc, dec, rows, sos, eos, maxLen)
 	if err != nil {
@@ -200,7 +200,7 @@ func agreement(enc, dec *ortsession.Session, loop *translate.Translator, loopNam
 // When the inputs file fed the reference's steps (forced: step_input_ids),
 // its log_probs are not those of its greedy decode, and only tokens are
 // compared.
-func (o Options) checkReduced(out *Outcome, enc, dec *ortsession.Session, loop *translate.Translator, ids *ortsession.Tensor, lens []int64,
+func (o Options) checkReduced(out *Outcome, enc, dec *onnxrun.Session, loop *translate.Translator, ids *onnxrun.Tensor, lens []int64,
 	want map[string]*builder.Tensor, refTokens [][]int64, steps int, forced bool) error {
 	minRate := o.MinAgreement
 	if minRate == 0 {

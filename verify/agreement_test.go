@@ -9,7 +9,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -22,7 +22,7 @@ import (
 // sentence's first divergence and fails a threshold of 1. The int8 graphs
 // pass onnx.checker.
 func TestAgreementOfReducedModels(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	var f fixtures.Fixture
 	for _, x := range fixtures.List(t) {
 		if x.Arch == "luong-general" && x.Batch > 1 {
@@ -38,8 +38,8 @@ func TestAgreementOfReducedModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(p quant.Precision) (enc, dec *ortsession.Session) {
-		var s []*ortsession.Session
+	open := func(p quant.Precision) (enc, dec *onnxrun.Session) {
+		var s []*onnxrun.Session
 		for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
 			m, err := build(w, attention.BuildOptions{Weights: p})
 			if err != nil {

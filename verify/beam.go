@@ -10,7 +10,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -37,7 +37,7 @@ type BeamDecoded struct {
 // Beam decodes with the encoder and decoder sessions on the decoding
 // core, beam search of width k with length penalty alpha (spec "Beam
 // search"), each row's hypotheses up to maxLen tokens.
-func Beam(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64, rules *attention.Rules) (*BeamDecoded, error) {
+func Beam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64, rules *attention.Rules) (*BeamDecoded, error) {
 	if err := (&decode.Beam{K: k, LengthPenalty: alpha}).Validate(); err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Beam(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLeng
 // LoopBeam beam-searches the batch with tr, translate's loop engine over
 // beam.onnx opened with the beam width, length penalty and max_len to
 // compare, and returns each row's n-best list as Beam does.
-func LoopBeam(tr *translate.Translator, sourceIDs *ortsession.Tensor, sourceLengths []int64) ([][]decode.Hypothesis, error) {
+func LoopBeam(tr *translate.Translator, sourceIDs *onnxrun.Tensor, sourceLengths []int64) ([][]decode.Hypothesis, error) {
 	rows, _, err := sourceRows(sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err

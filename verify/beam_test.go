@@ -15,7 +15,7 @@ import (
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -67,7 +67,7 @@ func writeInputs(t *testing.T, path string, r *rand.Rand, batch, srcLen, vs int)
 // decode.TestBeamWidthOneFollowsFloat32Sums).
 func TestBeamParityWithPyTorch(t *testing.T) {
 	requireTorch(t)
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	const batch, srcLen, vs, vt, maxLen = 5, 7, 19, 17, 12
@@ -127,7 +127,7 @@ func TestBeamParityWithPyTorch(t *testing.T) {
 				var alone [][]decode.Hypothesis
 				var ties []float64
 				for r, row := range rows {
-					one := ortsession.NewInt64([]int64{1, int64(len(row))}, row)
+					one := onnxrun.NewInt64([]int64{1, int64(len(row))}, row)
 					d, err := Beam(enc, dec, one, lens[r:r+1], sp.SOS, sp.EOS, kc.k, maxLen, kc.alpha, nil)
 					if err != nil {
 						t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/translate"
@@ -70,8 +70,8 @@ type Options struct {
 	// one for the check to pass; 0 means DefaultMinAgreement. Float32
 	// models are held to the float32 tolerance instead.
 	MinAgreement float64
-	// Backend is the engine that runs the graphs (ortsession.Options'
-	// Backend): "ort", "go", or "" for ortsession.DefaultBackend.
+	// Backend is the engine that runs the graphs (onnxrun.Options'
+	// Backend): "ort", "go", or "" for onnxrun.DefaultBackend.
 	Backend string
 	// Progress, when set, hears of each of the four stages as it starts.
 	Progress func(stage int, desc string)
@@ -229,10 +229,10 @@ func Check(o Options) (*Outcome, error) {
 		}
 	}
 
-	if err := ortsession.Ready(o.Backend); err != nil {
+	if err := onnxrun.Ready(o.Backend); err != nil {
 		return nil, err
 	}
-	sessions := map[string]*ortsession.Session{}
+	sessions := map[string]*onnxrun.Session{}
 	defer func() {
 		for _, s := range sessions {
 			s.Close()
@@ -240,7 +240,7 @@ func Check(o Options) (*Outcome, error) {
 	}()
 	for _, role := range []string{"encoder", "decoder"} {
 		path := filepath.Join(o.ModelDir, info.Files[role])
-		s, err := ortsession.Open(path, ortsession.Options{Backend: o.Backend, IntraOpThreads: 1})
+		s, err := onnxrun.Open(path, onnxrun.Options{Backend: o.Backend, IntraOpThreads: 1})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -452,7 +452,7 @@ func moduleConfig(info *modeldir.Info) string {
 // checkBeam runs the reference's beam search on the inputs and compares
 // the decoding core's with it, and beam.onnx's when loopBeam (translate's
 // loop engine with beam search) is not nil.
-func checkBeam(o Options, weights, in, tmp string, enc, dec *ortsession.Session, loopBeam *translate.Translator, ids *ortsession.Tensor, lens []int64, steps int, drift float64) ([]BeamCheck, error) {
+func checkBeam(o Options, weights, in, tmp string, enc, dec *onnxrun.Session, loopBeam *translate.Translator, ids *onnxrun.Tensor, lens []int64, steps int, drift float64) ([]BeamCheck, error) {
 	sp := o.Info.Special
 	outPath := filepath.Join(tmp, "beam.safetensors")
 	if _, err := o.Reference.Run(context.Background(), reference.Script, "beam", "--checkpoint", weights, "--inputs", in,
@@ -488,7 +488,7 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *ortsession.Session,
 }
 
 // sourceInputs takes source_ids and source_lengths from an inputs file.
-func sourceInputs(t map[string]*builder.Tensor, path string) (*ortsession.Tensor, []int64, error) {
+func sourceInputs(t map[string]*builder.Tensor, path string) (*onnxrun.Tensor, []int64, error) {
 	ids, ok := t["source_ids"]
 	if !ok || len(ids.Dims) != 2 {
 		return nil, nil, fmt.Errorf("%s: want source_ids int64 [batch, src_len]", path)
@@ -505,7 +505,7 @@ func sourceInputs(t map[string]*builder.Tensor, path string) (*ortsession.Tensor
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: source_lengths: %w", path, err)
 	}
-	return ortsession.NewInt64(ids.Dims, iv), lens, nil
+	return onnxrun.NewInt64(ids.Dims, iv), lens, nil
 }
 
 func stepInputs(t *builder.Tensor) ([][]int64, error) {

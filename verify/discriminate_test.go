@@ -9,19 +9,19 @@ import (
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // openWeights builds, checks and opens the encoder and decoder of w.
-func openWeights(t *testing.T, w *attention.Weights) (enc, dec *ortsession.Session) {
+func openWeights(t *testing.T, w *attention.Weights) (enc, dec *onnxrun.Session) {
 	t.Helper()
 	return openWeightsOn(t, w, "")
 }
 
 // openWeightsOn is openWeights on backend ("" for the default).
-func openWeightsOn(t *testing.T, w *attention.Weights, backend string) (enc, dec *ortsession.Session) {
+func openWeightsOn(t *testing.T, w *attention.Weights, backend string) (enc, dec *onnxrun.Session) {
 	t.Helper()
-	var sessions []*ortsession.Session
+	var sessions []*onnxrun.Session
 	for _, build := range []func(*attention.Weights, attention.BuildOptions) (*builder.Model, error){attention.Encoder, attention.Decoder} {
 		m, err := build(w, attention.BuildOptions{})
 		if err != nil {
@@ -64,7 +64,7 @@ func swapBlocks(v []float32, rows, cols, i, j int) {
 // added to its own states each step (its tokens equal PyTorch's up to
 // counted near ties). The models are an LSTM and a GRU fixture.
 func TestStepIsolatedDiscriminates(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	for _, name := range []string{"luong-general_b4_l2", "bahdanau_b1_l1"} {
 		var f *fixtures.Fixture
 		for _, x := range fixtures.List(t) {

@@ -8,17 +8,17 @@ import (
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // openModel builds, checks and opens the encoder and decoder of a checkpoint.
-func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *ortsession.Session) {
+func openModel(t *testing.T, ckpt string) (w *attention.Weights, enc, dec *onnxrun.Session) {
 	t.Helper()
 	return openModelOn(t, ckpt, "")
 }
 
 // openModelOn is openModel on backend ("" for the default).
-func openModelOn(t *testing.T, ckpt, backend string) (w *attention.Weights, enc, dec *ortsession.Session) {
+func openModelOn(t *testing.T, ckpt, backend string) (w *attention.Weights, enc, dec *onnxrun.Session) {
 	t.Helper()
 	w = fixtures.Weights(t, ckpt)
 	enc, dec = openWeightsOn(t, w, backend)
@@ -29,28 +29,28 @@ func openModelOn(t *testing.T, ckpt, backend string) (w *attention.Weights, enc,
 // Runtime and the native evaluator in a build with cgo, the native one
 // alone without.
 func testBackends() []string {
-	if ortsession.DefaultBackend == ortsession.BackendORT {
-		return []string{ortsession.BackendORT, ortsession.BackendGo}
+	if onnxrun.DefaultBackend == onnxrun.BackendORT {
+		return []string{onnxrun.BackendORT, onnxrun.BackendGo}
 	}
-	return []string{ortsession.BackendGo}
+	return []string{onnxrun.BackendGo}
 }
 
 // openChecked marshals a built model, runs the ONNX checker on it and opens
 // it in ONNX Runtime; the session is closed when the test ends.
-func openChecked(t *testing.T, m *builder.Model) *ortsession.Session {
+func openChecked(t *testing.T, m *builder.Model) *onnxrun.Session {
 	t.Helper()
 	return openCheckedOn(t, m, "")
 }
 
 // openCheckedOn is openChecked on backend ("" for the default).
-func openCheckedOn(t *testing.T, m *builder.Model, backend string) *ortsession.Session {
+func openCheckedOn(t *testing.T, m *builder.Model, backend string) *onnxrun.Session {
 	t.Helper()
 	data, err := onnxfile.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onnxcheck.Check(t, data)
-	s, err := ortsession.OpenBytes(data, ortsession.Options{Backend: backend, IntraOpThreads: 1})
+	s, err := onnxrun.OpenBytes(data, onnxrun.Options{Backend: backend, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +59,9 @@ func openCheckedOn(t *testing.T, m *builder.Model, backend string) *ortsession.S
 }
 
 // sourceTensor returns a reference run's source_ids as a runtime tensor.
-func sourceTensor(t *testing.T, d *fixtures.Data) *ortsession.Tensor {
+func sourceTensor(t *testing.T, d *fixtures.Data) *onnxrun.Tensor {
 	t.Helper()
-	ids, err := ortsession.FromBuilder(d.SourceIDs)
+	ids, err := onnxrun.FromBuilder(d.SourceIDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func sourceTensor(t *testing.T, d *fixtures.Data) *ortsession.Tensor {
 }
 
 func TestFixturesMatchPyTorch(t *testing.T) {
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	for _, f := range fixtures.List(t) {

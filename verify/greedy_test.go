@@ -8,14 +8,14 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/internal/fixtures"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // TestGreedyGraphMatchesPyTorch runs greedy.onnx (encoder plus an ONNX Loop
 // over the decoder step) on every fixture: its tokens must equal PyTorch's
 // greedy decoding and the step loop's, its attention the step loop's.
 func TestGreedyGraphMatchesPyTorch(t *testing.T) {
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	for _, f := range fixtures.List(t) {
@@ -44,7 +44,7 @@ func TestGreedyGraphMatchesPyTorch(t *testing.T) {
 // comparison on the reference's greedy tokens), which are counted and
 // returned. greedy.onnx's attention must be the step loop's where both
 // follow PyTorch.
-func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *ortsession.Session, ids *ortsession.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64, free *Report) int {
+func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *onnxrun.Session, ids *onnxrun.Tensor, lens []int64, want map[string]*builder.Tensor, sp attention.Special, maxLen int64, free *Report) int {
 	t.Helper()
 	m, err := attention.Greedy(w, sp, attention.BuildOptions{})
 	if err != nil {
@@ -52,10 +52,10 @@ func checkGreedy(t *testing.T, w *attention.Weights, encS, decS *ortsession.Sess
 	}
 	s := openCheckedOn(t, m, encS.Backend())
 	B := int64(len(lens))
-	out, err := s.Run(map[string]*ortsession.Tensor{
+	out, err := s.Run(map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     ids,
-		attention.InSourceLengths: ortsession.NewInt64([]int64{B}, lens),
-		attention.InMaxLen:        ortsession.Scalar(maxLen),
+		attention.InSourceLengths: onnxrun.NewInt64([]int64{B}, lens),
+		attention.InMaxLen:        onnxrun.Scalar(maxLen),
 	})
 	if err != nil {
 		t.Fatal(err)

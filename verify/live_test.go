@@ -14,7 +14,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // requireTorch skips when Debian's PyTorch is absent; `make test` installs it,
@@ -138,7 +138,7 @@ func runReferenceJobs(t *testing.T, dir string, jobs [][]string) {
 // configurations then run in parallel.
 func TestLiveParityWithPyTorch(t *testing.T) {
 	requireTorch(t)
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	configs := liveConfigs()
@@ -216,14 +216,14 @@ func formatMaxAbs(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-func readRun(t *testing.T, inPath, outPath string) (*ortsession.Tensor, []int64, [][]int64, map[string]*builder.Tensor) {
+func readRun(t *testing.T, inPath, outPath string) (*onnxrun.Tensor, []int64, [][]int64, map[string]*builder.Tensor) {
 	t.Helper()
 	d := fixtures.LoadFiles(t, inPath, outPath)
 	return sourceTensor(t, d), d.Lengths, d.StepInputs, d.Expected
 }
 
 // TestTorchOnnxExportAgrees exports each architecture with each cell with
-// torch.onnx.export (opset 17), runs that file through package ortsession at
+// torch.onnx.export (opset 17), runs that file through package onnxrun at
 // batch 1 and checks it computes what attnx's graphs compute; it also logs
 // both node counts. The reference runs once for all of them.
 func TestTorchOnnxExportAgrees(t *testing.T) {
@@ -265,9 +265,9 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 				p := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
 				w, enc, dec := openModel(t, p("m.pt"))
 				ids, lens, stepIDs, want := readRun(t, p("in.safetensors"), p("out.safetensors"))
-				var torchSessions []*ortsession.Session
+				var torchSessions []*onnxrun.Session
 				for _, f := range []string{"encoder.onnx", "decoder.onnx"} {
-					s, err := ortsession.Open(filepath.Join(p("torch"), f), ortsession.Options{IntraOpThreads: 1})
+					s, err := onnxrun.Open(filepath.Join(p("torch"), f), onnxrun.Options{IntraOpThreads: 1})
 					if err != nil {
 						t.Fatalf("torch.onnx.export's %s: %v", f, err)
 					}
@@ -276,7 +276,7 @@ func TestTorchOnnxExportAgrees(t *testing.T) {
 				}
 				for _, g := range []struct {
 					name     string
-					enc, dec *ortsession.Session
+					enc, dec *onnxrun.Session
 				}{{"attnx", enc, dec}, {"torch.onnx.export", torchSessions[0], torchSessions[1]}} {
 					par, err := CheckParity(g.enc, g.dec, ids, lens, stepIDs, want)
 					if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -34,7 +34,7 @@ func referenceRecord(out string) string {
 // step by step and greedy.onnx) must give the toolkit's tokens.
 func TestToolkitDecodingConventions(t *testing.T) {
 	requireTorch(t)
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	type tcase struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"
 )
@@ -87,7 +87,7 @@ func (c toolkitCase) config() attention.Config {
 // it has them (JoeyNMT). PyTorch runs in two processes for all cases.
 func TestToolkitLiveParity(t *testing.T) {
 	requireTorch(t)
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
 	cases := toolkitCases()
@@ -158,8 +158,8 @@ func TestToolkitLiveParity(t *testing.T) {
 				info := infos[i]
 				for _, backend := range testBackends() {
 					t.Run(backend, func(t *testing.T) {
-						open := func(f string) *ortsession.Session {
-							s, err := ortsession.Open(filepath.Join(p(i, "model"), f), ortsession.Options{Backend: backend, IntraOpThreads: 1})
+						open := func(f string) *onnxrun.Session {
+							s, err := onnxrun.Open(filepath.Join(p(i, "model"), f), onnxrun.Options{Backend: backend, IntraOpThreads: 1})
 							if err != nil {
 								t.Fatal(err)
 							}
@@ -258,18 +258,18 @@ func TestToolkitLiveParity(t *testing.T) {
 
 // runGreedyGraph runs greedy.onnx on the batch and returns each row's
 // tokens up to its EOS.
-func runGreedyGraph(t *testing.T, path, backend string, ids *ortsession.Tensor, lens []int64, eos int64, maxLen int) [][]int64 {
+func runGreedyGraph(t *testing.T, path, backend string, ids *onnxrun.Tensor, lens []int64, eos int64, maxLen int) [][]int64 {
 	t.Helper()
-	s, err := ortsession.Open(path, ortsession.Options{Backend: backend, IntraOpThreads: 1})
+	s, err := onnxrun.Open(path, onnxrun.Options{Backend: backend, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	B := int64(len(lens))
-	out, err := s.Run(map[string]*ortsession.Tensor{
+	out, err := s.Run(map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     ids,
-		attention.InSourceLengths: ortsession.NewInt64([]int64{B}, lens),
-		attention.InMaxLen:        ortsession.Scalar(int64(maxLen)),
+		attention.InSourceLengths: onnxrun.NewInt64([]int64{B}, lens),
+		attention.InMaxLen:        onnxrun.Scalar(int64(maxLen)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/compare"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // Tolerance is the spec's float32 tolerance: torch.testing's defaults.
@@ -32,10 +32,10 @@ var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 // Step holds one decoder step's outputs.
 type Step struct {
 	InputIDs            []int64
-	LogProbs, Attention *ortsession.Tensor
+	LogProbs, Attention *onnxrun.Tensor
 	// NextStates holds the step's next value of each recurrent state, by
 	// the state's name (hidden, cell, ...: the decoder's next_NAME).
-	NextStates map[string]*ortsession.Tensor
+	NextStates map[string]*onnxrun.Tensor
 	// Tokens is the argmax of LogProbs per row.
 	Tokens []int64
 }
@@ -45,17 +45,17 @@ type Step struct {
 // LSTM; ...), named as its inputs are, in their order: Trace knows nothing
 // of what they mean.
 type Trace struct {
-	EncoderOutputs *ortsession.Tensor
+	EncoderOutputs *onnxrun.Tensor
 	// StateNames lists the recurrent states in the decoder's input order;
 	// States holds the encoder's value of each, by name.
 	StateNames []string
-	States     map[string]*ortsession.Tensor
+	States     map[string]*onnxrun.Tensor
 	Steps      []Step
 }
 
 // sourceRows cuts source_ids [batch, src_len] to each row's length,
 // checking 1 <= length <= src_len.
-func sourceRows(sourceIDs *ortsession.Tensor, sourceLengths []int64) ([][]int64, int, error) {
+func sourceRows(sourceIDs *onnxrun.Tensor, sourceLengths []int64) ([][]int64, int, error) {
 	if len(sourceIDs.Shape) != 2 || int(sourceIDs.Shape[0]) != len(sourceLengths) {
 		return nil, 0, fmt.Errorf("source_ids %s and %d source_lengths: want source_ids [batch, src_len] with one length per row", sourceIDs, len(sourceLengths))
 	}
@@ -76,7 +76,7 @@ func sourceRows(sourceIDs *ortsession.Tensor, sourceLengths []int64) ([][]int64,
 
 // executor returns an executor of enc and dec with room for the source
 // rows (cut to their lengths) at the given src_len; the caller closes it.
-func executor(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
+func executor(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64) (*decode.Executor, [][]int64, int, error) {
 	m, err := decode.NewModel(enc, dec, decode.Dims{})
 	if err != nil {
 		return nil, nil, 0, err
@@ -93,8 +93,8 @@ func executor(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, source
 }
 
 // floatTensor copies data into a new runtime tensor.
-func floatTensor(dims []int64, data []float32) *ortsession.Tensor {
-	return ortsession.NewFloat32(dims, append([]float32(nil), data...))
+func floatTensor(dims []int64, data []float32) *onnxrun.Tensor {
+	return onnxrun.NewFloat32(dims, append([]float32(nil), data...))
 }
 
 // Run runs the encoder on sourceIDs [batch, srcLen] and sourceLengths, then
@@ -103,7 +103,7 @@ func floatTensor(dims []int64, data []float32) *ortsession.Tensor {
 // so that rounding accumulates as in real use: free-running). The encoder
 // runs at the given src_len, whatever the lengths. Its differences from the
 // reference are drift (FreeRunning), not a verdict: RunIsolated's are.
-func Run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
+func Run(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, stepInputs [][]int64) (*Trace, error) {
 	return run(enc, dec, sourceIDs, sourceLengths, stepInputs, nil)
 }
 
@@ -115,7 +115,7 @@ func Run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengt
 // them. Each step is then one graph run on identical inputs, whose outputs
 // Compare judges within the float32 tolerance whatever the sequence length
 // or the CPU.
-func RunIsolated(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Trace, error) {
+func RunIsolated(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Trace, error) {
 	return run(enc, dec, sourceIDs, sourceLengths, stepInputs, isolatedFeed(want))
 }
 
@@ -183,7 +183,7 @@ const roundingPrefix = "rounding_"
 
 // run is Run and RunIsolated: feed, when set, overwrites the executor's
 // encoder outputs and states before step t.
-func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, feed func(t int, ex *decode.Executor) error) (*Trace, error) {
+func run(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, stepInputs [][]int64, feed func(t int, ex *decode.Executor) error) (*Trace, error) {
 	for t, ids := range stepInputs {
 		if len(ids) != len(sourceLengths) {
 			return nil, fmt.Errorf("step %d: %d input ids for a batch of %d", t, len(ids), len(sourceLengths))
@@ -204,8 +204,8 @@ func run(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengt
 	}
 	C, V, b, s := int64(m.EncoderWidth()), m.TgtVocab(), int64(B), int64(S)
 	shapes := m.StateShapes()
-	state := func() map[string]*ortsession.Tensor {
-		out := map[string]*ortsession.Tensor{}
+	state := func() map[string]*onnxrun.Tensor {
+		out := map[string]*onnxrun.Tensor{}
 		for k, name := range m.States() {
 			out[name] = floatTensor([]int64{int64(shapes[k].Rows), b, int64(shapes[k].Width)}, ex.State(k))
 		}
@@ -356,7 +356,7 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		}
 		return s, nil
 	}
-	add := func(step int, name string, got *ortsession.Tensor, ref []float32, shape []int64) error {
+	add := func(step int, name string, got *onnxrun.Tensor, ref []float32, shape []int64) error {
 		g, err := got.Float32s()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -543,7 +543,7 @@ type Parity struct {
 // CheckParity runs the graphs both ways on the reference's inputs
 // (source_ids, source_lengths and stepInputs, the step_input_ids it was
 // fed) and compares each with want, the reference's outputs.
-func CheckParity(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Parity, error) {
+func CheckParity(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, stepInputs [][]int64, want map[string]*builder.Tensor) (*Parity, error) {
 	iso, err := RunIsolated(enc, dec, sourceIDs, sourceLengths, stepInputs, want)
 	if err != nil {
 		return nil, fmt.Errorf("step-isolated run: %w", err)
@@ -593,7 +593,7 @@ type Decoded struct {
 // core, as the spec's "Greedy decoding" says: start from SOS, feed back the
 // argmax, a row stops at EOS (which is part of its output) or after maxLen
 // tokens.
-func Greedy(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, sos, eos int64, maxLen int, rules *attention.Rules) (*Decoded, error) {
+func Greedy(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, sos, eos int64, maxLen int, rules *attention.Rules) (*Decoded, error) {
 	gs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(g *decode.Greedy) {
 		*g = decode.Greedy{SOS: sos, EOS: eos, MaxLen: maxLen, KeepAttention: true, Rules: rules}
 	})
@@ -612,7 +612,7 @@ func Greedy(enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLe
 func decodeRows[T any, P interface {
 	*T
 	decode.Search
-}](enc, dec *ortsession.Session, sourceIDs *ortsession.Tensor, sourceLengths []int64, init func(P)) ([]T, error) {
+}](enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, init func(P)) ([]T, error) {
 	ex, rows, _, err := executor(enc, dec, sourceIDs, sourceLengths)
 	if err != nil {
 		return nil, err

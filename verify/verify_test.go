@@ -7,14 +7,14 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // TestRunAndCompareEdges: zero decoder steps compare the encoder alone; a
 // reference with fewer tokens than the steps run, or a cell state the graphs
 // lack, is an error, not a panic.
 func TestRunAndCompareEdges(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	f := fixtures.List(t)[1]
 	_, enc, dec := openModel(t, f.Path(t, "checkpoint.pt"))
 	d := fixtures.Load(t, f.Path(t, ""))
@@ -42,7 +42,7 @@ func TestRunAndCompareEdges(t *testing.T) {
 		t.Errorf("short reference tokens: %v", err)
 	}
 	noCell := *tr
-	noCell.StateNames, noCell.States = []string{"hidden"}, map[string]*ortsession.Tensor{"hidden": tr.States["hidden"]}
+	noCell.StateNames, noCell.States = []string{"hidden"}, map[string]*onnxrun.Tensor{"hidden": tr.States["hidden"]}
 	if _, err := Compare(&noCell, d.Expected, Tolerance); err == nil || !strings.Contains(err.Error(), "cell state") {
 		t.Errorf("graphs without cell against a reference with one: %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/procstat"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -203,7 +203,7 @@ type badCase struct {
 }
 
 func TestBadInput(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
 	m := badSetup(t, tmp)
 	out := filepath.Join(tmp, "out")
@@ -467,7 +467,7 @@ func TestBadInputHelperProcess(t *testing.T) {
 // pointing at nothing, in a subprocess: the message names the library path
 // and the variable, and there is no panic.
 func TestBadInputMissingORT(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {
@@ -548,7 +548,7 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 translations")
 	}
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "m")
 	if code, _, errs := badRun(nil, "export", badFixture, "-o", model); code != 0 {

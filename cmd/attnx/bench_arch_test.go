@@ -10,7 +10,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // attnx bench measures the tutorial's architectures and GRU models too
@@ -18,7 +18,7 @@ import (
 // loop engine's through beam.onnx), and refuses source lengths a
 // tutorial-location checkpoint cannot run.
 func TestBenchTutorialAndGRU(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	engines := "attnx-steps-lean,attnx-steps,attnx-loop"
 	// 12 steps and 3 reps: translate's engines are timed whole, less the
 	// lean loop's encoder median, which must stay below a whole decode on a

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 func TestBenchUsageErrors(t *testing.T) {
@@ -45,7 +45,7 @@ func TestBenchUsageErrors(t *testing.T) {
 // the attnx ones with fp32 and int8 weights, and checks the JSON report's
 // shape.
 func TestBenchJSON(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	jsonOut := t.TempDir() + "/r.json"
 	code, out, errs := attnx("bench", "-q", "-json", "-arch", "bahdanau", "-hidden", "8", "-vocab", "20",
 		"-src-len", "3", "-batch", "1", "-threads", "1", "-steps", "3", "-reps", "2", "-min-time", "1ms", "-warmup", "1",

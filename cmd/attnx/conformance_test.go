@@ -12,7 +12,7 @@ import (
 	"github.com/attnx/attnx/conformance"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // needData returns node/test_abs of the backend test data; it skips when
@@ -20,7 +20,7 @@ import (
 func needData(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(testenv.Backend(t, "node"), "test_abs")
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	return dir
 }
 

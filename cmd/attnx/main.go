@@ -6,7 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"io"
 	"os"
 	"sort"
@@ -137,7 +137,7 @@ func report(name string, err error) int {
 // options.
 func cliText(err error) string {
 	msg := err.Error()
-	var cuda *ortsession.CUDAUnavailableError
+	var cuda *onnxrun.CUDAUnavailableError
 	if errors.As(err, &cuda) {
 		msg = strings.Replace(msg, cuda.Error(), cuda.Remedy("pass --device cpu, or --device auto to fall back to the CPU"), 1)
 	}
@@ -202,16 +202,16 @@ var commandDocs = map[string]string{}
 // --help prints the command's help and returns pflag.ErrHelp.
 // backendFlag adds --backend, the engine that runs the graphs, to fs.
 func backendFlag(fs *pflag.FlagSet) *string {
-	return fs.String("backend", ortsession.DefaultBackend, "graph engine: ort (ONNX Runtime) or go (attnx's native Go evaluator: no cgo, no shared library, CPU only)")
+	return fs.String("backend", onnxrun.DefaultBackend, "graph engine: ort (ONNX Runtime) or go (attnx's native Go evaluator: no cgo, no shared library, CPU only)")
 }
 
 // checkBackend validates a --backend value, together with --device when
 // the command has one ("" when it has not).
 func checkBackend(backend, device string) error {
 	switch backend {
-	case ortsession.BackendORT:
-	case ortsession.BackendGo:
-		if device == ortsession.DeviceCUDA {
+	case onnxrun.BackendORT:
+	case onnxrun.BackendGo:
+		if device == onnxrun.DeviceCUDA {
 			return &usageError{"--backend go runs on the CPU only: --device cuda needs --backend ort"}
 		}
 	default:

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/translate"
 )
@@ -166,7 +166,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return fail(fmt.Sprintf("--engine %s: the engine is chosen with --batching off only (continuous batching runs the steps engine)", *engine))
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
 		return fail(fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop))
-	case *device != ortsession.DeviceCPU && *device != ortsession.DeviceCUDA && *device != ortsession.DeviceAuto:
+	case *device != onnxrun.DeviceCPU && *device != onnxrun.DeviceCUDA && *device != onnxrun.DeviceAuto:
 		return fail(fmt.Sprintf("--device %q: want cpu, cuda or auto", *device))
 	}
 	return cfg, *addr, nil

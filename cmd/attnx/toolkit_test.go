@@ -10,7 +10,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // toolkitFixture is a file of checkpoint/testdata/toolkits (written by
@@ -23,7 +23,7 @@ func toolkitFixture(name string) string {
 // checks what export reports and attnx.json records; then translates raw
 // words with the OpenNMT-py and the chatbot model, again with no flags.
 func TestToolkitExportNoFlags(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		file string
@@ -99,7 +99,7 @@ func TestToolkitExportErrors(t *testing.T) {
 // tensors): the architecture comes from the keys, with a note; a JoeyNMT
 // model's bare weights get a message naming the files to export instead.
 func TestToolkitBareStateDict(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := t.TempDir()
 	bare := func(name, fixture string) string {
 		sd, err := checkpoint.Load(toolkitFixture(fixture))
@@ -128,7 +128,7 @@ func TestToolkitBareStateDict(t *testing.T) {
 // gets the closest era's layout and the --map flags that fix it, and
 // exports with them.
 func TestToolkitDiagnosis(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	dir := t.TempDir()
 	// bentrevett's 2020 names with decoder.attention renamed decoder.attn_module.
 	keys, err := attention.ExpectedKeys(attention.Config{Arch: attention.Bentrevett, Cell: attention.GRU, Hidden: 6, EncoderHidden: 4, Embedding: 3, Layers: 1, SrcVocab: 7, TgtVocab: 5, Bidirectional: true})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -134,7 +134,7 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--threads %d: must not be negative", *threads)}
 	case *engine != "" && *engine != translate.EngineSteps && *engine != translate.EngineLoop:
 		return &usageError{fmt.Sprintf("--engine %q: want %s or %s", *engine, translate.EngineSteps, translate.EngineLoop)}
-	case *device != ortsession.DeviceCPU && *device != ortsession.DeviceCUDA && *device != ortsession.DeviceAuto:
+	case *device != onnxrun.DeviceCPU && *device != onnxrun.DeviceCUDA && *device != onnxrun.DeviceAuto:
 		return &usageError{fmt.Sprintf("--device %q: want cpu, cuda or auto", *device)}
 	case *plotPath != "" && !strings.EqualFold(filepath.Ext(*plotPath), ".png"):
 		return &usageError{fmt.Sprintf("--plot %s: the file name must end in .png", *plotPath)}

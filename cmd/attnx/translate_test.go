@@ -10,7 +10,7 @@ import (
 
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // translateTestModel exports the fixture bahdanau_b1_l1 (Vs=19, Vt=23)
@@ -25,7 +25,7 @@ func translateTestModel(t *testing.T) string {
 // (opt's vocabularies are replaced).
 func translateTestModelWith(t *testing.T, opt modeldir.Options) string {
 	t.Helper()
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
 	vocab := func(name string, n int) string {
 		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
@@ -84,7 +84,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"missing model dir", "", []string{"translate", "--model", "/no/such/model", "abc"}, 1,
 			"", "attnx translate: model directory /no/such/model does not exist\n"},
 		{"corrupt onnx", "", []string{"translate", "--model", corrupt, "abc"}, 1,
-			"", "attnx translate: decoder model " + filepath.Join(corrupt, "decoder.onnx") + " cannot be loaded: ortsession: loading"},
+			"", "attnx translate: decoder model " + filepath.Join(corrupt, "decoder.onnx") + " cannot be loaded: onnxrun: loading"},
 		{"id out of range", "", []string{"translate", "--model", model, "--ids", "4 5 19"}, 1,
 			"", `attnx translate: --ids #1 ("4 5 19"): token id 19 at position 2 is outside the source vocabulary [0, 19)` + "\n"},
 		{"character not in vocabulary", "", []string{"translate", "--model", model, "abc", "abz"}, 1,

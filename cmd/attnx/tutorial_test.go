@@ -8,7 +8,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // PyTorch's tutorial (current version) saved its way, two state_dicts,
@@ -43,7 +43,7 @@ func TestExportTutorialTwoFiles(t *testing.T) {
 // model's max_length before running, naming the input and M, with either
 // engine; a source of M tokens translates.
 func TestTranslateTutorialLocationMaxLength(t *testing.T) {
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
 	ckpt := filepath.Join(tmp, "tl.safetensors")
 	fixtures.WriteRandomCheckpoint(t, ckpt, attention.Config{Arch: attention.TutorialLocation, Cell: attention.GRU, Hidden: 6, Embedding: 4,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/reference"
 )
 
@@ -18,7 +18,7 @@ import (
 func needTorch(t *testing.T) {
 	t.Helper()
 	testenv.Torch(t)
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 }
 
 func exportFixture(t *testing.T, name string, extra ...string) string {

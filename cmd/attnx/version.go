@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/onnxeval/kernel"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 func init() {
@@ -98,10 +98,10 @@ func buildVersion(bi *debug.BuildInfo, ok bool) versionReport {
 
 // findORT loads ONNX Runtime the way every command does and reports it.
 func findORT() versionORT {
-	if err := ortsession.Init(); err != nil {
-		return versionORT{Error: strings.TrimPrefix(err.Error(), "ortsession: ")}
+	if err := onnxrun.Init(); err != nil {
+		return versionORT{Error: strings.TrimPrefix(err.Error(), "onnxrun: ")}
 	}
-	return versionORT{Path: ortsession.LibraryPath(), Version: ortsession.Version()}
+	return versionORT{Path: onnxrun.LibraryPath(), Version: onnxrun.Version()}
 }
 
 // writeVersion prints rep as text.
@@ -143,9 +143,9 @@ func runVersion(args []string) error {
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	rep := buildVersion(debug.ReadBuildInfo())
-	rep.Backends, rep.Default, rep.Kernels = []string{ortsession.BackendGo}, ortsession.DefaultBackend, kernel.Accelerated()
-	if ortsession.DefaultBackend == ortsession.BackendORT {
-		rep.Backends = []string{ortsession.BackendORT, ortsession.BackendGo}
+	rep.Backends, rep.Default, rep.Kernels = []string{onnxrun.BackendGo}, onnxrun.DefaultBackend, kernel.Accelerated()
+	if onnxrun.DefaultBackend == onnxrun.BackendORT {
+		rep.Backends = []string{onnxrun.BackendORT, onnxrun.BackendGo}
 	}
 	rep.ORT = findORT()
 	if *asJSON {
@@ -155,7 +155,7 @@ func runVersion(args []string) error {
 	} else {
 		writeVersion(stdout, rep)
 	}
-	if rep.ORT.Error != "" && rep.Default == ortsession.BackendORT {
+	if rep.ORT.Error != "" && rep.Default == onnxrun.BackendORT {
 		return &exitError{exitFailure}
 	}
 	return nil

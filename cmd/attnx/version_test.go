@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 func TestVersionFromBuildInfo(t *testing.T) {
@@ -65,9 +65,9 @@ func TestWriteVersion(t *testing.T) {
 }
 
 // TestVersionCommand runs `attnx version` in this process: it reports the
-// library ortsession.Init loads, and exits 0 exactly when there is one.
+// library onnxrun.Init loads, and exits 0 exactly when there is one.
 func TestVersionCommand(t *testing.T) {
-	initErr := ortsession.Init()
+	initErr := onnxrun.Init()
 	if initErr != nil {
 		testenv.MissingPart(t, "the ONNX Runtime shared library", "make deps (scripts/install-deps.sh), or set ATTNX_ORT_LIB", initErr)
 	}
@@ -78,8 +78,8 @@ func TestVersionCommand(t *testing.T) {
 			t.Errorf("attnx %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 		switch {
-		case initErr == nil && (code != 0 || !strings.Contains(out, "\n  onnxruntime  "+ortsession.Version()+" "+ortsession.LibraryPath()+"\n")):
-			t.Errorf("attnx %q with ONNX Runtime %s at %s: exit %d, stdout %q", args, ortsession.Version(), ortsession.LibraryPath(), code, out)
+		case initErr == nil && (code != 0 || !strings.Contains(out, "\n  onnxruntime  "+onnxrun.Version()+" "+onnxrun.LibraryPath()+"\n")):
+			t.Errorf("attnx %q with ONNX Runtime %s at %s: exit %d, stdout %q", args, onnxrun.Version(), onnxrun.LibraryPath(), code, out)
 		case initErr != nil && (code != 1 || !strings.Contains(out, "onnxruntime  not loaded: ")):
 			t.Errorf("attnx %q without ONNX Runtime (%v): exit %d, stdout %q", args, initErr, code, out)
 		}
@@ -89,7 +89,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("version --json (exit %d) is not JSON: %v\n%s", code, err, out)
 	}
-	if rep.Go != runtime.Version() || rep.ORT.Path != ortsession.LibraryPath() || rep.ORT.Version != ortsession.Version() || (rep.ORT.Error == "") != (initErr == nil) {
+	if rep.Go != runtime.Version() || rep.ORT.Path != onnxrun.LibraryPath() || rep.ORT.Version != onnxrun.Version() || (rep.ORT.Error == "") != (initErr == nil) {
 		t.Errorf("version --json: %+v", rep)
 	}
 	// A build with cgo has both backends, ONNX Runtime the default.

@@ -8,19 +8,19 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
-	"github.com/attnx/attnx/ortsession"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // Require initialises ONNX Runtime, ending the test as testenv.ORT says
 // when it cannot be used.
 func Require(t testing.TB) {
 	t.Helper()
-	testenv.ORT(t, ortsession.Init())
+	testenv.ORT(t, onnxrun.Init())
 }
 
 // Open marshals m and opens it in ONNX Runtime with one thread and opt's
 // other settings; the session is closed when the test ends.
-func Open(t testing.TB, m *builder.Model, opt ortsession.Options) *ortsession.Session {
+func Open(t testing.TB, m *builder.Model, opt onnxrun.Options) *onnxrun.Session {
 	t.Helper()
 	Require(t)
 	if err := m.Check(); err != nil {
@@ -31,7 +31,7 @@ func Open(t testing.TB, m *builder.Model, opt ortsession.Options) *ortsession.Se
 		t.Fatal(err)
 	}
 	opt.IntraOpThreads, opt.InterOpThreads = 1, 1
-	s, err := ortsession.OpenBytes(data, opt)
+	s, err := onnxrun.OpenBytes(data, opt)
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
 	}
@@ -40,9 +40,9 @@ func Open(t testing.TB, m *builder.Model, opt ortsession.Options) *ortsession.Se
 }
 
 // Run builds g's model, runs it once on feeds and returns its outputs.
-func Run(t testing.TB, g *builder.Graph, feeds map[string]*ortsession.Tensor) map[string]*ortsession.Tensor {
+func Run(t testing.TB, g *builder.Graph, feeds map[string]*onnxrun.Tensor) map[string]*onnxrun.Tensor {
 	t.Helper()
-	out, err := Open(t, builder.NewModel(g), ortsession.Options{}).Run(feeds)
+	out, err := Open(t, builder.NewModel(g), onnxrun.Options{}).Run(feeds)
 	if err != nil {
 		t.Fatalf("running: %v", err)
 	}
@@ -50,7 +50,7 @@ func Run(t testing.TB, g *builder.Graph, feeds map[string]*ortsession.Tensor) ma
 }
 
 // Floats is Run for models whose outputs are all float32.
-func Floats(t testing.TB, g *builder.Graph, feeds map[string]*ortsession.Tensor) map[string][]float32 {
+func Floats(t testing.TB, g *builder.Graph, feeds map[string]*onnxrun.Tensor) map[string][]float32 {
 	t.Helper()
 	res := map[string][]float32{}
 	for name, v := range Run(t, g, feeds) {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/ortsession"
 	"github.com/attnx/attnx/quant/qlayer"
 )
 
@@ -34,7 +34,7 @@ type Case struct {
 	// Model is the graph.
 	Model *builder.Model
 	// Inputs are the inputs every run is fed.
-	Inputs map[string]*ortsession.Tensor
+	Inputs map[string]*onnxrun.Tensor
 	// Bytes is the size of the weights the case reads every run.
 	Bytes int
 }
@@ -85,8 +85,8 @@ type Report struct {
 // runner is one opened case: a session bound to its inputs and outputs.
 type runner struct {
 	c       Case
-	sess    *ortsession.Session
-	bind    *ortsession.Binding
+	sess    *onnxrun.Session
+	bind    *onnxrun.Binding
 	outputs map[string][]float32
 	times   []float64 // ms per run, one per round
 	iters   int
@@ -113,7 +113,7 @@ func open(c Case, threads int) (r *runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("opbench: %s / %s: %w", c.Group, c.Name, err)
 	}
-	if r.sess, err = ortsession.OpenBytes(data, ortsession.Options{IntraOpThreads: threads, InterOpThreads: 1}); err != nil {
+	if r.sess, err = onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: threads, InterOpThreads: 1}); err != nil {
 		return nil, fmt.Errorf("opbench: %s / %s: %w", c.Group, c.Name, err)
 	}
 	outs, err := r.sess.Run(c.Inputs)
@@ -123,7 +123,7 @@ func open(c Case, threads int) (r *runner, err error) {
 	if r.bind, err = r.sess.NewBinding(); err != nil {
 		return nil, err
 	}
-	bindAll := func(m map[string]*ortsession.Tensor, bind func(string, *ortsession.Tensor) error) error {
+	bindAll := func(m map[string]*onnxrun.Tensor, bind func(string, *onnxrun.Tensor) error) error {
 		for name, t := range m {
 			if err := bind(name, t); err != nil {
 				return err
@@ -167,10 +167,10 @@ func Run(cases []Case, opt Options) (*Report, error) {
 	if opt.Threads <= 0 {
 		opt.Threads = 1
 	}
-	if err := ortsession.Init(); err != nil {
+	if err := onnxrun.Init(); err != nil {
 		return nil, err
 	}
-	rep := &Report{LoadBefore: loadAvg(), ORT: ortsession.Version(), Threads: opt.Threads, Rounds: opt.Rounds}
+	rep := &Report{LoadBefore: loadAvg(), ORT: onnxrun.Version(), Threads: opt.Threads, Rounds: opt.Rounds}
 	for start := 0; start < len(cases); {
 		end := start + 1
 		for end < len(cases) && cases[end].Group == cases[start].Group {
@@ -339,7 +339,7 @@ func ClassifierCases(batch, features, vocab int, seed uint64) []Case {
 			name = s.String()
 		}
 		cases = append(cases, Case{Group: group, Name: name, Model: builder.NewModel(g), Bytes: b.Bytes,
-			Inputs: map[string]*ortsession.Tensor{"x": ortsession.NewFloat32(shape, x)}})
+			Inputs: map[string]*onnxrun.Tensor{"x": onnxrun.NewFloat32(shape, x)}})
 	}
 	add("fp32 Gemm (transB)", qlayer.Scheme{Form: qlayer.Float}, false)
 	add("fp32 MatMul+Add (3-D input)", qlayer.Scheme{Form: qlayer.Float}, true)
@@ -389,12 +389,12 @@ func CellCases(kind string, batch, in, hidden int, seed uint64) []Case {
 	w := qlayer.RNNWeights{W: uniform(rng, gates*hidden*in, bound), R: uniform(rng, gates*hidden*hidden, bound),
 		B: uniform(rng, 2*gates*hidden, bound), In: in, Hidden: hidden}
 	b, h := int64(batch), int64(hidden)
-	inputs := map[string]*ortsession.Tensor{
-		"x": ortsession.NewFloat32([]int64{1, b, int64(in)}, uniform(rng, batch*in, 1)),
-		"h": ortsession.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1)),
+	inputs := map[string]*onnxrun.Tensor{
+		"x": onnxrun.NewFloat32([]int64{1, b, int64(in)}, uniform(rng, batch*in, 1)),
+		"h": onnxrun.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1)),
 	}
 	if kind == "LSTM" {
-		inputs["c"] = ortsession.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1))
+		inputs["c"] = onnxrun.NewFloat32([]int64{1, b, h}, uniform(rng, batch*hidden, 1))
 	}
 	group := fmt.Sprintf("%s cell B=%d input %d hidden %d", kind, batch, in, hidden)
 	var cases []Case

@@ -10,8 +10,8 @@ import (
 	"github.com/attnx/attnx/internal/onnxcheck"
 	"github.com/attnx/attnx/internal/ortest"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/ortsession"
 )
 
 func randn(rng *rand.Rand, n int, scale float64) []float32 {
@@ -80,7 +80,7 @@ func TestLinearSchemes(t *testing.T) {
 				if b.Bytes <= 0 {
 					t.Errorf("Bytes = %d", b.Bytes)
 				}
-				got := ortest.Floats(t, g, map[string]*ortsession.Tensor{"x": ortsession.NewFloat32(shape, x)})["y"]
+				got := ortest.Floats(t, g, map[string]*onnxrun.Tensor{"x": onnxrun.NewFloat32(shape, x)})["y"]
 				if d := maxDiff(got, want); d > c.tol {
 					t.Errorf("max |diff| %.4g > %.4g", d, c.tol)
 				}
@@ -152,10 +152,10 @@ func TestCellsMatchOperators(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	lstm, gru := rnnWeights(rng, 4, in, hid), rnnWeights(rng, 3, in, hid)
 	x, h, c := randn(rng, batch*in, 1), randn(rng, batch*hid, 0.5), randn(rng, batch*hid, 0.5)
-	feeds := map[string]*ortsession.Tensor{
-		"x": ortsession.NewFloat32([]int64{1, batch, in}, x),
-		"h": ortsession.NewFloat32([]int64{1, batch, hid}, h),
-		"c": ortsession.NewFloat32([]int64{1, batch, hid}, c),
+	feeds := map[string]*onnxrun.Tensor{
+		"x": onnxrun.NewFloat32([]int64{1, batch, in}, x),
+		"h": onnxrun.NewFloat32([]int64{1, batch, hid}, h),
+		"c": onnxrun.NewFloat32([]int64{1, batch, hid}, c),
 	}
 	schemes := []struct {
 		s   Scheme
@@ -228,7 +228,7 @@ func TestCellWeightErrors(t *testing.T) {
 func optimizedOps(t *testing.T, g *builder.Graph) map[string]int {
 	t.Helper()
 	path := t.TempDir() + "/optimized.onnx"
-	ortest.Open(t, builder.NewModel(g), ortsession.Options{OptimizedModelPath: path})
+	ortest.Open(t, builder.NewModel(g), onnxrun.Options{OptimizedModelPath: path})
 	mp, err := onnxfile.Load(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // ErrNoORT is returned when an ONNX Runtime session is asked of an attnx
 // built without cgo (CGO_ENABLED=0): that build carries only the native
 // backend.
-var ErrNoORT = errors.New("ortsession: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo")
+var ErrNoORT = errors.New("onnxrun: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo")
 
 // DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
 // cgo, the native evaluator without.

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"errors"
@@ -100,17 +100,17 @@ func Version() string {
 
 func initialize() (string, error) {
 	if _, err := logLevel(os.Getenv(EnvLogLevel)); err != nil {
-		return "", fmt.Errorf("ortsession: %w", err)
+		return "", fmt.Errorf("onnxrun: %w", err)
 	}
 	if p := os.Getenv(EnvLib); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("ortsession: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
+			return "", fmt.Errorf("onnxrun: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
 		}
 		if err := checkOwner(p); err != nil {
-			return "", fmt.Errorf("ortsession: %s=%s: %w", EnvLib, p, err)
+			return "", fmt.Errorf("onnxrun: %s=%s: %w", EnvLib, p, err)
 		}
 		if err := load(p); err != nil {
-			return "", fmt.Errorf("ortsession: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
+			return "", fmt.Errorf("onnxrun: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
 		}
 		return p, nil
 	}
@@ -121,10 +121,10 @@ func initialize() (string, error) {
 			continue
 		}
 		if err := checkOwner(c); err != nil {
-			return "", fmt.Errorf("ortsession: %w", err)
+			return "", fmt.Errorf("onnxrun: %w", err)
 		}
 		if err := load(c); err != nil {
-			return "", fmt.Errorf("ortsession: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
+			return "", fmt.Errorf("onnxrun: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
 		}
 		return c, nil
 	}
@@ -134,7 +134,7 @@ func initialize() (string, error) {
 			return name, nil
 		}
 	}
-	return "", &notFoundError{fmt.Sprintf("ortsession: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
+	return "", &notFoundError{fmt.Sprintf("onnxrun: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
 		EnvLib, strings.Join(searched, ", "), installHint)}
 }
 

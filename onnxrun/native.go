@@ -1,4 +1,4 @@
-package ortsession
+package onnxrun
 
 import (
 	"fmt"
@@ -19,10 +19,10 @@ func openNative(name, path string, data []byte, opt Options) (*Session, error) {
 	switch opt.Device {
 	case "", DeviceCPU, DeviceAuto:
 	default:
-		return nil, fmt.Errorf("ortsession: %s: the native backend runs on the CPU only; device %q needs the ONNX Runtime backend", name, opt.Device)
+		return nil, fmt.Errorf("onnxrun: %s: the native backend runs on the CPU only; device %q needs the ONNX Runtime backend", name, opt.Device)
 	}
 	if opt.IntraOpThreads < 0 {
-		return nil, fmt.Errorf("ortsession: %s: IntraOpThreads=%d: want >= 0", name, opt.IntraOpThreads)
+		return nil, fmt.Errorf("onnxrun: %s: IntraOpThreads=%d: want >= 0", name, opt.IntraOpThreads)
 	}
 	eopt := onnxeval.Options{Threads: opt.IntraOpThreads}
 	var m *onnxeval.Model
@@ -42,12 +42,12 @@ func openNative(name, path string, data []byte, opt Options) (*Session, error) {
 		m, err = onnxeval.OpenBytes(data, eopt)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: %s: %w", name, err)
+		return nil, fmt.Errorf("onnxrun: %s: %w", name, err)
 	}
 	ins, ok1 := fromDecls(m.Inputs())
 	outs, ok2 := fromDecls(m.Outputs())
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("ortsession: %s: the native backend needs every input and output declared as a tensor of a known element type", name)
+		return nil, fmt.Errorf("onnxrun: %s: the native backend needs every input and output declared as a tensor of a known element type", name)
 	}
 	return &Session{name: name, backend: BackendGo, native: m, inputs: ins, outputs: outs, device: DeviceCPU, bindings: map[*Binding]struct{}{}}, nil
 }
@@ -67,17 +67,17 @@ func (s *Session) runNative(inputs map[string]Datum) (map[string]Datum, error) {
 	for i, info := range s.inputs {
 		t, ok := inputs[info.Name].(*Tensor)
 		if !ok {
-			return nil, fmt.Errorf("ortsession: %s: input %q: the native backend takes tensors only", s.name, info.Name)
+			return nil, fmt.Errorf("onnxrun: %s: input %q: the native backend takes tensors only", s.name, info.Name)
 		}
 		et, err := toEval(t)
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %s: input %q: %w", s.name, info.Name, err)
+			return nil, fmt.Errorf("onnxrun: %s: input %q: %w", s.name, info.Name, err)
 		}
 		in[i] = et
 	}
 	out, err := s.native.RunOrdered(in)
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return nil, fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	res := make(map[string]Datum, len(out))
 	for i, info := range s.outputs {
@@ -95,21 +95,21 @@ func (b *Binding) runNative() error {
 	for i, t := range b.in {
 		et, err := toEval(t)
 		if err != nil {
-			return fmt.Errorf("ortsession: %s: input %q: %w", s.name, s.inputs[i].Name, err)
+			return fmt.Errorf("onnxrun: %s: input %q: %w", s.name, s.inputs[i].Name, err)
 		}
 		in[i] = et
 	}
 	out, err := s.native.RunOrdered(in)
 	if err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	for i, o := range out {
 		dst := b.out[i]
 		if !sameDims(dst.Shape, o.Shape) || dst.DType() != DType(o.DType) {
-			return fmt.Errorf("ortsession: running %s: output %q is %v%s, the bound tensor %s", s.name, s.outputs[i].Name, o.DType, formatDims(o.Shape, nil), dst)
+			return fmt.Errorf("onnxrun: running %s: output %q is %v%s, the bound tensor %s", s.name, s.outputs[i].Name, o.DType, formatDims(o.Shape, nil), dst)
 		}
 		if !copySame(dst.Data, o.Data) {
-			return fmt.Errorf("ortsession: running %s: output %q: cannot copy %T into %T", s.name, s.outputs[i].Name, o.Data, dst.Data)
+			return fmt.Errorf("onnxrun: running %s: output %q: cannot copy %T into %T", s.name, s.outputs[i].Name, o.Data, dst.Data)
 		}
 	}
 	return nil

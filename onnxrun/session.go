@@ -1,4 +1,4 @@
-package ortsession
+package onnxrun
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func Ready(backend string) error {
 	case BackendGo:
 		return nil
 	}
-	return fmt.Errorf("ortsession: unknown backend %q: want %q or %q", backend, BackendORT, BackendGo)
+	return fmt.Errorf("onnxrun: unknown backend %q: want %q or %q", backend, BackendORT, BackendGo)
 }
 
 // Backends accepted in Options.Backend.
@@ -165,14 +165,14 @@ type Session struct {
 }
 
 // ErrClosed is returned by calls on a closed Session or Binding.
-var ErrClosed = errors.New("ortsession: session is closed")
+var ErrClosed = errors.New("onnxrun: session is closed")
 
 // Open loads the .onnx model at path (external data files are found
 // relative to it). It calls Init first.
 func Open(path string, opt Options) (*Session, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: opening model: %w", err)
+		return nil, fmt.Errorf("onnxrun: opening model: %w", err)
 	}
 	return open(path, path, data, opt)
 }
@@ -185,7 +185,7 @@ func OpenBytes(data []byte, opt Options) (*Session, error) {
 
 func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("ortsession: %s: empty model", name)
+		return nil, fmt.Errorf("onnxrun: %s: empty model", name)
 	}
 	backend := opt.Backend
 	if backend == "" {
@@ -201,7 +201,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	case BackendGo:
 		return openNative(name, path, data, opt)
 	}
-	return nil, fmt.Errorf("ortsession: unknown backend %q: want %q or %q", opt.Backend, BackendORT, BackendGo)
+	return nil, fmt.Errorf("onnxrun: unknown backend %q: want %q or %q", opt.Backend, BackendORT, BackendGo)
 }
 
 // fromDecls describes declared inputs or outputs as ONNX Runtime would,
@@ -307,7 +307,7 @@ func (s *Session) Close() error {
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	for _, info := range s.outputs {
 		if info.Kind == "sequence" {
-			return nil, fmt.Errorf("ortsession: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
+			return nil, fmt.Errorf("onnxrun: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
 		}
 	}
 	in := make(map[string]Datum, len(inputs))
@@ -398,7 +398,7 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("ortsession: %s: unknown input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("onnxrun: %s: unknown input %s; the model's inputs are %s",
 			s.name, strings.Join(unknown, ", "), s.describeInputs())
 	}
 	var missing []string
@@ -408,7 +408,7 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("ortsession: %s: missing input %s; the model's inputs are %s",
+		return nil, fmt.Errorf("onnxrun: %s: missing input %s; the model's inputs are %s",
 			s.name, strings.Join(missing, ", "), s.describeInputs())
 	}
 	symbols := map[string]string{} // dim name -> "value (from input X)"
@@ -418,26 +418,26 @@ func (s *Session) check(inputs map[string]Datum) (map[string]int64, error) {
 		if info.Kind == "sequence" {
 			seq, ok := d.(*Sequence)
 			if !ok {
-				return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects a %s: pass a *Sequence (to RunData)", s.name, info.Name, describeDatum(d), info)
+				return nil, fmt.Errorf("onnxrun: %s: input %q: got %s, model expects a %s: pass a *Sequence (to RunData)", s.name, info.Name, describeDatum(d), info)
 			}
 			if err := checkSequence(info, seq); err != nil {
-				return nil, fmt.Errorf("ortsession: %s: %w", s.name, err)
+				return nil, fmt.Errorf("onnxrun: %s: %w", s.name, err)
 			}
 			continue
 		}
 		t, ok := d.(*Tensor)
 		if !ok && d != nil {
-			return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects %s", s.name, info.Name, describeDatum(d), info)
+			return nil, fmt.Errorf("onnxrun: %s: input %q: got %s, model expects %s", s.name, info.Name, describeDatum(d), info)
 		}
 		if err := checkTensor(info, t); err != nil {
-			return nil, fmt.Errorf("ortsession: %s: %w", s.name, err)
+			return nil, fmt.Errorf("onnxrun: %s: %w", s.name, err)
 		}
 		for j, n := range info.DimNames {
 			if n == "" {
 				continue
 			}
 			if v, ok := symVals[n]; ok && v != t.Shape[j] {
-				return nil, fmt.Errorf("ortsession: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
+				return nil, fmt.Errorf("onnxrun: %s: input %q: got %s, model expects %s: dimension %d (%s) is %d, but %s",
 					s.name, info.Name, t, info, j, n, t.Shape[j], symbols[n])
 			} else if !ok {
 				symVals[n] = t.Shape[j]
@@ -543,7 +543,7 @@ func (e *CUDAUnavailableError) Remedy(remedy string) string {
 
 // Error returns the message with the remedy in the terms of Options.
 func (e *CUDAUnavailableError) Error() string {
-	return "ortsession: " + e.Remedy(fmt.Sprintf("use Device %q, or %q to fall back to CPU", DeviceCPU, DeviceAuto))
+	return "onnxrun: " + e.Remedy(fmt.Sprintf("use Device %q, or %q to fall back to CPU", DeviceCPU, DeviceAuto))
 }
 
 // Unwrap returns ONNX Runtime's error.

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"fmt"
@@ -18,16 +18,16 @@ func NewValue(t *Tensor) (ort.Value, error) {
 		return nil, err
 	}
 	if t == nil {
-		return nil, fmt.Errorf("ortsession: nil tensor")
+		return nil, fmt.Errorf("onnxrun: nil tensor")
 	}
 	n, err := builder.ElementCount(t.Shape)
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: tensor %s: %w", t, err)
+		return nil, fmt.Errorf("onnxrun: tensor %s: %w", t, err)
 	}
 	if l := t.Len(); l < 0 {
-		return nil, fmt.Errorf("ortsession: unsupported tensor data type %T; supported: %s (complex is not supported)", t.Data, supportedData)
+		return nil, fmt.Errorf("onnxrun: unsupported tensor data type %T; supported: %s (complex is not supported)", t.Data, supportedData)
 	} else if int64(l) != n {
-		return nil, fmt.Errorf("ortsession: tensor %s needs %d elements, data has %d", t, n, l)
+		return nil, fmt.Errorf("onnxrun: tensor %s needs %d elements, data has %d", t, n, l)
 	}
 	switch d := t.Data.(type) {
 	case []float32:
@@ -54,44 +54,44 @@ func NewValue(t *Tensor) (ort.Value, error) {
 		return newValue(t.Shape, d)
 	case []string:
 		if len(t.Shape) == 0 {
-			return nil, fmt.Errorf("ortsession: rank-0 string tensors are not supported by onnxruntime_go")
+			return nil, fmt.Errorf("onnxrun: rank-0 string tensors are not supported by onnxruntime_go")
 		}
 		st, err := ort.NewStringTensor(ort.Shape(t.Shape))
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: creating string tensor %s: %w", t, err)
+			return nil, fmt.Errorf("onnxrun: creating string tensor %s: %w", t, err)
 		}
 		if err := st.SetContents(d); err != nil {
 			st.Destroy()
-			return nil, fmt.Errorf("ortsession: filling string tensor %s: %w", t, err)
+			return nil, fmt.Errorf("onnxrun: filling string tensor %s: %w", t, err)
 		}
 		return st, nil
 	case []F16:
 		v, err := newHalfValue(Float16, t.Shape, d)
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %w", err)
+			return nil, fmt.Errorf("onnxrun: %w", err)
 		}
 		return v, nil
 	case []BF16:
 		v, err := newHalfValue(BFloat16, t.Shape, d)
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %w", err)
+			return nil, fmt.Errorf("onnxrun: %w", err)
 		}
 		return v, nil
 	}
-	return nil, fmt.Errorf("ortsession: unsupported tensor data type %T", t.Data)
+	return nil, fmt.Errorf("onnxrun: unsupported tensor data type %T", t.Data)
 }
 
 func newValue[T ort.TensorData](shape []int64, data []T) (ort.Value, error) {
 	if len(shape) == 0 {
 		v, err := ort.NewScalar(data[0])
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: creating scalar %T: %w", data[0], err)
+			return nil, fmt.Errorf("onnxrun: creating scalar %T: %w", data[0], err)
 		}
 		return v, nil
 	}
 	v, err := ort.NewTensor(ort.Shape(shape), data)
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: creating tensor %T%s: %w", data, formatDims(shape, nil), err)
+		return nil, fmt.Errorf("onnxrun: creating tensor %T%s: %w", data, formatDims(shape, nil), err)
 	}
 	return v, nil
 }
@@ -192,18 +192,18 @@ func FromValue(v ort.Value) (*Tensor, error) {
 	case *ort.StringTensor:
 		s, err := x.GetContents()
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: reading string tensor: %w", err)
+			return nil, fmt.Errorf("onnxrun: reading string tensor: %w", err)
 		}
 		return &Tensor{Shape: []int64(x.GetShape()), Data: s}, nil
 	case *ort.CustomDataTensor:
 		return fromCustom(x)
 	case nil:
-		return nil, fmt.Errorf("ortsession: nil value")
+		return nil, fmt.Errorf("onnxrun: nil value")
 	}
 	if v.GetONNXType() != ort.ONNXTypeTensor {
-		return nil, fmt.Errorf("ortsession: %s values are not supported, only tensors", onnxTypeName(v.GetONNXType()))
+		return nil, fmt.Errorf("onnxrun: %s values are not supported, only tensors", onnxTypeName(v.GetONNXType()))
 	}
-	return nil, fmt.Errorf("ortsession: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", DType(v.DataType()))
+	return nil, fmt.Errorf("onnxrun: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", DType(v.DataType()))
 }
 
 func tensorOf[T ort.TensorData](x *ort.Tensor[T]) *Tensor {
@@ -260,10 +260,10 @@ func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
 	case Float16, BFloat16:
 		want, err := builder.ByteSize(builder.DataType(dt), shape)
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %s tensor: %w", dt, err)
+			return nil, fmt.Errorf("onnxrun: %s tensor: %w", dt, err)
 		}
 		if int64(len(b)) != want {
-			return nil, fmt.Errorf("ortsession: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
+			return nil, fmt.Errorf("onnxrun: %s tensor %s holds %d bytes, want %d: an output that ORT allocated has been truncated by onnxruntime_go v1.27.0 (it copies one byte per element); preallocate %s outputs",
 				dt, formatDims(shape, nil), len(b), want, dt)
 		}
 		if dt == Float16 {
@@ -271,7 +271,7 @@ func fromCustom(x *ort.CustomDataTensor) (*Tensor, error) {
 		}
 		return &Tensor{Shape: shape, Data: halvesOf[BF16](b)}, nil
 	}
-	return nil, fmt.Errorf("ortsession: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", dt)
+	return nil, fmt.Errorf("onnxrun: %s tensors are not supported (onnxruntime_go has no typed tensor for them)", dt)
 }
 
 // newSequenceValue makes an ORT sequence over s's tensors. The caller must
@@ -290,7 +290,7 @@ func newSequenceValue(s *Sequence) (ort.Value, []ort.Value, error) {
 	seq, err := ort.NewSequence(elems)
 	if err != nil {
 		destroyAll(elems)
-		return nil, nil, fmt.Errorf("ortsession: creating sequence %s: %w", s, err)
+		return nil, nil, fmt.Errorf("onnxrun: creating sequence %s: %w", s, err)
 	}
 	return seq, elems, nil
 }
@@ -299,7 +299,7 @@ func newSequenceValue(s *Sequence) (ort.Value, []ort.Value, error) {
 func sequenceFromValue(v *ort.Sequence) (*Sequence, error) {
 	vals, err := v.GetValues()
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: reading sequence: %w", err)
+		return nil, fmt.Errorf("onnxrun: reading sequence: %w", err)
 	}
 	s := &Sequence{Tensors: make([]*Tensor, len(vals))}
 	for i, e := range vals {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"fmt"
@@ -25,29 +25,29 @@ func (s *Session) RunValues(inputs, outputs []ort.Value) error {
 		return ErrClosed
 	}
 	if len(inputs) != len(s.inputs) || len(outputs) != len(s.outputs) {
-		return fmt.Errorf("ortsession: %s: RunValues got %d inputs and %d outputs, the model has %d inputs (%s) and %d outputs",
+		return fmt.Errorf("onnxrun: %s: RunValues got %d inputs and %d outputs, the model has %d inputs (%s) and %d outputs",
 			s.name, len(inputs), len(outputs), len(s.inputs), s.describeInputs(), len(s.outputs))
 	}
 	if len(inputs) == 0 {
-		return fmt.Errorf("ortsession: %s has no inputs; onnxruntime_go cannot run it with RunValues, use NewBinding", s.name)
+		return fmt.Errorf("onnxrun: %s has no inputs; onnxruntime_go cannot run it with RunValues, use NewBinding", s.name)
 	}
 	for i, v := range inputs {
 		if v == nil {
-			return fmt.Errorf("ortsession: %s: input %q is nil", s.name, s.inputs[i].Name)
+			return fmt.Errorf("onnxrun: %s: input %q is nil", s.name, s.inputs[i].Name)
 		}
 		if err := checkValue("input", s.inputs[i], v); err != nil {
-			return fmt.Errorf("ortsession: %s: %w", s.name, err)
+			return fmt.Errorf("onnxrun: %s: %w", s.name, err)
 		}
 	}
 	for i, v := range outputs {
 		if v != nil {
 			if err := checkValue("output", s.outputs[i], v); err != nil {
-				return fmt.Errorf("ortsession: %s: %w", s.name, err)
+				return fmt.Errorf("onnxrun: %s: %w", s.name, err)
 			}
 		}
 	}
 	if err := s.ort.sess.Run(inputs, outputs); err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ type ortBinding struct {
 func (b *Binding) newORT() error {
 	ib, err := b.s.ort.sess.CreateIoBinding()
 	if err != nil {
-		return fmt.Errorf("ortsession: %s: creating IoBinding: %w", b.s.name, err)
+		return fmt.Errorf("onnxrun: %s: creating IoBinding: %w", b.s.name, err)
 	}
 	b.ob = ortBinding{b: ib, values: map[string]ort.Value{}}
 	return nil
@@ -98,7 +98,7 @@ func (b *Binding) newORT() error {
 func (ob *ortBinding) bindTensor(s *Session, what, name string, t *Tensor) error {
 	v, err := NewValue(t)
 	if err != nil {
-		return fmt.Errorf("ortsession: %s: %s %q: %w", s.name, what, name, err)
+		return fmt.Errorf("onnxrun: %s: %s %q: %w", s.name, what, name, err)
 	}
 	if err := ob.bindValue(s, what, name, v); err != nil {
 		v.Destroy()
@@ -120,14 +120,14 @@ func (ob *ortBinding) bindValue(s *Session, what, name string, v ort.Value) erro
 		err = ob.b.BindOutput(name, v)
 	}
 	if err != nil {
-		return fmt.Errorf("ortsession: %s: binding %s %q: %w", s.name, what, name, err)
+		return fmt.Errorf("onnxrun: %s: binding %s %q: %w", s.name, what, name, err)
 	}
 	return nil
 }
 
 func (ob *ortBinding) run(s *Session) error {
 	if err := s.ort.sess.RunWithBinding(ob.b); err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -165,17 +165,17 @@ func (b *Binding) bindORT(what, name string, v ort.Value) error {
 	}
 	s := b.s
 	if s.native != nil {
-		return fmt.Errorf("ortsession: %s: binding an ORT value to %s %q: the session runs on the native backend; use Bind%sTensor", s.name, what, name, map[string]string{"input": "Input", "output": "Output"}[what])
+		return fmt.Errorf("onnxrun: %s: binding an ORT value to %s %q: the session runs on the native backend; use Bind%sTensor", s.name, what, name, map[string]string{"input": "Input", "output": "Output"}[what])
 	}
 	info, _, err := b.lookup(what, name)
 	if err != nil {
 		return err
 	}
 	if v == nil {
-		return fmt.Errorf("ortsession: %s: %s %q: nil value", s.name, what, name)
+		return fmt.Errorf("onnxrun: %s: %s %q: nil value", s.name, what, name)
 	}
 	if err := checkValue(what, info, v); err != nil {
-		return fmt.Errorf("ortsession: %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: %s: %w", s.name, err)
 	}
 	if err := b.ob.bindValue(s, what, name, v); err != nil {
 		return err

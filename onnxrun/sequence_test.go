@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"reflect"

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"errors"
@@ -167,7 +167,7 @@ func TestInitErrors(t *testing.T) {
 			if tc.lib == "" && strings.Contains(out, "INIT-RESULT: <nil>") {
 				t.Skip("an ONNX Runtime library is installed system-wide; cannot test the not-found message")
 			}
-			for _, w := range append(tc.want, "INIT-RESULT: ortsession: ") {
+			for _, w := range append(tc.want, "INIT-RESULT: onnxrun: ") {
 				if !strings.Contains(out, w) {
 					t.Errorf("child output lacks %q:\n%s", w, out)
 				}
@@ -178,7 +178,7 @@ func TestInitErrors(t *testing.T) {
 			if strings.Contains(out, "INIT-SECOND-DIFFERS") {
 				t.Errorf("second Init differs:\n%s", out)
 			}
-			if !strings.Contains(out, "OPEN-RESULT: ortsession: ") {
+			if !strings.Contains(out, "OPEN-RESULT: onnxrun: ") {
 				t.Errorf("Open after failed Init did not return the Init error:\n%s", out)
 			}
 		})

@@ -1,4 +1,4 @@
-package ortsession
+package onnxrun
 
 import (
 	"fmt"
@@ -73,7 +73,7 @@ func (b *Binding) lookup(what, name string) (IOInfo, int, error) {
 		for j, in := range infos {
 			all[j] = fmt.Sprintf("%q %s", in.Name, in)
 		}
-		return IOInfo{}, -1, fmt.Errorf("ortsession: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
+		return IOInfo{}, -1, fmt.Errorf("onnxrun: %s: unknown %s %q; the model's %ss are %v", s.name, what, name, what, all)
 	}
 	return infos[i], i, nil
 }
@@ -89,7 +89,7 @@ func (b *Binding) bindTensor(what, name string, t *Tensor) error {
 		return err
 	}
 	if err := checkTensor(info, t); err != nil {
-		return fmt.Errorf("ortsession: %s: binding %s: %w", b.s.name, what, err)
+		return fmt.Errorf("onnxrun: %s: binding %s: %w", b.s.name, what, err)
 	}
 	if b.s.native == nil {
 		if err := b.ob.bindTensor(b.s, what, name, t); err != nil {
@@ -119,12 +119,12 @@ func (b *Binding) Run() error {
 	}
 	for _, in := range s.inputs {
 		if !b.bound["input\x00"+in.Name] {
-			return fmt.Errorf("ortsession: %s: Binding.Run: input %q (%s) is not bound", s.name, in.Name, in)
+			return fmt.Errorf("onnxrun: %s: Binding.Run: input %q (%s) is not bound", s.name, in.Name, in)
 		}
 	}
 	for _, o := range s.outputs {
 		if !b.bound["output\x00"+o.Name] {
-			return fmt.Errorf("ortsession: %s: Binding.Run: output %q (%s) is not bound", s.name, o.Name, o)
+			return fmt.Errorf("onnxrun: %s: Binding.Run: output %q (%s) is not bound", s.name, o.Name, o)
 		}
 	}
 	if s.native != nil {

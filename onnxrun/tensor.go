@@ -1,4 +1,4 @@
-package ortsession
+package onnxrun
 
 import (
 	"encoding/binary"
@@ -233,10 +233,10 @@ func formatDims(dims []int64, names []string) string {
 // naming the tensor.
 func FromBuilder(t *builder.Tensor) (*Tensor, error) {
 	if t == nil {
-		return nil, fmt.Errorf("ortsession: nil builder tensor")
+		return nil, fmt.Errorf("onnxrun: nil builder tensor")
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("ortsession: %w", err)
+		return nil, fmt.Errorf("onnxrun: %w", err)
 	}
 	raw := t.Raw
 	var data any
@@ -274,7 +274,7 @@ func FromBuilder(t *builder.Tensor) (*Tensor, error) {
 		}
 		data = s
 	default:
-		return nil, fmt.Errorf("ortsession: tensor %q: %v tensors cannot be held in a runtime Tensor (supported: %s)", t.Name, t.DType, supportedData)
+		return nil, fmt.Errorf("onnxrun: tensor %q: %v tensors cannot be held in a runtime Tensor (supported: %s)", t.Name, t.DType, supportedData)
 	}
 	return &Tensor{Shape: append([]int64{}, t.Dims...), Data: data}, nil
 }

@@ -1,4 +1,4 @@
-package ortsession
+package onnxrun
 
 import (
 	"math"

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package ortsession
+package onnxrun
 
 import (
 	"fmt"
@@ -48,10 +48,10 @@ func (s *Session) create(name, path string, data []byte, opt Options) (*Session,
 			s.ort.sess, err = create(false)
 		}
 	default:
-		return nil, fmt.Errorf("ortsession: unknown device %q: want %q, %q or %q", opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
+		return nil, fmt.Errorf("onnxrun: unknown device %q: want %q, %q or %q", opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: creating session for %s: %w", name, err)
+		return nil, fmt.Errorf("onnxrun: creating session for %s: %w", name, err)
 	}
 	return s, nil
 }
@@ -177,7 +177,7 @@ func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) e
 		case isHalf(info):
 			sh, fromSymbols, ok := resolveShape(info, symbols)
 			if !ok {
-				return fmt.Errorf("ortsession: %s: output %q is declared %s, and its shape does not follow from the declaration and the inputs' dimensions; "+
+				return fmt.Errorf("onnxrun: %s: output %q is declared %s, and its shape does not follow from the declaration and the inputs' dimensions; "+
 					"%s outputs must be preallocated with their exact shape (onnxruntime_go v1.27.0 cannot read the ones ORT allocates)",
 					s.name, info.Name, info, info.Type)
 			}
@@ -191,16 +191,16 @@ func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) e
 		}
 		v, err := newEmptyValue(info.Type, shape)
 		if err != nil {
-			return fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
+			return fmt.Errorf("onnxrun: %s: output %q (%s): %w", s.name, info.Name, info, err)
 		}
 		out[i] = v
 	}
 	if err := s.ort.sess.Run(in, out); err != nil {
 		if len(guessed) > 0 {
-			return fmt.Errorf("ortsession: running %s: %w (float16/bfloat16 outputs were preallocated from their declared symbolic shapes: %s; "+
+			return fmt.Errorf("onnxrun: running %s: %w (float16/bfloat16 outputs were preallocated from their declared symbolic shapes: %s; "+
 				"a declaration that does not hold makes ORT refuse the output)", s.name, err, strings.Join(guessed, ", "))
 		}
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -210,26 +210,26 @@ func (s *Session) runWithInputs(in, out []ort.Value, symbols map[string]int64) e
 func (s *Session) runNoInputs(out []ort.Value) error {
 	b, err := s.ort.sess.CreateIoBinding()
 	if err != nil {
-		return fmt.Errorf("ortsession: %s: creating IoBinding: %w", s.name, err)
+		return fmt.Errorf("onnxrun: %s: creating IoBinding: %w", s.name, err)
 	}
 	defer b.Destroy()
 	for i, info := range s.outputs {
 		if info.Kind != "tensor" || !info.RankKnown || hasFreeDim(info.Shape) {
-			return fmt.Errorf("ortsession: %s has no inputs and its output %q is declared %s; "+
+			return fmt.Errorf("onnxrun: %s has no inputs and its output %q is declared %s; "+
 				"a model without inputs can only run when every output has a fully known shape (it must be preallocated)",
 				s.name, info.Name, info)
 		}
 		v, err := newEmptyValue(info.Type, info.Shape)
 		if err != nil {
-			return fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
+			return fmt.Errorf("onnxrun: %s: output %q (%s): %w", s.name, info.Name, info, err)
 		}
 		out[i] = v
 		if err := b.BindOutput(info.Name, v); err != nil {
-			return fmt.Errorf("ortsession: %s: binding output %q: %w", s.name, info.Name, err)
+			return fmt.Errorf("onnxrun: %s: binding output %q: %w", s.name, info.Name, err)
 		}
 	}
 	if err := s.ort.sess.RunWithBinding(b); err != nil {
-		return fmt.Errorf("ortsession: running %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
 	return nil
 }
@@ -283,7 +283,7 @@ func (s *Session) openORT(path string, data []byte, opt Options) (*Session, erro
 	if path != "" {
 		infoOpts, oerr := newSessionOptions(Options{IntraOpThreads: 1, InterOpThreads: 1, OptLevel: OptDisable}, false)
 		if oerr != nil {
-			return nil, fmt.Errorf("ortsession: %s: %w", name, oerr)
+			return nil, fmt.Errorf("onnxrun: %s: %w", name, oerr)
 		}
 		ins, outs, err = ort.GetInputOutputInfoWithOptions(path, infoOpts)
 		infoOpts.Destroy()
@@ -291,7 +291,7 @@ func (s *Session) openORT(path string, data []byte, opt Options) (*Session, erro
 		ins, outs, err = ort.GetInputOutputInfoWithONNXData(data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ortsession: loading %s: %w", name, err)
+		return nil, fmt.Errorf("onnxrun: loading %s: %w", name, err)
 	}
 	// ORT reports symbolic dimensions as -1 without their names, and an
 	// absent shape like a rank-0 one: the file's own declarations say which.
@@ -325,14 +325,14 @@ func (s *Session) runDataORT(inputs map[string]Datum, symbols map[string]int64) 
 		case *Sequence:
 			v, e, err := newSequenceValue(d)
 			if err != nil {
-				return nil, fmt.Errorf("ortsession: input %q: %w", info.Name, err)
+				return nil, fmt.Errorf("onnxrun: input %q: %w", info.Name, err)
 			}
 			in[i] = v
 			elems = append(elems, e...)
 		case *Tensor:
 			v, err := NewValue(d)
 			if err != nil {
-				return nil, fmt.Errorf("ortsession: input %q: %w", info.Name, err)
+				return nil, fmt.Errorf("onnxrun: input %q: %w", info.Name, err)
 			}
 			in[i] = v
 		}
@@ -349,14 +349,14 @@ func (s *Session) runDataORT(inputs map[string]Datum, symbols map[string]int64) 
 		if seq, ok := out[i].(*ort.Sequence); ok {
 			sq, err := sequenceFromValue(seq)
 			if err != nil {
-				return nil, fmt.Errorf("ortsession: %s: output %q (%s): %w", s.name, info.Name, info, err)
+				return nil, fmt.Errorf("onnxrun: %s: output %q (%s): %w", s.name, info.Name, info, err)
 			}
 			res[info.Name] = sq
 			continue
 		}
 		t, err := FromValue(out[i])
 		if err != nil {
-			return nil, fmt.Errorf("ortsession: %s: output %q: %w", s.name, info.Name, err)
+			return nil, fmt.Errorf("onnxrun: %s: output %q: %w", s.name, info.Name, err)
 		}
 		res[info.Name] = t
 	}
@@ -373,7 +373,7 @@ func (s *Session) closeORT() error {
 		return nil
 	}
 	if err := s.ort.sess.Destroy(); err != nil {
-		return fmt.Errorf("ortsession: closing session for %s: %w", s.name, err)
+		return fmt.Errorf("onnxrun: closing session for %s: %w", s.name, err)
 	}
 	s.ort.sess = nil
 	return nil
