@@ -2,15 +2,22 @@
 
 package onnxrun
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // ErrNoORT is returned when an ONNX Runtime session is asked of an attnx
 // built without cgo (CGO_ENABLED=0): that build carries only the native
 // backend.
-var ErrNoORT = errors.New("onnxrun: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo")
+var ErrNoORT error = noORTError{}
+
+type noORTError struct{}
+
+func (noORTError) Error() string {
+	return "onnxrun: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo"
+}
+
+// NativeOnly tells the tests' helpers (internal/testenv) that the build
+// has the native backend alone, which every session then uses by default.
+func (noORTError) NativeOnly() bool { return true }
 
 // DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
 // cgo, the native evaluator without.

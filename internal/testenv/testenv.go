@@ -116,15 +116,20 @@ func Command(tb testing.TB, name, pkg string) string {
 	return p
 }
 
-// ORT takes the result of runtime.Init (this package cannot import runtime,
+// ORT takes the result of onnxrun.Init (this package cannot import onnxrun,
 // whose own tests use it) and ends tb when ONNX Runtime cannot be used: an
 // absent library (an error that is fs.ErrNotExist) goes to Missing; any
 // other failure, such as a file that is not a loadable library, fails tb
-// everywhere.
+// everywhere. In a build without cgo (an error whose NativeOnly is true)
+// it returns: the test runs on the native backend, the default there.
 func ORT(tb testing.TB, initErr error) {
 	tb.Helper()
+	var native interface{ NativeOnly() bool }
 	switch {
 	case initErr == nil:
+	case errors.As(initErr, &native) && native.NativeOnly():
+		// A build without cgo: sessions use the native backend by
+		// default, and the test runs on it.
 	case errors.Is(initErr, fs.ErrNotExist):
 		Missing(tb, "the ONNX Runtime shared library", "make deps (scripts/install-deps.sh), or set ATTNX_ORT_LIB", initErr)
 	default:
