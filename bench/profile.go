@@ -97,9 +97,11 @@ func (c *Config) profile(m *model, S int, backend, path string) (*ProfileSummary
 	}
 	_ = sink
 	argMs := float64(time.Since(t0)) / 1e6 / k
-	runMs, iterMs, err := overheads(1)
-	if err != nil {
-		return nil, fmt.Errorf("bench: measuring ORT's overheads: %w", err)
+	var runMs, iterMs float64
+	if backend == onnxrun.BackendORT {
+		if runMs, iterMs, err = overheads(1); err != nil {
+			return nil, fmt.Errorf("bench: measuring ORT's overheads: %w", err)
+		}
 	}
 	c.logf("bench: CPU profile of the lean step loop on %s (%s S=%d B=1 T=1, %.1fs) in %s", backend, m.arch, S, secs, path)
 	return &ProfileSummary{Path: path, Backend: backend, Config: configKey(string(m.arch), S, 1, 1), Seconds: secs, Batches: n, Steps: n * c.Steps, GoArgmaxMsPerStep: argMs,

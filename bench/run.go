@@ -52,7 +52,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := onnxrun.Init(); err != nil {
+	if onnxrun.DefaultBackend == onnxrun.BackendGo {
+		// Built without cgo: the native engines (and PyTorch) only.
+		if c.Engines == nil {
+			c.Engines = []string{EngineLeanGo, EngineLoopGo, EnginePyTorch}
+		}
+		for _, e := range c.Engines {
+			if e != EngineLeanGo && e != EngineLoopGo && e != EnginePyTorch {
+				return nil, fmt.Errorf("bench: engine %s needs ONNX Runtime, which this attnx (built without cgo) lacks; the native engines are %s and %s", e, EngineLeanGo, EngineLoopGo)
+			}
+		}
+	} else if err := onnxrun.Init(); err != nil {
 		return nil, err
 	}
 	work := c.WorkDir
@@ -107,11 +117,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 					rep.Results = append(rep.Results, rs...)
 					if !profiled && B == 1 && T == 1 {
 						profiled = true
-						ps, err := c.profile(m, S, onnxrun.BackendORT, c.CPUProfile)
-						if err != nil {
-							return nil, err
+						if c.enabled(EngineLean) {
+							ps, err := c.profile(m, S, onnxrun.BackendORT, c.CPUProfile)
+							if err != nil {
+								return nil, err
+							}
+							rep.Profile = ps
 						}
-						rep.Profile = ps
 						if c.enabled(EngineLeanGo) {
 							if rep.ProfileGo, err = c.profile(m, S, onnxrun.BackendGo, nativeProfilePath(c.CPUProfile)); err != nil {
 								return nil, err
