@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/internal/testenv"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -67,9 +68,7 @@ func writeInputs(t *testing.T, path string, r *rand.Rand, batch, srcLen, vs int)
 // decode.TestBeamWidthOneFollowsFloat32Sums).
 func TestBeamParityWithPyTorch(t *testing.T) {
 	requireTorch(t)
-	if err := onnxrun.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, onnxrun.Init())
 	const batch, srcLen, vs, vt, maxLen = 5, 7, 19, 17, 12
 	sp := attention.DefaultSpecial
 	ks := []struct {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/attnx/attnx/internal/testenv"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
@@ -69,9 +70,7 @@ func sourceTensor(t *testing.T, d *fixtures.Data) *onnxrun.Tensor {
 }
 
 func TestFixturesMatchPyTorch(t *testing.T) {
-	if err := onnxrun.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, onnxrun.Init())
 	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			w, enc, dec := openModel(t, f.Path(t, "checkpoint.pt"))

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/attnx/attnx/internal/testenv"
 	"slices"
 	"testing"
 
@@ -15,9 +16,7 @@ import (
 // over the decoder step) on every fixture: its tokens must equal PyTorch's
 // greedy decoding and the step loop's, its attention the step loop's.
 func TestGreedyGraphMatchesPyTorch(t *testing.T) {
-	if err := onnxrun.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, onnxrun.Init())
 	for _, f := range fixtures.List(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			d := fixtures.Load(t, f.Path(t, ""))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/attnx/attnx/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,9 +35,7 @@ func referenceRecord(out string) string {
 // step by step and greedy.onnx) must give the toolkit's tokens.
 func TestToolkitDecodingConventions(t *testing.T) {
 	requireTorch(t)
-	if err := onnxrun.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, onnxrun.Init())
 	type tcase struct {
 		name, format, joey string
 		cfg                attention.Config

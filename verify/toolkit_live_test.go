@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/attnx/attnx/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,9 +88,7 @@ func (c toolkitCase) config() attention.Config {
 // it has them (JoeyNMT). PyTorch runs in two processes for all cases.
 func TestToolkitLiveParity(t *testing.T) {
 	requireTorch(t)
-	if err := onnxrun.Init(); err != nil {
-		t.Fatalf("ONNX Runtime: %v", err)
-	}
+	testenv.ORT(t, onnxrun.Init())
 	cases := toolkitCases()
 	dir := t.TempDir()
 	p := func(i int, name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
