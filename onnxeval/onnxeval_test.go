@@ -3,6 +3,7 @@ package onnxeval_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -206,24 +207,12 @@ func TestLoopWithCapturesAndScans(t *testing.T) {
 		t.Errorf("final = %v, want [15 -15]", got)
 	}
 	steps := out["steps"]
-	if want := []float32{3, -3, 7, -7, 15, -15}; len(steps.Shape) != 2 || steps.Shape[0] != 3 || !equal(steps.Data.([]float32), want) {
+	if want := []float32{3, -3, 7, -7, 15, -15}; len(steps.Shape) != 2 || steps.Shape[0] != 3 || !slices.Equal(steps.Data.([]float32), want) {
 		t.Errorf("steps = %v %v, want [3 2] %v", steps.Shape, steps.Data, want)
 	}
 	// Zero iterations: the carried value comes back unchanged, no scans.
 	out, err = m.Run(map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{2}, []float32{1, -1}), "n": onnxeval.New([]int64{}, []int64{0})})
-	if err != nil || !equal(out["final"].Data.([]float32), []float32{1, -1}) || out["steps"].Shape[0] != 0 {
+	if err != nil || !slices.Equal(out["final"].Data.([]float32), []float32{1, -1}) || out["steps"].Shape[0] != 0 {
 		t.Errorf("zero iterations: %v, %v", out, err)
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,7 +135,7 @@ func compareGraphs(t *testing.T, md string, cfg attention.Config) (float64, stri
 	floats := func(file string, a, b map[string]*onnxrun.Tensor) {
 		for name, x := range a {
 			y := b[name]
-			if y == nil || !equalShape(x.Shape, y.Shape) {
+			if y == nil || !slices.Equal(x.Shape, y.Shape) {
 				t.Fatalf("%s %s: shapes %v (ort) and %v (go)", file, name, x.Shape, y)
 			}
 			xf, err1 := x.Float32s()
@@ -184,7 +185,7 @@ func compareGraphs(t *testing.T, md string, cfg attention.Config) (float64, stri
 func identicalRows(t *testing.T, what string, a, b map[string]*onnxrun.Tensor) string {
 	t.Helper()
 	x, y := a[attention.OutOutputIDs], b[attention.OutOutputIDs]
-	if x == nil || y == nil || !equalShape(x.Shape, y.Shape) {
+	if x == nil || y == nil || !slices.Equal(x.Shape, y.Shape) {
 		t.Fatalf("%s output_ids: ort %v, go %v", what, x, y)
 	}
 	xi, _ := x.Int64s()
@@ -193,25 +194,11 @@ func identicalRows(t *testing.T, what string, a, b map[string]*onnxrun.Tensor) s
 	per := len(xi) / n
 	same := 0
 	for r := 0; r < n; r++ {
-		if equalInts(xi[r*per:(r+1)*per], yi[r*per:(r+1)*per]) {
+		if slices.Equal(xi[r*per:(r+1)*per], yi[r*per:(r+1)*per]) {
 			same++
 		}
 	}
 	return fmt.Sprintf("%d/%d", same, n)
-}
-
-func equalShape(a, b []int64) bool { return equalInts(a, b) }
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func fileExists(path string) bool {

@@ -230,24 +230,8 @@ func init() {
 			}
 			res := make([]int32, numel(shape))
 			// A's zero point: a scalar or one per row of A (of M).
-			azAt := func(i int) int32 {
-				switch len(azp) {
-				case 0:
-					return 0
-				case 1:
-					return azp[0]
-				}
-				return azp[i%len(azp)]
-			}
-			bzAt := func(j int) int32 {
-				switch len(bzp) {
-				case 0:
-					return 0
-				case 1:
-					return bzp[0]
-				}
-				return bzp[j%len(bzp)]
-			}
+			azAt := func(i int) int32 { return zeroPointAt(azp, i) }
+			bzAt := func(j int) int32 { return zeroPointAt(bzp, j) }
 			// A constant B is 2-D: A's leading dimensions are rows too.
 			mt := len(ia) * m
 			if q8 != nil && q8.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && len(azp) <= 1 {
@@ -631,4 +615,16 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 			out[j] = s
 		}
 	}
+}
+
+// zeroPointAt is zero point i of zps: none (0), one for all, or one per
+// row or column (cycling).
+func zeroPointAt(zps []int32, i int) int32 {
+	switch len(zps) {
+	case 0:
+		return 0
+	case 1:
+		return zps[0]
+	}
+	return zps[i%len(zps)]
 }

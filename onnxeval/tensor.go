@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/attnx/attnx/builder"
@@ -224,17 +225,8 @@ func strides(shape []int64) []int {
 	return s
 }
 
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+// sameShape reports whether two shapes are equal.
+func sameShape(a, b []int64) bool { return slices.Equal(a, b) }
 
 // normAxis resolves a possibly negative axis against rank.
 func normAxis(axis int64, rank int, what string) (int, error) {

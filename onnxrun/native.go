@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxeval"
@@ -105,7 +106,7 @@ func (b *Binding) runNative() error {
 	}
 	for i, o := range out {
 		dst := b.out[i]
-		if !sameDims(dst.Shape, o.Shape) || dst.DType() != DType(o.DType) {
+		if !slices.Equal(dst.Shape, o.Shape) || dst.DType() != DType(o.DType) {
 			return fmt.Errorf("onnxrun: running %s: output %q is %v%s, the bound tensor %s", s.name, s.outputs[i].Name, o.DType, formatDims(o.Shape, nil), dst)
 		}
 		if !copySame(dst.Data, o.Data) {
@@ -113,18 +114,6 @@ func (b *Binding) runNative() error {
 		}
 	}
 	return nil
-}
-
-func sameDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // copySame copies src into dst when both are slices of one element type.

@@ -1,6 +1,7 @@
 package onnxrun
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestNativeSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	y, _ := out["y"].Float32s()
-	if want := []float32{1.5, 1.5, 8.5, 9.5}; !equalF(y, want) {
+	if want := []float32{1.5, 1.5, 8.5, 9.5}; !slices.Equal(y, want) {
 		t.Errorf("Run: y = %v, want %v", y, want)
 	}
 	bd, err := s.NewBinding()
@@ -65,7 +66,7 @@ func TestNativeSession(t *testing.T) {
 		if err := bd.Run(); err != nil {
 			t.Fatal(err)
 		}
-		if want := []float32{5*v + 0.5, 6*v - 0.5}; !equalF(res.Data.([]float32), want) {
+		if want := []float32{5*v + 0.5, 6*v - 0.5}; !slices.Equal(res.Data.([]float32), want) {
 			t.Errorf("binding run %d: y = %v, want %v", step, res.Data, want)
 		}
 	}
@@ -96,16 +97,4 @@ func TestNativeOptionsRefused(t *testing.T) {
 	if _, err := OpenBytes([]byte("not a model"), Options{Backend: BackendGo}); err == nil || !strings.Contains(err.Error(), "not an ONNX model") {
 		t.Errorf("garbage: %v", err)
 	}
-}
-
-func equalF(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -97,25 +97,33 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 	if m == 0 || n == 0 {
 		return
 	}
-	const minWork = 1 << 17 // multiply-adds per goroutine worth starting one
 	t := min(threads, n/16, m*n*k/minWork)
+	parallel(n, t, func(j0, j1 int) { gemmNT(j0, j1, m, k, a, lda, b, ldb, c, ldc, acc) })
+}
+
+// minWork is the multiply-adds per goroutine worth starting one.
+const minWork = 1 << 17
+
+// parallel splits 0..n into t ranges of about equal size and calls f on
+// each, the last on the calling goroutine, the others on their own; it
+// returns when all have.
+func parallel(n, t int, f func(lo, hi int)) {
 	if t <= 1 {
-		gemmNT(0, n, m, k, a, lda, b, ldb, c, ldc, acc)
+		f(0, n)
 		return
 	}
-	// Column blocks, one per goroutine.
 	per := (n + t - 1) / t
 	var wg sync.WaitGroup
-	for j0 := 0; j0 < n; j0 += per {
-		j1 := min(n, j0+per)
-		if j1 == n {
-			gemmNT(j0, j1, m, k, a, lda, b, ldb, c, ldc, acc)
+	for lo := 0; lo < n; lo += per {
+		hi := min(n, lo+per)
+		if hi == n {
+			f(lo, hi)
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gemmNT(j0, j1, m, k, a, lda, b, ldb, c, ldc, acc)
+			f(lo, hi)
 		}()
 	}
 	wg.Wait()

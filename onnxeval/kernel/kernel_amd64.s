@@ -351,6 +351,32 @@ DATA expconst<>+408(SB)/4, $0x0000007f
 DATA expconst<>+412(SB)/4, $0x0000007f
 GLOBL expconst<>(SB), RODATA|NOPTR, $416
 
+// EXP8 sets Y4 to e^Y0 for eight floats, Y0 clamped below at -87.33654
+// (Y1-Y5 scratch): n = floor(x log2(e) + 1/2), r = x - n ln(2) in two
+// parts, e^r by Cephes' degree-6 polynomial, times 2^n through the
+// exponent bits.
+#define EXP8 \
+	VMAXPS expconst<>+0(SB), Y0, Y0 \
+	VMOVUPS expconst<>+32(SB), Y1 \
+	VFMADD213PS expconst<>+64(SB), Y0, Y1 \
+	VROUNDPS $1, Y1, Y1 \
+	VMOVAPS Y0, Y2 \
+	VFNMADD231PS expconst<>+96(SB), Y1, Y2 \
+	VFNMADD231PS expconst<>+128(SB), Y1, Y2 \
+	VMULPS Y2, Y2, Y3 \
+	VMOVUPS expconst<>+160(SB), Y4 \
+	VFMADD213PS expconst<>+192(SB), Y2, Y4 \
+	VFMADD213PS expconst<>+224(SB), Y2, Y4 \
+	VFMADD213PS expconst<>+256(SB), Y2, Y4 \
+	VFMADD213PS expconst<>+288(SB), Y2, Y4 \
+	VFMADD213PS expconst<>+320(SB), Y2, Y4 \
+	VFMADD213PS Y2, Y3, Y4 \
+	VADDPS expconst<>+352(SB), Y4, Y4 \
+	VCVTPS2DQ Y1, Y5 \
+	VPADDD expconst<>+384(SB), Y5, Y5 \
+	VPSLLD $23, Y5, Y5 \
+	VMULPS Y5, Y4, Y4
+
 // func expSumAsm(x *float32, n int, m float32) float64
 // sum over i < n (a multiple of 8) of e^(x[i]-m), x[i]-m clamped below at
 // -87.33654: the polynomial of expf32 eight lanes at a time, summed in
@@ -367,26 +393,7 @@ TEXT ·expSumAsm(SB), NOSPLIT, $0-32
 exploop:
 	VMOVUPS (SI), Y0
 	VSUBPS Y15, Y0, Y0
-	VMAXPS expconst<>+0(SB), Y0, Y0
-	VMOVUPS expconst<>+32(SB), Y1
-	VFMADD213PS expconst<>+64(SB), Y0, Y1
-	VROUNDPS $1, Y1, Y1
-	VMOVAPS Y0, Y2
-	VFNMADD231PS expconst<>+96(SB), Y1, Y2
-	VFNMADD231PS expconst<>+128(SB), Y1, Y2
-	VMULPS Y2, Y2, Y3
-	VMOVUPS expconst<>+160(SB), Y4
-	VFMADD213PS expconst<>+192(SB), Y2, Y4
-	VFMADD213PS expconst<>+224(SB), Y2, Y4
-	VFMADD213PS expconst<>+256(SB), Y2, Y4
-	VFMADD213PS expconst<>+288(SB), Y2, Y4
-	VFMADD213PS expconst<>+320(SB), Y2, Y4
-	VFMADD213PS Y2, Y3, Y4
-	VADDPS expconst<>+352(SB), Y4, Y4
-	VCVTPS2DQ Y1, Y5
-	VPADDD expconst<>+384(SB), Y5, Y5
-	VPSLLD $23, Y5, Y5
-	VMULPS Y5, Y4, Y4
+	EXP8
 	VCVTPS2PD X4, Y6
 	VEXTRACTF128 $1, Y4, X7
 	VCVTPS2PD X7, Y7
@@ -684,26 +691,7 @@ TEXT ·expVecAsm(SB), NOSPLIT, $0-24
 evloop:
 	VMOVUPS (SI), Y0
 	VMINPS Y15, Y0, Y0
-	VMAXPS expconst<>+0(SB), Y0, Y0
-	VMOVUPS expconst<>+32(SB), Y1
-	VFMADD213PS expconst<>+64(SB), Y0, Y1
-	VROUNDPS $1, Y1, Y1
-	VMOVAPS Y0, Y2
-	VFNMADD231PS expconst<>+96(SB), Y1, Y2
-	VFNMADD231PS expconst<>+128(SB), Y1, Y2
-	VMULPS Y2, Y2, Y3
-	VMOVUPS expconst<>+160(SB), Y4
-	VFMADD213PS expconst<>+192(SB), Y2, Y4
-	VFMADD213PS expconst<>+224(SB), Y2, Y4
-	VFMADD213PS expconst<>+256(SB), Y2, Y4
-	VFMADD213PS expconst<>+288(SB), Y2, Y4
-	VFMADD213PS expconst<>+320(SB), Y2, Y4
-	VFMADD213PS Y2, Y3, Y4
-	VADDPS expconst<>+352(SB), Y4, Y4
-	VCVTPS2DQ Y1, Y5
-	VPADDD expconst<>+384(SB), Y5, Y5
-	VPSLLD $23, Y5, Y5
-	VMULPS Y5, Y4, Y4
+	EXP8
 	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI

@@ -1,7 +1,5 @@
 package kernel
 
-import "sync"
-
 // panel is the width of a packed panel: one AVX-512 register of float32.
 const panel = 16
 
@@ -71,27 +69,8 @@ func (w *Packed) Mul(m int, a []float32, lda int, c []float32, ldc int, threads 
 	_ = a[(m-1)*lda+w.K-1]
 	_ = c[(m-1)*ldc+w.N-1]
 	np := (w.N + panel - 1) / panel
-	const minWork = 1 << 17
 	t := min(threads, np, m*w.N*w.K/minWork)
-	if t <= 1 {
-		w.mul(0, np, m, a, lda, c, ldc)
-		return
-	}
-	per := (np + t - 1) / t
-	var wg sync.WaitGroup
-	for p0 := 0; p0 < np; p0 += per {
-		p1 := min(np, p0+per)
-		if p1 == np {
-			w.mul(p0, p1, m, a, lda, c, ldc)
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.mul(p0, p1, m, a, lda, c, ldc)
-		}()
-	}
-	wg.Wait()
+	parallel(np, t, func(p0, p1 int) { w.mul(p0, p1, m, a, lda, c, ldc) })
 }
 
 // mul computes the columns of panels p0..p1.

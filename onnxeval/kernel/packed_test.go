@@ -3,6 +3,7 @@ package kernel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -14,7 +15,7 @@ func TestPacked(t *testing.T) {
 	for _, c := range []struct{ m, n, k, threads int }{{1, 16, 8, 1}, {1, 37, 33, 1}, {3, 50, 64, 1}, {4, 16, 1, 1}, {5, 100, 256, 2}, {32, 1000, 256, 2}, {9, 31, 7, 1}} {
 		w := randVec(r, c.n*c.k)
 		p := Pack(w, c.n, c.k)
-		if got := p.Unpacked(); !sameFloats(got, w) {
+		if got := p.Unpacked(); !slices.Equal(got, w) {
 			t.Fatalf("%+v: Unpacked differs from the matrix packed", c)
 		}
 		lda, ldc := c.k+1, c.n+2
@@ -38,18 +39,6 @@ func TestPacked(t *testing.T) {
 			}
 		}
 	}
-}
-
-func sameFloats(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func BenchmarkPackedGemm32(b *testing.B) {
