@@ -429,15 +429,7 @@ func matMulBlockInt8(r *runner, a []float32, M, N, K, blk int, wq, wScale []floa
 	for m := 0; m < M; m++ {
 		for b := 0; b < nb; b++ {
 			lo, hi := b*blk, min(K, (b+1)*blk)
-			var amax float32
-			for _, v := range a[m*K+lo : m*K+hi] {
-				amax = max(amax, float32(math.Abs(float64(v))))
-			}
-			scale := amax / 127
-			var inv float32
-			if scale != 0 {
-				inv = 1 / scale
-			}
+			scale, inv := int8BlockScale(a[m*K+lo : m*K+hi])
 			aScale[m*nb+b] = scale
 			for k := lo; k < hi; k++ {
 				aq[m*K+k] = saturate(roundEven(a[m*K+k]*inv), -128, 127)
@@ -565,15 +557,7 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32) {
 		clear(aq)
 		for t := 0; t < nb; t++ {
 			lo, hi := t*blk, min(K, (t+1)*blk)
-			var amax float32
-			for _, v := range row[lo:hi] {
-				amax = max(amax, float32(math.Abs(float64(v))))
-			}
-			scale := amax / 127
-			var inv float32
-			if scale != 0 {
-				inv = 1 / scale
-			}
+			scale, inv := int8BlockScale(row[lo:hi])
 			aScale[m*nb+t] = scale
 			var sum int32
 			for k := lo; k < hi; k++ {
@@ -627,4 +611,19 @@ func zeroPointAt(zps []int32, i int) int32 {
 		return zps[0]
 	}
 	return zps[i%len(zps)]
+}
+
+// int8BlockScale is the symmetric int8 scale of a block of A at
+// MatMulNBits' accuracy level 4 (max|x| / 127) and its inverse (0 for an
+// all-zero block), as ONNX Runtime quantizes A.
+func int8BlockScale(x []float32) (scale, inv float32) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	scale = amax / 127
+	if scale != 0 {
+		inv = 1 / scale
+	}
+	return scale, inv
 }
