@@ -41,6 +41,9 @@ func compileMatMul(n *node) (opFunc, error) {
 	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
 		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), false)
 		packed = kernel.Pack(p.w, p.n, p.k)
+		if packed.Owns() {
+			n.prepare(1)
+		}
 	}
 	return func(f *frame, in, out []*Tensor) error {
 		a, b := in[0], in[1]
@@ -189,6 +192,9 @@ func compileGemm(n *node) (opFunc, error) {
 	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
 		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), transB)
 		packed = kernel.Pack(p.w, p.n, p.k)
+		if packed.Owns() {
+			n.prepare(1)
+		}
 	}
 	return func(f *frame, in, out []*Tensor) error {
 		a, b := in[0], in[1]

@@ -57,7 +57,13 @@ func Open(path string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %s: %w", path, err)
 	}
-	return FromGraph(path, g, opsetOf(mp.GetOpsetImport()), opt)
+	opset := opsetOf(mp.GetOpsetImport())
+	// The file's bytes are garbage now: collect them before the kernels
+	// lay out their weights, which then reuse that memory instead of
+	// growing the process (a model's peak memory would otherwise be its
+	// file, its decoded tensors and its packed weights at once).
+	runtime.GC()
+	return FromGraph(path, g, opset, opt)
 }
 
 // OpenBytes loads a model from the bytes of an .onnx file (without external

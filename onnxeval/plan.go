@@ -100,6 +100,18 @@ type node struct {
 	c      *compiler
 	consts []*Tensor // constant inputs (initializers, Constant outputs), else nil
 	body   *plan
+	// prepared marks the constant inputs whose contents the kernel has
+	// copied into its own layout and never reads at run time (it may
+	// still read their shape and type).
+	prepared []bool
+}
+
+// prepare records that the kernel keeps constant input i in its own layout.
+func (n *node) prepare(i int) {
+	for len(n.prepared) <= i {
+		n.prepared = append(n.prepared, false)
+	}
+	n.prepared[i] = true
 }
 
 func (n *node) opName() string {
@@ -151,6 +163,7 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 		pinned[k] = true
 	}
 	lastUse := map[int]int{}
+	var prepared []int // constant slots a kernel holds in its own layout
 	for i := range g.Nodes {
 		gn := g.Nodes[i]
 		n := &node{GraphNode: gn, c: c}
@@ -199,6 +212,11 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 			return nil, err
 		}
 		st.fn = fn
+		for j, p := range n.prepared {
+			if p && j < len(st.in) && st.in[j] >= 0 {
+				prepared = append(prepared, st.in[j])
+			}
+		}
 		for _, k := range st.in {
 			if k >= 0 {
 				lastUse[root[k]] = i
@@ -253,6 +271,7 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 			p.steps[i].free = append(p.steps[i].free, r)
 		}
 	}
+	p.dropPrepared(prepared, constOf, outputSlots(p))
 	// Constant nodes become constants: their steps do nothing at run time.
 	for i := range p.steps {
 		if p.steps[i].op == "Constant" {
@@ -330,4 +349,48 @@ func (p *plan) ops(seen map[string]bool) {
 			st.body.ops(seen)
 		}
 	}
+}
+
+func outputSlots(p *plan) map[int]bool {
+	out := map[int]bool{}
+	for _, k := range p.outputs {
+		out[k] = true
+	}
+	return out
+}
+
+// dropPrepared frees the weights kernels have copied into their own
+// layouts: a constant that only such kernels read keeps its shape and type
+// (for the kernels' checks) but not its data; a constant no step of this
+// graph reads (one a Loop body took as its own constant) is dropped.
+func (p *plan) dropPrepared(prepared []int, constOf map[int]*Tensor, outputs map[int]bool) {
+	uses := map[int]int{}
+	for _, st := range p.steps {
+		for _, k := range st.in {
+			if k >= 0 {
+				uses[k]++
+			}
+		}
+	}
+	stub := map[int]*Tensor{}
+	for _, k := range prepared {
+		if t := constOf[k]; t != nil && uses[k] == 1 && !outputs[k] {
+			d, err := makeData(t.DType, 0)
+			if err == nil {
+				stub[k] = &Tensor{DType: t.DType, Shape: t.Shape, Data: d, hollow: true}
+			}
+		}
+	}
+	kept := p.consts[:0]
+	for _, c := range p.consts {
+		switch {
+		case stub[c.slot] != nil:
+			c.t = stub[c.slot]
+			constOf[c.slot] = c.t
+		case uses[c.slot] == 0 && !outputs[c.slot]:
+			continue // read by no step here
+		}
+		kept = append(kept, c)
+	}
+	p.consts = kept
 }

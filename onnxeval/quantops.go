@@ -208,6 +208,8 @@ func init() {
 							q8.colSum[j] += int32(v)
 						}
 					}
+					bt = nil // the integer kernel serves; other A forms take the integer loop
+					n.prepare(1)
 				}
 			}
 		}
@@ -258,7 +260,17 @@ func init() {
 				out[0] = New(shape, res)
 				return nil
 			}
-			bi := intsOf(b)
+			var bi []int32
+			if q8 != nil { // B's data went to q8: rebuild it
+				bi = make([]int32, q8.k*q8.n)
+				for j := 0; j < q8.n; j++ {
+					for l := 0; l < q8.k; l++ {
+						bi[l*q8.n+j] = int32(q8.w[j*q8.k+l]) + bz0
+					}
+				}
+			} else {
+				bi = intsOf(b)
+			}
 			for p := range ia {
 				ap, bp, cp := ai[int(ia[p])*m*k:], bi[int(ib[p])*k*nn:], res[p*m*nn:]
 				for i := 0; i < m; i++ {
@@ -369,6 +381,12 @@ func init() {
 			}
 		} else {
 			w = bw.Dequantize() // N x K: already the layout GemmNT reads
+		}
+		// B, the scales and the zero points live in w (or nib) from now on.
+		n.prepare(1)
+		n.prepare(2)
+		if n.has(3) {
+			n.prepare(3)
 		}
 		return func(f *frame, in, out []*Tensor) error {
 			a := in[0]

@@ -136,9 +136,17 @@ func compileRNN(kind rnnKind) compileFunc {
 		if w, r := n.consts[1], n.consts[2]; w != nil && r != nil && w.DType == builder.Float && r.DType == builder.Float &&
 			len(w.Shape) == 3 && len(r.Shape) == 3 && int(w.Shape[0]) == op.dirs && int(w.Shape[1]) == G*H && sameShape(r.Shape, []int64{int64(op.dirs), int64(G * H), int64(H)}) {
 			I := int(w.Shape[2])
+			owns := true
 			for d := 0; d < op.dirs; d++ {
 				op.wp = append(op.wp, kernel.Pack(get[float32](w)[d*G*H*I:(d+1)*G*H*I], G*H, I))
 				op.rp = append(op.rp, kernel.Pack(get[float32](r)[d*G*H*H:(d+1)*G*H*H], G*H, H))
+				owns = owns && op.wp[d].Owns() && op.rp[d].Owns()
+			}
+			if owns {
+				n.prepare(1)
+				if kind != cellGRU || op.lbr { // a GRU without linear_before_reset reads Rh itself
+					n.prepare(2)
+				}
 			}
 		}
 		return op.run, nil
@@ -228,8 +236,13 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	xrow := make([]float32, B*I)
 	gbuf := make([]float32, G*H)
 	for d := 0; d < D; d++ {
-		wd := get[float32](w)[d*G*H*I : (d+1)*G*H*I]
-		rd := get[float32](rr)[d*G*H*H : (d+1)*G*H*H]
+		var wd, rd []float32
+		if op.wp == nil {
+			wd = get[float32](w)[d*G*H*I : (d+1)*G*H*I]
+		}
+		if op.rp == nil || op.kind == cellGRU && !op.lbr {
+			rd = get[float32](rr)[d*G*H*H : (d+1)*G*H*H]
+		}
 		var wb, rb, pd []float32
 		if bias != nil {
 			bb := get[float32](bias)[d*2*G*H : (d+1)*2*G*H]

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -19,7 +20,8 @@ type Tensor struct {
 	Shape []int64
 	Data  any
 
-	owned bool // the buffer came from a run's arena and returns to it
+	owned  bool // the buffer came from a run's arena and returns to it
+	hollow bool // a prepared weight's shape and type, without its data
 }
 
 // number is every element type the evaluator computes with.
@@ -134,7 +136,11 @@ func makeData(dt builder.DataType, n int) (any, error) {
 	return nil, fmt.Errorf("element type %v is not supported by the native evaluator", dt)
 }
 
-// FromBuilder decodes a constant tensor (an initializer or attribute).
+// littleEndian reports whether this machine stores numbers as ONNX does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// FromBuilder decodes a constant tensor (an initializer or attribute). A
+// float32 tensor on a little-endian machine views c.Raw in place.
 func FromBuilder(c *builder.Tensor) (*Tensor, error) {
 	if !supported(c.DType) {
 		return nil, fmt.Errorf("tensor %q: element type %v is not supported by the native evaluator", c.Name, c.DType)
@@ -147,6 +153,12 @@ func FromBuilder(c *builder.Tensor) (*Tensor, error) {
 	size := c.DType.Size()
 	if len(c.Raw) != n*size {
 		return nil, fmt.Errorf("tensor %q: %d bytes of data for %d elements of %v", c.Name, len(c.Raw), n, c.DType)
+	}
+	if c.DType == builder.Float && n > 0 && littleEndian && uintptr(unsafe.Pointer(&c.Raw[0]))%4 == 0 {
+		// The raw bytes are the float32s already: view them, no copy (the
+		// weights are most of a model's memory). c.Raw must not change.
+		data := unsafe.Slice((*float32)(unsafe.Pointer(&c.Raw[0])), n)
+		return &Tensor{DType: c.DType, Shape: append([]int64{}, c.Dims...), Data: data}, nil
 	}
 	data, _ := makeData(c.DType, n)
 	raw := c.Raw

@@ -39,7 +39,9 @@ type GraphNode struct {
 
 // ReadGraph returns mp's main graph as a Graph. External data must have been
 // loaded (LoadWith with LoadExternalData); a tensor still stored outside is
-// an error naming it.
+// an error naming it. The initializers share mp's raw bytes (weights are
+// most of a model's memory): neither may be changed while the other is in
+// use.
 func ReadGraph(mp *onnxpb.ModelProto) (*Graph, error) {
 	if mp.GetGraph() == nil {
 		return nil, fmt.Errorf("onnxfile: the model has no graph")
@@ -56,7 +58,7 @@ func graphFromProto(gp *onnxpb.GraphProto) (*Graph, error) {
 		g.Outputs = append(g.Outputs, valueInfoFromProto(v))
 	}
 	for _, tp := range gp.GetInitializer() {
-		t, err := TensorFromProto(tp)
+		t, err := tensorFromProto(tp, true)
 		if err != nil {
 			return nil, fmt.Errorf("graph %q initializer %q: %w", g.Name, tp.GetName(), err)
 		}

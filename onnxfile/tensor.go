@@ -89,6 +89,13 @@ func ReadTensorProtoBytes(data []byte) (*builder.Tensor, error) {
 // (uint32, uint64) and string_data. Tensors whose data lies in an external
 // file that was not loaded are refused.
 func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
+	return tensorFromProto(tp, false)
+}
+
+// tensorFromProto is TensorFromProto; with share, raw_data is not copied:
+// the tensor's Raw is the message's (for ReadGraph, whose caller drops the
+// message).
+func tensorFromProto(tp *onnxpb.TensorProto, share bool) (*builder.Tensor, error) {
 	name := tp.GetName()
 	dt := builder.DataType(tp.GetDataType())
 	t := &builder.Tensor{Name: name, DType: dt, Dims: append([]int64{}, tp.GetDims()...), Doc: tp.GetDocString()}
@@ -126,7 +133,10 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 		if int64(len(tp.RawData)) != want {
 			return nil, fmt.Errorf("tensor %q: raw_data has %d bytes, want %d for %v%v", name, len(tp.RawData), want, dt, t.Dims)
 		}
-		t.Raw = append([]byte{}, tp.RawData...)
+		t.Raw = tp.RawData
+		if !share {
+			t.Raw = append([]byte{}, tp.RawData...)
+		}
 		return t, nil
 	}
 	// Check the element count before decoding, so that a bogus shape

@@ -34,6 +34,10 @@ func Pack(w []float32, n, k int) *Packed {
 	return &Packed{N: n, K: k, p: p}
 }
 
+// Owns reports whether the packed matrix holds its own copy of W (so that
+// the caller may drop W): true when packed into panels.
+func (w *Packed) Owns() bool { return w.plain == nil }
+
 // Unpacked returns W as n x k rows (a copy when packed).
 func (w *Packed) Unpacked() []float32 {
 	if w.plain != nil {
