@@ -91,13 +91,23 @@ func init() {
 			}
 			xs := get[float32](x)
 			q := make([]float32, len(xs))
-			for i, v := range xs {
-				j := at(i)
-				z := float32(0)
+			if len(s) == 1 { // one scale and zero point: the usual, per-tensor form
+				var z float32
 				if zp != nil {
-					z = float32(zp[j])
+					z = float32(zp[0])
 				}
-				q[i] = saturate(roundEven(v/s[j])+z, lo, hi)
+				for i, v := range xs {
+					q[i] = saturate(roundEven(v/s[0])+z, lo, hi)
+				}
+			} else {
+				for i, v := range xs {
+					j := at(i)
+					z := float32(0)
+					if zp != nil {
+						z = float32(zp[j])
+					}
+					q[i] = saturate(roundEven(v/s[j])+z, lo, hi)
+				}
 			}
 			out[0] = quantized(odt, x.Shape, q)
 			return nil

@@ -120,6 +120,18 @@ func unary(r *runner, name string, def unaryDef, t *Tensor) (*Tensor, error) {
 			tanh32(x, z)
 		case "Sigmoid":
 			sigmoid32(x, z)
+		case "Abs": // exact in float32: no round trip through float64
+			for i, v := range x {
+				z[i] = max(v, -v)
+			}
+		case "Neg":
+			for i, v := range x {
+				z[i] = -v
+			}
+		case "Relu":
+			for i, v := range x {
+				z[i] = max(v, 0)
+			}
 		default:
 			for i, v := range x {
 				z[i] = float32(def.f64(float64(v)))
