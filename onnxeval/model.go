@@ -39,6 +39,7 @@ type UnsupportedError struct {
 	Why string
 }
 
+// Error says which node and operator, and what is missing.
 func (e *UnsupportedError) Error() string {
 	n := e.Node
 	if n == "" {

@@ -11,6 +11,7 @@ var ErrNoORT error = noORTError{}
 
 type noORTError struct{}
 
+// Error says that ONNX Runtime is missing from this build, and what to do.
 func (noORTError) Error() string {
 	return "onnxrun: this attnx was built without cgo (CGO_ENABLED=0), so ONNX Runtime is unavailable; use the native backend (--backend go, Options.Backend \"go\") or build with cgo"
 }
