@@ -99,11 +99,11 @@ echo
 echo "=== the native Go backend (--backend go: no ONNX Runtime, no cgo) on the same models"
 if $attnx version 2>/dev/null | grep -q '^  backends     ort'; then
 	for model in luong bahdanau onmt onmt-int8 onmt-spm; do
-		cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 --backend ort >"$out/heldout.$model.ort"
-		cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 --backend go >"$out/heldout.$model.go"
+		cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 --backend ort >"$out/heldout.$model.ort.txt"
+		cut -f1 "$demo/heldout.txt" | $attnx translate --model "$out/$model" --batch 64 --beam 4 --backend go >"$out/heldout.$model.native.txt"
 		# The backends round differently in the last bits: a near tie may go
 		# either way, so a few lines may differ; more means a bug.
-		same=$(paste -d '\n' "$out/heldout.$model.ort" "$out/heldout.$model.go" | awk 'NR % 2 { a = $0; next } $0 == a { n++ } END { print n + 0 }')
+		same=$(paste -d '\n' "$out/heldout.$model.ort.txt" "$out/heldout.$model.native.txt" | awk 'NR % 2 { a = $0; next } $0 == a { n++ } END { print n + 0 }')
 		echo "$model: $same of 200 held-out translations (beam 4) identical on ort and go"
 		if [ "$same" -lt 198 ]; then
 			echo "$model: the native backend's translations differ from ONNX Runtime's" >&2
