@@ -228,7 +228,6 @@ func init() {
 			if !isByte(a.DType) || !isByte(b.DType) {
 				return fmt.Errorf("A is %v and B %v; int8 or uint8 expected", a.DType, b.DType)
 			}
-			ai := intsOf(a)
 			var azp, bzp []int32
 			if len(in) > 2 && in[2] != nil {
 				azp = intsOf(in[2])
@@ -247,11 +246,11 @@ func init() {
 			// A constant B is 2-D: A's leading dimensions are rows too.
 			mt := len(ia) * m
 			if q8 != nil && q8.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && len(azp) <= 1 {
-				res := make([]int32, numel(shape))
 				q8.run(a, azAt(0), mt, res)
 				out[0] = New(shape, res)
 				return nil
 			}
+			ai := intsOf(a) // A as int32, for the paths below
 			var amax int32
 			for i, v := range ai {
 				d := v - azAt(i/max(k, 1))

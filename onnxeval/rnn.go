@@ -2,7 +2,6 @@ package onnxeval
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/attnx/attnx/builder"
@@ -233,7 +232,6 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	hr := make([]float32, B*G*H)
 	hs := make([]float32, B*H)
 	cs := make([]float32, B*H)
-	xrow := make([]float32, B*I)
 	gbuf := make([]float32, G*H)
 	for d := 0; d < D; d++ {
 		var wd, rd []float32
@@ -276,7 +274,6 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			} else {
 				kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, r.threads)
 			}
-			_ = xrow
 			for b := 0; b < B; b++ {
 				if s >= seqLen[b] {
 					continue
@@ -396,16 +393,12 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
 			op.clipped(og)
 		}
 		op.f[d](og)
-		copy(hh4(g, H), c)
-		op.h[d](hh4(g, H))
+		// h(C) in the candidate gate's slot, free once C is updated.
+		hc := g[3*H : 4*H]
+		copy(hc, c)
+		op.h[d](hc)
 		for i := 0; i < H; i++ {
-			h[i] = og[i] * g[3*H+i]
+			h[i] = og[i] * hc[i]
 		}
 	}
 }
-
-// hh4 is the LSTM scratch slot reused for h(C): the candidate gate's slot,
-// free once C is updated.
-func hh4(g []float32, H int) []float32 { return g[3*H : 4*H] }
-
-var _ = math.Abs

@@ -1,10 +1,8 @@
 package onnxeval
 
 import (
-	"fmt"
 	"math"
 
-	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
@@ -177,6 +175,3 @@ func unary(r *runner, name string, def unaryDef, t *Tensor) (*Tensor, error) {
 func tanh32(x, z []float32) { kernel.Tanh(x, z) }
 
 func sigmoid32(x, z []float32) { kernel.Sigmoid(x, z) }
-
-var _ = fmt.Sprint
-var _ = builder.Float
