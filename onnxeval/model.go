@@ -54,17 +54,16 @@ func Open(path string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %w", err)
 	}
-	g, err := onnxfile.ReadGraph(mp)
-	if err != nil {
-		return nil, fmt.Errorf("native evaluator: %s: %w", path, err)
-	}
-	opset := opsetOf(mp.GetOpsetImport())
 	// The file's bytes are garbage now: collect them before the kernels
 	// lay out their weights, which then reuse that memory instead of
 	// growing the process (a model's peak memory would otherwise be its
 	// file, its decoded tensors and its packed weights at once).
 	runtime.GC()
-	return FromGraph(path, g, opset, opt)
+	g, err := onnxfile.ReadGraph(mp)
+	if err != nil {
+		return nil, fmt.Errorf("native evaluator: %s: %w", path, err)
+	}
+	return FromGraph(path, g, opt)
 }
 
 // OpenBytes loads a model from the bytes of an .onnx file (without external
@@ -78,27 +77,16 @@ func OpenBytes(data []byte, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %w", err)
 	}
-	return FromGraph("model bytes", g, opsetOf(mp.GetOpsetImport()), opt)
+	return FromGraph("model bytes", g, opt)
 }
 
-type opsetID interface {
-	GetDomain() string
-	GetVersion() int64
-}
-
-func opsetOf[T opsetID](imports []T) int64 {
-	for _, o := range imports {
-		if o.GetDomain() == "" || o.GetDomain() == "ai.onnx" {
-			return o.GetVersion()
-		}
+// FromGraph plans g (a main graph read by onnxfile.ReadGraph) for running,
+// with the operators' semantics of g.Opset (17 when 0). name labels errors.
+func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
+	opset := g.Opset
+	if opset == 0 {
+		opset = 17
 	}
-	return 17
-}
-
-// FromGraph plans g (a main graph read by onnxfile.ReadGraph) for running;
-// opset is the version of the default ONNX domain the model imports. name
-// labels errors.
-func FromGraph(name string, g *onnxfile.Graph, opset int64, opt Options) (*Model, error) {
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)

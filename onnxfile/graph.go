@@ -25,6 +25,9 @@ type Graph struct {
 	// Nodes are the graph's nodes in file order; Attrs["body"].Graph holds
 	// a Loop's body.
 	Nodes []GraphNode
+	// Opset is the version of the default ONNX domain the model imports
+	// (main graphs; 0 when the model names none, and in subgraphs).
+	Opset int64
 }
 
 // GraphNode is a node of a Graph: a Node whose graph attributes are whole
@@ -46,7 +49,16 @@ func ReadGraph(mp *onnxpb.ModelProto) (*Graph, error) {
 	if mp.GetGraph() == nil {
 		return nil, fmt.Errorf("onnxfile: the model has no graph")
 	}
-	return graphFromProto(mp.GetGraph())
+	g, err := graphFromProto(mp.GetGraph())
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range mp.GetOpsetImport() {
+		if o.GetDomain() == "" || o.GetDomain() == "ai.onnx" {
+			g.Opset = o.GetVersion()
+		}
+	}
+	return g, nil
 }
 
 func graphFromProto(gp *onnxpb.GraphProto) (*Graph, error) {

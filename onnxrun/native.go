@@ -2,8 +2,6 @@ package onnxrun
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/attnx/attnx/builder"
@@ -13,7 +11,8 @@ import (
 // Backend returns the engine the session runs on: BackendORT or BackendGo.
 func (s *Session) Backend() string { return s.backend }
 
-// openNative loads the model into attnx's native evaluator. Its inputs and
+// openNative loads the model into attnx's native evaluator: the file at
+// path, or data when path is "". Its inputs and
 // outputs must be declared tensors of known element types (every model
 // attnx writes declares them).
 func openNative(name, path string, data []byte, opt Options) (*Session, error) {
@@ -29,16 +28,7 @@ func openNative(name, path string, data []byte, opt Options) (*Session, error) {
 	var m *onnxeval.Model
 	var err error
 	if path != "" {
-		// Open reads external data relative to the file.
-		abs, aerr := filepath.Abs(path)
-		if aerr != nil {
-			abs = path
-		}
-		if _, serr := os.Stat(abs); serr == nil {
-			m, err = onnxeval.Open(abs, eopt)
-		} else {
-			m, err = onnxeval.OpenBytes(data, eopt)
-		}
+		m, err = onnxeval.Open(path, eopt) // external data relative to the file
 	} else {
 		m, err = onnxeval.OpenBytes(data, eopt)
 	}

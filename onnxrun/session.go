@@ -170,6 +170,9 @@ var ErrClosed = errors.New("onnxrun: session is closed")
 // Open loads the .onnx model at path (external data files are found
 // relative to it). It calls Init first.
 func Open(path string, opt Options) (*Session, error) {
+	if opt.backend() == BackendGo {
+		return openNative(path, path, nil, opt) // it reads the file itself
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("onnxrun: opening model: %w", err)
@@ -187,11 +190,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("onnxrun: %s: empty model", name)
 	}
-	backend := opt.Backend
-	if backend == "" {
-		backend = DefaultBackend
-	}
-	switch backend {
+	switch backend := opt.backend(); backend {
 	case BackendORT:
 		if err := Init(); err != nil {
 			return nil, err
@@ -202,6 +201,14 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 		return openNative(name, path, data, opt)
 	}
 	return nil, fmt.Errorf("onnxrun: unknown backend %q: want %q or %q", opt.Backend, BackendORT, BackendGo)
+}
+
+// backend is the backend o asks for, DefaultBackend for "".
+func (o Options) backend() string {
+	if o.Backend == "" {
+		return DefaultBackend
+	}
+	return o.Backend
 }
 
 // fromDecls describes declared inputs or outputs as ONNX Runtime would,
