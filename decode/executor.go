@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxrun"
 )
 
@@ -244,10 +245,10 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 	}
 	var ios []io
 	f32 := func(input bool, name string, data []float32, dims ...int64) {
-		ios = append(ios, io{input, name, onnxrun.NewFloat32(dims, data[:numel(dims)])})
+		ios = append(ios, io{input, name, onnxrun.NewFloat32(dims, data[:builder.NumElements(dims)])})
 	}
 	i64 := func(input bool, name string, data []int64, dims ...int64) {
-		ios = append(ios, io{input, name, onnxrun.NewInt64(dims, data[:numel(dims)])})
+		ios = append(ios, io{input, name, onnxrun.NewInt64(dims, data[:builder.NumElements(dims)])})
 	}
 	var sess *onnxrun.Session
 	switch key.kind {
@@ -536,13 +537,4 @@ func (e *Executor) Next(parents []int, inputs []int64) error {
 	e.cur = 1 - e.cur
 	e.b, e.s = nb, s2
 	return nil
-}
-
-// numel is the element count of dims.
-func numel(dims []int64) int {
-	n := 1
-	for _, d := range dims {
-		n *= int(d)
-	}
-	return n
 }
