@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/attnx/attnx/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +18,7 @@ func TestBuildsWithoutCgo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds attnx twice")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command: %v", err)
-	}
+	gobin := testenv.Command(t, "go", "golang-go")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "attnx")
 	build := func(env []string, out string) {
