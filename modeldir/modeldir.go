@@ -184,7 +184,11 @@ func Export(checkpointPath, dir string, opt Options) (res *Result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("output directory %s: %w", dir, err)
 	}
-	dir = abs
+	// A link to a directory is followed: the model is swapped in at its
+	// target, and the link stays.
+	if dir, err = atomicfile.Resolve(abs); err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", abs, err)
+	}
 	total := 4
 	for _, on := range []bool{opt.Greedy, opt.Beam} {
 		if on {

@@ -519,3 +519,36 @@ func TestExportWeights(t *testing.T) {
 		t.Errorf("a refused export left %s: %v", dir, err)
 	}
 }
+
+// TestExportThroughSymlink: -o naming a link to a directory (new, or a
+// model directory with --force) writes the model at the link's target,
+// and the link stays a link.
+func TestExportThroughSymlink(t *testing.T) {
+	parent := t.TempDir()
+	real := filepath.Join(parent, "models", "v1")
+	link := filepath.Join(parent, "current")
+	if err := os.Symlink("models/v1", link); err != nil {
+		t.Fatal(err)
+	}
+	// Dangling: the target is created.
+	mustExport(t, ckpt("luong-dot_b1_l1", "checkpoint.pt"), link, Options{})
+	// Existing model directory, replaced with --force.
+	res := mustExport(t, ckpt("luong-general_b1_l1", "checkpoint.pt"), link, Options{Force: true})
+	if !res.Replaced || res.Dir != real {
+		t.Errorf("result dir %s replaced %v, want %s replaced", res.Dir, res.Replaced, real)
+	}
+	st, err := os.Lstat(link)
+	if err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s is no longer a link: %v %v", link, st.Mode(), err)
+	}
+	info, err := ReadInfo(filepath.Join(real, InfoFile))
+	if err != nil || info.Arch != attention.LuongGeneral {
+		t.Fatalf("the link's target holds %+v, %v", info, err)
+	}
+	if got := strings.Join(entries(t, parent), " "); got != "current models" {
+		t.Errorf("parent holds %s", got)
+	}
+	if got := strings.Join(entries(t, filepath.Dir(real)), " "); got != "v1" {
+		t.Errorf("%s holds %s: temporary directories left behind", filepath.Dir(real), got)
+	}
+}

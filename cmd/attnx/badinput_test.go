@@ -32,13 +32,13 @@ import (
 
 // badRun runs the CLI in-process with stdin and returns the exit status,
 // stdout and stderr.
-func badRun(stdin io.Reader, args ...string) (int, string, string) {
-	if stdin == nil {
-		stdin = strings.NewReader("")
+func badRun(in io.Reader, args ...string) (int, string, string) {
+	if in == nil {
+		in = strings.NewReader("")
 	}
 	var out, errb bytes.Buffer
-	stdout, stderr, translateStdin = &out, &errb, stdin
-	defer func() { stdout, stderr, translateStdin = os.Stdout, os.Stderr, os.Stdin }()
+	stdout, stderr, stdin = &out, &errb, in
+	defer func() { stdout, stderr, stdin = os.Stdout, os.Stderr, os.Stdin }()
 	code := run(args)
 	return code, out.String(), errb.String()
 }
@@ -558,8 +558,8 @@ func TestTranslateStdinStreamsWithBoundedMemory(t *testing.T) {
 	in := &badLines{n: lines}
 	outw := &badLineCounter{in: in}
 	var errb bytes.Buffer
-	stdout, stderr, translateStdin = outw, &errb, in
-	defer func() { stdout, stderr, translateStdin = os.Stdout, os.Stderr, os.Stdin }()
+	stdout, stderr, stdin = outw, &errb, in
+	defer func() { stdout, stderr, stdin = os.Stdout, os.Stderr, os.Stdin }()
 
 	runtime.GC()
 	heap0, rss0 := badHeap(), procstat.RSS()

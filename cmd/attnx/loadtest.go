@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/translate"
 )
@@ -52,7 +53,7 @@ measuring: both share this machine. Sentences come from --inputs FILE, one
 per line (a tab ends the sentence, so testdata/demo/heldout.txt works).`
 }
 
-func runLoadtest(args []string) error {
+func runLoadtest(args []string) (err error) {
 	fs := newFlagSet("loadtest")
 	model := fs.String("model", "", "start attnx serve on 127.0.0.1 with the model directory `DIR`")
 	target := fs.String("url", "", "load a running server at `URL` instead (loopback only)")
@@ -115,15 +116,20 @@ func runLoadtest(args []string) error {
 	}
 
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := atomicfile.Create(*cpuProfile, 0o644)
 		if err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		defer f.Close()
+		defer f.Discard() // no-op once committed
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Commit(); err == nil && cerr != nil {
+				err = fmt.Errorf("--cpuprofile: %w", cerr)
+			}
+		}()
 	}
 	ctx := context.Background()
 	var runs []serve.LoadRun

@@ -67,7 +67,10 @@ const (
 	exitUsage   = 2
 )
 
+// The standard streams, variables for tests. A file argument "-" means
+// stdin wherever attnx reads a file.
 var (
+	stdin  io.Reader = os.Stdin
 	stdout io.Writer = os.Stdout
 	stderr io.Writer = os.Stderr
 )

@@ -3,16 +3,11 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/attnx/attnx/mtscore"
 )
-
-// scoreStdin is where `attnx score` reads the hypotheses when given no
-// file (a variable for tests).
-var scoreStdin io.Reader = os.Stdin
 
 func init() {
 	commandDocs["score"] = `
@@ -63,23 +58,19 @@ func runScore(args []string) error {
 			return &usageError{fmt.Sprintf("--metrics %s: want bleu and/or chrf", m)}
 		}
 	}
-	hypName := "stdin"
-	var hyps []string
-	var err error
+	hypName := stdinName
 	if fs.NArg() == 1 {
 		hypName = fs.Arg(0)
-		hyps, err = readSegments(hypName)
-	} else {
-		hyps, err = segments(scoreStdin, hypName)
 	}
+	hyps, err := readScored(hypName)
 	if err != nil {
 		return err
 	}
 	var refLines [][]string
 	for _, r := range *refs {
-		lines, err := readSegments(r)
+		lines, err := readScored(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("--ref %w", err)
 		}
 		if len(lines) != len(hyps) {
 			return fmt.Errorf("--ref %s has %d lines and %s has %d: a reference needs one line per hypothesis", r, len(lines), hypName, len(hyps))
@@ -131,30 +122,34 @@ func runScore(args []string) error {
 	return nil
 }
 
-// readSegments reads a file's lines (without line ends; a last line
-// without one counts).
-func readSegments(path string) ([]string, error) {
-	f, err := os.Open(path)
+// readScored reads a file to score as sacreBLEU's command does: lines
+// end at \n, \r\n or a lone \r (Python's universal newlines), the text
+// must be UTF-8, and an empty file is refused, since it usually means that
+// the translation failed.
+func readScored(path string) ([]string, error) {
+	lines, err := readLines(path, universalEnds)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return segments(f, path)
-}
-
-func segments(r io.Reader, name string) ([]string, error) {
-	var out []string
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			out = append(out, strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"))
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("%s is empty: nothing to score (a failed translation?)", path)
+	}
+	for i, l := range lines {
+		if !utf8.ValidString(l) {
+			return nil, fmt.Errorf("%s line %d: not valid UTF-8 (at byte %d of the line)", path, i+1, invalidAt(l))
 		}
 	}
+	return lines, nil
+}
+
+// invalidAt is the offset of s's first byte that is not valid UTF-8.
+func invalidAt(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }

@@ -22,8 +22,8 @@ func TestScore(t *testing.T) {
 
 	// two references, hypotheses on stdin, JSON
 	hyp, _ := os.ReadFile(p("mixed.hyp"))
-	scoreStdin = strings.NewReader(string(hyp))
-	defer func() { scoreStdin = os.Stdin }()
+	stdin = strings.NewReader(string(hyp))
+	defer func() { stdin = os.Stdin }()
 	code, out, errOut = attnx("score", "--ref", p("mixed.ref1"), "--ref", p("mixed.ref2"), "--json", "--metrics", "bleu")
 	var js map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &js) != nil || js["score"] != 56.52 || js["nrefs"] != "2" {

@@ -6,21 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/attnx/attnx/heatmap"
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
 )
-
-// translateStdin is where `attnx translate` reads inputs when given none on
-// the command line (a variable for tests).
-var translateStdin io.Reader = os.Stdin
 
 func init() {
 	commandDocs["translate"] = `
@@ -142,6 +137,11 @@ func runTranslate(args []string) error {
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return err
 	}
+	for flag, out := range map[string]string{"--output": *output, "--plot": *plotPath} {
+		if err := atomicfile.SameFile(out, *src); err != nil {
+			return &usageError{flag + ": " + err.Error()}
+		}
+	}
 	if err := checkBackend(*backend, *device); err != nil {
 		return err
 	}
@@ -188,10 +188,10 @@ func runTranslate(args []string) error {
 		}
 		err = tr.TranslateInputs(ctx, inputs, out.write)
 	} else {
-		bar := newTranslateBar(translateStdin)
+		bar := newTranslateBar(stdin)
 		// Each batch's answers go out as soon as it is decoded: a program
 		// on the other end of a pipe may be waiting for them.
-		err = tr.Stream(ctx, translateStdin, out.write, func(bytes int64, lines int) {
+		err = tr.Stream(ctx, stdin, out.write, func(bytes int64, lines int) {
 			bar.update(bytes, lines)
 			// A failed flush sticks: the next write reports it.
 			_ = w.Flush()

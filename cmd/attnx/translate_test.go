@@ -52,8 +52,8 @@ func translateTestModelWith(t *testing.T, opt modeldir.Options) string {
 
 // attnxStdin runs the CLI with stdin.
 func attnxStdin(in string, args ...string) (int, string, string) {
-	translateStdin = strings.NewReader(in)
-	defer func() { translateStdin = os.Stdin }()
+	stdin = strings.NewReader(in)
+	defer func() { stdin = os.Stdin }()
 	return attnx(args...)
 }
 
