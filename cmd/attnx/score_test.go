@@ -50,3 +50,44 @@ func TestScore(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreReadsAsSacreBLEU: lines end at \n, \r\n or a lone \r (Python's
+// universal newlines); "-" is stdin; an empty file and bytes that are not
+// UTF-8 are refused with the file and line named.
+func TestScoreReadsAsSacreBLEU(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ref := write("ref", "the black cat sat down\non the old mat by the door\nit was red and warm there\n")
+	for _, hyp := range []string{"the black cat sat down\ron the old mat by the door\r\nit was red and warm there", "the black cat sat down\non the old mat by the door\nit was red and warm there\n"} {
+		code, out, errOut := attnx("score", "--ref", ref, "--metrics", "bleu", write("hyp", hyp))
+		if code != 0 || !strings.Contains(out, " = 100.00 ") {
+			t.Errorf("hyp %q: exit %d, %q %q; want BLEU 100 over 3 lines", hyp, code, out, errOut)
+		}
+	}
+	stdin = strings.NewReader("the black cat sat down\non the old mat by the door\nit was red and warm there\n")
+	defer func() { stdin = os.Stdin }()
+	if code, out, errOut := attnx("score", "--ref", ref, "--metrics", "bleu", "-"); code != 0 || !strings.Contains(out, " = 100.00 ") {
+		t.Errorf("hyp -: exit %d, %q %q", code, out, errOut)
+	}
+	empty := write("empty", "")
+	bad := write("bad", "the cat sat\non the \xffmat\nit was red\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ref", ref, empty}, empty + " is empty: nothing to score"},
+		{[]string{"--ref", empty, ref}, "--ref " + empty + " is empty"},
+		{[]string{"--ref", ref, bad}, bad + " line 2: not valid UTF-8 (at byte 7 of the line)"},
+	} {
+		code, out, errOut := attnx(append([]string{"score"}, c.args...)...)
+		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
