@@ -50,6 +50,11 @@ type Backend interface {
 	// order. A bad row is a *translate.InputError; a cancelled or expired
 	// ctx returns ctx.Err() (wrapped or not) as soon as the backend can stop.
 	Translate(ctx context.Context, job Job) ([]translate.Result, error)
+	// SourceLengths returns the number of source tokens each text becomes
+	// with the model's tokenizer (see translate.Translator.SourceLengths),
+	// for the memory estimate; a text that cannot be tokenised fails as
+	// Translate would.
+	SourceLengths(texts []string) ([]int, error)
 	// Info returns the model directory's attnx.json.
 	Info() modeldir.Info
 	// Close releases the model once no call is in progress.
@@ -114,6 +119,10 @@ func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend,
 }
 
 func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
+
+func (b *translatorBackend) SourceLengths(texts []string) ([]int, error) {
+	return b.def.SourceLengths(texts)
+}
 
 // Translate decodes with the Translator's default limit (2n+10), then
 // applies job.MaxLen: greedy decoding is prefix-stable (a row's first k
@@ -306,6 +315,10 @@ func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, e
 }
 
 func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
+
+func (b *batchingBackend) SourceLengths(texts []string) ([]int, error) {
+	return b.tr.SourceLengths(texts)
+}
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
 	opt := job.callOptions()

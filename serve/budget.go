@@ -3,7 +3,6 @@ package serve
 import (
 	"fmt"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/translate"
@@ -62,28 +61,34 @@ func rowMemory(c attention.Config, n, T, K, N int, withAttention bool) int64 {
 }
 
 // requestMemory estimates the bytes job takes on a model of config c: the
-// sum of its rows' rowMemory. A text's source length is bounded by its
-// characters (every tokenizer attnx has gives at most one token per
-// character) plus the two a tokenizer may add.
-func requestMemory(c attention.Config, job Job) int64 {
+// sum of its rows' rowMemory. srcLens are the rows' source lengths in
+// tokens: the ids rows' lengths, or what the model's tokenizer makes of
+// the texts (Backend.SourceLengths), never their characters, since a
+// tokenizer may give several pieces per character.
+func requestMemory(c attention.Config, job Job, srcLens []int) int64 {
 	K, N := max(job.Beam, 1), max(job.NBest, 1)
-	maxLen := func(n int) int {
-		if job.MaxLen > 0 {
-			return job.MaxLen
-		}
-		return translate.DefaultMaxLen(n)
-	}
 	var total int64
-	add := func(n int) {
-		total += rowMemory(c, n, maxLen(n), K, N, job.Attention)
-	}
-	for _, row := range job.IDs {
-		add(len(row))
-	}
-	for _, text := range job.Texts {
-		add(utf8.RuneCountInString(text) + 2)
+	for _, n := range srcLens {
+		T := job.MaxLen
+		if T <= 0 {
+			T = translate.DefaultMaxLen(n)
+		}
+		total += rowMemory(c, n, T, K, N, job.Attention)
 	}
 	return total
+}
+
+// sourceLengths returns the source length of each row of job: the ids
+// rows' lengths, or the texts' tokens as the backend counts them.
+func sourceLengths(b Backend, job Job) ([]int, error) {
+	if job.IDs != nil {
+		lens := make([]int, len(job.IDs))
+		for i, row := range job.IDs {
+			lens[i] = len(row)
+		}
+		return lens, nil
+	}
+	return b.SourceLengths(job.Texts)
 }
 
 // memoryBudget is the server's budget: the memory its requests in flight

@@ -10,7 +10,10 @@ import (
 
 // Defaults of Config's limits, used where a field is 0.
 const (
-	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxInputBytes bounds one input text before it is tokenised:
+	// 256 source tokens (DefaultMaxSourceLen) of even long pieces fit.
+	DefaultMaxInputBytes  = 16 << 10
 	DefaultMaxInputs      = 64
 	DefaultMaxSourceLen   = 256
 	DefaultMaxOutLen      = 512
@@ -83,7 +86,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxInputs bounds the inputs of one request.
 	MaxInputs int
-	// MaxSourceLen bounds the source tokens of one input.
+	// MaxInputBytes bounds one input text's bytes, checked before any
+	// tokenizer runs (413 past it).
+	MaxInputBytes int
+	// MaxSourceLen bounds the source tokens of one input, counted after
+	// tokenization.
 	MaxSourceLen int
 	// MaxOutLen bounds a request's max_len.
 	MaxOutLen int
@@ -149,7 +156,7 @@ func (c Config) withDefaults() (Config, error) {
 		name string
 		v    int64
 	}{
-		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputs", int64(c.MaxInputs)},
+		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputBytes", int64(c.MaxInputBytes)}, {"MaxInputs", int64(c.MaxInputs)},
 		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
 		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
@@ -167,6 +174,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	def(&c.MaxInputBytes, DefaultMaxInputBytes)
 	def(&c.MaxInputs, DefaultMaxInputs)
 	def(&c.MaxSourceLen, DefaultMaxSourceLen)
 	def(&c.MaxOutLen, DefaultMaxOutLen)

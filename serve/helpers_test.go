@@ -202,3 +202,12 @@ func (b *blockingBackend) Info() modeldir.Info {
 }
 
 func (b *blockingBackend) Close() error { return nil }
+
+// SourceLengths: the fake has no tokenizer; a text is one token per byte.
+func (b *blockingBackend) SourceLengths(texts []string) ([]int, error) {
+	lens := make([]int, len(texts))
+	for i, s := range texts {
+		lens[i] = len(s)
+	}
+	return lens, nil
+}

@@ -419,7 +419,23 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if job.Texts != nil && m.info.SrcTokens == nil {
 		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
 	}
-	need := requestMemory(m.info.Config.WithDefaults(), job)
+	// Tokenizers run on bounded text only: a line's bytes are capped
+	// first (the body's are, by MaxBodyBytes).
+	for i, text := range job.Texts {
+		if len(text) > s.cfg.MaxInputBytes {
+			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
+				i, len(text), s.cfg.MaxInputBytes)
+		}
+	}
+	field := "inputs"
+	if job.IDs != nil {
+		field = "ids"
+	}
+	srcLens, err := sourceLengths(m.backend, job)
+	if err != nil {
+		return s.translateError(w, r, m, field, err, release)
+	}
+	need := requestMemory(m.info.Config.WithDefaults(), job, srcLens)
 	if need > s.cfg.MaxRequestMemory {
 		return fail(m, http.StatusRequestEntityTooLarge, "the request needs about %s (%d inputs, beam %d, max_len %s, attention %v): more than the per-request memory budget of %s (--max-request-memory); send fewer inputs or shorter sources, or ask for a smaller beam or max_len, or no attention",
 			mib(need), len(job.Texts)+len(job.IDs), max(job.Beam, 1), maxLenText(job.MaxLen), job.Attention, mib(s.cfg.MaxRequestMemory))
@@ -432,7 +448,6 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	release = func() { s.budget.release(need) }
 
 	var res []translate.Result
-	var err error
 	if m.info.Batching {
 		// The scheduler admits requests itself.
 		res, err = m.backend.Translate(ctx, job)
@@ -450,34 +465,8 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 			res[i].Attention = nil
 		}
 	}
-	field := "inputs"
-	if job.IDs != nil {
-		field = "ids"
-	}
-	var ie *translate.InputError
-	var mem *translate.MemoryLimitError
-	switch {
-	case err == nil:
-	case errors.As(err, &mem):
-		return fail(m, http.StatusRequestEntityTooLarge, "%s", mem.Remedy("send fewer inputs, shorter sources or a smaller beam"))
-	case errors.As(err, &ie):
-		return fail(m, http.StatusBadRequest, "%s[%d]: %s", field, ie.Row, ie.Describe(
-			func(h translate.UNKHint) string {
-				return fmt.Sprintf("start attnx serve with --unk to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
-			},
-			func(n int) string { return fmt.Sprintf("the server's limit --max-src-len %d", n) }))
-	case errors.Is(err, ErrQueueFull):
-		w.Header().Set("Retry-After", "1")
-		return fail(m, http.StatusTooManyRequests, "model %q is busy (%v): retry later", m.name, strings.TrimPrefix(err.Error(), "serve: "))
-	case r.Context().Err() != nil:
-		return m, statusClientGone, nil, release
-	case errors.Is(err, context.DeadlineExceeded):
-		return fail(m, http.StatusGatewayTimeout, "not answered within the request timeout of %s", s.cfg.RequestTimeout)
-	case errors.Is(err, translate.ErrClosed):
-		return fail(m, http.StatusServiceUnavailable, "shutting down: send the request to another replica")
-	default:
-		s.cfg.Logf("model %q: decoding failed: %v", m.name, err)
-		return fail(m, http.StatusInternalServerError, "decoding failed: %v", err)
+	if err != nil {
+		return s.translateError(w, r, m, field, err, release)
 	}
 	if len(res) != len(job.Texts)+len(job.IDs) {
 		s.cfg.Logf("model %q: backend returned %d results for %d inputs", m.name, len(res), len(job.Texts)+len(job.IDs))
@@ -498,6 +487,38 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	s.metrics.tokens.WithLabelValues(m.name).Add(float64(tokens))
 	s.metrics.inputs.WithLabelValues(m.name).Add(float64(len(res)))
 	return m, http.StatusOK, &out, release
+}
+
+// translateError answers a request whose inputs could not be tokenised or
+// decoded (err, not nil); field names the request's inputs.
+func (s *Server) translateError(w http.ResponseWriter, r *http.Request, m *servedModel, field string, err error, release func()) (*servedModel, int, any, func()) {
+	fail := func(code int, format string, args ...any) (*servedModel, int, any, func()) {
+		return m, code, ErrorResponse{Error: fmt.Sprintf(format, args...)}, release
+	}
+	var ie *translate.InputError
+	var mem *translate.MemoryLimitError
+	switch {
+	case errors.As(err, &mem):
+		return fail(http.StatusRequestEntityTooLarge, "%s", mem.Remedy("send fewer inputs, shorter sources or a smaller beam"))
+	case errors.As(err, &ie):
+		return fail(http.StatusBadRequest, "%s[%d]: %s", field, ie.Row, ie.Describe(
+			func(h translate.UNKHint) string {
+				return fmt.Sprintf("start attnx serve with --unk to map unknown %ss to %s (id %d)", h.What, h.Token, h.ID)
+			},
+			func(n int) string { return fmt.Sprintf("the server's limit --max-src-len %d", n) }))
+	case errors.Is(err, ErrQueueFull):
+		w.Header().Set("Retry-After", "1")
+		return fail(http.StatusTooManyRequests, "model %q is busy (%v): retry later", m.name, strings.TrimPrefix(err.Error(), "serve: "))
+	case r.Context().Err() != nil:
+		return m, statusClientGone, nil, release
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(http.StatusGatewayTimeout, "not answered within the request timeout of %s", s.cfg.RequestTimeout)
+	case errors.Is(err, translate.ErrClosed):
+		return fail(http.StatusServiceUnavailable, "shutting down: send the request to another replica")
+	default:
+		s.cfg.Logf("model %q: decoding failed: %v", m.name, err)
+		return fail(http.StatusInternalServerError, "decoding failed: %v", err)
+	}
 }
 
 // maxLenText is a request's max_len as an error message shows it.
