@@ -11,6 +11,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -119,6 +120,8 @@ func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend,
 }
 
 func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
+
+func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
 
 func (b *translatorBackend) SourceLengths(texts []string) ([]int, error) {
 	return b.def.SourceLengths(texts)
@@ -315,6 +318,8 @@ func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, e
 }
 
 func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
+
+func (b *batchingBackend) TokenizerCache() subword.CacheStats { return b.tr.TokenizerCache() }
 
 func (b *batchingBackend) SourceLengths(texts []string) ([]int, error) {
 	return b.tr.SourceLengths(texts)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/subword"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -22,6 +23,12 @@ const (
 	// their IoBinding was cached (result="hit") or made ("miss"): the
 	// binding cache's hit rate (batching on).
 	MetricBindingLookups = "attnx_serve_binding_lookups_total"
+	// MetricTokenizerCacheEntries is the words the source tokenizer's
+	// cache holds now (bounded by subword.BPECacheWords).
+	MetricTokenizerCacheEntries = "attnx_serve_tokenizer_cache_entries"
+	// MetricTokenizerCacheLookups counts the words the source tokenizer
+	// found in its cache (result="hit") or segmented ("miss").
+	MetricTokenizerCacheLookups = "attnx_serve_tokenizer_cache_lookups_total"
 )
 
 // metrics are a Server's Prometheus collectors, on a registry of its own
@@ -102,5 +109,26 @@ func (m *metrics) addModel(model string, read func() (depth int, st decode.Sched
 			Help:        "Runs of the decoder batch (batching on) whose IoBinding, one per batch shape, was cached (result=hit) or had to be made (result=miss).",
 			ConstLabels: prometheus.Labels{"model": model, "result": "miss"},
 		}, func() float64 { _, st := read(); return float64(st.BindingMisses) }),
+	)
+}
+
+// addTokenizerCache registers one model's tokenizer cache counts, read
+// from its backend.
+func (m *metrics) addTokenizerCache(model string, read func() subword.CacheStats) {
+	const lookups = "Words of the inputs that the source tokenizer found segmented in its bounded cache (result=hit) or had to segment (result=miss)."
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        MetricTokenizerCacheEntries,
+			Help:        "Words whose segmentation the source tokenizer's cache holds (bounded, least recently used out).",
+			ConstLabels: prometheus.Labels{"model": model},
+		}, func() float64 { return float64(read().Entries) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: MetricTokenizerCacheLookups, Help: lookups,
+			ConstLabels: prometheus.Labels{"model": model, "result": "hit"},
+		}, func() float64 { return float64(read().Hits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: MetricTokenizerCacheLookups, Help: lookups,
+			ConstLabels: prometheus.Labels{"model": model, "result": "miss"},
+		}, func() float64 { return float64(read().Misses) }),
 	)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -171,6 +172,12 @@ func New(cfg Config) (*Server, error) {
 				}
 			}
 			return d, st
+		})
+		s.metrics.addTokenizerCache(m.name, func() subword.CacheStats {
+			if c, ok := m.backend.(interface{ TokenizerCache() subword.CacheStats }); ok && m.loaded.Load() {
+				return c.TokenizerCache()
+			}
+			return subword.CacheStats{}
 		})
 	}
 	s.handler = s.guard(s.routes())

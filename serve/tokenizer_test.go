@@ -2,11 +2,13 @@ package serve
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/subword"
 )
 
 // TestServeSubwordModel serves the demo model trained on SentencePiece
@@ -87,5 +89,44 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	code, resp = post(t, hs.URL+PathTranslate, string(body))
 	if code != 413 || !strings.Contains(resp, "inputs[1]: 1001 bytes: more than the limit of 1000 bytes per input (--max-input-bytes)") {
 		t.Fatalf("an input of 1001 bytes: %d %s", code, resp)
+	}
+}
+
+// TestServeTokenizerCacheMetrics: a model with subword-nmt BPE reports its
+// bounded word cache on /metrics: entries, hits and misses.
+func TestServeTokenizerCacheMetrics(t *testing.T) {
+	demoModel(t)
+	tmp := t.TempDir()
+	src := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
+	for c := 'a'; len(src) < 19; c++ {
+		src = append(src, string(c))
+	}
+	data, _ := json.Marshal(src)
+	vocab := filepath.Join(tmp, "src.json")
+	if err := os.WriteFile(vocab, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "bpe")
+	if _, err := modeldir.Export("../testdata/fixtures/bahdanau_b4_l2/checkpoint.pt", dir, modeldir.Options{SrcVocab: vocab,
+		SrcTokenizer: &subword.Spec{Kind: subword.KindSubwordNMT, File: "../subword/testdata/bpe.codes"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "bpe", Dir: dir}}, UnknownToUNK: true, MaxOutLen: 20})
+	for _, in := range []string{"the license and the license", "a new license"} {
+		body, _ := json.Marshal(map[string]any{"inputs": []string{in}, "max_len": 5})
+		if code, resp := post(t, hs.URL+PathTranslate, string(body)); code != 200 {
+			t.Fatalf("%q: %d %s", in, code, resp)
+		}
+	}
+	// Each input is tokenised twice: for the memory estimate, then to
+	// decode: 16 lookups of 8 words. "the", "license", "and" and "new"
+	// are stored at their first lookup (4 misses); "a", one character, is
+	// its own segmentation and never stored (a miss each time, 2); the
+	// other 10 are hits.
+	entries := gathered(t, s, MetricTokenizerCacheEntries, map[string]string{"model": "bpe"}).GetGauge().GetValue()
+	hits := counterValue(t, s, MetricTokenizerCacheLookups, map[string]string{"model": "bpe", "result": "hit"})
+	misses := counterValue(t, s, MetricTokenizerCacheLookups, map[string]string{"model": "bpe", "result": "miss"})
+	if entries != 4 || misses != 6 || hits != 10 {
+		t.Errorf("%s %v, %s hit %v miss %v; want 4 entries, 10 hits, 6 misses", MetricTokenizerCacheEntries, entries, MetricTokenizerCacheLookups, hits, misses)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // DefaultSeparator is subword-nmt's joiner: a piece followed by "@@" is
@@ -46,8 +48,27 @@ type BPE struct {
 	glossAll   *regexp.Regexp
 	vocab      map[string]bool
 
-	mu    sync.Mutex
-	cache map[string][]string
+	// cache holds the segmentation of recent words: bounded, since every
+	// distinct word of every input would otherwise stay for good.
+	cache        *lru.Cache[string, []string]
+	hits, misses atomic.Uint64
+}
+
+// BPECacheWords bounds the words whose segmentation a BPE keeps, least
+// recently used first out: at about 550 bytes a word, some 18 MiB.
+const BPECacheWords = 1 << 15
+
+// CacheStats counts a tokenizer's cache of segmented words.
+type CacheStats struct {
+	// Entries is the words held now, at most Capacity.
+	Entries, Capacity int
+	// Hits and Misses count the lookups since the tokenizer was made.
+	Hits, Misses uint64
+}
+
+// CacheStats returns the word cache's counts.
+func (b *BPE) CacheStats() CacheStats {
+	return CacheStats{Entries: b.cache.Len(), Capacity: BPECacheWords, Hits: b.hits.Load(), Misses: b.misses.Load()}
 }
 
 // LoadBPE reads a subword-nmt codes file (learn_bpe's output: an optional
@@ -75,7 +96,11 @@ func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 	}
 	text := string(data)
 	first, rest, _ := strings.Cut(text, "\n")
-	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: map[string][]string{}, vocab: opts.Vocabulary}
+	cache, err := lru.New[string, []string](BPECacheWords)
+	if err != nil {
+		return nil, err
+	}
+	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: cache, vocab: opts.Vocabulary}
 	if b.sep == "" {
 		b.sep = DefaultSeparator
 	}
@@ -194,12 +219,11 @@ func (b *BPE) Decode(pieces []string) string {
 }
 
 func (b *BPE) encodeWord(orig string) []string {
-	b.mu.Lock()
-	if w, ok := b.cache[orig]; ok {
-		b.mu.Unlock()
+	if w, ok := b.cache.Get(orig); ok {
+		b.hits.Add(1)
 		return w
 	}
-	b.mu.Unlock()
+	b.misses.Add(1)
 	if b.glossAll != nil && b.glossAll.MatchString(orig) {
 		b.store(orig, []string{orig})
 		return []string{orig}
@@ -251,11 +275,7 @@ func (b *BPE) encodeWord(orig string) []string {
 	return word
 }
 
-func (b *BPE) store(orig string, word []string) {
-	b.mu.Lock()
-	b.cache[orig] = word
-	b.mu.Unlock()
-}
+func (b *BPE) store(orig string, word []string) { b.cache.Add(orig, word) }
 
 // checkVocab splits pieces outside the vocabulary back by reversing merges
 // (apply_bpe's check_vocab_and_split).

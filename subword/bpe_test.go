@@ -1,7 +1,9 @@
 package subword
 
 import (
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -115,5 +117,51 @@ func TestBPEBadFiles(t *testing.T) {
 	}
 	if _, err := ParseBPE([]byte("t h\n"), BPEOptions{Glossaries: []string{"("}}); err == nil || !strings.Contains(err.Error(), `glossary "("`) {
 		t.Errorf("bad glossary: %v", err)
+	}
+}
+
+// TestBPECacheBounded: 300,000 distinct words leave the cache at its
+// bound and the heap within a few tens of MiB of where it started; the
+// words segment as they do with a cold cache.
+func TestBPECacheBounded(t *testing.T) {
+	bpe, err := LoadBPE("testdata/bpe.codes", BPEOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := func(i int) string { return fmt.Sprintf("w%dlicense%x", i, i*7919) }
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	const n = 300_000
+	for i := 0; i < n; i += 100 {
+		var line []string
+		for j := i; j < i+100; j++ {
+			line = append(line, word(j))
+		}
+		bpe.Encode(strings.Join(line, " "))
+	}
+	after := heap()
+	st := bpe.CacheStats()
+	grew := (float64(after) - float64(before)) / (1 << 20)
+	t.Logf("%d distinct words: heap %+.1f MiB, cache %d of %d entries, %d hits, %d misses", n, grew, st.Entries, st.Capacity, st.Hits, st.Misses)
+	if st.Entries != BPECacheWords || st.Capacity != BPECacheWords || st.Misses != n || st.Hits != 0 {
+		t.Errorf("cache stats %+v, want %d entries and %d misses", st, BPECacheWords, n)
+	}
+	if grew > 40 {
+		t.Errorf("the heap grew by %.1f MiB after %d distinct words, want the cache's bound to hold it under 40 MiB", grew, n)
+	}
+	// A word the cache dropped, and one it holds, segment as a fresh BPE does.
+	fresh, _ := LoadBPE("testdata/bpe.codes", BPEOptions{})
+	for _, w := range []string{word(0), word(n - 1)} {
+		if got, want := strings.Join(bpe.Encode(w), " "), strings.Join(fresh.Encode(w), " "); got != want {
+			t.Errorf("%s: %q, a fresh BPE gives %q", w, got, want)
+		}
+	}
+	if st := bpe.CacheStats(); st.Hits != 1 {
+		t.Errorf("after one cached and one dropped word: %d hits, want 1", st.Hits)
 	}
 }

@@ -1,5 +1,7 @@
 package translate
 
+import "github.com/attnx/attnx/subword"
+
 // ResultJSON is the JSON form of one result: one line of
 // `attnx translate --json` and one element of the "results" of
 // `attnx serve`'s POST /v1/translate.
@@ -57,6 +59,15 @@ func (t *Translator) UnknownPieces() int64 { return t.unknownPieces.Load() }
 // HasTokenizer reports whether the model segments text with a subword
 // tokenizer (attnx.json's src_tokenizer).
 func (t *Translator) HasTokenizer() bool { return t.src.tok != nil }
+
+// TokenizerCache returns the counts of the source tokenizer's cache of
+// segmented words (zero for a tokenizer without one).
+func (t *Translator) TokenizerCache() subword.CacheStats {
+	if c, ok := t.src.tok.(interface{ CacheStats() subword.CacheStats }); ok {
+		return c.CacheStats()
+	}
+	return subword.CacheStats{}
+}
 
 // SourceLengths returns the number of source tokens each text becomes, as
 // Translate tokenises it (src_prefix and src_suffix counted): what a
