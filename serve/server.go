@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/panics"
 	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -89,6 +90,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
+		defer func() {
+			// A bug that one request meets answers that request 500,
+			// naming it, and is logged; the server goes on.
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			err := panics.New(p, "answering %s %s", r.Method, r.URL.Path)
+			s.cfg.Logf("%v at %s", err, err.Frame())
+			writeError(w, http.StatusInternalServerError, err.Error())
+		}()
 		next.ServeHTTP(w, r)
 	})
 }
@@ -201,7 +216,11 @@ func (s *Server) Load() error {
 		}
 		start := time.Now()
 		obs := s.metrics.batch.WithLabelValues(m.name)
-		b, err := s.cfg.Open(m.dir, &s.cfg, func(rows int) { obs.Observe(float64(rows)) })
+		var b Backend
+		err := panics.Call(func() (err error) {
+			b, err = s.cfg.Open(m.dir, &s.cfg, func(rows int) { obs.Observe(float64(rows)) })
+			return err
+		}, "loading model %q from %s", m.name, m.dir)
 		if err != nil {
 			for _, o := range s.order[:i] {
 				o.loaded.Store(false)
@@ -438,7 +457,11 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if job.IDs != nil {
 		field = "ids"
 	}
-	srcLens, err := sourceLengths(m.backend, job)
+	var srcLens []int
+	err := panics.Call(func() (err error) {
+		srcLens, err = sourceLengths(m.backend, job)
+		return err
+	}, "tokenizing a request of %d inputs for model %q", len(job.Texts)+len(job.IDs), m.name)
 	if err != nil {
 		return s.translateError(w, r, m, field, err, release)
 	}
@@ -455,13 +478,18 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	release = func() { s.budget.release(need) }
 
 	var res []translate.Result
+	decode := func() (err error) {
+		res, err = m.backend.Translate(ctx, job)
+		return err
+	}
+	what := fmt.Sprintf("decoding a request of %d inputs for model %q", len(job.Texts)+len(job.IDs), m.name)
 	if m.info.Batching {
 		// The scheduler admits requests itself.
-		res, err = m.backend.Translate(ctx, job)
+		err = panics.Call(decode, "%s", what)
 	} else {
 		var release func()
 		if release, err = m.lim.acquire(ctx); err == nil {
-			res, err = m.backend.Translate(ctx, job)
+			err = panics.Call(decode, "%s", what)
 			release()
 		}
 	}

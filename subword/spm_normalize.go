@@ -3,6 +3,7 @@ package subword
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,8 +28,8 @@ func parseCharsMap(blob []byte) (*charsMap, error) {
 		return nil, errors.New("precompiled_charsmap is too short for its header")
 	}
 	size := binary.LittleEndian.Uint32(blob)
-	if uint64(size) >= uint64(len(blob)) || size%4 != 0 {
-		return nil, errors.New("precompiled_charsmap: the trie's size in its header does not fit the blob")
+	if uint64(size)+4 > uint64(len(blob)) || size%4 != 0 {
+		return nil, fmt.Errorf("precompiled_charsmap: the trie's size in its header (%d bytes) does not fit the %d bytes after the header", size, len(blob)-4)
 	}
 	trie := blob[4 : 4+size]
 	m := &charsMap{units: make([]uint32, size/4), replacement: blob[4+size:]}

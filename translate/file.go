@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/attnx/attnx/internal/panics"
 )
 
 // CorpusOptions configures TranslateCorpus.
@@ -141,7 +143,11 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 				for k, i := range idx {
 					src[k] = rows[i]
 				}
-				res, err := t.TranslateIDs(ctx, src)
+				var res []Result
+				err := panics.Call(func() (err error) {
+					res, err = t.TranslateIDs(ctx, src)
+					return err
+				}, "translating sentences %s", sentenceList(idx))
 				mu.Lock()
 				if err != nil {
 					fail(err)
@@ -226,4 +232,21 @@ func corpusBatches(rows [][]int64, co CorpusOptions, defaultRows int) [][]int {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// sentenceList names the sentences of a batch (indexes into the corpus),
+// counting from 1, for an error: "3, 7, 9", or the first few and a count.
+func sentenceList(idx []int) string {
+	var b strings.Builder
+	for k, i := range idx {
+		if k == 5 {
+			fmt.Fprintf(&b, " and %d more", len(idx)-k)
+			break
+		}
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", i+1)
+	}
+	return b.String()
 }
