@@ -3,6 +3,8 @@ package modeldir
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -212,4 +214,23 @@ func TestParseInfoCellsAndSizes(t *testing.T) {
 			t.Errorf("%s: max_length written = %v: %s", c.name, has, out)
 		}
 	}
+}
+
+// FuzzReadVocab feeds arbitrary bytes to the reader of --src-vocab and
+// --tgt-vocab files (a JSON array of tokens).
+func FuzzReadVocab(f *testing.F) {
+	f.Add([]byte(`["<pad>", "<sos>", "<eos>", "a"]`), uint8(4))
+	f.Add([]byte(`["a", null, 3]`), uint8(3))
+	f.Add([]byte(`{"itos": ["a"]}`), uint8(1))
+	f.Add([]byte(`["\ud800"]`), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, want uint8) {
+		path := filepath.Join(t.TempDir(), "vocab.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		toks, err := ReadVocab(path, "--src-vocab", "source", int(want))
+		if err == nil && len(toks) != int(want) {
+			t.Fatalf("%d tokens read, want %d or an error", len(toks), want)
+		}
+	})
 }
