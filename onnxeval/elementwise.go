@@ -3,6 +3,7 @@ package onnxeval
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -22,6 +23,8 @@ func broadcastShape(shapes ...[]int64) ([]int64, error) {
 		for i, d := range s {
 			o := out[off+i]
 			switch {
+			case d < 0:
+				return nil, &ShapeError{Shape: slices.Clone(s), Err: fmt.Errorf("shape %v: dimension %d is negative (%d)", s, i, d)}
 			case o == d || d == 1:
 			case o == 1:
 				out[off+i] = d
@@ -29,6 +32,9 @@ func broadcastShape(shapes ...[]int64) ([]int64, error) {
 				return nil, fmt.Errorf("shapes %v do not broadcast (dimension %d: %d vs %d)", shapes, off+i, o, d)
 			}
 		}
+	}
+	if _, err := elements(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

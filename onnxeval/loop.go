@@ -43,6 +43,12 @@ func init() {
 			scans := make([][]*Tensor, nScan)
 			bodyIn := make([]*Tensor, 2+nCarried)
 			for i := int64(0); i < trips && cond; i++ {
+				if i == f.r.maxLoop {
+					return &LimitError{What: fmt.Sprintf("more than %d iterations (onnxeval.Options.MaxLoopIterations); the trip count is %s", f.r.maxLoop, tripText(in[0], trips))}
+				}
+				if err := f.r.ctx.Err(); err != nil {
+					return fmt.Errorf("stopped at iteration %d: %w", i, err)
+				}
 				bodyIn[0] = New([]int64{}, []int64{i})
 				bodyIn[1] = New([]int64{}, []bool{cond})
 				copy(bodyIn[2:], carried)
@@ -99,4 +105,12 @@ func stack(r *runner, ts []*Tensor) (*Tensor, error) {
 		copyBlock(o.Data, i*w, t.Data, 0, w)
 	}
 	return o, nil
+}
+
+// tripText describes a Loop's trip count for an error.
+func tripText(m *Tensor, trips int64) string {
+	if m == nil {
+		return "not given (the loop runs while its condition holds)"
+	}
+	return fmt.Sprint(trips)
 }

@@ -1,6 +1,8 @@
 package onnxeval
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -15,7 +17,30 @@ type Options struct {
 	// Threads bounds the goroutines one product may use; 0 means one per
 	// CPU (runtime.GOMAXPROCS), 1 runs everything on the calling goroutine.
 	Threads int
+	// MaxRunBytes bounds the tensor memory one run allocates (buffers its
+	// arena reuses are not counted again); a run that needs more fails
+	// naming the node. 0 means DefaultMaxRunBytes.
+	MaxRunBytes int64
+	// MaxLoopIterations bounds the iterations of one Loop node; a Loop
+	// that would run longer fails naming the node. 0 means
+	// DefaultMaxLoopIterations.
+	MaxLoopIterations int64
 }
+
+// Defaults of Options' limits. A translation's Loop runs once per output
+// token (a few hundred); its run needs a few hundred MiB at the most.
+const (
+	DefaultMaxRunBytes       = 8 << 30
+	DefaultMaxLoopIterations = 1 << 20
+)
+
+// LimitError is a run stopped by one of Options' limits.
+type LimitError struct {
+	// What says which limit and what needed more.
+	What string
+}
+
+func (e *LimitError) Error() string { return e.What }
 
 // Model is a loaded ONNX model ready to run: its graph checked against the
 // operators the evaluator implements and planned once (evaluation order,
@@ -28,6 +53,8 @@ type Model struct {
 	outputs []onnxfile.ValueInfo
 	threads int
 	arenas  sync.Pool
+
+	maxRunBytes, maxLoop int64
 }
 
 // UnsupportedError reports a node whose operator, or whose use of an
@@ -95,7 +122,13 @@ func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
 	for _, t := range g.Initializers {
 		inits[t.Name] = true
 	}
-	m := &Model{name: name, threads: threads}
+	m := &Model{name: name, threads: threads, maxRunBytes: opt.MaxRunBytes, maxLoop: opt.MaxLoopIterations}
+	if m.maxRunBytes <= 0 {
+		m.maxRunBytes = DefaultMaxRunBytes
+	}
+	if m.maxLoop <= 0 {
+		m.maxLoop = DefaultMaxLoopIterations
+	}
 	for _, v := range g.Inputs {
 		if !inits[v.Name] {
 			m.inputs = append(m.inputs, v)
@@ -179,6 +212,12 @@ func (m *Model) inputIndex(name string) int {
 // RunOrdered evaluates the model on inputs given in the order of Inputs and
 // returns the outputs in the order of Outputs.
 func (m *Model) RunOrdered(in []*Tensor) (out []*Tensor, err error) {
+	return m.RunContext(context.Background(), in)
+}
+
+// RunContext is RunOrdered until ctx is done: the run stops before its
+// next node (or Loop iteration) and returns ctx's error.
+func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, err error) {
 	if len(in) != len(m.inputs) {
 		return nil, fmt.Errorf("native evaluator: %s: %d inputs for %d", m.name, len(in), len(m.inputs))
 	}
@@ -188,9 +227,18 @@ func (m *Model) RunOrdered(in []*Tensor) (out []*Tensor, err error) {
 		}
 	}
 	a := m.arenas.Get().(*arena)
-	r := &runner{arena: a, threads: m.threads}
+	r := &runner{ctx: ctx, arena: a, threads: m.threads, budget: m.maxRunBytes, maxLoop: m.maxLoop}
 	defer func() {
 		if p := recover(); p != nil {
+			// A refused shape or limit met inside a kernel: the run fails
+			// naming the node, and the arena is still sound.
+			var se *ShapeError
+			var le *LimitError
+			if e, ok := p.(error); ok && (errors.As(e, &se) || errors.As(e, &le)) {
+				out, err = nil, fmt.Errorf("native evaluator: %s: node %s (%s): %w", m.name, nodeName(r.node), r.op, e)
+				m.arenas.Put(a)
+				return
+			}
 			// A kernel indexing past a malformed input must not take the
 			// process down: the run fails, naming the node. The arena is
 			// dropped, as it may hold buffers still in use.
@@ -258,11 +306,31 @@ func dataLen(d any) int {
 	return -1
 }
 
-// runner is one Run's context: its arena and thread budget.
+// runner is one Run's context: its arena, thread budget and limits.
 type runner struct {
+	ctx      context.Context
 	arena    *arena
 	threads  int
 	node, op string // the node running, for internal errors
+	// budget is the bytes the run may still allocate; maxLoop bounds a
+	// Loop's iterations.
+	budget, maxLoop int64
+}
+
+// charge takes n bytes of a new allocation from the run's budget, or
+// panics with a *LimitError (RunContext reports it for the node).
+func (r *runner) charge(n int64) {
+	if n > r.budget {
+		panic(&LimitError{What: fmt.Sprintf("the run needs more than its memory limit (%d more bytes with %d left; onnxeval.Options.MaxRunBytes)", n, r.budget)})
+	}
+	r.budget -= n
+}
+
+func nodeName(n string) string {
+	if n == "" {
+		return "(unnamed)"
+	}
+	return n
 }
 
 // arena recycles the float32 buffers of values whose last use has passed,
@@ -271,7 +339,7 @@ type arena struct {
 	free [][]float32
 }
 
-func (a *arena) get(n int) []float32 {
+func (a *arena) get(r *runner, n int) []float32 {
 	best := -1
 	for i, b := range a.free {
 		if cap(b) >= n && (best < 0 || cap(b) < cap(a.free[best])) {
@@ -279,6 +347,7 @@ func (a *arena) get(n int) []float32 {
 		}
 	}
 	if best < 0 {
+		r.charge(4 * int64(n))
 		return make([]float32, n)
 	}
 	b := a.free[best]
@@ -298,7 +367,7 @@ func (a *arena) put(b []float32) {
 // f32 returns an owned float32 tensor of shape from the arena; its contents
 // are not zeroed.
 func (r *runner) f32(shape []int64) *Tensor {
-	return &Tensor{DType: dtFloat, Shape: shape, Data: r.arena.get(numel(shape)), owned: true}
+	return &Tensor{DType: dtFloat, Shape: shape, Data: r.arena.get(r, numel(shape)), owned: true}
 }
 
 // alloc returns a zeroed tensor of dt and shape.
@@ -308,7 +377,9 @@ func (r *runner) alloc(dt dtype, shape []int64) (*Tensor, error) {
 		clear(t.Data.([]float32))
 		return t, nil
 	}
-	d, err := makeData(dt, numel(shape))
+	n := numel(shape)
+	r.charge(int64(n) * int64(dt.Size()))
+	d, err := makeData(dt, n)
 	if err != nil {
 		return nil, err
 	}

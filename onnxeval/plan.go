@@ -232,7 +232,7 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 			}
 			k := s.newSlot(name)
 			st.out = append(st.out, k)
-			if j == 0 && aliasing[n.Op] && st.in[0] >= 0 {
+			if j == 0 && aliasing[n.Op] && len(st.in) > 0 && st.in[0] >= 0 {
 				root[k] = root[st.in[0]]
 				lastUse[root[k]] = i
 			} else {
@@ -315,6 +315,9 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 		}
 		outs = append(outs[:0], make([]*Tensor, len(st.out))...)
 		r.node, r.op = st.name, st.op
+		if err := r.ctx.Err(); err != nil {
+			return nil, fmt.Errorf("stopped before node %s (%s): %w", nodeName(st.name), st.op, err)
+		}
 		if err := st.fn(f, ins, outs); err != nil {
 			name := st.name
 			if name == "" {

@@ -2,6 +2,7 @@ package onnxeval
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -142,6 +143,13 @@ func init() {
 				}
 				shape[i] = d
 				known *= d
+			}
+			if infer < 0 {
+				if _, err := elements(shape); err != nil {
+					return err
+				}
+			} else if _, err := elements(slices.Concat(shape[:infer], shape[infer+1:])); err != nil {
+				return err
 			}
 			total := int64(in[0].Len())
 			if infer >= 0 {

@@ -82,11 +82,39 @@ func supported(dt builder.DataType) bool {
 func (t *Tensor) Len() int { return numel(t.Shape) }
 
 func numel(shape []int64) int {
-	n := 1
-	for _, d := range shape {
-		n *= int(d)
+	n, err := elements(shape)
+	if err != nil {
+		panic(err) // RunContext's recover turns it into the node's error
 	}
 	return n
+}
+
+// MaxElements bounds one tensor's elements. Past it some kernels' int32
+// offsets would wrap, and an allocation of that size may end the process
+// with an out-of-memory throw, which no recover catches: refused first.
+const MaxElements = 1<<31 - 1
+
+// ShapeError is a tensor shape the evaluator refuses: a negative
+// dimension, a product past int64, or more than MaxElements elements.
+type ShapeError struct {
+	Shape []int64
+	Err   error
+}
+
+func (e *ShapeError) Error() string { return e.Err.Error() }
+
+// elements returns shape's element count, checked with builder's one shape
+// arithmetic (no negative dimension, no product that wraps), and within
+// MaxElements.
+func elements(shape []int64) (int, error) {
+	n, err := builder.ElementCount(shape)
+	if err != nil {
+		return 0, &ShapeError{Shape: slices.Clone(shape), Err: fmt.Errorf("shape %v: %w", shape, err)}
+	}
+	if n > MaxElements {
+		return 0, &ShapeError{Shape: slices.Clone(shape), Err: fmt.Errorf("shape %v has %d elements, more than the native evaluator's limit of %d per tensor", shape, n, MaxElements)}
+	}
+	return int(n), nil
 }
 
 // String describes the tensor as float32[2,3].

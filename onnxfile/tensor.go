@@ -96,6 +96,9 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*builder.Tensor, error) {
 // the tensor's Raw is the message's (for ReadGraph, whose caller drops the
 // message).
 func tensorFromProto(tp *onnxpb.TensorProto, share bool) (*builder.Tensor, error) {
+	if tp == nil {
+		return nil, errors.New("no tensor (a tensor attribute or initializer without its value)")
+	}
 	name := tp.GetName()
 	dt := builder.DataType(tp.GetDataType())
 	t := &builder.Tensor{Name: name, DType: dt, Dims: append([]int64{}, tp.GetDims()...), Doc: tp.GetDocString()}

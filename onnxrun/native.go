@@ -1,6 +1,7 @@
 package onnxrun
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -53,7 +54,7 @@ func toEval(t *Tensor) (*onnxeval.Tensor, error) {
 }
 
 // runNative is RunData on the native evaluator, the inputs checked.
-func (s *Session) runNative(inputs map[string]Datum) (map[string]Datum, error) {
+func (s *Session) runNative(ctx context.Context, inputs map[string]Datum) (map[string]Datum, error) {
 	in := make([]*onnxeval.Tensor, len(s.inputs))
 	for i, info := range s.inputs {
 		t, ok := inputs[info.Name].(*Tensor)
@@ -66,7 +67,7 @@ func (s *Session) runNative(inputs map[string]Datum) (map[string]Datum, error) {
 		}
 		in[i] = et
 	}
-	out, err := s.native.RunOrdered(in)
+	out, err := s.native.RunContext(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}

@@ -1,6 +1,7 @@
 package onnxrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -312,6 +313,14 @@ func (s *Session) Close() error {
 //
 // Models with sequence inputs or outputs must use RunData.
 func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
+	return s.RunContext(context.Background(), inputs)
+}
+
+// RunContext is Run until ctx is done. The native backend stops before its
+// next node or Loop iteration and returns ctx's error, so a deadline stops
+// a whole-decode graph (greedy.onnx, beam.onnx) in the middle; ONNX Runtime
+// runs to the end once started (ctx is checked before).
+func (s *Session) RunContext(ctx context.Context, inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	for _, info := range s.outputs {
 		if info.Kind == "sequence" {
 			return nil, fmt.Errorf("onnxrun: %s: output %q is a %s, which Run cannot return; use RunData", s.name, info.Name, info)
@@ -321,7 +330,7 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	for name, t := range inputs {
 		in[name] = t
 	}
-	out, err := s.RunData(in)
+	out, err := s.runData(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +349,13 @@ func (s *Session) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 // element type; element shapes are not checked. Everything Run says about
 // tensors holds here too.
 func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
+	return s.runData(context.Background(), inputs)
+}
+
+func (s *Session) runData(ctx context.Context, inputs map[string]Datum) (map[string]Datum, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -350,7 +366,7 @@ func (s *Session) RunData(inputs map[string]Datum) (map[string]Datum, error) {
 		return nil, err
 	}
 	if s.native != nil {
-		return s.runNative(inputs)
+		return s.runNative(ctx, inputs)
 	}
 	return s.runDataORT(inputs, symbols)
 }

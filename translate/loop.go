@@ -24,7 +24,7 @@ func (t *Translator) runLoop(ctx context.Context, rows [][]int64) ([]Result, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out, err := t.greedy.Run(map[string]*onnxrun.Tensor{
+	out, err := t.greedy.RunContext(ctx, map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     onnxrun.NewInt64([]int64{int64(B), int64(S)}, ids),
 		attention.InSourceLengths: onnxrun.NewInt64([]int64{int64(B)}, lens),
 		inMaxLen:                  onnxrun.Scalar(int64(steps)),

@@ -77,7 +77,7 @@ func (t *Translator) runBeamGraph(ctx context.Context, rows [][]int64, steps int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out, err := t.beamGraph.Run(map[string]*onnxrun.Tensor{
+	out, err := t.beamGraph.RunContext(ctx, map[string]*onnxrun.Tensor{
 		attention.InSourceIDs:     onnxrun.NewInt64([]int64{int64(B), int64(S)}, ids),
 		attention.InSourceLengths: onnxrun.NewInt64([]int64{int64(B)}, lens),
 		attention.InMaxLen:        onnxrun.Scalar(int64(steps)),
