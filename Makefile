@@ -6,7 +6,7 @@ GO ?= go
 PYTHON := /usr/bin/python3
 export ATTNX_ORT_LIB ?= $(CURDIR)/.deps/onnxruntime/lib/libonnxruntime.so.1
 
-.PHONY: all deps build install uninstall test vet demo conformance generate
+.PHONY: all deps build install uninstall test test-kernel-paths vet demo conformance generate
 
 all: build
 
@@ -40,6 +40,14 @@ vet:
 test: deps vet
 	$(MAKE) --no-print-directory reference-test testdata-check
 	$(GO) test -timeout 30m ./...
+	$(MAKE) --no-print-directory test-kernel-paths
+
+# test-kernel-paths runs the native evaluator's and its kernels' tests on
+# the other paths this CPU offers: AVX2 without AVX-512 (GODEBUG turns the
+# features off) and pure Go (-tags purego); ./... above took the best.
+test-kernel-paths:
+	GODEBUG=cpu.avx512f=off $(GO) test -count=1 ./onnxeval/...
+	$(GO) test -count=1 -tags purego ./onnxeval/...
 
 conformance: deps build
 	bin/attnx conformance

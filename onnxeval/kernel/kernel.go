@@ -173,10 +173,20 @@ func gemmNT(j0, j1, m, k int, a []float32, lda int, b []float32, ldb int, c []fl
 	}
 }
 
-// Accelerated reports which implementation runs: "avx2+fma" or "go".
+// Accelerated reports the kernels dispatched on this CPU: "go" without
+// assembly, else "avx2+fma" and, where the CPU has them, "avx512f" (the
+// packed float32 products) and "avx512-vnni" (the 8-bit and 4-bit
+// products), joined with commas.
 func Accelerated() string {
-	if useAsm {
-		return "avx2+fma"
+	if !useAsm {
+		return "go"
 	}
-	return "go"
+	k := "avx2+fma"
+	if usePanels {
+		k += ", avx512f"
+	}
+	if useVNNI {
+		k += ", avx512-vnni"
+	}
+	return k
 }

@@ -352,11 +352,13 @@ DATA expconst<>+412(SB)/4, $0x0000007f
 GLOBL expconst<>(SB), RODATA|NOPTR, $416
 
 // EXP8 sets Y4 to e^Y0 for eight floats, Y0 clamped below at -87.33654
-// (Y1-Y5 scratch): n = floor(x log2(e) + 1/2), r = x - n ln(2) in two
+// (Y1-Y5 scratch); a NaN stays NaN (MAXPS returns its second source, Y0,
+// when either is NaN, so the clamp is written with x second): n = floor(x log2(e) + 1/2), r = x - n ln(2) in two
 // parts, e^r by Cephes' degree-6 polynomial, times 2^n through the
 // exponent bits.
 #define EXP8 \
-	VMAXPS expconst<>+0(SB), Y0, Y0 \
+	VMOVUPS expconst<>+0(SB), Y1 \
+	VMAXPS Y0, Y1, Y0 \
 	VMOVUPS expconst<>+32(SB), Y1 \
 	VFMADD213PS expconst<>+64(SB), Y0, Y1 \
 	VROUNDPS $1, Y1, Y1 \
@@ -690,7 +692,7 @@ TEXT ·expVecAsm(SB), NOSPLIT, $0-24
 	JZ   evdone
 evloop:
 	VMOVUPS (SI), Y0
-	VMINPS Y15, Y0, Y0
+	VMINPS Y0, Y15, Y0 // x second: a NaN passes the clamp
 	EXP8
 	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
