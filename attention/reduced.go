@@ -209,7 +209,7 @@ func DescribeWeights(p quant.Precision) string {
 	case quant.PrecisionInt8:
 		return "int8: classifier, attention projections and decoder cell as int8 products (DynamicQuantizeLinear -> MatMulInteger, standard ONNX), embeddings as int8 rows; encoder RNN float32"
 	case quant.PrecisionInt4:
-		return "int4: classifier 4-bit (com.microsoft MatMulNBits, blocks of up to 128 inputs: needs ONNX Runtime); attention projections and decoder cell as int8 products, embeddings as int8 rows; encoder RNN float32"
+		return "int4: classifier 4-bit (com.microsoft MatMulNBits, blocks of up to 128 inputs: ONNX Runtime or attnx's native backend); attention projections and decoder cell as int8 products, embeddings as int8 rows; encoder RNN float32"
 	}
 	return "fp32: every weight float32"
 }

@@ -102,10 +102,10 @@ type joeySide struct {
 }
 
 // ReadJoeyNMT reads a JoeyNMT model's config.yaml and the vocabulary files
-// it names. A vocabulary path is tried as written relative to the
-// config's directory, then the config's directory itself
-// (src_vocab.txt, trg_vocab.txt: JoeyNMT copies them into its model
-// directory); the error names every path tried.
+// it names, found by findBeside's rule: beside the config first (relative
+// to its directory, the base name there, then src_vocab.txt and
+// trg_vocab.txt, which JoeyNMT copies into its model directory), then as
+// written; the error names every path tried.
 func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 	data, err := os.ReadFile(configPath)
 	if err != nil {
@@ -135,27 +135,9 @@ func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 		{"data.trg.voc_file", firstNonEmpty(c.Data.Trg.VocFile, c.Data.TrgVocab), "trg_vocab.txt", &j.TrgVocab},
 	}
 	for i, s := range sides {
-		var tried []string
-		if s.file != "" {
-			p := s.file
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			tried = append(tried, p)
-		}
-		tried = append(tried, filepath.Join(dir, s.fallback))
-		if s.file != "" {
-			tried = append(tried, filepath.Join(dir, filepath.Base(s.file)))
-		}
-		var found string
-		for _, p := range tried {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				found = p
-				break
-			}
-		}
+		found, tried := findBeside(s.file, dir, s.fallback)
 		if found == "" {
-			return nil, fmt.Errorf("JoeyNMT config %s: the vocabulary of %s (%q) is not there; tried %s", configPath, s.what, s.file, strings.Join(uniqueStrings(tried), ", "))
+			return nil, fmt.Errorf("JoeyNMT config %s: the vocabulary of %s (%q) is not there; tried %s", configPath, s.what, s.file, strings.Join(tried, ", "))
 		}
 		toks, err := readJoeyVocab(found, j.Specials)
 		if err != nil {

@@ -35,15 +35,28 @@ type TokenizerRef struct {
 	Lang string
 }
 
-// findBeside looks for a file a configuration names: as written (relative
-// to the working directory), relative to dir, then its base name in dir
-// (the toolkits copy tokenizers into their model directories).
-func findBeside(named, dir string) (string, []string) {
-	tried := []string{named}
-	if !filepath.IsAbs(named) {
-		tried = append(tried, filepath.Join(dir, named))
+// findBeside looks for a file a checkpoint or configuration names, by one
+// rule for every toolkit: beside it first (the toolkits copy tokenizers and
+// vocabularies into their model directories, and a path recorded at
+// training time may name another machine's file): named relative to dir,
+// its base name in dir, then each of fallbacks (base names in dir), and
+// only then named as written (absolute, or relative to the working
+// directory). It returns the file found ("" for none) and every path
+// tried, in order.
+func findBeside(named, dir string, fallbacks ...string) (string, []string) {
+	var tried []string
+	if named != "" {
+		if !filepath.IsAbs(named) {
+			tried = append(tried, filepath.Join(dir, named))
+		}
+		tried = append(tried, filepath.Join(dir, filepath.Base(named)))
 	}
-	tried = append(tried, filepath.Join(dir, filepath.Base(named)))
+	for _, f := range fallbacks {
+		tried = append(tried, filepath.Join(dir, f))
+	}
+	if named != "" {
+		tried = append(tried, named)
+	}
 	tried = uniqueStrings(tried)
 	for _, p := range tried {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {

@@ -93,3 +93,32 @@ func TestJoeyNMTTokenizers(t *testing.T) {
 		t.Errorf("unknown tokenizer type: %v", err)
 	}
 }
+
+// TestFindBesideFirst: a file a checkpoint names is looked up beside the
+// checkpoint before the working directory, for OpenNMT-py's tokenizers and
+// JoeyNMT's vocabularies alike: a same-named file where attnx runs no
+// longer wins silently.
+func TestFindBesideFirst(t *testing.T) {
+	model, wd := t.TempDir(), t.TempDir()
+	for _, d := range []string{model, wd} {
+		if err := os.WriteFile(filepath.Join(d, "spm.model"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(wd)
+	for _, named := range []string{"spm.model", "data/spm.model", "/elsewhere/spm.model"} {
+		got, tried := findBeside(named, model)
+		if got != filepath.Join(model, "spm.model") {
+			t.Errorf("%s: found %s (tried %v), want the one beside the checkpoint", named, got, tried)
+		}
+	}
+	// Only where nothing is beside it, the name as written.
+	os.Remove(filepath.Join(model, "spm.model"))
+	if got, _ := findBeside("spm.model", model); got != "spm.model" {
+		t.Errorf("nothing beside: found %q, want spm.model in the working directory", got)
+	}
+	got, tried := findBeside("v.txt", model, "src_vocab.txt")
+	if got != "" || strings.Join(tried, " ") != filepath.Join(model, "v.txt")+" "+filepath.Join(model, "src_vocab.txt")+" v.txt" {
+		t.Errorf("tried %v", tried)
+	}
+}

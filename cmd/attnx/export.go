@@ -44,9 +44,9 @@ export removes the leftover). An existing non-empty DIR is replaced only with
 
 --weights int8 or int4 stores the decoder step's weights in reduced
 precision, to decode faster and write smaller files (docs/quantization.md):
-int8 keeps to standard ONNX operators; int4 stores the classifier 4-bit for
-ONNX Runtime's com.microsoft MatMulNBits, so the model runs on ONNX Runtime
-only. The encoder's RNN stays float32. attnx verify on such a model reports
+int8 keeps to standard ONNX operators; int4 stores the classifier 4-bit with
+the com.microsoft MatMulNBits operator, which ONNX Runtime and attnx's native
+backend (--backend go) run, other ONNX engines not. The encoder's RNN stays float32. attnx verify on such a model reports
 how far its decoding is from the float32 PyTorch model.
 
 Special token ids default to <pad>=0, <sos>=1, <eos>=2, <unk>=3, and for
@@ -145,7 +145,7 @@ func runExport(args []string) error {
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
 	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml (default: config.yaml beside CHECKPOINT)")
-	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (needs ONNX Runtime); see docs/quantization.md")
+	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (com.microsoft MatMulNBits: ONNX Runtime or the native backend); see docs/quantization.md")
 	srcTok := fs.String("src-tokenizer", "", "the source side's subword tokenizer: a SentencePiece `FILE.model` or subword-nmt BPE codes")
 	tgtTok := fs.String("tgt-tokenizer", "", "the target side's subword tokenizer (`FILE`, as --src-tokenizer)")
 	bothTok := fs.String("tokenizer", "", "one subword tokenizer `FILE` for both sides (a joint SentencePiece model or BPE codes)")
