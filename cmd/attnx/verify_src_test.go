@@ -49,6 +49,28 @@ func TestVerifySrc(t *testing.T) {
 		t.Errorf("against the references: %q %q", o.AttnxVsRef, o.PyTorchVsRef)
 	}
 
+	// Reduced precision: the agreement with the float32 PyTorch model, as
+	// plain verify judges it (this crashed: index out of range [-1]).
+	for _, w := range []string{"int8", "int4"} {
+		qdir := filepath.Join(t.TempDir(), w)
+		if code, _, errs := attnx("export", ckpt, "-o", qdir, "--weights", w); code != 0 {
+			t.Fatal(errs)
+		}
+		code, out, errs := attnx("verify", "--model", qdir, "--checkpoint", ckpt, "--src", srcFile, "--batch", "10", "--json")
+		var q SrcOutcome
+		if code != 0 || json.Unmarshal([]byte(out), &q) != nil {
+			t.Fatalf("%s: exit %d\n%s\n%s", w, code, out, errs)
+		}
+		if !q.OK || q.Weights != w || q.MinAgreement != 0.9 || q.Sentences != 25 || q.Identical < 22 || q.Attnx[0] == "" || q.Attnx[7] != "" {
+			t.Errorf("%s: outcome %+v", w, q)
+		}
+		t.Logf("%s: %d of 24 identical to PyTorch's float32", w, q.Identical)
+		code, out, errs = attnx("verify", "--model", qdir, "--checkpoint", ckpt, "--src", srcFile)
+		if code != 0 || !strings.Contains(out, w+" weights: each chunk's greedy decodes agree with the float32 PyTorch model's on at least 90% of its sentences") {
+			t.Errorf("%s: exit %d\n%s\n%s", w, code, out, errs)
+		}
+	}
+
 	short := filepath.Join(tmp, "short.ref")
 	os.WriteFile(short, []byte("x\n"), 0o644)
 	for _, c := range []struct {
