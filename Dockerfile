@@ -6,7 +6,7 @@
 #
 #   docker build -t attnx .
 #   docker run --rm -p 8080:8080 attnx
-#   curl -s localhost:8080/v1/translate -d '{"inputs": ["3rd of March 2021"]}'
+#   curl -s localhost:8080/v1/translate -H 'Content-Type: application/json' -d '{"inputs": ["3rd of March 2021"]}'
 #
 # deploy/ holds Kubernetes manifests for this image.
 

@@ -33,18 +33,18 @@ type SrcOutcome struct {
 	// NearTies counts the sentences that part from PyTorch's at a near tie
 	// (PyTorch's best two log-probs closer than the measured drift), which
 	// the spec's tolerance allows; they are not identical.
-	NearTies int      `json:"near_ties"`
-	Steps    int      `json:"steps"`
-	Chunks   int      `json:"chunks"`
-	StepsOK  bool     `json:"steps_within_tolerance"`
+	NearTies int  `json:"near_ties"`
+	Steps    int  `json:"steps"`
+	Chunks   int  `json:"chunks"`
+	StepsOK  bool `json:"steps_within_tolerance"`
 	// Weights is the model's precision. For int8 and int4 the steps are
 	// not judged against the float32 tolerance: each chunk's greedy
 	// decodes must agree with PyTorch's float32 ones on MinAgreement of
 	// its sentences, as plain verify judges them, and StepsOK says so.
-	Weights      string  `json:"weights"`
-	MinAgreement float64 `json:"min_agreement,omitempty"`
-	OK       bool     `json:"ok"`
-	Failures []string `json:"failures,omitempty"`
+	Weights      string   `json:"weights"`
+	MinAgreement float64  `json:"min_agreement,omitempty"`
+	OK           bool     `json:"ok"`
+	Failures     []string `json:"failures,omitempty"`
 	// BLEU lines (sacreBLEU's): attnx against PyTorch, and each against
 	// the references.
 	AttnxVsPyTorch string   `json:"bleu_attnx_vs_pytorch"`
