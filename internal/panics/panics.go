@@ -32,11 +32,22 @@ func (e *Error) Frame() string {
 	lines := strings.Split(string(e.Stack), "\n")
 	for i := 0; i+1 < len(lines); i++ {
 		fn := lines[i]
-		if strings.HasPrefix(fn, "github.com/attnx/attnx/") && !strings.Contains(fn, "/internal/panics.Recover") && !strings.Contains(fn, "/internal/panics.Call") {
+		if strings.HasPrefix(fn, "github.com/attnx/attnx/") && !ownFrame(fn) {
 			return strings.TrimPrefix(fn, "github.com/attnx/attnx/") + " " + strings.TrimSpace(lines[i+1])
 		}
 	}
 	return ""
+}
+
+// ownFrame reports whether a stack line is one of this package's
+// functions, which stand between the panic and the code that panicked.
+func ownFrame(fn string) bool {
+	for _, f := range []string{"New(", "Recover(", "Call("} {
+		if strings.HasPrefix(fn, "github.com/attnx/attnx/internal/panics."+f) {
+			return true
+		}
+	}
+	return false
 }
 
 // Recover, deferred with a pointer to the function's error result, turns a
