@@ -118,6 +118,9 @@ func constantValue(n *node) (*Tensor, error) {
 	for name, a := range n.Attrs {
 		switch name {
 		case "value":
+			if a.Tensor == nil {
+				return nil, fmt.Errorf("Constant: attribute value holds no tensor")
+			}
 			return FromBuilder(a.Tensor)
 		case "value_float":
 			return New([]int64{}, []float32{a.Float}), nil
