@@ -68,11 +68,7 @@ type UnsupportedError struct {
 
 // Error says which node and operator, and what is missing.
 func (e *UnsupportedError) Error() string {
-	n := e.Node
-	if n == "" {
-		n = "(unnamed)"
-	}
-	return fmt.Sprintf("native evaluator: node %s (%s): %s", n, e.Op, e.Why)
+	return fmt.Sprintf("native evaluator: node %s (%s): %s", nodeName(e.Node), e.Op, e.Why)
 }
 
 // Open loads the model file at path, external data included.

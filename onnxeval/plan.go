@@ -126,11 +126,7 @@ func (n *node) unsupported(format string, args ...any) error {
 }
 
 func (n *node) errorf(format string, args ...any) error {
-	name := n.Name
-	if name == "" {
-		name = "(unnamed)"
-	}
-	return fmt.Errorf("node %s (%s): %s", name, n.opName(), fmt.Sprintf(format, args...))
+	return fmt.Errorf("node %s (%s): %s", nodeName(n.Name), n.opName(), fmt.Sprintf(format, args...))
 }
 
 // plan makes g's plan; inputs are the names of g's runtime inputs in order.
@@ -319,11 +315,7 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 			return nil, fmt.Errorf("stopped before node %s (%s): %w", nodeName(st.name), st.op, err)
 		}
 		if err := st.fn(f, ins, outs); err != nil {
-			name := st.name
-			if name == "" {
-				name = "(unnamed)"
-			}
-			return nil, fmt.Errorf("node %s (%s): %w", name, st.op, err)
+			return nil, fmt.Errorf("node %s (%s): %w", nodeName(st.name), st.op, err)
 		}
 		for j, k := range st.out {
 			if k >= 0 {

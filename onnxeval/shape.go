@@ -2,7 +2,6 @@ package onnxeval
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -137,6 +136,7 @@ func init() {
 						return fmt.Errorf("shape %v has two -1 dimensions", spec)
 					}
 					infer = i
+					shape[i] = 1 // for the checks below, until inferred
 					continue
 				case d < 0:
 					return fmt.Errorf("shape %v has dimension %d", spec, d)
@@ -144,11 +144,7 @@ func init() {
 				shape[i] = d
 				known *= d
 			}
-			if infer < 0 {
-				if _, err := elements(shape); err != nil {
-					return err
-				}
-			} else if _, err := elements(slices.Concat(shape[:infer], shape[infer+1:])); err != nil {
+			if _, err := elements(shape); err != nil {
 				return err
 			}
 			total := int64(in[0].Len())

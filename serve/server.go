@@ -482,14 +482,14 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		res, err = m.backend.Translate(ctx, job)
 		return err
 	}
-	what := fmt.Sprintf("decoding a request of %d inputs for model %q", len(job.Texts)+len(job.IDs), m.name)
+	const what = "decoding a request of %d inputs for model %q"
 	if m.info.Batching {
 		// The scheduler admits requests itself.
-		err = panics.Call(decode, "%s", what)
+		err = panics.Call(decode, what, len(job.Texts)+len(job.IDs), m.name)
 	} else {
 		var release func()
 		if release, err = m.lim.acquire(ctx); err == nil {
-			err = panics.Call(decode, "%s", what)
+			err = panics.Call(decode, what, len(job.Texts)+len(job.IDs), m.name)
 			release()
 		}
 	}

@@ -137,9 +137,9 @@ func runTranslate(args []string) error {
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return err
 	}
-	for flag, out := range map[string]string{"--output": *output, "--plot": *plotPath} {
-		if err := atomicfile.SameFile(out, *src); err != nil {
-			return &usageError{flag + ": " + err.Error()}
+	for _, o := range []struct{ flag, path string }{{"--output", *output}, {"--plot", *plotPath}} {
+		if err := atomicfile.SameFile(o.path, *src); err != nil {
+			return &usageError{o.flag + ": " + err.Error()}
 		}
 	}
 	if err := checkBackend(*backend, *device); err != nil {

@@ -139,15 +139,16 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 			out.NearTies += len(tied)
 		} else {
 			// Reduced precision: Check judged the agreement of its graphs'
-			// decodes (res.OK); these are the sentences' own, decoded
-			// greedily by the steps engine within the same steps.
-			decoded, err := tr.TranslateIDs(context.Background(), chunk)
+			// decodes (res.OK) but keeps no tokens; these are the
+			// sentences' own, decoded greedily by the steps engine within
+			// the steps PyTorch's reference ran.
+			decoded, err := tr.TranslateIDsCall(context.Background(), chunk, translate.CallOptions{MaxLen: out.Steps, WithoutAttention: true})
 			if err != nil {
 				bar.Finish()
 				return fmt.Errorf("sentences %d-%d: %w", idx[start]+1, idx[start+len(chunk)-1]+1, err)
 			}
 			for _, d := range decoded {
-				got = append(got, d.Tokens[:min(len(d.Tokens), out.Steps)])
+				got = append(got, d.Tokens)
 			}
 		}
 		for k := range chunk {

@@ -82,10 +82,7 @@ const maxLinks = 40
 func resolve(path string) (dest string, through bool, err error) {
 	p := path
 	for range maxLinks {
-		if _, ok := openFD(p); ok {
-			return p, true, nil
-		}
-		if special(p) {
+		if special(p) { // /dev/stdout and /proc/self/fd/N among them
 			return p, true, nil
 		}
 		st, err := os.Lstat(p)
@@ -118,7 +115,8 @@ func resolve(path string) (dest string, through bool, err error) {
 	return "", false, fmt.Errorf("%s: more than %d symbolic links", path, maxLinks)
 }
 
-// openFD recognises the names of the process's own open files:
+// openFD recognises the names of the process's own open files, which
+// resolve leaves as they are (they lie in /dev and /proc):
 // /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N. Writing them
 // must go through the open file itself: opening the name again would
 // start a regular file over from its beginning, under the shell's
