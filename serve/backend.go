@@ -19,12 +19,11 @@ import (
 // because the model's queue is full; the server answers 429.
 var ErrQueueFull = errors.New("serve: queue full")
 
-// Job is one request's work for a Backend: texts or token id rows (exactly
-// one of the two is non-empty) and the output length limit.
+// Job is one request's work for a Backend: its source rows and decoding
+// settings.
 type Job struct {
-	// Texts are tokenised with the model's source vocabulary.
-	Texts []string
-	// IDs are source token id rows.
+	// IDs are source token id rows: a request's own, or its texts as
+	// Backend.Tokenize made them.
 	IDs [][]int64
 	// MaxLen is the most output tokens per row, EOS included; 0 means
 	// 2n+10 for a source of n tokens.
@@ -51,11 +50,10 @@ type Backend interface {
 	// order. A bad row is a *translate.InputError; a cancelled or expired
 	// ctx returns ctx.Err() (wrapped or not) as soon as the backend can stop.
 	Translate(ctx context.Context, job Job) ([]translate.Result, error)
-	// SourceLengths returns the number of source tokens each text becomes
-	// with the model's tokenizer (see translate.Translator.SourceLengths),
-	// for the memory estimate; a text that cannot be tokenised fails as
-	// Translate would.
-	SourceLengths(texts []string) ([]int, error)
+	// Tokenize makes source rows of texts with the model's tokenizer and
+	// vocabulary (translate.Translator.SourceRows); a text that cannot be
+	// tokenised is a *translate.InputError naming its row.
+	Tokenize(texts []string) ([][]int64, error)
 	// Info returns the model directory's attnx.json.
 	Info() modeldir.Info
 	// Close releases the model once no call is in progress.
@@ -123,8 +121,8 @@ func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
 
 func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
 
-func (b *translatorBackend) SourceLengths(texts []string) ([]int, error) {
-	return b.def.SourceLengths(texts)
+func (b *translatorBackend) Tokenize(texts []string) ([][]int64, error) {
+	return b.def.SourceRows(texts)
 }
 
 // Translate decodes with the Translator's default limit (2n+10), then
@@ -137,13 +135,7 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	if job.Beam > 1 {
 		return b.translateBeam(ctx, job)
 	}
-	var res []translate.Result
-	var err error
-	if job.IDs != nil {
-		res, err = b.def.TranslateIDs(ctx, job.IDs)
-	} else {
-		res, err = b.def.Translate(ctx, job.Texts)
-	}
+	res, err := b.def.TranslateIDs(ctx, job.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -200,12 +192,7 @@ func (b *translatorBackend) translateBeam(ctx context.Context, job Job) ([]trans
 	if err != nil {
 		return nil, err
 	}
-	var res []translate.Result
-	if job.IDs != nil {
-		res, err = tr.TranslateIDsCall(ctx, job.IDs, job.callOptions())
-	} else {
-		res, err = tr.TranslateCall(ctx, job.Texts, job.callOptions())
-	}
+	res, err := tr.TranslateIDsCall(ctx, job.IDs, job.callOptions())
 	if err == nil {
 		b.obs(len(res))
 	}
@@ -321,19 +308,13 @@ func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
 
 func (b *batchingBackend) TokenizerCache() subword.CacheStats { return b.tr.TokenizerCache() }
 
-func (b *batchingBackend) SourceLengths(texts []string) ([]int, error) {
-	return b.tr.SourceLengths(texts)
+func (b *batchingBackend) Tokenize(texts []string) ([][]int64, error) {
+	return b.tr.SourceRows(texts)
 }
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
 	opt := job.callOptions()
-	var res []translate.Result
-	var err error
-	if job.IDs != nil {
-		res, err = b.sched.TranslateIDs(ctx, job.IDs, opt)
-	} else {
-		res, err = b.sched.Translate(ctx, job.Texts, opt)
-	}
+	res, err := b.sched.TranslateIDs(ctx, job.IDs, opt)
 	if errors.Is(err, decode.ErrQueueFull) {
 		return nil, fmt.Errorf("%w: %d requests waiting for room in a batch of %d rows", ErrQueueFull, b.maxQueue, b.maxRows)
 	}

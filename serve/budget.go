@@ -61,14 +61,14 @@ func rowMemory(c attention.Config, n, T, K, N int, withAttention bool) int64 {
 }
 
 // requestMemory estimates the bytes job takes on a model of config c: the
-// sum of its rows' rowMemory. srcLens are the rows' source lengths in
-// tokens: the ids rows' lengths, or what the model's tokenizer makes of
-// the texts (Backend.SourceLengths), never their characters, since a
-// tokenizer may give several pieces per character.
-func requestMemory(c attention.Config, job Job, srcLens []int) int64 {
+// sum of its rows' rowMemory. The rows are token ids (a request's texts
+// are tokenised before the estimate), so a source's length is its pieces,
+// never its characters: a tokenizer may give several per character.
+func requestMemory(c attention.Config, job Job) int64 {
 	K, N := max(job.Beam, 1), max(job.NBest, 1)
 	var total int64
-	for _, n := range srcLens {
+	for _, row := range job.IDs {
+		n := len(row)
 		T := job.MaxLen
 		if T <= 0 {
 			T = translate.DefaultMaxLen(n)
@@ -76,19 +76,6 @@ func requestMemory(c attention.Config, job Job, srcLens []int) int64 {
 		total += rowMemory(c, n, T, K, N, job.Attention)
 	}
 	return total
-}
-
-// sourceLengths returns the source length of each row of job: the ids
-// rows' lengths, or the texts' tokens as the backend counts them.
-func sourceLengths(b Backend, job Job) ([]int, error) {
-	if job.IDs != nil {
-		lens := make([]int, len(job.IDs))
-		for i, row := range job.IDs {
-			lens[i] = len(row)
-		}
-		return lens, nil
-	}
-	return b.SourceLengths(job.Texts)
 }
 
 // memoryBudget is the server's budget: the memory its requests in flight

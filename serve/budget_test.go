@@ -25,36 +25,32 @@ func TestRequestMemory(t *testing.T) {
 		name string
 		c    attention.Config
 		job  Job
-		lens []int // nil: the ids rows' lengths
 		want int64
 	}{
 		// Slots 4*(2*2*1*64 + 3*64 + 15 + 3 + 8) = 1896; history 16*32 =
 		// 512; answer 16*32 = 512.
-		{"greedy, no attention", demo, Job{IDs: ids(1, 3)}, nil, 1896 + 512 + 512},
+		{"greedy, no attention", demo, Job{IDs: ids(1, 3)}, 1896 + 512 + 512},
 		// Plus attention: 16*3*12 recorded, 16*3*12 answered.
-		{"greedy, attention", demo, Job{IDs: ids(1, 3), Attention: true}, nil, 1896 + 512 + 512 + 576 + 576},
-		// A text the tokenizer made 5 tokens of: max_len 2*5+10 = 20.
-		{"text", demo, Job{Texts: []string{"éab"}, MaxLen: 0}, []int{5}, 4*(2*2*64+5*64+15+5+8) + 20*32 + 20*32},
+		{"greedy, attention", demo, Job{IDs: ids(1, 3), Attention: true}, 1896 + 512 + 512 + 576 + 576},
+		// A row of 5 tokens (a text the tokenizer made 5 pieces of):
+		// max_len 2*5+10 = 20.
+		{"five tokens", demo, Job{IDs: ids(1, 5), MaxLen: 0}, 4*(2*2*64+5*64+15+5+8) + 20*32 + 20*32},
 		// GRU: one state; beam 4 (4 slots, 4 histories), n_best 2.
-		{"gru beam", gru, Job{IDs: ids(2, 5), MaxLen: 7, Beam: 4, NBest: 2}, nil, 2 * (4*4*(2*1*2*8+5*8+100+5+8) + 4*7*32 + 2*7*32)},
+		{"gru beam", gru, Job{IDs: ids(2, 5), MaxLen: 7, Beam: 4, NBest: 2}, 2 * (4*4*(2*1*2*8+5*8+100+5+8) + 4*7*32 + 2*7*32)},
 	}
 	for _, c := range cases {
-		lens := c.lens
-		if lens == nil {
-			lens = idLens(c.job)
-		}
-		if got := requestMemory(c.c, c.job, lens); got != c.want {
+		if got := requestMemory(c.c, c.job); got != c.want {
 			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
 		}
 	}
 	bomb := Job{IDs: ids(64, 256), Beam: 16, MaxLen: 512, Attention: true}
-	if got := requestMemory(demo, bomb, idLens(bomb)); got <= DefaultMaxRequestMemory {
+	if got := requestMemory(demo, bomb); got <= DefaultMaxRequestMemory {
 		t.Errorf("the memory bomb with attention: %d bytes, within the default budget of %d", got, DefaultMaxRequestMemory)
 	} else {
 		t.Logf("the memory bomb with attention: %s", mib(got))
 	}
 	bomb.Attention = false
-	if got := requestMemory(demo, bomb, idLens(bomb)); got > DefaultMaxRequestMemory {
+	if got := requestMemory(demo, bomb); got > DefaultMaxRequestMemory {
 		t.Errorf("the memory bomb without attention: %d bytes, over the default budget of %d", got, DefaultMaxRequestMemory)
 	} else {
 		t.Logf("the memory bomb without attention: %s", mib(got))
@@ -68,7 +64,7 @@ func TestRequestMemory(t *testing.T) {
 func TestMemoryBudgets(t *testing.T) {
 	b := newBlockingBackend()
 	one := Job{IDs: [][]int64{{3, 4, 5}}, MaxLen: 50}
-	need := requestMemory(b.Info().Config.WithDefaults(), one, idLens(one))
+	need := requestMemory(b.Info().Config.WithDefaults(), one)
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), MaxRequestMemory: need, MaxMemory: need * 3 / 2})
 	_ = s
 	url := hs.URL + PathTranslate
@@ -93,10 +89,4 @@ func TestMemoryBudgets(t *testing.T) {
 	if used := s.budget.used.Load(); used != 0 {
 		t.Errorf("%d bytes still reserved with no request in flight", used)
 	}
-}
-
-// idLens returns the lengths of job's ids rows.
-func idLens(job Job) []int {
-	lens, _ := sourceLengths(nil, job)
-	return lens
 }

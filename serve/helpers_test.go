@@ -203,11 +203,13 @@ func (b *blockingBackend) Info() modeldir.Info {
 
 func (b *blockingBackend) Close() error { return nil }
 
-// SourceLengths: the fake has no tokenizer; a text is one token per byte.
-func (b *blockingBackend) SourceLengths(texts []string) ([]int, error) {
-	lens := make([]int, len(texts))
+// Tokenize: the fake has no tokenizer; a text's bytes are its ids.
+func (b *blockingBackend) Tokenize(texts []string) ([][]int64, error) {
+	rows := make([][]int64, len(texts))
 	for i, s := range texts {
-		lens[i] = len(s)
+		for _, c := range []byte(s) {
+			rows[i] = append(rows[i], int64(c))
+		}
 	}
-	return lens, nil
+	return rows, nil
 }

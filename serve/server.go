@@ -442,33 +442,37 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if msg != "" {
 		return fail(m, http.StatusBadRequest, "%s", msg)
 	}
-	if job.Texts != nil && m.info.SrcTokens == nil {
+	texts, n := req.Inputs, len(req.Inputs)+len(req.IDs)
+	if texts != nil && m.info.SrcTokens == nil {
 		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
 	}
 	// Tokenizers run on bounded text only: a line's bytes are capped
 	// first (the body's are, by MaxBodyBytes).
-	for i, text := range job.Texts {
+	for i, text := range texts {
 		if len(text) > s.cfg.MaxInputBytes {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
 				i, len(text), s.cfg.MaxInputBytes)
 		}
 	}
-	field := "inputs"
-	if job.IDs != nil {
-		field = "ids"
+	field := "ids"
+	var err error
+	if texts != nil {
+		// Tokenised once, here: the memory estimate, the source length
+		// limit and the default output length count the pieces, and the
+		// backend decodes these rows.
+		field = "inputs"
+		err = panics.Call(func() (err error) {
+			job.IDs, err = m.backend.Tokenize(texts)
+			return err
+		}, "tokenizing a request of %d inputs for model %q", n, m.name)
+		if err != nil {
+			return s.translateError(w, r, m, field, err, release)
+		}
 	}
-	var srcLens []int
-	err := panics.Call(func() (err error) {
-		srcLens, err = sourceLengths(m.backend, job)
-		return err
-	}, "tokenizing a request of %d inputs for model %q", len(job.Texts)+len(job.IDs), m.name)
-	if err != nil {
-		return s.translateError(w, r, m, field, err, release)
-	}
-	need := requestMemory(m.info.Config.WithDefaults(), job, srcLens)
+	need := requestMemory(m.info.Config.WithDefaults(), job)
 	if need > s.cfg.MaxRequestMemory {
 		return fail(m, http.StatusRequestEntityTooLarge, "the request needs about %s (%d inputs, beam %d, max_len %s, attention %v): more than the per-request memory budget of %s (--max-request-memory); send fewer inputs or shorter sources, or ask for a smaller beam or max_len, or no attention",
-			mib(need), len(job.Texts)+len(job.IDs), max(job.Beam, 1), maxLenText(job.MaxLen), job.Attention, mib(s.cfg.MaxRequestMemory))
+			mib(need), n, max(job.Beam, 1), maxLenText(job.MaxLen), job.Attention, mib(s.cfg.MaxRequestMemory))
 	}
 	if !s.budget.reserve(need) {
 		w.Header().Set("Retry-After", "1")
@@ -485,11 +489,11 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	const what = "decoding a request of %d inputs for model %q"
 	if m.info.Batching {
 		// The scheduler admits requests itself.
-		err = panics.Call(decode, what, len(job.Texts)+len(job.IDs), m.name)
+		err = panics.Call(decode, what, n, m.name)
 	} else {
 		var release func()
 		if release, err = m.lim.acquire(ctx); err == nil {
-			err = panics.Call(decode, what, len(job.Texts)+len(job.IDs), m.name)
+			err = panics.Call(decode, what, n, m.name)
 			release()
 		}
 	}
@@ -503,18 +507,18 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if err != nil {
 		return s.translateError(w, r, m, field, err, release)
 	}
-	if len(res) != len(job.Texts)+len(job.IDs) {
-		s.cfg.Logf("model %q: backend returned %d results for %d inputs", m.name, len(res), len(job.Texts)+len(job.IDs))
-		return fail(m, http.StatusInternalServerError, "decoding failed: %d results for %d inputs", len(res), len(job.Texts)+len(job.IDs))
+	if len(res) != n {
+		s.cfg.Logf("model %q: backend returned %d results for %d inputs", m.name, len(res), n)
+		return fail(m, http.StatusInternalServerError, "decoding failed: %d results for %d inputs", len(res), n)
 	}
 	out := Response{Model: m.name, Results: make([]translate.ResultJSON, len(res))}
 	tokens := 0
 	for i, rr := range res {
 		input := ""
-		if job.IDs != nil {
-			input = joinIDs(job.IDs[i])
+		if texts != nil {
+			input = texts[i]
 		} else {
-			input = job.Texts[i]
+			input = joinIDs(job.IDs[i])
 		}
 		out.Results[i] = rr.JSON(input)
 		tokens += len(rr.Tokens)
@@ -604,7 +608,7 @@ func (s *Server) checkRequest(req *Request) (Job, string) {
 		return Job{}, fmt.Sprintf("%d inputs: more than the limit of %d per request (--max-inputs); split them into several requests", n, s.cfg.MaxInputs)
 	}
 	job := beam
-	job.Texts, job.IDs = req.Inputs, req.IDs
+	job.IDs = req.IDs // texts are tokenised once the model is known
 	job.Attention = req.Attention != nil && *req.Attention
 	if req.MaxLen != nil {
 		if *req.MaxLen < 1 || *req.MaxLen > s.cfg.MaxOutLen {

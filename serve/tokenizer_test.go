@@ -63,17 +63,16 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, MaxSourceLen: 1000, MaxBeam: 8, MaxInputBytes: 1000})
 	m := s.models["dates"]
 	text := strings.Repeat("\uFDFA", 40)
-	lens, err := m.backend.SourceLengths([]string{text})
-	if err != nil || lens[0] < 4*40 {
-		t.Fatalf("%d runes became %v pieces (%v), want several per rune", 40, lens, err)
+	rows, err := m.backend.Tokenize([]string{text})
+	if err != nil || len(rows[0]) < 4*40 {
+		t.Fatalf("%d runes became %d pieces (%v), want several per rune", 40, len(rows[0]), err)
 	}
 	inputs := make([]string, 64)
 	ids := make([][]int64, 64)
 	for i := range inputs {
-		inputs[i] = text
-		ids[i] = make([]int64, lens[0])
+		inputs[i], ids[i] = text, rows[0]
 	}
-	want := requestMemory(m.info.Config.WithDefaults(), Job{IDs: ids, Beam: 8, Attention: true}, idLens(Job{IDs: ids}))
+	want := requestMemory(m.info.Config.WithDefaults(), Job{IDs: ids, Beam: 8, Attention: true})
 	body, _ := json.Marshal(map[string]any{"inputs": inputs, "beam": 8, "attention": true})
 	code, resp := post(t, hs.URL+PathTranslate, string(body))
 	if code != 413 || !strings.Contains(resp, "the request needs about "+mib(want)) || !strings.Contains(resp, "--max-request-memory") {
@@ -118,15 +117,14 @@ func TestServeTokenizerCacheMetrics(t *testing.T) {
 			t.Fatalf("%q: %d %s", in, code, resp)
 		}
 	}
-	// Each input is tokenised twice: for the memory estimate, then to
-	// decode: 16 lookups of 8 words. "the", "license", "and" and "new"
-	// are stored at their first lookup (4 misses); "a", one character, is
-	// its own segmentation and never stored (a miss each time, 2); the
-	// other 10 are hits.
+	// Each input is tokenised once, by the server: 8 lookups of 8 words.
+	// "the", "license", "and" and "new" are stored at their first lookup
+	// (4 misses); "a", one character, is its own segmentation and never
+	// stored (a miss); the other 3 ("the", "license", "license") are hits.
 	entries := gathered(t, s, MetricTokenizerCacheEntries, map[string]string{"model": "bpe"}).GetGauge().GetValue()
 	hits := counterValue(t, s, MetricTokenizerCacheLookups, map[string]string{"model": "bpe", "result": "hit"})
 	misses := counterValue(t, s, MetricTokenizerCacheLookups, map[string]string{"model": "bpe", "result": "miss"})
-	if entries != 4 || misses != 6 || hits != 10 {
-		t.Errorf("%s %v, %s hit %v miss %v; want 4 entries, 10 hits, 6 misses", MetricTokenizerCacheEntries, entries, MetricTokenizerCacheLookups, hits, misses)
+	if entries != 4 || misses != 5 || hits != 3 {
+		t.Errorf("%s %v, %s hit %v miss %v; want 4 entries, 3 hits, 5 misses", MetricTokenizerCacheEntries, entries, MetricTokenizerCacheLookups, hits, misses)
 	}
 }

@@ -69,23 +69,14 @@ func (t *Translator) TokenizerCache() subword.CacheStats {
 	return subword.CacheStats{}
 }
 
-// SourceLengths returns the number of source tokens each text becomes, as
-// Translate tokenises it (src_prefix and src_suffix counted): what a
-// server's memory estimate and length limits are made from, since a
-// tokenizer may give several pieces per character (SentencePiece's NFKC
-// turns U+FDFA into 8). A text that cannot be tokenised fails as
-// Translate fails on it (an *InputError naming its row).
-func (t *Translator) SourceLengths(texts []string) ([]int, error) {
-	rows, err := t.encodeTexts(texts)
-	if err != nil {
-		return nil, err
-	}
-	lens := make([]int, len(rows))
-	for i, r := range rows {
-		lens[i] = len(r)
-	}
-	return lens, nil
-}
+// SourceRows tokenises texts as Translate does (the model's tokenizer or
+// vocabulary, and attnx.json's src_prefix and src_suffix): the source rows
+// the decoder sees, which TranslateIDs then decodes exactly as Translate
+// would the texts. A server makes its memory estimate and length limits
+// from them, since a tokenizer may give several pieces per character
+// (SentencePiece's NFKC turns U+FDFA into 8). A text that cannot be
+// tokenised is an *InputError naming its row.
+func (t *Translator) SourceRows(texts []string) ([][]int64, error) { return t.encodeTexts(texts) }
 
 // SourceIDs tokenises one text as Translate does (the model's tokenizer or
 // vocabulary, and attnx.json's src_prefix and src_suffix): the source row
