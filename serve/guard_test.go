@@ -17,7 +17,8 @@ import (
 func TestCrossSiteRequests(t *testing.T) {
 	b := newBlockingBackend()
 	b.release <- struct{}{}
-	addr := serveLoopback(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), AllowedHosts: []string{"Attnx.Internal"}}).addr
+	srv := serveLoopback(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), AllowedHosts: []string{"Attnx.Internal"}})
+	addr := srv.addr
 	_, port, _ := net.SplitHostPort(addr)
 	cases := []struct {
 		name, method, path, host, ctype string
@@ -59,6 +60,12 @@ func TestCrossSiteRequests(t *testing.T) {
 		}
 		if c.code == 200 && c.method == "POST" {
 			b.release <- struct{}{}
+		}
+	}
+	// Refusals show on /metrics, with no model: three 415s, three 403s.
+	for code, want := range map[string]float64{"415": 3, "403": 3} {
+		if got := counterValue(t, srv.s, MetricRequests, map[string]string{"model": "", "code": code}); got != want {
+			t.Errorf("%s{code=%s}: %v, want %v", MetricRequests, code, got, want)
 		}
 	}
 	// Not on a loopback address (behind a load balancer, in a cluster):

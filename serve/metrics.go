@@ -48,7 +48,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRequests,
-			Help: "Translation requests answered, by model and HTTP status (499: the client went away). Model is empty when the request named no served model.",
+			Help: "Translation requests answered, by model and HTTP status (499: the client went away), and requests of any path refused before routing (403 for a Host not allowed, 415 for a body that is not JSON, 500 for a bug). Model is empty when the request named no served model or was refused before routing.",
 		}, []string{"model", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricLatency,

@@ -79,14 +79,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			host = strings.ToLower(strings.Trim(host, "[]"))
 			if !s.hosts[host] {
-				writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server, which listens on a loopback address: start attnx serve with --allow-host %s to answer it", r.Host, host))
+				s.refuse(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server, which listens on a loopback address: start attnx serve with --allow-host %s to answer it", r.Host, host))
 				return
 			}
 		}
 		if r.Method == http.MethodPost {
 			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if err != nil || mt != "application/json" {
-				writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: send the body as JSON with Content-Type: application/json", r.Header.Get("Content-Type")))
+				s.refuse(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: send the body as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')", r.Header.Get("Content-Type")))
 				return
 			}
 		}
@@ -102,10 +102,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			err := panics.New(p, "answering %s %s", r.Method, r.URL.Path)
 			s.cfg.Logf("%v at %s", err, err.Frame())
-			writeError(w, http.StatusInternalServerError, err.Error())
+			s.refuse(w, http.StatusInternalServerError, err.Error())
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers a request that the guard stops before any handler, and
+// counts it in the requests metric with an empty model, so that a
+// misconfigured client (a wrong Host, a form content type) shows there.
+func (s *Server) refuse(w http.ResponseWriter, code int, msg string) {
+	s.metrics.requests.WithLabelValues("", strconv.Itoa(code)).Inc()
+	writeError(w, code, msg)
 }
 
 // readBody reads the request body into req under deadline (the request's
