@@ -18,6 +18,10 @@ type vocab struct {
 	chars   bool           // every ordinary token is one character
 	special map[int64]bool // ids left out of Text
 	unkName string
+	// pieces names the subword pieces the tokens look like
+	// ("SentencePiece", "subword-nmt BPE"), "" for words or characters:
+	// text given to such a vocabulary without its tokenizer cannot match.
+	pieces string
 	// tok, when set, is the subword tokenizer the model was trained with:
 	// it segments input text and joins output pieces.
 	tok subword.Tokenizer
@@ -53,6 +57,7 @@ func newVocab(tokens []string, sp attention.Special) vocab {
 	if ordinary == 0 {
 		v.chars = false
 	}
+	v.pieces = pieceKind(tokens, v.special, sp.UNK)
 	v.unkName = "UNK"
 	if sp.UNK >= 0 && int(sp.UNK) < len(tokens) {
 		v.unkName = tokens[sp.UNK]
@@ -61,6 +66,34 @@ func newVocab(tokens []string, sp attention.Special) vocab {
 }
 
 func (v vocab) known() bool { return v.tokens != nil }
+
+// pieceKind says what subword pieces tokens hold: "SentencePiece" when at
+// least a tenth of the ordinary tokens start with U+2581, "subword-nmt BPE"
+// when as many end with "@@", else "".
+func pieceKind(tokens []string, special map[int64]bool, unk int64) string {
+	var ordinary, spm, bpe int
+	for i, tok := range tokens {
+		if special[int64(i)] || int64(i) == unk {
+			continue
+		}
+		ordinary++
+		if strings.HasPrefix(tok, "\u2581") {
+			spm++
+		}
+		if strings.HasSuffix(tok, "@@") && len(tok) > 2 {
+			bpe++
+		}
+	}
+	switch {
+	case ordinary == 0:
+		return ""
+	case spm >= 2 && 10*spm >= ordinary:
+		return "SentencePiece"
+	case bpe >= 2 && 10*bpe >= ordinary:
+		return "subword-nmt BPE"
+	}
+	return ""
+}
 
 // encode tokenises one input: with the model's subword tokenizer when it
 // has one (pieces outside the vocabulary become UNK, as in the toolkits,
@@ -100,6 +133,11 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 				continue
 			}
 			msg := fmt.Sprintf("%s %s at position %d is not in the source vocabulary", what, quote(p), j)
+			if v.tok == nil && v.pieces != "" {
+				// Mapping words to UNK would translate garbage: the text
+				// was never segmented.
+				return nil, &InputError{Row: row, Position: j, Msg: fmt.Sprintf("%s: the model has no source tokenizer, but its vocabulary holds %s pieces, which text must be segmented into first; export the model again with the tokenizer it was trained with (attnx export --src-tokenizer FILE)", msg, v.pieces)}
+			}
 			if unk < 0 {
 				return nil, &InputError{Row: row, Position: j, Msg: msg + " (the model has no UNK token)"}
 			}

@@ -54,3 +54,31 @@ func TestCraftedTokenizerModel(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingTokenizerHint: a checkpoint copied without its SentencePiece
+// models exports with a note; translating text then says that the model
+// lacks its tokenizer and how to give one, not to map words to <unk>
+// (which would translate garbage).
+func TestMissingTokenizerHint(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	tmp := t.TempDir()
+	data, err := os.ReadFile("../../testdata/demo/onmt_dates_spm.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(tmp, "model_step_450.pt")
+	if err := os.WriteFile(ckpt, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "m")
+	code, _, errOut := attnx("export", ckpt, "-o", dir)
+	if code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	code, _, errOut = attnx("translate", "--model", dir, "Wednesday 14 August 2030")
+	if code != 1 || !strings.Contains(errOut, "the model has no source tokenizer, but its vocabulary holds SentencePiece pieces") ||
+		!strings.Contains(errOut, "--src-tokenizer FILE") || strings.Contains(errOut, "--unk") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	t.Log(strings.TrimSpace(errOut))
+}
