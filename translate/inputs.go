@@ -21,6 +21,9 @@ type Input struct {
 	// IDs are the token ids of an ids input (IsIDs), possibly none.
 	IDs   []int64
 	IsIDs bool
+	// Blank marks a blank line of a stream: it is answered with an empty
+	// Result, as TranslateCorpus answers one, not refused.
+	Blank bool
 	// Where says where the input came from ("line 7", "argument 2") and
 	// Shown is the input as written; errors name the input with both.
 	Where, Shown string
@@ -91,6 +94,9 @@ func (t *Translator) translateBatch(ctx context.Context, inputs []Input, emit fu
 	var texts []string
 	var rows [][]int64
 	for i, in := range inputs {
+		if in.Blank {
+			continue // an empty result
+		}
 		if in.IsIDs {
 			idIdx, rows = append(idIdx, i), append(rows, in.IDs)
 		} else {
@@ -160,8 +166,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // wait for more while the reader has none ready, so a program that writes
 // one line to a pipe and waits for its answer gets it. progress, when not
 // nil, hears the bytes and lines read after each batch (the moment to
-// flush buffered output). Errors are as for TranslateInputs, and name the
-// line.
+// flush buffered output). A blank line gives an empty result (Input.Blank),
+// as in a test set. Errors are as for TranslateInputs, and name the line.
 func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, Result) error, progress func(bytes int64, lines int)) error {
 	counter := &countingReader{r: r}
 	idsInput := !t.HasSourceVocab()
@@ -239,8 +245,8 @@ func (t *Translator) Stream(ctx context.Context, r io.Reader, emit func(Input, R
 		}
 		line++
 		s := strings.TrimSuffix(x.text, "\r")
-		in := Input{Where: fmt.Sprintf("line %d", line), Shown: s, Text: s}
-		if idsInput {
+		in := Input{Where: fmt.Sprintf("line %d", line), Shown: s, Text: s, Blank: strings.TrimSpace(s) == ""}
+		if idsInput && !in.Blank {
 			if strings.TrimSpace(s) != "" {
 				ids, err := ParseIDs(s)
 				if err != nil {

@@ -326,8 +326,6 @@ func TestBadInput(t *testing.T) {
 		{name: "translate: text for a model without vocabulary", args: []string{"translate", "--model", m.ids, "abc"}, code: 1,
 			// The flags to use, not the Go API's TranslateIDs.
 			want: []string{"no source vocabulary", "give token ids with --ids", "--src-vocab"}, absent: []string{"TranslateIDs"}},
-		{name: "translate: empty input line", args: []string{"translate", "--model", m.text}, stdin: "abc\n\nabc\n", code: 1,
-			want: []string{`line 2 ("")`, "empty input"}},
 		{name: "translate: empty text argument", args: []string{"translate", "--model", m.text, ""}, code: 1,
 			want: []string{`argument 1 ("")`, "empty input"}},
 		{name: "translate: ids line that is not numbers", args: []string{"translate", "--model", m.ids}, stdin: "4 5\n4 x\n", code: 1,

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,7 +28,8 @@ characters when the model's source vocabulary is character-level, else at
 white space, or with the model's subword tokenizer when it has one (attnx
 export --src-tokenizer: raw text in, raw text out; pieces outside the
 vocabulary go in as the unknown token, and a note counts them); stdin lines
-are token ids when attnx.json has no source vocabulary.
+are token ids when attnx.json has no source vocabulary. A blank stdin line
+gives a blank output line, as in --src.
 
 --beam K decodes with beam search of width K (spec "Beam search": K
 hypotheses per input, ranked by score / length ** --length-penalty) on the
@@ -42,7 +42,8 @@ followed by the N hypotheses, each indented with its score and normalised
 score), or with --json one JSON object per input: input, source_ids,
 tokens, text, attention (one row per output token) and, with --beam K > 1,
 hypotheses (tokens, text, score, normalized_score of each of the n-best).
---src FILE translates a test set as the toolkits' translate commands do
+--plain writes the translations alone, as --src does (for attnx score).
+--src FILE (- for stdin) translates a test set as the toolkits' translate commands do
 (onmt_translate -src, joeynmt translate): the lines are sorted by length
 and decoded in batches of --batch sentences (or --batch-tokens source
 tokens, OpenNMT-py's batch_type tokens), --lanes batches at a time, and the
@@ -87,6 +88,7 @@ func runTranslate(args []string) error {
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
+	plain := fs.Bool("plain", false, "write the translations alone, one line per input (--n-best N: N lines), as --src does: for attnx score")
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
 	backend := backendFlag(fs)
@@ -176,7 +178,7 @@ func runTranslate(args []string) error {
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	out := &translateOutput{w: w, json: *jsonOut, plot: heatmap.Series{Path: *plotPath}, tr: tr}
+	out := &translateOutput{w: w, json: *jsonOut, plain: *plain, nBest: *nBest, plot: heatmap.Series{Path: *plotPath}, tr: tr}
 	ctx := context.Background()
 	if len(ids) > 0 || fs.NArg() > 0 {
 		var inputs []translate.Input
@@ -254,10 +256,11 @@ func translateCLIError(err error) error {
 
 // translateOutput writes results as they come.
 type translateOutput struct {
-	w    *bufio.Writer
-	json bool
-	plot heatmap.Series
-	tr   *translate.Translator
+	w           *bufio.Writer
+	json, plain bool
+	nBest       int
+	plot        heatmap.Series
+	tr          *translate.Translator
 }
 
 // output is a result's text, or its token ids without a target vocabulary.
@@ -269,13 +272,12 @@ func (o *translateOutput) output(tokens []int64, text string) string {
 }
 
 func (o *translateOutput) write(in translate.Input, res translate.Result) error {
-	if o.json {
-		data, err := json.Marshal(res.JSON(in.Shown))
-		if err != nil {
+	if o.json || o.plain || in.Blank {
+		// JSON, or the translations alone as --src writes them; a blank
+		// line's answer is a blank line in either plain format.
+		if err := writeCorpusResult(o.w, o.tr, in.Shown, res, corpusJob{json: o.json, nBest: o.nBest}); err != nil {
 			return err
 		}
-		o.w.Write(data)
-		o.w.WriteByte('\n')
 	} else {
 		fmt.Fprintf(o.w, "%s -> %s\n", in.Shown, o.output(res.Tokens, res.Text))
 		if len(res.Hypotheses) > 1 {
@@ -284,7 +286,7 @@ func (o *translateOutput) write(in translate.Input, res translate.Result) error 
 			}
 		}
 	}
-	if err := o.w.Flush(); err != nil {
+	if err := o.w.Flush(); err != nil || in.Blank {
 		return err
 	}
 	return o.plot.Add(in.Shown, res.SourceTokens, res.OutputTokens, res.Attention)

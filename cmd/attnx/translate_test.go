@@ -91,8 +91,14 @@ func TestTranslateCommand(t *testing.T) {
 			"", `attnx translate: argument 2 ("abz"): character 'z' (U+007A) at position 2 is not in the source vocabulary (pass --unk to map unknown characters to <unk> (id 3))` + "\n"},
 		{"unknown mapped with --unk", "", []string{"translate", "--model", model, "--unk", "--max-len", "3", "abz"}, 0,
 			"abz -> ", ""},
-		{"empty stdin line", "abc\nabc\n\nabc\n", []string{"translate", "--model", model, "--batch", "2", "--max-len", "8"}, 1,
-			"abc -> lfffffff\nabc -> lfffffff\n", `attnx translate: line 3 (""): empty input, nothing to translate` + "\n"},
+		// A blank stdin line gives a blank line, as in --src (it was an
+		// error); --plain writes the translations alone, for attnx score.
+		{"blank stdin line", "abc\nabc\n\nabc\n", []string{"translate", "--model", model, "--batch", "2", "--max-len", "8"}, 0,
+			"abc -> lfffffff\nabc -> lfffffff\n\nabc -> lfffffff\n", ""},
+		{"plain", "abc\n \nhello\n", []string{"translate", "--model", model, "--plain", "--max-len", "8"}, 0,
+			"lfffffff\n\njmjjlll\n", ""},
+		{"plain arguments", "", []string{"translate", "--model", model, "--plain", "--max-len", "8", "abc", "hello"}, 0,
+			"lfffffff\njmjjlll\n", ""},
 		{"bad line mid-batch keeps the lines before it", "abc\nhello\nabz\nabc\n", []string{"translate", "--model", model, "--batch", "4", "--max-len", "8"}, 1,
 			"abc -> lfffffff\nhello -> jmjjlll\n", `attnx translate: line 3 ("abz"): character 'z'`},
 		{"bad text after good ids", "", []string{"translate", "--model", model, "--max-len", "8", "--ids", "4 5 6", "abz"}, 1,
@@ -237,5 +243,19 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 	}
 	if data, err := os.ReadFile(one); err != nil || !bytes.HasPrefix(data, pngMagic) {
 		t.Errorf("%s: %v", one, err)
+	}
+}
+
+// TestTranslateSrcStdin: --src - reads the test set from stdin and gives
+// what --plain gives for the same lines on stdin.
+func TestTranslateSrcStdin(t *testing.T) {
+	model := translateTestModel(t)
+	in := "abc\n\nhello\n"
+	code, out, errOut := attnxStdin(in, "translate", "--model", model, "--src", "-", "--max-len", "8")
+	if code != 0 || out != "lfffffff\n\njmjjlll\n" {
+		t.Fatalf("--src -: exit %d, %q, %s", code, out, errOut)
+	}
+	if code, plain, errOut := attnxStdin(in, "translate", "--model", model, "--plain", "--max-len", "8"); code != 0 || plain != out {
+		t.Fatalf("--plain on stdin: exit %d, %q, want %q; %s", code, plain, out, errOut)
 	}
 }
