@@ -67,8 +67,16 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 	b = appendString(b, r.Input)
 	b = append(b, `,"source_ids":`...)
 	b = appendInts(b, r.SourceIDs)
+	if len(r.SourceTokens) > 0 {
+		b = append(b, `,"source_tokens":`...)
+		b = appendStrings(b, r.SourceTokens)
+	}
 	b = append(b, `,"tokens":`...)
 	b = appendInts(b, r.Tokens)
+	if len(r.OutputTokens) > 0 {
+		b = append(b, `,"output_tokens":`...)
+		b = appendStrings(b, r.OutputTokens)
+	}
 	b = append(b, `,"text":`...)
 	b = appendString(b, r.Text)
 	// omitempty, as encoding/json writes the field.
@@ -128,6 +136,18 @@ func appendHypothesis(b []byte, h *translate.HypothesisJSON) ([]byte, error) {
 		return b, fmt.Errorf("normalized_score: %w", err)
 	}
 	return append(b, '}'), nil
+}
+
+// appendStrings appends xs as a JSON array of strings.
+func appendStrings(b []byte, xs []string) []byte {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, x)
+	}
+	return append(b, ']')
 }
 
 func appendInts(b []byte, xs []int64) []byte {

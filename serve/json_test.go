@@ -52,6 +52,7 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 		{Model: "dates", Results: []translate.ResultJSON{
 			{Input: "3rd of March 2021", SourceIDs: []int64{5, 6, 7}, Tokens: []int64{8, 2}, Text: "2021-03-03", Attention: [][]float32{{0.25, 0.75, 0}, {1e-8, 0.5, 0.4999999}}},
 			{Input: "", SourceIDs: []int64{}, Tokens: nil, Text: "", Attention: nil},
+			{Input: "pieces", SourceIDs: []int64{9, 4}, SourceTokens: []string{"\u2581Wed", "\"<&>\u2028"}, Tokens: []int64{3}, OutputTokens: []string{"</s>"}},
 			{Input: "x", SourceIDs: nil, Tokens: []int64{}, Attention: [][]float32{nil, {}}},
 			{Input: "beam", Tokens: []int64{8, 2}, Text: "2021-03-03", Hypotheses: []translate.HypothesisJSON{
 				{Tokens: []int64{8, 2}, Text: "2021-03-03", Score: -0.012345678, NormalizedScore: -0.006172839},
@@ -136,7 +137,7 @@ func BenchmarkAppendResponse(b *testing.B) {
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
 		reflect.TypeFor[Response]():                 {"model", "results"},
-		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "tokens", "text", "attention", "hypotheses"},
+		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses"},
 		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "text", "score", "normalized_score"},
 	}
 	for typ, names := range written {

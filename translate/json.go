@@ -9,10 +9,16 @@ type ResultJSON struct {
 	// Input is the input as the caller gave it: the text, or the source
 	// token ids joined with spaces.
 	Input string `json:"input"`
-	// SourceIDs holds the source token ids that were translated.
-	SourceIDs []int64 `json:"source_ids"`
+	// SourceIDs holds the source token ids that were translated, and
+	// SourceTokens the same as strings: the vocabulary's pieces, what the
+	// attention's columns stand for.
+	SourceIDs    []int64  `json:"source_ids"`
+	SourceTokens []string `json:"source_tokens,omitempty"`
 	// Tokens holds the output token ids, EOS included when it was emitted.
 	Tokens []int64 `json:"tokens"`
+	// OutputTokens holds the output tokens as strings (its pieces, the
+	// attention's rows), absent when the target vocabulary is unknown.
+	OutputTokens []string `json:"output_tokens,omitempty"`
 	// Text is the output as text ("" when the target vocabulary is
 	// unknown).
 	Text string `json:"text"`
@@ -40,7 +46,8 @@ type HypothesisJSON struct {
 
 // JSON returns r's JSON form, input being the input as the caller gave it.
 func (r Result) JSON(input string) ResultJSON {
-	j := ResultJSON{Input: input, SourceIDs: r.Source, Tokens: r.Tokens, Text: r.Text, Attention: r.Attention}
+	j := ResultJSON{Input: input, SourceIDs: r.Source, SourceTokens: r.SourceTokens, Tokens: r.Tokens, OutputTokens: r.OutputTokens,
+		Text: r.Text, Attention: r.Attention}
 	for _, h := range r.Hypotheses {
 		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
 	}

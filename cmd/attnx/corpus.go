@@ -20,6 +20,7 @@ import (
 type corpusJob struct {
 	src, output string
 	json        bool
+	attention   bool // in the JSON
 	nBest       int
 	plot        string
 	opts        translate.CorpusOptions
@@ -123,7 +124,11 @@ func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res tr
 		return text
 	}
 	if job.json {
-		data, err := json.Marshal(res.JSON(src))
+		j := res.JSON(src)
+		if !job.attention {
+			j.Attention = nil
+		}
+		data, err := json.Marshal(j)
 		if err != nil {
 			return err
 		}

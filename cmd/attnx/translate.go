@@ -39,8 +39,10 @@ lists the best N hypotheses of each input.
 
 Output is "input -> output" per line (with --n-best N > 1, the best line
 followed by the N hypotheses, each indented with its score and normalised
-score), or with --json one JSON object per input: input, source_ids,
-tokens, text, attention (one row per output token) and, with --beam K > 1,
+score), or with --json one JSON object per input: input, source_ids and
+source_tokens (the pieces), tokens and output_tokens, text, with --attention
+the attention (one row per output token, one column per source token) and,
+with --beam K > 1,
 hypotheses (tokens, text, score, normalized_score of each of the n-best).
 --plain writes the translations alone, as --src does (for attnx score).
 --src FILE (- for stdin) translates a test set as the toolkits' translate commands do
@@ -88,6 +90,7 @@ func runTranslate(args []string) error {
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	jsonOut := fs.Bool("json", false, "write one JSON object per input")
+	withAttention := fs.Bool("attention", false, "with --json: include each result's attention (one row per output token)")
 	plain := fs.Bool("plain", false, "write the translations alone, one line per input (--n-best N: N lines), as --src does: for attnx score")
 	plotPath := fs.String("plot", "", "draw attention heat maps to `FILE.png` (numbered per input when there are several)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
@@ -108,6 +111,9 @@ func runTranslate(args []string) error {
 	}
 	if *penaltyForm != "power" && *penaltyForm != "wu" {
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm)}
+	}
+	if *withAttention && !*jsonOut {
+		return &usageError{"--attention goes with --json (the text output has no attention; --plot draws it)"}
 	}
 	if *src == "" && (*output != "" || *batchTokens != 0 || *lanes != 0) {
 		return &usageError{"--output, --batch-tokens and --lanes go with --src FILE"}
@@ -173,12 +179,12 @@ func runTranslate(args []string) error {
 	}
 
 	if *src != "" {
-		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, nBest: *nBest, plot: *plotPath,
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, plot: *plotPath,
 			opts: translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}})
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	out := &translateOutput{w: w, json: *jsonOut, plain: *plain, nBest: *nBest, plot: heatmap.Series{Path: *plotPath}, tr: tr}
+	out := &translateOutput{w: w, json: *jsonOut, attention: *withAttention, plain: *plain, nBest: *nBest, plot: heatmap.Series{Path: *plotPath}, tr: tr}
 	ctx := context.Background()
 	if len(ids) > 0 || fs.NArg() > 0 {
 		var inputs []translate.Input
@@ -256,11 +262,11 @@ func translateCLIError(err error) error {
 
 // translateOutput writes results as they come.
 type translateOutput struct {
-	w           *bufio.Writer
-	json, plain bool
-	nBest       int
-	plot        heatmap.Series
-	tr          *translate.Translator
+	w                      *bufio.Writer
+	json, attention, plain bool
+	nBest                  int
+	plot                   heatmap.Series
+	tr                     *translate.Translator
 }
 
 // output is a result's text, or its token ids without a target vocabulary.
@@ -275,7 +281,7 @@ func (o *translateOutput) write(in translate.Input, res translate.Result) error 
 	if o.json || o.plain || in.Blank {
 		// JSON, or the translations alone as --src writes them; a blank
 		// line's answer is a blank line in either plain format.
-		if err := writeCorpusResult(o.w, o.tr, in.Shown, res, corpusJob{json: o.json, nBest: o.nBest}); err != nil {
+		if err := writeCorpusResult(o.w, o.tr, in.Shown, res, corpusJob{json: o.json, attention: o.attention, nBest: o.nBest}); err != nil {
 			return err
 		}
 	} else {

@@ -177,7 +177,7 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 	model := translateTestModel(t)
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "att.png")
-	code, out, errs := attnxStdin("abc\nhello\n", "translate", "--model", model, "--json", "--max-len", "8", "--plot", plot)
+	code, out, errs := attnxStdin("abc\nhello\n", "translate", "--model", model, "--json", "--attention", "--max-len", "8", "--plot", plot)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -186,18 +186,29 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 		t.Fatalf("%d JSON lines: %q", len(lines), out)
 	}
 	var rec struct {
-		Input     string      `json:"input"`
-		SourceIDs []int64     `json:"source_ids"`
-		Tokens    []int64     `json:"tokens"`
-		Text      string      `json:"text"`
-		Attention [][]float32 `json:"attention"`
+		Input        string      `json:"input"`
+		SourceIDs    []int64     `json:"source_ids"`
+		SourceTokens []string    `json:"source_tokens"`
+		Tokens       []int64     `json:"tokens"`
+		OutputTokens []string    `json:"output_tokens"`
+		Text         string      `json:"text"`
+		Attention    [][]float32 `json:"attention"`
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Input != "hello" || rec.Text != "jmjjlll" || len(rec.Tokens) != 8 || len(rec.Attention) != 8 ||
-		len(rec.Attention[0]) != 5 || len(rec.SourceIDs) != 5 || rec.SourceIDs[0] != 11 {
+		len(rec.Attention[0]) != 5 || len(rec.SourceIDs) != 5 || rec.SourceIDs[0] != 11 ||
+		strings.Join(rec.SourceTokens, "") != "hello" || strings.Join(rec.OutputTokens, " ") != "j m j <pad> j l l l" {
 		t.Errorf("JSON record %+v", rec)
+	}
+	// Attention only on request, as serve answers it; the pieces always.
+	code, out, errs = attnx("translate", "--model", model, "--json", "--max-len", "8", "hello")
+	if code != 0 || strings.Contains(out, `"attention"`) || !strings.Contains(out, `"source_tokens":["h","e","l","l","o"]`) {
+		t.Errorf("--json without --attention: exit %d, %s %s", code, out, errs)
+	}
+	if code, _, errs := attnx("translate", "--model", model, "--attention", "hello"); code != 2 || !strings.Contains(errs, "--attention goes with --json") {
+		t.Errorf("--attention without --json: exit %d, %s", code, errs)
 	}
 	pngMagic := []byte("\x89PNG\r\n\x1a\n")
 	for _, f := range []string{"att-1.png", "att-2.png"} {
@@ -211,7 +222,7 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 	}
 	// Beam search: the best hypothesis' tokens, text and attention, and
 	// the n-best list.
-	code, out, errs = attnx("translate", "--model", model, "--json", "--max-len", "8", "--beam", "3", "--n-best", "2", "hello")
+	code, out, errs = attnx("translate", "--model", model, "--json", "--attention", "--max-len", "8", "--beam", "3", "--n-best", "2", "hello")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
