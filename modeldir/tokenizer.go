@@ -106,8 +106,12 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 			return nil, nil, fmt.Errorf("%s %s (%s) does not fit the %s vocabulary: %d of its %d tokens are not pieces this tokenizer produces (e.g. %q); is it the tokenizer this model was trained with?",
 				side.flag, spec.File, subword.Describe(tok), side.name, missing, total, examples)
 		case missing > 0:
-			notes = append(notes, fmt.Sprintf("%s tokenizer: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); they are never input",
-				side.name, missing, total, side.name, examples))
+			what := "no input text can reach them"
+			if side.name == "target" {
+				what = "the decoder may still output them, and they are joined into the text as they are"
+			}
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); %s",
+				side.name, missing, total, side.name, examples, what))
 		}
 		if spec.File != "" { // the chatbot's normalisation has no file
 			names := tokenizerFiles[spec.Kind]

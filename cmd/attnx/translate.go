@@ -112,6 +112,15 @@ func runTranslate(args []string) error {
 	if *penaltyForm != "power" && *penaltyForm != "wu" {
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm)}
 	}
+	if *engine == translate.EngineLoop {
+		// The loop engine's graphs have their decoding rules built in.
+		switch {
+		case *penaltyForm == "wu":
+			return &usageError{"--length-penalty-form wu runs on the steps engine (beam.onnx ranks by score / len ** A): drop --engine loop or use --engine steps"}
+		case *minLen > 0:
+			return &usageError{fmt.Sprintf("--min-len %d runs on the steps engine (greedy.onnx and beam.onnx have their stopping rule built in): drop --engine loop or use --engine steps", *minLen)}
+		}
+	}
 	if *withAttention && !*jsonOut {
 		return &usageError{"--attention goes with --json (the text output has no attention; --plot draws it)"}
 	}

@@ -97,6 +97,10 @@ func TestTranslateCommand(t *testing.T) {
 			"abc -> lfffffff\nabc -> lfffffff\n\nabc -> lfffffff\n", ""},
 		{"plain", "abc\n \nhello\n", []string{"translate", "--model", model, "--plain", "--max-len", "8"}, 0,
 			"lfffffff\n\njmjjlll\n", ""},
+		{"wu on the loop engine", "", []string{"translate", "--model", model, "--engine", "loop", "--beam", "2", "--length-penalty-form", "wu", "abc"}, 2,
+			"", "attnx translate: --length-penalty-form wu runs on the steps engine (beam.onnx ranks by score / len ** A): drop --engine loop or use --engine steps\n"},
+		{"min-len on the loop engine", "", []string{"translate", "--model", model, "--engine", "loop", "--min-len", "3", "abc"}, 2,
+			"", "attnx translate: --min-len 3 runs on the steps engine (greedy.onnx and beam.onnx have their stopping rule built in): drop --engine loop or use --engine steps\n"},
 		{"plain arguments", "", []string{"translate", "--model", model, "--plain", "--max-len", "8", "abc", "hello"}, 0,
 			"lfffffff\njmjjlll\n", ""},
 		{"bad line mid-batch keeps the lines before it", "abc\nhello\nabz\nabc\n", []string{"translate", "--model", model, "--batch", "4", "--max-len", "8"}, 1,
@@ -258,13 +262,17 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 }
 
 // TestTranslateSrcStdin: --src - reads the test set from stdin and gives
-// what --plain gives for the same lines on stdin.
+// what --plain gives for the same lines on stdin; the totals line counts in
+// the singular where it should.
 func TestTranslateSrcStdin(t *testing.T) {
 	model := translateTestModel(t)
 	in := "abc\n\nhello\n"
-	code, out, errOut := attnxStdin(in, "translate", "--model", model, "--src", "-", "--max-len", "8")
+	code, out, errOut := attnxStdin(in, "translate", "--model", model, "--src", "-", "--max-len", "8", "--lanes", "1")
 	if code != 0 || out != "lfffffff\n\njmjjlll\n" {
 		t.Fatalf("--src -: exit %d, %q, %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, " 1 batch on 1 lane -> stdout") {
+		t.Errorf("totals line %q, want 1 batch on 1 lane", errOut)
 	}
 	if code, plain, errOut := attnxStdin(in, "translate", "--model", model, "--plain", "--max-len", "8"); code != 0 || plain != out {
 		t.Fatalf("--plain on stdin: exit %d, %q, want %q; %s", code, plain, out, errOut)
