@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"slices"
+
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/translate"
 )
@@ -54,6 +56,18 @@ type Request struct {
 	// score / length ** alpha), finite and >= 0; absent means
 	// translate.DefaultLengthPenalty.
 	LengthPenalty *float64 `json:"length_penalty,omitempty"`
+	// LengthPenaltyForm is "power" (score / length ** alpha) or "wu"
+	// (score / ((5 + length) / 6) ** alpha: OpenNMT-py's -length_penalty
+	// wu, JoeyNMT's beam_alpha); absent means the server's default.
+	LengthPenaltyForm *string `json:"length_penalty_form,omitempty"`
+	// MinLen keeps EOS out of the first MinLen output tokens (OpenNMT-py's
+	// -min_length, JoeyNMT's min_output_length); absent means the
+	// server's default.
+	MinLen *int `json:"min_len,omitempty"`
+	// ReplaceUnk replaces each unknown output token with the source token
+	// it attends to most (OpenNMT-py's -replace_unk); absent means the
+	// server's default.
+	ReplaceUnk *bool `json:"replace_unk,omitempty"`
 	// Attention true answers each result's attention weights (the
 	// viewer asks for them); absent or false answers none. They are most
 	// of an answer's bytes: T x src_len numbers per input.
@@ -61,7 +75,7 @@ type Request struct {
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, attention"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, attention"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.
@@ -110,4 +124,12 @@ type ModelInfo struct {
 	// request whose estimated need (rows x beam x max_len x src_len, the
 	// answer included) is larger is refused with 413.
 	MaxRequestMemory int64 `json:"max_request_memory"`
+}
+
+// canReplaceUnk reports whether the model can replace unknown output
+// tokens: its source vocabulary's unknown token is in the target one too,
+// as translate.Options.ReplaceUnk needs.
+func (m ModelInfo) canReplaceUnk() bool {
+	u := m.Special.UNK
+	return u >= 0 && int(u) < len(m.SrcTokens) && slices.Contains(m.TgtTokens, m.SrcTokens[u])
 }

@@ -32,6 +32,12 @@ type Job struct {
 	// (0: 1) ranked with length penalty LengthPenalty (nil: the default).
 	Beam, NBest   int
 	LengthPenalty *float64
+	// PenaltyWu ranks by score / ((5 + len) / 6) ** alpha; MinLen keeps
+	// EOS out of the first MinLen tokens; ReplaceUnk replaces unknown
+	// output tokens by the source tokens they attend to most.
+	PenaltyWu  bool
+	MinLen     int
+	ReplaceUnk bool
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
@@ -40,7 +46,13 @@ type Job struct {
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
 	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
-		WithoutAttention: !job.Attention}
+		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention}
+}
+
+// perCall reports whether job needs the per-call search settings of the
+// steps engine: beam search, or a rule the Translator's own settings lack.
+func (job Job) perCall() bool {
+	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk
 }
 
 // Backend decodes the requests of one model. Implementations are safe for
@@ -132,8 +144,8 @@ func (b *translatorBackend) Tokenize(texts []string) ([][]int64, error) {
 // and is allowed more is decoded again with a Translator whose limit is
 // the server's MaxOutLen, then cut.
 func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
-	if job.Beam > 1 {
-		return b.translateBeam(ctx, job)
+	if job.perCall() {
+		return b.translateCall(ctx, job)
 	}
 	res, err := b.def.TranslateIDs(ctx, job.IDs)
 	if err != nil {
@@ -182,13 +194,13 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	return res, nil
 }
 
-// translateBeam beam-searches the job's rows, decoded alone as `attnx
-// translate --beam K` does, on a Translator of the steps engine with the
-// job's settings for this call.
-func (b *translatorBackend) translateBeam(ctx context.Context, job Job) ([]translate.Result, error) {
+// translateCall decodes the job's rows (beam search, or greedy decoding
+// with rules of its own), alone as `attnx translate --beam K` does, on a
+// Translator of the steps engine with the job's settings for this call.
+func (b *translatorBackend) translateCall(ctx context.Context, job Job) ([]translate.Result, error) {
 	opt := b.opt
 	opt.Engine = translate.EngineSteps
-	tr, err := b.lazy(&b.beam, opt, "beam search")
+	tr, err := b.lazy(&b.beam, opt, "beam search and per-request decoding rules")
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,9 @@ func requestMemory(c attention.Config, job Job) int64 {
 		if T <= 0 {
 			T = translate.DefaultMaxLen(n)
 		}
-		total += rowMemory(c, n, T, K, N, job.Attention)
+		// replace_unk records the attention (to find each unknown
+		// token's source) even when it is not answered.
+		total += rowMemory(c, n, T, K, N, job.Attention || job.ReplaceUnk)
 	}
 	return total
 }

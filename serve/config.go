@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,6 +61,10 @@ func ParseModelDir(s string) (ModelDir, error) {
 type Config struct {
 	// Models are served by name; the first is the default one.
 	Models []ModelDir
+	// Decoding is how a request that does not say is decoded (attnx serve's
+	// --beam, --n-best, --length-penalty, --length-penalty-form, --min-len
+	// and --replace-unk); each request field overrides it.
+	Decoding Decoding
 	// Threads is ONNX Runtime's intra-op thread count per session (0: with
 	// Batching, BatchingThreads of the model: one for small models; else
 	// ORT's default of one per core).
@@ -137,6 +142,40 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// Decoding is the server's default decoding; zero values decode greedily
+// with translate's default length penalty and no extra rules.
+type Decoding struct {
+	// Beam is the beam width (0 or 1: greedy), NBest the hypotheses
+	// listed per input (0: 1).
+	Beam, NBest int
+	// LengthPenalty is beam search's alpha (nil: translate's default);
+	// PenaltyWu ranks by score / ((5 + len) / 6) ** alpha instead of
+	// score / len ** alpha.
+	LengthPenalty *float64
+	PenaltyWu     bool
+	// MinLen keeps EOS out of the first MinLen output tokens.
+	MinLen int
+	// ReplaceUnk replaces unknown output tokens with the source tokens
+	// they attend to most.
+	ReplaceUnk bool
+}
+
+// check validates d against the server's limits, naming attnx serve's
+// flags.
+func (d Decoding) check(maxBeam, maxOut int) error {
+	switch a := d.LengthPenalty; {
+	case d.Beam < 0 || d.Beam > maxBeam:
+		return fmt.Errorf("serve: --beam %d: want 1 (greedy) to %d (--max-beam)", d.Beam, maxBeam)
+	case d.NBest < 0 || d.NBest > max(d.Beam, 1):
+		return fmt.Errorf("serve: --n-best %d: want 1 to --beam %d", d.NBest, max(d.Beam, 1))
+	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
+		return fmt.Errorf("serve: --length-penalty %g: want a finite value >= 0", *a)
+	case d.MinLen < 0 || d.MinLen >= maxOut:
+		return fmt.Errorf("serve: --min-len %d: want 0 to %d, below --max-out-len %d", d.MinLen, maxOut-1, maxOut)
+	}
+	return nil
+}
+
 // withDefaults validates c and fills in zero limits.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Models) == 0 {
@@ -187,6 +226,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMemory == 0 {
 		c.MaxMemory = DefaultMaxMemory
+	}
+	if err := c.Decoding.check(c.MaxBeam, c.MaxOutLen); err != nil {
+		return c, err
 	}
 	if c.MaxRequestMemory > c.MaxMemory {
 		return c, fmt.Errorf("serve: the per-request memory budget %s (--max-request-memory) is larger than the server's %s (--max-memory)", mib(c.MaxRequestMemory), mib(c.MaxMemory))

@@ -26,9 +26,9 @@ func resultsMatchTranslator(t *testing.T, batching bool) {
 	demo, fixture := demoModel(t), fixtureModel(t)
 	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}, {Name: "ids", Dir: fixture}}, MaxOutLen: 60, Batching: batching})
 
-	want := func(dir string, maxLen int, texts []string, ids [][]int64, beam, nBest int, alpha *float64) []translate.ResultJSON {
+	want := func(dir string, maxLen int, texts []string, ids [][]int64, beam, nBest int, alpha *float64, wu bool, minLen int) []translate.ResultJSON {
 		t.Helper()
-		tr, err := translate.Open(dir, translate.Options{MaxLen: maxLen, Beam: beam, NBest: nBest, LengthPenalty: alpha})
+		tr, err := translate.Open(dir, translate.Options{MaxLen: maxLen, Beam: beam, NBest: nBest, LengthPenalty: alpha, LengthPenaltyWu: wu, MinLen: minLen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,18 +64,25 @@ func resultsMatchTranslator(t *testing.T, batching bool) {
 		ids           [][]int64
 		beam, nBest   int
 		lengthPenalty *float64
+		wu            bool // length_penalty_form "wu"
+		minLen        int
 	}{
-		{"texts", "dates", 0, texts[:3], nil, 0, 0, nil},
-		{"texts, max_len cuts", "dates", 4, texts[3:6], nil, 0, 0, nil},
-		{"texts, max_len above the outputs", "dates", 60, texts[6:9], nil, 0, 0, nil},
-		{"ids", "ids", 0, nil, ids, 0, 0, nil},
-		{"ids, max_len cuts", "ids", 5, nil, ids, 0, 0, nil},
+		{"texts", "dates", 0, texts[:3], nil, 0, 0, nil, false, 0},
+		{"texts, max_len cuts", "dates", 4, texts[3:6], nil, 0, 0, nil, false, 0},
+		{"texts, max_len above the outputs", "dates", 60, texts[6:9], nil, 0, 0, nil, false, 0},
+		{"ids", "ids", 0, nil, ids, 0, 0, nil, false, 0},
+		{"ids, max_len cuts", "ids", 5, nil, ids, 0, 0, nil, false, 0},
 		// Random weights rarely reach EOS: rows stop at 2n+10 by default,
 		// so 60 makes the server decode them again with a longer limit.
-		{"ids, max_len above the default limit", "ids", 60, nil, ids, 0, 0, nil},
-		{"texts, beam 3, n_best 3", "dates", 0, texts[9:12], nil, 3, 3, nil},
-		{"texts, beam 4, n_best 2, length_penalty 0.5", "dates", 0, texts[:2], nil, 4, 2, &half},
-		{"ids, beam 2, max_len 7", "ids", 7, nil, ids, 2, 0, nil},
+		{"ids, max_len above the default limit", "ids", 60, nil, ids, 0, 0, nil, false, 0},
+		{"texts, beam 3, n_best 3", "dates", 0, texts[9:12], nil, 3, 3, nil, false, 0},
+		{"texts, beam 4, n_best 2, length_penalty 0.5", "dates", 0, texts[:2], nil, 4, 2, &half, false, 0},
+		{"ids, beam 2, max_len 7", "ids", 7, nil, ids, 2, 0, nil, false, 0},
+		// Rules a request sets for itself (OpenNMT-py's -length_penalty
+		// wu, -min_length; JoeyNMT's beam_alpha, min_output_length).
+		{"texts, beam 3, length_penalty_form wu", "dates", 0, texts[2:5], nil, 3, 2, &half, true, 0},
+		{"texts, min_len 14", "dates", 20, texts[5:7], nil, 0, 0, nil, false, 14},
+		{"ids, beam 2, min_len 4", "ids", 9, nil, ids, 2, 0, nil, false, 4},
 	}
 	longer := false
 	for _, c := range cases {
@@ -92,6 +99,13 @@ func resultsMatchTranslator(t *testing.T, batching bool) {
 			if c.nBest > 0 {
 				req.NBest = &c.nBest
 			}
+			if c.wu {
+				form := "wu"
+				req.LengthPenaltyForm = &form
+			}
+			if c.minLen > 0 {
+				req.MinLen = &c.minLen
+			}
 			body, _ := json.Marshal(req)
 			code, ans := post(t, hs.URL+PathTranslate, string(body))
 			if code != 200 {
@@ -99,7 +113,7 @@ func resultsMatchTranslator(t *testing.T, batching bool) {
 			}
 			got := decodeResponse(t, ans)
 			dir := map[string]string{"dates": demo, "ids": fixture}[c.model]
-			w := want(dir, c.maxLen, c.texts, c.ids, c.beam, c.nBest, c.lengthPenalty)
+			w := want(dir, c.maxLen, c.texts, c.ids, c.beam, c.nBest, c.lengthPenalty, c.wu, c.minLen)
 			for i := range w {
 				if !attn {
 					w[i].Attention = nil
@@ -120,6 +134,9 @@ func resultsMatchTranslator(t *testing.T, batching bool) {
 				}
 			}
 			for i, r := range got.Results {
+				if len(r.Tokens) < c.minLen {
+					t.Errorf("result %d has %d tokens, fewer than min_len %d", i, len(r.Tokens), c.minLen)
+				}
 				if c.maxLen > 0 && len(r.Tokens) > c.maxLen {
 					t.Errorf("result %d has %d tokens, more than max_len %d", i, len(r.Tokens), c.maxLen)
 				}
@@ -140,4 +157,68 @@ func show(rs []translate.ResultJSON) string {
 		fmt.Fprintf(&b, "  %q -> %v %q (%d attention rows)\n", r.Input, r.Tokens, r.Text, len(r.Attention))
 	}
 	return b.String()
+}
+
+// TestDecodingDefaults: the server's decoding defaults (attnx serve --beam,
+// --n-best, --length-penalty-form, --min-len) apply to requests that set
+// nothing, each request field overrides them, and bad values are refused
+// naming the field.
+func TestDecodingDefaults(t *testing.T) {
+	demo := demoModel(t)
+	for _, batching := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batching %v", batching), func(t *testing.T) {
+			one := 1.0
+			_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}, MaxOutLen: 60, Batching: batching,
+				Decoding: Decoding{Beam: 3, NBest: 2, LengthPenalty: &one, PenaltyWu: true, MinLen: 12}})
+			in := demoInputs(t)[:2]
+			tr, err := translate.Open(demo, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true, MinLen: 12})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			want, err := tr.Translate(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(map[string]any{"inputs": in})
+			code, ans := post(t, hs.URL+PathTranslate, string(body))
+			if code != 200 {
+				t.Fatalf("%d %s", code, ans)
+			}
+			got := decodeResponse(t, ans)
+			for i, r := range got.Results {
+				if len(r.Hypotheses) != 2 || !reflect.DeepEqual(r.Tokens, want[i].Tokens) || len(r.Tokens) < 12 {
+					t.Errorf("defaults, result %d: %d hypotheses, tokens %v; the Translator with the same settings: %v", i, len(r.Hypotheses), r.Tokens, want[i].Tokens)
+				}
+			}
+			// A request that sets the beam lists one hypothesis; min_len 0
+			// lifts the default.
+			code, ans = post(t, hs.URL+PathTranslate, `{"inputs": ["3rd of March 2021"], "beam": 1, "min_len": 0}`)
+			if r := decodeResponse(t, ans).Results; code != 200 || len(r) != 1 || len(r[0].Hypotheses) != 0 || r[0].Text != "2021-03-03" {
+				t.Errorf("beam 1, min_len 0: %d %s", code, ans)
+			}
+			for body, msg := range map[string]string{
+				`{"inputs": ["x"], "length_penalty_form": "avg"}`: `length_penalty_form = \"avg\": want \"power\"`,
+				`{"inputs": ["x"], "min_len": 60}`:                `min_len = 60: want 0 to 59, below --max-out-len 60`,
+				`{"inputs": ["x"], "min_len": 8, "max_len": 8}`:   `min_len = 8: must be below max_len = 8`,
+				`{"inputs": ["x"], "min_len": "3"}`:               `field \"min_len\"`,
+			} {
+				if code, ans := post(t, hs.URL+PathTranslate, body); code != 400 || !strings.Contains(ans, msg) {
+					t.Errorf("%s: %d %s, want 400 %q", body, code, ans, msg)
+				}
+			}
+		})
+	}
+	// replace_unk: served where both vocabularies have the unknown token
+	// (the demo model), refused naming the model where not.
+	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}, {Name: "ids", Dir: fixtureModel(t)}}})
+	if code, ans := post(t, hs.URL+PathTranslate, `{"inputs": ["3rd of March 2021"], "replace_unk": true}`); code != 200 || decodeResponse(t, ans).Results[0].Text != "2021-03-03" {
+		t.Errorf("replace_unk on the demo model: %d %s", code, ans)
+	}
+	if code, ans := post(t, hs.URL+PathTranslate, `{"model": "ids", "ids": [[4, 5]], "replace_unk": true}`); code != 400 || !strings.Contains(ans, `replace_unk: model \"ids\" has no unknown token in both its source and target vocabularies`) {
+		t.Errorf("replace_unk on a model without vocabularies: %d %s", code, ans)
+	}
+	if _, err := New(Config{Models: []ModelDir{{Name: "m"}}, Decoding: Decoding{Beam: 3, NBest: 4}}); err == nil || !strings.Contains(err.Error(), "--n-best 4: want 1 to --beam 3") {
+		t.Errorf("n-best above beam: %v", err)
+	}
 }

@@ -451,6 +451,9 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		return fail(m, http.StatusBadRequest, "%s", msg)
 	}
 	texts, n := req.Inputs, len(req.Inputs)+len(req.IDs)
+	if job.ReplaceUnk && !m.info.canReplaceUnk() {
+		return fail(m, http.StatusBadRequest, "replace_unk: model %q has no unknown token in both its source and target vocabularies", m.name)
+	}
 	if texts != nil && m.info.SrcTokens == nil {
 		return fail(m, http.StatusBadRequest, `inputs: the model has no source vocabulary: send token ids ("ids": [[5, 9, 2]])`)
 	}
@@ -624,6 +627,9 @@ func (s *Server) checkRequest(req *Request) (Job, string) {
 		}
 		job.MaxLen = *req.MaxLen
 	}
+	if job.MinLen > 0 && job.MaxLen > 0 && job.MinLen >= job.MaxLen {
+		return Job{}, fmt.Sprintf("min_len = %d: must be below max_len = %d (EOS counts in max_len)", job.MinLen, job.MaxLen)
+	}
 	return job, ""
 }
 
@@ -640,13 +646,16 @@ func (s *Server) maxBeam() (int, string) {
 // checkBeam validates req's beam search fields and returns a Job holding
 // them, or a message saying what is wrong.
 func (s *Server) checkBeam(req *Request) (Job, string) {
-	var job Job
+	d := s.cfg.Decoding
+	job := Job{Beam: d.Beam, NBest: d.NBest, LengthPenalty: d.LengthPenalty, PenaltyWu: d.PenaltyWu, MinLen: d.MinLen, ReplaceUnk: d.ReplaceUnk}
 	if req.Beam != nil {
 		most, flag := s.maxBeam()
 		if *req.Beam < 1 || *req.Beam > most {
 			return Job{}, fmt.Sprintf("beam = %d: want 1 (greedy) to %d (%s)", *req.Beam, most, flag)
 		}
-		job.Beam = *req.Beam
+		// A request that sets the beam lists one hypothesis unless it
+		// sets n_best too.
+		job.Beam, job.NBest = *req.Beam, 0
 	}
 	if req.NBest != nil {
 		if k := max(job.Beam, 1); *req.NBest < 1 || *req.NBest > k {
@@ -659,6 +668,23 @@ func (s *Server) checkBeam(req *Request) (Job, string) {
 			return Job{}, fmt.Sprintf("length_penalty = %g: want a finite value >= 0", *a)
 		}
 		job.LengthPenalty = a
+	}
+	if f := req.LengthPenaltyForm; f != nil {
+		switch *f {
+		case "power", "wu":
+			job.PenaltyWu = *f == "wu"
+		default:
+			return Job{}, fmt.Sprintf("length_penalty_form = %q: want \"power\" (score / len ** alpha) or \"wu\" (score / ((5 + len) / 6) ** alpha)", *f)
+		}
+	}
+	if n := req.MinLen; n != nil {
+		if *n < 0 || *n >= s.cfg.MaxOutLen {
+			return Job{}, fmt.Sprintf("min_len = %d: want 0 to %d, below --max-out-len %d", *n, s.cfg.MaxOutLen-1, s.cfg.MaxOutLen)
+		}
+		job.MinLen = *n
+	}
+	if req.ReplaceUnk != nil {
+		job.ReplaceUnk = *req.ReplaceUnk
 	}
 	return job, ""
 }

@@ -33,6 +33,17 @@ type CallOptions struct {
 	// scheduler's MaxSlots.
 	Beam, NBest   int
 	LengthPenalty *float64
+	// LengthPenaltyWu (nil: the Translator's) ranks by score / ((5 +
+	// len) / 6) ** alpha, as Options.LengthPenaltyWu.
+	LengthPenaltyWu *bool
+	// MinLen (0: the Translator's) keeps EOS out of the first MinLen
+	// output tokens, as Options.MinLen.
+	MinLen int
+	// ReplaceUnk (nil: the Translator's) replaces unknown output tokens
+	// with the source tokens they attend to most, as Options.ReplaceUnk;
+	// the search then records attention even WithoutAttention (which
+	// drops it from the results).
+	ReplaceUnk *bool
 	// WithoutAttention leaves the results' attention empty and has the
 	// search not record it: for a long output of a long source it is most
 	// of a call's memory (T x src_len floats per hypothesis kept).
@@ -112,7 +123,7 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	}
 	res := searchResults(searches, so.nBest)
 	for i := range res {
-		t.finish(&res[i], sources[i])
+		t.finish(&res[i], sources[i], so)
 	}
 	return res, nil
 }
@@ -169,5 +180,5 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 	if err != nil {
 		return nil, err
 	}
-	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) { return t.runSearch(ctx, rows, so) })
+	return t.decodeBatches(sources, so, func(rows [][]int64) ([]Result, error) { return t.runSearch(ctx, rows, so) })
 }

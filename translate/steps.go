@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
 )
 
@@ -31,13 +33,19 @@ type searchOpts struct {
 	beam   int     // 1: greedy decoding; K > 1: beam search of width K
 	nBest  int     // hypotheses listed per row (beam search)
 	alpha  float64 // beam search's length penalty
-	// noAttention: the searches record no attention (CallOptions.WithoutAttention).
+	// noAttention: the results carry no attention (CallOptions.WithoutAttention);
+	// the searches record none unless replaceUnk needs it.
 	noAttention bool
+	// rules are the decoding rules (attnx.json's, with MinLen's), wu the
+	// length penalty's form, replaceUnk Options.ReplaceUnk's.
+	rules      *attention.Rules
+	wu         bool
+	replaceUnk bool
 }
 
 // searchOptions returns the Translator's own search settings.
 func (t *Translator) searchOptions() searchOpts {
-	return searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty()}
+	return searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk}
 }
 
 // callSearchOptions returns the search settings of a call: opt's where it
@@ -59,11 +67,43 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	if opt.LengthPenalty != nil {
 		so.alpha = *opt.LengthPenalty
 	}
+	if opt.LengthPenaltyWu != nil {
+		so.wu = *opt.LengthPenaltyWu
+	}
+	if opt.ReplaceUnk != nil {
+		if *opt.ReplaceUnk && t.tgtUNK < 0 {
+			return searchOpts{}, fmt.Errorf("translate: CallOptions.ReplaceUnk: %s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
+		}
+		so.replaceUnk = *opt.ReplaceUnk
+	}
+	switch {
+	case opt.MinLen < 0:
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen = %d: must not be negative", opt.MinLen)
+	case opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen:
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
+	case opt.MinLen > 0:
+		so.rules = withMinLen(t.info.Decoding, opt.MinLen)
+	}
 	if err := checkBeamOptions(Options{Beam: so.beam, NBest: so.nBest, LengthPenalty: &so.alpha}); err != nil {
 		return searchOpts{}, err
 	}
 	so.beam, so.nBest = max(so.beam, 1), max(so.nBest, 1)
 	return so, nil
+}
+
+// keepAttention: the searches record attention for the results or for
+// replacing unknown tokens.
+func (so searchOpts) keepAttention() bool { return !so.noAttention || so.replaceUnk }
+
+// withMinLen returns rules (nil: none) with EOS kept out of the first
+// minLen output tokens.
+func withMinLen(rules *attention.Rules, minLen int) *attention.Rules {
+	r := attention.Rules{Origin: "MinLen"}
+	if rules != nil {
+		r = *rules
+	}
+	r.EOSFromStep = max(r.EOSFromStep, minLen)
+	return &r
 }
 
 // searches returns one search per row, as so says.
@@ -79,14 +119,14 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, PenaltyWu: t.opt.LengthPenaltyWu, KeepAttention: !so.noAttention, Rules: t.rules}
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, PenaltyWu: so.wu, KeepAttention: so.keepAttention(), Rules: so.rules}
 			ss[r] = &bs[r]
 		}
 		return ss
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: !so.noAttention, Rules: t.rules}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: so.keepAttention(), Rules: so.rules}
 		ss[r] = &gs[r]
 	}
 	return ss

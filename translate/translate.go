@@ -221,12 +221,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
 	}
 	if opt.MinLen > 0 {
-		r := attention.Rules{Origin: "MinLen"}
-		if info.Decoding != nil {
-			r = *info.Decoding
-		}
-		r.EOSFromStep = max(r.EOSFromStep, opt.MinLen)
-		t.rules = &r
+		t.rules = withMinLen(info.Decoding, opt.MinLen)
 	}
 	switch opt.Engine {
 	case "":
@@ -484,7 +479,7 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
-	return t.decodeBatches(sources, func(rows [][]int64) ([]Result, error) {
+	return t.decodeBatches(sources, t.searchOptions(), func(rows [][]int64) ([]Result, error) {
 		switch {
 		case t.engine == EngineLoop && t.beam() > 1:
 			return t.runLoopBeam(ctx, rows)
@@ -514,7 +509,7 @@ func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 // decodeBatches checks every row of sources, then decodes them with run in
 // batches of at most Options.BatchSize, in order, and finishes the
 // results.
-func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
+func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
 	release, err := t.acquire(sources)
 	if err != nil {
 		return nil, err
@@ -529,7 +524,7 @@ func (t *Translator) decodeBatches(sources [][]int64, run func(rows [][]int64) (
 			return nil, err
 		}
 		for i := range res {
-			t.finish(&res[i], rows[i])
+			t.finish(&res[i], rows[i], so)
 		}
 		out = append(out, res...)
 	}
@@ -586,14 +581,18 @@ func (t *Translator) limit(n int) int {
 // none is set (Options.MaxLen, CallOptions.MaxLen): 2n+10, EOS included.
 func DefaultMaxLen(n int) int { return 2*n + 10 }
 
-// finish fills the string views of a result.
-func (t *Translator) finish(r *Result, src []int64) {
+// finish fills the string views of a result, replacing unknown tokens
+// and dropping the attention as so says.
+func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 	r.Source = append([]int64(nil), src...)
 	r.SourceTokens = t.src.strings(src)
 	r.OutputTokens = t.tgt.strings(r.Tokens)
 	r.Text = t.tgt.text(r.Tokens)
-	if t.opt.ReplaceUnk {
+	if so.replaceUnk {
 		t.replaceUnk(r)
+	}
+	if so.noAttention {
+		r.Attention = nil
 	}
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]

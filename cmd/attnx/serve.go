@@ -20,8 +20,11 @@ Serves translations over HTTP with one or more model directories.
 
   POST /v1/translate   {"inputs": ["text", ...]} or {"ids": [[5, 9, 2], ...]},
                        optional "max_len", "model" (the default model is
-                       the first --model) and beam search's "beam" (K),
-                       "n_best" and "length_penalty"; answers {"model": ...,
+                       the first --model), "attention", and the decoding
+                       fields "beam" (K), "n_best", "length_penalty",
+                       "length_penalty_form" (power or wu), "min_len" and
+                       "replace_unk", whose defaults are the flags of the
+                       same names; answers {"model": ...,
                        "results": [...]}, one object per input with the
                        fields of attnx translate --json ("hypotheses" with
                        beam search). /v1/models/NAME/translate names the
@@ -116,7 +119,19 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	allowHosts := fs.StringArray("allow-host", nil, "with --addr on a loopback address: a Host `NAME` to answer besides localhost and the loopback addresses (others get 403, against DNS rebinding); repeatable")
 	profiling := fs.Bool("pprof", false, "serve Go's CPU and heap profiles under /debug/pprof/ (for measuring; do not expose)")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, keep serving this long with /readyz failing before closing the listener (behind a load balancer)")
+	beam := fs.Int("beam", 1, "decode requests that set no \"beam\" with beam search of width `K` (1: greedy)")
+	nBest := fs.Int("n-best", 1, "hypotheses listed per input when a request sets neither \"beam\" nor \"n_best\" (1 <= N <= --beam)")
+	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search's length penalty `A` for requests that set no \"length_penalty\"")
+	penaltyForm := fs.String("length-penalty-form", "power", "the penalty's form for requests that set no \"length_penalty_form\": power (score / len ** A) or wu (score / ((5 + len) / 6) ** A)")
+	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens, for requests that set no \"min_len\"")
+	replaceUnk := fs.Bool("replace-unk", false, "replace unknown output tokens with the source tokens they attend to most, for requests that set no \"replace_unk\"")
 	if err := parseFlags(fs, args); err != nil {
+		return serve.Config{}, "", err
+	}
+	if *penaltyForm != "power" && *penaltyForm != "wu" {
+		return fail(fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm))
+	}
+	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return serve.Config{}, "", err
 	}
 	if fs.NArg() > 0 {
@@ -129,7 +144,8 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return serve.Config{}, "", err
 	}
 	cfg := serve.Config{
-		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
+		Decoding: serve.Decoding{Beam: *beam, NBest: *nBest, LengthPenalty: alpha, PenaltyWu: *penaltyForm == "wu", MinLen: *minLen, ReplaceUnk: *replaceUnk},
+		Backend:  *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputBytes: *maxInputBytes, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
 		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, AllowedHosts: *allowHosts,
