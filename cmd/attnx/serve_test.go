@@ -276,3 +276,24 @@ func TestServeStalledClientAndSecondSignal(t *testing.T) {
 		t.Errorf("log lacks the second signal:\n%s", p.Log())
 	}
 }
+
+// TestServeDecodingFlags: the decoding flags become the server's defaults
+// for requests that leave the fields out; bad ones are usage errors.
+func TestServeDecodingFlags(t *testing.T) {
+	cfg, _, err := serveConfig([]string{"--model", "m", "--beam", "5", "--n-best", "2", "--length-penalty", "1", "--length-penalty-form", "wu", "--min-len", "3", "--replace-unk"})
+	d := cfg.Decoding
+	if err != nil || d.Beam != 5 || d.NBest != 2 || d.LengthPenalty == nil || *d.LengthPenalty != 1 || !d.PenaltyWu || d.MinLen != 3 || !d.ReplaceUnk {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--length-penalty-form", "avg"}, `--length-penalty-form "avg": want power or wu`},
+		{[]string{"--beam", "2", "--n-best", "3"}, "--n-best 3: want 1 <= N <= --beam 2"},
+	} {
+		if _, _, err := serveConfig(append([]string{"--model", "m"}, c.args...)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
