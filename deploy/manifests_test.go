@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
@@ -117,6 +118,23 @@ func TestManifests(t *testing.T) {
 		t.Errorf("--drain-delay %s + --shutdown-timeout %s do not fit in terminationGracePeriodSeconds %s", drain, shut, grace)
 	}
 
+	// Prometheus scrapes the metrics where the server serves them, and the
+	// Go heap's soft limit lies under the container's memory limit.
+	ann := dep.Spec.Template.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != serve.PathMetrics || ann["prometheus.io/port"] != strconv.Itoa(serve.DefaultPort) {
+		t.Errorf("pod annotations %v: want prometheus.io/scrape true, path %s, port %d", ann, serve.PathMetrics, serve.DefaultPort)
+	}
+	var memLimit string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			memLimit = e.Value
+		}
+	}
+	limit := c.Resources.Limits.Memory()
+	if q, err := resource.ParseQuantity(strings.TrimSuffix(memLimit, "B")); err != nil || limit.IsZero() || q.Cmp(*limit) >= 0 || q.Value() < serve.DefaultMaxMemory {
+		t.Errorf("GOMEMLIMIT %q (%v), memory limit %v: want a limit under the container's and above --max-memory's %d bytes", memLimit, err, limit, serve.DefaultMaxMemory)
+	}
+
 	// Non-root, as the image's user.
 	sc := dep.Spec.Template.Spec.SecurityContext
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
@@ -165,7 +183,7 @@ func TestDockerfile(t *testing.T) {
 		k, v, _ := strings.Cut(a, "=")
 		args[k] = v
 	}
-	for _, k := range []string{"ORT_VERSION", "ORT_TGZ_SHA256", "ORT_LIB_SHA256"} {
+	for _, k := range []string{"ORT_VERSION", "ORT_TGZ_SHA256", "ORT_LIB_SHA256", "ORT_LIB_SHA256_ARM64"} {
 		if deps[k] == "" || args[k] != deps[k] {
 			t.Errorf("Dockerfile ARG %s=%q, scripts/install-deps.sh %s=%q: want the same", k, args[k], k, deps[k])
 		}
@@ -177,9 +195,12 @@ func TestDockerfile(t *testing.T) {
 
 // readDockerfile returns ../Dockerfile's instructions by keyword, each with
 // its arguments (continuation lines joined).
-func readDockerfile(t *testing.T) map[string][]string {
+func readDockerfile(t *testing.T) map[string][]string { return readDockerfileAt(t, "../Dockerfile") }
+
+// readDockerfileAt is readDockerfile for the Dockerfile at path.
+func readDockerfileAt(t *testing.T, path string) map[string][]string {
 	t.Helper()
-	f, err := os.Open("../Dockerfile")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,12 @@ ORT_DIR=.deps/onnxruntime/lib
 ORT_LIB=$ORT_DIR/libonnxruntime.so.1
 ORT_TGZ_SHA256=57181cf6e6e711b155c5b942d591fd63ded0b5de5c4922d51fd994e7f6ac2772
 ORT_LIB_SHA256=53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4
+ORT_LIB_SHA256_ARM64=7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab
+case "$(uname -m)" in
+x86_64) ORT_ARCH=x64 ;;
+aarch64 | arm64) ORT_ARCH=arm64 ORT_LIB_SHA256=$ORT_LIB_SHA256_ARM64 ;;
+*) ORT_ARCH="" ;;
+esac
 
 say() { echo "install-deps: $*" >&2; }
 
@@ -36,6 +42,10 @@ if ((${#need[@]})); then
 fi
 
 # --- ONNX Runtime ----------------------------------------------------------
+if [ -z "$ORT_ARCH" ]; then
+	say "no ONNX Runtime package for $(uname -m): attnx runs on its native backend (--backend go; CGO_ENABLED=0 builds need nothing else)"
+	exit 0
+fi
 if [ -f "$ORT_LIB" ] && echo "$ORT_LIB_SHA256  $ORT_LIB" | sha256sum -c --status; then
 	exit 0
 fi
@@ -46,10 +56,11 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_VERSION" >/dev/null)
 tgz="$tmp/onnxruntime-node-$ORT_VERSION.tgz"
 echo "$ORT_TGZ_SHA256  $tgz" | sha256sum -c --status || { say "checksum mismatch for $tgz"; exit 1; }
-tar -xzf "$tgz" -C "$tmp" package/bin/napi-v6/linux/x64/libonnxruntime.so.1
-echo "$ORT_LIB_SHA256  $tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" | sha256sum -c --status ||
-	{ say "checksum mismatch for libonnxruntime.so.1"; exit 1; }
+lib=package/bin/napi-v6/linux/$ORT_ARCH/libonnxruntime.so.1
+tar -xzf "$tgz" -C "$tmp" "$lib"
+echo "$ORT_LIB_SHA256  $tmp/$lib" | sha256sum -c --status ||
+	{ say "checksum mismatch for libonnxruntime.so.1 ($ORT_ARCH)"; exit 1; }
 mkdir -p "$ORT_DIR"
-cp "$tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" "$ORT_LIB.tmp"
+cp "$tmp/$lib" "$ORT_LIB.tmp"
 mv "$ORT_LIB.tmp" "$ORT_LIB"
 say "ONNX Runtime installed at $ORT_LIB"
