@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/chromedp/chromedp"
 )
 
@@ -34,28 +35,7 @@ func TestViewerInBrowser(t *testing.T) {
 	want := decodeResponse(t, body).Results[0]
 	rows, cols := len(want.Attention), len(want.SourceIDs)
 
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("force-color-profile", "srgb"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 640),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// Start the browser without a deadline (it lives as long as ctx), then
-	// bound the test's actions.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", chromium, err)
-	}
-	tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelT()
+	tctx := browser(t, chromium)
 
 	err := chromedp.Do(tctx,
 		chromedp.Navigate(hs.URL+PathViewer),
@@ -192,4 +172,119 @@ func TestViewerInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot (%dx%d) saved as %s; answer %q, %d cells, hover %q", img.Bounds().Dx(), img.Bounds().Dy(), path, want.Text, got.Cells, readout)
+}
+
+// browser starts headless Chromium for t and returns a context for its
+// actions, bounded to a minute.
+func browser(t *testing.T, chromium string) context.Context {
+	t.Helper()
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 640),
+	)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	// Start the browser without a deadline (it lives as long as ctx), then
+	// bound the test's actions.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancelT)
+	return tctx
+}
+
+// TestViewerSubwordLabels: with a SentencePiece model the source labels
+// are the answer's pieces, standing upright so that each keeps to its
+// column (they overlapped, written across cells one character wide); the
+// input's placeholder names no example of another model. The screenshot
+// goes to $ATTNX_VIEWER_SPM_PNG, else a temporary file.
+func TestViewerSubwordLabels(t *testing.T) {
+	chromium := testenv.Command(t, "chromium", "chromium")
+	demoModel(t)
+	dir := filepath.Join(t.TempDir(), "spm")
+	if _, err := modeldir.Export("../testdata/demo/onmt_dates_spm.pt", dir, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates-spm", Dir: dir}}})
+	const sentence = "Wednesday, the 14th of August 2030"
+	code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "attention": true}`, sentence))
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	want := decodeResponse(t, body).Results[0]
+	tctx := browser(t, chromium)
+	err := chromedp.Do(tctx,
+		chromedp.Navigate(hs.URL+PathViewer),
+		chromedp.WaitReady(chromedp.CSS("#model option")),
+		chromedp.SendKeys(chromedp.CSS("#source"), sentence),
+		chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS("#heatmap .cell")),
+	)
+	if err != nil {
+		t.Fatalf("typing a sentence and waiting for the heat map: %v", err)
+	}
+	type label struct {
+		Text               string
+		Left, Right, Width float64
+		Clipped, Upright   bool
+	}
+	type page struct {
+		Labels      []label
+		Cell        float64
+		Error       string
+		Placeholder string
+	}
+	got, err := chromedp.Run(tctx, chromedp.Evaluate[page](`({
+		labels: [...document.querySelectorAll("#heatmap .label.col")].map((e) => {
+			const r = e.getBoundingClientRect();
+			return {text: e.textContent, left: r.left, right: r.right, width: r.width,
+				clipped: e.scrollHeight > e.clientHeight + 1 || e.scrollWidth > e.clientWidth + 1,
+				upright: getComputedStyle(e).writingMode === "vertical-rl"};
+		}),
+		cell: document.querySelector("#heatmap .cell").getBoundingClientRect().width,
+		error: document.getElementById("error").textContent,
+		placeholder: document.getElementById("source").placeholder,
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Placeholder != "a sentence to translate" {
+		t.Errorf("placeholder %q", got.Placeholder)
+	}
+	if got.Error != "" || len(got.Labels) != len(want.SourceTokens) || len(want.SourceTokens) < 5 {
+		t.Fatalf("error %q, %d labels for %d pieces %q", got.Error, len(got.Labels), len(want.SourceTokens), want.SourceTokens)
+	}
+	for k, l := range got.Labels {
+		if wantText := strings.ReplaceAll(want.SourceTokens[k], " ", "·"); l.Text != wantText {
+			t.Errorf("label %d %q, the piece %q", k, l.Text, wantText)
+		}
+		if !l.Upright || l.Clipped || l.Width > got.Cell+0.5 {
+			t.Errorf("label %d %q: upright %v, clipped %v, %.1f px wide in a column of %.1f", k, l.Text, l.Upright, l.Clipped, l.Width, got.Cell)
+		}
+		if k > 0 && l.Left < got.Labels[k-1].Right-0.5 {
+			t.Errorf("label %d %q overlaps label %d %q (%.1f < %.1f)", k, l.Text, k-1, got.Labels[k-1].Text, l.Left, got.Labels[k-1].Right)
+		}
+	}
+	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := os.Getenv("ATTNX_VIEWER_SPM_PNG")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "viewer-spm.png")
+	}
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot saved as %s; pieces %q", path, want.SourceTokens)
 }
