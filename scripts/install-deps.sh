@@ -9,6 +9,7 @@
 #   chromium (headless, for the attention viewer's browser test)
 #   sentencepiece (spm_train/spm_encode/spm_decode: package subword's tests
 #   compare with SentencePiece itself)
+#   curl (a test runs the README's serve example as written)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ say() { echo "install-deps: $*" >&2; }
 
 # --- Debian packages -------------------------------------------------------
 need=()
-for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium sentencepiece; do
+for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium sentencepiece curl; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 		need+=("$pkg")
 	fi

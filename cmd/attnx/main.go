@@ -67,6 +67,13 @@ const (
 	exitUsage   = 2
 )
 
+// parseOnly, set by tests, stops every command once its flags are parsed:
+// parseFlags then returns errParsedOnly, which report takes for success.
+// The documentation's command lines are checked so.
+var parseOnly bool
+
+var errParsedOnly = errors.New("flags parsed; parse-only mode")
+
 // The standard streams, variables for tests. A file argument "-" means
 // stdin wherever attnx reads a file.
 var (
@@ -123,7 +130,7 @@ func report(name string, err error) int {
 	var ee *exitError
 	var ue *usageError
 	switch {
-	case err == nil, errors.Is(err, pflag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp), errors.Is(err, errParsedOnly):
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
@@ -229,6 +236,8 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 		err = fs.Parse(args)
 	}
 	switch {
+	case err == nil && parseOnly:
+		return errParsedOnly
 	case err == nil:
 		return nil
 	case errors.Is(err, pflag.ErrHelp):
