@@ -59,7 +59,10 @@ func toolkitSignature(top []types.DictEntry) (string, [][2]string) {
 		}
 	}
 	switch {
-	case has["opt"] && has["vocab"] && (has["model"] || has["generator"]):
+	// OpenNMT-py's ModelSaver: {model, generator, vocab, opt, optim}; with
+	// -save_format safetensors (3.x _st_save) {vocab, opt, optim}, the
+	// weights in a .safetensors file beside it.
+	case has["opt"] && has["vocab"] && (has["model"] || has["generator"] || has["optim"]):
 		return ToolkitOpenNMT, [][2]string{{"model", ""}, {"generator", "generator"}}
 	case has["en"] && has["de"] && has["voc_dict"]:
 		return ToolkitChatbot, [][2]string{{"en", "encoder"}, {"de", "decoder"}, {"embedding", "embedding"}}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nlpodyssey/gopickle/types"
 )
 
 // The fixtures of testdata/toolkits are written by make_toolkit_fixtures.py
@@ -195,5 +197,32 @@ func TestPlain(t *testing.T) {
 	}
 	if got := describePlain(opt); got != "an object of class argparse.Namespace" {
 		t.Errorf("describePlain: %q", got)
+	}
+}
+
+// TestToolkitSignatureSafetensorsOptim: OpenNMT-py 3.5.1's ModelSaver with
+// -save_format safetensors writes {vocab, opt, optim} to the .pt
+// (onmt/models/model_saver.py, _st_save): it is OpenNMT-py's, and its
+// weights are looked for beside it (it was "no tensors in the pickle").
+func TestToolkitSignatureSafetensorsOptim(t *testing.T) {
+	entries := func(keys ...string) []types.DictEntry {
+		var out []types.DictEntry
+		for _, k := range keys {
+			out = append(out, types.DictEntry{Key: k})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"vocab", "opt", "optim"}, ToolkitOpenNMT},
+		{[]string{"model", "generator", "vocab", "opt", "optim"}, ToolkitOpenNMT},
+		{[]string{"vocab", "opt"}, ""},
+		{[]string{"model_state", "optimizer_state"}, ToolkitJoeyNMT},
+	} {
+		if got, _ := toolkitSignature(entries(c.keys...)); got != c.want {
+			t.Errorf("%v: %q, want %q", c.keys, got, c.want)
+		}
 	}
 }
