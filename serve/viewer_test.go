@@ -35,18 +35,7 @@ func TestViewerInBrowser(t *testing.T) {
 	want := decodeResponse(t, body).Results[0]
 	rows, cols := len(want.Attention), len(want.SourceIDs)
 
-	tctx := browser(t, chromium)
-
-	err := chromedp.Do(tctx,
-		chromedp.Navigate(hs.URL+PathViewer),
-		chromedp.WaitReady(chromedp.CSS("#model option")),
-		chromedp.SendKeys(chromedp.CSS("#source"), sentence),
-		chromedp.Click(chromedp.CSS("#go")),
-		chromedp.WaitVisible(chromedp.CSS("#heatmap .cell")),
-	)
-	if err != nil {
-		t.Fatalf("typing a sentence and waiting for the heat map: %v", err)
-	}
+	tctx := viewSentence(t, chromium, hs.URL, sentence)
 	type page struct {
 		Output string
 		Cells  int
@@ -153,25 +142,8 @@ func TestViewerInBrowser(t *testing.T) {
 		t.Errorf("beam search heat map has %d cells, want %d (the best hypothesis')", gotBeam.Cells, n)
 	}
 
-	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(shot))
-	if err != nil {
-		t.Fatalf("screenshot is not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
-		t.Errorf("screenshot is %dx%d", b.Dx(), b.Dy())
-	}
-	path := os.Getenv("ATTNX_VIEWER_PNG")
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "viewer.png")
-	}
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot (%dx%d) saved as %s; answer %q, %d cells, hover %q", img.Bounds().Dx(), img.Bounds().Dy(), path, want.Text, got.Cells, readout)
+	path := screenshot(t, tctx, "ATTNX_VIEWER_PNG", "viewer.png")
+	t.Logf("screenshot saved as %s; answer %q, %d cells, hover %q", path, want.Text, got.Cells, readout)
 }
 
 // browser starts headless Chromium for t and returns a context for its
@@ -222,17 +194,7 @@ func TestViewerSubwordLabels(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	want := decodeResponse(t, body).Results[0]
-	tctx := browser(t, chromium)
-	err := chromedp.Do(tctx,
-		chromedp.Navigate(hs.URL+PathViewer),
-		chromedp.WaitReady(chromedp.CSS("#model option")),
-		chromedp.SendKeys(chromedp.CSS("#source"), sentence),
-		chromedp.Click(chromedp.CSS("#go")),
-		chromedp.WaitVisible(chromedp.CSS("#heatmap .cell")),
-	)
-	if err != nil {
-		t.Fatalf("typing a sentence and waiting for the heat map: %v", err)
-	}
+	tctx := viewSentence(t, chromium, hs.URL, sentence)
 	type label struct {
 		Text               string
 		Left, Right, Width float64
@@ -275,16 +237,50 @@ func TestViewerSubwordLabels(t *testing.T) {
 			t.Errorf("label %d %q overlaps label %d %q (%.1f < %.1f)", k, l.Text, k-1, got.Labels[k-1].Text, l.Left, got.Labels[k-1].Right)
 		}
 	}
+	path := screenshot(t, tctx, "ATTNX_VIEWER_SPM_PNG", "viewer-spm.png")
+	t.Logf("screenshot saved as %s; pieces %q", path, want.SourceTokens)
+}
+
+// viewSentence opens the viewer of the server at url in a new browser,
+// translates sentence there and waits for its heat map.
+func viewSentence(t *testing.T, chromium, url, sentence string) context.Context {
+	t.Helper()
+	tctx := browser(t, chromium)
+	err := chromedp.Do(tctx,
+		chromedp.Navigate(url+PathViewer),
+		chromedp.WaitReady(chromedp.CSS("#model option")),
+		chromedp.SendKeys(chromedp.CSS("#source"), sentence),
+		chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS("#heatmap .cell")),
+	)
+	if err != nil {
+		t.Fatalf("typing a sentence and waiting for the heat map: %v", err)
+	}
+	return tctx
+}
+
+// screenshot saves the page as a PNG to $env, else to name in a temporary
+// directory, checks that it is one of a plausible size and returns its
+// path.
+func screenshot(t *testing.T, tctx context.Context, env, name string) string {
+	t.Helper()
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := os.Getenv("ATTNX_VIEWER_SPM_PNG")
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
+		t.Errorf("screenshot is %dx%d", b.Dx(), b.Dy())
+	}
+	path := os.Getenv(env)
 	if path == "" {
-		path = filepath.Join(t.TempDir(), "viewer-spm.png")
+		path = filepath.Join(t.TempDir(), name)
 	}
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot saved as %s; pieces %q", path, want.SourceTokens)
+	return path
 }
