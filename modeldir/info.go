@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -62,6 +63,10 @@ type Info struct {
 	// Decoding holds the toolkit's decoding rules, when it has any beyond
 	// the spec's greedy and beam search.
 	Decoding *attention.Rules `json:"decoding,omitempty"`
+	// Defaults are how the model is decoded when nothing else is said:
+	// attnx translate's flags and attnx serve's request fields and flags,
+	// when given, override them.
+	Defaults *Defaults `json:"defaults,omitempty"`
 	// SrcTokenizer and TgtTokenizer are the subword tokenizers the model
 	// was trained with (attnx export --src-tokenizer/--tgt-tokenizer, or
 	// the toolkit's config): text is segmented into source pieces and
@@ -69,6 +74,42 @@ type Info struct {
 	// the model directory.
 	SrcTokenizer *subword.Spec `json:"src_tokenizer,omitempty"`
 	TgtTokenizer *subword.Spec `json:"tgt_tokenizer,omitempty"`
+}
+
+// Defaults are a model's decoding defaults (attnx.json's "defaults"), each
+// named as attnx serve's request field of the same setting.
+type Defaults struct {
+	// Beam is the beam width (0 or 1: greedy); NBest the hypotheses
+	// listed per input (0: 1).
+	Beam  int `json:"beam,omitempty"`
+	NBest int `json:"n_best,omitempty"`
+	// LengthPenalty is beam search's alpha (absent: translate's default);
+	// LengthPenaltyForm is "power" (score / len ** alpha, the default) or
+	// "wu" (score / ((5 + len) / 6) ** alpha).
+	LengthPenalty     *float64 `json:"length_penalty,omitempty"`
+	LengthPenaltyForm string   `json:"length_penalty_form,omitempty"`
+	// MinLen keeps EOS out of the first MinLen output tokens.
+	MinLen int `json:"min_len,omitempty"`
+	// ReplaceUnk replaces unknown output tokens with the source tokens
+	// they attend to most.
+	ReplaceUnk bool `json:"replace_unk,omitempty"`
+}
+
+// check says what is wrong with d, naming its fields.
+func (d *Defaults) check() error {
+	switch a := d.LengthPenalty; {
+	case d.Beam < 0:
+		return fmt.Errorf("beam %d: want 1 (greedy) or more", d.Beam)
+	case d.NBest < 0 || d.NBest > max(d.Beam, 1):
+		return fmt.Errorf("n_best %d: want 1 to beam %d", d.NBest, max(d.Beam, 1))
+	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
+		return fmt.Errorf("length_penalty %g: want a finite value >= 0", *a)
+	case d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
+		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
+	case d.MinLen < 0:
+		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
+	}
+	return nil
 }
 
 // Toolkit says where a toolkit's model came from.
@@ -139,6 +180,11 @@ func (m *Info) Validate() error {
 	if m.Decoding != nil {
 		if err := m.Decoding.Check(m.Config); err != nil {
 			return fmt.Errorf("decoding: %w", err)
+		}
+	}
+	if m.Defaults != nil {
+		if err := m.Defaults.check(); err != nil {
+			return fmt.Errorf("defaults: %w", err)
 		}
 	}
 	for _, t := range []struct {

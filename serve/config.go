@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/modeldir"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -142,36 +143,69 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// Decoding is the server's default decoding; zero values decode greedily
-// with translate's default length penalty and no extra rules.
+// Decoding is the server's decoding defaults (attnx serve's --beam,
+// --n-best, --length-penalty, --length-penalty-form, --min-len and
+// --replace-unk): a field that is set overrides every model's attnx.json
+// "defaults"; nil leaves them, and the built-in default (greedy,
+// translate's length penalty, no extra rules) where a model has none. A
+// request's own fields override both.
 type Decoding struct {
-	// Beam is the beam width (0 or 1: greedy), NBest the hypotheses
-	// listed per input (0: 1).
-	Beam, NBest int
-	// LengthPenalty is beam search's alpha (nil: translate's default);
-	// PenaltyWu ranks by score / ((5 + len) / 6) ** alpha instead of
-	// score / len ** alpha.
+	// Beam is the beam width (1: greedy), NBest the hypotheses listed
+	// per input.
+	Beam, NBest *int
+	// LengthPenalty is beam search's alpha; PenaltyWu ranks by score /
+	// ((5 + len) / 6) ** alpha instead of score / len ** alpha.
 	LengthPenalty *float64
-	PenaltyWu     bool
+	PenaltyWu     *bool
 	// MinLen keeps EOS out of the first MinLen output tokens.
-	MinLen int
+	MinLen *int
 	// ReplaceUnk replaces unknown output tokens with the source tokens
 	// they attend to most.
-	ReplaceUnk bool
+	ReplaceUnk *bool
 }
 
-// check validates d against the server's limits, naming attnx serve's
-// flags.
-func (d Decoding) check(maxBeam, maxOut int) error {
-	switch a := d.LengthPenalty; {
-	case d.Beam < 0 || d.Beam > maxBeam:
-		return fmt.Errorf("serve: --beam %d: want 1 (greedy) to %d (--max-beam)", d.Beam, maxBeam)
-	case d.NBest < 0 || d.NBest > max(d.Beam, 1):
-		return fmt.Errorf("serve: --n-best %d: want 1 to --beam %d", d.NBest, max(d.Beam, 1))
+// job returns the decoding of a request that sets nothing, for a model
+// whose attnx.json has defaults md (nil: none): md's, then d's over them.
+func (d Decoding) job(md *modeldir.Defaults) Job {
+	var j Job
+	if md != nil {
+		j = Job{Beam: md.Beam, NBest: md.NBest, LengthPenalty: md.LengthPenalty, PenaltyWu: md.LengthPenaltyForm == "wu",
+			MinLen: md.MinLen, ReplaceUnk: md.ReplaceUnk}
+	}
+	if d.Beam != nil {
+		// A beam set here lists one hypothesis unless NBest is set too.
+		j.Beam, j.NBest = *d.Beam, 0
+	}
+	if d.NBest != nil {
+		j.NBest = *d.NBest
+	}
+	if d.LengthPenalty != nil {
+		j.LengthPenalty = d.LengthPenalty
+	}
+	if d.PenaltyWu != nil {
+		j.PenaltyWu = *d.PenaltyWu
+	}
+	if d.MinLen != nil {
+		j.MinLen = *d.MinLen
+	}
+	if d.ReplaceUnk != nil {
+		j.ReplaceUnk = *d.ReplaceUnk
+	}
+	return j
+}
+
+// checkDefaults validates a model's default decoding against the
+// server's limits; where names where the values came from.
+func checkDefaults(j Job, maxBeam, maxOut int, where string) error {
+	switch a := j.LengthPenalty; {
+	case j.Beam < 0 || j.Beam > maxBeam:
+		return fmt.Errorf("serve: %s: beam %d: want 1 (greedy) to %d (--max-beam)", where, j.Beam, maxBeam)
+	case j.NBest < 0 || j.NBest > max(j.Beam, 1):
+		return fmt.Errorf("serve: %s: n_best %d: want 1 to beam %d", where, j.NBest, max(j.Beam, 1))
 	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
-		return fmt.Errorf("serve: --length-penalty %g: want a finite value >= 0", *a)
-	case d.MinLen < 0 || d.MinLen >= maxOut:
-		return fmt.Errorf("serve: --min-len %d: want 0 to %d, below --max-out-len %d", d.MinLen, maxOut-1, maxOut)
+		return fmt.Errorf("serve: %s: length_penalty %g: want a finite value >= 0", where, *a)
+	case j.MinLen < 0 || j.MinLen >= maxOut:
+		return fmt.Errorf("serve: %s: min_len %d: want 0 to %d, below --max-out-len %d", where, j.MinLen, maxOut-1, maxOut)
 	}
 	return nil
 }
@@ -227,7 +261,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxMemory == 0 {
 		c.MaxMemory = DefaultMaxMemory
 	}
-	if err := c.Decoding.check(c.MaxBeam, c.MaxOutLen); err != nil {
+	if err := checkDefaults(c.Decoding.job(nil), c.MaxBeam, c.MaxOutLen, "the decoding flags"); err != nil {
 		return c, err
 	}
 	if c.MaxRequestMemory > c.MaxMemory {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -167,9 +170,9 @@ func TestDecodingDefaults(t *testing.T) {
 	demo := demoModel(t)
 	for _, batching := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batching %v", batching), func(t *testing.T) {
-			one := 1.0
+			one, three, two, twelve, wu := 1.0, 3, 2, 12, true
 			_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}, MaxOutLen: 60, Batching: batching,
-				Decoding: Decoding{Beam: 3, NBest: 2, LengthPenalty: &one, PenaltyWu: true, MinLen: 12}})
+				Decoding: Decoding{Beam: &three, NBest: &two, LengthPenalty: &one, PenaltyWu: &wu, MinLen: &twelve}})
 			in := demoInputs(t)[:2]
 			tr, err := translate.Open(demo, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true, MinLen: 12})
 			if err != nil {
@@ -218,7 +221,87 @@ func TestDecodingDefaults(t *testing.T) {
 	if code, ans := post(t, hs.URL+PathTranslate, `{"model": "ids", "ids": [[4, 5]], "replace_unk": true}`); code != 400 || !strings.Contains(ans, `replace_unk: model \"ids\" has no unknown token in both its source and target vocabularies`) {
 		t.Errorf("replace_unk on a model without vocabularies: %d %s", code, ans)
 	}
-	if _, err := New(Config{Models: []ModelDir{{Name: "m"}}, Decoding: Decoding{Beam: 3, NBest: 4}}); err == nil || !strings.Contains(err.Error(), "--n-best 4: want 1 to --beam 3") {
+	three, four := 3, 4
+	if _, err := New(Config{Models: []ModelDir{{Name: "m"}}, Decoding: Decoding{Beam: &three, NBest: &four}}); err == nil || !strings.Contains(err.Error(), "the decoding flags: n_best 4: want 1 to beam 3") {
 		t.Errorf("n-best above beam: %v", err)
+	}
+}
+
+// withDefaults copies the model directory dir and writes defaults into its
+// attnx.json.
+func withDefaults(t *testing.T, dir string, defaults *modeldir.Defaults) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(dir))
+	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	info, err := modeldir.ReadInfo(filepath.Join(out, modeldir.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Defaults = defaults
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, modeldir.InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestModelDefaults: a model's attnx.json "defaults" decode the requests
+// that set nothing; the server's decoding flags, when given, override them
+// for every model, and a request's fields override both. Defaults the
+// server's limits refuse fail the load, naming the file.
+func TestModelDefaults(t *testing.T) {
+	one := 1.0
+	dir := withDefaults(t, demoModel(t), &modeldir.Defaults{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyForm: "wu"})
+	in := demoInputs(t)[:2]
+	tr, err := translate.Open(dir, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	want, err := tr.Translate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"inputs": in})
+	greedy := 1
+	for _, c := range []struct {
+		name       string
+		flags      Decoding
+		request    string
+		hypotheses int
+	}{
+		{"attnx.json", Decoding{}, string(body), 2},
+		{"--beam 1 over attnx.json", Decoding{Beam: &greedy}, string(body), 0},
+		{"the request's beam over attnx.json", Decoding{}, `{"inputs": ["3rd of March 2021"], "beam": 4}`, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, Decoding: c.flags})
+			code, ans := post(t, hs.URL+PathTranslate, c.request)
+			if code != 200 {
+				t.Fatalf("%d %s", code, ans)
+			}
+			res := decodeResponse(t, ans).Results
+			for i, r := range res {
+				if len(r.Hypotheses) != c.hypotheses {
+					t.Errorf("result %d lists %d hypotheses, want %d", i, len(r.Hypotheses), c.hypotheses)
+				}
+				if c.name == "attnx.json" && !reflect.DeepEqual(r.Tokens, want[i].Tokens) {
+					t.Errorf("result %d: %v; the Translator with attnx.json's settings: %v", i, r.Tokens, want[i].Tokens)
+				}
+			}
+		})
+	}
+	big := withDefaults(t, demoModel(t), &modeldir.Defaults{Beam: 40})
+	s, err := New(Config{Models: []ModelDir{{Name: "big", Dir: big}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(); err == nil || !strings.Contains(err.Error(), `model "big": the defaults of `+filepath.Join(big, "attnx.json")+` under the decoding flags: beam 40: want 1 (greedy) to 16 (--max-beam)`) {
+		t.Errorf("defaults over --max-beam: %v", err)
 	}
 }

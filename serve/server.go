@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/panics"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -171,6 +173,9 @@ type servedModel struct {
 	loaded    atomic.Bool // backend and info are set
 	backend   Backend
 	info      ModelInfo
+	// defaults is how a request that sets nothing is decoded: the model's
+	// attnx.json defaults under the server's decoding flags.
+	defaults Job
 }
 
 // New checks cfg and returns a Server whose models are not loaded yet.
@@ -237,6 +242,15 @@ func (s *Server) Load() error {
 			return fmt.Errorf("model %q (%s): %w", m.name, m.dir, err)
 		}
 		info := b.Info()
+		m.defaults = s.cfg.Decoding.job(info.Defaults)
+		if err := checkDefaults(m.defaults, s.cfg.MaxBeam, s.cfg.MaxOutLen, fmt.Sprintf("model %q: the defaults of %s under the decoding flags", m.name, filepath.Join(m.dir, modeldir.InfoFile))); err != nil {
+			b.Close()
+			for _, o := range s.order[:i] {
+				o.loaded.Store(false)
+				o.backend.Close()
+			}
+			return err
+		}
 		_, scheduling := b.(SchedulingBackend)
 		maxBeam, _ := s.maxBeam()
 		m.backend = b
@@ -446,7 +460,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if code != 0 {
 		return fail(nil, code, "%s", msg)
 	}
-	job, msg := s.checkRequest(&req)
+	job, msg := s.checkRequest(&req, m)
 	if msg != "" {
 		return fail(m, http.StatusBadRequest, "%s", msg)
 	}
@@ -604,8 +618,8 @@ func (s *Server) resolveModel(fromPath, fromBody string) (*servedModel, int, str
 
 // checkRequest validates the fields of req and returns its Job, or a
 // message saying what is wrong.
-func (s *Server) checkRequest(req *Request) (Job, string) {
-	beam, msg := s.checkBeam(req)
+func (s *Server) checkRequest(req *Request, m *servedModel) (Job, string) {
+	beam, msg := s.checkBeam(req, m)
 	if msg != "" {
 		return Job{}, msg
 	}
@@ -645,9 +659,8 @@ func (s *Server) maxBeam() (int, string) {
 
 // checkBeam validates req's beam search fields and returns a Job holding
 // them, or a message saying what is wrong.
-func (s *Server) checkBeam(req *Request) (Job, string) {
-	d := s.cfg.Decoding
-	job := Job{Beam: d.Beam, NBest: d.NBest, LengthPenalty: d.LengthPenalty, PenaltyWu: d.PenaltyWu, MinLen: d.MinLen, ReplaceUnk: d.ReplaceUnk}
+func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
+	job := m.defaults
 	if req.Beam != nil {
 		most, flag := s.maxBeam()
 		if *req.Beam < 1 || *req.Beam > most {

@@ -134,6 +134,24 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
 		return serve.Config{}, "", err
 	}
+	// The decoding flags given override each model's attnx.json defaults;
+	// those left out leave them.
+	var dec serve.Decoding
+	for _, f := range []struct {
+		name string
+		set  func()
+	}{
+		{"beam", func() { dec.Beam = beam }},
+		{"n-best", func() { dec.NBest = nBest }},
+		{"length-penalty", func() { dec.LengthPenalty = alpha }},
+		{"length-penalty-form", func() { wu := *penaltyForm == "wu"; dec.PenaltyWu = &wu }},
+		{"min-len", func() { dec.MinLen = minLen }},
+		{"replace-unk", func() { dec.ReplaceUnk = replaceUnk }},
+	} {
+		if fs.Changed(f.name) {
+			f.set()
+		}
+	}
 	if fs.NArg() > 0 {
 		return fail(fmt.Sprintf("unexpected argument %q (models are given with --model DIR)", fs.Arg(0)))
 	}
@@ -144,7 +162,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return serve.Config{}, "", err
 	}
 	cfg := serve.Config{
-		Decoding: serve.Decoding{Beam: *beam, NBest: *nBest, LengthPenalty: alpha, PenaltyWu: *penaltyForm == "wu", MinLen: *minLen, ReplaceUnk: *replaceUnk},
+		Decoding: dec,
 		Backend:  *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputBytes: *maxInputBytes, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,

@@ -282,8 +282,13 @@ func TestServeStalledClientAndSecondSignal(t *testing.T) {
 func TestServeDecodingFlags(t *testing.T) {
 	cfg, _, err := serveConfig([]string{"--model", "m", "--beam", "5", "--n-best", "2", "--length-penalty", "1", "--length-penalty-form", "wu", "--min-len", "3", "--replace-unk"})
 	d := cfg.Decoding
-	if err != nil || d.Beam != 5 || d.NBest != 2 || d.LengthPenalty == nil || *d.LengthPenalty != 1 || !d.PenaltyWu || d.MinLen != 3 || !d.ReplaceUnk {
+	if err != nil || *d.Beam != 5 || *d.NBest != 2 || *d.LengthPenalty != 1 || !*d.PenaltyWu || *d.MinLen != 3 || !*d.ReplaceUnk {
 		t.Fatalf("%+v, %v", d, err)
+	}
+	// Flags left out leave the models' attnx.json defaults.
+	cfg, _, err = serveConfig([]string{"--model", "m", "--min-len", "2"})
+	if d := cfg.Decoding; err != nil || d.Beam != nil || d.NBest != nil || d.LengthPenalty != nil || d.PenaltyWu != nil || d.ReplaceUnk != nil || *d.MinLen != 2 {
+		t.Fatalf("only --min-len given: %+v, %v", d, err)
 	}
 	for _, c := range []struct {
 		args []string

@@ -45,6 +45,9 @@ the attention (one row per output token, one column per source token) and,
 with --beam K > 1,
 hypotheses (tokens, text, score, normalized_score of each of the n-best).
 --plain writes the translations alone, as --src does (for attnx score).
+A model directory whose attnx.json has "defaults" (beam, n_best,
+length_penalty, length_penalty_form, min_len, replace_unk) is decoded with
+them where the command line gives no flag of its own.
 --src FILE (- for stdin) translates a test set as the toolkits' translate commands do
 (onmt_translate -src, joeynmt translate): the lines are sorted by length
 and decoded in batches of --batch sentences (or --batch-tokens source
@@ -108,6 +111,9 @@ func runTranslate(args []string) error {
 	lanes := fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *model != "" {
+		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk})
 	}
 	if *penaltyForm != "power" && *penaltyForm != "wu" {
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm)}

@@ -278,3 +278,41 @@ func TestTranslateSrcStdin(t *testing.T) {
 		t.Fatalf("--plain on stdin: exit %d, %q, want %q; %s", code, plain, out, errOut)
 	}
 }
+
+// TestTranslateModelDefaults: attnx.json's "defaults" decode when the
+// command line says nothing; a flag given overrides its default.
+func TestTranslateModelDefaults(t *testing.T) {
+	model := translateTestModel(t)
+	info, err := modeldir.ReadInfo(filepath.Join(model, modeldir.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Defaults = &modeldir.Defaults{Beam: 3, NBest: 2, LengthPenaltyForm: "wu"}
+	data, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(model, modeldir.InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hyps := func(args ...string) int {
+		t.Helper()
+		code, out, errOut := attnx(append([]string{"translate", "--model", model, "--json", "--max-len", "8"}, append(args, "hello")...)...)
+		var r struct {
+			Hypotheses []json.RawMessage `json:"hypotheses"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("%v: exit %d, %s %s", args, code, out, errOut)
+		}
+		return len(r.Hypotheses)
+	}
+	if n := hyps(); n != 2 {
+		t.Errorf("attnx.json's beam 3, n_best 2: %d hypotheses", n)
+	}
+	if n := hyps("--beam", "1"); n != 0 {
+		t.Errorf("--beam 1 over attnx.json: %d hypotheses, want greedy", n)
+	}
+	if n := hyps("--beam", "4"); n != 1 {
+		t.Errorf("--beam 4 over attnx.json: %d hypotheses, want 1 (--n-best not given)", n)
+	}
+	if code, _, errOut := attnx("translate", "--model", model, "--engine", "loop", "hello"); code != 2 || !strings.Contains(errOut, "--length-penalty-form wu runs on the steps engine") {
+		t.Errorf("attnx.json's wu with --engine loop: exit %d, %s", code, errOut)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/attnx/attnx/modeldir"
+	"github.com/spf13/pflag"
+)
+
+// decodingFlags are the decoding flags of translate and serve, by name.
+type decodingFlags struct {
+	beam, nBest, minLen *int
+	alpha               *float64
+	penaltyForm         *string
+	replaceUnk          *bool
+}
+
+// applyModelDefaults sets each decoding flag that the command line left
+// out to the model directory's default (attnx.json's "defaults"), when it
+// has one. An attnx.json that cannot be read is left for the command to
+// report.
+func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
+	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
+	if err != nil || info.Defaults == nil {
+		return
+	}
+	d := info.Defaults
+	set := func(name string, apply func()) {
+		if !fs.Changed(name) {
+			apply()
+		}
+	}
+	if d.Beam > 0 {
+		set("beam", func() { *f.beam = d.Beam })
+	}
+	if d.NBest > 0 {
+		set("n-best", func() { *f.nBest = d.NBest })
+	}
+	if d.LengthPenalty != nil {
+		set("length-penalty", func() { *f.alpha = *d.LengthPenalty })
+	}
+	if d.LengthPenaltyForm != "" {
+		set("length-penalty-form", func() { *f.penaltyForm = d.LengthPenaltyForm })
+	}
+	if d.MinLen > 0 {
+		set("min-len", func() { *f.minLen = d.MinLen })
+	}
+	if d.ReplaceUnk {
+		set("replace-unk", func() { *f.replaceUnk = true })
+	}
+	// A beam set on the command line lists one hypothesis unless
+	// --n-best says otherwise, as a request that sets "beam" does.
+	if fs.Changed("beam") && !fs.Changed("n-best") {
+		*f.nBest = 1
+	}
+}
