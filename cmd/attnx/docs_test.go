@@ -190,3 +190,65 @@ func TestReadmeServeQuickStart(t *testing.T) {
 		t.Fatalf("curl %s: %v, status %s\n%s", strings.Join(curlCmd, " "), err, status, body)
 	}
 }
+
+var scoreSuffix = regexp.MustCompile(`\s+\(score [^)]*\)$`)
+
+// TestReadmeExampleOutputs runs the README's "$ attnx ..." examples on the
+// demo models (out/demo/NAME as make demo exports them) and compares the
+// translations they print with those shown under them. Scores are left
+// out of the comparison: their last digits depend on the CPU's kernels.
+func TestReadmeExampleOutputs(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	exported := map[string]string{}
+	demoDir := func(name string) string {
+		if d, ok := exported[name]; ok {
+			return d
+		}
+		d := filepath.Join(tmp, name)
+		if _, err := modeldir.Export("../../testdata/demo/"+name+".pt", d, modeldir.Options{Greedy: true, Beam: true,
+			SrcVocab: "../../testdata/demo/src_vocab.json", TgtVocab: "../../testdata/demo/tgt_vocab.json"}); err != nil {
+			t.Fatal(err)
+		}
+		exported[name] = d
+		return d
+	}
+	demoModel := regexp.MustCompile(`out/demo/([a-z]+)`)
+	n := 0
+	for _, block := range fence.FindAllStringSubmatch(string(data), -1) {
+		lines := strings.Split(strings.TrimRight(block[2], "\n"), "\n")
+		for i := 0; i < len(lines); i++ {
+			line, ok := strings.CutPrefix(lines[i], "$ attnx ")
+			if !ok {
+				continue
+			}
+			var want []string
+			for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") {
+				i++
+				want = append(want, scoreSuffix.ReplaceAllString(lines[i], ""))
+			}
+			line = demoModel.ReplaceAllStringFunc(line, func(m string) string { return demoDir(demoModel.FindStringSubmatch(m)[1]) })
+			args, err := shellWords(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := attnx(args...)
+			var got []string
+			for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+				got = append(got, scoreSuffix.ReplaceAllString(l, ""))
+			}
+			if code != 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("attnx %s: exit %d %s\n got:\n%s\n the README shows:\n%s", line, code, errOut, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no $ attnx examples in the README")
+	}
+	t.Logf("%d README examples print what the README shows", n)
+}
