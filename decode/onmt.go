@@ -1,0 +1,340 @@
+package decode
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/attnx/attnx/attention"
+)
+
+// OpenNMT length penalties (-length_penalty).
+const (
+	PenaltyNone = "none"
+	PenaltyAvg  = "avg"
+	PenaltyWu   = "wu"
+)
+
+// onmtMasked is the score OpenNMT-py gives a banned token's log-prob and a
+// finished hypothesis' running score (-65504, float16's lowest).
+const onmtMasked = -65504
+
+// OpenNMTBeam is OpenNMT-py's beam search (onmt.translate.beam_search
+// .BeamSearch of v3.5.1 with GNMTGlobalScorer) of one row, as
+// onmt_translate runs it, not the spec's:
+//
+//   - a step picks the K best candidates of the live hypotheses, ranked by
+//     (score_i + log_probs_i[v]) / penalty(len + 1) in float32, where len
+//     counts the tokens so far plus the start token; ties go to the lower
+//     slot, then the lower token;
+//   - each EOS candidate among the K finishes its hypothesis, with that
+//     penalised score, and takes its place among the K: only the others
+//     live on, so the beam narrows as hypotheses finish;
+//   - the row stops at the first step whose best candidate finishes once
+//     NBest hypotheses have finished (not when K have), or when MaxLen
+//     tokens are reached, where every pick finishes;
+//   - the finished hypotheses are ordered by penalised score (stable), and
+//     the first NBest are the result.
+//
+// The running score of a picked candidate is its penalised score times the
+// penalty, in float32, as OpenNMT-py keeps it. MinLen bans EOS while the
+// hypothesis holds fewer than MinLen tokens, BanUNK bans UNK (both by a
+// log-prob of -65504, as OpenNMT-py does). Not implemented: -ratio,
+// -block_ngram_repeat, the coverage penalty.
+type OpenNMTBeam struct {
+	// SOS is the first input token, EOS the token that finishes a
+	// hypothesis, UNK the unknown token (BanUNK).
+	SOS, EOS, UNK int64
+	// K is the beam width (-beam_size), NBest the hypotheses kept
+	// (-n_best, 1 <= NBest <= K).
+	K, NBest int
+	// MaxLen is the most tokens a hypothesis holds, EOS included
+	// (-max_length), MinLen the fewest before EOS may come
+	// (-min_length).
+	MaxLen, MinLen int
+	// Penalty is -length_penalty (PenaltyNone, PenaltyAvg or PenaltyWu)
+	// and Alpha -alpha.
+	Penalty string
+	Alpha   float64
+	// BanUNK is -ban_unk_token.
+	BanUNK bool
+	// KeepAttention makes the row record each hypothesis' attention rows.
+	KeepAttention bool
+	// Rules, when set, are further decoding rules applied to each step's
+	// log-probs first.
+	Rules *attention.Rules
+
+	steps int
+	live  []onmtLive
+	next  []onmtLive
+	tree  tree
+	fin   []onmtHyp
+	cands []onmtCand
+	done  bool
+}
+
+// onmtLive is a live hypothesis: its last node, its running score and its
+// place among the last step's K picks (OpenNMT-py's beam index, which
+// breaks ties).
+type onmtLive struct {
+	node  int32
+	score float32
+	pos   int32
+}
+
+// onmtHyp is a finished hypothesis: its last node, its penalised score
+// (what OpenNMT-py reports and ranks by) and its running score.
+type onmtHyp struct {
+	node       int32
+	norm, lraw float32
+}
+
+type onmtCand struct {
+	score float32 // penalised
+	i, v  int32   // live index, token
+	flat  int64   // pos * V + v: torch.topk's order among equal scores
+}
+
+// Validate checks the settings, naming the field and the allowed range.
+func (b *OpenNMTBeam) Validate() error {
+	switch {
+	case b.K < 1:
+		return fmt.Errorf("decode: beam width K = %d: want at least 1", b.K)
+	case b.NBest < 1 || b.NBest > b.K:
+		return fmt.Errorf("decode: n_best %d: want 1 to K = %d", b.NBest, b.K)
+	case b.Penalty != PenaltyNone && b.Penalty != PenaltyAvg && b.Penalty != PenaltyWu:
+		return fmt.Errorf("decode: length penalty %q: want %s, %s or %s", b.Penalty, PenaltyNone, PenaltyAvg, PenaltyWu)
+	case math.IsNaN(b.Alpha) || math.IsInf(b.Alpha, 0):
+		return fmt.Errorf("decode: alpha %v: want a finite value", b.Alpha)
+	}
+	return nil
+}
+
+// Width is K.
+func (b *OpenNMTBeam) Width() int { return b.K }
+
+// First returns SOS.
+func (b *OpenNMTBeam) First() int64 { return b.SOS }
+
+// penalty is GNMTGlobalScorer's length penalty of a hypothesis of curLen
+// (tokens plus the start token), in float64 as OpenNMT-py computes it.
+func (b *OpenNMTBeam) penalty(curLen int) float64 {
+	switch b.Penalty {
+	case PenaltyAvg:
+		return math.Pow(float64(curLen), b.Alpha)
+	case PenaltyWu:
+		return math.Pow((5+float64(curLen))/6, b.Alpha)
+	}
+	return 1
+}
+
+// Advance picks the step's K candidates, finishes the EOS ones (all of
+// them at MaxLen) and writes the live ones' tokens and slots to inputs and
+// parents. It returns 0 when the row is finished.
+func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
+	if b.done {
+		return 0
+	}
+	if b.steps == 0 {
+		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
+		b.live = append(b.live[:0], onmtLive{node: -1})
+		b.fin = b.fin[:0]
+	}
+	if b.MaxLen < 1 || s.Len() < len(b.live) {
+		return b.finish()
+	}
+	length := b.steps + 1 // OpenNMT-py's len(self): the start token and the tokens so far
+	pen := b.penalty(length + 1)
+	pen32 := float32(pen)
+	b.cands = b.cands[:0]
+	for i, h := range b.live {
+		lp := s.LogProbs(i)
+		if b.Rules != nil {
+			b.Rules.Apply(lp, b.steps, b.EOS, true)
+		}
+		V := len(lp)
+		for v, x := range lp {
+			switch {
+			case int64(v) == b.EOS && length <= b.MinLen:
+				x = onmtMasked
+			case int64(v) == b.UNK && b.BanUNK:
+				x = onmtMasked
+			}
+			c := x + h.score
+			if pen != 1 {
+				c /= pen32
+			}
+			b.cands = append(b.cands, onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
+		}
+	}
+	// torch.topk: the K highest, equal scores in index order.
+	slices.SortStableFunc(b.cands, func(x, y onmtCand) int {
+		switch {
+		case x.score > y.score:
+			return -1
+		case x.score < y.score:
+			return 1
+		case x.flat < y.flat:
+			return -1
+		case x.flat > y.flat:
+			return 1
+		}
+		return 0
+	})
+	picks := b.cands[:min(b.K, len(b.cands))]
+	b.steps++
+	atMax := b.steps >= b.MaxLen
+	b.next = b.next[:0]
+	topFinished := false
+	for r, c := range picks {
+		h := b.live[c.i]
+		node := b.tree.add(s, h.node, int(c.i), int64(c.v))
+		raw := c.score
+		if pen != 1 {
+			raw = c.score * pen32
+		}
+		if int64(c.v) == b.EOS || atMax {
+			b.fin = append(b.fin, onmtHyp{node: node, norm: c.score, lraw: raw})
+			topFinished = topFinished || r == 0
+			continue
+		}
+		b.next = append(b.next, onmtLive{node: node, score: raw, pos: int32(r)})
+	}
+	b.live, b.next = b.next, b.live
+	if topFinished && len(b.fin) >= b.NBest || len(b.live) == 0 {
+		return b.finish()
+	}
+	for j, h := range b.live {
+		inputs[j], parents[j] = b.tree.nodes[h.node].tok, b.parentSlot(h.node)
+	}
+	return len(b.live)
+}
+
+// parentSlot returns the slot the hypothesis ending at node came from:
+// the tree records it with each node.
+func (b *OpenNMTBeam) parentSlot(node int32) int { return int(b.tree.nodes[node].slot) }
+
+// finish orders the finished hypotheses by penalised score, stably, as
+// OpenNMT-py's sorted(..., reverse=True) does.
+func (b *OpenNMTBeam) finish() int {
+	b.done = true
+	slices.SortStableFunc(b.fin, func(x, y onmtHyp) int {
+		switch {
+		case x.norm > y.norm:
+			return -1
+		case x.norm < y.norm:
+			return 1
+		}
+		return 0
+	})
+	return 0
+}
+
+// Len returns the number of hypotheses of the finished row, at most
+// NBest; 0 until it has finished.
+func (b *OpenNMTBeam) Len() int {
+	if !b.done {
+		return 0
+	}
+	return min(len(b.fin), b.NBest)
+}
+
+// Hypotheses returns the first n hypotheses (all when n < 1 or n > Len),
+// best first: Score is the running log-prob sum, NormalizedScore the
+// penalised score OpenNMT-py reports.
+func (b *OpenNMTBeam) Hypotheses(n int) []Hypothesis {
+	if n < 1 || n > b.Len() {
+		n = b.Len()
+	}
+	out := make([]Hypothesis, n)
+	for i := range out {
+		h := b.fin[i]
+		out[i] = Hypothesis{Tokens: b.tree.tokens(nil, h.node), Score: h.lraw, NormalizedScore: h.norm}
+	}
+	return out
+}
+
+// Attention returns hypothesis i's attention rows (nil without
+// KeepAttention).
+func (b *OpenNMTBeam) Attention(i int) [][]float32 {
+	if !b.KeepAttention {
+		return nil
+	}
+	return b.tree.attention(b.fin[i].node)
+}
+
+// Reset forgets the row, keeping the buffers and the settings.
+func (b *OpenNMTBeam) Reset() {
+	b.steps, b.done = 0, false
+	b.live, b.next, b.fin, b.cands = b.live[:0], b.next[:0], b.fin[:0], b.cands[:0]
+	b.tree.reset()
+}
+
+// tree holds the tokens of a row's hypotheses, each node linked to its
+// prefix, with the slot it was chosen from and, when kept, its attention
+// row.
+type tree struct {
+	nodes  []treeNode
+	attn   []float32
+	srcLen int
+	keep   bool
+}
+
+type treeNode struct {
+	tok                 int64
+	parent, depth, slot int32
+}
+
+// start readies the tree for a row of at most maxLen tokens in k slots.
+func (t *tree) start(s Slots, keep bool, maxLen, k int) {
+	t.nodes, t.attn, t.keep, t.srcLen = t.nodes[:0], t.attn[:0], keep, s.SourceLength()
+	if want := min(max(maxLen, 1), 256) * 2 * k; cap(t.nodes) < want {
+		t.nodes = make([]treeNode, 0, want)
+	}
+}
+
+// add records token tok after node parent (-1: none), chosen from slot i,
+// with slot i's attention row of this step.
+func (t *tree) add(s Slots, parent int32, i int, tok int64) int32 {
+	depth := int32(1)
+	if parent >= 0 {
+		depth = t.nodes[parent].depth + 1
+	}
+	t.nodes = append(t.nodes, treeNode{tok: tok, parent: parent, depth: depth, slot: int32(i)})
+	if t.keep {
+		t.attn = append(t.attn, s.Attention(i)...)
+	}
+	return int32(len(t.nodes) - 1)
+}
+
+// tokens appends the tokens of the hypothesis ending at node to dst.
+func (t *tree) tokens(dst []int64, node int32) []int64 {
+	if node < 0 {
+		return dst
+	}
+	n := int(t.nodes[node].depth)
+	start := len(dst)
+	dst = append(dst, make([]int64, n)...)
+	for j := n - 1; j >= 0; j, node = j-1, t.nodes[node].parent {
+		dst[start+j] = t.nodes[node].tok
+	}
+	return dst
+}
+
+// attention returns the attention rows of the hypothesis ending at node.
+func (t *tree) attention(node int32) [][]float32 {
+	if node < 0 || t.srcLen == 0 {
+		return nil
+	}
+	n := int(t.nodes[node].depth)
+	flat := make([]float32, n*t.srcLen)
+	out := make([][]float32, n)
+	for j := n - 1; j >= 0; j, node = j-1, t.nodes[node].parent {
+		row := flat[j*t.srcLen : (j+1)*t.srcLen : (j+1)*t.srcLen]
+		copy(row, t.attn[int(node)*t.srcLen:])
+		out[j] = row
+	}
+	return out
+}
+
+func (t *tree) reset() { t.nodes, t.attn, t.srcLen = t.nodes[:0], t.attn[:0], 0 }

@@ -1,0 +1,102 @@
+package decode
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+)
+
+// onmtFixture is testdata/onmt/beam.json, written by OpenNMT-py 3.5.1's own
+// BeamSearch (make_fixtures.py there).
+type onmtFixture struct {
+	Version            string `json:"opennmt_py"`
+	Commit             string `json:"commit"`
+	Vocab              int    `json:"vocab"`
+	PAD, BOS, EOS, UNK int64
+	Cases              []struct {
+		Case struct {
+			Name          string  `json:"name"`
+			Beam          int     `json:"beam"`
+			NBest         int     `json:"n_best"`
+			LengthPenalty string  `json:"length_penalty"`
+			Alpha         float64 `json:"alpha"`
+			MinLength     int     `json:"min_length"`
+			MaxLength     int     `json:"max_length"`
+			BanUNK        bool    `json:"ban_unk"`
+			Batch         int     `json:"batch"`
+		} `json:"case"`
+		Rows       map[string][]float64 `json:"rows"`
+		Hypotheses [][]struct {
+			Tokens []int64 `json:"tokens"`
+			Score  float32 `json:"score"`
+		} `json:"hypotheses"`
+	} `json:"cases"`
+}
+
+// TestOpenNMTBeamMatchesOpenNMT replays OpenNMT-py's own beam search on
+// its table model: every log-prob row OpenNMT-py computed is in the file,
+// keyed by sentence and prefix; OpenNMTBeam may ask only for those, and
+// must end with the same hypotheses (tokens, and penalised scores to the
+// last bit) for every case: the defaults of onmt_translate (beam 5, avg),
+// n_best, none, wu, min_length with ban_unk, a max_length that cuts, beam 2.
+func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
+	data, err := os.ReadFile("testdata/onmt/beam.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx onmtFixture
+	if err := json.Unmarshal(data, &fx); err != nil {
+		t.Fatal(err)
+	}
+	if fx.Version != "3.5.1" || len(fx.Cases) < 7 {
+		t.Fatalf("fixture of OpenNMT-py %s with %d cases", fx.Version, len(fx.Cases))
+	}
+	for _, c := range fx.Cases {
+		t.Run(c.Case.Name, func(t *testing.T) {
+			b := &OpenNMTBeam{SOS: fx.BOS, EOS: fx.EOS, UNK: fx.UNK, K: c.Case.Beam, NBest: c.Case.NBest, MaxLen: c.Case.MaxLength,
+				MinLen: c.Case.MinLength, Penalty: c.Case.LengthPenalty, Alpha: c.Case.Alpha, BanUNK: c.Case.BanUNK}
+			if err := b.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			for sent := range c.Case.Batch {
+				b.Reset()
+				prefixes := [][]int64{{fx.BOS}}
+				inputs, parents := make([]int64, b.K), make([]int, b.K)
+				for step := 0; ; step++ {
+					lp := make([]float32, 0, len(prefixes)*fx.Vocab)
+					for _, p := range prefixes {
+						key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
+						row, ok := c.Rows[string(key)]
+						if !ok {
+							t.Fatalf("sentence %d step %d: asked for prefix %v, which OpenNMT-py's search never reached", sent, step, p)
+						}
+						for _, x := range row {
+							lp = append(lp, float32(x))
+						}
+					}
+					n := b.Advance(NewSlots(len(prefixes), fx.Vocab, lp, 0, 0, nil), inputs, parents)
+					if n == 0 {
+						break
+					}
+					next := make([][]int64, n)
+					for j := range n {
+						next[j] = append(slices.Clone(prefixes[parents[j]]), inputs[j])
+					}
+					prefixes = next
+				}
+				want := c.Hypotheses[sent]
+				got := b.Hypotheses(0)
+				if len(got) != len(want) {
+					t.Fatalf("sentence %d: %d hypotheses, OpenNMT-py %d", sent, len(got), len(want))
+				}
+				for k := range want {
+					if !slices.Equal(got[k].Tokens, want[k].Tokens) || got[k].NormalizedScore != want[k].Score {
+						t.Errorf("sentence %d hypothesis %d: %v %v (score %v); OpenNMT-py %v %v", sent, k, got[k].Tokens, got[k].NormalizedScore, got[k].Score, want[k].Tokens, want[k].Score)
+					}
+				}
+			}
+		})
+	}
+	t.Logf("OpenNMT-py %s (%s): %d cases", fx.Version, fx.Commit, len(fx.Cases))
+}

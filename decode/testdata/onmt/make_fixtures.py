@@ -1,0 +1,121 @@
+"""Writes beam.json: OpenNMT-py's own beam search (onmt.translate.beam_search
+.BeamSearch with GNMTGlobalScorer, driven as Translator._translate_batch_with
+_strategy drives it) on a deterministic table model, for decode's
+TestOpenNMTBeamMatchesOpenNMT.
+
+The model is a table: each prefix of target tokens gets a seeded row of
+log-probabilities (torch.log_softmax of float32 logits). The file records,
+for each case (beam size, n_best, length penalty and alpha, min and max
+length, ban_unk), every row the search asked for, keyed by its prefix, and
+the hypotheses it returned (tokens without BOS, scores as OpenNMT-py reports
+them). The Go test replays the rows: it can only ask for prefixes OpenNMT-py
+asked for, and must return the same hypotheses.
+
+Run with OpenNMT-py's source tree (v3.5.1, commit in beam.json) on the path:
+
+    ONMT_DIR=/path/to/OpenNMT-py /usr/bin/python3 decode/testdata/onmt/make_fixtures.py
+
+(ONMT_COMMIT names the commit when the tree is not a git checkout.)
+
+OpenNMT-py 3.5.1 needs modules Debian does not package (pyonmttok, spacy,
+rapidfuzz, ahocorasick, fasttext, sacrebleu) only for tokenisation, vocab
+building, transforms and scoring, none of which the beam search runs: they
+are replaced by empty stand-ins at import. Debian's torch 1.13 lacks torch
+2's scaled_dot_product_attention, used only by transformer attention; a
+stand-in that raises takes its place. Also needed: python3-regex,
+python3-configargparse (Debian).
+"""
+import json
+import os
+import subprocess
+import sys
+import types
+
+ONMT = os.environ["ONMT_DIR"]
+sys.path.insert(0, ONMT)
+for name in ("pyonmttok", "spacy", "ahocorasick", "fasttext", "sacrebleu"):
+    sys.modules.setdefault(name, types.ModuleType(name))
+rapidfuzz = types.ModuleType("rapidfuzz")
+rapidfuzz.fuzz = rapidfuzz.process = rapidfuzz.utils = None
+sys.modules.setdefault("rapidfuzz", rapidfuzz)
+sys.modules["sacrebleu"].corpus_ter = sys.modules["sacrebleu"].corpus_bleu = None
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+if not hasattr(F, "scaled_dot_product_attention"):
+    def _sdpa(*a, **k):
+        raise NotImplementedError("stand-in: transformer attention is not on the beam search's path")
+    F.scaled_dot_product_attention = _sdpa
+
+from onmt.translate.beam_search import BeamSearch, GNMTGlobalScorer  # noqa: E402
+
+V, PAD, BOS, EOS, UNK = 12, 1, 2, 3, 0
+
+
+def row(prefix, seed):
+    """The table model's log-probs after prefix (BOS first)."""
+    g = torch.Generator().manual_seed(seed * 1000003 + hash(tuple(prefix)) % 1000003)
+    logits = torch.randn(V, generator=g, dtype=torch.float32) * 2.5
+    logits[PAD] = -1e9  # never output
+    logits[EOS] += 0.4 * len(prefix) - 2.5  # EOS likelier as the prefix grows
+    return torch.log_softmax(logits, dim=-1)
+
+
+def run(case):
+    torch.manual_seed(0)
+    B = case["batch"]
+    scorer = GNMTGlobalScorer(case["alpha"], 0.0, case["length_penalty"], "none")
+    beam = BeamSearch(case["beam"], batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS,
+                      n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
+                      max_length=case["max_length"], return_attention=False, block_ngram_repeat=0,
+                      exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0, ban_unk_token=case["ban_unk"])
+    src_len = torch.full((B,), 4, dtype=torch.long)
+    enc_out = torch.zeros(B, 4, 2)
+    beam.initialize(enc_out, src_len)
+    rows = {}
+    for step in range(beam.max_length):
+        offsets = beam.batch_offset.tolist()  # which sentence each group is
+        seqs = beam.alive_seq.tolist()
+        K = beam.beam_size
+        lp = []
+        for r, seq in enumerate(seqs):
+            sent = offsets[r // K]
+            x = row(seq, case["seed"] + sent)
+            rows[json.dumps([sent] + seq, separators=(",", ":"))] = [float(v) for v in x.tolist()]
+            lp.append(x)
+        beam.advance(torch.stack(lp), None)
+        if any(any(s) for s in beam.is_finished_list):
+            beam.update_finished()
+            if beam.done:
+                break
+    out = []
+    for b in range(B):
+        out.append([{"tokens": [int(t) for t in p.tolist()], "score": float(s)}
+                    for s, p in zip(beam.scores[b], beam.predictions[b])])
+    return {"case": case, "rows": rows, "hypotheses": out}
+
+
+CASES = [
+    dict(name="defaults", beam=5, n_best=1, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=6, seed=1),
+    dict(name="n_best 3", beam=5, n_best=3, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=2),
+    dict(name="none", beam=4, n_best=2, length_penalty="none", alpha=0.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=3),
+    dict(name="wu 0.6", beam=5, n_best=2, length_penalty="wu", alpha=0.6, min_length=0, max_length=20, ban_unk=False, batch=4, seed=4),
+    dict(name="min_length 6, ban_unk", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=True, batch=4, seed=5),
+    dict(name="max_length 4", beam=5, n_best=2, length_penalty="avg", alpha=1.0, min_length=0, max_length=4, ban_unk=False, batch=3, seed=6),
+    dict(name="beam 2", beam=2, n_best=2, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=6, seed=7),
+]
+
+
+def main():
+    commit = os.environ.get("ONMT_COMMIT") or subprocess.run(["git", "-C", ONMT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out = {"opennmt_py": "3.5.1", "commit": commit, "torch": torch.__version__,
+           "vocab": V, "pad": PAD, "bos": BOS, "eos": EOS, "unk": UNK, "cases": [run(c) for c in CASES]}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "beam.json")
+    with open(path, "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+        f.write("\n")
+    print("wrote %s: %d cases" % (path, len(CASES)))
+
+
+main()
