@@ -41,11 +41,21 @@ type searchOpts struct {
 	rules      *attention.Rules
 	wu         bool
 	replaceUnk bool
+	// openNMT: OpenNMT-py's beam search (Options.Rules), with its penalty
+	// and -ban_unk_token.
+	openNMT bool
+	onmtPen string
+	banUNK  bool
 }
 
 // searchOptions returns the Translator's own search settings.
 func (t *Translator) searchOptions() searchOpts {
-	return searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk}
+	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
+		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK}
+	if so.onmtPen == "" {
+		so.onmtPen = decode.PenaltyAvg
+	}
+	return so
 }
 
 // callSearchOptions returns the search settings of a call: opt's where it
@@ -111,10 +121,22 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	sp := t.info.Special
 	ss := make([]decode.Search, len(rows))
 	limit := func(row []int64) int {
-		if so.maxLen > 0 {
+		switch {
+		case so.maxLen > 0:
 			return so.maxLen
+		case so.openNMT && t.opt.MaxLen == 0:
+			return openNMTMaxLen(len(row))
 		}
 		return t.limit(len(row))
+	}
+	if so.beam > 1 && so.openNMT {
+		bs := make([]decode.OpenNMTBeam, len(rows))
+		for r, row := range rows {
+			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: limit(row),
+				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules}
+			ss[r] = &bs[r]
+		}
+		return ss
 	}
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
@@ -132,6 +154,13 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	return ss
 }
 
+// nBestSearch is a beam search's results: decode.Beam's and
+// decode.OpenNMTBeam's.
+type nBestSearch interface {
+	Hypotheses(n int) []decode.Hypothesis
+	Attention(i int) [][]float32
+}
+
 // searchResults reads the results of finished searches made by searches;
 // a beam search lists its nBest best hypotheses, and the result's tokens
 // and attention are the first one's.
@@ -141,7 +170,7 @@ func searchResults(ss []decode.Search, nBest int) []Result {
 		switch s := s.(type) {
 		case *decode.Greedy:
 			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
-		case *decode.Beam:
+		case nBestSearch:
 			for _, h := range s.Hypotheses(nBest) {
 				res[r].Hypotheses = append(res[r].Hypotheses, Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore})
 			}

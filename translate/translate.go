@@ -100,6 +100,17 @@ type Options struct {
 	// beam_alpha) instead of score / len ** alpha. Steps engine only:
 	// beam.onnx has the spec's penalty built in.
 	LengthPenaltyWu bool
+	// Rules chooses beam search's rules: "" or RulesSpec, the spec's (K
+	// live hypotheses until K have finished, ranked by LengthPenalty's
+	// normalisation); RulesOpenNMT, OpenNMT-py's BeamSearch as
+	// onmt_translate runs it (decode.OpenNMTBeam): OpenNMTPenalty is its
+	// -length_penalty (none, avg or wu; "" means avg), LengthPenalty its
+	// -alpha, BanUNK its -ban_unk_token, and without MaxLen a row's limit
+	// is OpenNMT-py's min(250, 1.25 n + 5) for n source tokens. Steps
+	// engine only.
+	Rules          string
+	OpenNMTPenalty string
+	BanUNK         bool
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -329,6 +340,18 @@ func checkOptions(opt Options) error {
 	}
 	if opt.LengthPenaltyWu && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: LengthPenaltyWu runs on the steps engine, not the loop engine (beam.onnx ranks by score / len ** alpha)")
+	}
+	switch opt.Rules {
+	case "", RulesSpec:
+	case RulesOpenNMT:
+		if opt.Engine == EngineLoop {
+			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
+		}
+		if p := opt.OpenNMTPenalty; p != "" && p != decode.PenaltyNone && p != decode.PenaltyAvg && p != decode.PenaltyWu {
+			return fmt.Errorf("translate: OpenNMTPenalty %q: want none, avg or wu", p)
+		}
+	default:
+		return fmt.Errorf("translate: Rules %q: want %q or %q", opt.Rules, RulesSpec, RulesOpenNMT)
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)

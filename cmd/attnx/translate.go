@@ -104,7 +104,9 @@ func runTranslate(args []string) error {
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
-	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine)")
+	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
+	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished) or opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes; steps engine)")
+	banUNK := fs.Bool("ban-unk", false, "with --rules opennmt: never output the unknown token (OpenNMT-py's -ban_unk_token)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
 	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	batchTokens := fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
@@ -115,13 +117,30 @@ func runTranslate(args []string) error {
 	if *model != "" {
 		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk})
 	}
-	if *penaltyForm != "power" && *penaltyForm != "wu" {
-		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm)}
+	onmtPenalty := ""
+	switch {
+	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT:
+		return &usageError{fmt.Sprintf("--rules %q: want %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT)}
+	case *rules == translate.RulesOpenNMT:
+		onmtPenalty = *penaltyForm
+		if !fs.Changed("length-penalty-form") {
+			onmtPenalty = "avg"
+		}
+		if onmtPenalty != "none" && onmtPenalty != "avg" && onmtPenalty != "wu" {
+			return &usageError{fmt.Sprintf("--length-penalty-form %q with --rules opennmt: want none, avg or wu (OpenNMT-py's -length_penalty)", *penaltyForm)}
+		}
+		if *engine == translate.EngineLoop && *beam > 1 {
+			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
+		}
+	case *banUNK:
+		return &usageError{"--ban-unk goes with --rules opennmt"}
+	case *penaltyForm != "power" && *penaltyForm != "wu":
+		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu (none and avg with --rules opennmt)", *penaltyForm)}
 	}
 	if *engine == translate.EngineLoop {
 		// The loop engine's graphs have their decoding rules built in.
 		switch {
-		case *penaltyForm == "wu":
+		case *penaltyForm == "wu" && *rules == translate.RulesSpec:
 			return &usageError{"--length-penalty-form wu runs on the steps engine (beam.onnx ranks by score / len ** A): drop --engine loop or use --engine steps"}
 		case *minLen > 0:
 			return &usageError{fmt.Sprintf("--min-len %d runs on the steps engine (greedy.onnx and beam.onnx have their stopping rule built in): drop --engine loop or use --engine steps", *minLen)}
@@ -170,7 +189,8 @@ func runTranslate(args []string) error {
 	}
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
-		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu",
+		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK,
 	}
 	var fileLanes int
 	if *src != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
+	"github.com/attnx/attnx/translate"
 )
 
 // translateTestModel exports the fixture bahdanau_b1_l1 (Vs=19, Vt=23)
@@ -101,6 +103,12 @@ func TestTranslateCommand(t *testing.T) {
 			"", "attnx translate: --length-penalty-form wu runs on the steps engine (beam.onnx ranks by score / len ** A): drop --engine loop or use --engine steps\n"},
 		{"min-len on the loop engine", "", []string{"translate", "--model", model, "--engine", "loop", "--min-len", "3", "abc"}, 2,
 			"", "attnx translate: --min-len 3 runs on the steps engine (greedy.onnx and beam.onnx have their stopping rule built in): drop --engine loop or use --engine steps\n"},
+		{"unknown rules", "", []string{"translate", "--model", model, "--rules", "joey", "abc"}, 2,
+			"", "attnx translate: --rules \"joey\": want spec or opennmt\nRun 'attnx help translate' for usage.\n"},
+		{"avg without opennmt rules", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty-form", "avg", "abc"}, 2,
+			"", "attnx translate: --length-penalty-form \"avg\": want power or wu (none and avg with --rules opennmt)\nRun 'attnx help translate' for usage.\n"},
+		{"ban-unk without opennmt rules", "", []string{"translate", "--model", model, "--ban-unk", "abc"}, 2,
+			"", "attnx translate: --ban-unk goes with --rules opennmt\nRun 'attnx help translate' for usage.\n"},
 		{"plain arguments", "", []string{"translate", "--model", model, "--plain", "--max-len", "8", "abc", "hello"}, 0,
 			"lfffffff\njmjjlll\n", ""},
 		{"bad line mid-batch keeps the lines before it", "abc\nhello\nabz\nabc\n", []string{"translate", "--model", model, "--batch", "4", "--max-len", "8"}, 1,
@@ -314,5 +322,34 @@ func TestTranslateModelDefaults(t *testing.T) {
 	}
 	if code, _, errOut := attnx("translate", "--model", model, "--engine", "loop", "hello"); code != 2 || !strings.Contains(errOut, "--length-penalty-form wu runs on the steps engine") {
 		t.Errorf("attnx.json's wu with --engine loop: exit %d, %s", code, errOut)
+	}
+}
+
+// TestTranslateRulesFlag: --rules opennmt (with --length-penalty-form and
+// --ban-unk) decodes as the Go API's Options.Rules RulesOpenNMT does.
+func TestTranslateRulesFlag(t *testing.T) {
+	model := translateTestModel(t)
+	for _, form := range []string{"avg", "none", "wu"} {
+		code, out, errOut := attnx("translate", "--model", model, "--rules", "opennmt", "--length-penalty-form", form, "--ban-unk",
+			"--beam", "3", "--n-best", "2", "--max-len", "8", "--plain", "abc", "hello")
+		alpha := 1.0
+		tr, err := translate.Open(model, translate.Options{Rules: translate.RulesOpenNMT, OpenNMTPenalty: form, BanUNK: true, Beam: 3, NBest: 2, MaxLen: 8, LengthPenalty: &alpha})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tr.Translate(context.Background(), []string{"abc", "hello"})
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, r := range res {
+			for _, h := range r.Hypotheses {
+				want = append(want, h.Text)
+			}
+		}
+		if code != 0 || out != strings.Join(want, "\n")+"\n" {
+			t.Errorf("--length-penalty-form %s: exit %d, %q, want %q; %s", form, code, out, want, errOut)
+		}
 	}
 }

@@ -1,0 +1,76 @@
+package translate
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/modeldir"
+)
+
+// TestOpenNMTRules translates the demo's OpenNMT-py-shaped date model with
+// Rules RulesOpenNMT (decode.OpenNMTBeam, checked against OpenNMT-py's own
+// BeamSearch in package decode): the held-out dates come out right, each
+// result lists n_best hypotheses best first by OpenNMT-py's avg score,
+// score / (tokens + 1), and the loop engine is refused.
+func TestOpenNMTRules(t *testing.T) {
+	needORT(t)
+	dir := filepath.Join(t.TempDir(), "onmt")
+	if _, err := modeldir.Export("../testdata/demo/onmt_dates.pt", dir, modeldir.Options{Greedy: true}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.ReadFile("../testdata/demo/heldout.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src, want []string
+	for _, l := range strings.Split(strings.TrimSpace(string(held)), "\n")[:30] {
+		s, w, _ := strings.Cut(l, "\t")
+		src, want = append(src, s), append(want, w)
+	}
+	tr, err := Open(dir, Options{Beam: 5, NBest: 2, Rules: RulesOpenNMT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.Engine() != EngineSteps {
+		t.Errorf("engine %s, want steps", tr.Engine())
+	}
+	res, err := tr.Translate(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := 0
+	for i, r := range res {
+		if r.Text == want[i] {
+			right++
+		}
+		if len(r.Hypotheses) != 2 {
+			t.Fatalf("input %d: %d hypotheses, want n_best 2", i, len(r.Hypotheses))
+		}
+		for k, h := range r.Hypotheses {
+			avg := float64(h.Score) / float64(len(h.Tokens)+1)
+			if math.Abs(avg-float64(h.NormalizedScore)) > 1e-6*math.Abs(avg)+1e-7 {
+				t.Errorf("input %d hypothesis %d: score %v over %d tokens + 1 is %v, normalised %v", i, k, h.Score, len(h.Tokens), avg, h.NormalizedScore)
+			}
+			if k > 0 && h.NormalizedScore > r.Hypotheses[k-1].NormalizedScore {
+				t.Errorf("input %d: hypotheses out of order: %v after %v", i, h.NormalizedScore, r.Hypotheses[k-1].NormalizedScore)
+			}
+		}
+	}
+	if right < 29 {
+		t.Errorf("%d of 30 held-out dates right with OpenNMT-py's beam search", right)
+	}
+	if _, err := Open(dir, Options{Beam: 5, Rules: RulesOpenNMT, Engine: EngineLoop}); err == nil || !strings.Contains(err.Error(), "runs on the steps engine") {
+		t.Errorf("the loop engine with OpenNMT-py's rules: %v", err)
+	}
+	if got := openNMTMaxLen(10); got != 17 {
+		t.Errorf("onmt_translate's limit for 10 source tokens: %d, want int(min(250, 12.5 + 5)) = 17", got)
+	}
+	if got := openNMTMaxLen(400); got != 250 {
+		t.Errorf("onmt_translate's limit for 400 source tokens: %d, want 250", got)
+	}
+}
