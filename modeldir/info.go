@@ -93,6 +93,11 @@ type Defaults struct {
 	// ReplaceUnk replaces unknown output tokens with the source tokens
 	// they attend to most.
 	ReplaceUnk bool `json:"replace_unk,omitempty"`
+	// Rules are beam search's rules: "spec" (attnx's, the default) or
+	// "opennmt" (OpenNMT-py's, with length_penalty_form none, avg or wu;
+	// BanUNK its -ban_unk_token).
+	Rules  string `json:"rules,omitempty"`
+	BanUNK bool   `json:"ban_unk,omitempty"`
 }
 
 // check says what is wrong with d, naming its fields.
@@ -104,8 +109,14 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("n_best %d: want 1 to beam %d", d.NBest, max(d.Beam, 1))
 	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
 		return fmt.Errorf("length_penalty %g: want a finite value >= 0", *a)
-	case d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
+	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt":
+		return fmt.Errorf("rules %q: want \"spec\" or \"opennmt\"", d.Rules)
+	case d.Rules == "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "none" && d.LengthPenaltyForm != "avg" && d.LengthPenaltyForm != "wu":
+		return fmt.Errorf("length_penalty_form %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"", d.LengthPenaltyForm)
+	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
+	case d.BanUNK && d.Rules != "opennmt":
+		return fmt.Errorf("ban_unk goes with rules \"opennmt\"")
 	case d.MinLen < 0:
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
 	}

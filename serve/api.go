@@ -64,6 +64,12 @@ type Request struct {
 	// -min_length, JoeyNMT's min_output_length); absent means the
 	// server's default.
 	MinLen *int `json:"min_len,omitempty"`
+	// Rules are beam search's rules: "spec" (attnx's) or "opennmt"
+	// (OpenNMT-py's, as onmt_translate decodes; length_penalty_form then
+	// takes "none", "avg" or "wu"); absent means the model's default.
+	// BanUNK is OpenNMT-py's -ban_unk_token.
+	Rules  *string `json:"rules,omitempty"`
+	BanUNK *bool   `json:"ban_unk,omitempty"`
 	// ReplaceUnk replaces each unknown output token with the source token
 	// it attends to most (OpenNMT-py's -replace_unk); absent means the
 	// server's default.
@@ -75,7 +81,7 @@ type Request struct {
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, attention"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, attention"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.

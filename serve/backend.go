@@ -38,6 +38,12 @@ type Job struct {
 	PenaltyWu  bool
 	MinLen     int
 	ReplaceUnk bool
+	// Rules are beam search's rules (translate.RulesSpec or
+	// RulesOpenNMT; "": spec), OnmtPenalty OpenNMT-py's length penalty
+	// under RulesOpenNMT (none, avg, wu) and BanUNK its -ban_unk_token.
+	Rules       string
+	OnmtPenalty string
+	BanUNK      bool
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
@@ -46,13 +52,14 @@ type Job struct {
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
 	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
-		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention}
+		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention,
+		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK}
 }
 
 // perCall reports whether job needs the per-call search settings of the
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
-	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk
+	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.Rules == translate.RulesOpenNMT
 }
 
 // Backend decodes the requests of one model. Implementations are safe for
@@ -375,3 +382,16 @@ func (l *limiter) acquire(ctx context.Context) (release func(), err error) {
 
 // depth returns the requests waiting for a slot.
 func (l *limiter) depth() int { return int(l.waiting.Load()) }
+
+// setForm sets the length penalty's form ("power", "wu", or under
+// OpenNMT-py's rules "none", "avg"; "": the rules' default).
+func (job *Job) setForm(form string) {
+	if job.Rules == translate.RulesOpenNMT {
+		job.PenaltyWu, job.OnmtPenalty = false, form
+		if form == "" || form == "power" {
+			job.OnmtPenalty = "avg"
+		}
+		return
+	}
+	job.PenaltyWu, job.OnmtPenalty = form == "wu", ""
+}

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/translate"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -169,8 +170,9 @@ type Decoding struct {
 func (d Decoding) job(md *modeldir.Defaults) Job {
 	var j Job
 	if md != nil {
-		j = Job{Beam: md.Beam, NBest: md.NBest, LengthPenalty: md.LengthPenalty, PenaltyWu: md.LengthPenaltyForm == "wu",
-			MinLen: md.MinLen, ReplaceUnk: md.ReplaceUnk}
+		j = Job{Beam: md.Beam, NBest: md.NBest, LengthPenalty: md.LengthPenalty, MinLen: md.MinLen, ReplaceUnk: md.ReplaceUnk,
+			Rules: md.Rules, BanUNK: md.BanUNK}
+		j.setForm(md.LengthPenaltyForm)
 	}
 	if d.Beam != nil {
 		// A beam set here lists one hypothesis unless NBest is set too.
@@ -184,6 +186,9 @@ func (d Decoding) job(md *modeldir.Defaults) Job {
 	}
 	if d.PenaltyWu != nil {
 		j.PenaltyWu = *d.PenaltyWu
+		if j.Rules == translate.RulesOpenNMT {
+			j.setForm(map[bool]string{true: "wu", false: "avg"}[*d.PenaltyWu])
+		}
 	}
 	if d.MinLen != nil {
 		j.MinLen = *d.MinLen

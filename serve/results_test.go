@@ -305,3 +305,53 @@ func TestModelDefaults(t *testing.T) {
 		t.Errorf("defaults over --max-beam: %v", err)
 	}
 }
+
+// TestOpenNMTRulesServed: "rules": "opennmt" (and a model whose attnx.json
+// defaults to it) decodes as a lone Translator with RulesOpenNMT does,
+// batching on and off; OpenNMT-py's penalties are accepted only with its
+// rules.
+func TestOpenNMTRulesServed(t *testing.T) {
+	demo := demoModel(t)
+	in := demoInputs(t)[:3]
+	tr, err := translate.Open(demo, translate.Options{Beam: 4, NBest: 2, Rules: translate.RulesOpenNMT, OpenNMTPenalty: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	want, err := tr.Translate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 4, NBest: 2, Rules: "opennmt", LengthPenaltyForm: "none"})
+	for _, batching := range []bool{false, true} {
+		for name, c := range map[string]struct{ dir, body string }{
+			"request":    {demo, `{"rules": "opennmt", "length_penalty_form": "none", "beam": 4, "n_best": 2, "inputs": %s}`},
+			"attnx.json": {byDefault, `{"inputs": %s}`},
+		} {
+			t.Run(fmt.Sprintf("%s, batching %v", name, batching), func(t *testing.T) {
+				_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: c.dir}}, Batching: batching})
+				ins, _ := json.Marshal(in)
+				code, ans := post(t, hs.URL+PathTranslate, fmt.Sprintf(c.body, ins))
+				if code != 200 {
+					t.Fatalf("%d %s", code, ans)
+				}
+				for i, r := range decodeResponse(t, ans).Results {
+					if len(r.Hypotheses) != 2 || r.Hypotheses[1].Text != want[i].Hypotheses[1].Text || !reflect.DeepEqual(r.Tokens, want[i].Tokens) {
+						t.Errorf("result %d: %+v; the Translator: %+v", i, r.Hypotheses, want[i].Hypotheses)
+					}
+				}
+			})
+		}
+	}
+	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}})
+	for body, msg := range map[string]string{
+		`{"inputs": ["x"], "length_penalty_form": "avg"}`:                       `\"none\" and \"avg\" with \"rules\": \"opennmt\"`,
+		`{"inputs": ["x"], "rules": "joey"}`:                                    `rules = \"joey\": want \"spec\"`,
+		`{"inputs": ["x"], "rules": "opennmt", "length_penalty_form": "power"}`: `with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"`,
+		`{"inputs": ["x"], "ban_unk": true}`:                                    `ban_unk goes with \"rules\": \"opennmt\"`,
+	} {
+		if code, ans := post(t, hs.URL+PathTranslate, body); code != 400 || !strings.Contains(ans, msg) {
+			t.Errorf("%s: %d %s, want 400 with %q", body, code, ans, msg)
+		}
+	}
+}

@@ -682,13 +682,33 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		}
 		job.LengthPenalty = a
 	}
-	if f := req.LengthPenaltyForm; f != nil {
-		switch *f {
-		case "power", "wu":
-			job.PenaltyWu = *f == "wu"
-		default:
-			return Job{}, fmt.Sprintf("length_penalty_form = %q: want \"power\" (score / len ** alpha) or \"wu\" (score / ((5 + len) / 6) ** alpha)", *f)
+	if r := req.Rules; r != nil {
+		if *r != translate.RulesSpec && *r != translate.RulesOpenNMT {
+			return Job{}, fmt.Sprintf("rules = %q: want %q (attnx's beam search) or %q (OpenNMT-py's)", *r, translate.RulesSpec, translate.RulesOpenNMT)
 		}
+		form := job.OnmtPenalty
+		if job.Rules != translate.RulesOpenNMT && job.PenaltyWu {
+			form = "wu"
+		}
+		job.Rules = *r
+		job.setForm(form)
+	}
+	if f := req.LengthPenaltyForm; f != nil {
+		switch {
+		case job.Rules == translate.RulesOpenNMT && (*f == "none" || *f == "avg" || *f == "wu"),
+			job.Rules != translate.RulesOpenNMT && (*f == "power" || *f == "wu"):
+			job.setForm(*f)
+		case job.Rules == translate.RulesOpenNMT:
+			return Job{}, fmt.Sprintf("length_penalty_form = %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\" (OpenNMT-py's -length_penalty)", *f)
+		default:
+			return Job{}, fmt.Sprintf("length_penalty_form = %q: want \"power\" (score / len ** alpha) or \"wu\" (score / ((5 + len) / 6) ** alpha); \"none\" and \"avg\" with \"rules\": \"opennmt\"", *f)
+		}
+	}
+	if req.BanUNK != nil {
+		if *req.BanUNK && job.Rules != translate.RulesOpenNMT {
+			return Job{}, `ban_unk goes with "rules": "opennmt"`
+		}
+		job.BanUNK = *req.BanUNK
 	}
 	if n := req.MinLen; n != nil {
 		if *n < 0 || *n >= s.cfg.MaxOutLen {

@@ -44,6 +44,11 @@ type CallOptions struct {
 	// the search then records attention even WithoutAttention (which
 	// drops it from the results).
 	ReplaceUnk *bool
+	// Rules ("": the Translator's), OpenNMTPenalty ("": the Translator's,
+	// else avg) and BanUNK (nil: the Translator's) are as in Options.
+	Rules          string
+	OpenNMTPenalty string
+	BanUNK         *bool
 	// WithoutAttention leaves the results' attention empty and has the
 	// search not record it: for a long output of a long source it is most
 	// of a call's memory (T x src_len floats per hypothesis kept).

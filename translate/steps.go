@@ -86,6 +86,23 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 		}
 		so.replaceUnk = *opt.ReplaceUnk
 	}
+	switch opt.Rules {
+	case "":
+	case RulesSpec, RulesOpenNMT:
+		so.openNMT = opt.Rules == RulesOpenNMT
+	default:
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %q or %q", opt.Rules, RulesSpec, RulesOpenNMT)
+	}
+	switch p := opt.OpenNMTPenalty; p {
+	case "":
+	case decode.PenaltyNone, decode.PenaltyAvg, decode.PenaltyWu:
+		so.onmtPen = p
+	default:
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.OpenNMTPenalty %q: want none, avg or wu", p)
+	}
+	if opt.BanUNK != nil {
+		so.banUNK = *opt.BanUNK
+	}
 	switch {
 	case opt.MinLen < 0:
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen = %d: must not be negative", opt.MinLen)

@@ -11,8 +11,8 @@ import (
 type decodingFlags struct {
 	beam, nBest, minLen *int
 	alpha               *float64
-	penaltyForm         *string
-	replaceUnk          *bool
+	penaltyForm, rules  *string
+	replaceUnk, banUNK  *bool
 }
 
 // applyModelDefaults sets each decoding flag that the command line left
@@ -47,6 +47,12 @@ func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	}
 	if d.ReplaceUnk {
 		set("replace-unk", func() { *f.replaceUnk = true })
+	}
+	if d.Rules != "" && f.rules != nil {
+		set("rules", func() { *f.rules = d.Rules })
+	}
+	if d.BanUNK && f.banUNK != nil {
+		set("ban-unk", func() { *f.banUNK = true })
 	}
 	// A beam set on the command line lists one hypothesis unless
 	// --n-best says otherwise, as a request that sets "beam" does.

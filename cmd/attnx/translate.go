@@ -115,7 +115,7 @@ func runTranslate(args []string) error {
 		return err
 	}
 	if *model != "" {
-		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk})
+		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK})
 	}
 	onmtPenalty := ""
 	switch {
@@ -123,8 +123,8 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--rules %q: want %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT)}
 	case *rules == translate.RulesOpenNMT:
 		onmtPenalty = *penaltyForm
-		if !fs.Changed("length-penalty-form") {
-			onmtPenalty = "avg"
+		if onmtPenalty == "power" && !fs.Changed("length-penalty-form") {
+			onmtPenalty = "avg" // -length_penalty's default
 		}
 		if onmtPenalty != "none" && onmtPenalty != "avg" && onmtPenalty != "wu" {
 			return &usageError{fmt.Sprintf("--length-penalty-form %q with --rules opennmt: want none, avg or wu (OpenNMT-py's -length_penalty)", *penaltyForm)}
