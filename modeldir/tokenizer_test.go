@@ -151,3 +151,38 @@ func TestConfigTokenizers(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// TestToolkitDefaults: an OpenNMT-py 3.x checkpoint exports with
+// onmt_translate's decoding defaults in attnx.json (beam 5, OpenNMT-py's
+// beam search, -length_penalty avg, -alpha 1); a 2.x one, whose search
+// stops by other rules, with none.
+func TestToolkitDefaults(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want *Defaults
+	}{
+		{"onmt_v3.pt", &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg"}},
+		{"onmt_v2.pt", nil},
+	} {
+		dir := filepath.Join(t.TempDir(), "m")
+		mustExport(t, filepath.Join("..", "checkpoint", "testdata", "toolkits", c.file), dir, Options{})
+		info, err := ReadInfo(filepath.Join(dir, InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := info.Defaults
+		if c.want == nil {
+			if got != nil {
+				t.Errorf("%s: defaults %+v, want none", c.file, got)
+			}
+			continue
+		}
+		if got == nil || got.LengthPenalty == nil || *got.LengthPenalty != 1 {
+			t.Fatalf("%s: defaults %+v, want alpha 1", c.file, got)
+		}
+		got.LengthPenalty = nil
+		if *got != *c.want {
+			t.Errorf("%s: defaults %+v, want %+v", c.file, got, c.want)
+		}
+	}
+}

@@ -24,6 +24,8 @@ type toolkitModel struct {
 	prefix   []int64
 	suffix   []int64
 	rules    *attention.Rules
+	// defaults are the toolkit's translate command's decoding defaults.
+	defaults *Defaults
 	// tokenizers are the subword tokenizers the toolkit's configuration
 	// names, source and target.
 	tokenizers [2]*checkpoint.TokenizerRef
@@ -117,6 +119,15 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 			format = "OpenNMT-py .pt (vocab, opt) with " + filepath.Base(o.WeightsFile)
 		}
 		tm.toolkit = Toolkit{Name: "OpenNMT-py", Version: strconv.Itoa(o.Version) + ".x", Format: format}
+		if o.Version == 3 {
+			// onmt_translate 3.x's defaults (-beam_size 5, -length_penalty
+			// avg, -alpha 1) and its beam search, so that attnx translate
+			// with no decoding flags decodes as onmt_translate does with
+			// none. 2.x's search stops by other rules, not reproduced.
+			alpha := 1.0
+			tm.defaults = &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg", LengthPenalty: &alpha}
+			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 3.x's, beam 5 with OpenNMT-py's beam search and -length_penalty avg; attnx translate's flags override them")
+		}
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
 		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}
 		tm.notes = append(tm.notes, "OpenNMT-py sources have no <s> or </s>: text is translated as its tokens alone")
@@ -249,7 +260,7 @@ func joeyRules(version string, sp attention.Special) *attention.Rules {
 func toolkitInfo(info *Info, opt Options, tm *toolkitModel) (*Info, []string, error) {
 	cfg := info.Config
 	info.Toolkit = &tm.toolkit
-	info.SrcPrefix, info.SrcSuffix, info.Decoding = tm.prefix, tm.suffix, tm.rules
+	info.SrcPrefix, info.SrcSuffix, info.Decoding, info.Defaults = tm.prefix, tm.suffix, tm.rules, tm.defaults
 	var notes []string
 	for _, v := range []struct {
 		toks []string

@@ -58,14 +58,15 @@ $attnx export "$demo/onmt_dates.pt" -o "$out/onmt" --greedy --beam --force
 $attnx export "$demo/onmt_dates.pt" -o "$out/onmt-int8" --weights int8 --greedy --force >/dev/null
 
 echo
-echo "=== onmt: translate raw text"
+echo "=== onmt: translate raw text, with no flags: onmt_translate's defaults (beam 5, OpenNMT-py's beam search; attnx.json \"defaults\")"
 head -4 "$demo/examples.txt" | $attnx translate --model "$out/onmt"
 
 echo
 echo "=== onmt: held-out exact match"
-heldout onmt "greedy (greedy.onnx)"
-heldout onmt "beam 4 (beam.onnx)" --engine loop --beam 4
-heldout onmt-int8 "int8, greedy"
+heldout onmt "onmt_translate's defaults"
+heldout onmt "greedy (greedy.onnx)" --beam 1
+heldout onmt "beam 4 (beam.onnx)" --engine loop --beam 4 --rules spec
+heldout onmt-int8 "int8, greedy" --beam 1
 
 echo
 echo "=== onmt: verify against PyTorch (the reference's OpenNMT-py model), and the int8 export's agreement"
@@ -84,7 +85,7 @@ $attnx export "$demo/onmt_dates_spm.pt" -o "$out/onmt-spm" --greedy --beam --for
 echo
 echo "=== onmt-spm: translate raw text (pieces in $out/onmt-spm-attention.png)"
 head -4 "$demo/examples.txt" | $attnx translate --model "$out/onmt-spm" --plot "$out/onmt-spm-attention.png"
-heldout onmt-spm "greedy (greedy.onnx)"
+heldout onmt-spm "greedy (greedy.onnx)" --beam 1
 $attnx verify --model "$out/onmt-spm" --checkpoint "$demo/onmt_dates_spm.pt" --batch 4 --steps 12 --beam 4 | tail -1
 
 echo

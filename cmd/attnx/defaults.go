@@ -39,7 +39,10 @@ func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	if d.LengthPenalty != nil {
 		set("length-penalty", func() { *f.alpha = *d.LengthPenalty })
 	}
-	if d.LengthPenaltyForm != "" {
+	// The form and ban_unk belong to the model's rules: a command line
+	// that chooses other rules leaves them.
+	sameRules := f.rules == nil || !fs.Changed("rules") || *f.rules == d.Rules || *f.rules == "spec" && d.Rules == ""
+	if d.LengthPenaltyForm != "" && sameRules {
 		set("length-penalty-form", func() { *f.penaltyForm = d.LengthPenaltyForm })
 	}
 	if d.MinLen > 0 {
@@ -51,7 +54,7 @@ func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	if d.Rules != "" && f.rules != nil {
 		set("rules", func() { *f.rules = d.Rules })
 	}
-	if d.BanUNK && f.banUNK != nil {
+	if d.BanUNK && f.banUNK != nil && sameRules {
 		set("ban-unk", func() { *f.banUNK = true })
 	}
 	// A beam set on the command line lists one hypothesis unless

@@ -130,6 +130,9 @@ func runTranslate(args []string) error {
 			return &usageError{fmt.Sprintf("--length-penalty-form %q with --rules opennmt: want none, avg or wu (OpenNMT-py's -length_penalty)", *penaltyForm)}
 		}
 		if *engine == translate.EngineLoop && *beam > 1 {
+			if !fs.Changed("rules") {
+				return &usageError{fmt.Sprintf("%s decodes with OpenNMT-py's beam search by default (the \"defaults\" of its attnx.json), which runs on the steps engine: drop --engine loop, or add --rules spec for attnx's beam search on beam.onnx", *model)}
+			}
 			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 		}
 	case *banUNK:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,5 +352,58 @@ func TestTranslateRulesFlag(t *testing.T) {
 		if code != 0 || out != strings.Join(want, "\n")+"\n" {
 			t.Errorf("--length-penalty-form %s: exit %d, %q, want %q; %s", form, code, out, want, errOut)
 		}
+	}
+}
+
+// TestTranslateOpenNMTDefaults: an OpenNMT-py 3 export decodes with no
+// flags as onmt_translate does with none (beam 5, OpenNMT-py's beam
+// search, avg): the same as --rules opennmt --beam 5 given by hand;
+// --engine loop asks for attnx's rules by name.
+func TestTranslateOpenNMTDefaults(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	dir := filepath.Join(t.TempDir(), "onmt")
+	if code, _, errOut := attnx("export", "../../testdata/demo/onmt_dates.pt", "-o", dir, "--beam"); code != 0 {
+		t.Fatal(errOut)
+	}
+	held, err := os.ReadFile("../../testdata/demo/heldout.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(held)), "\n")[:40] {
+		s, _, _ := strings.Cut(l, "\t")
+		lines = append(lines, s)
+	}
+	os.WriteFile(src, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := attnx(append([]string{"translate", "--model", dir, "--src", src, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	byDefault := run()
+	if byHand := run("--rules", "opennmt", "--beam", "5", "--length-penalty-form", "avg", "--length-penalty", "1"); byDefault != byHand {
+		t.Errorf("no flags and --rules opennmt --beam 5 differ:\n%s\n%s", byDefault, byHand)
+	}
+	var first struct {
+		Hypotheses []struct {
+			Score           float32 `json:"score"`
+			NormalizedScore float32 `json:"normalized_score"`
+			Tokens          []int64 `json:"tokens"`
+		} `json:"hypotheses"`
+	}
+	json.Unmarshal([]byte(strings.SplitN(byDefault, "\n", 2)[0]), &first)
+	if h := first.Hypotheses; len(h) != 1 || math.Abs(float64(h[0].Score)/float64(len(h[0].Tokens)+1)-float64(h[0].NormalizedScore)) > 1e-5 {
+		t.Errorf("the default result: %+v, want one hypothesis scored by avg over its tokens + 1", h)
+	}
+	code, _, errOut := attnx("translate", "--model", dir, "--engine", "loop", "--beam", "4", "3rd of March 2021")
+	if code != 2 || !strings.Contains(errOut, "decodes with OpenNMT-py's beam search by default") || !strings.Contains(errOut, "--rules spec") {
+		t.Errorf("--engine loop --beam 4: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := attnx("translate", "--model", dir, "--engine", "loop", "--beam", "4", "--rules", "spec", "3rd of March 2021"); code != 0 || !strings.Contains(out, "-> 2021-03-03") {
+		t.Errorf("--engine loop --beam 4 --rules spec: exit %d, %s %s", code, out, errOut)
 	}
 }
