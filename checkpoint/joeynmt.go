@@ -32,6 +32,21 @@ type JoeyNMT struct {
 	// Tokenizers are the source's and the target's subword tokenizers
 	// (data.src and data.trg with level bpe), nil for word and char levels.
 	Tokenizers [2]*TokenizerRef
+	// Testing is the config's testing section: joeynmt translate's
+	// decoding settings (nil where the config has none).
+	Testing JoeyTesting
+}
+
+// JoeyTesting is config.yaml's testing section, the decoding settings;
+// nil fields are absent (JoeyNMT 2.3's defaults: beam_size 1, beam_alpha
+// -1, n_best 1, max_output_length -1, min_output_length 1).
+type JoeyTesting struct {
+	BeamSize        *int     `yaml:"beam_size"`
+	BeamAlpha       *float64 `yaml:"beam_alpha"`
+	Alpha           *float64 `yaml:"alpha"` // obsolete name of beam_alpha
+	NBest           *int     `yaml:"n_best"`
+	MaxOutputLength *int     `yaml:"max_output_length"`
+	MinOutputLength *int     `yaml:"min_output_length"`
 }
 
 // JoeyModel is config.yaml's model section, the fields that decide the
@@ -83,7 +98,8 @@ type joeyConfig struct {
 			EOS string `yaml:"eos_token"`
 		} `yaml:"special_symbols"`
 	} `yaml:"data"`
-	Model JoeyModel `yaml:"model"`
+	Model   JoeyModel   `yaml:"model"`
+	Testing JoeyTesting `yaml:"testing"`
 }
 
 type joeySide struct {
@@ -115,7 +131,7 @@ func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 	if err := yaml.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("JoeyNMT config %s: %w", configPath, err)
 	}
-	j := &JoeyNMT{Config: configPath, Version: c.Version, Model: c.Model,
+	j := &JoeyNMT{Config: configPath, Version: c.Version, Model: c.Model, Testing: c.Testing,
 		Specials: JoeySpecials{UNK: "<unk>", PAD: "<pad>", BOS: "<s>", EOS: "</s>"}}
 	sp := c.Data.Special
 	for _, t := range []struct{ dst, v *string }{{&j.Specials.UNK, &sp.UNK}, {&j.Specials.PAD, &sp.PAD}, {&j.Specials.BOS, &sp.BOS}, {&j.Specials.EOS, &sp.EOS}} {

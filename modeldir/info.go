@@ -98,6 +98,26 @@ type Defaults struct {
 	// BanUNK its -ban_unk_token).
 	Rules  string `json:"rules,omitempty"`
 	BanUNK bool   `json:"ban_unk,omitempty"`
+	// MaxLen is the most output tokens, EOS included; MaxLenFactor, when
+	// MaxLen is 0, makes the limit int(n * MaxLenFactor) for a source of
+	// n tokens (JoeyNMT's max_output_length -1: 1.5). Without either the
+	// limit is 2n+10.
+	MaxLen       int     `json:"max_len,omitempty"`
+	MaxLenFactor float64 `json:"max_len_factor,omitempty"`
+}
+
+// OutputLimit is the model's output length limit for a source of n tokens
+// (its defaults' MaxLen or MaxLenFactor), 0 when it has none.
+func (m *Info) OutputLimit(n int) int {
+	switch d := m.Defaults; {
+	case d == nil:
+		return 0
+	case d.MaxLen > 0:
+		return d.MaxLen
+	case d.MaxLenFactor > 0:
+		return max(1, int(float64(n)*d.MaxLenFactor))
+	}
+	return 0
 }
 
 // check says what is wrong with d, naming its fields.
@@ -119,6 +139,8 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("ban_unk goes with rules \"opennmt\"")
 	case d.MinLen < 0:
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
+	case d.MaxLen < 0 || math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:
+		return fmt.Errorf("max_len %d, max_len_factor %v: want values >= 0", d.MaxLen, d.MaxLenFactor)
 	}
 	return nil
 }

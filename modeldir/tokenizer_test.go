@@ -186,3 +186,51 @@ func TestToolkitDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestJoeyDefaults: a JoeyNMT 2 model exports with joeynmt translate's
+// decoding settings from its config's testing section, JoeyNMT 2.3's
+// defaults where the section says nothing.
+func TestJoeyDefaults(t *testing.T) {
+	fixture := filepath.Join("..", "checkpoint", "testdata", "toolkits", "joey")
+	config, err := os.ReadFile(filepath.Join(fixture, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, testing string
+		want          Defaults
+		alpha         float64
+	}{
+		{"no testing section", "", Defaults{MaxLenFactor: 1.5}, 0},
+		{"beam 5, beam_alpha 1", "testing:\n    beam_size: 5\n    beam_alpha: 1.0\n    n_best: 2\n    max_output_length: 30\n    min_output_length: 3\n",
+			Defaults{Beam: 5, NBest: 2, LengthPenaltyForm: "wu", MaxLen: 30, MinLen: 3}, 1},
+	} {
+		dir := t.TempDir()
+		for _, f := range []string{"best.ckpt", "src_vocab.txt", "trg_vocab.txt"} {
+			data, err := os.ReadFile(filepath.Join(fixture, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, f), data, 0o644)
+		}
+		os.WriteFile(filepath.Join(dir, "config.yaml"), append(append([]byte(nil), config...), c.testing...), 0o644)
+		out := filepath.Join(t.TempDir(), "m")
+		mustExport(t, filepath.Join(dir, "best.ckpt"), out, Options{})
+		info, err := ReadInfo(filepath.Join(out, InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := info.Defaults
+		if got == nil || got.LengthPenalty == nil || *got.LengthPenalty != c.alpha {
+			t.Fatalf("%s: defaults %+v, want alpha %v", c.name, got, c.alpha)
+		}
+		g := *got
+		g.LengthPenalty = nil
+		if g != c.want {
+			t.Errorf("%s: defaults %+v, want %+v", c.name, g, c.want)
+		}
+		if n := info.OutputLimit(10); c.want.MaxLen == 0 && n != 15 || c.want.MaxLen > 0 && n != c.want.MaxLen {
+			t.Errorf("%s: output limit of 10 source tokens %d", c.name, n)
+		}
+	}
+}

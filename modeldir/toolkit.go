@@ -197,6 +197,11 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		if tm.rules != nil {
 			tm.notes = append(tm.notes, "decoding as "+tm.rules.Origin)
 		}
+		if strings.HasPrefix(j.Version, "2.") {
+			tm.defaults = joeyDefaults(j.Testing)
+			tm.notes = append(tm.notes, fmt.Sprintf("decoding defaults (attnx.json \"defaults\"): joeynmt translate's from the config's testing section, beam %d, output limit %s; attnx translate's flags override them",
+				max(tm.defaults.Beam, 1), joeyLimitText(tm.defaults)))
+		}
 	case sd.Origin == nil && attention.IsOpenNMT(shapesOf(sd)):
 		// OpenNMT-py's model state_dict alone (model.state_dict(), or the
 		// model and generator entries re-saved): the keys say everything
@@ -252,6 +257,57 @@ func joeyRules(version string, sp attention.Special) *attention.Rules {
 		return &attention.Rules{EOSFromStep: 1, Origin: "JoeyNMT " + version + ": </s> not at the first step"}
 	}
 	return nil
+}
+
+// joeyDefaults are joeynmt translate's decoding settings, from config.yaml's
+// testing section with JoeyNMT 2.3's defaults (its config.py):
+// beam_size 1, beam_alpha -1 (no length penalty; above 0 Wu's
+// ((5 + len) / 6) ** alpha, which attnx's wu form computes), n_best 1,
+// max_output_length -1 (1.5 times the source's tokens, </s> included),
+// min_output_length 1 (which joeyRules already keeps).
+func joeyDefaults(t checkpoint.JoeyTesting) *Defaults {
+	get := func(p *int, def int) int {
+		if p != nil {
+			return *p
+		}
+		return def
+	}
+	d := &Defaults{Beam: get(t.BeamSize, 1), NBest: get(t.NBest, 1), MinLen: get(t.MinOutputLength, 1)}
+	if d.Beam <= 1 {
+		d.Beam, d.NBest = 0, 0
+	}
+	if d.NBest <= 1 {
+		d.NBest = 0
+	}
+	if d.MinLen <= 1 {
+		d.MinLen = 0
+	}
+	alpha := -1.0
+	if t.Alpha != nil {
+		alpha = *t.Alpha
+	}
+	if t.BeamAlpha != nil {
+		alpha = *t.BeamAlpha
+	}
+	if alpha > 0 {
+		d.LengthPenalty, d.LengthPenaltyForm = &alpha, "wu"
+	} else {
+		zero := 0.0
+		d.LengthPenalty = &zero // raw scores
+	}
+	if m := get(t.MaxOutputLength, -1); m > 0 {
+		d.MaxLen = m
+	} else {
+		d.MaxLenFactor = 1.5
+	}
+	return d
+}
+
+func joeyLimitText(d *Defaults) string {
+	if d.MaxLen > 0 {
+		return strconv.Itoa(d.MaxLen)
+	}
+	return "1.5 x the source's tokens"
 }
 
 // toolkitInfo fills in attnx.json for a toolkit's model: the

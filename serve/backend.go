@@ -165,7 +165,7 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	var again []int
 	for i, r := range res {
 		n := len(r.Tokens)
-		if job.MaxLen > n && n == translate.DefaultMaxLen(len(r.Source)) && r.Tokens[n-1] != b.eos {
+		if job.MaxLen > n && n == b.def.Limit(len(r.Source)) && r.Tokens[n-1] != b.eos {
 			again = append(again, i)
 		}
 	}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,5 +73,44 @@ func TestOpenNMTRules(t *testing.T) {
 	}
 	if got := openNMTMaxLen(400); got != 250 {
 		t.Errorf("onmt_translate's limit for 400 source tokens: %d, want 250", got)
+	}
+}
+
+// TestModelOutputLimit: a model whose attnx.json records an output limit
+// (JoeyNMT's max_output_length -1: 1.5 times the source) decodes within
+// it unless Options.MaxLen says otherwise.
+func TestModelOutputLimit(t *testing.T) {
+	needORT(t)
+	dir := filepath.Join(t.TempDir(), "m")
+	if _, err := modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Defaults = &modeldir.Defaults{MaxLenFactor: 1.5}
+	data, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, modeldir.InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	row := []int64{4, 5, 6, 7, 8, 9} // random weights rarely reach EOS
+	for _, c := range []struct {
+		opt  Options
+		want int
+	}{{Options{}, 9}, {Options{MaxLen: 12}, 12}} {
+		tr, err := Open(dir, c.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tr.TranslateIDs(context.Background(), [][]int64{row})
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := res[0].Tokens
+		if n := len(toks); n > c.want || n < c.want && toks[n-1] != info.Special.EOS || tr.Limit(len(row)) != c.want {
+			t.Errorf("%+v: %d tokens, limit %d; want %d, or fewer ending in EOS", c.opt, len(toks), tr.Limit(len(row)), c.want)
+		}
 	}
 }

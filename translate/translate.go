@@ -592,10 +592,18 @@ func (t *Translator) checkRows(sources [][]int64) error {
 	return nil
 }
 
-// limit returns the output length limit of a source of n tokens.
+// Limit returns the output length limit of a source of n tokens:
+// Options.MaxLen, else the model's own (attnx.json's defaults), else
+// DefaultMaxLen.
+func (t *Translator) Limit(n int) int { return t.limit(n) }
+
+// limit is Limit.
 func (t *Translator) limit(n int) int {
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
+	}
+	if l := t.info.OutputLimit(n); l > 0 {
+		return l // the model's own (attnx.json's defaults)
 	}
 	return DefaultMaxLen(n)
 }
