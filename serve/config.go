@@ -2,13 +2,14 @@ package serve
 
 import (
 	"fmt"
-	"github.com/attnx/attnx/modeldir"
-	"github.com/attnx/attnx/translate"
 	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/translate"
 )
 
 // Defaults of Config's limits, used where a field is 0.
@@ -63,9 +64,9 @@ func ParseModelDir(s string) (ModelDir, error) {
 type Config struct {
 	// Models are served by name; the first is the default one.
 	Models []ModelDir
-	// Decoding is how a request that does not say is decoded (attnx serve's
-	// --beam, --n-best, --length-penalty, --length-penalty-form, --min-len
-	// and --replace-unk); each request field overrides it.
+	// Decoding holds the decoding flags given to attnx serve, which
+	// override each model's attnx.json defaults; each request field
+	// overrides both (see Decoding).
 	Decoding Decoding
 	// Threads is ONNX Runtime's intra-op thread count per session (0: with
 	// Batching, BatchingThreads of the model: one for small models; else
