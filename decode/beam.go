@@ -60,17 +60,15 @@ type Beam struct {
 	// EOS before a step), applied to each step's log-probs first.
 	Rules *attention.Rules
 
-	steps  int
-	live   []beamLive // this step's live hypotheses, in slot order
-	next   []beamLive
-	nodes  []beamNode // every token ever chosen, linked to its prefix
-	attn   []float32  // KeepAttention: nodes' attention rows, srcLen each
-	srcLen int
-	heap   []beamCand // the best candidates of a step, worst on top
-	fin    []beamLive // finished hypotheses, then the final order
-	norm   []float32  // fin's normalised scores
-	gap    float32    // see NearestTie
-	done   bool
+	steps int
+	live  []beamLive // this step's live hypotheses, in slot order
+	next  []beamLive
+	tree  tree       // every token ever chosen, linked to its prefix
+	heap  []beamCand // the best candidates of a step, worst on top
+	fin   []beamLive // finished hypotheses, then the final order
+	norm  []float32  // fin's normalised scores
+	gap   float32    // see NearestTie
+	done  bool
 }
 
 // beamLive is a hypothesis: its last token's node (-1: no token yet) and
@@ -78,13 +76,6 @@ type Beam struct {
 type beamLive struct {
 	node  int32
 	score float32
-}
-
-// beamNode is one token of a hypothesis and the node of the token before it
-// (-1 at the first); depth is the hypothesis' length up to this token.
-type beamNode struct {
-	tok           int64
-	parent, depth int32
 }
 
 // beamCand is a candidate: score_i + log_probs_i[v].
@@ -160,11 +151,11 @@ func (b *Beam) Advance(s Slots, inputs []int64, parents []int) int {
 		h := b.live[c.i]
 		if int64(c.v) == b.EOS {
 			if r < K {
-				b.fin = append(b.fin, beamLive{b.addNode(s, h.node, int(c.i), b.EOS), c.score})
+				b.fin = append(b.fin, beamLive{b.tree.add(s, h.node, int(c.i), b.EOS), c.score})
 			}
 			continue
 		}
-		b.next = append(b.next, beamLive{b.addNode(s, h.node, int(c.i), int64(c.v)), c.score})
+		b.next = append(b.next, beamLive{b.tree.add(s, h.node, int(c.i), int64(c.v)), c.score})
 		inputs[len(b.next)-1], parents[len(b.next)-1] = int64(c.v), int(c.i)
 		if len(b.next) == K {
 			walked = r + 1
@@ -202,33 +193,10 @@ func (b *Beam) start(s Slots) {
 	if cap(b.heap) < 2*K {
 		b.heap = make([]beamCand, 0, 2*K)
 	}
-	// Each step adds at most 2K-1 nodes (K live, K-1 finished).
-	if want := min(max(b.MaxLen, 1), 256) * 2 * K; cap(b.nodes) < want {
-		b.nodes = make([]beamNode, 0, want)
-	}
 	if cap(b.fin) < 2*K {
 		b.fin, b.norm = make([]beamLive, 0, 2*K), make([]float32, 0, 2*K)
 	}
-	b.srcLen = s.SourceLength()
-	if b.KeepAttention {
-		if want := cap(b.nodes) * b.srcLen; cap(b.attn) < want {
-			b.attn = make([]float32, 0, want)
-		}
-	}
-}
-
-// addNode records token tok after node parent, chosen from slot i, with
-// slot i's attention row of this step.
-func (b *Beam) addNode(s Slots, parent int32, i int, tok int64) int32 {
-	depth := int32(1)
-	if parent >= 0 {
-		depth = b.nodes[parent].depth + 1
-	}
-	b.nodes = append(b.nodes, beamNode{tok: tok, parent: parent, depth: depth})
-	if b.KeepAttention {
-		b.attn = append(b.attn, s.Attention(i)...)
-	}
-	return int32(len(b.nodes) - 1)
+	b.tree.start(s, b.KeepAttention, b.MaxLen, K)
 }
 
 // selectTop leaves in b.heap the first limit candidates (or all, when there
@@ -347,12 +315,7 @@ func (b *Beam) normalized(h beamLive) float32 {
 	return float32(float64(h.score) / math.Pow(float64(n), b.LengthPenalty))
 }
 
-func (b *Beam) length(h beamLive) int {
-	if h.node < 0 {
-		return 0
-	}
-	return int(b.nodes[h.node].depth)
-}
+func (b *Beam) length(h beamLive) int { return b.tree.depth(h.node) }
 
 // Len returns the number of hypotheses of the finished row: K, or fewer when
 // the vocabulary ran out, or up to 2K-1 when more than K finished at the
@@ -374,18 +337,7 @@ func (b *Beam) NormalizedScore(i int) float32 { return b.norm[i] }
 
 // AppendTokens appends hypothesis i's tokens (EOS included when it
 // finished) to dst and returns the extended slice.
-func (b *Beam) AppendTokens(dst []int64, i int) []int64 {
-	h := b.fin[i]
-	n := b.length(h)
-	start := len(dst)
-	for range n {
-		dst = append(dst, 0)
-	}
-	for j, node := n-1, h.node; j >= 0; j, node = j-1, b.nodes[node].parent {
-		dst[start+j] = b.nodes[node].tok
-	}
-	return dst
-}
+func (b *Beam) AppendTokens(dst []int64, i int) []int64 { return b.tree.tokens(dst, b.fin[i].node) }
 
 // NearestTie returns the smallest score difference, over the row's steps,
 // between two candidates adjacent in rank among those a step's walk looked
@@ -420,26 +372,12 @@ func (b *Beam) Hypotheses(n int) []Hypothesis {
 
 // Attention returns hypothesis i's attention, one row of weights over the
 // row's source per token, as new slices; nil unless KeepAttention was set.
-func (b *Beam) Attention(i int) [][]float32 {
-	if !b.KeepAttention || b.srcLen == 0 {
-		return nil
-	}
-	h := b.fin[i]
-	n := b.length(h)
-	flat := make([]float32, n*b.srcLen)
-	out := make([][]float32, n)
-	for j, node := n-1, h.node; j >= 0; j, node = j-1, b.nodes[node].parent {
-		row := flat[j*b.srcLen : (j+1)*b.srcLen : (j+1)*b.srcLen]
-		copy(row, b.attn[int(node)*b.srcLen:])
-		out[j] = row
-	}
-	return out
-}
+func (b *Beam) Attention(i int) [][]float32 { return b.tree.attention(b.fin[i].node) }
 
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *Beam) Reset() {
-	b.steps, b.done, b.srcLen = 0, false, 0
-	b.live, b.next = b.live[:0], b.next[:0]
-	b.nodes, b.attn, b.heap = b.nodes[:0], b.attn[:0], b.heap[:0]
+	b.steps, b.done = 0, false
+	b.live, b.next, b.heap = b.live[:0], b.next[:0], b.heap[:0]
+	b.tree.reset()
 	b.fin, b.norm = b.fin[:0], b.norm[:0]
 }

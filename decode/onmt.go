@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -168,18 +169,8 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		}
 	}
 	// torch.topk: the K highest, equal scores in index order.
-	slices.SortStableFunc(b.cands, func(x, y onmtCand) int {
-		switch {
-		case x.score > y.score:
-			return -1
-		case x.score < y.score:
-			return 1
-		case x.flat < y.flat:
-			return -1
-		case x.flat > y.flat:
-			return 1
-		}
-		return 0
+	slices.SortFunc(b.cands, func(x, y onmtCand) int {
+		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 	})
 	picks := b.cands[:min(b.K, len(b.cands))]
 	b.steps++
@@ -218,15 +209,7 @@ func (b *OpenNMTBeam) parentSlot(node int32) int { return int(b.tree.nodes[node]
 // OpenNMT-py's sorted(..., reverse=True) does.
 func (b *OpenNMTBeam) finish() int {
 	b.done = true
-	slices.SortStableFunc(b.fin, func(x, y onmtHyp) int {
-		switch {
-		case x.norm > y.norm:
-			return -1
-		case x.norm < y.norm:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.fin, func(x, y onmtHyp) int { return cmp.Compare(y.norm, x.norm) })
 	return 0
 }
 
@@ -256,12 +239,7 @@ func (b *OpenNMTBeam) Hypotheses(n int) []Hypothesis {
 
 // Attention returns hypothesis i's attention rows (nil without
 // KeepAttention).
-func (b *OpenNMTBeam) Attention(i int) [][]float32 {
-	if !b.KeepAttention {
-		return nil
-	}
-	return b.tree.attention(b.fin[i].node)
-}
+func (b *OpenNMTBeam) Attention(i int) [][]float32 { return b.tree.attention(b.fin[i].node) }
 
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *OpenNMTBeam) Reset() {
@@ -269,72 +247,3 @@ func (b *OpenNMTBeam) Reset() {
 	b.live, b.next, b.fin, b.cands = b.live[:0], b.next[:0], b.fin[:0], b.cands[:0]
 	b.tree.reset()
 }
-
-// tree holds the tokens of a row's hypotheses, each node linked to its
-// prefix, with the slot it was chosen from and, when kept, its attention
-// row.
-type tree struct {
-	nodes  []treeNode
-	attn   []float32
-	srcLen int
-	keep   bool
-}
-
-type treeNode struct {
-	tok                 int64
-	parent, depth, slot int32
-}
-
-// start readies the tree for a row of at most maxLen tokens in k slots.
-func (t *tree) start(s Slots, keep bool, maxLen, k int) {
-	t.nodes, t.attn, t.keep, t.srcLen = t.nodes[:0], t.attn[:0], keep, s.SourceLength()
-	if want := min(max(maxLen, 1), 256) * 2 * k; cap(t.nodes) < want {
-		t.nodes = make([]treeNode, 0, want)
-	}
-}
-
-// add records token tok after node parent (-1: none), chosen from slot i,
-// with slot i's attention row of this step.
-func (t *tree) add(s Slots, parent int32, i int, tok int64) int32 {
-	depth := int32(1)
-	if parent >= 0 {
-		depth = t.nodes[parent].depth + 1
-	}
-	t.nodes = append(t.nodes, treeNode{tok: tok, parent: parent, depth: depth, slot: int32(i)})
-	if t.keep {
-		t.attn = append(t.attn, s.Attention(i)...)
-	}
-	return int32(len(t.nodes) - 1)
-}
-
-// tokens appends the tokens of the hypothesis ending at node to dst.
-func (t *tree) tokens(dst []int64, node int32) []int64 {
-	if node < 0 {
-		return dst
-	}
-	n := int(t.nodes[node].depth)
-	start := len(dst)
-	dst = append(dst, make([]int64, n)...)
-	for j := n - 1; j >= 0; j, node = j-1, t.nodes[node].parent {
-		dst[start+j] = t.nodes[node].tok
-	}
-	return dst
-}
-
-// attention returns the attention rows of the hypothesis ending at node.
-func (t *tree) attention(node int32) [][]float32 {
-	if node < 0 || t.srcLen == 0 {
-		return nil
-	}
-	n := int(t.nodes[node].depth)
-	flat := make([]float32, n*t.srcLen)
-	out := make([][]float32, n)
-	for j := n - 1; j >= 0; j, node = j-1, t.nodes[node].parent {
-		row := flat[j*t.srcLen : (j+1)*t.srcLen : (j+1)*t.srcLen]
-		copy(row, t.attn[int(node)*t.srcLen:])
-		out[j] = row
-	}
-	return out
-}
-
-func (t *tree) reset() { t.nodes, t.attn, t.srcLen = t.nodes[:0], t.attn[:0], 0 }

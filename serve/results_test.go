@@ -174,15 +174,7 @@ func TestDecodingDefaults(t *testing.T) {
 			_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}, MaxOutLen: 60, Batching: batching,
 				Decoding: Decoding{Beam: &three, NBest: &two, LengthPenalty: &one, PenaltyWu: &wu, MinLen: &twelve}})
 			in := demoInputs(t)[:2]
-			tr, err := translate.Open(demo, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true, MinLen: 12})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			want, err := tr.Translate(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := loneTranslate(t, demo, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true, MinLen: 12}, in)
 			body, _ := json.Marshal(map[string]any{"inputs": in})
 			code, ans := post(t, hs.URL+PathTranslate, string(body))
 			if code != 200 {
@@ -258,15 +250,7 @@ func TestModelDefaults(t *testing.T) {
 	one := 1.0
 	dir := withDefaults(t, demoModel(t), &modeldir.Defaults{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyForm: "wu"})
 	in := demoInputs(t)[:2]
-	tr, err := translate.Open(dir, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	want, err := tr.Translate(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := loneTranslate(t, dir, translate.Options{Beam: 3, NBest: 2, LengthPenalty: &one, LengthPenaltyWu: true}, in)
 	body, _ := json.Marshal(map[string]any{"inputs": in})
 	greedy := 1
 	for _, c := range []struct {
@@ -313,15 +297,7 @@ func TestModelDefaults(t *testing.T) {
 func TestOpenNMTRulesServed(t *testing.T) {
 	demo := demoModel(t)
 	in := demoInputs(t)[:3]
-	tr, err := translate.Open(demo, translate.Options{Beam: 4, NBest: 2, Rules: translate.RulesOpenNMT, OpenNMTPenalty: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	want, err := tr.Translate(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := loneTranslate(t, demo, translate.Options{Beam: 4, NBest: 2, Rules: translate.RulesOpenNMT, OpenNMTPenalty: "none"}, in)
 	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 4, NBest: 2, Rules: "opennmt", LengthPenaltyForm: "none"})
 	for _, batching := range []bool{false, true} {
 		for name, c := range map[string]struct{ dir, body string }{
@@ -354,4 +330,20 @@ func TestOpenNMTRulesServed(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400 with %q", body, code, ans, msg)
 		}
 	}
+}
+
+// loneTranslate translates texts with a Translator of its own, opened on
+// dir with opt: what the server's answers are compared with.
+func loneTranslate(t *testing.T, dir string, opt translate.Options, texts []string) []translate.Result {
+	t.Helper()
+	tr, err := translate.Open(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Translate(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
