@@ -196,6 +196,9 @@ func printModel(w io.Writer, m *modeldir.Info) {
 	fmt.Fprintf(w, "  opset    %d\n", m.Opset)
 	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(m.Weights))
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
+	if d := m.Defaults; d != nil {
+		fmt.Fprintf(w, "  defaults %s (attnx.json; flags and request fields override them)\n", describeDefaults(d))
+	}
 	vocab := func(toks []string) string {
 		if toks == nil {
 			return "not recorded"
@@ -284,4 +287,46 @@ func printGraph(w io.Writer, g inspectedGraph) {
 		}
 		fmt.Fprintf(w, "  metadata   %s\n", strings.Join(kv, " "))
 	}
+}
+
+// describeDefaults says how a model decodes by default: "beam 5 with
+// OpenNMT-py's rules, length penalty avg (alpha 1), ...".
+func describeDefaults(d *modeldir.Defaults) string {
+	var parts []string
+	switch {
+	case d.Beam > 1 && d.Rules == "opennmt":
+		parts = append(parts, fmt.Sprintf("beam %d with OpenNMT-py's beam search", d.Beam))
+	case d.Beam > 1:
+		parts = append(parts, fmt.Sprintf("beam %d", d.Beam))
+	default:
+		parts = append(parts, "greedy")
+	}
+	if d.NBest > 1 {
+		parts = append(parts, fmt.Sprintf("n-best %d", d.NBest))
+	}
+	if d.LengthPenalty != nil && d.Beam > 1 {
+		form := d.LengthPenaltyForm
+		if form == "" {
+			form = "power"
+		}
+		parts = append(parts, fmt.Sprintf("length penalty %s (alpha %g)", form, *d.LengthPenalty))
+	}
+	if d.MinLen > 0 {
+		parts = append(parts, fmt.Sprintf("min length %d", d.MinLen))
+	}
+	switch {
+	case d.MaxLen > 0:
+		parts = append(parts, fmt.Sprintf("max length %d", d.MaxLen))
+	case d.MaxLenFactor > 0:
+		parts = append(parts, fmt.Sprintf("max length %g x the source", d.MaxLenFactor))
+	case d.Rules == "opennmt":
+		parts = append(parts, "max length min(250, 1.25 x the source + 5)")
+	}
+	if d.ReplaceUnk {
+		parts = append(parts, "replace-unk")
+	}
+	if d.BanUNK {
+		parts = append(parts, "ban-unk")
+	}
+	return strings.Join(parts, ", ")
 }
