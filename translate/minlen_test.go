@@ -161,4 +161,34 @@ func TestReplaceUnk(t *testing.T) {
 		t.Fatal("no <unk> in any output: nothing replaced")
 	}
 	t.Logf("%d <unk> replaced", unks)
+
+	// Beam search: in every hypothesis of the n-best, as OpenNMT-py's
+	// -replace_unk replaces; the best one's by its own attention, as above.
+	beam := func(replace bool) []Result {
+		return decodeRows(t, dir, Options{Threads: 1, Beam: 3, NBest: 3, ReplaceUnk: replace}, rows)
+	}
+	plainB, replacedB := beam(false), beam(true)
+	inLater := 0
+	for r := range rows {
+		for k, h := range replacedB[r].Hypotheses {
+			p := plainB[r].Hypotheses[k]
+			if !slices.Equal(p.Tokens, h.Tokens) {
+				t.Fatalf("row %d hypothesis %d: tokens changed", r, k)
+			}
+			for i, id := range h.Tokens {
+				switch {
+				case id != unk && h.OutputTokens[i] != p.OutputTokens[i]:
+					t.Errorf("row %d hypothesis %d: token %d changed", r, k, i)
+				case id == unk && !slices.Contains(plainB[r].SourceTokens, h.OutputTokens[i]):
+					t.Errorf("row %d hypothesis %d: <unk> at %d became %q, not a source token", r, k, i, h.OutputTokens[i])
+				case id == unk && k > 0:
+					inLater++
+				}
+			}
+		}
+	}
+	if inLater == 0 {
+		t.Fatal("no <unk> in a hypothesis after the best: the n-best's replacement was not exercised")
+	}
+	t.Logf("%d <unk> replaced in hypotheses after the best", inLater)
 }

@@ -126,7 +126,7 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 		}
 		return nil, err
 	}
-	res := searchResults(searches, so.nBest)
+	res := searchResults(searches, so)
 	for i := range res {
 		t.finish(&res[i], sources[i], so)
 	}

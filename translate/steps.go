@@ -24,7 +24,7 @@ func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpt
 	if err := t.decodeSteps(ctx, rows, so.beam, searches); err != nil {
 		return nil, err
 	}
-	return searchResults(searches, so.nBest), nil
+	return searchResults(searches, so), nil
 }
 
 // searchOpts is how the rows of a call are searched.
@@ -181,15 +181,19 @@ type nBestSearch interface {
 // searchResults reads the results of finished searches made by searches;
 // a beam search lists its nBest best hypotheses, and the result's tokens
 // and attention are the first one's.
-func searchResults(ss []decode.Search, nBest int) []Result {
+func searchResults(ss []decode.Search, so searchOpts) []Result {
 	res := make([]Result, len(ss))
 	for r, s := range ss {
 		switch s := s.(type) {
 		case *decode.Greedy:
 			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
 		case nBestSearch:
-			for _, h := range s.Hypotheses(nBest) {
-				res[r].Hypotheses = append(res[r].Hypotheses, Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore})
+			for k, h := range s.Hypotheses(so.nBest) {
+				hyp := Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore}
+				if so.replaceUnk {
+					hyp.attention = s.Attention(k) // for finish, which drops it
+				}
+				res[r].Hypotheses = append(res[r].Hypotheses, hyp)
 			}
 			if len(res[r].Hypotheses) > 0 {
 				res[r].Tokens, res[r].Attention = res[r].Hypotheses[0].Tokens, s.Attention(0)

@@ -157,6 +157,10 @@ type Hypothesis struct {
 	// tokens' log_probs. NormalizedScore is Score / len(Tokens) ** alpha
 	// (Options.LengthPenalty), what the list is ordered by.
 	Score, NormalizedScore float32
+
+	// attention is the hypothesis' attention while finish replaces its
+	// unknown tokens (Options.ReplaceUnk); nil after.
+	attention [][]float32
 }
 
 // Translator decodes with one model directory. It is safe for
@@ -620,7 +624,7 @@ func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 	r.OutputTokens = t.tgt.strings(r.Tokens)
 	r.Text = t.tgt.text(r.Tokens)
 	if so.replaceUnk {
-		t.replaceUnk(r)
+		r.Text = t.replaceUnk(r.Tokens, r.Attention, r.SourceTokens, r.OutputTokens, r.Text)
 	}
 	if so.noAttention {
 		r.Attention = nil
@@ -628,29 +632,36 @@ func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]
 		h.OutputTokens, h.Text = t.tgt.strings(h.Tokens), t.tgt.text(h.Tokens)
+		if so.replaceUnk {
+			// In every hypothesis of the n-best, as OpenNMT-py's
+			// -replace_unk replaces.
+			h.Text = t.replaceUnk(h.Tokens, h.attention, r.SourceTokens, h.OutputTokens, h.Text)
+		}
+		h.attention = nil
 	}
 }
 
-// replaceUnk replaces each unknown output token of r (the target
-// vocabulary's entry named like the source's UNK token) with the source
-// token it attends to most, in OutputTokens and Text, as OpenNMT-py's
-// -replace_unk does. The n-best list keeps its tokens.
-func (t *Translator) replaceUnk(r *Result) {
+// replaceUnk replaces each unknown output token of a hypothesis (tokens;
+// the target vocabulary's entry named like the source's UNK token) with
+// the source token it attends to most (attention over src), in out and in
+// the text it returns, as OpenNMT-py's -replace_unk does. Token ids stay.
+func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out []string, text string) string {
 	if t.tgtUNK < 0 {
-		return
+		return text
 	}
 	repl := map[int]string{}
-	for i, id := range r.Tokens {
-		if id != t.tgtUNK || i >= len(r.Attention) || len(r.Attention[i]) != len(r.SourceTokens) {
+	for i, id := range tokens {
+		if id != t.tgtUNK || i >= len(attention) || len(attention[i]) != len(src) {
 			continue
 		}
-		best := decode.Argmax(r.Attention[i])
-		repl[i] = r.SourceTokens[best]
-		r.OutputTokens[i] = r.SourceTokens[best]
+		best := decode.Argmax(attention[i])
+		repl[i] = src[best]
+		out[i] = src[best]
 	}
-	if len(repl) > 0 {
-		r.Text = t.tgt.textWith(r.Tokens, repl)
+	if len(repl) == 0 {
+		return text
 	}
+	return t.tgt.textWith(tokens, repl)
 }
 
 // fillSources writes rows into source_ids [B*S] and their lengths. The
