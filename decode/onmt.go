@@ -16,6 +16,10 @@ const (
 	PenaltyWu   = "wu"
 )
 
+// onmtBlocked is the score OpenNMT-py gives a candidate that would repeat
+// an n-gram (-10e20, in float32).
+const onmtBlocked = float32(-10e20)
+
 // onmtMasked is the score OpenNMT-py gives a banned token's log-prob and a
 // finished hypothesis' running score (-65504, float16's lowest).
 const onmtMasked = -65504
@@ -40,8 +44,9 @@ const onmtMasked = -65504
 // The running score of a picked candidate is its penalised score times the
 // penalty, in float32, as OpenNMT-py keeps it. MinLen bans EOS while the
 // hypothesis holds fewer than MinLen tokens, BanUNK bans UNK (both by a
-// log-prob of -65504, as OpenNMT-py does). Not implemented: -ratio,
-// -block_ngram_repeat, the coverage penalty.
+// log-prob of -65504, as OpenNMT-py does); BlockNgram blocks repeated
+// n-grams by a score of -1e21. Not implemented: -ratio, the coverage
+// penalty.
 type OpenNMTBeam struct {
 	// SOS is the first input token, EOS the token that finishes a
 	// hypothesis, UNK the unknown token (BanUNK).
@@ -59,6 +64,12 @@ type OpenNMTBeam struct {
 	Alpha   float64
 	// BanUNK is -ban_unk_token.
 	BanUNK bool
+	// BlockNgram is -block_ngram_repeat: a hypothesis never repeats an
+	// n-gram of this many tokens (the start token counts; OpenNMT-py
+	// 3.5.1 blocks nothing at 1, nor at 0), except n-grams holding a
+	// token of IgnoreWhenBlocking (-ignore_when_blocking).
+	BlockNgram         int
+	IgnoreWhenBlocking []int64
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
 	// Rules, when set, are further decoding rules applied to each step's
@@ -149,6 +160,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	pen32 := float32(pen)
 	b.cands = b.cands[:0]
 	for i, h := range b.live {
+		forbidden := b.forbidden(h.node, length)
 		lp := s.LogProbs(i)
 		if b.Rules != nil {
 			b.Rules.Apply(lp, b.steps, b.EOS, true)
@@ -164,6 +176,9 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			c := x + h.score
 			if pen != 1 {
 				c /= pen32
+			}
+			if forbidden != nil && forbidden[int64(v)] {
+				c = onmtBlocked
 			}
 			b.cands = append(b.cands, onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
 		}
@@ -199,6 +214,33 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.nodes[h.node].tok, b.parentSlot(h.node)
 	}
 	return len(b.live)
+}
+
+// forbidden returns the tokens the hypothesis ending at node may not take
+// next under BlockNgram (nil: none): the last token of each n-gram of its
+// sequence (the start token first; length tokens in all) whose first n-1
+// tokens are the sequence's last n-1, as OpenNMT-py's block_ngram_repeats
+// and maybe_update_forbidden_tokens keep them, n-grams holding a token of
+// IgnoreWhenBlocking left out.
+func (b *OpenNMTBeam) forbidden(node int32, length int) map[int64]bool {
+	n := b.BlockNgram
+	if n < 2 || length < n {
+		return nil
+	}
+	seq := b.tree.tokens([]int64{b.SOS}, node)
+	cur := seq[len(seq)-(n-1):]
+	var out map[int64]bool
+	for j := n - 1; j < len(seq); j++ {
+		gram := seq[j-n+1 : j+1]
+		if !slices.Equal(gram[:n-1], cur) || slices.ContainsFunc(gram, func(t int64) bool { return slices.Contains(b.IgnoreWhenBlocking, t) }) {
+			continue
+		}
+		if out == nil {
+			out = map[int64]bool{}
+		}
+		out[seq[j]] = true
+	}
+	return out
 }
 
 // parentSlot returns the slot the hypothesis ending at node came from:

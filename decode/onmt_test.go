@@ -24,6 +24,8 @@ type onmtFixture struct {
 			MinLength     int     `json:"min_length"`
 			MaxLength     int     `json:"max_length"`
 			BanUNK        bool    `json:"ban_unk"`
+			Block         int     `json:"block"`
+			Exclusion     []int64 `json:"exclusion"`
 			Batch         int     `json:"batch"`
 		} `json:"case"`
 		Rows       map[string][]float64 `json:"rows"`
@@ -39,7 +41,9 @@ type onmtFixture struct {
 // keyed by sentence and prefix; OpenNMTBeam may ask only for those, and
 // must end with the same hypotheses (tokens, and penalised scores to the
 // last bit) for every case: the defaults of onmt_translate (beam 5, avg),
-// n_best, none, wu, min_length with ban_unk, a max_length that cuts, beam 2.
+// n_best, none, wu, min_length with ban_unk, a max_length that cuts, beam 2,
+// block_ngram_repeat 2, 3 with ignore_when_blocking, and 1 (which blocks
+// nothing in 3.5.1).
 func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 	data, err := os.ReadFile("testdata/onmt/beam.json")
 	if err != nil {
@@ -49,13 +53,14 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 	if err := json.Unmarshal(data, &fx); err != nil {
 		t.Fatal(err)
 	}
-	if fx.Version != "3.5.1" || len(fx.Cases) < 7 {
+	if fx.Version != "3.5.1" || len(fx.Cases) < 11 {
 		t.Fatalf("fixture of OpenNMT-py %s with %d cases", fx.Version, len(fx.Cases))
 	}
 	for _, c := range fx.Cases {
 		t.Run(c.Case.Name, func(t *testing.T) {
 			b := &OpenNMTBeam{SOS: fx.BOS, EOS: fx.EOS, UNK: fx.UNK, K: c.Case.Beam, NBest: c.Case.NBest, MaxLen: c.Case.MaxLength,
-				MinLen: c.Case.MinLength, Penalty: c.Case.LengthPenalty, Alpha: c.Case.Alpha, BanUNK: c.Case.BanUNK}
+				MinLen: c.Case.MinLength, Penalty: c.Case.LengthPenalty, Alpha: c.Case.Alpha, BanUNK: c.Case.BanUNK,
+				BlockNgram: c.Case.Block, IgnoreWhenBlocking: c.Case.Exclusion}
 			if err := b.Validate(); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,5 +113,68 @@ func TestModelOutputLimit(t *testing.T) {
 		if n := len(toks); n > c.want || n < c.want && toks[n-1] != info.Special.EOS || tr.Limit(len(row)) != c.want {
 			t.Errorf("%+v: %d tokens, limit %d; want %d, or fewer ending in EOS", c.opt, len(toks), tr.Limit(len(row)), c.want)
 		}
+	}
+}
+
+// TestOpenNMTBlockNgram: with BlockNgram 2 no hypothesis of the demo
+// model repeats a bigram (the start token counted, as OpenNMT-py counts
+// it), where without it dates repeat them ("-0" in 2021-03-03); the
+// tokens of IgnoreWhenBlocking may repeat theirs; an unknown token is an
+// error naming it.
+func TestOpenNMTBlockNgram(t *testing.T) {
+	needORT(t)
+	dir := filepath.Join(t.TempDir(), "onmt")
+	if _, err := modeldir.Export("../testdata/demo/onmt_dates.pt", dir, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	src := []string{"3rd of March 2021", "10.10.2010", "the 22nd of February, 1959"}
+	repeats := func(opt Options) (int, []string) {
+		t.Helper()
+		tr, err := Open(dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		res, err := tr.Translate(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sos := tr.Info().Special.SOS
+		n := 0
+		var texts []string
+		for _, r := range res {
+			for _, h := range r.Hypotheses {
+				seq := append([]int64{sos}, h.Tokens...)
+				seen := map[[2]int64]bool{}
+				for j := 1; j < len(seq); j++ {
+					g := [2]int64{seq[j-1], seq[j]}
+					if seen[g] && !slices.Contains(opt.IgnoreWhenBlocking, tr.Info().TgtTokens[g[0]]) && !slices.Contains(opt.IgnoreWhenBlocking, tr.Info().TgtTokens[g[1]]) {
+						n++
+					}
+					seen[g] = true
+				}
+			}
+			texts = append(texts, r.Text)
+		}
+		return n, texts
+	}
+	base := Options{Beam: 5, NBest: 2, Rules: RulesOpenNMT}
+	if n, texts := repeats(base); n == 0 {
+		t.Fatalf("no repeated bigram without blocking (%q): the test exercises nothing", texts)
+	}
+	blocked := base
+	blocked.BlockNgram = 2
+	if n, texts := repeats(blocked); n != 0 {
+		t.Errorf("BlockNgram 2: %d repeated bigrams in %q", n, texts)
+	}
+	ignoring := blocked
+	ignoring.IgnoreWhenBlocking = []string{"-", "0"}
+	if n, texts := repeats(ignoring); n != 0 {
+		t.Errorf("BlockNgram 2 ignoring - and 0: %d repeated bigrams without them in %q", n, texts)
+	}
+	bad := blocked
+	bad.IgnoreWhenBlocking = []string{"<nope>"}
+	if _, err := Open(dir, bad); err == nil || !strings.Contains(err.Error(), `"<nope>" is not in the target vocabulary`) {
+		t.Errorf("an unknown token to ignore: %v", err)
 	}
 }

@@ -150,7 +150,8 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		bs := make([]decode.OpenNMTBeam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: limit(row),
-				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules}
+				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
+				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking}
 			ss[r] = &bs[r]
 		}
 		return ss

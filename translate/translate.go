@@ -111,6 +111,12 @@ type Options struct {
 	Rules          string
 	OpenNMTPenalty string
 	BanUNK         bool
+	// BlockNgram is OpenNMT-py's -block_ngram_repeat under RulesOpenNMT
+	// (no hypothesis repeats an n-gram of this many tokens), except for
+	// n-grams holding one of the target tokens IgnoreWhenBlocking
+	// (-ignore_when_blocking).
+	BlockNgram         int
+	IgnoreWhenBlocking []string
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -179,6 +185,8 @@ type Translator struct {
 	// tgtUNK is the target id spelled like the source's UNK token, -1
 	// when there is none (ReplaceUnk).
 	tgtUNK int64
+	// ignoreBlocking are Options.IgnoreWhenBlocking's target token ids.
+	ignoreBlocking []int64
 	// rules are the decoding rules of the steps engine: attnx.json's
 	// decoding, with Options.MinLen.
 	rules *attention.Rules
@@ -231,6 +239,13 @@ func Open(dir string, opt Options) (*Translator, error) {
 	t.tgtUNK = -1
 	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) && info.TgtTokens != nil {
 		t.tgtUNK = int64(slices.Index(info.TgtTokens, info.SrcTokens[u]))
+	}
+	for _, tok := range opt.IgnoreWhenBlocking {
+		id := slices.Index(info.TgtTokens, tok)
+		if id < 0 {
+			return nil, fmt.Errorf("translate: IgnoreWhenBlocking: %q is not in the target vocabulary of %s", tok, infoPath)
+		}
+		t.ignoreBlocking = append(t.ignoreBlocking, int64(id))
 	}
 	if opt.ReplaceUnk && t.tgtUNK < 0 {
 		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
@@ -350,6 +365,9 @@ func checkOptions(opt Options) error {
 	case RulesOpenNMT:
 		if opt.Engine == EngineLoop {
 			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
+		}
+		if opt.BlockNgram < 0 {
+			return fmt.Errorf("translate: BlockNgram = %d: must not be negative", opt.BlockNgram)
 		}
 		if p := opt.OpenNMTPenalty; p != "" && p != decode.PenaltyNone && p != decode.PenaltyAvg && p != decode.PenaltyWu {
 			return fmt.Errorf("translate: OpenNMTPenalty %q: want none, avg or wu", p)

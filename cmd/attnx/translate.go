@@ -107,6 +107,8 @@ func runTranslate(args []string) error {
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished) or opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes; steps engine)")
 	banUNK := fs.Bool("ban-unk", false, "with --rules opennmt: never output the unknown token (OpenNMT-py's -ban_unk_token)")
+	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
+	ignoreBlocking := fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
 	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	batchTokens := fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
@@ -135,8 +137,8 @@ func runTranslate(args []string) error {
 			}
 			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 		}
-	case *banUNK:
-		return &usageError{"--ban-unk goes with --rules opennmt"}
+	case *banUNK || *blockNgram != 0 || len(*ignoreBlocking) > 0:
+		return &usageError{"--ban-unk, --block-ngram-repeat and --ignore-when-blocking go with --rules opennmt"}
 	case *penaltyForm != "power" && *penaltyForm != "wu":
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu (none and avg with --rules opennmt)", *penaltyForm)}
 	}
@@ -193,7 +195,7 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
-		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking,
 	}
 	var fileLanes int
 	if *src != "" {

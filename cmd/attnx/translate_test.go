@@ -109,7 +109,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"avg without opennmt rules", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty-form", "avg", "abc"}, 2,
 			"", "attnx translate: --length-penalty-form \"avg\": want power or wu (none and avg with --rules opennmt)\nRun 'attnx help translate' for usage.\n"},
 		{"ban-unk without opennmt rules", "", []string{"translate", "--model", model, "--ban-unk", "abc"}, 2,
-			"", "attnx translate: --ban-unk goes with --rules opennmt\nRun 'attnx help translate' for usage.\n"},
+			"", "attnx translate: --ban-unk, --block-ngram-repeat and --ignore-when-blocking go with --rules opennmt\nRun 'attnx help translate' for usage.\n"},
 		{"plain arguments", "", []string{"translate", "--model", model, "--plain", "--max-len", "8", "abc", "hello"}, 0,
 			"lfffffff\njmjjlll\n", ""},
 		{"bad line mid-batch keeps the lines before it", "abc\nhello\nabz\nabc\n", []string{"translate", "--model", model, "--batch", "4", "--max-len", "8"}, 1,

@@ -53,23 +53,42 @@ from onmt.translate.beam_search import BeamSearch, GNMTGlobalScorer  # noqa: E40
 V, PAD, BOS, EOS, UNK = 12, 1, 2, 3, 0
 
 
-def row(prefix, seed):
-    """The table model's log-probs after prefix (BOS first)."""
+def row(prefix, seed, sticky=False):
+    """The table model's log-probs after prefix (BOS first); sticky favours
+    tokens 5, 6 and 7, so that n-grams repeat."""
     g = torch.Generator().manual_seed(seed * 1000003 + hash(tuple(prefix)) % 1000003)
     logits = torch.randn(V, generator=g, dtype=torch.float32) * 2.5
+    if sticky:
+        logits[5:8] += 4.0
     logits[PAD] = -1e9  # never output
     logits[EOS] += 0.4 * len(prefix) - 2.5  # EOS likelier as the prefix grows
     return torch.log_softmax(logits, dim=-1)
 
 
 def run(case):
+    if case.get("alone"):
+        # One sentence per batch: OpenNMT-py 3.5.1 does not reindex its
+        # n-gram blocks (forbidden_tokens) when a batch's finished
+        # sentences are removed (beam_search.py remove_finished_batches),
+        # so in a batch of several the remaining sentences' blocks belong
+        # to other paths from then on. Alone, a sentence is blocked as
+        # block_ngram_repeat describes: what onmt_translate -batch_size 1
+        # does.
+        parts = [run(dict(case, alone=False, batch=1, seed=case["seed"] + b)) for b in range(case["batch"])]
+        rows = {}
+        for b, p in enumerate(parts):
+            for k, v in p["rows"].items():
+                key = json.loads(k)
+                key[0] = b
+                rows[json.dumps(key, separators=(",", ":"))] = v
+        return {"case": case, "rows": rows, "hypotheses": [p["hypotheses"][0] for p in parts]}
     torch.manual_seed(0)
     B = case["batch"]
     scorer = GNMTGlobalScorer(case["alpha"], 0.0, case["length_penalty"], "none")
     beam = BeamSearch(case["beam"], batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS,
                       n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
-                      max_length=case["max_length"], return_attention=False, block_ngram_repeat=0,
-                      exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0, ban_unk_token=case["ban_unk"])
+                      max_length=case["max_length"], return_attention=False, block_ngram_repeat=case.get("block", 0),
+                      exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=0.0, ban_unk_token=case["ban_unk"])
     src_len = torch.full((B,), 4, dtype=torch.long)
     enc_out = torch.zeros(B, 4, 2)
     beam.initialize(enc_out, src_len)
@@ -81,7 +100,7 @@ def run(case):
         lp = []
         for r, seq in enumerate(seqs):
             sent = offsets[r // K]
-            x = row(seq, case["seed"] + sent)
+            x = row(seq, case["seed"] + sent, case.get("sticky", False))
             rows[json.dumps([sent] + seq, separators=(",", ":"))] = [float(v) for v in x.tolist()]
             lp.append(x)
         beam.advance(torch.stack(lp), None)
@@ -104,6 +123,10 @@ CASES = [
     dict(name="min_length 6, ban_unk", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=True, batch=4, seed=5),
     dict(name="max_length 4", beam=5, n_best=2, length_penalty="avg", alpha=1.0, min_length=0, max_length=4, ban_unk=False, batch=3, seed=6),
     dict(name="beam 2", beam=2, n_best=2, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=6, seed=7),
+    dict(name="block_ngram_repeat 2", beam=5, n_best=2, length_penalty="avg", alpha=1.0, min_length=8, max_length=20, ban_unk=False, batch=4, seed=8, block=2, alone=True),
+    dict(name="block_ngram_repeat 3, ignore 5 and 6", beam=4, n_best=2, length_penalty="avg", alpha=1.0, min_length=10, max_length=20, ban_unk=False, batch=4, seed=9, block=3, exclusion=[5, 6], alone=True, sticky=True),
+    dict(name="block_ngram_repeat 2, sticky", beam=4, n_best=2, length_penalty="avg", alpha=1.0, min_length=10, max_length=20, ban_unk=False, batch=4, seed=11, block=2, alone=True, sticky=True),
+    dict(name="block_ngram_repeat 1", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=False, batch=3, seed=10, block=1, alone=True),
 ]
 
 
