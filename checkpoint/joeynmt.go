@@ -47,6 +47,8 @@ type JoeyTesting struct {
 	NBest           *int     `yaml:"n_best"`
 	MaxOutputLength *int     `yaml:"max_output_length"`
 	MinOutputLength *int     `yaml:"min_output_length"`
+	BatchSize       *int     `yaml:"batch_size"`
+	BatchType       string   `yaml:"batch_type"`
 }
 
 // JoeyModel is config.yaml's model section, the fields that decide the

@@ -98,24 +98,59 @@ type Defaults struct {
 	// BanUNK its -ban_unk_token).
 	Rules  string `json:"rules,omitempty"`
 	BanUNK bool   `json:"ban_unk,omitempty"`
-	// MaxLen is the most output tokens, EOS included; MaxLenFactor, when
-	// MaxLen is 0, makes the limit int(n * MaxLenFactor) for a source of
-	// n tokens (JoeyNMT's max_output_length -1: 1.5). Without either the
-	// limit is 2n+10.
+	// MaxLen is the most output tokens, EOS included. MaxLenFactor, when
+	// set, makes the limit int(n * MaxLenFactor + MaxLenAdd) for a source
+	// of n tokens, capped at MaxLen when that is set too: JoeyNMT's
+	// max_output_length -1 is factor 1.5; onmt_translate's -max_length 250
+	// with -max_length_ratio 1.25 is max_len 250, factor 1.25, add 5.
+	// Without any of them the limit is 2n+10.
 	MaxLen       int     `json:"max_len,omitempty"`
 	MaxLenFactor float64 `json:"max_len_factor,omitempty"`
+	MaxLenAdd    float64 `json:"max_len_add,omitempty"`
+	// Batching, when set, is how the toolkit's translate command cuts a
+	// test set into batches; n of MaxLenFactor is then the longest source
+	// of the sentence's batch, as the toolkit computes its limit per
+	// batch. Without it (and for inputs that are not a test set) n is the
+	// sentence's own length.
+	Batching *Batching `json:"batching,omitempty"`
+}
+
+// Batching styles (Batching.Style).
+const (
+	// BatchingOpenNMT is onmt_translate's: the test set's sentences sorted
+	// by source length (a stable sort over buckets of 16384 sentences),
+	// then cut into batches of Size sentences, or with Tokens of at most
+	// Size padded source tokens (sentences x longest source), a longer
+	// sentence alone.
+	BatchingOpenNMT = "opennmt"
+	// BatchingJoeyNMT is joeynmt translate's and test's: the sentences in
+	// file order, batches of Size sentences, or with Tokens closed as soon
+	// as sentences x (longest source + 1) reaches Size.
+	BatchingJoeyNMT = "joeynmt"
+)
+
+// Batching says how a toolkit batches a test set (Defaults.Batching).
+type Batching struct {
+	Style  string `json:"style"`
+	Size   int    `json:"size"`
+	Tokens bool   `json:"tokens,omitempty"`
 }
 
 // OutputLimit is the model's output length limit for a source of n tokens
-// (its defaults' MaxLen or MaxLenFactor), 0 when it has none.
+// (n: the longest source of its batch under Defaults.Batching), 0 when the
+// model has none.
 func (m *Info) OutputLimit(n int) int {
 	switch d := m.Defaults; {
 	case d == nil:
 		return 0
+	case d.MaxLenFactor > 0:
+		l := max(1, int(float64(n)*d.MaxLenFactor+d.MaxLenAdd))
+		if d.MaxLen > 0 {
+			l = min(l, d.MaxLen)
+		}
+		return l
 	case d.MaxLen > 0:
 		return d.MaxLen
-	case d.MaxLenFactor > 0:
-		return max(1, int(float64(n)*d.MaxLenFactor))
 	}
 	return 0
 }
@@ -141,6 +176,16 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
 	case d.MaxLen < 0 || math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:
 		return fmt.Errorf("max_len %d, max_len_factor %v: want values >= 0", d.MaxLen, d.MaxLenFactor)
+	case math.IsNaN(d.MaxLenAdd) || math.IsInf(d.MaxLenAdd, 0) || d.MaxLenAdd < 0 || (d.MaxLenAdd > 0 && d.MaxLenFactor == 0):
+		return fmt.Errorf("max_len_add %v: want a value >= 0, with max_len_factor", d.MaxLenAdd)
+	}
+	if b := d.Batching; b != nil {
+		switch {
+		case b.Style != BatchingOpenNMT && b.Style != BatchingJoeyNMT:
+			return fmt.Errorf("batching style %q: want %q or %q", b.Style, BatchingOpenNMT, BatchingJoeyNMT)
+		case b.Size < 1:
+			return fmt.Errorf("batching size %d: want 1 or more", b.Size)
+		}
 	}
 	return nil
 }

@@ -124,9 +124,13 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 			// avg, -alpha 1) and its beam search, so that attnx translate
 			// with no decoding flags decodes as onmt_translate does with
 			// none. 2.x's search stops by other rules, not reproduced.
+			// Its output limit is -max_length 250 with -max_length_ratio
+			// 1.25 over the longest source of each batch of -batch_size 30
+			// sentences, sorted by length.
 			alpha := 1.0
-			tm.defaults = &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg", LengthPenalty: &alpha}
-			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 3.x's, beam 5 with OpenNMT-py's beam search and -length_penalty avg; attnx translate's flags override them")
+			tm.defaults = &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg", LengthPenalty: &alpha,
+				MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}
+			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 3.x's, beam 5 with OpenNMT-py's beam search, -length_penalty avg, at most min(250, 1.25 x the batch's longest source + 5) tokens over its batches of 30 sentences; attnx translate's flags override them")
 		}
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
 		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}
@@ -298,7 +302,11 @@ func joeyDefaults(t checkpoint.JoeyTesting) *Defaults {
 	if m := get(t.MaxOutputLength, -1); m > 0 {
 		d.MaxLen = m
 	} else {
+		// int(max(batch.src_length) * 1.5), over the batches of the
+		// testing section's batch_size (64) and batch_type (sentence), in
+		// file order.
 		d.MaxLenFactor = 1.5
+		d.Batching = &Batching{Style: BatchingJoeyNMT, Size: get(t.BatchSize, 64), Tokens: strings.EqualFold(t.BatchType, "token")}
 	}
 	return d
 }
@@ -307,7 +315,7 @@ func joeyLimitText(d *Defaults) string {
 	if d.MaxLen > 0 {
 		return strconv.Itoa(d.MaxLen)
 	}
-	return "1.5 x the source's tokens"
+	return "1.5 x the longest source of its batch, </s> included"
 }
 
 // toolkitInfo fills in attnx.json for a toolkit's model: the

@@ -41,6 +41,9 @@ type CorpusStats struct {
 // TranslateCorpus translates a test set of sentences as the toolkits'
 // translate commands do: the sentences are sorted by length and decoded in
 // batches of similar length (CorpusOptions), Lanes batches at a time, and
+// when the model's output limit depends on the toolkit's batches
+// (attnx.json's defaults.batching), each sentence gets the limit of the
+// batch the toolkit would have put it in; and
 // emit is called with each result in the original order, as soon as it and
 // every sentence before it are done. Blank lines give empty results. Lines
 // are text, or token ids when the model has no source vocabulary. A line
@@ -96,6 +99,13 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 	}
 	batches := corpusBatches(rows, co, t.batchSize())
 	st.Batches = len(batches)
+	// The toolkit's output limit is per batch of its own: each row's n is
+	// the longest source of the batch the toolkit would put it in, however
+	// attnx batches it.
+	var longest []int
+	if d := t.info.Defaults; d != nil && d.Batching != nil && t.opt.MaxLen == 0 {
+		longest = batchLongest(rows, d.Batching)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -140,12 +150,19 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 		wg.Go(func() {
 			for idx := range work {
 				src := make([][]int64, len(idx))
+				var lens []int
+				if longest != nil {
+					lens = make([]int, len(idx))
+				}
 				for k, i := range idx {
 					src[k] = rows[i]
+					if lens != nil {
+						lens[k] = longest[i]
+					}
 				}
 				var res []Result
 				err := panics.Call(func() (err error) {
-					res, err = t.TranslateIDs(ctx, src)
+					res, err = t.translateIDs(ctx, src, lens)
 					return err
 				}, "translating sentences %s", sentenceList(idx))
 				mu.Lock()

@@ -11,14 +11,14 @@ import (
 // runLoop decodes one batch with greedy.onnx in one session run. max_len is
 // the largest row limit; each row is then cut at its EOS and its own limit,
 // which gives the tokens the step engine gives.
-func (t *Translator) runLoop(ctx context.Context, rows [][]int64) ([]Result, error) {
+func (t *Translator) runLoop(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
 	B, S := len(rows), maxLen(rows)
 	ids, lens := make([]int64, B*S), make([]int64, B)
 	fillSources(ids, lens, rows, S)
 	limits := make([]int, B)
 	steps := 0
 	for r, row := range rows {
-		limits[r] = t.limit(len(row))
+		limits[r] = t.rowLimit(so, r, row)
 		steps = max(steps, limits[r])
 	}
 	if err := ctx.Err(); err != nil {

@@ -36,12 +36,12 @@ func (t *Translator) beamSpec() graphSpec {
 // (hypotheses still live at max_len join the final list), so rows of
 // different limits run as separate batches, each at its own limit, as the
 // steps engine runs each row to its own.
-func (t *Translator) runLoopBeam(ctx context.Context, rows [][]int64) ([]Result, error) {
+func (t *Translator) runLoopBeam(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
 	res := make([]Result, len(rows))
 	var limits []int
 	groups := map[int][]int{}
 	for r, row := range rows {
-		l := t.limit(len(row))
+		l := t.rowLimit(so, r, row)
 		if groups[l] == nil {
 			limits = append(limits, l)
 		}

@@ -185,5 +185,5 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 	if err != nil {
 		return nil, err
 	}
-	return t.decodeBatches(sources, so, func(rows [][]int64) ([]Result, error) { return t.runSearch(ctx, rows, so) })
+	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) { return t.runSearch(ctx, rows, so) })
 }

@@ -10,14 +10,6 @@ import (
 	"github.com/attnx/attnx/decode"
 )
 
-// runSteps decodes one batch with encoder.onnx and decoder.onnx on the
-// decoding core: an executor from the pool, one search per row (greedy,
-// or beam search when Options.Beam > 1), rows leaving the batch as their
-// searches end.
-func (t *Translator) runSteps(ctx context.Context, rows [][]int64) ([]Result, error) {
-	return t.runSearch(ctx, rows, t.searchOptions())
-}
-
 // runSearch decodes one batch on the decoding core, as so says.
 func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
 	searches := t.searches(rows, so)
@@ -46,6 +38,23 @@ type searchOpts struct {
 	openNMT bool
 	onmtPen string
 	banUNK  bool
+	// lens, when not nil, holds the n of each row's output limit: the
+	// longest source of the toolkit batch the row is in
+	// (modeldir.Defaults.Batching), in place of the row's own length.
+	lens []int
+}
+
+// rowLimit is the output limit of row r (source row): so.maxLen, else the
+// Translator's for the row's n.
+func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
+	if so.maxLen > 0 {
+		return so.maxLen
+	}
+	n := len(row)
+	if so.lens != nil && so.lens[r] > 0 {
+		n = so.lens[r]
+	}
+	return t.limitFor(n, so.openNMT)
 }
 
 // searchOptions returns the Translator's own search settings.
@@ -137,19 +146,10 @@ func withMinLen(rules *attention.Rules, minLen int) *attention.Rules {
 func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	sp := t.info.Special
 	ss := make([]decode.Search, len(rows))
-	limit := func(row []int64) int {
-		switch {
-		case so.maxLen > 0:
-			return so.maxLen
-		case so.openNMT && t.opt.MaxLen == 0:
-			return openNMTMaxLen(len(row))
-		}
-		return t.limit(len(row))
-	}
 	if so.beam > 1 && so.openNMT {
 		bs := make([]decode.OpenNMTBeam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: limit(row),
+			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
 				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking}
 			ss[r] = &bs[r]
@@ -159,14 +159,14 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
-			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: limit(row), LengthPenalty: so.alpha, PenaltyWu: so.wu, KeepAttention: so.keepAttention(), Rules: so.rules}
+			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: t.rowLimit(so, r, row), LengthPenalty: so.alpha, PenaltyWu: so.wu, KeepAttention: so.keepAttention(), Rules: so.rules}
 			ss[r] = &bs[r]
 		}
 		return ss
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: limit(row), KeepAttention: so.keepAttention(), Rules: so.rules}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.rowLimit(so, r, row), KeepAttention: so.keepAttention(), Rules: so.rules}
 		ss[r] = &gs[r]
 	}
 	return ss

@@ -524,14 +524,22 @@ func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
-	return t.decodeBatches(sources, t.searchOptions(), func(rows [][]int64) ([]Result, error) {
+	return t.translateIDs(ctx, sources, nil)
+}
+
+// translateIDs is TranslateIDs with lens, when not nil, the n of each
+// row's output limit (searchOpts.lens).
+func (t *Translator) translateIDs(ctx context.Context, sources [][]int64, lens []int) ([]Result, error) {
+	so := t.searchOptions()
+	so.lens = lens
+	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) {
 		switch {
 		case t.engine == EngineLoop && t.beam() > 1:
-			return t.runLoopBeam(ctx, rows)
+			return t.runLoopBeam(ctx, rows, so)
 		case t.engine == EngineLoop:
-			return t.runLoop(ctx, rows)
+			return t.runLoop(ctx, rows, so)
 		default:
-			return t.runSteps(ctx, rows)
+			return t.runSearch(ctx, rows, so)
 		}
 	})
 }
@@ -552,9 +560,9 @@ func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 }
 
 // decodeBatches checks every row of sources, then decodes them with run in
-// batches of at most Options.BatchSize, in order, and finishes the
-// results.
-func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(rows [][]int64) ([]Result, error)) ([]Result, error) {
+// batches of at most Options.BatchSize, in order (each with its part of
+// so.lens), and finishes the results.
+func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(rows [][]int64, so searchOpts) ([]Result, error)) ([]Result, error) {
 	release, err := t.acquire(sources)
 	if err != nil {
 		return nil, err
@@ -563,8 +571,12 @@ func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(ro
 	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
-		rows := sources[start:min(start+bs, len(sources))]
-		res, err := run(rows)
+		end := min(start+bs, len(sources))
+		rows, part := sources[start:end], so
+		if so.lens != nil {
+			part.lens = so.lens[start:end]
+		}
+		res, err := run(rows, part)
 		if err != nil {
 			return nil, err
 		}
@@ -620,12 +632,20 @@ func (t *Translator) checkRows(sources [][]int64) error {
 func (t *Translator) Limit(n int) int { return t.limit(n) }
 
 // limit is Limit.
-func (t *Translator) limit(n int) int {
+func (t *Translator) limit(n int) int { return t.limitFor(n, t.opt.Rules == RulesOpenNMT) }
+
+// limitFor is the output limit for n source tokens: Options.MaxLen, else
+// the model's own (attnx.json's defaults), else onmt_translate's under
+// OpenNMT-py's rules (openNMT), else DefaultMaxLen.
+func (t *Translator) limitFor(n int, openNMT bool) int {
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
 	}
 	if l := t.info.OutputLimit(n); l > 0 {
-		return l // the model's own (attnx.json's defaults)
+		return l
+	}
+	if openNMT {
+		return openNMTMaxLen(n)
 	}
 	return DefaultMaxLen(n)
 }

@@ -314,11 +314,28 @@ func describeDefaults(d *modeldir.Defaults) string {
 	if d.MinLen > 0 {
 		parts = append(parts, fmt.Sprintf("min length %d", d.MinLen))
 	}
+	n, of := "the source", ""
+	if b := d.Batching; b != nil {
+		unit, who := "sentences", "OpenNMT-py's, sorted by length"
+		if b.Tokens {
+			unit = "source tokens"
+		}
+		if b.Style == modeldir.BatchingJoeyNMT {
+			who = "JoeyNMT's, in file order"
+		}
+		n, of = "n", fmt.Sprintf(", n the longest source of its batch (%s, of %d %s)", who, b.Size, unit)
+	}
+	limit := fmt.Sprintf("%g x %s", d.MaxLenFactor, n)
+	if d.MaxLenAdd > 0 {
+		limit += fmt.Sprintf(" + %g", d.MaxLenAdd)
+	}
 	switch {
+	case d.MaxLenFactor > 0 && d.MaxLen > 0:
+		parts = append(parts, fmt.Sprintf("max length min(%d, %s)%s", d.MaxLen, limit, of))
+	case d.MaxLenFactor > 0:
+		parts = append(parts, "max length "+limit+of)
 	case d.MaxLen > 0:
 		parts = append(parts, fmt.Sprintf("max length %d", d.MaxLen))
-	case d.MaxLenFactor > 0:
-		parts = append(parts, fmt.Sprintf("max length %g x the source", d.MaxLenFactor))
 	case d.Rules == "opennmt":
 		parts = append(parts, "max length min(250, 1.25 x the source + 5)")
 	}

@@ -46,13 +46,13 @@ func TestInspectShowsArchAndCell(t *testing.T) {
 // TestInspectDefaults: inspect shows the decoding defaults export records,
 // for a checkpoint and for the model directory.
 func TestInspectDefaults(t *testing.T) {
-	want := "  defaults beam 5 with OpenNMT-py's beam search, length penalty avg (alpha 1), max length min(250, 1.25 x the source + 5) (attnx.json; flags and request fields override them)\n"
+	want := "  defaults beam 5 with OpenNMT-py's beam search, length penalty avg (alpha 1), max length min(250, 1.25 x n + 5), n the longest source of its batch (OpenNMT-py's, sorted by length, of 30 sentences) (attnx.json; flags and request fields override them)\n"
 	code, out, errOut := attnx("inspect", "../../checkpoint/testdata/toolkits/onmt_v3.pt")
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("inspect onmt_v3.pt: exit %d, %s %s; want %q", code, out, errOut, want)
 	}
 	code, out, errOut = attnx("inspect", "../../checkpoint/testdata/toolkits/joey/best.ckpt")
-	if want := "  defaults greedy, max length 1.5 x the source (attnx.json"; code != 0 || !strings.Contains(out, want) {
+	if want := "  defaults greedy, max length 1.5 x n, n the longest source of its batch (JoeyNMT's, in file order, of 64 sentences) (attnx.json"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("inspect joey best.ckpt: exit %d, %s %s; want %q", code, out, errOut, want)
 	}
 }
