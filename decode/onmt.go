@@ -45,8 +45,10 @@ const onmtMasked = -65504
 // penalty, in float32, as OpenNMT-py keeps it. MinLen bans EOS while the
 // hypothesis holds fewer than MinLen tokens, BanUNK bans UNK (both by a
 // log-prob of -65504, as OpenNMT-py does); BlockNgram blocks repeated
-// n-grams by a score of -1e21. Not implemented: -ratio, the coverage
-// penalty.
+// n-grams by a score of -1e21. Ratio (-ratio) changes the stop rule. Not
+// implemented: the coverage penalty, which OpenNMT-py 3.5.1 cannot apply
+// to RNN decoders (their attention comes time-first and its beam search
+// fails indexing it, as with -replace_unk).
 type OpenNMTBeam struct {
 	// SOS is the first input token, EOS the token that finishes a
 	// hypothesis, UNK the unknown token (BanUNK).
@@ -70,6 +72,15 @@ type OpenNMTBeam struct {
 	// token of IgnoreWhenBlocking (-ignore_when_blocking).
 	BlockNgram         int
 	IgnoreWhenBlocking []int64
+	// Ratio is -ratio: when above 0, a row stops at a step where some
+	// candidate finishes if its best candidate's score / (SrcLen x Ratio)
+	// is no better than the best finished score per token so far, or
+	// every pick finished, once NBest hypotheses have finished. SrcLen is
+	// the source's length (OpenNMT-py 3.5.1 reads it right for the first
+	// sentence of a batch only: its src_len is per beam row, indexed by
+	// sentence).
+	Ratio  float64
+	SrcLen int
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
 	// Rules, when set, are further decoding rules applied to each step's
@@ -77,6 +88,7 @@ type OpenNMTBeam struct {
 	Rules *attention.Rules
 
 	steps int
+	best  float64 // -ratio's best finished score per token
 	live  []onmtLive
 	next  []onmtLive
 	tree  tree
@@ -118,6 +130,10 @@ func (b *OpenNMTBeam) Validate() error {
 		return fmt.Errorf("decode: length penalty %q: want %s, %s or %s", b.Penalty, PenaltyNone, PenaltyAvg, PenaltyWu)
 	case math.IsNaN(b.Alpha) || math.IsInf(b.Alpha, 0):
 		return fmt.Errorf("decode: alpha %v: want a finite value", b.Alpha)
+	case math.IsNaN(b.Ratio) || math.IsInf(b.Ratio, 0) || b.Ratio < 0:
+		return fmt.Errorf("decode: ratio %v: want a finite value >= 0", b.Ratio)
+	case b.Ratio > 0 && b.SrcLen < 1:
+		return fmt.Errorf("decode: ratio %v needs the source length, SrcLen = %d", b.Ratio, b.SrcLen)
 	}
 	return nil
 }
@@ -151,6 +167,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
 		b.live = append(b.live[:0], onmtLive{node: -1})
 		b.fin = b.fin[:0]
+		b.best = -1e10
 	}
 	if b.MaxLen < 1 || s.Len() < len(b.live) {
 		return b.finish()
@@ -191,7 +208,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	b.steps++
 	atMax := b.steps >= b.MaxLen
 	b.next = b.next[:0]
-	topFinished := false
+	topFinished, anyFinished, allFinished := false, false, true
 	for r, c := range picks {
 		h := b.live[c.i]
 		node := b.tree.add(s, h.node, int(c.i), int64(c.v))
@@ -202,12 +219,26 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if int64(c.v) == b.EOS || atMax {
 			b.fin = append(b.fin, onmtHyp{node: node, norm: c.score, lraw: raw})
 			topFinished = topFinished || r == 0
+			anyFinished = true
+			if b.Ratio > 0 {
+				// update_finished's step is alive_seq's length: the start
+				// token and b.steps tokens; it divides by one more.
+				b.best = max(b.best, float64(c.score)/float64(b.steps+2))
+			}
 			continue
 		}
+		allFinished = false
 		b.next = append(b.next, onmtLive{node: node, score: raw, pos: int32(r)})
 	}
 	b.live, b.next = b.next, b.live
-	if topFinished && len(b.fin) >= b.NBest || len(b.live) == 0 {
+	stop := topFinished
+	if b.Ratio > 0 {
+		// In float32, as torch divides the score by the 0-d tensor
+		// src_len x ratio and compares with the Python float.
+		predLen := float32(b.SrcLen) * float32(b.Ratio)
+		stop = anyFinished && (picks[0].score/predLen <= float32(b.best) || allFinished)
+	}
+	if stop && len(b.fin) >= b.NBest || len(b.live) == 0 {
 		return b.finish()
 	}
 	for j, h := range b.live {

@@ -27,6 +27,8 @@ type onmtFixture struct {
 			Block         int     `json:"block"`
 			Exclusion     []int64 `json:"exclusion"`
 			Batch         int     `json:"batch"`
+			Ratio         float64 `json:"ratio"`
+			SrcLen        int     `json:"src_len"`
 		} `json:"case"`
 		Rows       map[string][]float64 `json:"rows"`
 		Hypotheses [][]struct {
@@ -60,7 +62,7 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 		t.Run(c.Case.Name, func(t *testing.T) {
 			b := &OpenNMTBeam{SOS: fx.BOS, EOS: fx.EOS, UNK: fx.UNK, K: c.Case.Beam, NBest: c.Case.NBest, MaxLen: c.Case.MaxLength,
 				MinLen: c.Case.MinLength, Penalty: c.Case.LengthPenalty, Alpha: c.Case.Alpha, BanUNK: c.Case.BanUNK,
-				BlockNgram: c.Case.Block, IgnoreWhenBlocking: c.Case.Exclusion}
+				BlockNgram: c.Case.Block, IgnoreWhenBlocking: c.Case.Exclusion, Ratio: c.Case.Ratio, SrcLen: max(c.Case.SrcLen, 4)}
 			if err := b.Validate(); err != nil {
 				t.Fatal(err)
 			}

@@ -154,14 +154,16 @@ func TestConfigTokenizers(t *testing.T) {
 
 // TestToolkitDefaults: an OpenNMT-py 3.x checkpoint exports with
 // onmt_translate's decoding defaults in attnx.json (beam 5, OpenNMT-py's
-// beam search, -length_penalty avg, -alpha 1); a 2.x one, whose search
+// beam search, -length_penalty avg, -alpha 1, -max_length 250 with
+// -max_length_ratio 1.25 over batches of 30); a 2.x one, whose search
 // stops by other rules, with none.
 func TestToolkitDefaults(t *testing.T) {
 	for _, c := range []struct {
 		file string
 		want *Defaults
 	}{
-		{"onmt_v3.pt", &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg"}},
+		{"onmt_v3.pt", &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg",
+			MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}},
 		{"onmt_v2.pt", nil},
 	} {
 		dir := filepath.Join(t.TempDir(), "m")
@@ -181,7 +183,7 @@ func TestToolkitDefaults(t *testing.T) {
 			t.Fatalf("%s: defaults %+v, want alpha 1", c.file, got)
 		}
 		got.LengthPenalty = nil
-		if *got != *c.want {
+		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: defaults %+v, want %+v", c.file, got, c.want)
 		}
 	}

@@ -19,7 +19,10 @@ const (
 // openNMTMaxLen is onmt_translate's output limit for a source of n tokens
 // at its defaults (-max_length 250, -max_length_ratio 1.25):
 // int(min(250, 1.25 n + 5)).
-func openNMTMaxLen(n int) int { return int(min(250, 1.25*float64(n)+5)) }
+func openNMTMaxLen(n int) int { return int(min(openNMTMaxLength, 1.25*float64(n)+5)) }
+
+// openNMTMaxLength is onmt_translate's default -max_length.
+const openNMTMaxLength = 250
 
 // checkBeamOptions checks Beam, NBest and LengthPenalty, naming the option
 // and the allowed range.

@@ -24,6 +24,18 @@ type CorpusOptions struct {
 	// Lanes is how many batches are decoded at the same time (each its own
 	// ONNX Runtime runs on the shared sessions); 0 means 1.
 	Lanes int
+	// ToolkitBatches, when set, replaces the size and type of attnx.json's
+	// defaults.batching (its style stays), as the toolkit's -batch_size
+	// and -batch_type would: the batches that decide the sentences' output
+	// limits. It changes nothing for a model without defaults.batching.
+	ToolkitBatches *ToolkitBatches
+}
+
+// ToolkitBatches is a toolkit's batch size: Size sentences, or with Tokens
+// Size source tokens.
+type ToolkitBatches struct {
+	Size   int
+	Tokens bool
 }
 
 // CorpusStats are TranslateCorpus's totals.
@@ -103,8 +115,12 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 	// the longest source of the batch the toolkit would put it in, however
 	// attnx batches it.
 	var longest []int
-	if d := t.info.Defaults; d != nil && d.Batching != nil && t.opt.MaxLen == 0 {
-		longest = batchLongest(rows, d.Batching)
+	if d := t.info.Defaults; d != nil && d.Batching != nil && (t.opt.MaxLen == 0 || t.opt.MaxLenRatio != nil) {
+		b := *d.Batching
+		if tb := co.ToolkitBatches; tb != nil && tb.Size > 0 {
+			b.Size, b.Tokens = tb.Size, tb.Tokens
+		}
+		longest = batchLongest(rows, &b)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

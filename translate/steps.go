@@ -146,12 +146,15 @@ func withMinLen(rules *attention.Rules, minLen int) *attention.Rules {
 func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	sp := t.info.Special
 	ss := make([]decode.Search, len(rows))
-	if so.beam > 1 && so.openNMT {
+	// OpenNMT-py's GreedySearch bans and blocks tokens as its BeamSearch
+	// does; its picks are a beam of one's.
+	onmtGreedy := so.openNMT && (so.banUNK || t.opt.BlockNgram > 0)
+	if so.beam > 1 && so.openNMT || so.beam == 1 && onmtGreedy {
 		bs := make([]decode.OpenNMTBeam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
-				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking}
+				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking, Ratio: t.opt.Ratio, SrcLen: len(row)}
 			ss[r] = &bs[r]
 		}
 		return ss

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,8 +60,15 @@ type Options struct {
 	// has greedy.onnx and steps otherwise.
 	Engine string
 	// MaxLen limits the output of each row to this many tokens (EOS
-	// included). 0 means 2*n+10 for a source of n tokens.
+	// included). 0 means the model's limit (attnx.json's defaults), else
+	// 2*n+10 for a source of n tokens.
 	MaxLen int
+	// MaxLenRatio, when set, is OpenNMT-py's -max_length_ratio: the limit
+	// becomes min(MaxLen, int(ratio x n + 5)), MaxLen 0 meaning
+	// -max_length's default 250, with n the longest source of the row's
+	// toolkit batch (attnx.json's defaults.batching) or the row's own
+	// length; ratio 0 leaves MaxLen (or 250) alone.
+	MaxLenRatio *float64
 	// ReplaceUnk replaces each unknown token of the output (the target
 	// vocabulary's token spelled like the source's UNK) with the source
 	// token that has the highest attention at that step (OpenNMT-py's
@@ -117,6 +125,11 @@ type Options struct {
 	// (-ignore_when_blocking).
 	BlockNgram         int
 	IgnoreWhenBlocking []string
+	// Ratio is OpenNMT-py's -ratio under RulesOpenNMT (0: off): a row's
+	// search may stop before its best candidate ends, once that
+	// candidate's score over Ratio x the source's length is no better than
+	// the best finished score per token (decode.OpenNMTBeam.Ratio).
+	Ratio float64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -256,9 +269,14 @@ func Open(dir string, opt Options) (*Translator, error) {
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
+		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0)
 		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
+				if onmtGreedy {
+					t.engine = EngineSteps
+					t.notes = append(t.notes, "greedy decoding on the steps engine: "+greedyFile+" has no -ban_unk_token or -block_ngram_repeat")
+				}
 			}
 		}
 	case EngineLoop:
@@ -377,6 +395,12 @@ func checkOptions(opt Options) error {
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
+	}
+	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
+		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
+	}
+	if r := opt.MaxLenRatio; r != nil && (math.IsNaN(*r) || math.IsInf(*r, 0) || *r < 0) {
+		return fmt.Errorf("translate: MaxLenRatio = %v: want a finite value >= 0", *r)
 	}
 	if opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen {
 		return fmt.Errorf("translate: MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
@@ -634,10 +658,21 @@ func (t *Translator) Limit(n int) int { return t.limit(n) }
 // limit is Limit.
 func (t *Translator) limit(n int) int { return t.limitFor(n, t.opt.Rules == RulesOpenNMT) }
 
-// limitFor is the output limit for n source tokens: Options.MaxLen, else
+// limitFor is the output limit for n source tokens: Options.MaxLenRatio's
+// when set, else Options.MaxLen, else
 // the model's own (attnx.json's defaults), else onmt_translate's under
 // OpenNMT-py's rules (openNMT), else DefaultMaxLen.
 func (t *Translator) limitFor(n int, openNMT bool) int {
+	if r := t.opt.MaxLenRatio; r != nil {
+		limit := t.opt.MaxLen
+		if limit == 0 {
+			limit = openNMTMaxLength
+		}
+		if *r > 0 {
+			limit = min(limit, int(*r*float64(n)+5))
+		}
+		return max(limit, 1)
+	}
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
 	}

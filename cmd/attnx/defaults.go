@@ -11,8 +11,10 @@ import (
 type decodingFlags struct {
 	beam, nBest, minLen *int
 	alpha               *float64
-	penaltyForm, rules  *string
-	replaceUnk, banUNK  *bool
+	// maxLenRatio is translate's --max-len-ratio (nil for serve).
+	maxLenRatio        *float64
+	penaltyForm, rules *string
+	replaceUnk, banUNK *bool
 }
 
 // applyModelDefaults sets each decoding flag that the command line left
@@ -56,6 +58,15 @@ func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	}
 	if d.BanUNK && f.banUNK != nil && sameRules {
 		set("ban-unk", func() { *f.banUNK = true })
+	}
+	// OpenNMT-py's -max_length caps its ratio's limit rather than
+	// replacing it: --max-len alone keeps the model's ratio, as
+	// onmt_translate -max_length N keeps -max_length_ratio 1.25.
+	if f.maxLenRatio != nil && d.Rules == "opennmt" && d.MaxLenFactor > 0 && fs.Changed("max-len") {
+		set("max-len-ratio", func() {
+			*f.maxLenRatio = d.MaxLenFactor
+			fs.Lookup("max-len-ratio").Changed = true
+		})
 	}
 	// A beam set on the command line lists one hypothesis unless
 	// --n-best says otherwise, as a request that sets "beam" does.

@@ -88,7 +88,8 @@ func runTranslate(args []string) error {
 	var ids translateIDsFlag
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	batch := fs.Int("batch", 32, "inputs decoded together")
-	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: 2n+10 for n source tokens)")
+	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: the model's limit, else 2n+10 for n source tokens); OpenNMT-py's -max_length, JoeyNMT's max_output_length")
+	maxLenRatio := fs.Float64("max-len-ratio", 0, "OpenNMT-py's -max_length_ratio `R`: at most min(--max-len or 250, R x n + 5) output tokens, n the longest source of the sentence's onmt_translate batch (0: --max-len or 250 alone)")
 	replaceUnk := fs.Bool("replace-unk", false, "replace each <unk> of the output with the source token it attends to most (OpenNMT-py's -replace_unk)")
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	maxSrc := fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
@@ -108,6 +109,7 @@ func runTranslate(args []string) error {
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished) or opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes; steps engine)")
 	banUNK := fs.Bool("ban-unk", false, "with --rules opennmt: never output the unknown token (OpenNMT-py's -ban_unk_token)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
+	ratio := fs.Float64("ratio", 0, "with --rules opennmt: OpenNMT-py's -ratio `R`: a sentence may stop once its best candidate's score over R x its source length is no better than the best finished score per token (0: off)")
 	ignoreBlocking := fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
 	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
@@ -117,7 +119,7 @@ func runTranslate(args []string) error {
 		return err
 	}
 	if *model != "" {
-		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK})
+		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK, maxLenRatio: maxLenRatio})
 	}
 	onmtPenalty := ""
 	switch {
@@ -137,8 +139,8 @@ func runTranslate(args []string) error {
 			}
 			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 		}
-	case *banUNK || *blockNgram != 0 || len(*ignoreBlocking) > 0:
-		return &usageError{"--ban-unk, --block-ngram-repeat and --ignore-when-blocking go with --rules opennmt"}
+	case *banUNK || *blockNgram != 0 || len(*ignoreBlocking) > 0 || *ratio != 0:
+		return &usageError{"--ban-unk, --block-ngram-repeat, --ignore-when-blocking and --ratio go with --rules opennmt"}
 	case *penaltyForm != "power" && *penaltyForm != "wu":
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu (none and avg with --rules opennmt)", *penaltyForm)}
 	}
@@ -170,6 +172,8 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--batch %d: must be at least 1", *batch)}
 	case *maxLen < 0:
 		return &usageError{fmt.Sprintf("--max-len %d: must not be negative", *maxLen)}
+	case math.IsNaN(*maxLenRatio) || math.IsInf(*maxLenRatio, 0) || *maxLenRatio < 0:
+		return &usageError{fmt.Sprintf("--max-len-ratio %v: want a finite value >= 0", *maxLenRatio)}
 	case *maxSrc < 0:
 		return &usageError{fmt.Sprintf("--max-src-len %d: must not be negative", *maxSrc)}
 	case *threads < 0:
@@ -195,7 +199,10 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
-		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio,
+	}
+	if fs.Changed("max-len-ratio") {
+		topt.MaxLenRatio = maxLenRatio
 	}
 	var fileLanes int
 	if *src != "" {
@@ -219,8 +226,16 @@ func runTranslate(args []string) error {
 	}
 
 	if *src != "" {
-		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, plot: *plotPath,
-			opts: translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}})
+		co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}
+		// --batch and --batch-tokens stand for the toolkit's -batch_size
+		// and -batch_type, whose batches decide its output limits.
+		switch {
+		case fs.Changed("batch-tokens") && *batchTokens > 0:
+			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batchTokens, Tokens: true}
+		case fs.Changed("batch"):
+			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
+		}
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, plot: *plotPath, opts: co})
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()

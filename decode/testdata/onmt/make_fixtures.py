@@ -88,9 +88,10 @@ def run(case):
     beam = BeamSearch(case["beam"], batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS,
                       n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
                       max_length=case["max_length"], return_attention=False, block_ngram_repeat=case.get("block", 0),
-                      exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=0.0, ban_unk_token=case["ban_unk"])
-    src_len = torch.full((B,), 4, dtype=torch.long)
-    enc_out = torch.zeros(B, 4, 2)
+                      exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=case.get("ratio", 0.0), ban_unk_token=case["ban_unk"])
+    S = case.get("src_len", 4)
+    src_len = torch.full((B,), S, dtype=torch.long)
+    enc_out = torch.zeros(B, S, 2)
     beam.initialize(enc_out, src_len)
     rows = {}
     for step in range(beam.max_length):
@@ -126,6 +127,11 @@ CASES = [
     dict(name="block_ngram_repeat 2", beam=5, n_best=2, length_penalty="avg", alpha=1.0, min_length=8, max_length=20, ban_unk=False, batch=4, seed=8, block=2, alone=True),
     dict(name="block_ngram_repeat 3, ignore 5 and 6", beam=4, n_best=2, length_penalty="avg", alpha=1.0, min_length=10, max_length=20, ban_unk=False, batch=4, seed=9, block=3, exclusion=[5, 6], alone=True, sticky=True),
     dict(name="block_ngram_repeat 2, sticky", beam=4, n_best=2, length_penalty="avg", alpha=1.0, min_length=10, max_length=20, ban_unk=False, batch=4, seed=11, block=2, alone=True, sticky=True),
+    # -ratio: OpenNMT-py 3.5.1 reads src_len per beam row by sentence
+    # index, right for a batch's first sentence only: one per batch.
+    dict(name="ratio 0.5", beam=5, n_best=1, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=12, ratio=0.5, src_len=6, alone=True),
+    dict(name="ratio 1.5, n_best 2, none", beam=4, n_best=2, length_penalty="none", alpha=0.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=13, ratio=1.5, src_len=5, alone=True),
+    dict(name="ratio 0.3, wu", beam=5, n_best=1, length_penalty="wu", alpha=0.6, min_length=0, max_length=20, ban_unk=False, batch=4, seed=14, ratio=0.3, src_len=9, alone=True),
     dict(name="block_ngram_repeat 1", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=False, batch=3, seed=10, block=1, alone=True),
 ]
 
