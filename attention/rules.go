@@ -10,9 +10,9 @@ import (
 
 // Rules are a toolkit's decoding rules beyond the spec's argmax and beam
 // search: tokens its search never chooses and a first step at which it
-// may end. JoeyNMT 2.x's searches have them (its greedy search never
-// chooses <s> or <pad>, its beam search never <s>, and neither ends at the
-// first step); the other toolkits have none. The decoding core, greedy.onnx
+// may end. JoeyNMT 2.x's searches have them (2.3's never choose <s> or
+// <pad>, nor <unk> with generate_unk false, and none ends at the first
+// step); the other toolkits have none. The decoding core, greedy.onnx
 // and beam.onnx apply them by giving those tokens' log-probs -Inf before
 // choosing.
 type Rules struct {

@@ -47,6 +47,7 @@ type JoeyTesting struct {
 	NBest           *int     `yaml:"n_best"`
 	MaxOutputLength *int     `yaml:"max_output_length"`
 	MinOutputLength *int     `yaml:"min_output_length"`
+	GenerateUnk     *bool    `yaml:"generate_unk"`
 	BatchSize       *int     `yaml:"batch_size"`
 	BatchType       string   `yaml:"batch_type"`
 }

@@ -197,7 +197,7 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		if eos := index(j.SrcVocab, sp.EOS); eos >= 0 {
 			tm.suffix = []int64{eos}
 		}
-		tm.rules = joeyRules(j.Version, tm.special)
+		tm.rules = joeyRules(j.Version, tm.special, j.Testing, index(j.TrgVocab, sp.UNK))
 		if tm.rules != nil {
 			tm.notes = append(tm.notes, "decoding as "+tm.rules.Origin)
 		}
@@ -241,10 +241,12 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 }
 
 // joeyRules are the decoding rules of the JoeyNMT version that wrote a
-// config (its joeynmt_version): 2.3 never chooses <s> or <pad> in greedy
-// search and <s> in beam search, and no version 2 ends at the first step
-// (min_output_length 1); 1.x searches by plain argmax.
-func joeyRules(version string, sp attention.Special) *attention.Rules {
+// config (its joeynmt_version): 2.3 never chooses <s> or <pad> (search.py
+// sets their scores to -inf in greedy and beam search alike), nor the
+// target's <unk> (tgtUNK) when the testing section says generate_unk:
+// false; no version 2 ends at the first step (min_output_length 1); 1.x
+// searches by plain argmax.
+func joeyRules(version string, sp attention.Special, testing checkpoint.JoeyTesting, tgtUNK int64) *attention.Rules {
 	major, minor := 0, 0
 	parts := strings.SplitN(version, ".", 3)
 	if len(parts) >= 1 {
@@ -255,8 +257,13 @@ func joeyRules(version string, sp attention.Special) *attention.Rules {
 	}
 	switch {
 	case major >= 3 || (major == 2 && minor >= 3):
-		return &attention.Rules{Greedy: []int64{sp.SOS, sp.PAD}, Beam: []int64{sp.SOS}, EOSFromStep: 1,
-			Origin: "JoeyNMT " + version + ": greedy search never chooses <s> or <pad>, beam search never <s>, and </s> not at the first step"}
+		r := &attention.Rules{Greedy: []int64{sp.SOS, sp.PAD}, Beam: []int64{sp.SOS, sp.PAD}, EOSFromStep: 1,
+			Origin: "JoeyNMT " + version + ": no <s> or <pad> in the output, and </s> not at the first step"}
+		if g := testing.GenerateUnk; g != nil && !*g && tgtUNK >= 0 {
+			r.Greedy, r.Beam = append(r.Greedy, tgtUNK), append(r.Beam, tgtUNK)
+			r.Origin += "; no <unk> either (testing.generate_unk: false)"
+		}
+		return r
 	case major == 2:
 		return &attention.Rules{EOSFromStep: 1, Origin: "JoeyNMT " + version + ": </s> not at the first step"}
 	}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/onnxrun"
+)
+
+// nearTie is the relative score gap (testdata/toolkits/onmt_run.py's
+// ONMT_GAPS) below which a line may rightly come out otherwise than the
+// toolkit's: float32 sums in another order move scores by about 1e-6 of
+// their size, and machines differ in the last bits.
+const nearTie = 1e-5
+
+// TestOpenNMTTrainedModels exports the checkpoints OpenNMT-py 3.5.1's own
+// onmt_train wrote (testdata/toolkits/onmt-*: a SentencePiece model with
+// its optimizer state, a subword-nmt BPE one released by onmt_release_model,
+// and one saved with -save_format safetensors), with no flags, and
+// translates the raw test set with each decoding setting of their
+// variants.tsv: every line must be the line onmt_translate wrote with the
+// same setting, except near ties (the toolkit's own smallest score gap for
+// the line below nearTie), which are listed.
+func TestOpenNMTTrainedModels(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	for _, fx := range []struct{ dir, ckpt string }{
+		{"onmt-sp", "model.pt"}, {"onmt-bpe", "model.pt"}, {"onmt-st", "model_step_2001.pt"},
+	} {
+		t.Run(fx.dir, func(t *testing.T) {
+			src := filepath.Join("..", "..", "testdata", "toolkits", fx.dir)
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", filepath.Join(src, fx.ckpt), "-o", model); code != 0 {
+				t.Fatalf("export %s with no flags: exit %d: %s", fx.ckpt, code, stderr)
+			}
+			variants, err := os.ReadFile(filepath.Join(src, "variants.tsv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
+				f := strings.Split(line, "\t")
+				if len(f) < 3 || strings.HasPrefix(f[0], "#") {
+					continue
+				}
+				n++
+				name, flags := f[0], strings.Fields(f[2])
+				t.Run(name, func(t *testing.T) {
+					identical, ties := compareVariant(t, src, model, name, flags)
+					t.Logf("%s (onmt_translate %s): %d lines identical, near ties %v", name, f[1], identical, ties)
+				})
+			}
+			if n == 0 {
+				t.Fatalf("%s lists no variants", filepath.Join(src, "variants.tsv"))
+			}
+		})
+	}
+}
+
+// compareVariant translates src/test.src with model and attnx translate's
+// flags and compares the output with src/expected/name.txt, line by line;
+// it fails on a differing line unless the toolkit met a near tie on it. It
+// returns the number of identical lines and the differing near ties (line
+// numbers from 1).
+func compareVariant(t *testing.T, src, model, name string, flags []string) (int, []int) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join(src, "expected", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := map[string]float64{}
+	if data, err := os.ReadFile(filepath.Join(src, "expected", name+".gaps.json")); err == nil {
+		if err := json.Unmarshal(data, &gaps); err != nil {
+			t.Fatalf("%s.gaps.json: %v", name, err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), name+".txt")
+	args := append([]string{"translate", "--model", model, "--src", filepath.Join(src, "test.src"), "--output", out}, flags...)
+	if code, _, stderr := attnx(args...); code != 0 {
+		t.Fatalf("attnx %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	if len(wl) != len(gl) {
+		t.Fatalf("%d lines, onmt_translate wrote %d", len(gl)-1, len(wl)-1)
+	}
+	nBest := 1
+	for i, fl := range flags {
+		if fl == "--n-best" && i+1 < len(flags) {
+			fmt.Sscan(flags[i+1], &nBest)
+		}
+	}
+	identical, ties := 0, []int(nil)
+	for i := range wl[:len(wl)-1] {
+		if wl[i] == gl[i] {
+			identical++
+			continue
+		}
+		sentence := i / nBest
+		if g, ok := gaps[fmt.Sprint(sentence)]; ok && g < nearTie {
+			if len(ties) == 0 || ties[len(ties)-1] != sentence+1 {
+				ties = append(ties, sentence+1)
+			}
+			continue
+		}
+		t.Errorf("line %d (sentence %d, smallest gap %.2g):\n  onmt_translate: %q\n  attnx:          %q", i+1, sentence+1, gaps[fmt.Sprint(sentence)], wl[i], gl[i])
+	}
+	return identical, ties
+}
