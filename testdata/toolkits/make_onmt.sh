@@ -6,7 +6,8 @@
 # tests (cmd/attnx TestOpenNMTTrainedModels) export those checkpoints with
 # no flags and translate test.src, raw text in and out, against them.
 #
-# What it needs (nothing of it in CI, which reads the files it wrote):
+# What it needs (nothing of it in CI, which reads the files it wrote;
+# build_toolkit_deps.sh builds the modules):
 #   ONMT_DIR     OpenNMT-py v3.5.1 (3f0c5f7c24c0a26e7165e054cd8000e18b931799),
 #                whose data/src-train.txt, tgt-train.txt are the corpus.
 #   PYONMTTOK_DIR, TOKENIZER_LIB
