@@ -170,8 +170,6 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("length_penalty_form %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"", d.LengthPenaltyForm)
 	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
-	case d.BanUNK && d.Rules != "opennmt":
-		return fmt.Errorf("ban_unk goes with rules \"opennmt\"")
 	case d.MinLen < 0:
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
 	case d.MaxLen < 0 || math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:

@@ -67,7 +67,8 @@ type Request struct {
 	// Rules are beam search's rules: "spec" (attnx's) or "opennmt"
 	// (OpenNMT-py's, as onmt_translate decodes; length_penalty_form then
 	// takes "none", "avg" or "wu"); absent means the model's default.
-	// BanUNK is OpenNMT-py's -ban_unk_token.
+	// BanUNK keeps the unknown token out of the output: OpenNMT-py's
+	// -ban_unk_token, JoeyNMT's generate_unk: false.
 	Rules  *string `json:"rules,omitempty"`
 	BanUNK *bool   `json:"ban_unk,omitempty"`
 	// ReplaceUnk replaces each unknown output token with the source token

@@ -324,7 +324,6 @@ func TestOpenNMTRulesServed(t *testing.T) {
 		`{"inputs": ["x"], "length_penalty_form": "avg"}`:                       `\"none\" and \"avg\" with \"rules\": \"opennmt\"`,
 		`{"inputs": ["x"], "rules": "joey"}`:                                    `rules = \"joey\": want \"spec\"`,
 		`{"inputs": ["x"], "rules": "opennmt", "length_penalty_form": "power"}`: `with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"`,
-		`{"inputs": ["x"], "ban_unk": true}`:                                    `ban_unk goes with \"rules\": \"opennmt\"`,
 	} {
 		if code, ans := post(t, hs.URL+PathTranslate, body); code != 400 || !strings.Contains(ans, msg) {
 			t.Errorf("%s: %d %s, want 400 with %q", body, code, ans, msg)

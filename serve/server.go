@@ -705,9 +705,6 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		}
 	}
 	if req.BanUNK != nil {
-		if *req.BanUNK && job.Rules != translate.RulesOpenNMT {
-			return Job{}, `ban_unk goes with "rules": "opennmt"`
-		}
 		job.BanUNK = *req.BanUNK
 	}
 	if n := req.MinLen; n != nil {

@@ -1,10 +1,12 @@
 package translate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
@@ -117,9 +119,20 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen = %d: must not be negative", opt.MinLen)
 	case opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen:
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
-	case opt.MinLen > 0:
-		so.rules = withMinLen(t.info.Decoding, opt.MinLen)
 	}
+	// The rules: attnx.json's, with the call's MinLen (else the
+	// Translator's) and, under attnx's rules, the unknown token banned.
+	rules := t.info.Decoding
+	if minLen := cmp.Or(opt.MinLen, t.opt.MinLen); minLen > 0 {
+		rules = withMinLen(rules, minLen)
+	}
+	if so.banUNK && !so.openNMT {
+		if t.tgtUNK < 0 {
+			return searchOpts{}, fmt.Errorf("translate: CallOptions.BanUNK: %s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
+		}
+		rules = withBanned(rules, t.tgtUNK)
+	}
+	so.rules = rules
 	if err := checkBeamOptions(Options{Beam: so.beam, NBest: so.nBest, LengthPenalty: &so.alpha}); err != nil {
 		return searchOpts{}, err
 	}
@@ -130,6 +143,18 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 // keepAttention: the searches record attention for the results or for
 // replacing unknown tokens.
 func (so searchOpts) keepAttention() bool { return !so.noAttention || so.replaceUnk }
+
+// withBanned returns rules (nil: none) with id banned from greedy and beam
+// search.
+func withBanned(rules *attention.Rules, id int64) *attention.Rules {
+	r := attention.Rules{Origin: "BanUNK"}
+	if rules != nil {
+		r = *rules
+	}
+	r.Greedy = append(slices.Clip(r.Greedy), id)
+	r.Beam = append(slices.Clip(r.Beam), id)
+	return &r
+}
 
 // withMinLen returns rules (nil: none) with EOS kept out of the first
 // minLen output tokens.

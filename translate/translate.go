@@ -118,7 +118,10 @@ type Options struct {
 	// engine only.
 	Rules          string
 	OpenNMTPenalty string
-	BanUNK         bool
+	// BanUNK: the output never holds the unknown token: OpenNMT-py's
+	// -ban_unk_token under RulesOpenNMT, JoeyNMT's generate_unk: false
+	// otherwise (steps engine).
+	BanUNK bool
 	// BlockNgram is OpenNMT-py's -block_ngram_repeat under RulesOpenNMT
 	// (no hypothesis repeats an n-gram of this many tokens), except for
 	// n-grams holding one of the target tokens IgnoreWhenBlocking
@@ -266,16 +269,25 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if opt.MinLen > 0 {
 		t.rules = withMinLen(info.Decoding, opt.MinLen)
 	}
+	// Under attnx's rules BanUNK bans the unknown token as a toolkit's
+	// rules ban tokens (JoeyNMT's generate_unk: false).
+	specBan := opt.BanUNK && opt.Rules != RulesOpenNMT
+	if specBan {
+		if t.tgtUNK < 0 {
+			return nil, fmt.Errorf("translate: BanUNK: %s has no unknown token in both vocabularies", infoPath)
+		}
+		t.rules = withBanned(t.rules, t.tgtUNK)
+	}
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
-		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0)
+		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0) || specBan
 		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 				if onmtGreedy {
 					t.engine = EngineSteps
-					t.notes = append(t.notes, "greedy decoding on the steps engine: "+greedyFile+" has no -ban_unk_token or -block_ngram_repeat")
+					t.notes = append(t.notes, "greedy decoding on the steps engine: "+greedyFile+" has no ban on the unknown token or n-gram blocking built in")
 				}
 			}
 		}
@@ -392,6 +404,9 @@ func checkOptions(opt Options) error {
 		}
 	default:
 		return fmt.Errorf("translate: Rules %q: want %q or %q", opt.Rules, RulesSpec, RulesOpenNMT)
+	}
+	if opt.BanUNK && opt.Engine == EngineLoop {
+		return fmt.Errorf("translate: BanUNK runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)")
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)

@@ -61,7 +61,41 @@ func TestOpenNMTTrainedModels(t *testing.T) {
 	}
 }
 
-// compareVariant translates src/test.src with model and attnx translate's
+// TestJoeyTrainedModels does the same with the models JoeyNMT 2.3's own
+// `joeynmt train` wrote (testdata/toolkits/joey-*: an LSTM with Luong
+// attention on SentencePiece pieces, a GRU with Bahdanau attention on
+// subword-nmt BPE; each model directory as JoeyNMT left it, best.ckpt a
+// link to the step checkpoint) and `joeynmt translate`'s output with the
+// testing sections of their variants.tsv.
+func TestJoeyTrainedModels(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	for _, dir := range []string{"joey-sp", "joey-bpe"} {
+		t.Run(dir, func(t *testing.T) {
+			src := filepath.Join("..", "..", "testdata", "toolkits", dir)
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", filepath.Join(src, "model", "best.ckpt"), "-o", model); code != 0 {
+				t.Fatalf("export best.ckpt with no flags: exit %d: %s", code, stderr)
+			}
+			variants, err := os.ReadFile(filepath.Join(src, "variants.tsv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
+				f := strings.Split(line, "\t")
+				if len(f) < 3 {
+					continue
+				}
+				name, flags := f[0], strings.Fields(f[2])
+				t.Run(name, func(t *testing.T) {
+					identical, ties := compareVariant(t, src, model, name, flags)
+					t.Logf("%s (testing: %s): %d lines identical, near ties %v", name, f[1], identical, ties)
+				})
+			}
+		})
+	}
+}
+
+// compareVariant translates src/test.src (test.en) with model and attnx translate's
 // flags and compares the output with src/expected/name.txt, line by line;
 // it fails on a differing line unless the toolkit met a near tie on it. It
 // returns the number of identical lines and the differing near ties (line
@@ -79,7 +113,11 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 		}
 	}
 	out := filepath.Join(t.TempDir(), name+".txt")
-	args := append([]string{"translate", "--model", model, "--src", filepath.Join(src, "test.src"), "--output", out}, flags...)
+	test := filepath.Join(src, "test.src")
+	if _, err := os.Stat(test); err != nil {
+		test = filepath.Join(src, "test.en") // JoeyNMT's files are named by language
+	}
+	args := append([]string{"translate", "--model", model, "--src", test, "--output", out}, flags...)
 	if code, _, stderr := attnx(args...); code != 0 {
 		t.Fatalf("attnx %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 	}

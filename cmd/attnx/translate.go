@@ -107,7 +107,7 @@ func runTranslate(args []string) error {
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished) or opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes; steps engine)")
-	banUNK := fs.Bool("ban-unk", false, "with --rules opennmt: never output the unknown token (OpenNMT-py's -ban_unk_token)")
+	banUNK := fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
 	ratio := fs.Float64("ratio", 0, "with --rules opennmt: OpenNMT-py's -ratio `R`: a sentence may stop once its best candidate's score over R x its source length is no better than the best finished score per token (0: off)")
 	ignoreBlocking := fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
@@ -139,8 +139,8 @@ func runTranslate(args []string) error {
 			}
 			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 		}
-	case *banUNK || *blockNgram != 0 || len(*ignoreBlocking) > 0 || *ratio != 0:
-		return &usageError{"--ban-unk, --block-ngram-repeat, --ignore-when-blocking and --ratio go with --rules opennmt"}
+	case *blockNgram != 0 || len(*ignoreBlocking) > 0 || *ratio != 0:
+		return &usageError{"--block-ngram-repeat, --ignore-when-blocking and --ratio go with --rules opennmt"}
 	case *penaltyForm != "power" && *penaltyForm != "wu":
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu (none and avg with --rules opennmt)", *penaltyForm)}
 	}

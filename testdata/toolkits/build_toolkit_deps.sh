@@ -55,7 +55,7 @@ cargo build --release > /dev/null 2>&1
 cp target/release/libsafetensors_rust.so py_src/safetensors/safetensors_rust.cpython-"$(/usr/bin/python3 -c 'import sys; print("%d%d" % sys.version_info[:2])')"-x86_64-linux-gnu.so
 
 rm -rf "$out/subword-nmt" && mkdir -p "$out/subword-nmt"
-git --git-dir="$SUBWORD_NMT_GIT" archive 92d6139 | tar x -C "$out/subword-nmt"
+git --git-dir="$SUBWORD_NMT_GIT" archive v0.3.8 | tar x -C "$out/subword-nmt"
 
 echo "PYONMTTOK_DIR=$out/tok/bindings/python"
 echo "TOKENIZER_LIB=$out/tok/install/lib"

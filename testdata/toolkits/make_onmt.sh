@@ -23,7 +23,9 @@
 #                v0.2.8, the release built on pyo3 0.17) with its Rust
 #                extension built by cargo from Debian's librust-*-dev crates.
 #   SUBWORD_NMT_DIR
-#                subword-nmt (rsennrich/subword-nmt 92d6139, v0.3.8-7): the
+#                subword-nmt v0.3.8 (rsennrich/subword-nmt; the committed
+#                onmt-bpe was made with 92d6139, v0.3.8-7, whose learn_bpe and
+#                apply_bpe write the same bytes on this corpus): the
 #                bpe transform's apply_bpe and the codes' learn_bpe.
 #   Debian: python3-torch 1.13, python3-sentencepiece, sentencepiece
 #   (spm_train), python3-configargparse, python3-regex.
@@ -112,7 +114,7 @@ YAML
 		onmt release_model -m run_$kind/model_step_2000.pt -o "$out/model.pt" # its optim set to None
 	fi
 	cp $src_model $tgt_model test.src "$out/"
-	echo "OpenNMT-py 3.5.1 (3f0c5f7c24c0a26e7165e054cd8000e18b931799), pyonmttok 1.37.1, subword-nmt 92d6139, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_onmt.sh" > "$out/VERSION"
+	echo "OpenNMT-py 3.5.1 (3f0c5f7c24c0a26e7165e054cd8000e18b931799), pyonmttok 1.37.1, subword-nmt v0.3.8, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_onmt.sh" > "$out/VERSION"
 	# The variants: a name, onmt_translate's flags, attnx translate's.
 	# name.gaps.json: each line's smallest score gap (onmt_run.py).
 	while IFS=$'\t' read -r name onmt_flags attnx_flags kinds; do
