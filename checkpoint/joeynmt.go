@@ -48,6 +48,8 @@ type JoeyTesting struct {
 	MaxOutputLength *int     `yaml:"max_output_length"`
 	MinOutputLength *int     `yaml:"min_output_length"`
 	GenerateUnk     *bool    `yaml:"generate_unk"`
+	NoRepeatNgram   *int     `yaml:"no_repeat_ngram_size"`
+	RepetitionPen   *float64 `yaml:"repetition_penalty"`
 	BatchSize       *int     `yaml:"batch_size"`
 	BatchType       string   `yaml:"batch_type"`
 }

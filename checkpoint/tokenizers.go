@@ -33,6 +33,8 @@ type TokenizerRef struct {
 	// Lang is the language (JoeyNMT's data.src.lang), for the Moses
 	// pretokenizer.
 	Lang string
+	// Trim: the toolkit strips the decoded text (JoeyNMT's SentencePiece).
+	Trim bool
 }
 
 // findBeside looks for a file a checkpoint or configuration names, by one
@@ -127,6 +129,7 @@ func joeyTokenizer(s joeySide, side, dir string) (*TokenizerRef, error) {
 	switch kind {
 	case TokenizerSentencePiece:
 		r.Kind, r.Option, r.Named = kind, "data."+side+".tokenizer_cfg.model_file", s.TokenizerCfg.ModelFile
+		r.Trim = true // post_process: spm.decode(...).strip()
 	case TokenizerSubwordNMT:
 		r.Kind, r.Option, r.Named = kind, "data."+side+".tokenizer_cfg.codes", s.TokenizerCfg.Codes
 	default:

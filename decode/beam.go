@@ -59,6 +59,9 @@ type Beam struct {
 	// Rules, when set, are the toolkit's decoding rules (banned tokens, no
 	// EOS before a step), applied to each step's log-probs first.
 	Rules *attention.Rules
+	// Repeats, when set, are JoeyNMT's repetition rules, applied before
+	// Rules.
+	Repeats *Repeats
 
 	steps int
 	live  []beamLive // this step's live hypotheses, in slot order
@@ -138,6 +141,11 @@ func (b *Beam) Advance(s Slots, inputs []int64, parents []int) int {
 		// The executor always hands the slots written last; fewer means a
 		// caller broke the contract. Finish with what is known.
 		return b.finish()
+	}
+	if b.Repeats.active() {
+		for i := range n {
+			b.Repeats.apply(s.LogProbs(i), b.tree.tokens([]int64{b.SOS}, b.live[i].node))
+		}
 	}
 	if b.Rules != nil {
 		for i := range n {

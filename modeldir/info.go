@@ -94,10 +94,15 @@ type Defaults struct {
 	// they attend to most.
 	ReplaceUnk bool `json:"replace_unk,omitempty"`
 	// Rules are beam search's rules: "spec" (attnx's, the default) or
+	// "joeynmt" (JoeyNMT 2.3's, length_penalty its beam_alpha) or
 	// "opennmt" (OpenNMT-py's, with length_penalty_form none, avg or wu;
 	// BanUNK its -ban_unk_token).
 	Rules  string `json:"rules,omitempty"`
 	BanUNK bool   `json:"ban_unk,omitempty"`
+	// NoRepeatNgram and RepetitionPenalty are JoeyNMT's
+	// no_repeat_ngram_size and repetition_penalty (beam search).
+	NoRepeatNgram     int     `json:"no_repeat_ngram,omitempty"`
+	RepetitionPenalty float64 `json:"repetition_penalty,omitempty"`
 	// MaxLen is the most output tokens, EOS included. MaxLenFactor, when
 	// set, makes the limit int(n * MaxLenFactor + MaxLenAdd) for a source
 	// of n tokens, capped at MaxLen when that is set too: JoeyNMT's
@@ -164,12 +169,14 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("n_best %d: want 1 to beam %d", d.NBest, max(d.Beam, 1))
 	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
 		return fmt.Errorf("length_penalty %g: want a finite value >= 0", *a)
-	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt":
-		return fmt.Errorf("rules %q: want \"spec\" or \"opennmt\"", d.Rules)
+	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt" && d.Rules != "joeynmt":
+		return fmt.Errorf("rules %q: want \"spec\", \"opennmt\" or \"joeynmt\"", d.Rules)
 	case d.Rules == "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "none" && d.LengthPenaltyForm != "avg" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"", d.LengthPenaltyForm)
 	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
+	case d.NoRepeatNgram < 0 || math.IsNaN(d.RepetitionPenalty) || math.IsInf(d.RepetitionPenalty, 0) || d.RepetitionPenalty < 0:
+		return fmt.Errorf("no_repeat_ngram %d, repetition_penalty %v: want values >= 0", d.NoRepeatNgram, d.RepetitionPenalty)
 	case d.MinLen < 0:
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
 	case d.MaxLen < 0 || math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:

@@ -44,7 +44,7 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s's pretokenizer %q is not implemented in attnx, so the tokenizer is not recorded: pass %s %s to apply it to text you pretokenise yourself",
 				side, r.Option, r.Pretokenizer, flag, r.Path))
 		default:
-			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted}
+			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted, Trim: r.Trim}
 			if r.Pretokenizer == subword.PretokenizeMoses {
 				(*dst).Pretokenizer, (*dst).Lang = r.Pretokenizer, r.Lang
 			}

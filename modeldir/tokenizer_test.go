@@ -203,10 +203,10 @@ func TestJoeyDefaults(t *testing.T) {
 		want          Defaults
 		alpha         float64
 	}{
-		{"no testing section", "", Defaults{MaxLenFactor: 1.5, Batching: &Batching{Style: BatchingJoeyNMT, Size: 64}}, 0},
-		{"token batches", "testing:\n    batch_size: 500\n    batch_type: token\n", Defaults{MaxLenFactor: 1.5, Batching: &Batching{Style: BatchingJoeyNMT, Size: 500, Tokens: true}}, 0},
+		{"no testing section", "", Defaults{Rules: "joeynmt", MaxLenFactor: 1.5, Batching: &Batching{Style: BatchingJoeyNMT, Size: 64}}, 0},
+		{"token batches", "testing:\n    batch_size: 500\n    batch_type: token\n", Defaults{Rules: "joeynmt", MaxLenFactor: 1.5, Batching: &Batching{Style: BatchingJoeyNMT, Size: 500, Tokens: true}}, 0},
 		{"beam 5, beam_alpha 1", "testing:\n    beam_size: 5\n    beam_alpha: 1.0\n    n_best: 2\n    max_output_length: 30\n    min_output_length: 3\n",
-			Defaults{Beam: 5, NBest: 2, LengthPenaltyForm: "wu", MaxLen: 30, MinLen: 3}, 1},
+			Defaults{Beam: 5, NBest: 2, LengthPenaltyForm: "wu", MaxLen: 30, Rules: "joeynmt"}, 1}, // min_output_length: 2.x never uses it
 	} {
 		dir := t.TempDir()
 		for _, f := range []string{"best.ckpt", "src_vocab.txt", "trg_vocab.txt"} {

@@ -275,7 +275,10 @@ func joeyRules(version string, sp attention.Special, testing checkpoint.JoeyTest
 // beam_size 1, beam_alpha -1 (no length penalty; above 0 Wu's
 // ((5 + len) / 6) ** alpha, which attnx's wu form computes), n_best 1,
 // max_output_length -1 (1.5 times the source's tokens, </s> included),
-// min_output_length 1 (which joeyRules already keeps).
+// and no_repeat_ngram_size and repetition_penalty when set, with its own
+// beam search (rules "joeynmt": decode.JoeyBeam). Its
+// min_output_length is left out: 2.x's predict logs it but never passes
+// it to the search, which keeps its default 1 (joeyRules).
 func joeyDefaults(t checkpoint.JoeyTesting) *Defaults {
 	get := func(p *int, def int) int {
 		if p != nil {
@@ -283,15 +286,12 @@ func joeyDefaults(t checkpoint.JoeyTesting) *Defaults {
 		}
 		return def
 	}
-	d := &Defaults{Beam: get(t.BeamSize, 1), NBest: get(t.NBest, 1), MinLen: get(t.MinOutputLength, 1)}
+	d := &Defaults{Beam: get(t.BeamSize, 1), NBest: get(t.NBest, 1), Rules: "joeynmt"}
 	if d.Beam <= 1 {
 		d.Beam, d.NBest = 0, 0
 	}
 	if d.NBest <= 1 {
 		d.NBest = 0
-	}
-	if d.MinLen <= 1 {
-		d.MinLen = 0
 	}
 	alpha := -1.0
 	if t.Alpha != nil {
@@ -305,6 +305,12 @@ func joeyDefaults(t checkpoint.JoeyTesting) *Defaults {
 	} else {
 		zero := 0.0
 		d.LengthPenalty = &zero // raw scores
+	}
+	if n := get(t.NoRepeatNgram, -1); n > 1 {
+		d.NoRepeatNgram = n
+	}
+	if p := t.RepetitionPen; p != nil && *p > 1 {
+		d.RepetitionPenalty = *p
 	}
 	if m := get(t.MaxOutputLength, -1); m > 0 {
 		d.MaxLen = m

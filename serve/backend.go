@@ -59,7 +59,7 @@ func (job Job) callOptions() translate.CallOptions {
 // perCall reports whether job needs the per-call search settings of the
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
-	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.Rules == translate.RulesOpenNMT
+	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT
 }
 
 // Backend decodes the requests of one model. Implementations are safe for

@@ -683,8 +683,8 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		job.LengthPenalty = a
 	}
 	if r := req.Rules; r != nil {
-		if *r != translate.RulesSpec && *r != translate.RulesOpenNMT {
-			return Job{}, fmt.Sprintf("rules = %q: want %q (attnx's beam search) or %q (OpenNMT-py's)", *r, translate.RulesSpec, translate.RulesOpenNMT)
+		if *r != translate.RulesSpec && *r != translate.RulesOpenNMT && *r != translate.RulesJoeyNMT {
+			return Job{}, fmt.Sprintf("rules = %q: want %q (attnx's beam search), %q (OpenNMT-py's) or %q (JoeyNMT's)", *r, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)
 		}
 		form := job.OnmtPenalty
 		if job.Rules != translate.RulesOpenNMT && job.PenaltyWu {

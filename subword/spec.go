@@ -63,6 +63,10 @@ type Spec struct {
 	// JoeyNMT does (its tokenizers' set_vocab: SentencePiece's
 	// SetVocabulary, apply_bpe's vocabulary filter).
 	Restricted bool `json:"vocabulary_restricted,omitempty"`
+	// Trim removes white space around the decoded text, as JoeyNMT's
+	// SentencePiece detokenizer does (its post_process strips what
+	// sentencepiece's decode leaves, such as the space of a final "▁").
+	Trim bool `json:"trim,omitempty"`
 }
 
 // Check checks a Spec read from attnx.json: a known kind, a plain file
@@ -139,6 +143,9 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	if s.Lowercase {
 		t = lowercased{t}
 	}
+	if s.Trim {
+		t = trimmed{t}
+	}
 	if s.Pretokenizer == PretokenizeMoses {
 		lang := s.Lang
 		if lang == "" {
@@ -177,6 +184,11 @@ func (m mosesWrapped) Decode(pieces []string) string {
 	return m.detok.Detokenize(strings.Fields(m.Tokenizer.Decode(pieces)))
 }
 
+// trimmed removes the white space around decoded text.
+type trimmed struct{ Tokenizer }
+
+func (t trimmed) Decode(pieces []string) string { return strings.TrimSpace(t.Tokenizer.Decode(pieces)) }
+
 // lowercased lowercases text before segmenting it.
 type lowercased struct{ Tokenizer }
 
@@ -187,6 +199,8 @@ func Describe(t Tokenizer) string {
 	switch t := t.(type) {
 	case lowercased:
 		return Describe(t.Tokenizer) + ", lowercased input"
+	case trimmed:
+		return Describe(t.Tokenizer) + ", output trimmed"
 	case mosesWrapped:
 		return Describe(t.Tokenizer) + ", after the Moses tokenizer (" + t.tok.Lang() + ")"
 	case *SentencePiece:
@@ -225,6 +239,8 @@ func Fit(t Tokenizer, vocab []string, special map[string]bool) (missing, total i
 func Produces(t Tokenizer, piece string) bool {
 	switch t := t.(type) {
 	case lowercased:
+		return Produces(t.Tokenizer, piece)
+	case trimmed:
 		return Produces(t.Tokenizer, piece)
 	case mosesWrapped:
 		return Produces(t.Tokenizer, piece)
@@ -272,3 +288,21 @@ func Detect(path string) (Spec, error) {
 	}
 	return Spec{}, fmt.Errorf("%s is neither a SentencePiece model (%v) nor subword-nmt BPE codes (%v)", path, spErr, bpeErr)
 }
+
+// cacheStats is the cache counts of t, or of the tokenizer it wraps (zero
+// for one without a cache).
+func cacheStats(t Tokenizer) CacheStats {
+	if c, ok := t.(interface{ CacheStats() CacheStats }); ok {
+		return c.CacheStats()
+	}
+	return CacheStats{}
+}
+
+// CacheStats are the wrapped tokenizer's.
+func (t trimmed) CacheStats() CacheStats { return cacheStats(t.Tokenizer) }
+
+// CacheStats are the wrapped tokenizer's.
+func (l lowercased) CacheStats() CacheStats { return cacheStats(l.Tokenizer) }
+
+// CacheStats are the wrapped tokenizer's.
+func (m mosesWrapped) CacheStats() CacheStats { return cacheStats(m.Tokenizer) }

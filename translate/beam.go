@@ -14,6 +14,9 @@ const DefaultLengthPenalty = 1.0
 const (
 	RulesSpec    = "spec"
 	RulesOpenNMT = "opennmt"
+	// RulesJoeyNMT is JoeyNMT 2.3's beam search (decode.JoeyBeam), with
+	// LengthPenalty its beam_alpha (> 0: Wu's penalty; else raw scores).
+	RulesJoeyNMT = "joeynmt"
 )
 
 // openNMTMaxLen is onmt_translate's output limit for a source of n tokens

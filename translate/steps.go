@@ -40,6 +40,8 @@ type searchOpts struct {
 	openNMT bool
 	onmtPen string
 	banUNK  bool
+	// joey: JoeyNMT's beam search (Options.Rules RulesJoeyNMT).
+	joey bool
 	// lens, when not nil, holds the n of each row's output limit: the
 	// longest source of the toolkit batch the row is in
 	// (modeldir.Defaults.Batching), in place of the row's own length.
@@ -62,7 +64,7 @@ func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
 // searchOptions returns the Translator's own search settings.
 func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
-		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK}
+		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -99,10 +101,10 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	switch opt.Rules {
 	case "":
-	case RulesSpec, RulesOpenNMT:
-		so.openNMT = opt.Rules == RulesOpenNMT
+	case RulesSpec, RulesOpenNMT, RulesJoeyNMT:
+		so.openNMT, so.joey = opt.Rules == RulesOpenNMT, opt.Rules == RulesJoeyNMT
 	default:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %q or %q", opt.Rules, RulesSpec, RulesOpenNMT)
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %q, %q or %q", opt.Rules, RulesSpec, RulesOpenNMT, RulesJoeyNMT)
 	}
 	switch p := opt.OpenNMTPenalty; p {
 	case "":
@@ -144,6 +146,18 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 // replacing unknown tokens.
 func (so searchOpts) keepAttention() bool { return !so.noAttention || so.replaceUnk }
 
+// tgtSpecials are the target's special tokens: <unk>, <pad>, <s>, </s>
+// (those it has).
+func (t *Translator) tgtSpecials() []int64 {
+	var ids []int64
+	for _, id := range []int64{t.tgtUNK, t.info.Special.PAD, t.info.Special.SOS, t.info.Special.EOS} {
+		if id >= 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // withBanned returns rules (nil: none) with id banned from greedy and beam
 // search.
 func withBanned(rules *attention.Rules, id int64) *attention.Rules {
@@ -184,10 +198,31 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		}
 		return ss
 	}
+	var repeats func(row []int64) *decode.Repeats
+	if t.opt.NoRepeatNgram >= 2 || t.opt.RepetitionPenalty > 1 {
+		repeats = func(row []int64) *decode.Repeats {
+			return &decode.Repeats{NoRepeatNgram: t.opt.NoRepeatNgram, Penalty: t.opt.RepetitionPenalty, Src: row, Specials: t.tgtSpecials()}
+		}
+	}
+	if so.beam > 1 && so.joey {
+		bs := make([]decode.JoeyBeam, len(rows))
+		for r, row := range rows {
+			bs[r] = decode.JoeyBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: max(t.tgtUNK, 0), K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
+				Alpha: so.alpha, KeepAttention: so.keepAttention(), Rules: so.rules}
+			if repeats != nil {
+				bs[r].Repeats = repeats(row)
+			}
+			ss[r] = &bs[r]
+		}
+		return ss
+	}
 	if so.beam > 1 {
 		bs := make([]decode.Beam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.Beam{SOS: sp.SOS, EOS: sp.EOS, K: so.beam, MaxLen: t.rowLimit(so, r, row), LengthPenalty: so.alpha, PenaltyWu: so.wu, KeepAttention: so.keepAttention(), Rules: so.rules}
+			if repeats != nil {
+				bs[r].Repeats = repeats(row)
+			}
 			ss[r] = &bs[r]
 		}
 		return ss

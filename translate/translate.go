@@ -128,6 +128,13 @@ type Options struct {
 	// (-ignore_when_blocking).
 	BlockNgram         int
 	IgnoreWhenBlocking []string
+	// NoRepeatNgram and RepetitionPenalty are JoeyNMT's
+	// no_repeat_ngram_size and repetition_penalty for beam search under
+	// attnx's rules (decode.Repeats): no hypothesis completes an n-gram of
+	// its own or of its source, and tokens it or the source holds are
+	// penalised (> 1 to act). Like JoeyNMT, greedy decoding ignores them.
+	NoRepeatNgram     int
+	RepetitionPenalty float64
 	// Ratio is OpenNMT-py's -ratio under RulesOpenNMT (0: off): a row's
 	// search may stop before its best candidate ends, once that
 	// candidate's score over Ratio x the source's length is no better than
@@ -392,6 +399,10 @@ func checkOptions(opt Options) error {
 	}
 	switch opt.Rules {
 	case "", RulesSpec:
+	case RulesJoeyNMT:
+		if opt.Engine == EngineLoop && opt.Beam > 1 {
+			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
+		}
 	case RulesOpenNMT:
 		if opt.Engine == EngineLoop {
 			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
@@ -403,13 +414,19 @@ func checkOptions(opt Options) error {
 			return fmt.Errorf("translate: OpenNMTPenalty %q: want none, avg or wu", p)
 		}
 	default:
-		return fmt.Errorf("translate: Rules %q: want %q or %q", opt.Rules, RulesSpec, RulesOpenNMT)
+		return fmt.Errorf("translate: Rules %q: want %q, %q or %q", opt.Rules, RulesSpec, RulesOpenNMT, RulesJoeyNMT)
+	}
+	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Engine == EngineLoop && opt.Beam > 1 {
+		return fmt.Errorf("translate: NoRepeatNgram and RepetitionPenalty run on the steps engine, not beam.onnx")
 	}
 	if opt.BanUNK && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: BanUNK runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)")
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
+	}
+	if p := opt.RepetitionPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || opt.NoRepeatNgram < 0 {
+		return fmt.Errorf("translate: NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", opt.NoRepeatNgram, p)
 	}
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)

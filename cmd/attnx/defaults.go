@@ -11,8 +11,11 @@ import (
 type decodingFlags struct {
 	beam, nBest, minLen *int
 	alpha               *float64
-	// maxLenRatio is translate's --max-len-ratio (nil for serve).
+	// maxLenRatio is translate's --max-len-ratio, noRepeat and repPenalty
+	// its --no-repeat-ngram and --repetition-penalty (nil for serve).
 	maxLenRatio        *float64
+	noRepeat           *int
+	repPenalty         *float64
 	penaltyForm, rules *string
 	replaceUnk, banUNK *bool
 }
@@ -58,6 +61,12 @@ func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	}
 	if d.BanUNK && f.banUNK != nil && sameRules {
 		set("ban-unk", func() { *f.banUNK = true })
+	}
+	if d.NoRepeatNgram > 0 && f.noRepeat != nil {
+		set("no-repeat-ngram", func() { *f.noRepeat = d.NoRepeatNgram })
+	}
+	if d.RepetitionPenalty > 0 && f.repPenalty != nil {
+		set("repetition-penalty", func() { *f.repPenalty = d.RepetitionPenalty })
 	}
 	// OpenNMT-py's -max_length caps its ratio's limit rather than
 	// replacing it: --max-len alone keeps the model's ratio, as

@@ -296,6 +296,8 @@ func describeDefaults(d *modeldir.Defaults) string {
 	switch {
 	case d.Beam > 1 && d.Rules == "opennmt":
 		parts = append(parts, fmt.Sprintf("beam %d with OpenNMT-py's beam search", d.Beam))
+	case d.Beam > 1 && d.Rules == "joeynmt":
+		parts = append(parts, fmt.Sprintf("beam %d with JoeyNMT's beam search", d.Beam))
 	case d.Beam > 1:
 		parts = append(parts, fmt.Sprintf("beam %d", d.Beam))
 	default:

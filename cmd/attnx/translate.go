@@ -106,9 +106,11 @@ func runTranslate(args []string) error {
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
-	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished) or opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes; steps engine)")
+	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes) or joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha); opennmt and joeynmt on the steps engine")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
+	noRepeat := fs.Int("no-repeat-ngram", 0, "beam search: no hypothesis completes an n-gram of `N` tokens already in it or in its source (JoeyNMT's no_repeat_ngram_size; greedy decoding ignores it, as JoeyNMT's does)")
+	repPenalty := fs.Float64("repetition-penalty", 0, "beam search: log-probs of tokens already in the hypothesis or the source times `P` (> 1; JoeyNMT's repetition_penalty; greedy decoding ignores it)")
 	ratio := fs.Float64("ratio", 0, "with --rules opennmt: OpenNMT-py's -ratio `R`: a sentence may stop once its best candidate's score over R x its source length is no better than the best finished score per token (0: off)")
 	ignoreBlocking := fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
@@ -119,12 +121,14 @@ func runTranslate(args []string) error {
 		return err
 	}
 	if *model != "" {
-		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK, maxLenRatio: maxLenRatio})
+		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK, maxLenRatio: maxLenRatio, noRepeat: noRepeat, repPenalty: repPenalty})
 	}
 	onmtPenalty := ""
 	switch {
-	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT:
-		return &usageError{fmt.Sprintf("--rules %q: want %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT)}
+	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT:
+		return &usageError{fmt.Sprintf("--rules %q: want %s, %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)}
+	case *rules == translate.RulesJoeyNMT && *engine == translate.EngineLoop && *beam > 1:
+		return &usageError{"--rules joeynmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 	case *rules == translate.RulesOpenNMT:
 		onmtPenalty = *penaltyForm
 		if onmtPenalty == "power" && !fs.Changed("length-penalty-form") {
@@ -200,6 +204,7 @@ func runTranslate(args []string) error {
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
 		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio,
+		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
 	}
 	if fs.Changed("max-len-ratio") {
 		topt.MaxLenRatio = maxLenRatio

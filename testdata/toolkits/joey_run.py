@@ -3,7 +3,12 @@ from the tree at $JOEY_DIR, with stand-ins for what Debian does not package
 and these runs never call (joey_standins.py: tensorboard logging,
 sacrebleu scoring). subword_nmt (v0.3.8) comes from PYTHONPATH.
 
-    JOEY_DIR=... /usr/bin/python3 joey_run.py translate cfg.yaml --ckpt best.ckpt -o out.txt < test.en
+    JOEY_DIR=... /usr/bin/python3 joey_run.py translate cfg.yaml < test.en > out.txt
+
+With JOEY_GAPS=FILE it also writes FILE: for each sentence (0 based, in
+the order beam_search sees them: run it with batch_size 1) the smallest
+gap between neighbours among the K+1 best candidates of a step, as
+JoeyNMT computed them, over max(1, |score|).
 """
 import os
 import runpy
@@ -14,5 +19,44 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import joey_standins  # noqa: E402
 
 joey_standins.install()
+if os.environ.get("JOEY_GAPS"):
+    import atexit
+    import json
+
+    import torch
+    import joeynmt.search as search
+
+    gaps, calls = {}, {"n": -1, "k": 0}
+    topk = torch.Tensor.topk
+
+    def recording_topk(self, k, *a, **kw):
+        if calls["k"] == k and self.dim() == 2:
+            vals = topk(self, min(k + 1, self.size(-1)), *a, **kw).values
+            for row in vals.tolist():
+                real = [v for v in row if v != float("-inf")]
+                for x, y in zip(real, real[1:]):
+                    gaps[calls["n"]] = min(gaps.get(calls["n"], float("inf")), (x - y) / max(1.0, abs(x)))
+        return topk(self, k, *a, **kw)
+
+    beam_search = search.beam_search
+
+    def recording_beam_search(*a, **kw):
+        calls["n"] += 1
+        calls["k"] = kw["beam_size"]
+        torch.Tensor.topk = recording_topk
+        try:
+            return beam_search(*a, **kw)
+        finally:
+            torch.Tensor.topk = topk
+
+    search.beam_search = recording_beam_search
+
+    def write():
+        with open(os.environ["JOEY_GAPS"], "w") as f:
+            json.dump({str(k): v for k, v in sorted(gaps.items())}, f, separators=(",", ":"))
+            f.write("\n")
+
+    atexit.register(write)
+
 sys.argv[0] = "joeynmt"
 runpy.run_module("joeynmt", run_name="__main__")
