@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -74,20 +73,8 @@ func TestBatchLongestSkipsBlankLines(t *testing.T) {
 // sentence translated alone gets its own; Options.MaxLen overrides both.
 func TestCorpusLimitPerToolkitBatch(t *testing.T) {
 	needORT(t)
-	dir := filepath.Join(t.TempDir(), "m")
-	if _, err := modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// onmt_translate's limit over batches of 2 sentences sorted by length.
-	info.Defaults = &modeldir.Defaults{MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &modeldir.Batching{Style: modeldir.BatchingOpenNMT, Size: 2}}
-	data, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, modeldir.InfoFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, info := modelWithDefaults(t, &modeldir.Defaults{MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &modeldir.Batching{Style: modeldir.BatchingOpenNMT, Size: 2}})
 	// Sorted: lengths 2, 3 | 8, 12 | 20: limits 8, 8 | 20, 20 | 30.
 	rows := [][]int64{make([]int64, 12), make([]int64, 3), make([]int64, 20), make([]int64, 2), make([]int64, 8)}
 	for i, r := range rows {

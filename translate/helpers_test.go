@@ -127,3 +127,24 @@ func needORT(tb testing.TB) {
 	tb.Helper()
 	testenv.ORT(tb, onnxrun.Init())
 }
+
+// modelWithDefaults exports the bahdanau fixture (random weights: its
+// outputs rarely reach EOS) into a temporary directory with d as
+// attnx.json's decoding defaults.
+func modelWithDefaults(t *testing.T, d *modeldir.Defaults) (string, *modeldir.Info) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "m")
+	if _, err := modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Defaults = d
+	data, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, modeldir.InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, info
+}

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,19 +81,7 @@ func TestOpenNMTRules(t *testing.T) {
 // it unless Options.MaxLen says otherwise.
 func TestModelOutputLimit(t *testing.T) {
 	needORT(t)
-	dir := filepath.Join(t.TempDir(), "m")
-	if _, err := modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info.Defaults = &modeldir.Defaults{MaxLenFactor: 1.5}
-	data, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, modeldir.InfoFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, info := modelWithDefaults(t, &modeldir.Defaults{MaxLenFactor: 1.5})
 	row := []int64{4, 5, 6, 7, 8, 9} // random weights rarely reach EOS
 	for _, c := range []struct {
 		opt  Options

@@ -23,22 +23,12 @@ implementation may rightly take the other side of it.
 import importlib
 import os
 import sys
-import types
 
 sys.path.insert(0, os.environ["ONMT_DIR"])
-for name in ("spacy", "ahocorasick", "fasttext", "sacrebleu"):
-    sys.modules.setdefault(name, types.ModuleType(name))
-rapidfuzz = types.ModuleType("rapidfuzz")
-rapidfuzz.fuzz = rapidfuzz.process = rapidfuzz.utils = None
-sys.modules.setdefault("rapidfuzz", rapidfuzz)
-sys.modules["sacrebleu"].corpus_ter = sys.modules["sacrebleu"].corpus_bleu = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onmt_standins  # noqa: E402
 
-import torch.nn.functional as F  # noqa: E402
-
-if not hasattr(F, "scaled_dot_product_attention"):
-    def _sdpa(*a, **k):
-        raise NotImplementedError("stand-in: transformer attention is not on this path")
-    F.scaled_dot_product_attention = _sdpa
+onmt_standins.install()
 
 def record_gaps(path):
     """Wraps the searches' _pick to record each line's smallest gap."""

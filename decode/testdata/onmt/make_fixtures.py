@@ -29,24 +29,15 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 ONMT = os.environ["ONMT_DIR"]
 sys.path.insert(0, ONMT)
-for name in ("pyonmttok", "spacy", "ahocorasick", "fasttext", "sacrebleu"):
-    sys.modules.setdefault(name, types.ModuleType(name))
-rapidfuzz = types.ModuleType("rapidfuzz")
-rapidfuzz.fuzz = rapidfuzz.process = rapidfuzz.utils = None
-sys.modules.setdefault("rapidfuzz", rapidfuzz)
-sys.modules["sacrebleu"].corpus_ter = sys.modules["sacrebleu"].corpus_bleu = None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "testdata", "toolkits"))
+import onmt_standins  # noqa: E402
+
+onmt_standins.install()
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-if not hasattr(F, "scaled_dot_product_attention"):
-    def _sdpa(*a, **k):
-        raise NotImplementedError("stand-in: transformer attention is not on the beam search's path")
-    F.scaled_dot_product_attention = _sdpa
 
 from onmt.translate.beam_search import BeamSearch, GNMTGlobalScorer  # noqa: E402
 
