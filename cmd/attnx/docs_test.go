@@ -252,3 +252,46 @@ func TestReadmeExampleOutputs(t *testing.T) {
 	}
 	t.Logf("%d README examples print what the README shows", n)
 }
+
+// TestDecodingFlagsTable: docs/text.md's table of decoding options names
+// every decoding flag of attnx translate, each with the toolkit option it
+// stands for, and names no flag translate lacks.
+func TestDecodingFlagsTable(t *testing.T) {
+	data, err := os.ReadFile("../../docs/text.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	start := strings.Index(doc, "The decoding options, with the toolkit options they correspond to:")
+	if start < 0 {
+		t.Fatal("docs/text.md has no table of decoding options")
+	}
+	inTable := map[string]bool{}
+	for _, line := range strings.Split(doc[start:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || strings.HasPrefix(cells[1], "---") {
+			continue
+		}
+		if strings.TrimSpace(cells[2]) == "" && strings.TrimSpace(cells[3]) == "" {
+			t.Errorf("table row %q names no toolkit option", line)
+		}
+		for _, f := range regexp.MustCompile(`--[a-z-]+`).FindAllString(cells[1], -1) {
+			inTable[f] = true
+		}
+	}
+	_, help, _ := attnx("help", "translate")
+	for f := range inTable {
+		if !strings.Contains(help, f+" ") && !strings.Contains(help, f+"[") {
+			t.Errorf("the table names %s, which attnx translate does not have", f)
+		}
+	}
+	for _, f := range []string{"--beam", "--n-best", "--max-len", "--max-len-ratio", "--min-len", "--rules", "--length-penalty", "--length-penalty-form",
+		"--ban-unk", "--block-ngram-repeat", "--ignore-when-blocking", "--ratio", "--no-repeat-ngram", "--repetition-penalty", "--replace-unk", "--batch", "--batch-tokens"} {
+		if !inTable[f] {
+			t.Errorf("decoding flag %s is missing from docs/text.md's table", f)
+		}
+	}
+}
