@@ -64,13 +64,19 @@ type Request struct {
 	// -min_length, JoeyNMT's min_output_length); absent means the
 	// server's default.
 	MinLen *int `json:"min_len,omitempty"`
-	// Rules are beam search's rules: "spec" (attnx's) or "opennmt"
+	// Rules are beam search's rules: "spec" (attnx's), "opennmt"
 	// (OpenNMT-py's, as onmt_translate decodes; length_penalty_form then
-	// takes "none", "avg" or "wu"); absent means the model's default.
+	// takes "none", "avg" or "wu") or "joeynmt" (JoeyNMT 2.3's;
+	// length_penalty is its beam_alpha); absent means the model's default.
 	// BanUNK keeps the unknown token out of the output: OpenNMT-py's
 	// -ban_unk_token, JoeyNMT's generate_unk: false.
 	Rules  *string `json:"rules,omitempty"`
 	BanUNK *bool   `json:"ban_unk,omitempty"`
+	// NoRepeatNgram and RepetitionPenalty are JoeyNMT's
+	// no_repeat_ngram_size and repetition_penalty for beam search;
+	// absent means the model's default.
+	NoRepeatNgram     *int     `json:"no_repeat_ngram,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
 	// ReplaceUnk replaces each unknown output token with the source token
 	// it attends to most (OpenNMT-py's -replace_unk); absent means the
 	// server's default.
@@ -82,7 +88,7 @@ type Request struct {
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, attention"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, attention"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.

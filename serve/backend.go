@@ -44,6 +44,10 @@ type Job struct {
 	Rules       string
 	OnmtPenalty string
 	BanUNK      bool
+	// NoRepeatNgram and RepetitionPenalty are JoeyNMT's repetition rules
+	// for beam search.
+	NoRepeatNgram     int
+	RepetitionPenalty float64
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
@@ -53,13 +57,14 @@ type Job struct {
 func (job Job) callOptions() translate.CallOptions {
 	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
 		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention,
-		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK}
+		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
 }
 
 // perCall reports whether job needs the per-call search settings of the
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
-	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT
+	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
+		job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT
 }
 
 // Backend decodes the requests of one model. Implementations are safe for

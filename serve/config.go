@@ -172,7 +172,7 @@ func (d Decoding) job(md *modeldir.Defaults) Job {
 	var j Job
 	if md != nil {
 		j = Job{Beam: md.Beam, NBest: md.NBest, LengthPenalty: md.LengthPenalty, MinLen: md.MinLen, ReplaceUnk: md.ReplaceUnk,
-			Rules: md.Rules, BanUNK: md.BanUNK}
+			Rules: md.Rules, BanUNK: md.BanUNK, NoRepeatNgram: md.NoRepeatNgram, RepetitionPenalty: md.RepetitionPenalty}
 		j.setForm(md.LengthPenaltyForm)
 	}
 	if d.Beam != nil {

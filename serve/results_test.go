@@ -346,3 +346,42 @@ func loneTranslate(t *testing.T, dir string, opt translate.Options, texts []stri
 	}
 	return res
 }
+
+// TestJoeyRulesServed: "rules": "joeynmt" with JoeyNMT's repetition rules
+// (and a model whose attnx.json defaults to them) decodes as a lone
+// Translator with RulesJoeyNMT and the same rules does, batching on and
+// off.
+func TestJoeyRulesServed(t *testing.T) {
+	demo := demoModel(t)
+	in := demoInputs(t)[:3]
+	want := loneTranslate(t, demo, translate.Options{Beam: 3, NBest: 2, Rules: translate.RulesJoeyNMT, NoRepeatNgram: 2, RepetitionPenalty: 1.4}, in)
+	spec := loneTranslate(t, demo, translate.Options{Beam: 3, NBest: 2}, in)
+	differs := false
+	for i := range want {
+		differs = differs || !reflect.DeepEqual(want[i].Tokens, spec[i].Tokens) || want[i].Hypotheses[1].Text != spec[i].Hypotheses[1].Text
+	}
+	if !differs {
+		t.Fatal("the demo inputs decode the same under attnx's rules: the test would not see the rules lost")
+	}
+	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 3, NBest: 2, Rules: "joeynmt", NoRepeatNgram: 2, RepetitionPenalty: 1.4})
+	for _, batching := range []bool{false, true} {
+		for name, c := range map[string]struct{ dir, body string }{
+			"request":    {demo, `{"rules": "joeynmt", "no_repeat_ngram": 2, "repetition_penalty": 1.4, "beam": 3, "n_best": 2, "inputs": %s}`},
+			"attnx.json": {byDefault, `{"inputs": %s}`},
+		} {
+			t.Run(fmt.Sprintf("%s, batching %v", name, batching), func(t *testing.T) {
+				_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: c.dir}}, Batching: batching})
+				ins, _ := json.Marshal(in)
+				code, ans := post(t, hs.URL+PathTranslate, fmt.Sprintf(c.body, ins))
+				if code != 200 {
+					t.Fatalf("%d %s", code, ans)
+				}
+				for i, r := range decodeResponse(t, ans).Results {
+					if len(r.Hypotheses) != 2 || r.Hypotheses[1].Text != want[i].Hypotheses[1].Text || !reflect.DeepEqual(r.Tokens, want[i].Tokens) {
+						t.Errorf("result %d: %+v; the Translator: %+v", i, r.Hypotheses, want[i].Hypotheses)
+					}
+				}
+			})
+		}
+	}
+}

@@ -707,6 +707,18 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 	if req.BanUNK != nil {
 		job.BanUNK = *req.BanUNK
 	}
+	if n := req.NoRepeatNgram; n != nil {
+		if *n < 0 {
+			return Job{}, fmt.Sprintf("no_repeat_ngram = %d: want 0 (off) or an n-gram size", *n)
+		}
+		job.NoRepeatNgram = *n
+	}
+	if p := req.RepetitionPenalty; p != nil {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) || *p < 0 {
+			return Job{}, fmt.Sprintf("repetition_penalty = %v: want a finite value >= 0 (above 1 to act)", *p)
+		}
+		job.RepetitionPenalty = *p
+	}
 	if n := req.MinLen; n != nil {
 		if *n < 0 || *n >= s.cfg.MaxOutLen {
 			return Job{}, fmt.Sprintf("min_len = %d: want 0 to %d, below --max-out-len %d", *n, s.cfg.MaxOutLen-1, s.cfg.MaxOutLen)

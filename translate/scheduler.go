@@ -49,6 +49,10 @@ type CallOptions struct {
 	Rules          string
 	OpenNMTPenalty string
 	BanUNK         *bool
+	// NoRepeatNgram and RepetitionPenalty (nil: the Translator's) are as
+	// in Options.
+	NoRepeatNgram     *int
+	RepetitionPenalty *float64
 	// WithoutAttention leaves the results' attention empty and has the
 	// search not record it: for a long output of a long source it is most
 	// of a call's memory (T x src_len floats per hypothesis kept).

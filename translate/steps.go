@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -42,6 +43,10 @@ type searchOpts struct {
 	banUNK  bool
 	// joey: JoeyNMT's beam search (Options.Rules RulesJoeyNMT).
 	joey bool
+	// noRepeat and repPenalty are Options.NoRepeatNgram and
+	// RepetitionPenalty, or the call's.
+	noRepeat   int
+	repPenalty float64
 	// lens, when not nil, holds the n of each row's output limit: the
 	// longest source of the toolkit batch the row is in
 	// (modeldir.Defaults.Batching), in place of the row's own length.
@@ -64,7 +69,8 @@ func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
 // searchOptions returns the Translator's own search settings.
 func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
-		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT}
+		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
+		noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -115,6 +121,15 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	if opt.BanUNK != nil {
 		so.banUNK = *opt.BanUNK
+	}
+	if opt.NoRepeatNgram != nil {
+		so.noRepeat = *opt.NoRepeatNgram
+	}
+	if opt.RepetitionPenalty != nil {
+		so.repPenalty = *opt.RepetitionPenalty
+	}
+	if p := so.repPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || so.noRepeat < 0 {
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", so.noRepeat, p)
 	}
 	switch {
 	case opt.MinLen < 0:
@@ -199,9 +214,9 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		return ss
 	}
 	var repeats func(row []int64) *decode.Repeats
-	if t.opt.NoRepeatNgram >= 2 || t.opt.RepetitionPenalty > 1 {
+	if so.noRepeat >= 2 || so.repPenalty > 1 {
 		repeats = func(row []int64) *decode.Repeats {
-			return &decode.Repeats{NoRepeatNgram: t.opt.NoRepeatNgram, Penalty: t.opt.RepetitionPenalty, Src: row, Specials: t.tgtSpecials()}
+			return &decode.Repeats{NoRepeatNgram: so.noRepeat, Penalty: so.repPenalty, Src: row, Specials: t.tgtSpecials()}
 		}
 	}
 	if so.beam > 1 && so.joey {
