@@ -909,8 +909,136 @@ def beam_search_steps(step, state, batch, beam, max_len, sos, eos, alpha=1.0):
     return results
 
 
+def _toolkit_picks(hyps, log_probs, penalty, k):
+    """The k best candidates of hyps (their running float32 scores) over
+    log_probs [len(hyps), V]: (penalised score, hypothesis, token), ranked by
+    that score descending, then hypothesis, then token, as torch.topk over
+    the flattened candidates gives them. The sums are float32, then divided
+    by penalty (a Python float) when it is not 1, as both toolkits do."""
+    scores = torch.tensor([h.score for h in hyps], dtype=torch.float32)
+    cand = log_probs.to(torch.float32) + scores.unsqueeze(1)
+    if penalty != 1:
+        cand = cand / penalty
+    V = cand.shape[1]
+    flat = cand.reshape(-1).tolist()
+    order = sorted(range(len(flat)), key=lambda i: (-flat[i], i))[:k]
+    return [(flat[i], i // V, i % V) for i in order]
+
+
+def _times(x, penalty):
+    """float32(x * penalty): the running score the toolkits keep."""
+    return float(torch.tensor([x], dtype=torch.float32) * penalty) if penalty != 1 else x
+
+
 @torch.no_grad()
-def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eos=EOS_ID, alpha=1.0, rules=None):
+def beam_search_opennmt_steps(step, state, batch, beam, n_best, max_len, sos, eos, penalty="avg", alpha=1.0):
+    """OpenNMT-py 3.x's BeamSearch (onmt_translate), on the same slots as
+    beam_search_steps: the K best candidates of the live hypotheses, ranked
+    by score / penalty (avg: (len + 1) ** alpha, wu: ((5 + len + 1) / 6) **
+    alpha, len counting the start token); an end token among them finishes
+    its hypothesis with that penalised score, and the others go on; a row
+    stops at a step whose best candidate ends once n_best have ended, or at
+    max_len where every pick ends. Returns each row's n_best finished
+    hypotheses by penalised score (stable), normalized = that score."""
+    K, B = int(beam), batch
+    live = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
+    finished = [[] for _ in range(B)]
+    done = [False] * B
+    inp = torch.full((B * K,), sos, dtype=torch.int64)
+    for t in range(max_len):
+        if all(done):
+            break
+        log_probs, next_state = step(inp, state)
+        cur = t + 2  # the start token, t tokens, and the one picked now
+        pen = {"avg": float(cur) ** alpha, "wu": ((5.0 + cur) / 6.0) ** alpha}.get(penalty, 1.0)
+        gather, next_inp = list(range(B * K)), inp.clone()
+        for b in range(B):
+            if done[b]:
+                continue
+            hyps = live[b]
+            slots = torch.tensor([h.slot for h in hyps], dtype=torch.int64)
+            new_live, top_ended = [], False
+            for r, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs.index_select(0, slots), pen, K)):
+                h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
+                if v == eos or t + 1 == max_len:
+                    h.normalized, h.slot = c, -1
+                    finished[b].append(h)
+                    top_ended = top_ended or r == 0
+                else:
+                    new_live.append(h)
+            for j, h in enumerate(new_live):
+                gather[b * K + j], next_inp[b * K + j] = h.slot, h.tokens[-1]
+                h.slot = b * K + j
+            live[b] = new_live
+            done[b] = (top_ended and len(finished[b]) >= n_best) or not new_live
+        index = torch.tensor(gather, dtype=torch.int64)
+        state = tuple(x.index_select(1, index) for x in next_state)
+        inp = next_inp
+    return [sorted(f, key=lambda h: -h.normalized)[:n_best] for f in finished]
+
+
+@torch.no_grad()
+def beam_search_joeynmt_steps(step, state, batch, beam, n_best, max_len, sos, eos, unk, alpha=-1.0):
+    """JoeyNMT 2.x's beam_search: K places whose hypotheses all go on, an
+    ended one too (past its end token; such continuations are never
+    recorded); the K best candidates of a step (score / ((5 + t + 1) / 6)
+    ** alpha when alpha > 0) take the places in order; a place that has
+    held an ended hypothesis counts as finished from then on, and a row
+    stops once every place has (all at max_len); a hypothesis is recorded
+    with its penalised score when it has just ended (or at max_len without
+    an end). Returns each row's recorded hypotheses by score (stable),
+    n_best of them, filled up with [unk] scored -1."""
+    K, B = int(beam), batch
+    places = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
+    ended = [[False] * K for _ in range(B)]
+    recorded = [[] for _ in range(B)]
+    done = [False] * B
+    inp = torch.full((B * K,), sos, dtype=torch.int64)
+    for t in range(max_len):
+        if all(done):
+            break
+        log_probs, next_state = step(inp, state)
+        pen = ((5.0 + (t + 1)) / 6.0) ** alpha if alpha > 0 else 1.0
+        gather, next_inp = list(range(B * K)), inp.clone()
+        for b in range(B):
+            if done[b]:
+                continue
+            hyps = places[b]
+            slots = torch.tensor([h.slot for h in hyps], dtype=torch.int64)
+            new = []
+            for j, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs.index_select(0, slots), pen, K)):
+                h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
+                h.normalized = c
+                new.append(h)
+                if v == eos or c == float("-inf") or t + 1 == max_len:
+                    ended[b][j] = True
+            for j, h in enumerate(new):
+                n_end = h.tokens.count(eos)
+                if ended[b][j] and ((n_end == 1 and h.tokens[-1] == eos) or (n_end == 0 and t + 1 == max_len)):
+                    recorded[b].append(Hypothesis(list(h.tokens), h.score))
+                    recorded[b][-1].normalized = h.normalized
+            for j, h in enumerate(new):
+                gather[b * K + j], next_inp[b * K + j] = h.slot, h.tokens[-1]
+                h.slot = b * K + j
+            places[b] = new
+            done[b] = all(ended[b])
+        index = torch.tensor(gather, dtype=torch.int64)
+        state = tuple(x.index_select(1, index) for x in next_state)
+        inp = next_inp
+    out = []
+    for b in range(B):
+        hyps = sorted(recorded[b], key=lambda h: -h.normalized)[:n_best]
+        while len(hyps) < n_best:
+            filler = Hypothesis([unk], -1.0)
+            filler.normalized = -1.0
+            hyps.append(filler)
+        out.append(hyps)
+    return out
+
+
+@torch.no_grad()
+def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eos=EOS_ID, alpha=1.0, rules=None,
+                search="spec", n_best=None, onmt_penalty="avg", unk=0):
     """Beam search over the model: the encoder once per row, its outputs
     shared by the row's K hypotheses, rules (apply_rules) applied to every
     step's log-probs. Returns beam_search_steps' result."""
@@ -931,6 +1059,10 @@ def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eo
         t[0] += 1
         return lp, nxt
 
+    if search == "opennmt":
+        return beam_search_opennmt_steps(step, state, B, K, n_best or K, max_len, sos, eos, onmt_penalty, alpha)
+    if search == "joeynmt":
+        return beam_search_joeynmt_steps(step, state, B, K, n_best or K, max_len, sos, eos, unk, alpha)
     return beam_search_steps(step, state, B, K, max_len, sos, eos, alpha)
 
 

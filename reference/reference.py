@@ -236,7 +236,8 @@ def run(model, source_ids, source_lengths, steps, step_input_ids=None, sos=1, eo
     return _contiguous(out)
 
 
-def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, sos=1, eos=2, pad=0, rules=None):
+def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, sos=1, eos=2, pad=0, rules=None,
+         search="spec", onmt_penalty="avg", unk=0):
     """The outputs of the `beam` subcommand, as a dict of tensors."""
     check_inputs(model, source_ids, source_lengths, sos, eos, pad)
     if k < 1:
@@ -246,7 +247,10 @@ def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, 
         raise ReferenceError("--n-best %d, want 1 <= N <= beam %d" % (N, k))
     if max_len < 1:
         raise ReferenceError("--max-len %d, want >= 1" % max_len)
-    results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha, rules)
+    if search not in ("spec", "opennmt", "joeynmt"):
+        raise ReferenceError("--search %r, want spec, opennmt or joeynmt" % search)
+    results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha, rules,
+                              search=search, n_best=N, onmt_penalty=onmt_penalty, unk=unk)
     B = len(results)
     tokens = torch.full((B, N, max_len), pad, dtype=torch.int64)
     lengths = torch.zeros(B, N, dtype=torch.int64)
@@ -333,7 +337,8 @@ def cmd_run(a):
 def cmd_beam(a):
     model = ref.load_model(a.checkpoint)
     _, ids, lengths = _read_inputs(a.inputs)
-    out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad, _rules(a))
+    out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad, _rules(a),
+               a.search, a.onmt_penalty, a.unk)
     _parent(a.out)
     ref.write_safetensors(a.out, out)
 
@@ -620,6 +625,9 @@ def parser():
     b.add_argument("--n-best", type=int, default=None, help="hypotheses written per row (default K)")
     b.add_argument("--length-penalty", type=float, default=1.0, help="alpha in score / length ** alpha")
     b.add_argument("--rules", default=None, help="a toolkit's decoding rules, attnx.json's decoding as JSON")
+    b.add_argument("--search", default="spec", help="spec (attnx's beam search), opennmt (OpenNMT-py 3.x's BeamSearch) or joeynmt (JoeyNMT 2.x's beam_search)")
+    b.add_argument("--onmt-penalty", default="avg", help="with --search opennmt: -length_penalty none, avg or wu (--length-penalty is -alpha)")
+    b.add_argument("--unk", type=int, default=0, help="with --search joeynmt: the token that fills a short n-best list")
     b.add_argument("--out", required=True)
     b.add_argument("--sos", type=int, default=ref.SOS_ID)
     b.add_argument("--eos", type=int, default=ref.EOS_ID)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -52,6 +53,70 @@ func Beam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []
 		d.Hypotheses[r], d.NearestTie[r] = bs[r].Hypotheses(0), float64(bs[r].NearestTie())
 	}
 	return d, nil
+}
+
+// BeamSearch names a toolkit's beam search for Options.Search.
+type BeamSearch struct {
+	// Rules is translate.RulesOpenNMT or RulesJoeyNMT ("" or
+	// RulesSpec: attnx's).
+	Rules string
+	// NBest is the n-best list compared (0: K).
+	NBest int
+	// OpenNMTPenalty is OpenNMT-py's -length_penalty (none, avg or wu;
+	// "": avg); Options.LengthPenalty is its -alpha, or JoeyNMT's
+	// beam_alpha.
+	OpenNMTPenalty string
+	// UNK fills JoeyNMT's short n-best lists.
+	UNK int64
+}
+
+func (s BeamSearch) rules() string { return cmp.Or(s.Rules, translate.RulesSpec) }
+
+func (s BeamSearch) nBest(k int) int { return cmp.Or(s.NBest, k) }
+
+func (s BeamSearch) onmtPenalty() string { return cmp.Or(s.OpenNMTPenalty, decode.PenaltyAvg) }
+
+// ToolkitBeam is Beam with a toolkit's beam search (decode.OpenNMTBeam or
+// decode.JoeyBeam) in place of attnx's; the rows' near ties are unknown.
+func ToolkitBeam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64,
+	rules *attention.Rules, s BeamSearch) (*BeamDecoded, error) {
+	n := s.nBest(k)
+	var lists [][]decode.Hypothesis
+	switch s.rules() {
+	case translate.RulesOpenNMT:
+		if err := (&decode.OpenNMTBeam{K: k, NBest: n, Penalty: s.onmtPenalty(), Alpha: alpha}).Validate(); err != nil {
+			return nil, err
+		}
+		bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.OpenNMTBeam) {
+			*b = decode.OpenNMTBeam{SOS: sos, EOS: eos, UNK: -1, K: k, NBest: n, MaxLen: maxLen, Penalty: s.onmtPenalty(), Alpha: alpha, Rules: rules}
+		})
+		if err != nil {
+			return nil, err
+		}
+		for r := range bs {
+			lists = append(lists, bs[r].Hypotheses(0))
+		}
+	case translate.RulesJoeyNMT:
+		if err := (&decode.JoeyBeam{K: k, NBest: n, Alpha: alpha}).Validate(); err != nil {
+			return nil, err
+		}
+		bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.JoeyBeam) {
+			*b = decode.JoeyBeam{SOS: sos, EOS: eos, UNK: max(s.UNK, 0), K: k, NBest: n, MaxLen: maxLen, Alpha: alpha, Rules: rules}
+		})
+		if err != nil {
+			return nil, err
+		}
+		for r := range bs {
+			lists = append(lists, bs[r].Hypotheses(0))
+		}
+	default:
+		return nil, fmt.Errorf("verify: beam search rules %q: want %q or %q", s.Rules, translate.RulesOpenNMT, translate.RulesJoeyNMT)
+	}
+	ties := make([]float64, len(lists))
+	for r := range ties {
+		ties[r] = math.NaN()
+	}
+	return &BeamDecoded{Hypotheses: lists, NearestTie: ties}, nil
 }
 
 // LoopBeam beam-searches the batch with tr, translate's loop engine over

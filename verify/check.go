@@ -63,6 +63,10 @@ type Options struct {
 	// reference (no TorchModule).
 	Beam          int
 	LengthPenalty float64
+	// Search chooses whose beam search both sides run (attnx's when
+	// zero): a toolkit's, as attnx translate --rules runs it, against the
+	// reference's implementation of the same rules.
+	Search BeamSearch
 	// Rows keeps every output of every step in the Outcome.
 	Rows bool
 	// MinAgreement is, for a model with reduced-precision weights, the
@@ -459,7 +463,9 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *onnxrun.Session, lo
 		"--beam", strconv.Itoa(o.Beam), "--max-len", strconv.Itoa(steps),
 		"--length-penalty", strconv.FormatFloat(o.LengthPenalty, 'g', -1, 64),
 		"--sos", strconv.FormatInt(sp.SOS, 10), "--eos", strconv.FormatInt(sp.EOS, 10), "--pad", strconv.FormatInt(sp.PAD, 10),
-		"--rules", rulesArg(o.Info.Decoding), "--out", outPath); err != nil {
+		"--rules", rulesArg(o.Info.Decoding), "--out", outPath,
+		"--search", o.Search.rules(), "--n-best", strconv.Itoa(o.Search.nBest(o.Beam)), "--onmt-penalty", o.Search.onmtPenalty(),
+		"--unk", strconv.FormatInt(max(o.Search.UNK, 0), 10)); err != nil {
 		return nil, err
 	}
 	exp, err := checkpoint.LoadSafetensors(outPath)
@@ -470,12 +476,22 @@ func checkBeam(o Options, weights, in, tmp string, enc, dec *onnxrun.Session, lo
 	if err != nil {
 		return nil, err
 	}
-	got, err := Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty, o.Info.Decoding)
+	var got *BeamDecoded
+	if o.Search.rules() == "spec" {
+		got, err = Beam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty, o.Info.Decoding)
+	} else {
+		got, err = ToolkitBeam(enc, dec, ids, lens, sp.SOS, sp.EOS, o.Beam, steps, o.LengthPenalty, o.Info.Decoding, o.Search)
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := []BeamCheck{CompareBeam(modeldir.DecoderFile+" (step by step)", o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, drift, want)}
-	if loopBeam == nil {
+	engine := modeldir.DecoderFile + " (step by step)"
+	if r := o.Search.rules(); r != "spec" {
+		engine += ", " + r + " rules"
+	}
+	out := []BeamCheck{CompareBeam(engine, o.Beam, o.LengthPenalty, got.Hypotheses, got.NearestTie, drift, want)}
+	if loopBeam == nil || o.Search.rules() != "spec" {
+		// beam.onnx has attnx's beam search built in.
 		return out, nil
 	}
 	g, err := LoopBeam(loopBeam, ids, lens)

@@ -152,3 +152,48 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 	}
 	return identical, ties
 }
+
+// TestVerifyToolkitBeam: verify --beam compares a toolkit model's beam
+// search under its own rules (attnx.json's defaults: OpenNMT-py's for
+// onmt-sp, JoeyNMT's for joey-bpe) with the reference's implementation of
+// the same rules, and a reference without them shows as a difference.
+func TestVerifyToolkitBeam(t *testing.T) {
+	needTorch(t)
+	// A copy of the reference whose toolkit searches fall back to attnx's.
+	lax := t.TempDir()
+	files, err := filepath.Glob("../../reference/*.py")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("reference/*.py: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.NewReplacer(`if search == "opennmt":`, `if search == "off":`, `if search == "joeynmt":`, `if search == "off":`).Replace(string(data)))
+		if err := os.WriteFile(filepath.Join(lax, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ dir, ckpt, rules string }{
+		{"onmt-sp", "model.pt", "opennmt"}, {"joey-bpe", filepath.Join("model", "best.ckpt"), "joeynmt"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			ckpt := filepath.Join("..", "..", "testdata", "toolkits", c.dir, c.ckpt)
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", ckpt, "-o", model); code != 0 {
+				t.Fatalf("export: %s", stderr)
+			}
+			args := []string{"verify", "--model", model, "--checkpoint", ckpt, "--beam", "5", "--length-penalty", "1", "--batch", "8", "--steps", "20"}
+			code, out, stderr := attnx(args...)
+			if want := c.rules + " rules: identical"; code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("verify: exit %d, want %q:\n%s%s", code, want, out, stderr)
+			}
+			t.Setenv("ATTNX_REFERENCE", lax)
+			code, out, _ = attnx(args...)
+			if want := c.rules + " rules: DIFFERENT"; code != 1 || !strings.Contains(out, want) {
+				t.Errorf("verify against a reference without %s's rules: exit %d, want %q:\n%s", c.rules, code, want, out)
+			}
+		})
+	}
+}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/reference"
+	"github.com/attnx/attnx/translate"
 	"github.com/attnx/attnx/verify"
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -28,7 +31,12 @@ has it (attnx export --beam), beam.onnx: the n-best lists must be
 identical, up to swaps of two candidates whose scores differ by less than
 1e-05 (the spec allows them; they are counted and reported), with scores
 within 1e-04. --beam needs float32 weights and attnx's reference (not
---torch-module).
+--torch-module). A toolkit's model is compared under the toolkit's beam
+search, the one attnx translate runs by default (attnx.json's defaults:
+OpenNMT-py's or JoeyNMT's, each also written in the reference), with
+--n-best hypotheses per input (0: K); --rules spec|opennmt|joeynmt chooses
+others. beam.onnx has attnx's own search built in and is compared under
+spec rules only.
 
 --src FILE verifies on a user's own test set: its lines are tokenised with
 the model's tokenizer and vocabulary, decoded greedily by the graphs and by
@@ -138,7 +146,9 @@ func runVerify(args []string) error {
 	torchModule := fs.String("torch-module", "", "FILE.py defining build(config) -> (encoder, decoder): compare with your own modules instead of attnx's reference")
 	minAgreement := fs.Float64("min-agreement", verify.DefaultMinAgreement, "for int8/int4 weights: the fraction of sentences whose greedy decode must equal float32 PyTorch's")
 	beam := fs.Int("beam", 0, "also compare beam search of width `K` (0: no beam search)")
-	alpha := fs.Float64("length-penalty", 1.0, "beam search's length penalty `A` (score / length ** A)")
+	alpha := fs.Float64("length-penalty", 1.0, "beam search's length penalty `A` (score / length ** A; OpenNMT-py's -alpha, JoeyNMT's beam_alpha under their rules)")
+	rules := fs.String("rules", "", "with --beam: whose beam search both sides run: spec, opennmt or joeynmt (default: the model's, from attnx.json's defaults, else spec)")
+	nBest := fs.Int("n-best", 0, "with --beam: the hypotheses compared per input (0: K)")
 	src := fs.String("src", "", "a test set `FILE` (one sentence per line, raw text the model's tokenizer splits): decode it with the graphs and with PyTorch, compare every step, count identical sentences and score BLEU")
 	refs := fs.StringArray("ref", nil, "with --src: a reference translation `FILE` to score both decodes against (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -165,8 +175,12 @@ func runVerify(args []string) error {
 		return &usageError{fmt.Sprintf("--src-len must be at least 1, got %d", *srcLen)}
 	case !(*minAgreement > 0 && *minAgreement <= 1):
 		return &usageError{fmt.Sprintf("--min-agreement must be a fraction in (0, 1], got %v", *minAgreement)}
-	case fs.Changed("length-penalty") && !fs.Changed("beam"):
-		return &usageError{"--length-penalty is beam search's: give --beam K too"}
+	case (fs.Changed("length-penalty") || fs.Changed("rules") || fs.Changed("n-best")) && !fs.Changed("beam"):
+		return &usageError{"--length-penalty, --rules and --n-best are beam search's: give --beam K too"}
+	case *rules != "" && *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT:
+		return &usageError{fmt.Sprintf("--rules %q: want %s, %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)}
+	case *nBest < 0 || *nBest > *beam:
+		return &usageError{fmt.Sprintf("--n-best %d: want 1 to --beam %d (0: all of them)", *nBest, *beam)}
 	case fs.Changed("beam") && *torchModule != "":
 		return &usageError{"--beam compares with attnx's reference, not with --torch-module: drop one of them"}
 	case fs.Changed("beam"):
@@ -200,7 +214,7 @@ func runVerify(args []string) error {
 	}
 	opt := verify.Options{ModelDir: *model, Info: info, Checkpoint: files, Maps: maps, Inputs: *inputs, Batch: *batch, SrcLen: *srcLen, Seed: *seed,
 		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule, MinAgreement: *minAgreement,
-		Beam: *beam, LengthPenalty: *alpha, Backend: *backend}
+		Beam: *beam, LengthPenalty: *alpha, Backend: *backend, Search: beamSearch(fs, info, *rules, *nBest, alpha)}
 	if fs.Changed("steps") || *inputs == "" {
 		opt.Steps = *steps
 	}
@@ -258,4 +272,31 @@ func readModelDir(dir string) (*modeldir.Info, error) {
 		return nil, fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", dir, modeldir.InfoFile)
 	}
 	return info, err
+}
+
+// beamSearch is the beam search verify --beam compares: --rules, else the
+// model's own (attnx.json's defaults), with the model's penalty form and
+// alpha unless the command line sets them (alpha is updated in place).
+func beamSearch(fs *pflag.FlagSet, info *modeldir.Info, rules string, nBest int, alpha *float64) verify.BeamSearch {
+	s := verify.BeamSearch{Rules: rules, NBest: nBest, UNK: -1}
+	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) {
+		s.UNK = int64(slices.Index(info.TgtTokens, info.SrcTokens[u]))
+	}
+	d := info.Defaults
+	if d == nil {
+		return s
+	}
+	if s.Rules == "" {
+		s.Rules = d.Rules
+	}
+	if s.Rules != d.Rules || s.Rules == "" || s.Rules == translate.RulesSpec {
+		return s
+	}
+	if !fs.Changed("length-penalty") && d.LengthPenalty != nil {
+		*alpha = *d.LengthPenalty
+	}
+	if s.Rules == translate.RulesOpenNMT {
+		s.OpenNMTPenalty = d.LengthPenaltyForm
+	}
+	return s
 }
