@@ -60,31 +60,15 @@ func TestJoeyBeamMatchesJoeyNMT(t *testing.T) {
 				t.Fatal(err)
 			}
 			for sent := range cs.Batch {
-				b.Reset()
-				prefixes := [][]int64{{fx.BOS}}
-				inputs, parents := make([]int64, b.K), make([]int, b.K)
-				for step := 0; ; step++ {
-					lp := make([]float32, 0, len(prefixes)*fx.Vocab)
-					for _, p := range prefixes {
-						key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
-						row, ok := c.Rows[string(key)]
-						if !ok {
-							t.Fatalf("sentence %d step %d: asked for prefix %v, which JoeyNMT's search never reached", sent, step, p)
-						}
-						for _, x := range row {
-							lp = append(lp, math.Float32frombits(x))
-						}
+				replayTable(t, b, fx.BOS, fx.Vocab, func(p []int64) ([]float32, bool) {
+					key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
+					row, ok := c.Rows[string(key)]
+					lp := make([]float32, len(row))
+					for v, x := range row {
+						lp[v] = math.Float32frombits(x)
 					}
-					n := b.Advance(NewSlots(len(prefixes), fx.Vocab, lp, 0, 0, nil), inputs, parents)
-					if n == 0 {
-						break
-					}
-					next := make([][]int64, n)
-					for j := range n {
-						next[j] = append(slices.Clone(prefixes[parents[j]]), inputs[j])
-					}
-					prefixes = next
-				}
+					return lp, ok
+				})
 				want, got := c.Hypotheses[sent], b.Hypotheses(0)
 				if len(got) != len(want) {
 					t.Fatalf("sentence %d: %d hypotheses, JoeyNMT %d", sent, len(got), len(want))

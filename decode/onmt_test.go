@@ -67,31 +67,15 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 				t.Fatal(err)
 			}
 			for sent := range c.Case.Batch {
-				b.Reset()
-				prefixes := [][]int64{{fx.BOS}}
-				inputs, parents := make([]int64, b.K), make([]int, b.K)
-				for step := 0; ; step++ {
-					lp := make([]float32, 0, len(prefixes)*fx.Vocab)
-					for _, p := range prefixes {
-						key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
-						row, ok := c.Rows[string(key)]
-						if !ok {
-							t.Fatalf("sentence %d step %d: asked for prefix %v, which OpenNMT-py's search never reached", sent, step, p)
-						}
-						for _, x := range row {
-							lp = append(lp, float32(x))
-						}
+				replayTable(t, b, fx.BOS, fx.Vocab, func(p []int64) ([]float32, bool) {
+					key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
+					row, ok := c.Rows[string(key)]
+					lp := make([]float32, len(row))
+					for v, x := range row {
+						lp[v] = float32(x)
 					}
-					n := b.Advance(NewSlots(len(prefixes), fx.Vocab, lp, 0, 0, nil), inputs, parents)
-					if n == 0 {
-						break
-					}
-					next := make([][]int64, n)
-					for j := range n {
-						next[j] = append(slices.Clone(prefixes[parents[j]]), inputs[j])
-					}
-					prefixes = next
-				}
+					return lp, ok
+				})
 				want := c.Hypotheses[sent]
 				got := b.Hypotheses(0)
 				if len(got) != len(want) {
@@ -106,4 +90,37 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 		})
 	}
 	t.Logf("OpenNMT-py %s (%s): %d cases", fx.Version, fx.Commit, len(fx.Cases))
+}
+
+// replayTable decodes one sentence with s (after Reset) over a toolkit
+// fixture's table model: row gives the log-probs the toolkit computed
+// after a prefix (start token first), false for a prefix the toolkit's
+// own search never reached, which fails the test.
+func replayTable(t *testing.T, s interface {
+	Search
+	Reset()
+}, sos int64, vocab int, row func(prefix []int64) ([]float32, bool)) {
+	t.Helper()
+	s.Reset()
+	prefixes := [][]int64{{sos}}
+	inputs, parents := make([]int64, s.Width()), make([]int, s.Width())
+	for step := 0; ; step++ {
+		lp := make([]float32, 0, len(prefixes)*vocab)
+		for _, p := range prefixes {
+			r, ok := row(p)
+			if !ok {
+				t.Fatalf("step %d: asked for prefix %v, which the toolkit's search never reached", step, p)
+			}
+			lp = append(lp, r...)
+		}
+		n := s.Advance(NewSlots(len(prefixes), vocab, lp, 0, 0, nil), inputs, parents)
+		if n == 0 {
+			return
+		}
+		next := make([][]int64, n)
+		for j := range n {
+			next[j] = append(slices.Clone(prefixes[parents[j]]), inputs[j])
+		}
+		prefixes = next
+	}
 }

@@ -14,16 +14,13 @@ import json
 import os
 import struct
 import sys
-import types
 
 sys.path.insert(0, os.environ["JOEY_DIR"])
 sys.path.insert(0, os.environ["SUBWORD_NMT_DIR"])
-tb = types.ModuleType("torch.utils.tensorboard")
-tb.SummaryWriter = object
-sys.modules["torch.utils.tensorboard"] = tb
-for name in ("sacrebleu", "sacrebleu.metrics"):
-    sys.modules.setdefault(name, types.ModuleType(name))
-sys.modules["sacrebleu.metrics"].BLEU = sys.modules["sacrebleu.metrics"].CHRF = object
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "testdata", "toolkits"))
+import joey_standins  # noqa: E402
+
+joey_standins.install()
 
 import torch  # noqa: E402
 from joeynmt.search import block_repeat_ngrams, penalize_repetition  # noqa: E402
