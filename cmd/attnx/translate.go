@@ -87,7 +87,7 @@ func runTranslate(args []string) error {
 	model := fs.String("model", "", "model directory (`DIR` with attnx.json, encoder.onnx, decoder.onnx)")
 	var ids translateIDsFlag
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
-	batch := fs.Int("batch", 32, "inputs decoded together")
+	batch := fs.Int("batch", 32, "inputs decoded together; with --src also the toolkit's -batch_size, whose batches decide a toolkit model's output limits")
 	maxLen := fs.Int("max-len", 0, "most output tokens per input, EOS included (0: the model's limit, else 2n+10 for n source tokens); OpenNMT-py's -max_length, JoeyNMT's max_output_length")
 	maxLenRatio := fs.Float64("max-len-ratio", 0, "OpenNMT-py's -max_length_ratio `R`: at most min(--max-len or 250, R x n + 5) output tokens, n the longest source of the sentence's onmt_translate batch (0: --max-len or 250 alone)")
 	replaceUnk := fs.Bool("replace-unk", false, "replace each <unk> of the output with the source token it attends to most (OpenNMT-py's -replace_unk)")
