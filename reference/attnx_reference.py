@@ -842,6 +842,44 @@ def ranked_candidates(scores, log_probs, limit):
 
 
 @torch.no_grad()
+def run_slots(step, state, batch, beam, max_len, sos, advance):
+    """Runs a beam search's decoder on a fixed batch of B*K slots (row b's
+    hypotheses in slots b*K .. b*K+K-1; slots of ended rows or of missing
+    hypotheses keep computing stale inputs), so that K = 1 runs exactly
+    greedy decoding's batch. step(input_ids [B*K] int64, state) ->
+    (log_probs [B*K, V], next_state); state is a tuple of tensors whose
+    dimension 1 is the slot. Each step, advance(b, t, hyps, log_probs)
+    is called for every row not done, with its hypotheses (each .slot its
+    slot) and their log-probs; it returns the row's next hypotheses (.slot
+    their parent's slot) and whether the row is done. Starts each row from
+    one empty hypothesis; returns the last hypotheses of every row."""
+    K, B = int(beam), batch
+    live = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
+    done = [False] * B
+    inp = torch.full((B * K,), sos, dtype=torch.int64)
+    for t in range(max_len):
+        if all(done):
+            break
+        log_probs, next_state = step(inp, state)
+        gather = list(range(B * K))
+        next_inp = inp.clone()
+        for b in range(B):
+            if done[b]:
+                continue
+            slots = torch.tensor([h.slot for h in live[b]], dtype=torch.int64)
+            new, done[b] = advance(b, t, live[b], log_probs.index_select(0, slots))
+            for j, h in enumerate(new):
+                gather[b * K + j] = h.slot
+                next_inp[b * K + j] = h.tokens[-1]
+                h.slot = b * K + j
+            live[b] = new
+        index = torch.tensor(gather, dtype=torch.int64)
+        state = tuple(x.index_select(1, index) for x in next_state)
+        inp = next_inp
+    return live
+
+
+@torch.no_grad()
 def beam_search_steps(step, state, batch, beam, max_len, sos, eos, alpha=1.0):
     """Beam search (spec) for `batch` rows of `beam` hypotheses each.
 
@@ -860,43 +898,24 @@ def beam_search_steps(step, state, batch, beam, max_len, sos, eos, alpha=1.0):
     if not (alpha >= 0 and math.isfinite(alpha)):
         raise ReferenceError("length penalty %r, want a finite value >= 0" % alpha)
     B = batch
-    live = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
     finished = [[] for _ in range(B)]
-    done = [False] * B
-    inp = torch.full((B * K,), sos, dtype=torch.int64)
-    for _ in range(max_len):
-        if all(done):
-            break
-        log_probs, next_state = step(inp, state)
-        gather = list(range(B * K))
-        next_inp = inp.clone()
-        for b in range(B):
-            if done[b]:
+
+    def advance(b, t, hyps, log_probs):
+        scores = torch.tensor([h.score for h in hyps], dtype=torch.float32)
+        new_live = []
+        # Walking stops after K live entries; each hypothesis adds at most
+        # one EOS candidate, so K + len(hyps) candidates always suffice.
+        for rank, (s, i, v) in enumerate(ranked_candidates(scores, log_probs, K + len(hyps))):
+            if v == eos:
+                if rank < K:
+                    finished[b].append(Hypothesis(hyps[i].tokens + [eos], s))
                 continue
-            hyps = live[b]
-            slots = torch.tensor([h.slot for h in hyps], dtype=torch.int64)
-            scores = torch.tensor([h.score for h in hyps], dtype=torch.float32)
-            new_live = []
-            # Walking stops after K live entries; each hypothesis adds at most
-            # one EOS candidate, so K + len(hyps) candidates always suffice.
-            for rank, (s, i, v) in enumerate(ranked_candidates(scores, log_probs.index_select(0, slots),
-                                                                K + len(hyps))):
-                if v == eos:
-                    if rank < K:
-                        finished[b].append(Hypothesis(hyps[i].tokens + [eos], s))
-                    continue
-                new_live.append(Hypothesis(hyps[i].tokens + [v], s, hyps[i].slot))
-                if len(new_live) == K:
-                    break
-            for j, h in enumerate(new_live):
-                gather[b * K + j] = h.slot
-                next_inp[b * K + j] = h.tokens[-1]
-                h.slot = b * K + j
-            live[b] = new_live
-            done[b] = len(finished[b]) >= K or not new_live
-        index = torch.tensor(gather, dtype=torch.int64)
-        state = tuple(t.index_select(1, index) for t in next_state)
-        inp = next_inp
+            new_live.append(Hypothesis(hyps[i].tokens + [v], s, hyps[i].slot))
+            if len(new_live) == K:
+                break
+        return new_live, len(finished[b]) >= K or not new_live
+
+    live = run_slots(step, state, B, K, max_len, sos, advance)
     results = []
     for b in range(B):
         hyps = finished[b]
@@ -941,39 +960,23 @@ def beam_search_opennmt_steps(step, state, batch, beam, n_best, max_len, sos, eo
     max_len where every pick ends. Returns each row's n_best finished
     hypotheses by penalised score (stable), normalized = that score."""
     K, B = int(beam), batch
-    live = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
     finished = [[] for _ in range(B)]
-    done = [False] * B
-    inp = torch.full((B * K,), sos, dtype=torch.int64)
-    for t in range(max_len):
-        if all(done):
-            break
-        log_probs, next_state = step(inp, state)
+
+    def advance(b, t, hyps, log_probs):
         cur = t + 2  # the start token, t tokens, and the one picked now
         pen = {"avg": float(cur) ** alpha, "wu": ((5.0 + cur) / 6.0) ** alpha}.get(penalty, 1.0)
-        gather, next_inp = list(range(B * K)), inp.clone()
-        for b in range(B):
-            if done[b]:
-                continue
-            hyps = live[b]
-            slots = torch.tensor([h.slot for h in hyps], dtype=torch.int64)
-            new_live, top_ended = [], False
-            for r, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs.index_select(0, slots), pen, K)):
-                h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
-                if v == eos or t + 1 == max_len:
-                    h.normalized, h.slot = c, -1
-                    finished[b].append(h)
-                    top_ended = top_ended or r == 0
-                else:
-                    new_live.append(h)
-            for j, h in enumerate(new_live):
-                gather[b * K + j], next_inp[b * K + j] = h.slot, h.tokens[-1]
-                h.slot = b * K + j
-            live[b] = new_live
-            done[b] = (top_ended and len(finished[b]) >= n_best) or not new_live
-        index = torch.tensor(gather, dtype=torch.int64)
-        state = tuple(x.index_select(1, index) for x in next_state)
-        inp = next_inp
+        new_live, top_ended = [], False
+        for r, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs, pen, K)):
+            h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
+            if v == eos or t + 1 == max_len:
+                h.normalized, h.slot = c, -1
+                finished[b].append(h)
+                top_ended = top_ended or r == 0
+            else:
+                new_live.append(h)
+        return new_live, (top_ended and len(finished[b]) >= n_best) or not new_live
+
+    run_slots(step, state, B, K, max_len, sos, advance)
     return [sorted(f, key=lambda h: -h.normalized)[:n_best] for f in finished]
 
 
@@ -989,42 +992,27 @@ def beam_search_joeynmt_steps(step, state, batch, beam, n_best, max_len, sos, eo
     an end). Returns each row's recorded hypotheses by score (stable),
     n_best of them, filled up with [unk] scored -1."""
     K, B = int(beam), batch
-    places = [[Hypothesis([], 0.0, b * K)] for b in range(B)]
     ended = [[False] * K for _ in range(B)]
     recorded = [[] for _ in range(B)]
-    done = [False] * B
-    inp = torch.full((B * K,), sos, dtype=torch.int64)
-    for t in range(max_len):
-        if all(done):
-            break
-        log_probs, next_state = step(inp, state)
+
+    def advance(b, t, hyps, log_probs):
         pen = ((5.0 + (t + 1)) / 6.0) ** alpha if alpha > 0 else 1.0
-        gather, next_inp = list(range(B * K)), inp.clone()
-        for b in range(B):
-            if done[b]:
-                continue
-            hyps = places[b]
-            slots = torch.tensor([h.slot for h in hyps], dtype=torch.int64)
-            new = []
-            for j, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs.index_select(0, slots), pen, K)):
-                h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
-                h.normalized = c
-                new.append(h)
-                if v == eos or c == float("-inf") or t + 1 == max_len:
-                    ended[b][j] = True
-            for j, h in enumerate(new):
-                n_end = h.tokens.count(eos)
-                if ended[b][j] and ((n_end == 1 and h.tokens[-1] == eos) or (n_end == 0 and t + 1 == max_len)):
-                    recorded[b].append(Hypothesis(list(h.tokens), h.score))
-                    recorded[b][-1].normalized = h.normalized
-            for j, h in enumerate(new):
-                gather[b * K + j], next_inp[b * K + j] = h.slot, h.tokens[-1]
-                h.slot = b * K + j
-            places[b] = new
-            done[b] = all(ended[b])
-        index = torch.tensor(gather, dtype=torch.int64)
-        state = tuple(x.index_select(1, index) for x in next_state)
-        inp = next_inp
+        new = []
+        for j, (c, i, v) in enumerate(_toolkit_picks(hyps, log_probs, pen, K)):
+            h = Hypothesis(hyps[i].tokens + [v], _times(c, pen), hyps[i].slot)
+            h.normalized = c
+            new.append(h)
+            if v == eos or c == float("-inf") or t + 1 == max_len:
+                ended[b][j] = True
+        for j, h in enumerate(new):
+            n_end = h.tokens.count(eos)
+            if ended[b][j] and ((n_end == 1 and h.tokens[-1] == eos) or (n_end == 0 and t + 1 == max_len)):
+                kept = Hypothesis(list(h.tokens), h.score)
+                kept.normalized = h.normalized
+                recorded[b].append(kept)
+        return new, all(ended[b])
+
+    run_slots(step, state, B, K, max_len, sos, advance)
     out = []
     for b in range(B):
         hyps = sorted(recorded[b], key=lambda h: -h.normalized)[:n_best]

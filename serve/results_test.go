@@ -299,26 +299,10 @@ func TestOpenNMTRulesServed(t *testing.T) {
 	in := demoInputs(t)[:3]
 	want := loneTranslate(t, demo, translate.Options{Beam: 4, NBest: 2, Rules: translate.RulesOpenNMT, OpenNMTPenalty: "none"}, in)
 	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 4, NBest: 2, Rules: "opennmt", LengthPenaltyForm: "none"})
-	for _, batching := range []bool{false, true} {
-		for name, c := range map[string]struct{ dir, body string }{
-			"request":    {demo, `{"rules": "opennmt", "length_penalty_form": "none", "beam": 4, "n_best": 2, "inputs": %s}`},
-			"attnx.json": {byDefault, `{"inputs": %s}`},
-		} {
-			t.Run(fmt.Sprintf("%s, batching %v", name, batching), func(t *testing.T) {
-				_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: c.dir}}, Batching: batching})
-				ins, _ := json.Marshal(in)
-				code, ans := post(t, hs.URL+PathTranslate, fmt.Sprintf(c.body, ins))
-				if code != 200 {
-					t.Fatalf("%d %s", code, ans)
-				}
-				for i, r := range decodeResponse(t, ans).Results {
-					if len(r.Hypotheses) != 2 || r.Hypotheses[1].Text != want[i].Hypotheses[1].Text || !reflect.DeepEqual(r.Tokens, want[i].Tokens) {
-						t.Errorf("result %d: %+v; the Translator: %+v", i, r.Hypotheses, want[i].Hypotheses)
-					}
-				}
-			})
-		}
-	}
+	servedAsTranslator(t, in, want, map[string]struct{ dir, body string }{
+		"request":    {demo, `{"rules": "opennmt", "length_penalty_form": "none", "beam": 4, "n_best": 2, "inputs": %s}`},
+		"attnx.json": {byDefault, `{"inputs": %s}`},
+	})
 	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}})
 	for body, msg := range map[string]string{
 		`{"inputs": ["x"], "length_penalty_form": "avg"}`:                       `\"none\" and \"avg\" with \"rules\": \"opennmt\"`,
@@ -364,11 +348,20 @@ func TestJoeyRulesServed(t *testing.T) {
 		t.Fatal("the demo inputs decode the same under attnx's rules: the test would not see the rules lost")
 	}
 	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 3, NBest: 2, Rules: "joeynmt", NoRepeatNgram: 2, RepetitionPenalty: 1.4})
+	servedAsTranslator(t, in, want, map[string]struct{ dir, body string }{
+		"request":    {demo, `{"rules": "joeynmt", "no_repeat_ngram": 2, "repetition_penalty": 1.4, "beam": 3, "n_best": 2, "inputs": %s}`},
+		"attnx.json": {byDefault, `{"inputs": %s}`},
+	})
+}
+
+// servedAsTranslator posts in to a server of each case's model directory
+// (its body a format with the inputs' JSON), batching off and on, and
+// checks that the answers are want's: the tokens, and the second of two
+// hypotheses.
+func servedAsTranslator(t *testing.T, in []string, want []translate.Result, cases map[string]struct{ dir, body string }) {
+	t.Helper()
 	for _, batching := range []bool{false, true} {
-		for name, c := range map[string]struct{ dir, body string }{
-			"request":    {demo, `{"rules": "joeynmt", "no_repeat_ngram": 2, "repetition_penalty": 1.4, "beam": 3, "n_best": 2, "inputs": %s}`},
-			"attnx.json": {byDefault, `{"inputs": %s}`},
-		} {
+		for name, c := range cases {
 			t.Run(fmt.Sprintf("%s, batching %v", name, batching), func(t *testing.T) {
 				_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: c.dir}}, Batching: batching})
 				ins, _ := json.Marshal(in)
