@@ -16,6 +16,9 @@ const (
 	ToolkitOpenNMT = "opennmt-py"
 	ToolkitJoeyNMT = "joeynmt"
 	ToolkitChatbot = "chatbot"
+	// ToolkitFairseq is recognised so that its checkpoints are named, not
+	// mistaken for a bare state_dict: attnx does not convert them yet.
+	ToolkitFairseq = "fairseq"
 )
 
 // Origin is what a toolkit's checkpoint holds beside its tensors.
@@ -47,7 +50,7 @@ func (o *Object) Attr(name string) (any, bool) {
 }
 
 // toolkitNames are the toolkits' names for people.
-var toolkitNames = map[string]string{ToolkitOpenNMT: "OpenNMT-py", ToolkitJoeyNMT: "JoeyNMT", ToolkitChatbot: "chatbot tutorial"}
+var toolkitNames = map[string]string{ToolkitOpenNMT: "OpenNMT-py", ToolkitJoeyNMT: "JoeyNMT", ToolkitChatbot: "chatbot tutorial", ToolkitFairseq: "fairseq"}
 
 // toolkitSignature says which toolkit a checkpoint dict comes from, by its
 // top-level entries, and where its tensors are: entry -> key prefix.
@@ -68,6 +71,10 @@ func toolkitSignature(top []types.DictEntry) (string, [][2]string) {
 		return ToolkitChatbot, [][2]string{{"en", "encoder"}, {"de", "decoder"}, {"embedding", "embedding"}}
 	case has["model_state"]:
 		return ToolkitJoeyNMT, [][2]string{{"model_state", ""}}
+	// fairseq's checkpoint_utils.save_state: {args or cfg, model,
+	// optimizer_history, extra_state, last_optimizer_state}.
+	case has["model"] && has["optimizer_history"] && (has["cfg"] || has["args"]):
+		return ToolkitFairseq, [][2]string{{"model", ""}}
 	}
 	return "", nil
 }
@@ -253,4 +260,29 @@ func plain(v any, depth int, n *int, onPath map[any]bool) (any, error) {
 		return out, nil
 	}
 	return fmt.Sprintf("<%s>", describe(v)), nil
+}
+
+// FairseqArch is the architecture a fairseq checkpoint names: its cfg's
+// model section (saved as a plain dict whose model entry is a dict or, for
+// models registered the legacy way, like the LSTMs, an argparse.Namespace)
+// or the older args Namespace: its arch, else _name; "" when it names
+// none.
+func FairseqArch(o *Origin) string {
+	if o == nil || o.Toolkit != ToolkitFairseq {
+		return ""
+	}
+	var model any = o.Entries["args"]
+	if cfg, ok := o.Entries["cfg"].(map[string]any); ok && cfg["model"] != nil {
+		model = cfg["model"]
+	}
+	attrs, _ := model.(map[string]any)
+	if ns, ok := model.(*Object); ok {
+		attrs = ns.Attrs
+	}
+	for _, k := range []string{"arch", "_name"} {
+		if a, ok := attrs[k].(string); ok && a != "" {
+			return a
+		}
+	}
+	return ""
 }

@@ -234,6 +234,12 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		// torchtext's order, which the tutorial's vocabularies have:
 		// <unk> 0, <pad> 1, <sos> 2, <eos> 3 on both sides.
 		tm.special = attention.Special{SOS: 2, EOS: 3, PAD: 1, UNK: 0}
+	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitFairseq:
+		arch := checkpoint.FairseqArch(sd.Origin)
+		if arch == "" {
+			arch = "an architecture its cfg does not name"
+		}
+		return nil, fmt.Errorf("%s: a fairseq checkpoint (--arch %s): attnx does not convert fairseq models yet; it converts OpenNMT-py, JoeyNMT, bentrevett/pytorch-seq2seq and PyTorch chatbot tutorial checkpoints and the models of the spec", path, arch)
 	default:
 		return nil, fmt.Errorf("%s: not a toolkit checkpoint", path)
 	}

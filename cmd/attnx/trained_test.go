@@ -197,3 +197,24 @@ func TestVerifyToolkitBeam(t *testing.T) {
 		})
 	}
 }
+
+// TestFairseqNamed: a checkpoint fairseq-train wrote (testdata/toolkits/
+// fairseq-*) is named as fairseq's, with the architecture its cfg records,
+// not mistaken for a state_dict of another layout; attnx does not convert
+// it yet.
+func TestFairseqNamed(t *testing.T) {
+	for dir, arch := range map[string]string{"fairseq-lstm": "lstm", "fairseq-wiseman": "lstm_wiseman_iwslt_de_en", "fairseq-luong": "lstm_luong_wmt_en_de"} {
+		ckpt := filepath.Join("..", "..", "testdata", "toolkits", dir, "checkpoint_best.pt")
+		for _, cmd := range []string{"export", "inspect"} {
+			args := []string{cmd, ckpt}
+			if cmd == "export" {
+				args = append(args, "-o", filepath.Join(t.TempDir(), "m"))
+			}
+			code, _, stderr := attnx(args...)
+			want := "a fairseq checkpoint (--arch " + arch + "): attnx does not convert fairseq models yet"
+			if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "closest known layout") {
+				t.Errorf("%s %s: exit %d, %s; want exit 1 and %q", cmd, dir, code, stderr, want)
+			}
+		}
+	}
+}
