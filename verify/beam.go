@@ -229,8 +229,10 @@ type BeamCheck struct {
 	// MaxScoreDiff is the largest difference between the raw or normalised
 	// scores of a hypothesis both lists hold.
 	MaxScoreDiff float64 `json:"max_score_diff"`
-	// Tokens holds the engine's best hypothesis per row.
-	Tokens [][]int64 `json:"tokens"`
+	// Tokens holds the engine's best hypothesis per row, Reference the
+	// reference's.
+	Tokens    [][]int64 `json:"tokens"`
+	Reference [][]int64 `json:"reference_tokens"`
 	// Detail describes the first difference, or the swaps.
 	Detail string `json:"detail,omitempty"`
 }
@@ -260,6 +262,11 @@ func CompareBeam(engine string, k int, alpha float64, got [][]decode.Hypothesis,
 			c.Tokens = append(c.Tokens, g[0].Tokens)
 		} else {
 			c.Tokens = append(c.Tokens, nil)
+		}
+		if len(w) > 0 {
+			c.Reference = append(c.Reference, w[0].Tokens)
+		} else {
+			c.Reference = append(c.Reference, nil)
 		}
 		c.Hypotheses += len(w)
 		g = g[:min(len(g), len(w))]

@@ -39,9 +39,12 @@ others. beam.onnx has attnx's own search built in and is compared under
 spec rules only.
 
 --src FILE verifies on a user's own test set: its lines are tokenised with
-the model's tokenizer and vocabulary, decoded greedily by the graphs and by
-PyTorch in chunks of --batch sentences (64 by default), every step compared
-as above; it reports the sentences identical, BLEU of attnx against
+the model's tokenizer and vocabulary, decoded by the graphs and by PyTorch
+as attnx translate decodes them by default (the model's beam search and
+rules from attnx.json's defaults, else greedily; --beam K for another
+width) in chunks of --batch sentences (64 by default), every step compared
+as above and, with beam search, each sentence's best hypothesis against the
+reference's; it reports the sentences identical, BLEU of attnx against
 PyTorch (100 when identical) and, with --ref FILE, BLEU of each against the
 references. This is the check to run before replacing a Python service.
 
@@ -157,8 +160,8 @@ func runVerify(args []string) error {
 	if *src == "" && len(*refs) > 0 {
 		return &usageError{"--ref goes with --src FILE"}
 	}
-	if *src != "" && (*inputs != "" || fs.Changed("beam") || fs.Changed("src-len") || fs.Changed("seed")) {
-		return &usageError{"--src decodes the file's sentences greedily: drop --inputs, --beam, --src-len and --seed"}
+	if *src != "" && (*inputs != "" || fs.Changed("src-len") || fs.Changed("seed")) {
+		return &usageError{"--src decodes the file's own sentences: drop --inputs, --src-len and --seed"}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -200,6 +203,17 @@ func runVerify(args []string) error {
 	}
 	if info.Weights.Reduced() && *beam > 0 {
 		return &usageError{fmt.Sprintf("--beam: %s has %s weights, whose beam search cannot meet the float32 tolerance; verify compares its greedy decoding (drop --beam)", *model, info.Weights)}
+	}
+	if d := info.Defaults; *src != "" && !fs.Changed("beam") && d != nil && d.Beam > 1 && !info.Weights.Reduced() {
+		// --src checks what translate does with the file: the model's
+		// own decoding, beam search included.
+		*beam = d.Beam
+		if d.NBest > 0 && !fs.Changed("n-best") {
+			*nBest = d.NBest
+		}
+		if d.LengthPenalty != nil && !fs.Changed("length-penalty") {
+			*alpha = *d.LengthPenalty
+		}
 	}
 	if info.Weights.Reduced() && !fs.Changed("batch") {
 		// Agreement is a rate: two sentences cannot measure it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -33,10 +34,13 @@ type SrcOutcome struct {
 	// NearTies counts the sentences that part from PyTorch's at a near tie
 	// (PyTorch's best two log-probs closer than the measured drift), which
 	// the spec's tolerance allows; they are not identical.
-	NearTies int  `json:"near_ties"`
-	Steps    int  `json:"steps"`
-	Chunks   int  `json:"chunks"`
-	StepsOK  bool `json:"steps_within_tolerance"`
+	NearTies int `json:"near_ties"`
+	// Decoding says how both sides decoded: greedily, or with the beam
+	// search (and rules) translate runs by default for the model.
+	Decoding string `json:"decoding"`
+	Steps    int    `json:"steps"`
+	Chunks   int    `json:"chunks"`
+	StepsOK  bool   `json:"steps_within_tolerance"`
 	// Weights is the model's precision. For int8 and int4 the steps are
 	// not judged against the float32 tolerance: each chunk's greedy
 	// decodes must agree with PyTorch's float32 ones on MinAgreement of
@@ -98,6 +102,10 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	}
 	out := SrcOutcome{Source: sv.src, Sentences: len(lines), Blank: len(lines) - len(rows), StepsOK: true,
 		Attnx: make([]string, len(lines)), PyTorch: make([]string, len(lines))}
+	out.Decoding = "greedy decoding"
+	if opt.Beam > 0 {
+		out.Decoding = fmt.Sprintf("beam search K=%d under %s rules, alpha %g", opt.Beam, cmp.Or(opt.Search.Rules, translate.RulesSpec), opt.LengthPenalty)
+	}
 	out.Steps = sv.steps
 	if out.Steps == 0 {
 		out.Steps = translate.DefaultMaxLen(maxLen)
@@ -128,8 +136,25 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 			out.Failures = append(out.Failures, fmt.Sprintf("sentences %d-%d: %s", idx[start]+1, idx[start+len(chunk)-1]+1, firstFailure(res)))
 		}
 		out.Weights, out.MinAgreement = string(res.Weights), res.MinAgreement
-		var got [][]int64
-		if len(res.Greedy) > 0 {
+		var got, want [][]int64
+		want = res.ReferenceGreedy
+		switch {
+		case opt.Beam > 0 && len(res.Beam) > 0:
+			// The best hypotheses of the decoding core's beam search and
+			// of the reference's, under the same rules.
+			bc := res.Beam[0]
+			got, want = bc.Tokens, bc.Reference
+			if !bc.Identical {
+				out.StepsOK = false
+				out.Failures = append(out.Failures, fmt.Sprintf("sentences %d-%d: %s: %s", idx[start]+1, idx[start+len(chunk)-1]+1, bc.Engine, bc.Detail))
+			} else {
+				for k := range got {
+					if !slices.Equal(got[k], want[k]) {
+						out.NearTies++ // a swap the check allowed
+					}
+				}
+			}
+		case len(res.Greedy) > 0:
 			g := res.Greedy[len(res.Greedy)-1]
 			got = g.Tokens
 			tied := map[int]bool{}
@@ -137,7 +162,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 				tied[nt.Row] = true
 			}
 			out.NearTies += len(tied)
-		} else {
+		default:
 			// Reduced precision: Check judged the agreement of its graphs'
 			// decodes (res.OK) but keeps no tokens; these are the
 			// sentences' own, decoded greedily by the steps engine within
@@ -154,8 +179,8 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 		for k := range chunk {
 			i := idx[start+k]
 			out.Attnx[i] = tr.TargetText(got[k])
-			out.PyTorch[i] = tr.TargetText(res.ReferenceGreedy[k])
-			if slices.Equal(got[k], res.ReferenceGreedy[k]) {
+			out.PyTorch[i] = tr.TargetText(want[k])
+			if slices.Equal(got[k], want[k]) {
 				out.Identical++
 			}
 		}
@@ -204,8 +229,8 @@ func firstFailure(res *verify.Outcome) string {
 
 func writeSrcOutcome(o SrcOutcome, ckpt checkpoint.Files) {
 	w := stdout
-	fmt.Fprintf(w, "verify --src %s against %s: %d sentences (%d blank, skipped), greedy decoding, max_len %d, in %d chunks\n",
-		o.Source, ckpt.String(), o.Sentences, o.Blank, o.Steps, o.Chunks)
+	fmt.Fprintf(w, "verify --src %s against %s: %d sentences (%d blank, skipped), %s, max_len %d, in %d chunks\n",
+		o.Source, ckpt.String(), o.Sentences, o.Blank, o.Decoding, o.Steps, o.Chunks)
 	verdict := "every output of every step within the float32 tolerance, step-isolated"
 	if o.Weights != "" && o.Weights != string(quant.PrecisionFP32) {
 		verdict = fmt.Sprintf("%s weights: each chunk's greedy decodes agree with the float32 PyTorch model's on at least %.0f%% of its sentences (deviations reported by plain verify, not judged)", o.Weights, 100*o.MinAgreement)

@@ -79,11 +79,17 @@ func TestVerifySrc(t *testing.T) {
 	}{
 		{[]string{"--src", srcFile, "--ref", short}, "--ref " + short + " has 1 lines and --src " + srcFile + " has 25"},
 		{[]string{"--ref", refFile}, "--ref goes with --src FILE"},
-		{[]string{"--src", srcFile, "--beam", "2"}, "--src decodes the file's sentences greedily"},
+		{[]string{"--src", srcFile, "--seed", "3"}, "--src decodes the file's own sentences: drop --inputs, --src-len and --seed"},
 	} {
 		code, _, errs := attnx(append([]string{"verify", "--model", dir, "--checkpoint", ckpt}, c.args...)...)
 		if code == 0 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
 		}
+	}
+	// --beam compares the file's beam search, best hypothesis against the
+	// reference's, under the model's rules (OpenNMT-py's, for this one).
+	code, out, errs = attnx("verify", "--model", dir, "--checkpoint", ckpt, "--src", srcFile, "--beam", "2")
+	if code != 0 || !strings.Contains(out, "beam search K=2 under opennmt rules") || !strings.Contains(out, "identical to PyTorch's") {
+		t.Errorf("--src --beam 2: exit %d\n%s\n%s", code, out, errs)
 	}
 }
