@@ -109,7 +109,7 @@ func (p *point) translated(name, dir, engine string, k int, backend string) (*ru
 		return nil, err
 	}
 	r := &runner{name: name, beam: k, withEncoder: true, close: func() { tr.Close() },
-		note: "decode = whole TranslateIDs call minus " + EngineLean + "'s encoder median"}
+		note: "decode = whole TranslateIDs call minus " + EngineLean + "'s fastest encoder run"}
 	r.run = func() (time.Duration, time.Duration, error) {
 		t0 := time.Now()
 		res, err := tr.TranslateIDs(p.ctx, p.rows)

@@ -174,11 +174,14 @@ func (c *Config) measure(ctx context.Context, work string, m *model, S, B, T int
 		}
 	}
 	// The encoder time translate's engines include is the greedy lean
-	// loop's at the same precision.
+	// loop's at the same precision: its fastest run, the same work with
+	// the least interference (a median taken while another process ran
+	// could exceed a whole call of a small model and leave a negative
+	// decode).
 	encMs := map[quant.Precision]float64{}
 	for i, r := range runners {
 		if r.name == EngineLean && r.beam <= 1 {
-			encMs[r.weights] = quantile(encs[i], 0.5)
+			encMs[r.weights] = slices.Min(encs[i])
 		}
 	}
 	byJob := map[job]Result{}
