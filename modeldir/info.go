@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -140,6 +141,19 @@ type Batching struct {
 	Size   int    `json:"size"`
 	Tokens bool   `json:"tokens,omitempty"`
 }
+
+// TargetUNK is the target id spelled like the source vocabulary's unknown
+// token unk (the token -replace_unk and a ban on the unknown token act
+// on), -1 when there is none.
+func TargetUNK(unk int64, src, tgt []string) int64 {
+	if unk < 0 || int(unk) >= len(src) {
+		return -1
+	}
+	return int64(slices.Index(tgt, src[unk]))
+}
+
+// TargetUNK is TargetUNK of the model's vocabularies.
+func (m *Info) TargetUNK() int64 { return TargetUNK(m.Special.UNK, m.SrcTokens, m.TgtTokens) }
 
 // OutputLimit is the model's output length limit for a source of n tokens
 // (n: the longest source of its batch under Defaults.Batching), 0 when the

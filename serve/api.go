@@ -1,9 +1,8 @@
 package serve
 
 import (
-	"slices"
-
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -143,6 +142,5 @@ type ModelInfo struct {
 // tokens: its source vocabulary's unknown token is in the target one too,
 // as translate.Options.ReplaceUnk needs.
 func (m ModelInfo) canReplaceUnk() bool {
-	u := m.Special.UNK
-	return u >= 0 && int(u) < len(m.SrcTokens) && slices.Contains(m.TgtTokens, m.SrcTokens[u])
+	return modeldir.TargetUNK(m.Special.UNK, m.SrcTokens, m.TgtTokens) >= 0
 }

@@ -137,19 +137,12 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	case opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen:
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
 	}
-	// The rules: attnx.json's, with the call's MinLen (else the
-	// Translator's) and, under attnx's rules, the unknown token banned.
-	rules := t.info.Decoding
-	if minLen := cmp.Or(opt.MinLen, t.opt.MinLen); minLen > 0 {
-		rules = withMinLen(rules, minLen)
+	// The rules: the call's MinLen, else the Translator's, and under
+	// attnx's rules the unknown token banned.
+	var err error
+	if so.rules, err = t.stepRules(cmp.Or(opt.MinLen, t.opt.MinLen), so.banUNK && !so.openNMT); err != nil {
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.BanUNK: %w", err)
 	}
-	if so.banUNK && !so.openNMT {
-		if t.tgtUNK < 0 {
-			return searchOpts{}, fmt.Errorf("translate: CallOptions.BanUNK: %s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
-		}
-		rules = withBanned(rules, t.tgtUNK)
-	}
-	so.rules = rules
 	if err := checkBeamOptions(Options{Beam: so.beam, NBest: so.nBest, LengthPenalty: &so.alpha}); err != nil {
 		return searchOpts{}, err
 	}
@@ -171,6 +164,24 @@ func (t *Translator) tgtSpecials() []int64 {
 		}
 	}
 	return ids
+}
+
+// stepRules are the decoding rules the steps engine applies: attnx.json's,
+// with EOS kept out of the first minLen output tokens and, with ban, the
+// unknown token banned. The error says the model has no unknown token to
+// ban.
+func (t *Translator) stepRules(minLen int, ban bool) (*attention.Rules, error) {
+	rules := t.info.Decoding
+	if minLen > 0 {
+		rules = withMinLen(rules, minLen)
+	}
+	if ban {
+		if t.tgtUNK < 0 {
+			return nil, fmt.Errorf("%s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
+		}
+		rules = withBanned(rules, t.tgtUNK)
+	}
+	return rules, nil
 }
 
 // withBanned returns rules (nil: none) with id banned from greedy and beam

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -258,11 +259,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if greedyFile != "" && (strings.ContainsAny(greedyFile, `/\`) || greedyFile == "." || greedyFile == "..") {
 		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
 	}
-	t.rules = info.Decoding
-	t.tgtUNK = -1
-	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) && info.TgtTokens != nil {
-		t.tgtUNK = int64(slices.Index(info.TgtTokens, info.SrcTokens[u]))
-	}
+	t.tgtUNK = info.TargetUNK()
 	for _, tok := range opt.IgnoreWhenBlocking {
 		id := slices.Index(info.TgtTokens, tok)
 		if id < 0 {
@@ -273,17 +270,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if opt.ReplaceUnk && t.tgtUNK < 0 {
 		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
 	}
-	if opt.MinLen > 0 {
-		t.rules = withMinLen(info.Decoding, opt.MinLen)
-	}
 	// Under attnx's rules BanUNK bans the unknown token as a toolkit's
 	// rules ban tokens (JoeyNMT's generate_unk: false).
 	specBan := opt.BanUNK && opt.Rules != RulesOpenNMT
-	if specBan {
-		if t.tgtUNK < 0 {
-			return nil, fmt.Errorf("translate: BanUNK: %s has no unknown token in both vocabularies", infoPath)
-		}
-		t.rules = withBanned(t.rules, t.tgtUNK)
+	if t.rules, err = t.stepRules(opt.MinLen, specBan); err != nil {
+		return nil, fmt.Errorf("translate: BanUNK: %w", err)
 	}
 	switch opt.Engine {
 	case "":
@@ -696,14 +687,7 @@ func (t *Translator) limit(n int) int { return t.limitFor(n, t.opt.Rules == Rule
 // OpenNMT-py's rules (openNMT), else DefaultMaxLen.
 func (t *Translator) limitFor(n int, openNMT bool) int {
 	if r := t.opt.MaxLenRatio; r != nil {
-		limit := t.opt.MaxLen
-		if limit == 0 {
-			limit = openNMTMaxLength
-		}
-		if *r > 0 {
-			limit = min(limit, int(*r*float64(n)+5))
-		}
-		return max(limit, 1)
+		return max(openNMTLimit(cmp.Or(t.opt.MaxLen, openNMTMaxLength), *r, n), 1)
 	}
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/attnx/attnx/checkpoint"
@@ -292,10 +291,7 @@ func readModelDir(dir string) (*modeldir.Info, error) {
 // model's own (attnx.json's defaults), with the model's penalty form and
 // alpha unless the command line sets them (alpha is updated in place).
 func beamSearch(fs *pflag.FlagSet, info *modeldir.Info, rules string, nBest int, alpha *float64) verify.BeamSearch {
-	s := verify.BeamSearch{Rules: rules, NBest: nBest, UNK: -1}
-	if u := info.Special.UNK; u >= 0 && int(u) < len(info.SrcTokens) {
-		s.UNK = int64(slices.Index(info.TgtTokens, info.SrcTokens[u]))
-	}
+	s := verify.BeamSearch{Rules: rules, NBest: nBest, UNK: info.TargetUNK()}
 	d := info.Defaults
 	if d == nil {
 		return s
