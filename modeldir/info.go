@@ -158,8 +158,22 @@ func (m *Info) TargetUNK() int64 { return TargetUNK(m.Special.UNK, m.SrcTokens, 
 // OutputLimit is the model's output length limit for a source of n tokens
 // (n: the longest source of its batch under Defaults.Batching), 0 when the
 // model has none.
-func (m *Info) OutputLimit(n int) int {
-	switch d := m.Defaults; {
+func (m *Info) OutputLimit(n int) int { return m.Defaults.Limit(n) }
+
+// OpenNMTTranslate are onmt_translate 3.x's decoding defaults: beam 5 with
+// its beam search, -length_penalty avg, -alpha 1, and -max_length 250 with
+// -max_length_ratio 1.25 over the longest source of each batch of
+// -batch_size 30 sentences, sorted by length.
+func OpenNMTTranslate() *Defaults {
+	alpha := 1.0
+	return &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg", LengthPenalty: &alpha,
+		MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}
+}
+
+// Limit is the output length limit d sets for n source tokens (the longest
+// source of the batch under Batching), 0 when d (or nil) sets none.
+func (d *Defaults) Limit(n int) int {
+	switch {
 	case d == nil:
 		return 0
 	case d.MaxLenFactor > 0:

@@ -120,16 +120,11 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		}
 		tm.toolkit = Toolkit{Name: "OpenNMT-py", Version: strconv.Itoa(o.Version) + ".x", Format: format}
 		if o.Version == 3 {
-			// onmt_translate 3.x's defaults (-beam_size 5, -length_penalty
-			// avg, -alpha 1) and its beam search, so that attnx translate
-			// with no decoding flags decodes as onmt_translate does with
-			// none. 2.x's search stops by other rules, not reproduced.
-			// Its output limit is -max_length 250 with -max_length_ratio
-			// 1.25 over the longest source of each batch of -batch_size 30
-			// sentences, sorted by length.
-			alpha := 1.0
-			tm.defaults = &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg", LengthPenalty: &alpha,
-				MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}
+			// onmt_translate 3.x's defaults and its beam search, so that
+			// attnx translate with no decoding flags decodes as
+			// onmt_translate does with none. 2.x's search stops by other
+			// rules, not reproduced.
+			tm.defaults = OpenNMTTranslate()
 			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 3.x's, beam 5 with OpenNMT-py's beam search, -length_penalty avg, at most min(250, 1.25 x the batch's longest source + 5) tokens over its batches of 30 sentences; attnx translate's flags override them")
 		}
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab

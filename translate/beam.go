@@ -3,6 +3,8 @@ package translate
 import (
 	"fmt"
 	"math"
+
+	"github.com/attnx/attnx/modeldir"
 )
 
 // DefaultLengthPenalty is the length penalty alpha used when
@@ -19,23 +21,9 @@ const (
 	RulesJoeyNMT = "joeynmt"
 )
 
-// openNMTLimit is onmt_translate's output limit for a source of n tokens
-// (the longest of its batch) under -max_length maxLength and
-// -max_length_ratio ratio: min(maxLength, int(ratio n + 5)), maxLength
-// alone when ratio is 0.
-func openNMTLimit(maxLength int, ratio float64, n int) int {
-	if ratio > 0 {
-		return min(maxLength, int(ratio*float64(n)+5))
-	}
-	return maxLength
-}
-
-// openNMTMaxLen is openNMTLimit at onmt_translate's defaults (-max_length
-// 250, -max_length_ratio 1.25).
-func openNMTMaxLen(n int) int { return openNMTLimit(openNMTMaxLength, 1.25, n) }
-
-// openNMTMaxLength is onmt_translate's default -max_length.
-const openNMTMaxLength = 250
+// openNMTMaxLen is onmt_translate's output limit for a source of n tokens
+// at its defaults (-max_length 250, -max_length_ratio 1.25).
+func openNMTMaxLen(n int) int { return modeldir.OpenNMTTranslate().Limit(n) }
 
 // checkBeamOptions checks Beam, NBest and LengthPenalty, naming the option
 // and the allowed range.

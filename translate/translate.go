@@ -687,7 +687,10 @@ func (t *Translator) limit(n int) int { return t.limitFor(n, t.opt.Rules == Rule
 // OpenNMT-py's rules (openNMT), else DefaultMaxLen.
 func (t *Translator) limitFor(n int, openNMT bool) int {
 	if r := t.opt.MaxLenRatio; r != nil {
-		return max(openNMTLimit(cmp.Or(t.opt.MaxLen, openNMTMaxLength), *r, n), 1)
+		// onmt_translate's limit with this -max_length_ratio, and
+		// -max_length MaxLen or its default.
+		onmt := modeldir.OpenNMTTranslate()
+		return (&modeldir.Defaults{MaxLen: cmp.Or(t.opt.MaxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
 	}
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
