@@ -82,41 +82,47 @@ func ToolkitBeam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLen
 	rules *attention.Rules, s BeamSearch) (*BeamDecoded, error) {
 	n := s.nBest(k)
 	var lists [][]decode.Hypothesis
+	var err error
 	switch s.rules() {
 	case translate.RulesOpenNMT:
-		if err := (&decode.OpenNMTBeam{K: k, NBest: n, Penalty: s.onmtPenalty(), Alpha: alpha}).Validate(); err != nil {
-			return nil, err
-		}
-		bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.OpenNMTBeam) {
-			*b = decode.OpenNMTBeam{SOS: sos, EOS: eos, UNK: -1, K: k, NBest: n, MaxLen: maxLen, Penalty: s.onmtPenalty(), Alpha: alpha, Rules: rules}
-		})
-		if err != nil {
-			return nil, err
-		}
-		for r := range bs {
-			lists = append(lists, bs[r].Hypotheses(0))
-		}
+		lists, err = nBestRows(enc, dec, sourceIDs, sourceLengths,
+			decode.OpenNMTBeam{SOS: sos, EOS: eos, UNK: -1, K: k, NBest: n, MaxLen: maxLen, Penalty: s.onmtPenalty(), Alpha: alpha, Rules: rules})
 	case translate.RulesJoeyNMT:
-		if err := (&decode.JoeyBeam{K: k, NBest: n, Alpha: alpha}).Validate(); err != nil {
-			return nil, err
-		}
-		bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b *decode.JoeyBeam) {
-			*b = decode.JoeyBeam{SOS: sos, EOS: eos, UNK: max(s.UNK, 0), K: k, NBest: n, MaxLen: maxLen, Alpha: alpha, Rules: rules}
-		})
-		if err != nil {
-			return nil, err
-		}
-		for r := range bs {
-			lists = append(lists, bs[r].Hypotheses(0))
-		}
+		lists, err = nBestRows(enc, dec, sourceIDs, sourceLengths,
+			decode.JoeyBeam{SOS: sos, EOS: eos, UNK: max(s.UNK, 0), K: k, NBest: n, MaxLen: maxLen, Alpha: alpha, Rules: rules})
 	default:
 		return nil, fmt.Errorf("verify: beam search rules %q: want %q or %q", s.Rules, translate.RulesOpenNMT, translate.RulesJoeyNMT)
+	}
+	if err != nil {
+		return nil, err
 	}
 	ties := make([]float64, len(lists))
 	for r := range ties {
 		ties[r] = math.NaN()
 	}
 	return &BeamDecoded{Hypotheses: lists, NearestTie: ties}, nil
+}
+
+// nBestRows checks search, decodes every row with a copy of it and returns
+// each row's n-best list.
+func nBestRows[T any, P interface {
+	*T
+	decode.Search
+	Validate() error
+	Hypotheses(n int) []decode.Hypothesis
+}](enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, search T) ([][]decode.Hypothesis, error) {
+	if err := P(&search).Validate(); err != nil {
+		return nil, err
+	}
+	bs, err := decodeRows(enc, dec, sourceIDs, sourceLengths, func(b P) { *b = search })
+	if err != nil {
+		return nil, err
+	}
+	lists := make([][]decode.Hypothesis, len(bs))
+	for r := range bs {
+		lists[r] = P(&bs[r]).Hypotheses(0)
+	}
+	return lists, nil
 }
 
 // LoopBeam beam-searches the batch with tr, translate's loop engine over
