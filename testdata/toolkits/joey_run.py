@@ -6,9 +6,10 @@ sacrebleu scoring). subword_nmt (v0.3.8) comes from PYTHONPATH.
     JOEY_DIR=... /usr/bin/python3 joey_run.py translate cfg.yaml < test.en > out.txt
 
 With JOEY_GAPS=FILE it also writes FILE: for each sentence (0 based, in
-the order beam_search sees them: run it with batch_size 1) the smallest
-gap between neighbours among the K+1 best candidates of a step, as
-JoeyNMT computed them, over max(1, |score|).
+the order the search sees them: run it with batch_size 1) the smallest
+gap between neighbours among the K+1 best candidates of a beam search
+step, or the best two logits of a greedy step, as JoeyNMT computed them,
+over max(1, |score|).
 """
 import os
 import runpy
@@ -50,6 +51,30 @@ if os.environ.get("JOEY_GAPS"):
             torch.Tensor.topk = topk
 
     search.beam_search = recording_beam_search
+
+    # Greedy search takes torch.max over each step's logits: its gap is
+    # the best two's.
+    torch_max = torch.max
+
+    def recording_max(x, *a, **kw):
+        if isinstance(x, torch.Tensor) and x.dim() == 3 and a == () and kw.get("dim") == -1:
+            for row in topk(x.reshape(-1, x.size(-1)), 2).values.tolist():
+                real = [v for v in row if v != float("-inf")]
+                for p, q in zip(real, real[1:]):
+                    gaps[calls["n"]] = min(gaps.get(calls["n"], float("inf")), (p - q) / max(1.0, abs(p)))
+        return torch_max(x, *a, **kw)
+
+    greedy = search.greedy
+
+    def recording_greedy(*a, **kw):
+        calls["n"] += 1
+        torch.max = recording_max
+        try:
+            return greedy(*a, **kw)
+        finally:
+            torch.max = torch_max
+
+    search.greedy = recording_greedy
 
     def write():
         with open(os.environ["JOEY_GAPS"], "w") as f:

@@ -6,8 +6,8 @@
 # translate` with each testing section of joey_variants.tsv on the raw test
 # set. The model directories are copied as JoeyNMT leaves them (the step
 # checkpoint, best.ckpt and latest.ckpt as links to it, config.yaml, the
-# vocabularies and tokenizer files), and for beam search each sentence's
-# smallest score gap (joey_run.py's JOEY_GAPS, sentence by sentence, which
+# vocabularies and tokenizer files), and each sentence's smallest score
+# gap (joey_run.py's JOEY_GAPS, sentence by sentence, which
 # may end a sentence sooner than its batch did: JoeyNMT's limit is per
 # batch). cmd/attnx TestJoeyTrainedModels
 # exports best.ckpt with no flags and translates with the matching flags.
@@ -133,17 +133,15 @@ yaml.safe_dump(cfg, open(sys.argv[2], "w"))
 PY
 		# model_dir's best.ckpt; to stdout, as 2.3's -o fails (save_hypothese reads args.n_best)
 		joey translate "$name.$kind.yaml" < test.en > "$out/expected/$name.txt"
-		if [[ $testing == *beam_size=* ]]; then
-			# The search's score gaps, sentence by sentence (batch_size 1:
-			# each beam_search call one sentence, in order).
-			$PY - "$name.$kind.yaml" "$name.$kind.gaps.yaml" <<'PY'
+		# The search's score gaps, sentence by sentence (batch_size 1:
+		# each search call one sentence, in order).
+		$PY - "$name.$kind.yaml" "$name.$kind.gaps.yaml" <<'PY'
 import sys, yaml
 cfg = yaml.safe_load(open(sys.argv[1]))
 cfg["testing"]["batch_size"], cfg["testing"]["batch_type"] = 1, "sentence"
 yaml.safe_dump(cfg, open(sys.argv[2], "w"))
 PY
-			JOEY_GAPS="$out/expected/$name.gaps.json" joey translate "$name.$kind.gaps.yaml" < test.en > /dev/null
-		fi
+		JOEY_GAPS="$out/expected/$name.gaps.json" joey translate "$name.$kind.gaps.yaml" < test.en > /dev/null
 		printf '%s\t%s\t%s\n' "$name" "$testing" "$attnx_flags" >> "$out/variants.tsv"
 	done < "$here/joey_variants.tsv"
 	echo "JoeyNMT 2.3.0 (c19c6c8438263d3ad01054742bf98ab1f1fa61b3), subword-nmt v0.3.8, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_joey.sh" > "$out/VERSION"
