@@ -172,7 +172,7 @@ func (b *JoeyBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		return b.finish()
 	}
 	for j, h := range b.pos {
-		inputs[j], parents[j] = b.tree.nodes[h.node].tok, int(b.tree.nodes[h.node].slot)
+		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.pos)
 }

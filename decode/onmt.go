@@ -242,7 +242,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		return b.finish()
 	}
 	for j, h := range b.live {
-		inputs[j], parents[j] = b.tree.nodes[h.node].tok, b.parentSlot(h.node)
+		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.live)
 }
@@ -273,10 +273,6 @@ func (b *OpenNMTBeam) forbidden(node int32, length int) map[int64]bool {
 	}
 	return out
 }
-
-// parentSlot returns the slot the hypothesis ending at node came from:
-// the tree records it with each node.
-func (b *OpenNMTBeam) parentSlot(node int32) int { return int(b.tree.nodes[node].slot) }
 
 // finish orders the finished hypotheses by penalised score, stably, as
 // OpenNMT-py's sorted(..., reverse=True) does.

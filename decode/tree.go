@@ -77,4 +77,10 @@ func (t *tree) attention(node int32) [][]float32 {
 	return out
 }
 
+// next is what the hypothesis ending at node feeds the next step: its last
+// token, and the slot of the hypothesis it extends (the step's parent).
+func (t *tree) next(node int32) (tok int64, parent int) {
+	return t.nodes[node].tok, int(t.nodes[node].slot)
+}
+
 func (t *tree) reset() { t.nodes, t.attn, t.srcLen = t.nodes[:0], t.attn[:0], 0 }
