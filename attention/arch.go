@@ -64,21 +64,23 @@ func (encoderFinal) initStates(_ *modelGraph, _ *builder.Value, final rnnState) 
 
 // architectures is the registry, in the order of AllArchs.
 var architectures = map[Arch]Architecture{
-	Bahdanau:         bahdanau{},
-	LuongDot:         luong{arch: LuongDot},
-	LuongGeneral:     luong{arch: LuongGeneral},
-	LuongConcat:      luong{arch: LuongConcat},
-	TutorialLocation: tutorialLocation{},
-	TutorialBahdanau: tutorialBahdanau{},
-	OpenNMTDot:       openNMT{arch: OpenNMTDot},
-	OpenNMTGeneral:   openNMT{arch: OpenNMTGeneral},
-	OpenNMTMLP:       openNMT{arch: OpenNMTMLP},
-	JoeyBahdanau:     joey{arch: JoeyBahdanau},
-	JoeyLuong:        joey{arch: JoeyLuong},
-	Bentrevett:       bentrevett{},
-	ChatbotDot:       chatbot{arch: ChatbotDot},
-	ChatbotGeneral:   chatbot{arch: ChatbotGeneral},
-	ChatbotConcat:    chatbot{arch: ChatbotConcat},
+	Bahdanau:               bahdanau{},
+	LuongDot:               luong{arch: LuongDot},
+	LuongGeneral:           luong{arch: LuongGeneral},
+	LuongConcat:            luong{arch: LuongConcat},
+	TutorialLocation:       tutorialLocation{},
+	TutorialBahdanau:       tutorialBahdanau{},
+	OpenNMTDot:             openNMT{arch: OpenNMTDot},
+	OpenNMTGeneral:         openNMT{arch: OpenNMTGeneral},
+	OpenNMTMLP:             openNMT{arch: OpenNMTMLP},
+	JoeyBahdanau:           joey{arch: JoeyBahdanau},
+	JoeyLuong:              joey{arch: JoeyLuong},
+	Bentrevett:             bentrevett{},
+	ChatbotDot:             chatbot{arch: ChatbotDot},
+	ChatbotGeneral:         chatbot{arch: ChatbotGeneral},
+	ChatbotConcat:          chatbot{arch: ChatbotConcat},
+	FairseqLSTM:            fairseq{arch: FairseqLSTM},
+	FairseqLSTMNoAttention: fairseq{arch: FairseqLSTMNoAttention},
 }
 
 // Lookup returns the architecture called a.
@@ -180,7 +182,9 @@ func (c Config) symbols() layout.Sizes {
 		// embedding size Et and the encoder output size C.
 		"h": int64(c.EncHidden()), "Et": int64(c.TgtEmbeddingSize()), "C": int64(c.EncoderWidth()),
 		// OpenNMT-py's bridge: h times the encoder layers.
-		"hL": int64(c.EncHidden() * c.EncLayers())}
+		"hL": int64(c.EncHidden() * c.EncLayers()),
+		// fairseq's decoder_out_embed_dim.
+		"Eo": int64(c.OutWidth())}
 }
 
 // resolve turns symbolic keys into KeySpecs for the sizes of cfg.

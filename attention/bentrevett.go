@@ -54,7 +54,7 @@ func (bentrevett) checkpointKeys(Config) toolkitKeys {
 			key("decoder.fc_out.weight", "over [output; weighted; embedded]", "Vt", "H+C+Et"),
 			key("decoder.fc_out.bias", "", "Vt"),
 		},
-		derive: func(p map[string]*builder.Tensor) error {
+		derive: func(p, _ map[string]*builder.Tensor) error {
 			w := p["decoder.attention.attn.weight"]
 			if w == nil || len(w.Dims) != 2 {
 				return fmt.Errorf("parameter decoder.attention.attn.weight is missing")

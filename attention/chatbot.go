@@ -72,7 +72,7 @@ func (c chatbot) checkpointKeys(Config) toolkitKeys {
 	if c.arch != ChatbotConcat {
 		return k
 	}
-	k.derive = func(p map[string]*builder.Tensor) error {
+	k.derive = func(p, _ map[string]*builder.Tensor) error {
 		w := p["decoder.attn.attn.weight"]
 		if w == nil || len(w.Dims) != 2 {
 			return fmt.Errorf("parameter decoder.attn.attn.weight is missing")

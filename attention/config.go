@@ -68,6 +68,12 @@ const (
 	ChatbotDot     Arch = "chatbot-dot"
 	ChatbotGeneral Arch = "chatbot-general"
 	ChatbotConcat  Arch = "chatbot-concat"
+	// FairseqLSTM and FairseqLSTMNoAttention are fairseq's LSTMModel
+	// (fairseq/models/lstm.py: --arch lstm, lstm_wiseman_iwslt_de_en,
+	// lstm_luong_wmt_en_de) with its AttentionLayer and with
+	// --decoder-attention 0.
+	FairseqLSTM            Arch = "fairseq-lstm"
+	FairseqLSTMNoAttention Arch = "fairseq-lstm-noattn"
 )
 
 // Archs lists the article's architectures: the LSTM models every attnx
@@ -78,7 +84,7 @@ var Archs = []Arch{Bahdanau, LuongDot, LuongGeneral, LuongConcat}
 var TutorialArchs = []Arch{TutorialLocation, TutorialBahdanau}
 
 // ToolkitArchs lists the decoders of the toolkits and other tutorials.
-var ToolkitArchs = []Arch{OpenNMTDot, OpenNMTGeneral, OpenNMTMLP, JoeyBahdanau, JoeyLuong, Bentrevett, ChatbotDot, ChatbotGeneral, ChatbotConcat}
+var ToolkitArchs = []Arch{OpenNMTDot, OpenNMTGeneral, OpenNMTMLP, JoeyBahdanau, JoeyLuong, Bentrevett, ChatbotDot, ChatbotGeneral, ChatbotConcat, FairseqLSTM, FairseqLSTMNoAttention}
 
 // StateDictArchs lists the architectures whose state_dicts attnx reads
 // from the key names alone (FromStateDict): Archs, then TutorialArchs.
@@ -122,6 +128,8 @@ func (a Arch) Toolkit() string {
 		return "bentrevett/pytorch-seq2seq"
 	case strings.HasPrefix(string(a), "chatbot-"):
 		return "PyTorch chatbot tutorial"
+	case strings.HasPrefix(string(a), "fairseq-"):
+		return "fairseq"
 	}
 	return ""
 }
@@ -214,6 +222,13 @@ type Config struct {
 	// embeddings.scale).
 	ScaleSrcEmbedding bool `json:"src_embedding_scale,omitempty"`
 	ScaleTgtEmbedding bool `json:"tgt_embedding_scale,omitempty"`
+	// OutEmbedding is the size of the features the classifier reads when
+	// the decoder projects its output first (fairseq's
+	// --decoder-out-embed-dim, through additional_fc); 0 means Hidden.
+	OutEmbedding int `json:"out_embedding_size,omitempty"`
+	// TiedOutput: the classifier's weight is the target embedding table,
+	// with no bias (fairseq's --share-decoder-input-output-embed).
+	TiedOutput bool `json:"tied_output,omitempty"`
 }
 
 // Bridges lists, per architecture with a choice, how the decoder's
@@ -237,8 +252,12 @@ func (c Config) bridgeFamily() string {
 
 // omitDefaults clears the toolkit fields that equal what they default to
 // (EncoderLayers = Layers, EncoderHidden = Hidden, TgtEmbedding =
-// Embedding), so that attnx.json records only what differs.
+// Embedding, OutEmbedding = Hidden), so that attnx.json records only what
+// differs.
 func (c Config) omitDefaults() Config {
+	if c.OutEmbedding == c.Hidden {
+		c.OutEmbedding = 0
+	}
 	if c.EncoderLayers == c.Layers {
 		c.EncoderLayers = 0
 	}
@@ -255,6 +274,15 @@ func (c Config) omitDefaults() Config {
 func (c Config) EncHidden() int {
 	if c.EncoderHidden > 0 {
 		return c.EncoderHidden
+	}
+	return c.Hidden
+}
+
+// OutWidth is the size of the features the classifier reads:
+// OutEmbedding, else Hidden.
+func (c Config) OutWidth() int {
+	if c.OutEmbedding > 0 {
+		return c.OutEmbedding
 	}
 	return c.Hidden
 }
@@ -340,20 +368,26 @@ func (c Config) Validate() error {
 // the seq2seq tutorial's models, consistent for the toolkits'.
 func (c Config) validateToolkit() error {
 	if !c.Arch.IsToolkit() {
-		if c.Bidirectional || c.EncoderHidden != 0 || c.EncoderLayers != 0 || c.TgtEmbedding != 0 || c.InputFeed || c.Bridge != "" || c.ScaleSrcEmbedding || c.ScaleTgtEmbedding {
-			return fmt.Errorf("bidirectional, encoder_hidden_size, encoder_layers, tgt_embedding_size, input_feed, bridge and the embedding scales are for the toolkits' architectures (%s), not %s", archList(ToolkitArchs), c.Arch)
+		if c.Bidirectional || c.EncoderHidden != 0 || c.EncoderLayers != 0 || c.TgtEmbedding != 0 || c.InputFeed || c.Bridge != "" || c.ScaleSrcEmbedding || c.ScaleTgtEmbedding || c.OutEmbedding != 0 || c.TiedOutput {
+			return fmt.Errorf("bidirectional, encoder_hidden_size, encoder_layers, tgt_embedding_size, input_feed, bridge, the embedding scales, out_embedding_size and tied_output are for the toolkits' architectures (%s), not %s", archList(ToolkitArchs), c.Arch)
 		}
 		return nil
 	}
 	switch {
-	case !c.Bidirectional && !strings.HasPrefix(string(c.Arch), "onmt-"):
+	case !c.Bidirectional && !strings.HasPrefix(string(c.Arch), "onmt-") && !c.isFairseq():
 		return fmt.Errorf("%s models have a bidirectional encoder (bidirectional: true)", c.Arch)
 	case strings.HasPrefix(string(c.Arch), "onmt-") && (c.EncoderWidth() != c.Hidden || c.EncLayers() != c.Layers):
 		return fmt.Errorf("%s: the encoder's outputs (%d wide) and %d layers must match the decoder's hidden size %d and %d layers (OpenNMT-py passes the encoder's final state on as it is)", c.Arch, c.EncoderWidth(), c.EncLayers(), c.Hidden, c.Layers)
 	case c.SumsDirections() && c.EncHidden() != c.Hidden:
 		return fmt.Errorf("%s: the encoder's hidden size %d must equal the decoder's %d (its summed outputs are attended to with the decoder's state)", c.Arch, c.EncHidden(), c.Hidden)
-	case c.EncoderHidden < 0 || c.EncoderLayers < 0 || c.TgtEmbedding < 0:
-		return fmt.Errorf("encoder_hidden_size %d, encoder_layers %d, tgt_embedding_size %d: must be positive (or absent)", c.EncoderHidden, c.EncoderLayers, c.TgtEmbedding)
+	case c.EncoderHidden < 0 || c.EncoderLayers < 0 || c.TgtEmbedding < 0 || c.OutEmbedding < 0:
+		return fmt.Errorf("encoder_hidden_size %d, encoder_layers %d, tgt_embedding_size %d, out_embedding_size %d: must be positive (or absent)", c.EncoderHidden, c.EncoderLayers, c.TgtEmbedding, c.OutEmbedding)
+	case c.isFairseq() && (c.EncLayers() != c.Layers || !c.InputFeed):
+		return fmt.Errorf("%s: the encoder's %d layers must match the decoder's %d, and the decoder feeds its input (input_feed: true), as fairseq's LSTMModel requires", c.Arch, c.EncLayers(), c.Layers)
+	case (c.OutEmbedding != 0 || c.TiedOutput) && !c.isFairseq():
+		return fmt.Errorf("out_embedding_size, tied_output: only fairseq's models (%s, %s) have them, not %s", FairseqLSTM, FairseqLSTMNoAttention, c.Arch)
+	case c.TiedOutput && c.OutWidth() != c.TgtEmbeddingSize():
+		return fmt.Errorf("tied_output: the classifier reads %d features, but the target embedding it shares is %d wide", c.OutWidth(), c.TgtEmbeddingSize())
 	}
 	allowed, has := Bridges[c.bridgeFamily()]
 	if !has {
@@ -365,11 +399,14 @@ func (c Config) validateToolkit() error {
 	if (c.ScaleSrcEmbedding || c.ScaleTgtEmbedding) && !strings.HasPrefix(string(c.Arch), "joey-") {
 		return fmt.Errorf("src_embedding_scale, tgt_embedding_scale: %s models do not scale their embeddings", c.Arch)
 	}
-	if c.InputFeed && !strings.HasPrefix(string(c.Arch), "onmt-") && !strings.HasPrefix(string(c.Arch), "joey-") {
+	if c.InputFeed && !strings.HasPrefix(string(c.Arch), "onmt-") && !strings.HasPrefix(string(c.Arch), "joey-") && !c.isFairseq() {
 		return fmt.Errorf("input_feed: %s models have no input feeding", c.Arch)
 	}
 	return nil
 }
+
+// isFairseq reports whether the model is one of fairseq's.
+func (c Config) isFairseq() bool { return strings.HasPrefix(string(c.Arch), "fairseq-") }
 
 func archList(as []Arch) string {
 	names := make([]string, len(as))
@@ -422,6 +459,12 @@ func (c Config) String() string {
 	}
 	if c.Bridge != "" {
 		parts = append(parts, "bridge="+c.Bridge)
+	}
+	if c.OutEmbedding > 0 {
+		parts = append(parts, fmt.Sprintf("out=%d", c.OutEmbedding))
+	}
+	if c.TiedOutput {
+		parts = append(parts, "tied-output")
 	}
 	return strings.Join(parts, " ")
 }

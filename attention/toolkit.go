@@ -43,9 +43,10 @@ type toolkitKeys struct {
 	// C, Vt, hL); Optional ones are accepted and ignored.
 	params []layout.Key
 	// derive, when set, turns the saved params into the graph's (splitting
-	// a Linear over a concatenation into its blocks), and graph lists
+	// a Linear over a concatenation into its blocks, or taking a tied
+	// classifier's weight from saved, every tensor read), and graph lists
 	// those; without it the graph uses the saved params.
-	derive func(p map[string]*builder.Tensor) error
+	derive func(p, saved map[string]*builder.Tensor) error
 	graph  []layout.Key
 }
 
@@ -245,7 +246,7 @@ func FromToolkit(cfg Config, tensors map[string]*builder.Tensor, opt Options) (*
 		}
 	}
 	if keys.derive != nil {
-		if err := keys.derive(w.Params); err != nil {
+		if err := keys.derive(w.Params, vals); err != nil {
 			return nil, nil, err
 		}
 	}

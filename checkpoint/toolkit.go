@@ -16,8 +16,7 @@ const (
 	ToolkitOpenNMT = "opennmt-py"
 	ToolkitJoeyNMT = "joeynmt"
 	ToolkitChatbot = "chatbot"
-	// ToolkitFairseq is recognised so that its checkpoints are named, not
-	// mistaken for a bare state_dict: attnx does not convert them yet.
+	// ToolkitFairseq is fairseq's checkpoint_utils.save_state dict.
 	ToolkitFairseq = "fairseq"
 )
 
@@ -260,29 +259,4 @@ func plain(v any, depth int, n *int, onPath map[any]bool) (any, error) {
 		return out, nil
 	}
 	return fmt.Sprintf("<%s>", describe(v)), nil
-}
-
-// FairseqArch is the architecture a fairseq checkpoint names: its cfg's
-// model section (saved as a plain dict whose model entry is a dict or, for
-// models registered the legacy way, like the LSTMs, an argparse.Namespace)
-// or the older args Namespace: its arch, else _name; "" when it names
-// none.
-func FairseqArch(o *Origin) string {
-	if o == nil || o.Toolkit != ToolkitFairseq {
-		return ""
-	}
-	var model any = o.Entries["args"]
-	if cfg, ok := o.Entries["cfg"].(map[string]any); ok && cfg["model"] != nil {
-		model = cfg["model"]
-	}
-	attrs, _ := model.(map[string]any)
-	if ns, ok := model.(*Object); ok {
-		attrs = ns.Attrs
-	}
-	for _, k := range []string{"arch", "_name"} {
-		if a, ok := attrs[k].(string); ok && a != "" {
-			return a
-		}
-	}
-	return ""
 }

@@ -97,7 +97,8 @@ type Defaults struct {
 	// Rules are beam search's rules: "spec" (attnx's, the default) or
 	// "joeynmt" (JoeyNMT 2.3's, length_penalty its beam_alpha) or
 	// "opennmt" (OpenNMT-py's, with length_penalty_form none, avg or wu;
-	// BanUNK its -ban_unk_token).
+	// BanUNK its -ban_unk_token) or "fairseq" (fairseq's
+	// SequenceGenerator, length_penalty its --lenpen, greedy included).
 	Rules  string `json:"rules,omitempty"`
 	BanUNK bool   `json:"ban_unk,omitempty"`
 	// NoRepeatNgram and RepetitionPenalty are JoeyNMT's
@@ -197,8 +198,8 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("n_best %d: want 1 to beam %d", d.NBest, max(d.Beam, 1))
 	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
 		return fmt.Errorf("length_penalty %g: want a finite value >= 0", *a)
-	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt" && d.Rules != "joeynmt":
-		return fmt.Errorf("rules %q: want \"spec\", \"opennmt\" or \"joeynmt\"", d.Rules)
+	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt" && d.Rules != "joeynmt" && d.Rules != "fairseq":
+		return fmt.Errorf("rules %q: want \"spec\", \"opennmt\", \"joeynmt\" or \"fairseq\"", d.Rules)
 	case d.Rules == "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "none" && d.LengthPenaltyForm != "avg" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"", d.LengthPenaltyForm)
 	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":

@@ -102,6 +102,10 @@ type Options struct {
 	// ToolkitConfig is a JoeyNMT model's config.yaml (attnx export
 	// --config); "" looks for config.yaml beside the checkpoint.
 	ToolkitConfig string
+	// Fairseq says where a fairseq checkpoint's dictionaries are and its
+	// language pair (attnx export --data, --source-lang, --target-lang),
+	// when the checkpoint does not.
+	Fairseq checkpoint.FairseqFiles
 	// Weights is the precision the graphs store their weights in (attnx
 	// export --weights): "" or fp32, int8, int4. Every graph written
 	// honours it, and attnx.json records it.
@@ -363,7 +367,7 @@ func Describe(checkpointPath string, opt Options) (*Info, *Result, error) {
 // when convert returns, so that only the converted weights stay in memory
 // while the graphs are built.
 func convert(path string, opt Options) (*Read, error) {
-	return ReadModel(opt.files(path), ReadOptions{Maps: opt.Maps, ToolkitConfig: opt.ToolkitConfig,
+	return ReadModel(opt.files(path), ReadOptions{Maps: opt.Maps, ToolkitConfig: opt.ToolkitConfig, Fairseq: opt.Fairseq,
 		Convert: attention.Options{Arch: opt.Arch, AllowNonFinite: opt.AllowNonFinite}})
 }
 
@@ -376,6 +380,8 @@ type ReadOptions struct {
 	// ToolkitConfig is a JoeyNMT model's config.yaml (attnx export
 	// --config); "" looks for config.yaml beside the checkpoint.
 	ToolkitConfig string
+	// Fairseq is Options.Fairseq.
+	Fairseq checkpoint.FairseqFiles
 	// Config, when set, is the model's configuration as attnx.json has
 	// it: a toolkit's checkpoint is converted with it instead of the
 	// toolkit's options being read again (attnx verify).
@@ -406,7 +412,7 @@ func ReadModel(files checkpoint.Files, ro ReadOptions) (*Read, error) {
 		return nil, fmt.Errorf("reading checkpoint: %w", err)
 	}
 	if isToolkit(sd) {
-		tm, err := readToolkit(sd, files, ro.ToolkitConfig, ro.Config, ro.Convert)
+		tm, err := readToolkit(sd, files, ro, ro.Config, ro.Convert)
 		if err != nil {
 			return nil, err
 		}

@@ -74,8 +74,8 @@ func shapesOf(sd *checkpoint.StateDict) map[string][]int64 {
 // readToolkit converts a toolkit's checkpoint. With cfg set (attnx verify,
 // which has attnx.json) the model's configuration is cfg and the
 // toolkit's own options are not read again.
-func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig string, cfg *attention.Config, aopt attention.Options) (*toolkitModel, error) {
-	path := files.Path
+func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, ro ReadOptions, cfg *attention.Config, aopt attention.Options) (*toolkitModel, error) {
+	path, toolkitConfig := files.Path, ro.ToolkitConfig
 	convert := func(read func() (attention.Config, error)) (*attention.Weights, []string, error) {
 		c := attention.Config{}
 		if cfg != nil {
@@ -230,11 +230,9 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, toolkitConfig
 		// <unk> 0, <pad> 1, <sos> 2, <eos> 3 on both sides.
 		tm.special = attention.Special{SOS: 2, EOS: 3, PAD: 1, UNK: 0}
 	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitFairseq:
-		arch := checkpoint.FairseqArch(sd.Origin)
-		if arch == "" {
-			arch = "an architecture its cfg does not name"
+		if err := fairseqModel(tm, sd, path, ro.Fairseq, convert); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%s: a fairseq checkpoint (--arch %s): attnx does not convert fairseq models yet; it converts OpenNMT-py, JoeyNMT, bentrevett/pytorch-seq2seq and PyTorch chatbot tutorial checkpoints and the models of the spec", path, arch)
 	default:
 		return nil, fmt.Errorf("%s: not a toolkit checkpoint", path)
 	}
@@ -397,4 +395,53 @@ func toolkitInfo(info *Info, opt Options, tm *toolkitModel) (*Info, []string, er
 		return nil, nil, err
 	}
 	return info, notes, nil
+}
+
+// fairseqModel reads a fairseq checkpoint (checkpoint.ReadFairseq) into
+// tm: an LSTMModel's weights, its dictionaries, and fairseq-interactive's
+// way of decoding: every source ends with </s>, the decoder starts from
+// </s>, <pad> is never chosen and </s> not at the first step (--min-len
+// 1), and its defaults (decoding defaults "fairseq").
+func fairseqModel(tm *toolkitModel, sd *checkpoint.StateDict, path string, files checkpoint.FairseqFiles, convert func(func() (attention.Config, error)) (*attention.Weights, []string, error)) error {
+	rows := func(k string) int {
+		if t := sd.Tensors[k]; t != nil && len(t.Dims) == 2 {
+			return int(t.Dims[0])
+		}
+		return 0
+	}
+	f, err := checkpoint.ReadFairseq(sd.Origin, path, files, rows("encoder.embed_tokens.weight"), rows("decoder.embed_tokens.weight"))
+	if err != nil {
+		return err
+	}
+	var cfgNotes []string
+	if tm.w, tm.notes, err = convert(func() (attention.Config, error) {
+		c, notes, err := attention.FairseqConfig(attention.FairseqOptions{Args: f.Args}, shapesOf(sd))
+		cfgNotes = notes
+		return c, err
+	}); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tm.notes = append(append(tm.notes, cfgNotes...), f.Notes...)
+	arch := checkpoint.FairseqArch(sd.Origin)
+	tm.toolkit = Toolkit{Name: "fairseq", Format: fmt.Sprintf("checkpoint (--arch %s) with %s and %s", arch, filepath.Base(f.DictFiles[0]), filepath.Base(f.DictFiles[1]))}
+	tm.src, tm.tgt = f.SrcDict, f.TgtDict
+	eos, pad := index(f.TgtDict, "</s>"), index(f.TgtDict, "<pad>")
+	tm.special = attention.Special{SOS: eos, EOS: eos, PAD: pad, UNK: index(f.SrcDict, "<unk>")}
+	tm.suffix = []int64{index(f.SrcDict, "</s>")}
+	tm.tokenizers = f.Tokenizers
+	tm.rules = &attention.Rules{Greedy: []int64{pad}, Beam: []int64{pad}, EOSFromStep: 1,
+		Origin: "fairseq's SequenceGenerator: never <pad>, and </s> not at the first step (--min-len 1)"}
+	tm.defaults = FairseqInteractive()
+	tm.notes = append(tm.notes, "fairseq sources end with </s> and the decoder starts from </s>, as fairseq's do",
+		"decoding defaults (attnx.json \"defaults\"): fairseq-interactive's, beam 5 with fairseq's SequenceGenerator (--lenpen 1), at most 200 tokens before </s> (--max-len-b 200); attnx translate's flags override them")
+	return nil
+}
+
+// FairseqInteractive are fairseq-interactive's decoding defaults
+// (fairseq/dataclass/configs.py GenerationConfig): --beam 5, --nbest 1,
+// --lenpen 1, --max-len-a 0, --max-len-b 200 (200 tokens, then </s>),
+// --min-len 1, --unkpen 0, with its SequenceGenerator (rules "fairseq").
+func FairseqInteractive() *Defaults {
+	one := 1.0
+	return &Defaults{Beam: 5, Rules: "fairseq", LengthPenalty: &one, MaxLen: 201}
 }

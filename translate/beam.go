@@ -19,7 +19,17 @@ const (
 	// RulesJoeyNMT is JoeyNMT 2.3's beam search (decode.JoeyBeam), with
 	// LengthPenalty its beam_alpha (> 0: Wu's penalty; else raw scores).
 	RulesJoeyNMT = "joeynmt"
+	// RulesFairseq is fairseq's SequenceGenerator (decode.FairseqBeam),
+	// greedy decoding included (its beam of 1), with LengthPenalty its
+	// --lenpen and UnkPenalty its --unkpen.
+	RulesFairseq = "fairseq"
 )
+
+// rulesList names the rules for messages.
+var rulesList = fmt.Sprintf("%q, %q, %q or %q", RulesSpec, RulesOpenNMT, RulesJoeyNMT, RulesFairseq)
+
+// RulesList is the rules' names for messages.
+func RulesList() string { return rulesList }
 
 // openNMTMaxLen is onmt_translate's output limit for a source of n tokens
 // at its defaults (-max_length 250, -max_length_ratio 1.25).

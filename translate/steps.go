@@ -43,6 +43,10 @@ type searchOpts struct {
 	banUNK  bool
 	// joey: JoeyNMT's beam search (Options.Rules RulesJoeyNMT).
 	joey bool
+	// fairseq: fairseq's SequenceGenerator (Options.Rules RulesFairseq),
+	// with unkPen its --unkpen.
+	fairseq bool
+	unkPen  float64
 	// noRepeat and repPenalty are Options.NoRepeatNgram and
 	// RepetitionPenalty, or the call's.
 	noRepeat   int
@@ -70,7 +74,7 @@ func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
 func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
 		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
-		noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
+		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -107,10 +111,10 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	switch opt.Rules {
 	case "":
-	case RulesSpec, RulesOpenNMT, RulesJoeyNMT:
-		so.openNMT, so.joey = opt.Rules == RulesOpenNMT, opt.Rules == RulesJoeyNMT
+	case RulesSpec, RulesOpenNMT, RulesJoeyNMT, RulesFairseq:
+		so.openNMT, so.joey, so.fairseq = opt.Rules == RulesOpenNMT, opt.Rules == RulesJoeyNMT, opt.Rules == RulesFairseq
 	default:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %q, %q or %q", opt.Rules, RulesSpec, RulesOpenNMT, RulesJoeyNMT)
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %s", opt.Rules, rulesList)
 	}
 	switch p := opt.OpenNMTPenalty; p {
 	case "":
@@ -220,6 +224,15 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
 				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking, Ratio: t.opt.Ratio, SrcLen: len(row)}
+			ss[r] = &bs[r]
+		}
+		return ss
+	}
+	if so.fairseq {
+		bs := make([]decode.FairseqBeam, len(rows))
+		for r, row := range rows {
+			bs[r] = decode.FairseqBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
+				LenPen: so.alpha, UnkPen: so.unkPen, KeepAttention: so.keepAttention(), Rules: so.rules}
 			ss[r] = &bs[r]
 		}
 		return ss

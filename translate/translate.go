@@ -141,6 +141,9 @@ type Options struct {
 	// candidate's score over Ratio x the source's length is no better than
 	// the best finished score per token (decode.OpenNMTBeam.Ratio).
 	Ratio float64
+	// UnkPenalty is fairseq's --unkpen under RulesFairseq: subtracted
+	// from the unknown token's log-prob at every step.
+	UnkPenalty float64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -280,7 +283,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	case "":
 		t.engine = EngineSteps
 		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0) || specBan
-		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
+		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 && opt.Rules != RulesFairseq {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 				if onmtGreedy {
@@ -390,6 +393,10 @@ func checkOptions(opt Options) error {
 	}
 	switch opt.Rules {
 	case "", RulesSpec:
+	case RulesFairseq:
+		if opt.Engine == EngineLoop {
+			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (its graphs have the spec's searches built in)", opt.Rules)
+		}
 	case RulesJoeyNMT:
 		if opt.Engine == EngineLoop && opt.Beam > 1 {
 			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
@@ -405,7 +412,10 @@ func checkOptions(opt Options) error {
 			return fmt.Errorf("translate: OpenNMTPenalty %q: want none, avg or wu", p)
 		}
 	default:
-		return fmt.Errorf("translate: Rules %q: want %q, %q or %q", opt.Rules, RulesSpec, RulesOpenNMT, RulesJoeyNMT)
+		return fmt.Errorf("translate: Rules %q: want %s", opt.Rules, rulesList)
+	}
+	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
+		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)
 	}
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Engine == EngineLoop && opt.Beam > 1 {
 		return fmt.Errorf("translate: NoRepeatNgram and RepetitionPenalty run on the steps engine, not beam.onnx")

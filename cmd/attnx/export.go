@@ -145,6 +145,9 @@ func runExport(args []string) error {
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
 	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml (default: config.yaml beside CHECKPOINT)")
+	fairseqData := fs.String("data", "", "a fairseq model's data-bin `DIR`, with its dictionaries dict.SRC.txt and dict.TGT.txt (default: beside CHECKPOINT, its data-bin, then the cfg's task.data)")
+	srcLang := fs.String("source-lang", "", "a fairseq model's source language, when its cfg names none (fairseq's --source-lang)")
+	tgtLang := fs.String("target-lang", "", "a fairseq model's target language, when its cfg names none (fairseq's --target-lang)")
 	weights := fs.String("weights", string(quant.PrecisionFP32), "precision of the weights: fp32, int8 (standard ONNX operators) or int4 (com.microsoft MatMulNBits: ONNX Runtime or the native backend); see docs/quantization.md")
 	srcTok := fs.String("src-tokenizer", "", "the source side's subword tokenizer: a SentencePiece `FILE.model` or subword-nmt BPE codes")
 	tgtTok := fs.String("tgt-tokenizer", "", "the target side's subword tokenizer (`FILE`, as --src-tokenizer)")
@@ -181,6 +184,7 @@ func runExport(args []string) error {
 		SOS: sos.v, EOS: eos.v, PAD: pad.v, UNK: unk.v,
 		EncoderCheckpoint: *encoder, DecoderCheckpoint: *decoder, Maps: maps,
 		Weights: prec, ToolkitConfig: *toolkitConfig,
+		Fairseq: checkpoint.FairseqFiles{DataDir: *fairseqData, SrcLang: *srcLang, TgtLang: *tgtLang},
 	}
 	if *bothTok != "" && (*srcTok != "" || *tgtTok != "") {
 		return &usageError{"give --tokenizer (both sides) or --src-tokenizer/--tgt-tokenizer, not both"}

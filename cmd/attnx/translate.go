@@ -106,7 +106,8 @@ func runTranslate(args []string) error {
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
 	alpha := fs.Float64("length-penalty", translate.DefaultLengthPenalty, "beam search ranks by score / length ** `A` (A >= 0; 0: raw log-probability)")
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
-	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes) or joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha); opennmt and joeynmt on the steps engine")
+	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes), joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha) or fairseq (fairseq's SequenceGenerator, greedy included: 2K candidates, K finished hypotheses end a row, --length-penalty is --lenpen); opennmt, joeynmt and fairseq on the steps engine")
+	unkPen := fs.Float64("unk-penalty", 0, "with --rules fairseq: subtract `P` from the unknown token's log-prob at every step (fairseq's --unkpen)")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
 	noRepeat := fs.Int("no-repeat-ngram", 0, "beam search: no hypothesis completes an n-gram of `N` tokens already in it or in its source (JoeyNMT's no_repeat_ngram_size; greedy decoding ignores it, as JoeyNMT's does)")
@@ -125,8 +126,12 @@ func runTranslate(args []string) error {
 	}
 	onmtPenalty := ""
 	switch {
-	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT:
-		return &usageError{fmt.Sprintf("--rules %q: want %s, %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)}
+	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT && *rules != translate.RulesFairseq:
+		return &usageError{fmt.Sprintf("--rules %q: want %s", *rules, translate.RulesList())}
+	case *unkPen != 0 && *rules != translate.RulesFairseq:
+		return &usageError{"--unk-penalty goes with --rules fairseq (fairseq's --unkpen)"}
+	case *rules == translate.RulesFairseq && *engine == translate.EngineLoop:
+		return &usageError{"--rules fairseq runs on the steps engine (greedy.onnx and beam.onnx have attnx's searches built in): drop --engine loop or use --engine steps"}
 	case *rules == translate.RulesJoeyNMT && *engine == translate.EngineLoop && *beam > 1:
 		return &usageError{"--rules joeynmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 	case *rules == translate.RulesOpenNMT:
@@ -203,7 +208,7 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
-		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen,
 		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
 	}
 	if fs.Changed("max-len-ratio") {

@@ -1,0 +1,369 @@
+package checkpoint
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Fairseq is what a fairseq checkpoint and its data directory say beyond
+// the weights: the model's options, the language pair, the dictionaries
+// and the tokenizers.
+type Fairseq struct {
+	// Args are the model's options: cfg.model (a dict, or for models
+	// registered the legacy way, like the LSTMs, an argparse.Namespace's
+	// attributes), else the older checkpoints' args Namespace.
+	Args map[string]any
+	// SrcLang and TgtLang are the language pair (cfg.task.source_lang
+	// and target_lang, the flags, or the dictionaries found).
+	SrcLang, TgtLang string
+	// SrcDict and TgtDict are the dictionaries, index = id: <s>, <pad>,
+	// </s>, <unk>, then each line's symbol, as fairseq's Dictionary loads
+	// them.
+	SrcDict, TgtDict []string
+	// DictFiles are the dictionary files read.
+	DictFiles [2]string
+	// Tokenizers are the source's and the target's BPE (cfg.bpe, or the
+	// files fairseq's hub looks for beside the checkpoint); nil when
+	// neither names one.
+	Tokenizers [2]*TokenizerRef
+	// Notes say where the language pair, the dictionaries and the BPE
+	// came from when the checkpoint did not name them.
+	Notes []string
+}
+
+// FairseqFiles are where ReadFairseq looks for what a checkpoint does not
+// hold: export's --data, --source-lang and --target-lang.
+type FairseqFiles struct {
+	DataDir          string
+	SrcLang, TgtLang string
+}
+
+// fairseqSpecials are fairseq's Dictionary's first four symbols.
+var fairseqSpecials = []string{"<s>", "<pad>", "</s>", "<unk>"}
+
+// ReadFairseq reads a fairseq checkpoint's options from its Origin and
+// finds its dictionaries, dict.SRC.txt and dict.TGT.txt: in files.DataDir
+// when given, else beside the checkpoint at path, in a data-bin directory
+// there, then in the directories cfg.task.data names (relative to the
+// checkpoint first). srcRows and tgtRows are the embeddings' rows, which
+// tell source from target when the checkpoint names no language pair.
+func ReadFairseq(o *Origin, path string, files FairseqFiles, srcRows, tgtRows int) (*Fairseq, error) {
+	f := &Fairseq{Args: fairseqModelArgs(o)}
+	if f.Args == nil {
+		return nil, fmt.Errorf("%s: a fairseq checkpoint whose cfg has no model section and which has no args: nothing says what model it holds", path)
+	}
+	task := fairseqSection(o, "task")
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	f.SrcLang, f.TgtLang = firstNonEmpty(files.SrcLang, str(task, "source_lang"), str(f.Args, "source_lang")), firstNonEmpty(files.TgtLang, str(task, "target_lang"), str(f.Args, "target_lang"))
+	dir := filepath.Dir(path)
+
+	var dirs []string
+	if files.DataDir != "" {
+		dirs = []string{files.DataDir}
+	} else {
+		dirs = []string{dir, filepath.Join(dir, "data-bin")}
+		data := firstNonEmpty(str(task, "data"), str(f.Args, "data"))
+		for _, d := range strings.Split(data, ":") {
+			if d == "" {
+				continue
+			}
+			if !filepath.IsAbs(d) {
+				dirs = append(dirs, filepath.Join(dir, d), filepath.Join(dir, filepath.Base(d)))
+			}
+			dirs = append(dirs, d)
+		}
+		dirs = uniqueStrings(dirs)
+	}
+	var tried []string
+	found := ""
+	for _, d := range dirs {
+		if f.SrcLang != "" && f.TgtLang != "" {
+			s, t := filepath.Join(d, "dict."+f.SrcLang+".txt"), filepath.Join(d, "dict."+f.TgtLang+".txt")
+			tried = append(tried, s, t)
+			if isFile(s) && isFile(t) {
+				found = d
+				break
+			}
+			continue
+		}
+		tried = append(tried, filepath.Join(d, "dict.*.txt"))
+		if m, _ := filepath.Glob(filepath.Join(d, "dict.*.txt")); len(m) > 0 {
+			found = d
+			break
+		}
+	}
+	if found == "" {
+		pair := "its language pair's"
+		if f.SrcLang != "" && f.TgtLang != "" {
+			pair = f.SrcLang + "-" + f.TgtLang
+		}
+		return nil, fmt.Errorf("%s is a fairseq checkpoint: its vocabularies are the dictionaries (dict.SRC.txt, dict.TGT.txt) of its data-bin directory, and %s are not there (pass --data DIR); tried %s", path, pair, strings.Join(tried, ", "))
+	}
+	if f.SrcLang == "" || f.TgtLang == "" {
+		if err := f.inferPair(found, srcRows, tgtRows); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	for i, lang := range []string{f.SrcLang, f.TgtLang} {
+		p := filepath.Join(found, "dict."+lang+".txt")
+		d, err := ReadFairseqDict(p)
+		if err != nil {
+			return nil, err
+		}
+		f.DictFiles[i] = p
+		if i == 0 {
+			f.SrcDict = d
+		} else {
+			f.TgtDict = d
+		}
+	}
+	var err error
+	if f.Tokenizers, err = f.tokenizers(o, dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// inferPair finds the language pair from the dictionaries in dir when the
+// checkpoint names none (fairseq-train infers it from the data files'
+// names, which a model directory seldom keeps): two dictionaries, the
+// source the one with the encoder embedding's rows.
+func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) error {
+	m, _ := filepath.Glob(filepath.Join(dir, "dict.*.txt"))
+	slices.Sort(m)
+	var langs []string
+	sizes := map[string]int{}
+	for _, p := range m {
+		lang := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "dict."), ".txt")
+		d, err := ReadFairseqDict(p)
+		if err != nil {
+			return err
+		}
+		langs, sizes[lang] = append(langs, lang), len(d)
+	}
+	ask := "pass --source-lang and --target-lang"
+	if len(langs) != 2 {
+		return fmt.Errorf("its cfg names no language pair and %s holds %d dictionaries (%s), not two: %s", dir, len(langs), strings.Join(langs, ", "), ask)
+	}
+	a, b := langs[0], langs[1]
+	switch {
+	case f.SrcLang != "":
+		f.TgtLang = a
+		if a == f.SrcLang {
+			f.TgtLang = b
+		}
+	case f.TgtLang != "":
+		f.SrcLang = a
+		if a == f.TgtLang {
+			f.SrcLang = b
+		}
+	case sizes[a] == srcRows && sizes[b] == tgtRows && (sizes[a] != sizes[b] || sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt"))):
+		f.SrcLang, f.TgtLang = a, b
+	case sizes[b] == srcRows && sizes[a] == tgtRows && sizes[a] != sizes[b]:
+		f.SrcLang, f.TgtLang = b, a
+	default:
+		return fmt.Errorf("its cfg names no language pair, and the dictionaries in %s (%s %d symbols, %s %d) do not tell source (%d rows) from target (%d rows): %s", dir, a, sizes[a], b, sizes[b], srcRows, tgtRows, ask)
+	}
+	f.Notes = append(f.Notes, fmt.Sprintf("fairseq language pair %s-%s: the cfg names none, so it comes from the dictionaries in %s (their sizes match the embeddings'; --source-lang/--target-lang override)", f.SrcLang, f.TgtLang, dir))
+	return nil
+}
+
+// tokenizers are the BPE fairseq-interactive applies: cfg.bpe (or the
+// args' bpe) when the checkpoint records one, else the files fairseq's
+// hub (hub_utils.from_pretrained) looks for beside a checkpoint: bpecodes
+// or code (subword_nmt) and sentencepiece.bpe.model.
+func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
+	var refs [2]*TokenizerRef
+	bpe := fairseqSection(o, "bpe")
+	name, _ := bpe["_name"].(string)
+	option := "cfg.bpe"
+	if name == "" {
+		if n, ok := f.Args["bpe"].(string); ok && n != "" {
+			name, bpe, option = n, f.Args, "args"
+		}
+	}
+	moses := false
+	tok := fairseqSection(o, "tokenizer")
+	tname, _ := tok["_name"].(string)
+	if tname == "" {
+		tname, _ = f.Args["tokenizer"].(string)
+	}
+	switch tname {
+	case "", "space", "nltk":
+	case "moses":
+		moses = true
+	default:
+		return refs, fmt.Errorf("fairseq --tokenizer %s: attnx applies moses (or none)", tname)
+	}
+	r := &TokenizerRef{}
+	switch name {
+	case "subword_nmt", "fastbpe":
+		codes, _ := bpe["bpe_codes"].(string)
+		sep, _ := bpe["bpe_separator"].(string)
+		r.Kind, r.Option, r.Named, r.Separator = TokenizerSubwordNMT, option+".bpe_codes", codes, sep
+		if name == "fastbpe" {
+			f.Notes = append(f.Notes, "fairseq --bpe fastbpe: its codes are applied by subword-nmt's algorithm, which fastBPE implements")
+		}
+	case "sentencepiece":
+		model, _ := bpe["sentencepiece_model"].(string)
+		r.Kind, r.Option, r.Named = TokenizerSentencePiece, option+".sentencepiece_model", model
+	case "":
+		for _, h := range []struct{ file, kind string }{{"bpecodes", TokenizerSubwordNMT}, {"code", TokenizerSubwordNMT}, {"sentencepiece.bpe.model", TokenizerSentencePiece}} {
+			if p := filepath.Join(dir, h.file); isFile(p) {
+				r.Kind, r.Option, r.Named, r.Path, r.Tried = h.kind, "fairseq hub's file", h.file, p, []string{p}
+				f.Notes = append(f.Notes, fmt.Sprintf("fairseq BPE: the cfg names none; %s beside the checkpoint is taken as %s codes, as fairseq's hub takes it (--tokenizer overrides)", h.file, h.kind))
+				break
+			}
+		}
+		if r.Kind == "" {
+			if moses {
+				f.Notes = append(f.Notes, "fairseq --tokenizer moses without a BPE: pass --moses "+f.SrcLang+" for its tokenizer")
+			}
+			return refs, nil
+		}
+	default:
+		return refs, fmt.Errorf("fairseq --bpe %s: attnx applies subword_nmt, fastbpe and sentencepiece", name)
+	}
+	if r.Named == "" {
+		return refs, fmt.Errorf("fairseq --bpe %s names no file (%s)", name, r.Option)
+	}
+	if r.Path == "" {
+		r.Path, r.Tried = findBeside(r.Named, dir)
+	}
+	if moses {
+		r.Pretokenizer, r.Lang = "moses", f.SrcLang
+	}
+	tgt := *r
+	if moses {
+		tgt.Lang = f.TgtLang
+	}
+	refs[0], refs[1] = r, &tgt
+	return refs, nil
+}
+
+// fairseqModelArgs are the model's options: cfg.model, else args.
+func fairseqModelArgs(o *Origin) map[string]any {
+	if o == nil {
+		return nil
+	}
+	if m := asAttrs(fairseqCfg(o)["model"]); m != nil {
+		return m
+	}
+	return asAttrs(o.Entries["args"])
+}
+
+// fairseqSection is the cfg's section called name (a dict, or a
+// Namespace's attributes), nil when it has none.
+func fairseqSection(o *Origin, name string) map[string]any {
+	return asAttrs(fairseqCfg(o)[name])
+}
+
+func fairseqCfg(o *Origin) map[string]any {
+	cfg, _ := o.Entries["cfg"].(map[string]any)
+	if c, ok := o.Entries["cfg"].(*Object); ok {
+		cfg = c.Attrs
+	}
+	return cfg
+}
+
+// asAttrs is a dict's entries or an object's attributes.
+func asAttrs(v any) map[string]any {
+	switch x := v.(type) {
+	case map[string]any:
+		return x
+	case *Object:
+		return x.Attrs
+	}
+	return nil
+}
+
+// FairseqArch is the architecture a fairseq checkpoint names: its model
+// options' arch, else _name; "" when they name none.
+func FairseqArch(o *Origin) string {
+	if o == nil || o.Toolkit != ToolkitFairseq {
+		return ""
+	}
+	args := fairseqModelArgs(o)
+	for _, k := range []string{"arch", "_name"} {
+		if a, ok := args[k].(string); ok && a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+// ReadFairseqDict reads a fairseq dictionary file as fairseq's
+// Dictionary.add_from_file does: <s>, <pad>, </s>, <unk> first, then per
+// line "SYMBOL COUNT" or "SYMBOL COUNT #fairseq:overwrite" (the symbol may
+// hold spaces: the count is the last field). A symbol seen before is an
+// error unless the line says #fairseq:overwrite; it is then listed again
+// (fairseq appends it and maps the symbol to its last id).
+func ReadFairseqDict(path string) ([]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("fairseq dictionary: %w", err)
+	}
+	defer fh.Close()
+	toks := slices.Clone(fairseqSpecials)
+	seen := map[string]bool{}
+	for _, t := range toks {
+		seen[t] = true
+	}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimRight(sc.Text(), " \t\r\v\f")
+		word, field, ok := cutLast(line)
+		overwrite := false
+		if ok && field == "#fairseq:overwrite" {
+			overwrite = true
+			word, field, ok = cutLast(word)
+		}
+		if !ok {
+			return nil, fmt.Errorf("fairseq dictionary %s line %d: %q: expected \"SYMBOL COUNT [#fairseq:overwrite]\"", path, n, line)
+		}
+		if _, err := strconv.Atoi(field); err != nil {
+			return nil, fmt.Errorf("fairseq dictionary %s line %d: %q: the count %q is not a whole number (expected \"SYMBOL COUNT [#fairseq:overwrite]\")", path, n, line, field)
+		}
+		if seen[word] && !overwrite {
+			return nil, fmt.Errorf("fairseq dictionary %s line %d: symbol %q is listed twice (fairseq refuses that unless the line ends with #fairseq:overwrite)", path, n, word)
+		}
+		seen[word] = true
+		toks = append(toks, word)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("fairseq dictionary %s: line %d is longer than 1 MiB: not a dictionary", path, n+1)
+		}
+		return nil, fmt.Errorf("fairseq dictionary %s: %w", path, err)
+	}
+	return toks, nil
+}
+
+// cutLast splits s at its last space.
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, ' ')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func sameFile(a, b string) bool {
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

@@ -1,0 +1,213 @@
+package decode
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/attnx/attnx/attention"
+)
+
+// FairseqBeam is one row's search as fairseq 0.12's SequenceGenerator
+// runs it with its BeamSearch (fairseq/sequence_generator.py,
+// fairseq/search.py), beam 1 (fairseq's greedy decoding) included:
+//
+//   - each step's log-probs get NaN as -inf, Rules (fairseq never picks
+//     <pad>, and --min-len keeps </s> out of the first steps), UnkPen
+//     subtracted from the unknown token's, and at the last step
+//     (MaxLen-1, fairseq's max_len) everything but </s> banned;
+//   - the candidates are the 2K best (score + log-prob) over the live
+//     hypotheses (only the first at the first step), in float32, equal
+//     scores in index order;
+//   - each </s> candidate with a finite score among the first K finishes
+//     its hypothesis, with its score divided by its length (</s>
+//     included) ** LenPen, until K have finished;
+//   - the row is done once K hypotheses have finished, or at the last
+//     step; otherwise the first K candidates that are not such a </s>
+//     live on (the beam stays K wide);
+//   - the finished hypotheses are ordered by that normalised score, and
+//     the first NBest are the result.
+//
+// With fewer than K live candidates (a vocabulary smaller than the beam)
+// the beam narrows, where fairseq would carry finished ones along.
+type FairseqBeam struct {
+	// SOS is the first input token (fairseq's is </s>), EOS the token
+	// that finishes a hypothesis, UNK the target's unknown token (-1:
+	// none) that UnkPen applies to.
+	SOS, EOS, UNK int64
+	// K is --beam, NBest --nbest (1 <= NBest <= K).
+	K, NBest int
+	// MaxLen is the most tokens a hypothesis holds, </s> included:
+	// fairseq's max_len + 1.
+	MaxLen int
+	// LenPen is --lenpen, UnkPen --unkpen.
+	LenPen, UnkPen float64
+	// KeepAttention makes the row record each hypothesis' attention rows.
+	KeepAttention bool
+	// Rules are applied to each step's log-probs.
+	Rules *attention.Rules
+
+	steps int
+	live  []fairseqLive
+	next  []fairseqLive
+	fin   []fairseqHyp
+	tree  tree
+	cands []fairseqCand
+	done  bool
+}
+
+type fairseqLive struct {
+	node  int32
+	score float32
+}
+
+type fairseqHyp struct {
+	node        int32
+	score, norm float32
+}
+
+type fairseqCand struct {
+	score float32
+	i, v  int32
+	flat  int64
+}
+
+// Validate checks the settings, naming the field and the allowed range.
+func (b *FairseqBeam) Validate() error {
+	switch {
+	case b.K < 1:
+		return fmt.Errorf("decode: beam width K = %d: want at least 1", b.K)
+	case b.NBest < 1 || b.NBest > b.K:
+		return fmt.Errorf("decode: nbest %d: want 1 to K = %d", b.NBest, b.K)
+	case math.IsNaN(b.LenPen) || math.IsInf(b.LenPen, 0):
+		return fmt.Errorf("decode: lenpen %v: want a finite value", b.LenPen)
+	case math.IsNaN(b.UnkPen) || math.IsInf(b.UnkPen, 0):
+		return fmt.Errorf("decode: unkpen %v: want a finite value", b.UnkPen)
+	}
+	return nil
+}
+
+// Width is K.
+func (b *FairseqBeam) Width() int { return b.K }
+
+// First returns SOS.
+func (b *FairseqBeam) First() int64 { return b.SOS }
+
+// Advance runs one step of the generator over the row's live hypotheses
+// and writes the next ones' tokens and slots to inputs and parents. It
+// returns 0 when the row is finished.
+func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
+	if b.done {
+		return 0
+	}
+	if b.steps == 0 {
+		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
+		b.live = append(b.live[:0], fairseqLive{node: -1})
+		b.fin = b.fin[:0]
+	}
+	if b.MaxLen < 1 || s.Len() < len(b.live) {
+		return b.finish()
+	}
+	step, last := b.steps, b.MaxLen-1
+	inf := float32(math.Inf(-1))
+	b.cands = b.cands[:0]
+	for i, h := range b.live {
+		lp := s.LogProbs(i)
+		for v, x := range lp {
+			if x != x {
+				lp[v] = inf
+			}
+		}
+		b.Rules.Apply(lp, step, b.EOS, true)
+		if b.UNK >= 0 && int(b.UNK) < len(lp) && b.UnkPen != 0 {
+			lp[b.UNK] -= float32(b.UnkPen)
+		}
+		V := len(lp)
+		for v, x := range lp {
+			if step >= last && int64(v) != b.EOS {
+				x = inf
+			}
+			b.cands = append(b.cands, fairseqCand{score: x + h.score, i: int32(i), v: int32(v), flat: int64(i)*int64(V) + int64(v)})
+		}
+	}
+	// torch.topk of min(2K, candidates - 1): "-1 so we never select pad".
+	slices.SortFunc(b.cands, func(x, y fairseqCand) int {
+		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
+	})
+	cands := b.cands[:max(0, min(2*b.K, len(b.cands)-1))]
+	b.steps++
+	isEOS := func(c fairseqCand) bool { return int64(c.v) == b.EOS && !math.IsInf(float64(c.score), -1) }
+	pen := float32(math.Pow(float64(step+1), b.LenPen))
+	for _, c := range cands[:min(b.K, len(cands))] {
+		if !isEOS(c) || len(b.fin) >= b.K {
+			continue
+		}
+		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
+		b.fin = append(b.fin, fairseqHyp{node: node, score: c.score, norm: c.score / pen})
+	}
+	if len(b.fin) >= b.K || step >= last {
+		return b.finish()
+	}
+	b.next = b.next[:0]
+	for _, c := range cands {
+		if len(b.next) == b.K {
+			break
+		}
+		if isEOS(c) {
+			continue
+		}
+		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
+		b.next = append(b.next, fairseqLive{node: node, score: c.score})
+	}
+	b.live, b.next = b.next, b.live
+	if len(b.live) == 0 {
+		return b.finish()
+	}
+	for j, h := range b.live {
+		inputs[j], parents[j] = b.tree.next(h.node)
+	}
+	return len(b.live)
+}
+
+// finish orders the finished hypotheses by normalised score, best first.
+func (b *FairseqBeam) finish() int {
+	b.done = true
+	slices.SortStableFunc(b.fin, func(x, y fairseqHyp) int { return cmp.Compare(y.norm, x.norm) })
+	return 0
+}
+
+// Len returns the number of hypotheses of the finished row, at most
+// NBest; 0 until it has finished.
+func (b *FairseqBeam) Len() int {
+	if !b.done {
+		return 0
+	}
+	return min(len(b.fin), b.NBest)
+}
+
+// Hypotheses returns the first n hypotheses (all when n < 1 or n > Len),
+// best first: Score is the sum of the log-probs, NormalizedScore what
+// fairseq reports (and ranks by).
+func (b *FairseqBeam) Hypotheses(n int) []Hypothesis {
+	if n < 1 || n > b.Len() {
+		n = b.Len()
+	}
+	out := make([]Hypothesis, n)
+	for i := range out {
+		h := b.fin[i]
+		out[i] = Hypothesis{Tokens: b.tree.tokens(nil, h.node), Score: h.score, NormalizedScore: h.norm}
+	}
+	return out
+}
+
+// Attention returns hypothesis i's attention rows (nil without
+// KeepAttention).
+func (b *FairseqBeam) Attention(i int) [][]float32 { return b.tree.attention(b.fin[i].node) }
+
+// Reset forgets the row, keeping the buffers and the settings.
+func (b *FairseqBeam) Reset() {
+	b.steps, b.done = 0, false
+	b.live, b.next, b.fin, b.cands = b.live[:0], b.next[:0], b.fin[:0], b.cands[:0]
+	b.tree.reset()
+}
