@@ -170,7 +170,11 @@ func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) error {
 	default:
 		return fmt.Errorf("its cfg names no language pair, and the dictionaries in %s (%s %d symbols, %s %d) do not tell source (%d rows) from target (%d rows): %s", dir, a, sizes[a], b, sizes[b], srcRows, tgtRows, ask)
 	}
-	f.Notes = append(f.Notes, fmt.Sprintf("fairseq language pair %s-%s: the cfg names none, so it comes from the dictionaries in %s (their sizes match the embeddings'; --source-lang/--target-lang override)", f.SrcLang, f.TgtLang, dir))
+	how := "their sizes match the embeddings'"
+	if sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt")) {
+		how = "they are one joined dictionary, so either order reads the same"
+	}
+	f.Notes = append(f.Notes, fmt.Sprintf("fairseq language pair %s-%s: the cfg names none, so it comes from the dictionaries in %s (%s; --source-lang/--target-lang override)", f.SrcLang, f.TgtLang, dir, how))
 	return nil
 }
 

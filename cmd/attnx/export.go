@@ -285,11 +285,7 @@ func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
 		}
 		extra := ""
 		if t.spec.Kind == subword.KindSubwordNMT {
-			sep := t.spec.Separator
-			if sep == "" {
-				sep = subword.DefaultSeparator
-			}
-			extra = fmt.Sprintf(", joiner %q", sep)
+			// The tokenizer's description names its joiner.
 			if t.spec.Pretokenizer != subword.PretokenizeMoses {
 				extra += ", text split at spaces"
 			}

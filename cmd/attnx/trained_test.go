@@ -95,7 +95,7 @@ func TestJoeyTrainedModels(t *testing.T) {
 	}
 }
 
-// compareVariant translates src/test.src (test.en) with model and attnx translate's
+// compareVariant translates src/test.src (test.en, test.raw.en) with model and attnx translate's
 // flags and compares the output with src/expected/name.txt, line by line;
 // it fails on a differing line unless the toolkit met a near tie on it. It
 // returns the number of identical lines and the differing near ties (line
@@ -114,8 +114,10 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 	}
 	out := filepath.Join(t.TempDir(), name+".txt")
 	test := filepath.Join(src, "test.src")
-	if _, err := os.Stat(test); err != nil {
-		test = filepath.Join(src, "test.en") // JoeyNMT's files are named by language
+	for _, other := range []string{"test.en", "test.raw.en"} { // JoeyNMT's and fairseq's files are named by language
+		if _, err := os.Stat(test); err != nil {
+			test = filepath.Join(src, other)
+		}
 	}
 	args := append([]string{"translate", "--model", model, "--src", test, "--output", out}, flags...)
 	if code, _, stderr := attnx(args...); code != 0 {
@@ -127,7 +129,7 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 	}
 	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
 	if len(wl) != len(gl) {
-		t.Fatalf("%d lines, onmt_translate wrote %d", len(gl)-1, len(wl)-1)
+		t.Fatalf("%d lines, the toolkit wrote %d", len(gl)-1, len(wl)-1)
 	}
 	nBest := 1
 	for i, fl := range flags {
@@ -148,7 +150,7 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 			}
 			continue
 		}
-		t.Errorf("line %d (sentence %d, smallest gap %.2g):\n  onmt_translate: %q\n  attnx:          %q", i+1, sentence+1, gaps[fmt.Sprint(sentence)], wl[i], gl[i])
+		t.Errorf("line %d (sentence %d, smallest gap %.2g):\n  toolkit: %q\n  attnx:   %q", i+1, sentence+1, gaps[fmt.Sprint(sentence)], wl[i], gl[i])
 	}
 	return identical, ties
 }
@@ -198,24 +200,102 @@ func TestVerifyToolkitBeam(t *testing.T) {
 	}
 }
 
-// TestFairseqNamed: a checkpoint fairseq-train wrote (testdata/toolkits/
-// fairseq-*) is named as fairseq's, with the architecture its cfg records,
-// not mistaken for a state_dict of another layout; attnx does not convert
-// it yet.
-func TestFairseqNamed(t *testing.T) {
-	for dir, arch := range map[string]string{"fairseq-lstm": "lstm", "fairseq-wiseman": "lstm_wiseman_iwslt_de_en", "fairseq-luong": "lstm_luong_wmt_en_de"} {
-		ckpt := filepath.Join("..", "..", "testdata", "toolkits", dir, "checkpoint_best.pt")
-		for _, cmd := range []string{"export", "inspect"} {
-			args := []string{cmd, ckpt}
-			if cmd == "export" {
-				args = append(args, "-o", filepath.Join(t.TempDir(), "m"))
+// fairseqFixtures are the models fairseq 0.12.2's own fairseq-train
+// wrote (testdata/toolkits/make_fairseq.sh), with the --arch their cfg
+// records and attnx's architecture for them.
+var fairseqFixtures = []struct{ dir, arch, attnxArch string }{
+	{"fairseq-lstm", "lstm", "fairseq-lstm"},
+	{"fairseq-bi2", "lstm", "fairseq-lstm"},
+	{"fairseq-wiseman", "lstm_wiseman_iwslt_de_en", "fairseq-lstm"},
+	{"fairseq-luong", "lstm_luong_wmt_en_de", "fairseq-lstm"},
+	{"fairseq-shared", "lstm", "fairseq-lstm"},
+	{"fairseq-noatt", "lstm", "fairseq-lstm-noattn"},
+}
+
+// TestFairseqTrainedModels exports each fairseq fixture's
+// checkpoint_best.pt with no flags (the dictionaries come from its
+// data-bin, the BPE from the bpecodes beside it) and translates the raw
+// test set with each setting of fairseq_variants.tsv: every line must be
+// the D- line fairseq-interactive wrote with the same setting, except near
+// ties (fairseq's own smallest score gap for the line below nearTie),
+// which are listed.
+func TestFairseqTrainedModels(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	root := filepath.Join("..", "..", "testdata", "toolkits")
+	variants, err := os.ReadFile(filepath.Join(root, "fairseq_variants.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range fairseqFixtures {
+		t.Run(fx.dir, func(t *testing.T) {
+			src := filepath.Join(root, fx.dir)
+			model := filepath.Join(t.TempDir(), "m")
+			code, stdout, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", model)
+			if code != 0 {
+				t.Fatalf("export checkpoint_best.pt with no flags: exit %d: %s", code, stderr)
 			}
-			code, _, stderr := attnx(args...)
-			want := "a fairseq checkpoint (--arch " + arch + "): attnx does not convert fairseq models yet"
-			if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "closest known layout") {
-				t.Errorf("%s %s: exit %d, %s; want exit 1 and %q", cmd, dir, code, stderr, want)
+			for _, want := range []string{"arch     " + fx.attnxArch + "\n", "fairseq: checkpoint (--arch " + fx.arch + ")", "bpe.codes: subword-nmt BPE, 1000 merges, joiner \"@@\", text split at spaces"} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("export's report lacks %q:\n%s", want, stdout)
+				}
 			}
+			n := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
+				f := strings.Split(line, "\t")
+				if len(f) < 3 || strings.HasPrefix(f[0], "#") {
+					continue
+				}
+				n++
+				name, flags := f[0], strings.Fields(f[2])
+				t.Run(name, func(t *testing.T) {
+					identical, ties := compareVariant(t, src, model, name, flags)
+					t.Logf("%s (fairseq-interactive %s): %d lines identical, near ties %v", name, f[1], identical, ties)
+				})
+			}
+			if n == 0 {
+				t.Fatal("fairseq_variants.tsv lists no variants")
+			}
+		})
+	}
+}
+
+// TestFairseqRefusals: what attnx cannot take from a fairseq checkpoint is
+// refused naming it: dictionaries that are not there, a language pair the
+// files cannot tell, a dictionary line fairseq would refuse.
+func TestFairseqRefusals(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-lstm")
+	ckpt := filepath.Join(src, "checkpoint_best.pt")
+	elsewhere := t.TempDir()
+	badDict := t.TempDir()
+	for _, lang := range []string{"en", "de"} {
+		data, err := os.ReadFile(filepath.Join(src, "data-bin", "dict."+lang+".txt"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if lang == "de" {
+			data = append(data, []byte("Haus x\n")...)
+		}
+		if err := os.WriteFile(filepath.Join(badDict, "dict."+lang+".txt"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no dictionaries", []string{"--data", elsewhere}, "its vocabularies are the dictionaries (dict.SRC.txt, dict.TGT.txt) of its data-bin directory, and its language pair's are not there (pass --data DIR); tried " + filepath.Join(elsewhere, "dict.*.txt")},
+		{"named pair missing", []string{"--source-lang", "fr", "--target-lang", "de"}, "and fr-de are not there (pass --data DIR)"},
+		{"bad count", []string{"--data", badDict}, `dict.de.txt line 1133: "Haus x": the count "x" is not a whole number (expected "SYMBOL COUNT [#fairseq:overwrite]")`},
+		{"wrong arch", []string{"--arch", "onmt-general"}, "--arch onmt-general disagrees with the checkpoint: it holds a fairseq-lstm model"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"export", ckpt, "-o", filepath.Join(t.TempDir(), "m")}, c.args...)
+			code, _, stderr := attnx(args...)
+			if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "panic") {
+				t.Errorf("attnx %s: exit %d, %s\nwant exit 1 and %q", strings.Join(args, " "), code, stderr, c.want)
+			}
+		})
 	}
 }
 

@@ -4,9 +4,15 @@
 # lstm_wiseman_iwslt_de_en, lstm_luong_wmt_en_de; bidirectional or not,
 # shared embeddings, 2 layers, attention off), with the data-bin
 # dictionaries and the subword-nmt BPE codes, and fairseq-interactive's
-# translations of the raw test set, greedy (--beam 1) and at its defaults
-# (--beam 5 --lenpen 1), as H-, D- and P- lines. For issue 28: attnx
-# does not read these models yet.
+# translations of the raw test set with each setting of
+# fairseq_variants.tsv (its defaults, --beam 5 --lenpen 1, greedy as
+# --beam 1, and the other options), as H-, D- and P- lines in NAME.out,
+# the D- lines in NAME.txt and each line's smallest score gap in
+# NAME.gaps.json (fairseq_run.py's FAIRSEQ_GAPS). The BPE codes are kept as
+# bpecodes, the name fairseq's hub looks for beside a checkpoint.
+#
+# FAIRSEQ_TRANSLATE_ONLY=1 skips preprocessing and training and translates
+# with the committed checkpoints and dictionaries.
 #
 # Needs (nothing of it in CI): FAIRSEQ_DIR, fairseq v0.12.2
 # (4a388e64cd646ed7d7ad8de8fae55df2b8eea91d) with its Cython extensions
@@ -23,6 +29,24 @@ export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 PYTHONPATH=$SUBWORD_NMT_DIR
 PY=/usr/bin/python3
 fs() { $PY "$here/fairseq_run.py" "$@"; }
 cd "$work"
+
+translate() { # name: fairseq-interactive with each variant, into $here/fairseq-$name/expected
+	local out="$here/fairseq-$1"
+	rm -rf "$out/expected" && mkdir -p "$out/expected"
+	while IFS=$'\t' read -r vname vflags _; do
+		[[ -z $vname || $vname == \#* ]] && continue
+		# shellcheck disable=SC2086
+		FAIRSEQ_GAPS="$out/expected/$vname.gaps.json" fs interactive "$out/data-bin" --path "$out/checkpoint_best.pt" \
+			--bpe subword_nmt --bpe-codes "$out/bpecodes" --cpu --source-lang en --target-lang de --buffer-size 64 --batch-size 64 $vflags \
+			< "$out/test.raw.en" | grep -v '^ANTLR runtime and generated code versions disagree' > "$out/expected/$vname.out"
+		grep '^D-' "$out/expected/$vname.out" | cut -f3 > "$out/expected/$vname.txt"
+	done < "$here/fairseq_variants.tsv"
+}
+if [[ ${FAIRSEQ_TRANSLATE_ONLY:-} == 1 ]]; then
+	for name in lstm bi2 wiseman luong shared noatt; do translate $name; done
+	echo "translated with $here/fairseq-*"
+	exit 0
+fi
 
 paste -d '\t' "$ONMT_DIR/data/src-train.txt" "$ONMT_DIR/data/tgt-train.txt" |
 	awk -F'\t' '{n=split($1,a," "); m=split($2,b," "); if (n<=20 && m<=20 && n>=3) print}' > pairs.tsv
@@ -48,15 +72,9 @@ while IFS='|' read -r name data flags; do
 	rm -rf "$out" && mkdir -p "$out/data-bin" "$out/expected"
 	cp ckpt_$name/checkpoint_best.pt "$out/"
 	cp $data/dict.en.txt $data/dict.de.txt "$out/data-bin/"
-	cp bpe.codes test.raw.en "$out/"
-	for mode in greedy default; do
-		beam=5
-		[ $mode = greedy ] && beam=1
-		fs interactive $data --path ckpt_$name/checkpoint_best.pt --beam $beam --bpe subword_nmt --bpe-codes bpe.codes \
-			--cpu --source-lang en --target-lang de --buffer-size 64 --batch-size 64 < test.raw.en |
-			grep -v '^ANTLR runtime and generated code versions disagree' > "$out/expected/$mode.out"
-		grep '^D-' "$out/expected/$mode.out" | cut -f3 > "$out/expected/$mode.txt"
-	done
+	cp test.raw.en "$out/"
+	cp bpe.codes "$out/bpecodes"
+	translate "$name"
 	printf '%s\n' "$flags" > "$out/train_flags.txt"
 	echo "fairseq 0.12.2 (4a388e64cd646ed7d7ad8de8fae55df2b8eea91d), hydra-core 1.0.7, omegaconf 2.0.6, subword-nmt v0.3.8, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_fairseq.sh" > "$out/VERSION"
 done <<CONFIGS
