@@ -595,28 +595,6 @@ def load_state(path):
 CONFIG_METADATA = "attnx.config"
 
 
-def load_model(path):
-    """Load a checkpoint (.pt or .safetensors), inferring the config from its
-    keys, or taking a toolkit model's from the safetensors metadata."""
-    import toolkits
-    cfg = None
-    if path.endswith(".safetensors") and os.path.exists(path):
-        state, meta = read_safetensors(path)
-        if meta and CONFIG_METADATA in meta:
-            cfg = json.loads(meta[CONFIG_METADATA])
-    else:
-        state = load_state(path)
-    if cfg is None and "decoder.attention.attn.weight" in toolkits.bentrevett_2020_names(state) \
-            and "encoder.fc.weight" in state:
-        cfg = toolkits.bentrevett_config(state)
-    if cfg is not None and cfg.get("arch") in toolkits.TOOLKIT_ARCHS:
-        try:
-            return toolkits.Reference(toolkits.load(cfg, state))
-        except toolkits.ToolkitError as e:
-            raise ReferenceError(str(e))
-    return model_from_state_dict(state)
-
-
 def save_model(model, path, fmt=None):
     """torch.save(model.state_dict()) (zip) or safetensors with the same keys."""
     if fmt is None:
@@ -1025,6 +1003,50 @@ def beam_search_joeynmt_steps(step, state, batch, beam, n_best, max_len, sos, eo
 
 
 @torch.no_grad()
+def beam_search_fairseq_steps(step, state, batch, beam, n_best, max_len, sos, eos, unk=-1, lenpen=1.0, unkpen=0.0):
+    """fairseq 0.12's SequenceGenerator with its BeamSearch (beam 1 is its
+    greedy decoding), on the same slots as beam_search_steps: NaN log-probs
+    count as -inf, unkpen is taken off the unknown token's, and at the last
+    step (max_len - 1: max_len counts the end token) only the end token
+    may come; the 2K best candidates of the live hypotheses (float32 sums,
+    the first hypothesis alone at the first step; never all of them: one
+    fewer than there are) are ranked; an end token with a finite score
+    among the first K finishes its hypothesis, its score divided by its
+    length ** lenpen (float32), until K have finished, which ends the row,
+    as the last step does; otherwise the first K candidates that are not
+    such an end live on. Returns each row's n_best finished hypotheses by
+    that normalised score."""
+    K, B = int(beam), batch
+    finished = [[] for _ in range(B)]
+    last = max_len - 1
+    ninf = float("-inf")
+
+    def advance(b, t, hyps, log_probs):
+        lp = log_probs.to(torch.float32).clone()
+        lp[lp != lp] = ninf
+        if unk >= 0 and unkpen:
+            lp[:, unk] -= unkpen
+        if t >= last:
+            keep = lp[:, eos].clone()
+            lp.fill_(ninf)
+            lp[:, eos] = keep
+        picks = _toolkit_picks(hyps, lp, 1, min(2 * K, lp.numel() - 1))
+        ends = [(c, i, v) for c, i, v in picks[:K] if v == eos and c != ninf]
+        for c, i, v in ends:
+            if len(finished[b]) < K:
+                h = Hypothesis(hyps[i].tokens + [v], c)
+                h.normalized = float(torch.tensor([c], dtype=torch.float32) / (float(t + 1) ** lenpen))
+                finished[b].append(h)
+        if len(finished[b]) >= K or t >= last:
+            return [], True
+        new = [Hypothesis(hyps[i].tokens + [v], c, hyps[i].slot) for c, i, v in picks if not (v == eos and c != ninf)][:K]
+        return new, not new
+
+    run_slots(step, state, B, K, max_len, sos, advance)
+    return [sorted(f, key=lambda h: -h.normalized)[:n_best] for f in finished]
+
+
+@torch.no_grad()
 def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eos=EOS_ID, alpha=1.0, rules=None,
                 search="spec", n_best=None, onmt_penalty="avg", unk=0):
     """Beam search over the model: the encoder once per row, its outputs
@@ -1051,6 +1073,8 @@ def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eo
         return beam_search_opennmt_steps(step, state, B, K, n_best or K, max_len, sos, eos, onmt_penalty, alpha)
     if search == "joeynmt":
         return beam_search_joeynmt_steps(step, state, B, K, n_best or K, max_len, sos, eos, unk, alpha)
+    if search == "fairseq":
+        return beam_search_fairseq_steps(step, state, B, K, n_best or K, max_len, sos, eos, unk, alpha)
     return beam_search_steps(step, state, B, K, max_len, sos, eos, alpha)
 
 

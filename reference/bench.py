@@ -77,6 +77,7 @@ if __name__ == "__main__":
 import torch  # noqa: E402
 
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 from attnx_reference import ReferenceError  # noqa: E402
 
 
@@ -226,7 +227,7 @@ def main(argv=None):
             raise ReferenceError("--threads %d, want >= 1" % a.threads)
         torch.set_num_threads(a.threads)
         torch.set_num_interop_threads(1)
-        model = ref.load_model(a.checkpoint).eval()
+        model = toolkits.load_model(a.checkpoint).eval()
         tensors, _ = ref.read_safetensors(a.inputs)
         for k in ("source_ids", "source_lengths"):
             if k not in tensors:

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 import reference as cli  # noqa: E402
 
 torch.set_num_threads(1)
@@ -99,7 +100,7 @@ def generate(out_dir):
                 files["checkpoint_safetensors"] = "checkpoint.safetensors"
             ref.write_safetensors(os.path.join(d, "inputs.safetensors"), inputs)
             # Go through the saved checkpoint, exactly as `reference.py run` does.
-            loaded = ref.load_model(os.path.join(d, "checkpoint.pt"))
+            loaded = toolkits.load_model(os.path.join(d, "checkpoint.pt"))
             expected = cli.run(loaded, inputs["source_ids"], inputs["source_lengths"], T,
                                inputs.get("step_input_ids"), SOS, EOS, PAD, T)
             ref.write_safetensors(os.path.join(d, "expected.safetensors"), expected)

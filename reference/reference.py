@@ -247,8 +247,8 @@ def beam(model, source_ids, source_lengths, k, max_len, n_best=None, alpha=1.0, 
         raise ReferenceError("--n-best %d, want 1 <= N <= beam %d" % (N, k))
     if max_len < 1:
         raise ReferenceError("--max-len %d, want >= 1" % max_len)
-    if search not in ("spec", "opennmt", "joeynmt"):
-        raise ReferenceError("--search %r, want spec, opennmt or joeynmt" % search)
+    if search not in ("spec", "opennmt", "joeynmt", "fairseq"):
+        raise ReferenceError("--search %r, want spec, opennmt, joeynmt or fairseq" % search)
     results = ref.beam_search(model, source_ids, source_lengths, k, max_len, sos, eos, alpha, rules,
                               search=search, n_best=N, onmt_penalty=onmt_penalty, unk=unk)
     B = len(results)
@@ -324,7 +324,7 @@ def _rules(a):
 
 
 def cmd_run(a):
-    model = ref.load_model(a.checkpoint)
+    model = toolkits.load_model(a.checkpoint)
     tensors, ids, lengths = _read_inputs(a.inputs)
     step_ids = _int_tensor(tensors, "step_input_ids", a.inputs, 2) if "step_input_ids" in tensors else None
     out = run(model, ids, lengths, a.steps, step_ids, a.sos, a.eos, a.pad, a.max_len, _rules(a))
@@ -335,7 +335,7 @@ def cmd_run(a):
 
 
 def cmd_beam(a):
-    model = ref.load_model(a.checkpoint)
+    model = toolkits.load_model(a.checkpoint)
     _, ids, lengths = _read_inputs(a.inputs)
     out = beam(model, ids, lengths, a.beam, a.max_len, a.n_best, a.length_penalty, a.sos, a.eos, a.pad, _rules(a),
                a.search, a.onmt_penalty, a.unk)
@@ -540,7 +540,7 @@ def cmd_export_onnx(a):
         import onnx  # noqa: F401
     except ImportError:
         raise ReferenceError("export-onnx needs the onnx Python package (Debian python3-onnx)")
-    rep = export_onnx(ref.load_model(a.checkpoint), a.out_dir, a.opset)
+    rep = export_onnx(toolkits.load_model(a.checkpoint), a.out_dir, a.opset)
     print("encoder.onnx: %d nodes, decoder.onnx: %d nodes" % (rep["encoder"]["nodes"], rep["decoder"]["nodes"]))
 
 
@@ -625,7 +625,7 @@ def parser():
     b.add_argument("--n-best", type=int, default=None, help="hypotheses written per row (default K)")
     b.add_argument("--length-penalty", type=float, default=1.0, help="alpha in score / length ** alpha")
     b.add_argument("--rules", default=None, help="a toolkit's decoding rules, attnx.json's decoding as JSON")
-    b.add_argument("--search", default="spec", help="spec (attnx's beam search), opennmt (OpenNMT-py 3.x's BeamSearch) or joeynmt (JoeyNMT 2.x's beam_search)")
+    b.add_argument("--search", default="spec", help="spec (attnx's beam search), opennmt (OpenNMT-py 3.x's BeamSearch), joeynmt (JoeyNMT 2.x's beam_search) or fairseq (fairseq's SequenceGenerator)")
     b.add_argument("--onmt-penalty", default="avg", help="with --search opennmt: -length_penalty none, avg or wu (--length-penalty is -alpha)")
     b.add_argument("--unk", type=int, default=0, help="with --search joeynmt: the token that fills a short n-best list")
     b.add_argument("--out", required=True)
@@ -658,6 +658,7 @@ def parser():
 
 def cmd_run_module(a):
     import user_module
+    import user_toolkit
     config = user_module.parse_config(a.config)
     if not os.path.exists(a.checkpoint):
         raise ReferenceError("checkpoint %s does not exist" % a.checkpoint)
@@ -669,7 +670,11 @@ def cmd_run_module(a):
     if step_ids is not None and tuple(step_ids.shape) != (a.steps, ids.shape[0]):
         raise ReferenceError("step_input_ids has shape %s, want [steps=%d, batch=%d]"
                              % (list(step_ids.shape), a.steps, ids.shape[0]))
-    out = user_module.run(a.module, weights, config, ids, lengths, a.steps, step_ids, pad=a.pad)
+    if user_toolkit.convention(config["arch"]):
+        # A toolkit's convention: user_toolkit builds on user_module.
+        out = user_toolkit.run(a.module, user_module.import_file(a.module), weights, config, ids, lengths, a.steps, step_ids, a.steps, a.pad)
+    else:
+        out = user_module.run(a.module, weights, config, ids, lengths, a.steps, step_ids, pad=a.pad)
     _parent(a.out)
     ref.write_safetensors(a.out, out)
 

@@ -12,6 +12,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 import reference as cli  # noqa: E402
 
 
@@ -128,7 +129,7 @@ class CLI(unittest.TestCase):
                 rc, err = call("make-model", "--hidden", "6", "--layers", "2", "--src-vocab", "9", "--tgt-vocab", "11",
                                "--out", ck, *argv)
                 self.assertEqual(rc, 0, err)
-                got = ref.load_model(ck).config
+                got = toolkits.load_model(ck).config
                 for k, v in cfg.items():
                     self.assertEqual(got[k], v, k)
                 call("random-inputs", "--batch", "3", "--src-len", "5", "--src-vocab", "9", "--seed", "2",
@@ -200,7 +201,7 @@ class CLI(unittest.TestCase):
             "beam_normalized_scores": [3, 3], "beam_counts": [3]})
         self.assertEqual(out["beam_counts"].tolist(), [3, 3, 3])
         self.assertEqual(out["beam_scores"].dtype, torch.float32)
-        model = ref.load_model(ck)
+        model = toolkits.load_model(ck)
         inp, _ = ref.read_safetensors(self.p("in.safetensors"))
         want = ref.beam_search(model, inp["source_ids"], inp["source_lengths"], 4, 7, alpha=0.7)
         for b, hyps in enumerate(want):

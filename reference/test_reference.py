@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -404,7 +405,7 @@ class Checkpoints(unittest.TestCase):
                             m = model_for(arch, cell, 9, L, 14, 21, seed=4, embedding_size=E, max_length=6)
                             path = os.path.join(d, "m." + fmt)
                             ref.save_model(m, path)
-                            got = ref.load_model(path)
+                            got = toolkits.load_model(path)
                             want = {"arch": arch, "cell": cell, "hidden": 9, "embedding_size": E, "layers": L,
                                     "src_vocab": 14, "tgt_vocab": 21}
                             if arch == "tutorial-location":
@@ -476,7 +477,7 @@ class NothingExecutes(unittest.TestCase):
             torch.save({"encoder.embedding.weight": _Evil(marker)}, path)
             self.assertFalse(os.path.exists(marker))
             with self.assertRaises(ref.ReferenceError) as cm:
-                ref.load_model(path)
+                toolkits.load_model(path)
             self.assertIn("weights_only=True", str(cm.exception))
             self.assertFalse(os.path.exists(marker), "loading the checkpoint ran the pickled callable")
 

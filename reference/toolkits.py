@@ -1,6 +1,10 @@
 """attnx reference for the toolkits' models (docs/toolkits.md): OpenNMT-py's
-RNN models, JoeyNMT's recurrent models, bentrevett/pytorch-seq2seq's
-tutorial 3/4 model and PyTorch's chatbot tutorial model.
+RNN models, JoeyNMT's recurrent models, fairseq's LSTMModel,
+bentrevett/pytorch-seq2seq's tutorial 3/4 model and PyTorch's chatbot
+tutorial model.
+
+It builds on attnx_reference (the spec's models and the checkpoint files),
+which never imports it.
 
 Written for attnx from the toolkits' published math, independently of the
 Go code: each model is built from a config (attnx.json's fields) with its
@@ -34,10 +38,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+import attnx_reference as ref  # the base: the spec's models and the checkpoint files
+
 ONMT_ARCHS = ("onmt-dot", "onmt-general", "onmt-mlp")
 JOEY_ARCHS = ("joey-bahdanau", "joey-luong")
 CHATBOT_ARCHS = ("chatbot-dot", "chatbot-general", "chatbot-concat")
-TOOLKIT_ARCHS = ONMT_ARCHS + JOEY_ARCHS + ("bentrevett",) + CHATBOT_ARCHS
+FAIRSEQ_ARCHS = ("fairseq-lstm", "fairseq-lstm-noattn")
+TOOLKIT_ARCHS = ONMT_ARCHS + JOEY_ARCHS + ("bentrevett",) + CHATBOT_ARCHS + FAIRSEQ_ARCHS
 
 
 class ToolkitError(Exception):
@@ -105,6 +112,8 @@ class _Sizes:
         self.bridge = cfg.get("bridge") or ""
         self.scale_src = bool(cfg.get("src_embedding_scale"))
         self.scale_tgt = bool(cfg.get("tgt_embedding_scale"))
+        self.Eo = _cfg(cfg, "out_embedding_size", self.H)
+        self.tied = bool(cfg.get("tied_output"))
 
 
 class ToolkitModel(nn.Module):
@@ -335,6 +344,74 @@ class JoeyModel(ToolkitModel):
 
 
 # --------------------------------------------------------------------------
+# fairseq
+
+
+class FairseqModel(ToolkitModel):
+    """fairseq's LSTMModel (fairseq/models/lstm.py) as it generates: no
+    dropout, the source packed, the decoder a stack of LSTMCells fed
+    [embedding; input_feed], AttentionLayer's dot scores over
+    input_proj(h) (or no attention), then additional_fc and fc_out (or the
+    tied decoder embedding)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        s = self.sz
+        D = 2 if s.bi else 1
+        C = D * s.h
+        self.C = C
+        self.encoder = _module(embed_tokens=nn.Embedding(s.Vs, s.E), lstm=_rnn("lstm", s.E, s.h, s.Le, s.bi))
+        dec = _module(embed_tokens=nn.Embedding(s.Vt, s.Et),
+                      layers=nn.ModuleList([nn.LSTMCell(s.Et + s.H if i == 0 else s.H, s.H) for i in range(s.L)]))
+        if C != s.H:
+            dec.encoder_hidden_proj = nn.Linear(C, s.H)
+            dec.encoder_cell_proj = nn.Linear(C, s.H)
+        if s.arch == "fairseq-lstm":
+            dec.attention = _module(input_proj=nn.Linear(s.H, C, bias=False), output_proj=nn.Linear(s.H + C, s.H, bias=False))
+        if s.Eo != s.H:
+            dec.additional_fc = nn.Linear(s.H, s.Eo)
+        if not s.tied:
+            dec.fc_out = nn.Linear(s.Eo, s.Vt)
+        self.decoder = dec
+
+    def encode(self, ids, lengths):
+        s = self.sz
+        out, (h, c) = _packed(self.encoder.lstm, self.encoder.embed_tokens(ids), lengths)
+        state = []
+        for st in (h, c):
+            if s.bi:
+                # combine_bidir: each layer's forward and backward side by side
+                st = st.view(s.Le, 2, ids.shape[0], s.h).transpose(1, 2).reshape(s.Le, ids.shape[0], 2 * s.h)
+            if self.C != s.H:
+                proj = self.decoder.encoder_hidden_proj if not state else self.decoder.encoder_cell_proj
+                st = proj(st)
+            state.append(st)
+        return out, (state[0], state[1], torch.zeros(1, ids.shape[0], s.H))
+
+    def step(self, ids, state, enc, lengths):
+        s = self.sz
+        d = self.decoder
+        x = torch.cat([d.embed_tokens(ids), state[2][0]], 1)
+        hs, cs = [], []
+        for i, cell in enumerate(d.layers):
+            h, c = cell(x, (state[0][i], state[1][i]))
+            hs.append(h)
+            cs.append(c)
+            x = h
+        q = hs[-1]
+        if s.arch == "fairseq-lstm":
+            key = d.attention.input_proj(q)
+            p = _softmax_masked((enc * key.unsqueeze(1)).sum(2), lengths)
+            ctx = (p.unsqueeze(2) * enc).sum(1)
+            out = torch.tanh(d.attention.output_proj(torch.cat([ctx, q], 1)))
+        else:
+            out, p = q, torch.zeros(enc.shape[0], enc.shape[1])
+        feats = d.additional_fc(out) if s.Eo != s.H else out
+        logits = F.linear(feats, d.embed_tokens.weight) if s.tied else d.fc_out(feats)
+        return F.log_softmax(logits, dim=-1), (torch.stack(hs), torch.stack(cs), out.unsqueeze(0)), p
+
+
+# --------------------------------------------------------------------------
 # bentrevett/pytorch-seq2seq tutorial 3/4
 
 # Each era's names -> the 2020 names this module uses.
@@ -469,6 +546,8 @@ def build(cfg):
         return BentrevettModel(cfg)
     if arch in CHATBOT_ARCHS:
         return ChatbotModel(cfg)
+    if arch in FAIRSEQ_ARCHS:
+        return FairseqModel(cfg)
     raise ToolkitError("unknown toolkit architecture %r (want one of %s)" % (arch, ", ".join(TOOLKIT_ARCHS)))
 
 
@@ -498,6 +577,29 @@ def load(cfg, state):
             raise ToolkitError("%s has shape %s, want %s" % (k, list(v.shape), list(expected[k].shape)))
     model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
     return model.eval()
+
+
+def load_model(path):
+    """Load a checkpoint (.pt or .safetensors): a model of the spec, its
+    config inferred from the keys (attnx_reference.model_from_state_dict),
+    or a toolkit model, its config taken from the safetensors metadata
+    (or, for bentrevett's tutorial, from its keys)."""
+    cfg = None
+    if path.endswith(".safetensors") and os.path.exists(path):
+        state, meta = ref.read_safetensors(path)
+        if meta and ref.CONFIG_METADATA in meta:
+            cfg = json.loads(meta[ref.CONFIG_METADATA])
+    else:
+        state = ref.load_state(path)
+    if cfg is None and "decoder.attention.attn.weight" in bentrevett_2020_names(state) \
+            and "encoder.fc.weight" in state:
+        cfg = bentrevett_config(state)
+    if cfg is not None and cfg.get("arch") in TOOLKIT_ARCHS:
+        try:
+            return Reference(load(cfg, state))
+        except ToolkitError as e:
+            raise ref.ReferenceError(str(e))
+    return ref.model_from_state_dict(state)
 
 
 class _Fn:
@@ -595,7 +697,6 @@ def save_onmt_v3(model, path, src_vocab, tgt_vocab, safetensors_step=None, opt_e
     for k, v in (opt_extra or {}).items():
         setattr(ckpt["opt"], k, v)
     if safetensors_step is not None:
-        import attnx_reference as ref
         base = path[:-3] if path.endswith(".pt") else path
         ref.write_safetensors("%s_step_%d.safetensors" % (base, safetensors_step), {k: v.contiguous() for k, v in sd.items()})
         ckpt["model"], ckpt["generator"] = None, None

@@ -190,11 +190,9 @@ def run(path, weights, config, source_ids, source_lengths, steps, step_input_ids
     """What `reference.py run` writes, computed by the user's modules one
     sentence at a time: the encoder's outputs and state, `steps` decoder
     steps (fed step_input_ids when given, else SOS then each step's own
-    argmax) and a greedy decode of max_len (default steps) tokens."""
-    import user_toolkit
-    if user_toolkit.convention(config["arch"]):
-        return user_toolkit.run(path, import_file(path), weights, config, source_ids, source_lengths, steps, step_input_ids,
-                                steps if max_len is None else max_len, pad)
+    argmax) and a greedy decode of max_len (default steps) tokens. For the
+    spec's conventions; a toolkit's models go to user_toolkit.run, which
+    builds on this module."""
     conv = convention(config["arch"])
     enc, dec = build(path, config, weights)
     B, S = source_ids.shape

@@ -65,8 +65,10 @@ type Request struct {
 	MinLen *int `json:"min_len,omitempty"`
 	// Rules are beam search's rules: "spec" (attnx's), "opennmt"
 	// (OpenNMT-py's, as onmt_translate decodes; length_penalty_form then
-	// takes "none", "avg" or "wu") or "joeynmt" (JoeyNMT 2.3's;
-	// length_penalty is its beam_alpha); absent means the model's default.
+	// takes "none", "avg" or "wu"), "joeynmt" (JoeyNMT 2.3's;
+	// length_penalty is its beam_alpha) or "fairseq" (fairseq's
+	// SequenceGenerator, greedy included; length_penalty is its
+	// --lenpen); absent means the model's default.
 	// BanUNK keeps the unknown token out of the output: OpenNMT-py's
 	// -ban_unk_token, JoeyNMT's generate_unk: false.
 	Rules  *string `json:"rules,omitempty"`

@@ -38,8 +38,8 @@ type Job struct {
 	PenaltyWu  bool
 	MinLen     int
 	ReplaceUnk bool
-	// Rules are beam search's rules (translate.RulesSpec or
-	// RulesOpenNMT; "": spec), OnmtPenalty OpenNMT-py's length penalty
+	// Rules are beam search's rules (translate.RulesSpec, RulesOpenNMT,
+	// RulesJoeyNMT or RulesFairseq; "": spec), OnmtPenalty OpenNMT-py's length penalty
 	// under RulesOpenNMT (none, avg, wu) and BanUNK its -ban_unk_token.
 	Rules       string
 	OnmtPenalty string
@@ -64,7 +64,7 @@ func (job Job) callOptions() translate.CallOptions {
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
 	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
-		job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT
+		job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT || job.Rules == translate.RulesFairseq
 }
 
 // Backend decodes the requests of one model. Implementations are safe for

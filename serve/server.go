@@ -683,8 +683,8 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		job.LengthPenalty = a
 	}
 	if r := req.Rules; r != nil {
-		if *r != translate.RulesSpec && *r != translate.RulesOpenNMT && *r != translate.RulesJoeyNMT {
-			return Job{}, fmt.Sprintf("rules = %q: want %q (attnx's beam search), %q (OpenNMT-py's) or %q (JoeyNMT's)", *r, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)
+		if *r != translate.RulesSpec && *r != translate.RulesOpenNMT && *r != translate.RulesJoeyNMT && *r != translate.RulesFairseq {
+			return Job{}, fmt.Sprintf("rules = %q: want %q (attnx's beam search), %q (OpenNMT-py's), %q (JoeyNMT's) or %q (fairseq's SequenceGenerator)", *r, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT, translate.RulesFairseq)
 		}
 		form := job.OnmtPenalty
 		if job.Rules != translate.RulesOpenNMT && job.PenaltyWu {

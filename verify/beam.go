@@ -57,8 +57,8 @@ func Beam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []
 
 // BeamSearch names a toolkit's beam search for Options.Search.
 type BeamSearch struct {
-	// Rules is translate.RulesOpenNMT or RulesJoeyNMT ("" or
-	// RulesSpec: attnx's).
+	// Rules is translate.RulesOpenNMT, RulesJoeyNMT or RulesFairseq
+	// ("" or RulesSpec: attnx's).
 	Rules string
 	// NBest is the n-best list compared (0: K).
 	NBest int
@@ -76,8 +76,8 @@ func (s BeamSearch) nBest(k int) int { return cmp.Or(s.NBest, k) }
 
 func (s BeamSearch) onmtPenalty() string { return cmp.Or(s.OpenNMTPenalty, decode.PenaltyAvg) }
 
-// ToolkitBeam is Beam with a toolkit's beam search (decode.OpenNMTBeam or
-// decode.JoeyBeam) in place of attnx's; the rows' near ties are unknown.
+// ToolkitBeam is Beam with a toolkit's beam search (decode.OpenNMTBeam,
+// decode.JoeyBeam or decode.FairseqBeam) in place of attnx's; the rows' near ties are unknown.
 func ToolkitBeam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []int64, sos, eos int64, k, maxLen int, alpha float64,
 	rules *attention.Rules, s BeamSearch) (*BeamDecoded, error) {
 	n := s.nBest(k)
@@ -90,8 +90,11 @@ func ToolkitBeam(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLen
 	case translate.RulesJoeyNMT:
 		lists, err = nBestRows(enc, dec, sourceIDs, sourceLengths,
 			decode.JoeyBeam{SOS: sos, EOS: eos, UNK: max(s.UNK, 0), K: k, NBest: n, MaxLen: maxLen, Alpha: alpha, Rules: rules})
+	case translate.RulesFairseq:
+		lists, err = nBestRows(enc, dec, sourceIDs, sourceLengths,
+			decode.FairseqBeam{SOS: sos, EOS: eos, UNK: -1, K: k, NBest: n, MaxLen: maxLen, LenPen: alpha, Rules: rules})
 	default:
-		return nil, fmt.Errorf("verify: beam search rules %q: want %q or %q", s.Rules, translate.RulesOpenNMT, translate.RulesJoeyNMT)
+		return nil, fmt.Errorf("verify: beam search rules %q: want %q, %q or %q", s.Rules, translate.RulesOpenNMT, translate.RulesJoeyNMT, translate.RulesFairseq)
 	}
 	if err != nil {
 		return nil, err

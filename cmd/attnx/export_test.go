@@ -68,7 +68,7 @@ func TestExportCommandErrors(t *testing.T) {
 		{[]string{"export", ck, "-o", out, "--arch", "bahdanau"}, 1,
 			"attnx export: " + ck + ": --arch bahdanau disagrees with the checkpoint: its keys (decoder.attention.fc.weight, no decoder.attention.weight) are those of a luong-general model\n"},
 		{[]string{"export", ck, "-o", out, "--arch", "transformer"}, 2,
-			"attnx export: --arch: unknown architecture \"transformer\" (want one of bahdanau, luong-dot, luong-general, luong-concat, tutorial-location, tutorial-bahdanau, onmt-dot, onmt-general, onmt-mlp, joey-bahdanau, joey-luong, bentrevett, chatbot-dot, chatbot-general, chatbot-concat)\nRun 'attnx help export' for usage.\n"},
+			"attnx export: --arch: unknown architecture \"transformer\" (want one of bahdanau, luong-dot, luong-general, luong-concat, tutorial-location, tutorial-bahdanau, onmt-dot, onmt-general, onmt-mlp, joey-bahdanau, joey-luong, bentrevett, chatbot-dot, chatbot-general, chatbot-concat, fairseq-lstm, fairseq-lstm-noattn)\nRun 'attnx help export' for usage.\n"},
 		{[]string{"export", ck}, 2, "attnx export: missing -o DIR (the model directory to write)\n"},
 		{[]string{"export", "-o", out}, 2, "attnx export: missing CHECKPOINT (a .pt or .safetensors state_dict), or --encoder ENC --decoder DEC\n"},
 		{[]string{"export", ck, ck, "-o", out}, 2, "attnx export: one CHECKPOINT expected, got 2 arguments"},

@@ -157,7 +157,7 @@ func compareVariant(t *testing.T, src, model, name string, flags []string) (int,
 
 // TestVerifyToolkitBeam: verify --beam compares a toolkit model's beam
 // search under its own rules (attnx.json's defaults: OpenNMT-py's for
-// onmt-sp, JoeyNMT's for joey-bpe) with the reference's implementation of
+// onmt-sp, JoeyNMT's for joey-bpe, fairseq's for fairseq-lstm) with the reference's implementation of
 // the same rules, and a reference without them shows as a difference.
 func TestVerifyToolkitBeam(t *testing.T) {
 	needTorch(t)
@@ -172,13 +172,14 @@ func TestVerifyToolkitBeam(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data = []byte(strings.NewReplacer(`if search == "opennmt":`, `if search == "off":`, `if search == "joeynmt":`, `if search == "off":`).Replace(string(data)))
+		data = []byte(strings.NewReplacer(`if search == "opennmt":`, `if search == "off":`, `if search == "joeynmt":`, `if search == "off":`, `if search == "fairseq":`, `if search == "off":`).Replace(string(data)))
 		if err := os.WriteFile(filepath.Join(lax, filepath.Base(f)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, c := range []struct{ dir, ckpt, rules string }{
 		{"onmt-sp", "model.pt", "opennmt"}, {"joey-bpe", filepath.Join("model", "best.ckpt"), "joeynmt"},
+		{"fairseq-lstm", "checkpoint_best.pt", "fairseq"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			ckpt := filepath.Join("..", "..", "testdata", "toolkits", c.dir, c.ckpt)

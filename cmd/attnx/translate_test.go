@@ -105,7 +105,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"min-len on the loop engine", "", []string{"translate", "--model", model, "--engine", "loop", "--min-len", "3", "abc"}, 2,
 			"", "attnx translate: --min-len 3 runs on the steps engine (greedy.onnx and beam.onnx have their stopping rule built in): drop --engine loop or use --engine steps\n"},
 		{"unknown rules", "", []string{"translate", "--model", model, "--rules", "joey", "abc"}, 2,
-			"", "attnx translate: --rules \"joey\": want spec, opennmt or joeynmt\nRun 'attnx help translate' for usage.\n"},
+			"", "attnx translate: --rules \"joey\": want \"spec\", \"opennmt\", \"joeynmt\" or \"fairseq\"\nRun 'attnx help translate' for usage.\n"},
 		{"avg without opennmt rules", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty-form", "avg", "abc"}, 2,
 			"", "attnx translate: --length-penalty-form \"avg\": want power or wu (none and avg with --rules opennmt)\nRun 'attnx help translate' for usage.\n"},
 		{"ratio without opennmt rules", "", []string{"translate", "--model", model, "--ratio", "0.5", "abc"}, 2,

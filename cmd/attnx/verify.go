@@ -179,8 +179,8 @@ func runVerify(args []string) error {
 		return &usageError{fmt.Sprintf("--min-agreement must be a fraction in (0, 1], got %v", *minAgreement)}
 	case (fs.Changed("length-penalty") || fs.Changed("rules") || fs.Changed("n-best")) && !fs.Changed("beam"):
 		return &usageError{"--length-penalty, --rules and --n-best are beam search's: give --beam K too"}
-	case *rules != "" && *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT:
-		return &usageError{fmt.Sprintf("--rules %q: want %s, %s or %s", *rules, translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT)}
+	case *rules != "" && *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT && *rules != translate.RulesFairseq:
+		return &usageError{fmt.Sprintf("--rules %q: want %s", *rules, translate.RulesList())}
 	case *nBest < 0 || *nBest > *beam:
 		return &usageError{fmt.Sprintf("--n-best %d: want 1 to --beam %d (0: all of them)", *nBest, *beam)}
 	case fs.Changed("beam") && *torchModule != "":
