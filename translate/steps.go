@@ -132,6 +132,9 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	if opt.RepetitionPenalty != nil {
 		so.repPenalty = *opt.RepetitionPenalty
 	}
+	if so.fairseq && (so.noRepeat >= 2 || so.repPenalty > 1) {
+		return searchOpts{}, errFairseqRepeats
+	}
 	if p := so.repPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || so.noRepeat < 0 {
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", so.noRepeat, p)
 	}

@@ -152,6 +152,12 @@ type Options struct {
 	MaxLiveBytes int64
 }
 
+// errFairseqRepeats refuses JoeyNMT's repetition rules under fairseq's:
+// they are not fairseq's --no-repeat-ngram-size, which in fairseq 0.12.2
+// blocks nothing on a CPU (its Python fallback compares the hypothesis
+// buffer's padding; only the CUDA kernel blocks).
+var errFairseqRepeats = fmt.Errorf("translate: NoRepeatNgram and RepetitionPenalty are JoeyNMT's rules, not fairseq's: fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU, so Rules %q has neither", RulesFairseq)
+
 // Result is the translation of one input.
 type Result struct {
 	// Source holds the source token ids that were translated.
@@ -413,6 +419,9 @@ func checkOptions(opt Options) error {
 		}
 	default:
 		return fmt.Errorf("translate: Rules %q: want %s", opt.Rules, rulesList)
+	}
+	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Rules == RulesFairseq {
+		return errFairseqRepeats
 	}
 	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
 		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)

@@ -338,6 +338,22 @@ func printConfig(w io.Writer, c attention.Config) {
 			init = fmt.Sprintf("encoder_hidden[:%d] (the tutorial's first entries)", c.Layers)
 		case c.Bidirectional && strings.HasPrefix(string(c.Arch), "onmt-"):
 			init += ", directions concatenated per layer"
+		case strings.HasPrefix(string(c.Arch), "fairseq-"):
+			if c.Bidirectional {
+				init += ", directions concatenated per layer"
+			}
+			if c.EncoderWidth() != c.Hidden {
+				init += fmt.Sprintf(", through encoder_hidden_proj/encoder_cell_proj (%d to %d)", c.EncoderWidth(), c.Hidden)
+			}
+		}
+		if c.Arch == attention.FairseqLSTMNoAttention {
+			init += "; no attention (the attention output is zeros)"
+		}
+		if c.OutEmbedding > 0 {
+			init += fmt.Sprintf("; additional_fc to %d features", c.OutEmbedding)
+		}
+		if c.TiedOutput {
+			init += "; classifier tied to the target embedding"
 		}
 		feed := "no input feeding"
 		if c.InputFeed {

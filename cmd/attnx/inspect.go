@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxfile"
 )
@@ -60,6 +61,9 @@ func runInspect(args []string) error {
 	fs := newFlagSet("inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml, for a JoeyNMT checkpoint (default: config.yaml beside it)")
+	fairseqData := fs.String("data", "", "a fairseq model's data-bin `DIR` with dict.SRC.txt and dict.TGT.txt (as export's --data)")
+	srcLang := fs.String("source-lang", "", "a fairseq model's source language, when its cfg names none")
+	tgtLang := fs.String("target-lang", "", "a fairseq model's target language, when its cfg names none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,7 +77,8 @@ func runInspect(args []string) error {
 		return err
 	}
 	if !st.IsDir() && !strings.EqualFold(filepath.Ext(path), ".onnx") {
-		return inspectCheckpoint(path, *toolkitConfig, *asJSON)
+		return inspectCheckpoint(path, modeldir.Options{ToolkitConfig: *toolkitConfig,
+			Fairseq: checkpoint.FairseqFiles{DataDir: *fairseqData, SrcLang: *srcLang, TgtLang: *tgtLang}}, *asJSON)
 	}
 	if !st.IsDir() {
 		g, err := inspectGraph(path, "")
@@ -153,8 +158,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // inspectCheckpoint says what attnx export would make of a checkpoint.
-func inspectCheckpoint(path, toolkitConfig string, asJSON bool) error {
-	info, res, err := modeldir.Describe(path, modeldir.Options{ToolkitConfig: toolkitConfig})
+func inspectCheckpoint(path string, opt modeldir.Options, asJSON bool) error {
+	info, res, err := modeldir.Describe(path, opt)
 	if err != nil {
 		return err
 	}
@@ -298,6 +303,8 @@ func describeDefaults(d *modeldir.Defaults) string {
 		parts = append(parts, fmt.Sprintf("beam %d with OpenNMT-py's beam search", d.Beam))
 	case d.Beam > 1 && d.Rules == "joeynmt":
 		parts = append(parts, fmt.Sprintf("beam %d with JoeyNMT's beam search", d.Beam))
+	case d.Rules == "fairseq":
+		parts = append(parts, fmt.Sprintf("beam %d with fairseq's SequenceGenerator", max(d.Beam, 1)))
 	case d.Beam > 1:
 		parts = append(parts, fmt.Sprintf("beam %d", d.Beam))
 	default:

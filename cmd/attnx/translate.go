@@ -130,6 +130,8 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--rules %q: want %s", *rules, translate.RulesList())}
 	case *unkPen != 0 && *rules != translate.RulesFairseq:
 		return &usageError{"--unk-penalty goes with --rules fairseq (fairseq's --unkpen)"}
+	case *rules == translate.RulesFairseq && (*noRepeat >= 2 || *repPenalty > 1):
+		return &usageError{"--no-repeat-ngram and --repetition-penalty are JoeyNMT's rules, not fairseq's (fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU): use them with --rules spec or joeynmt"}
 	case *rules == translate.RulesFairseq && *engine == translate.EngineLoop:
 		return &usageError{"--rules fairseq runs on the steps engine (greedy.onnx and beam.onnx have attnx's searches built in): drop --engine loop or use --engine steps"}
 	case *rules == translate.RulesJoeyNMT && *engine == translate.EngineLoop && *beam > 1:

@@ -43,7 +43,7 @@ translate() { # name: fairseq-interactive with each variant, into $here/fairseq-
 	done < "$here/fairseq_variants.tsv"
 }
 if [[ ${FAIRSEQ_TRANSLATE_ONLY:-} == 1 ]]; then
-	for name in lstm bi2 wiseman luong shared noatt; do translate $name; done
+	for name in lstm bi2 wiseman luong shared noatt long; do translate $name; done
 	echo "translated with $here/fairseq-*"
 	exit 0
 fi
@@ -62,11 +62,11 @@ fs preprocess --source-lang en --target-lang de --trainpref train --validpref va
 fs preprocess --source-lang en --target-lang de --trainpref train --validpref valid --destdir data-bin-joined --joined-dictionary --workers 1
 
 small="--encoder-embed-dim 16 --decoder-embed-dim 16 --encoder-hidden-size 32 --decoder-hidden-size 32 --decoder-out-embed-dim 16"
-# name, data, fairseq-train's architecture flags
-while IFS='|' read -r name data flags; do
+# name, data, fairseq-train's architecture flags, updates (default 400)
+while IFS='|' read -r name data flags updates; do
 	[[ -z $name || $name == \#* ]] && continue
 	# shellcheck disable=SC2086
-	fs train $data $flags --optimizer adam --lr 0.005 --max-tokens 2000 --max-update 400 --save-dir ckpt_$name \
+	fs train $data $flags --optimizer adam --lr 0.005 --max-tokens 2000 --max-update "${updates:-400}" --save-dir ckpt_$name \
 		--no-epoch-checkpoints --log-format simple --log-interval 100 --cpu --seed 1 --dropout 0.1
 	out="$here/fairseq-$name"
 	rm -rf "$out" && mkdir -p "$out/data-bin" "$out/expected"
@@ -84,5 +84,6 @@ wiseman|data-bin|--arch lstm_wiseman_iwslt_de_en $small
 luong|data-bin|--arch lstm_luong_wmt_en_de $small --encoder-layers 2 --decoder-layers 2
 shared|data-bin-joined|--arch lstm $small --decoder-embed-dim 16 --decoder-out-embed-dim 16 --share-all-embeddings
 noatt|data-bin|--arch lstm $small --decoder-attention 0
+long|data-bin|--arch lstm --encoder-bidirectional --encoder-embed-dim 64 --decoder-embed-dim 64 --encoder-hidden-size 64 --decoder-hidden-size 64 --decoder-out-embed-dim 64|4000
 CONFIGS
 echo "wrote $here/fairseq-*"
