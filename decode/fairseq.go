@@ -25,12 +25,17 @@ import (
 //     included) ** LenPen, until K have finished;
 //   - the row is done once K hypotheses have finished, or at the last
 //     step; otherwise the first K candidates that are not such a </s>
-//     live on (the beam stays K wide);
+//     live on (the beam stays K wide), and where fewer are left, finished
+//     ones too, whose places among the next step's first K candidates
+//     (fairseq's cands_to_ignore, which marks candidate positions, not
+//     hypotheses) then finish nothing;
 //   - the finished hypotheses are ordered by that normalised score, and
 //     the first NBest are the result.
 //
-// With fewer than K live candidates (a vocabulary smaller than the beam)
-// the beam narrows, where fairseq would carry finished ones along.
+// K is at most the vocabulary's size less one, as fairseq caps it.
+// Candidates of equal scores come in index order; torch.topk leaves that
+// order open, which matters only for ties, -inf ones included (a
+// vocabulary hardly larger than the beam).
 type FairseqBeam struct {
 	// SOS is the first input token (fairseq's is </s>), EOS the token
 	// that finishes a hypothesis, UNK the target's unknown token (-1:
@@ -49,12 +54,18 @@ type FairseqBeam struct {
 	Rules *attention.Rules
 
 	steps int
-	live  []fairseqLive
-	next  []fairseqLive
-	fin   []fairseqHyp
-	tree  tree
-	cands []fairseqCand
-	done  bool
+	k     int // K, at most the vocabulary less one (fairseq's cap)
+	// mask is the step's eos_mask over its candidates, ignore fairseq's
+	// cands_to_ignore: candidate positions (among the first k) whose
+	// </s> may not finish a hypothesis.
+	mask   []bool
+	ignore []bool
+	live   []fairseqLive
+	next   []fairseqLive
+	fin    []fairseqHyp
+	tree   tree
+	cands  []fairseqCand
+	done   bool
 }
 
 type fairseqLive struct {
@@ -105,6 +116,10 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
 		b.live = append(b.live[:0], fairseqLive{node: -1})
 		b.fin = b.fin[:0]
+		// "the max beam size is the dictionary size - 1, since we never
+		// select pad"
+		b.k = max(1, min(b.K, s.Vocab()-1))
+		b.ignore = append(b.ignore[:0], make([]bool, b.k)...)
 	}
 	if b.MaxLen < 1 || s.Len() < len(b.live) {
 		return b.finish()
@@ -135,30 +150,45 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	slices.SortFunc(b.cands, func(x, y fairseqCand) int {
 		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 	})
-	cands := b.cands[:max(0, min(2*b.K, len(b.cands)-1))]
+	cands := b.cands[:max(0, min(2*b.k, len(b.cands)-1))]
 	b.steps++
-	isEOS := func(c fairseqCand) bool { return int64(c.v) == b.EOS && !math.IsInf(float64(c.score), -1) }
+	// eos_mask: a finite </s> candidate, but not at a position that
+	// cands_to_ignore marks among the first K.
+	k := b.k
+	b.mask = b.mask[:0]
+	for j, c := range cands {
+		b.mask = append(b.mask, int64(c.v) == b.EOS && !math.IsInf(float64(c.score), -1) && !(j < k && b.ignore[j]))
+	}
 	pen := float32(math.Pow(float64(step+1), b.LenPen))
-	for _, c := range cands[:min(b.K, len(cands))] {
-		if !isEOS(c) || len(b.fin) >= b.K {
+	for j, c := range cands[:min(k, len(cands))] {
+		if !b.mask[j] || len(b.fin) >= k {
 			continue
 		}
 		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
 		b.fin = append(b.fin, fairseqHyp{node: node, score: c.score, norm: c.score / pen})
 	}
-	if len(b.fin) >= b.K || step >= last {
+	if len(b.fin) >= k || step >= last {
 		return b.finish()
 	}
+	// The K candidates that go on: those not masked, in order, then (when
+	// too few) masked ones, whose places cands_to_ignore marks for the
+	// next step.
+	for j := range min(k, len(cands)) {
+		b.mask[j] = b.mask[j] || b.ignore[j]
+	}
 	b.next = b.next[:0]
-	for _, c := range cands {
-		if len(b.next) == b.K {
-			break
+	for pass := range 2 {
+		for j, c := range cands {
+			if len(b.next) == k {
+				break
+			}
+			if b.mask[j] != (pass == 1) {
+				continue
+			}
+			b.ignore[len(b.next)] = pass == 1
+			node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
+			b.next = append(b.next, fairseqLive{node: node, score: c.score})
 		}
-		if isEOS(c) {
-			continue
-		}
-		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
-		b.next = append(b.next, fairseqLive{node: node, score: c.score})
 	}
 	b.live, b.next = b.next, b.live
 	if len(b.live) == 0 {

@@ -211,6 +211,7 @@ var fairseqFixtures = []struct{ dir, arch, attnxArch string }{
 	{"fairseq-luong", "lstm_luong_wmt_en_de", "fairseq-lstm"},
 	{"fairseq-shared", "lstm", "fairseq-lstm"},
 	{"fairseq-noatt", "lstm", "fairseq-lstm-noattn"},
+	{"fairseq-long", "lstm", "fairseq-lstm"},
 }
 
 // TestFairseqTrainedModels exports each fairseq fixture's

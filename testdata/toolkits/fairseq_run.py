@@ -140,9 +140,11 @@ def record_gaps(path, cli):
     atexit.register(write)
 
 
-entry = sys.argv.pop(1)
-sys.argv[0] = "fairseq-" + entry
-cli = importlib.import_module("fairseq_cli." + entry)
-if os.environ.get("FAIRSEQ_GAPS"):
-    record_gaps(os.environ["FAIRSEQ_GAPS"], cli)
-cli.cli_main()
+if __name__ == "__main__":
+    # Imported, the module only makes fairseq importable (make_beam.py).
+    entry = sys.argv.pop(1)
+    sys.argv[0] = "fairseq-" + entry
+    cli = importlib.import_module("fairseq_cli." + entry)
+    if os.environ.get("FAIRSEQ_GAPS"):
+        record_gaps(os.environ["FAIRSEQ_GAPS"], cli)
+    cli.cli_main()

@@ -12,7 +12,7 @@
 # bpecodes, the name fairseq's hub looks for beside a checkpoint.
 #
 # FAIRSEQ_TRANSLATE_ONLY=1 skips preprocessing and training and translates
-# with the committed checkpoints and dictionaries.
+# with the committed checkpoints and dictionaries (FAIRSEQ_MODELS: which).
 #
 # Needs (nothing of it in CI): FAIRSEQ_DIR, fairseq v0.12.2
 # (4a388e64cd646ed7d7ad8de8fae55df2b8eea91d) with its Cython extensions
@@ -43,7 +43,7 @@ translate() { # name: fairseq-interactive with each variant, into $here/fairseq-
 	done < "$here/fairseq_variants.tsv"
 }
 if [[ ${FAIRSEQ_TRANSLATE_ONLY:-} == 1 ]]; then
-	for name in lstm bi2 wiseman luong shared noatt long; do translate $name; done
+	for name in ${FAIRSEQ_MODELS:-lstm bi2 wiseman luong shared noatt long}; do translate "$name"; done
 	echo "translated with $here/fairseq-*"
 	exit 0
 fi
