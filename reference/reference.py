@@ -80,7 +80,7 @@ def cmd_make_model(a):
 
 
 TOOLKIT_FORMATS = ("onmt-v3", "onmt-v3-safetensors", "onmt-v2", "joey", "bentrevett-2018", "bentrevett-2019",
-                   "bentrevett-2020", "bentrevett-2023", "chatbot")
+                   "bentrevett-2020", "bentrevett-2023", "chatbot", "fairseq")
 
 
 def reference_stem(out):
@@ -120,6 +120,10 @@ def cmd_make_toolkit(a):
         specials = ["<unk>", "<pad>", "<s>", "</s>"]
         src, tgt = vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials)
         toolkits.save_joey(model, a.out, src, tgt, version=a.joey_version, scale=bool(cfg.get("src_embedding_scale")))
+    elif f == "fairseq":
+        specials = ["<s>", "<pad>", "</s>", "<unk>"]
+        src, tgt = vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials)
+        toolkits.save_fairseq(model, a.out, src, tgt)
     elif f.startswith("bentrevett-"):
         specials = ["<unk>", "<pad>", "<sos>", "<eos>"]
         src, tgt = vocab(s.Vs, "w", specials), vocab(s.Vt, "t", specials)

@@ -782,6 +782,32 @@ def save_joey(model, model_dir, src_vocab, trg_vocab, version="2.3.0", scale=Fal
         f.write(cfg)
 
 
+def save_fairseq(model, model_dir, src_vocab, tgt_vocab):
+    """What fairseq-train leaves: checkpoint_best.pt as
+    checkpoint_utils.save_state writes it (cfg a plain dict whose model
+    entry is an argparse.Namespace, as for the legacy-registered LSTMs;
+    args None; the optimizer history), beside the data-bin dictionaries
+    dict.src.txt and dict.tgt.txt ("symbol count" lines after fairseq's
+    four specials)."""
+    s = model.sz
+    os.makedirs(model_dir, exist_ok=True)
+    ns = argparse.Namespace(
+        _name="lstm", arch="lstm", criterion="cross_entropy", encoder_embed_dim=s.E, decoder_embed_dim=s.Et,
+        encoder_hidden_size=s.h, decoder_hidden_size=s.H, encoder_layers=s.Le, decoder_layers=s.L,
+        encoder_bidirectional=s.bi, decoder_out_embed_dim=s.Eo, decoder_attention="0" if s.arch == "fairseq-lstm-noattn" else "1",
+        share_decoder_input_output_embed=s.tied, share_all_embeddings=False, adaptive_softmax_cutoff="10000,50000,200000",
+        dropout=0.1, max_source_positions=1024, max_target_positions=1024)
+    cfg = {"_name": None, "model": ns, "bpe": None, "tokenizer": None,
+           "task": {"_name": "translation", "data": "data-bin", "source_lang": "src", "target_lang": "tgt"}}
+    torch.save({"args": None, "cfg": cfg, "model": model.state_dict(), "criterion": {},
+                "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "Adam", "num_updates": 100}],
+                "task_state": {}, "extra_state": {"epoch": 2}, "last_optimizer_state": None},
+               os.path.join(model_dir, "checkpoint_best.pt"))
+    for lang, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        with open(os.path.join(model_dir, "dict.%s.txt" % lang), "w") as f:
+            f.write("".join("%s %d\n" % (w, 100 - i) for i, w in enumerate(vocab[4:])))
+
+
 def save_bentrevett(model, path, era="2020"):
     """The tutorial's state_dict under one era's key names."""
     sd = dict(model.state_dict())

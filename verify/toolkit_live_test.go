@@ -33,7 +33,8 @@ type toolkitCase struct {
 // the toolkit has them, bidirectional and (OpenNMT-py) unidirectional
 // encoders, input feeding on and off, every attention type, one and two
 // layers (encoder and decoder layers differing where the toolkit allows
-// it), every bridge, every save layout, batch 1 and ragged batch 4.
+// it), every bridge, fairseq's projections, additional_fc and tied output,
+// every save layout, batch 1 and ragged batch 4.
 func toolkitCases() []toolkitCase {
 	bi := func(c attention.Config) attention.Config {
 		c.Bidirectional, c.SrcVocab, c.TgtVocab = true, 23, 19
@@ -42,6 +43,10 @@ func toolkitCases() []toolkitCase {
 	onmt := func(c attention.Config) attention.Config {
 		c = bi(c)
 		c.EncoderHidden = c.Hidden / 2
+		return c
+	}
+	fairseq := func(c attention.Config) attention.Config {
+		c.Cell, c.InputFeed, c.SrcVocab, c.TgtVocab = attention.LSTM, true, 23, 19
 		return c
 	}
 	uni := onmt(attention.Config{Arch: attention.OpenNMTDot, Cell: attention.GRU, Hidden: 12, Embedding: 7, Layers: 1, InputFeed: true})
@@ -66,7 +71,22 @@ func toolkitCases() []toolkitCase {
 		{name: "chatbot-dot/L2", format: "chatbot", batch: 4, cfg: bi(attention.Config{Arch: attention.ChatbotDot, Cell: attention.GRU, Hidden: 10, Embedding: 10, Layers: 2})},
 		{name: "chatbot-general/L1-of-Le2", format: "chatbot", batch: 4, cfg: bi(attention.Config{Arch: attention.ChatbotGeneral, Cell: attention.GRU, Hidden: 9, Embedding: 9, Layers: 1, EncoderLayers: 2})},
 		{name: "chatbot-concat/L2", format: "chatbot", batch: 1, cfg: bi(attention.Config{Arch: attention.ChatbotConcat, Cell: attention.GRU, Hidden: 8, Embedding: 8, Layers: 2})},
+		{name: "fairseq-lstm/L1/unidirectional", format: "fairseq", batch: 4, cfg: fairseq(attention.Config{Arch: attention.FairseqLSTM, Hidden: 12, Embedding: 8, TgtEmbedding: 7, Layers: 1})},
+		{name: "fairseq-lstm/L2/bi/proj/additional_fc", format: "fairseq", batch: 4, cfg: fairseq(attention.Config{Arch: attention.FairseqLSTM, Hidden: 10, EncoderHidden: 7, Embedding: 6, Layers: 2, Bidirectional: true, OutEmbedding: 6})},
+		{name: "fairseq-lstm-noattn/L1/tied", format: "fairseq", batch: 1, cfg: fairseq(attention.Config{Arch: attention.FairseqLSTMNoAttention, Hidden: 10, Embedding: 9, TgtEmbedding: 8, Layers: 1, OutEmbedding: 8, TiedOutput: true})},
 	}
+}
+
+// checkpoint is the file export reads for the case saved under the
+// prefix.
+func (c toolkitCase) checkpoint(prefix string) string {
+	switch c.format {
+	case "joey":
+		return filepath.Join(prefix+"joey", "best.ckpt")
+	case "fairseq":
+		return filepath.Join(prefix+"fairseq", "checkpoint_best.pt")
+	}
+	return prefix + "ckpt.pt"
 }
 
 // chatbot models have one vocabulary: the target's size is the source's.
@@ -99,8 +119,8 @@ func TestToolkitLiveParity(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := p(i, "ckpt.pt")
-		if c.format == "joey" {
-			out = p(i, "joey")
+		if c.format == "joey" || c.format == "fairseq" {
+			out = p(i, c.format)
 		}
 		jobs = append(jobs, []string{"make-toolkit", "--config", string(js), "--format", c.format, "--seed", fmt.Sprint(300 + i), "--out", out})
 	}
@@ -111,10 +131,7 @@ func TestToolkitLiveParity(t *testing.T) {
 	infos := make([]*modeldir.Info, len(cases))
 	jobs = nil
 	for i, c := range cases {
-		ckpt := p(i, "ckpt.pt")
-		if c.format == "joey" {
-			ckpt = filepath.Join(p(i, "joey"), "best.ckpt")
-		}
+		ckpt := c.checkpoint(p(i, ""))
 		res, err := modeldir.Export(ckpt, p(i, "model"), modeldir.Options{Greedy: true, Beam: true})
 		if err != nil {
 			t.Fatalf("%s: export: %v", c.name, err)
@@ -213,10 +230,7 @@ func TestToolkitLiveParity(t *testing.T) {
 						// agreement on trained models).
 						for _, w := range []quant.Precision{quant.PrecisionInt8, quant.PrecisionInt4} {
 							dir := p(i, "model-"+string(w))
-							ckpt := p(i, "ckpt.pt")
-							if c.format == "joey" {
-								ckpt = filepath.Join(p(i, "joey"), "best.ckpt")
-							}
+							ckpt := c.checkpoint(p(i, ""))
 							if _, err := os.Stat(dir); err != nil { // exported once, for the first backend
 								if _, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: true, Beam: true, Weights: w}); err != nil {
 									t.Fatalf("%s export: %v", w, err)
