@@ -378,3 +378,35 @@ func servedAsTranslator(t *testing.T, in []string, want []translate.Result, case
 		}
 	}
 }
+
+// TestFairseqRulesServed: "rules": "fairseq" (and a model whose attnx.json
+// defaults to it, as a fairseq model's does) decodes as a lone Translator
+// with RulesFairseq does, batching on and off, greedy included; JoeyNMT's
+// repetition rules are refused with it.
+func TestFairseqRulesServed(t *testing.T) {
+	demo := demoModel(t)
+	in := demoInputs(t)[:3]
+	two := 2.0
+	want := loneTranslate(t, demo, translate.Options{Beam: 3, NBest: 2, Rules: translate.RulesFairseq, LengthPenalty: &two}, in)
+	byDefault := withDefaults(t, demo, &modeldir.Defaults{Beam: 3, NBest: 2, Rules: "fairseq", LengthPenalty: &two})
+	servedAsTranslator(t, in, want, map[string]struct{ dir, body string }{
+		"request":    {demo, `{"rules": "fairseq", "length_penalty": 2, "beam": 3, "n_best": 2, "inputs": %s}`},
+		"attnx.json": {byDefault, `{"inputs": %s}`},
+	})
+	_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: byDefault}}})
+	if code, ans := post(t, hs.URL+PathTranslate, `{"inputs": ["x"], "no_repeat_ngram": 2}`); code != 400 || !strings.Contains(ans, `no_repeat_ngram and repetition_penalty are JoeyNMT's rules, not fairseq's`) {
+		t.Errorf("no_repeat_ngram under fairseq's rules: %d %s, want 400 naming it", code, ans)
+	}
+	greedy := loneTranslate(t, demo, translate.Options{Rules: translate.RulesFairseq}, in)
+	_, hs = startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demo}}})
+	ins, _ := json.Marshal(in)
+	code, ans := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"rules": "fairseq", "beam": 1, "inputs": %s}`, ins))
+	if code != 200 {
+		t.Fatalf("%d %s", code, ans)
+	}
+	for i, r := range decodeResponse(t, ans).Results {
+		if !reflect.DeepEqual(r.Tokens, greedy[i].Tokens) {
+			t.Errorf("greedy result %d: %v; the Translator: %v", i, r.Tokens, greedy[i].Tokens)
+		}
+	}
+}

@@ -728,6 +728,9 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 	if req.ReplaceUnk != nil {
 		job.ReplaceUnk = *req.ReplaceUnk
 	}
+	if job.Rules == translate.RulesFairseq && (job.NoRepeatNgram >= 2 || job.RepetitionPenalty > 1) {
+		return Job{}, "no_repeat_ngram and repetition_penalty are JoeyNMT's rules, not fairseq's (fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU): send \"rules\": \"spec\" or \"joeynmt\" with them"
+	}
 	return job, ""
 }
 
