@@ -58,7 +58,7 @@ func RandomStateDict(cfg attention.Config, seed uint64) (map[string]*builder.Ten
 // of h = H/2 per direction (OpenNMT-py's brnn; the others' encoders, whose
 // outputs are 2h = H wide), input feeding where the toolkit has it, and
 // its default bridge; the chatbot's and bentrevett's models are GRUs, the
-// latter with one layer.
+// latter with one layer; fairseq's an LSTM.
 func ToolkitConfig(cfg attention.Config) attention.Config {
 	cfg.Bidirectional = true
 	a := string(cfg.Arch)
@@ -69,6 +69,10 @@ func ToolkitConfig(cfg attention.Config) attention.Config {
 		cfg.EncoderHidden, cfg.InputFeed, cfg.Bridge = cfg.Hidden/2, true, "bridge"
 	case cfg.Arch == attention.Bentrevett:
 		cfg.Cell, cfg.Layers, cfg.EncoderHidden = attention.GRU, 1, cfg.Hidden/2
+	case strings.HasPrefix(a, "fairseq-"):
+		// fairseq's LSTMModel: its encoder's layers are the decoder's, h =
+		// H/2 per direction (no state projection), input feeding always.
+		cfg.Cell, cfg.EncoderHidden, cfg.InputFeed = attention.LSTM, cfg.Hidden/2, true
 	default: // the chatbot: one size everywhere
 		cfg.Cell = attention.GRU
 	}

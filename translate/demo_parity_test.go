@@ -23,8 +23,9 @@ const pytorchGreedy = `
 import json, sys, torch
 sys.path.insert(0, sys.argv[1])
 import attnx_reference as ref
+import toolkits
 torch.set_num_threads(1)
-model = ref.load_model(sys.argv[2])
+model = toolkits.load_model(sys.argv[2])
 sv = {t: i for i, t in enumerate(json.load(open(sys.argv[3])))}
 texts = json.load(sys.stdin)
 ids = [[sv[ch] for ch in t] for t in texts]

@@ -13,6 +13,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reference"))
 import attnx_reference as ref  # noqa: E402
+import toolkits  # noqa: E402
 
 
 def load_vocab(name):
@@ -48,7 +49,7 @@ def main():
     with open(mpath) as f:
         metrics = json.load(f)
     for name, info in sorted(metrics.get("models", {}).items()):
-        model = ref.load_model(os.path.join(HERE, info["file"]))
+        model = toolkits.load_model(os.path.join(HERE, info["file"]))
         got = translate(model, [s for s, _ in pairs], sv_index, tv)
         right = sum(g == want for g, (_, want) in zip(got, pairs))
         info["heldout_txt_exact_match"] = round(right / len(pairs), 5)
