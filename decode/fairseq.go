@@ -48,6 +48,9 @@ type FairseqBeam struct {
 	MaxLen int
 	// LenPen is --lenpen, UnkPen --unkpen.
 	LenPen, UnkPen float64
+	// Temperature is --temperature: each step's log-probs are those of
+	// the logits divided by it (0 or 1: as they are).
+	Temperature float64
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
 	// Rules are applied to each step's log-probs.
@@ -95,6 +98,8 @@ func (b *FairseqBeam) Validate() error {
 		return fmt.Errorf("decode: lenpen %v: want a finite value", b.LenPen)
 	case math.IsNaN(b.UnkPen) || math.IsInf(b.UnkPen, 0):
 		return fmt.Errorf("decode: unkpen %v: want a finite value", b.UnkPen)
+	case math.IsNaN(b.Temperature) || math.IsInf(b.Temperature, 0) || b.Temperature < 0:
+		return fmt.Errorf("decode: temperature %v: want a finite value > 0 (0: none)", b.Temperature)
 	}
 	return nil
 }
@@ -129,6 +134,9 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	b.cands = b.cands[:0]
 	for i, h := range b.live {
 		lp := s.LogProbs(i)
+		if t := b.Temperature; t > 0 && t != 1 {
+			tempered(lp, float32(t))
+		}
 		for v, x := range lp {
 			if x != x {
 				lp[v] = inf
@@ -198,6 +206,28 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.live)
+}
+
+// tempered turns log-probs into those of the logits divided by t, in
+// place: log_softmax(lp / t), which is log_softmax(logits / t) since lp
+// differs from the logits by a constant.
+func tempered(lp []float32, t float32) {
+	m := float32(math.Inf(-1))
+	for v, x := range lp {
+		lp[v] = x / t
+		m = max(m, lp[v])
+	}
+	if math.IsInf(float64(m), 0) || m != m {
+		return
+	}
+	var sum float64
+	for _, x := range lp {
+		sum += math.Exp(float64(x - m))
+	}
+	lse := m + float32(math.Log(sum))
+	for v := range lp {
+		lp[v] -= lse
+	}
 }
 
 // finish orders the finished hypotheses by normalised score, best first.

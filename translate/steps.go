@@ -47,6 +47,7 @@ type searchOpts struct {
 	// with unkPen its --unkpen.
 	fairseq bool
 	unkPen  float64
+	temp    float64
 	// noRepeat and repPenalty are Options.NoRepeatNgram and
 	// RepetitionPenalty, or the call's.
 	noRepeat   int
@@ -74,7 +75,7 @@ func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
 func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
 		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
-		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
+		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, temp: t.opt.Temperature, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -235,7 +236,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		bs := make([]decode.FairseqBeam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.FairseqBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
-				LenPen: so.alpha, UnkPen: so.unkPen, KeepAttention: so.keepAttention(), Rules: so.rules}
+				LenPen: so.alpha, UnkPen: so.unkPen, Temperature: so.temp, KeepAttention: so.keepAttention(), Rules: so.rules}
 			ss[r] = &bs[r]
 		}
 		return ss

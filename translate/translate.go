@@ -144,6 +144,9 @@ type Options struct {
 	// UnkPenalty is fairseq's --unkpen under RulesFairseq: subtracted
 	// from the unknown token's log-prob at every step.
 	UnkPenalty float64
+	// Temperature is fairseq's --temperature under RulesFairseq: each
+	// step's log-probs are those of the logits divided by it (0: none).
+	Temperature float64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -289,12 +292,16 @@ func Open(dir string, opt Options) (*Translator, error) {
 	case "":
 		t.engine = EngineSteps
 		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0) || specBan
-		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 && opt.Rules != RulesFairseq {
+		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
-				if onmtGreedy {
+				switch {
+				case onmtGreedy:
 					t.engine = EngineSteps
 					t.notes = append(t.notes, "greedy decoding on the steps engine: "+greedyFile+" has no ban on the unknown token or n-gram blocking built in")
+				case opt.Rules == RulesFairseq:
+					t.engine = EngineSteps
+					t.notes = append(t.notes, "greedy decoding on the steps engine: "+greedyFile+" lacks fairseq's last step, where only </s> may come, and its --unkpen and --temperature")
 				}
 			}
 		}
@@ -422,6 +429,9 @@ func checkOptions(opt Options) error {
 	}
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Rules == RulesFairseq {
 		return errFairseqRepeats
+	}
+	if tt := opt.Temperature; math.IsNaN(tt) || math.IsInf(tt, 0) || tt < 0 || tt != 0 && opt.Rules != RulesFairseq {
+		return fmt.Errorf("translate: Temperature = %v: want a finite value > 0 (0: none), with Rules %q", tt, RulesFairseq)
 	}
 	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
 		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)

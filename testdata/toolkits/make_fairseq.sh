@@ -6,7 +6,8 @@
 # dictionaries and the subword-nmt BPE codes, and fairseq-interactive's
 # translations of the raw test set with each setting of
 # fairseq_variants.tsv (its defaults, --beam 5 --lenpen 1, greedy as
-# --beam 1, and the other options), as H-, D- and P- lines in NAME.out,
+# --beam 1, and the other options), as S-, H-, D- and P- lines in NAME.out
+# (the W- lines, timings, left out),
 # the D- lines in NAME.txt and each line's smallest score gap in
 # NAME.gaps.json (fairseq_run.py's FAIRSEQ_GAPS). The BPE codes are kept as
 # bpecodes, the name fairseq's hub looks for beside a checkpoint.
@@ -38,7 +39,7 @@ translate() { # name: fairseq-interactive with each variant, into $here/fairseq-
 		# shellcheck disable=SC2086
 		FAIRSEQ_GAPS="$out/expected/$vname.gaps.json" fs interactive "$out/data-bin" --path "$out/checkpoint_best.pt" \
 			--bpe subword_nmt --bpe-codes "$out/bpecodes" --cpu --source-lang en --target-lang de --buffer-size 64 --batch-size 64 $vflags \
-			< "$out/test.raw.en" | grep -v '^ANTLR runtime and generated code versions disagree' > "$out/expected/$vname.out"
+			< "$out/test.raw.en" | grep -v -e '^ANTLR runtime and generated code versions disagree' -e '^W-' > "$out/expected/$vname.out"
 		grep '^D-' "$out/expected/$vname.out" | cut -f3 > "$out/expected/$vname.txt"
 	done < "$here/fairseq_variants.tsv"
 }
