@@ -263,7 +263,8 @@ func TestFairseqTrainedModels(t *testing.T) {
 
 // TestFairseqRefusals: what attnx cannot take from a fairseq checkpoint is
 // refused naming it: dictionaries that are not there, a language pair the
-// files cannot tell, a dictionary line fairseq would refuse.
+// files cannot tell, a dictionary line fairseq would refuse, and models
+// fairseq-train wrote that are not LSTMModels or use the adaptive softmax.
 func TestFairseqRefusals(t *testing.T) {
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-lstm")
 	ckpt := filepath.Join(src, "checkpoint_best.pt")
@@ -290,8 +291,15 @@ func TestFairseqRefusals(t *testing.T) {
 		{"named pair missing", []string{"--source-lang", "fr", "--target-lang", "de"}, "and fr-de are not there (pass --data DIR)"},
 		{"bad count", []string{"--data", badDict}, `dict.de.txt line 1133: "Haus x": the count "x" is not a whole number (expected "SYMBOL COUNT [#fairseq:overwrite]")`},
 		{"wrong arch", []string{"--arch", "onmt-general"}, "--arch onmt-general disagrees with the checkpoint: it holds a fairseq-lstm model"},
+		{"transformer", []string{"--data", filepath.Join(src, "data-bin")}, "fairseq option --arch transformer: attnx converts fairseq's LSTM models (lstm, lstm_wiseman_iwslt_de_en, lstm_luong_wmt_en_de), not this one (Transformers and convolutional models are not attention RNNs)"},
+		{"adaptive", []string{"--data", filepath.Join(src, "data-bin")}, "fairseq option --adaptive-softmax-cutoff 200,500: the adaptive softmax (--criterion adaptive_loss) is not supported"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			ckpt := ckpt
+			if c.name == "transformer" || c.name == "adaptive" {
+				// What fairseq-train wrote for these (make_fairseq.sh).
+				ckpt = filepath.Join(src, "..", "fairseq-refused", c.name, "checkpoint_best.pt")
+			}
 			args := append([]string{"export", ckpt, "-o", filepath.Join(t.TempDir(), "m")}, c.args...)
 			code, _, stderr := attnx(args...)
 			if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "panic") {

@@ -87,4 +87,17 @@ shared|data-bin-joined|--arch lstm $small --decoder-embed-dim 16 --decoder-out-e
 noatt|data-bin|--arch lstm $small --decoder-attention 0
 long|data-bin|--arch lstm --encoder-bidirectional --encoder-embed-dim 64 --decoder-embed-dim 64 --encoder-hidden-size 64 --decoder-hidden-size 64 --decoder-out-embed-dim 64|4000
 CONFIGS
+# Models attnx refuses, for the messages (TestFairseqRefusals): a
+# Transformer and an LSTM with the adaptive softmax, 20 updates each; their
+# dictionaries are fairseq-lstm's.
+rm -rf "$here/fairseq-refused" && mkdir -p "$here/fairseq-refused"
+while IFS='|' read -r name flags; do
+	# shellcheck disable=SC2086
+	fs train data-bin $flags --optimizer adam --lr 0.005 --max-tokens 2000 --max-update 20 --save-dir ckpt_$name \
+		--no-epoch-checkpoints --log-format simple --cpu --seed 1
+	mkdir -p "$here/fairseq-refused/$name" && cp ckpt_$name/checkpoint_best.pt "$here/fairseq-refused/$name/"
+done <<REFUSED
+transformer|--arch transformer --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 16 --decoder-embed-dim 16 --encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 --encoder-attention-heads 2 --decoder-attention-heads 2
+adaptive|--arch lstm $small --criterion adaptive_loss --adaptive-softmax-cutoff 200,500 --ddp-backend legacy_ddp
+REFUSED
 echo "wrote $here/fairseq-*"
