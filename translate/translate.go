@@ -70,6 +70,13 @@ type Options struct {
 	// toolkit batch (attnx.json's defaults.batching) or the row's own
 	// length; ratio 0 leaves MaxLen (or 250) alone.
 	MaxLenRatio *float64
+	// MaxLenA is fairseq's --max-len-a under RulesFairseq: a row of n
+	// source tokens (</s> included) holds at most int(MaxLenA x n + b) + 1
+	// tokens, b being MaxLen - 1 (fairseq's --max-len-b; MaxLen 0: 200),
+	// at most 1024 (fairseq's LSTM's max_target_positions); n is the
+	// row's own length, as fairseq-interactive translates one sentence at
+	// a time by default.
+	MaxLenA float64
 	// ReplaceUnk replaces each unknown token of the output (the target
 	// vocabulary's token spelled like the source's UNK) with the source
 	// token that has the highest attention at that step (OpenNMT-py's
@@ -451,6 +458,9 @@ func checkOptions(opt Options) error {
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
 	}
+	if a := opt.MaxLenA; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 || a > 0 && opt.Rules != RulesFairseq {
+		return fmt.Errorf("translate: MaxLenA = %v: want a finite value >= 0, with Rules %q", a, RulesFairseq)
+	}
 	if r := opt.MaxLenRatio; r != nil && (math.IsNaN(*r) || math.IsInf(*r, 0) || *r < 0) {
 		return fmt.Errorf("translate: MaxLenRatio = %v: want a finite value >= 0", *r)
 	}
@@ -721,6 +731,11 @@ func (t *Translator) limitFor(n int, openNMT bool) int {
 		onmt := modeldir.OpenNMTTranslate()
 		return (&modeldir.Defaults{MaxLen: cmp.Or(t.opt.MaxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
 	}
+	if a := t.opt.MaxLenA; a > 0 {
+		// fairseq's min(int(a x src_len + b), max_len - 1), then </s>.
+		b := cmp.Or(t.opt.MaxLen, fairseqMaxLen) - 1
+		return min(int(a*float64(n)+float64(b)), fairseqPositions-1) + 1
+	}
 	if t.opt.MaxLen > 0 {
 		return t.opt.MaxLen
 	}
@@ -732,6 +747,13 @@ func (t *Translator) limitFor(n int, openNMT bool) int {
 	}
 	return DefaultMaxLen(n)
 }
+
+// fairseq-interactive's limit (--max-len-b 200, then </s>) and fairseq's
+// LSTM's max_target_positions.
+const (
+	fairseqMaxLen    = 201
+	fairseqPositions = 1024
+)
 
 // DefaultMaxLen is the output length limit of a source of n tokens when
 // none is set (Options.MaxLen, CallOptions.MaxLen): 2n+10, EOS included.

@@ -108,6 +108,7 @@ func runTranslate(args []string) error {
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes), joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha) or fairseq (fairseq's SequenceGenerator, greedy included: 2K candidates, K finished hypotheses end a row, --length-penalty is --lenpen); opennmt, joeynmt and fairseq on the steps engine")
 	unkPen := fs.Float64("unk-penalty", 0, "with --rules fairseq: subtract `P` from the unknown token's log-prob at every step (fairseq's --unkpen)")
+	maxLenA := fs.Float64("max-len-a", 0, "with --rules fairseq: at most int(`A` x n + b) + 1 output tokens, n the source's tokens with </s>, b = --max-len - 1 (fairseq's --max-len-a and --max-len-b; 0: --max-len alone)")
 	temperature := fs.Float64("temperature", 0, "with --rules fairseq: divide the logits by `T` > 0 at every step (fairseq's --temperature; 0: none)")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
@@ -129,8 +130,10 @@ func runTranslate(args []string) error {
 	switch {
 	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT && *rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--rules %q: want %s", *rules, translate.RulesList())}
-	case (*unkPen != 0 || *temperature != 0) && *rules != translate.RulesFairseq:
-		return &usageError{"--unk-penalty and --temperature go with --rules fairseq (fairseq's --unkpen and --temperature)"}
+	case (*unkPen != 0 || *temperature != 0 || *maxLenA != 0) && *rules != translate.RulesFairseq:
+		return &usageError{"--unk-penalty, --temperature and --max-len-a go with --rules fairseq (fairseq's --unkpen, --temperature and --max-len-a)"}
+	case *maxLenA < 0 || math.IsNaN(*maxLenA) || math.IsInf(*maxLenA, 0):
+		return &usageError{fmt.Sprintf("--max-len-a %v: want a finite value >= 0", *maxLenA)}
 	case *temperature < 0 || math.IsNaN(*temperature) || math.IsInf(*temperature, 0):
 		return &usageError{fmt.Sprintf("--temperature %v: want a finite value > 0 (0: none)", *temperature)}
 	case *rules == translate.RulesFairseq && (*noRepeat >= 2 || *repPenalty > 1):
@@ -213,7 +216,7 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
-		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen, Temperature: *temperature,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
 		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
 	}
 	if fs.Changed("max-len-ratio") {
