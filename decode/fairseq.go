@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/attnx/attnx/attention"
@@ -51,6 +52,14 @@ type FairseqBeam struct {
 	// Temperature is --temperature: each step's log-probs are those of
 	// the logits divided by it (0 or 1: as they are).
 	Temperature float64
+	// Sampling is --sampling: each hypothesis draws its next token (K
+	// draws from the first at the first step) instead of the beam's 2K
+	// best, from the TopK (--sampling-topk) or TopP (--sampling-topp)
+	// most probable tokens when set, with Rand.
+	Sampling bool
+	TopK     int
+	TopP     float64
+	Rand     *rand.Rand
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
 	// Rules are applied to each step's log-probs.
@@ -63,6 +72,7 @@ type FairseqBeam struct {
 	// </s> may not finish a hypothesis.
 	mask   []bool
 	ignore []bool
+	order  []int32 // draw's tokens by probability
 	live   []fairseqLive
 	next   []fairseqLive
 	fin    []fairseqHyp
@@ -98,6 +108,10 @@ func (b *FairseqBeam) Validate() error {
 		return fmt.Errorf("decode: lenpen %v: want a finite value", b.LenPen)
 	case math.IsNaN(b.UnkPen) || math.IsInf(b.UnkPen, 0):
 		return fmt.Errorf("decode: unkpen %v: want a finite value", b.UnkPen)
+	case b.Sampling && b.Rand == nil:
+		return fmt.Errorf("decode: sampling needs a random number generator (Rand)")
+	case b.TopK < 0 || math.IsNaN(b.TopP) || b.TopP < 0 || b.TopP > 1 || b.TopK > 0 && b.TopP > 0:
+		return fmt.Errorf("decode: sampling-topk %d, sampling-topp %v: want one of them (topk >= 1, topp in (0, 1])", b.TopK, b.TopP)
 	case math.IsNaN(b.Temperature) || math.IsInf(b.Temperature, 0) || b.Temperature < 0:
 		return fmt.Errorf("decode: temperature %v: want a finite value > 0 (0: none)", b.Temperature)
 	}
@@ -130,35 +144,35 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		return b.finish()
 	}
 	step, last := b.steps, b.MaxLen-1
-	inf := float32(math.Inf(-1))
 	b.cands = b.cands[:0]
 	for i, h := range b.live {
-		lp := s.LogProbs(i)
-		if t := b.Temperature; t > 0 && t != 1 {
-			tempered(lp, float32(t))
-		}
-		for v, x := range lp {
-			if x != x {
-				lp[v] = inf
+		lp := b.prepare(s.LogProbs(i), step, last)
+		switch {
+		case b.Sampling && step == 0:
+			// K draws from the first hypothesis (all K are the same).
+			for range b.k {
+				v := b.draw(lp)
+				b.cands = append(b.cands, fairseqCand{score: lp[v] + h.score, i: int32(i), v: int32(v)})
 			}
-		}
-		b.Rules.Apply(lp, step, b.EOS, true)
-		if b.UNK >= 0 && int(b.UNK) < len(lp) && b.UnkPen != 0 {
-			lp[b.UNK] -= float32(b.UnkPen)
-		}
-		V := len(lp)
-		for v, x := range lp {
-			if step >= last && int64(v) != b.EOS {
-				x = inf
+		case b.Sampling:
+			v := b.draw(lp)
+			b.cands = append(b.cands, fairseqCand{score: lp[v] + h.score, i: int32(i), v: int32(v)})
+		default:
+			V := len(lp)
+			for v, x := range lp {
+				b.cands = append(b.cands, fairseqCand{score: x + h.score, i: int32(i), v: int32(v), flat: int64(i)*int64(V) + int64(v)})
 			}
-			b.cands = append(b.cands, fairseqCand{score: x + h.score, i: int32(i), v: int32(v), flat: int64(i)*int64(V) + int64(v)})
 		}
 	}
-	// torch.topk of min(2K, candidates - 1): "-1 so we never select pad".
-	slices.SortFunc(b.cands, func(x, y fairseqCand) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
-	})
-	cands := b.cands[:max(0, min(2*b.k, len(b.cands)-1))]
+	cands := b.cands
+	if !b.Sampling {
+		// torch.topk of min(2K, candidates - 1): "-1 so we never select
+		// pad".
+		slices.SortFunc(b.cands, func(x, y fairseqCand) int {
+			return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
+		})
+		cands = b.cands[:max(0, min(2*b.k, len(b.cands)-1))]
+	}
 	b.steps++
 	// eos_mask: a finite </s> candidate, but not at a position that
 	// cands_to_ignore marks among the first K.
@@ -206,6 +220,86 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.live)
+}
+
+// prepare applies the step's rules to a hypothesis' log-probs, in place,
+// in the generator's order: --temperature (in the model's forward),
+// NaN as -inf, the Rules (<pad>, --min-len), --unkpen, and at the last
+// step everything but </s> banned.
+func (b *FairseqBeam) prepare(lp []float32, step, last int) []float32 {
+	inf := float32(math.Inf(-1))
+	if t := b.Temperature; t > 0 && t != 1 {
+		tempered(lp, float32(t))
+	}
+	for v, x := range lp {
+		if x != x {
+			lp[v] = inf
+		}
+	}
+	b.Rules.Apply(lp, step, b.EOS, true)
+	if b.UNK >= 0 && int(b.UNK) < len(lp) && b.UnkPen != 0 {
+		lp[b.UNK] -= float32(b.UnkPen)
+	}
+	if step >= last {
+		for v := range lp {
+			if int64(v) != b.EOS {
+				lp[v] = inf
+			}
+		}
+	}
+	return lp
+}
+
+// draw samples a token from the log-probs as fairseq's Sampling search
+// does, with Rand: among the TopP nucleus (the most probable tokens while
+// their cumulative probability stays below TopP, and the one that reaches
+// it), else the TopK most probable, else all, in proportion to their
+// probabilities. It is fairseq's distribution, not its draws: torch's
+// multinomial draws from its own generator (MKL's stream or mt19937,
+// depending on the build), which no other program reproduces.
+func (b *FairseqBeam) draw(lp []float32) int {
+	b.order = b.order[:0]
+	for v := range lp {
+		b.order = append(b.order, int32(v))
+	}
+	n := len(lp)
+	if b.TopP > 0 || b.TopK > 0 {
+		slices.SortStableFunc(b.order, func(x, y int32) int { return cmp.Compare(lp[y], lp[x]) })
+		switch {
+		case b.TopP > 0:
+			// In float32, as torch's exp_ and cumsum compute it.
+			var cum float32
+			m := 0
+			for _, v := range b.order {
+				cum += float32(math.Exp(float64(lp[v])))
+				if cum >= float32(b.TopP) {
+					break
+				}
+				m++
+			}
+			n = min(m+1, len(lp))
+		default:
+			n = min(b.TopK, len(lp))
+		}
+	}
+	total := 0.0
+	for _, v := range b.order[:n] {
+		total += math.Exp(float64(lp[v]))
+	}
+	u := b.Rand.Float64() * total
+	last := b.order[0]
+	for _, v := range b.order[:n] {
+		p := math.Exp(float64(lp[v]))
+		if p == 0 {
+			continue
+		}
+		last = v
+		if u < p {
+			return int(v)
+		}
+		u -= p
+	}
+	return int(last)
 }
 
 // tempered turns log-probs into those of the logits divided by t, in

@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
@@ -112,5 +113,44 @@ func TestFairseqBeamEdges(t *testing.T) {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v: Validate accepted it", bad)
 		}
+	}
+}
+
+// TestFairseqDraw: sampling draws in proportion to the probabilities,
+// only from the top-k or the nucleus (the tokens while their cumulative
+// probability stays below p, and the one that reaches it, as fairseq's
+// _sample_topp keeps them), never a token of probability 0.
+func TestFairseqDraw(t *testing.T) {
+	probs := []float64{0.5, 0.25, 0.15, 0.1, 0}
+	lp := make([]float32, len(probs))
+	for v, p := range probs {
+		lp[v] = float32(math.Log(p))
+	}
+	for _, c := range []struct {
+		name string
+		topK int
+		topP float64
+		want []float64 // expected frequencies
+	}{
+		{"all", 0, 0, []float64{0.5, 0.25, 0.15, 0.1, 0}},
+		{"topk2", 2, 0, []float64{2.0 / 3, 1.0 / 3, 0, 0, 0}},
+		{"topp0.6", 0, 0.6, []float64{2.0 / 3, 1.0 / 3, 0, 0, 0}},
+		{"topp0.5", 0, 0.5, []float64{1, 0, 0, 0, 0}},
+		{"topp0.95", 0, 0.95, []float64{0.5, 0.25, 0.15, 0.1, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &FairseqBeam{Sampling: true, TopK: c.topK, TopP: c.topP, Rand: rand.New(rand.NewPCG(1, 2))}
+			const n = 40000
+			count := make([]int, len(lp))
+			for range n {
+				count[b.draw(lp)]++
+			}
+			for v, w := range c.want {
+				got := float64(count[v]) / n
+				if math.Abs(got-w) > 0.015 || (w == 0) != (count[v] == 0) {
+					t.Errorf("token %d drawn %.4f of the time, want %.4f", v, got, w)
+				}
+			}
+		})
 	}
 }

@@ -3,9 +3,12 @@ package translate
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 
@@ -237,6 +240,9 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		for r, row := range rows {
 			bs[r] = decode.FairseqBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				LenPen: so.alpha, UnkPen: so.unkPen, Temperature: so.temp, KeepAttention: so.keepAttention(), Rules: so.rules}
+			if o := t.opt; o.Sampling {
+				bs[r].Sampling, bs[r].TopK, bs[r].TopP, bs[r].Rand = true, o.SamplingTopK, o.SamplingTopP, rowRand(o.Seed, row)
+			}
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -276,6 +282,19 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		ss[r] = &gs[r]
 	}
 	return ss
+}
+
+// rowRand is a row's random number generator for sampling: seeded by
+// seed and the row's source tokens, so that a sentence draws the same
+// samples whatever batch it is in.
+func rowRand(seed uint64, row []int64) *rand.Rand {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, id := range row {
+		binary.LittleEndian.PutUint64(b[:], uint64(id))
+		h.Write(b[:])
+	}
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
 }
 
 // nBestSearch is a beam search's results: decode.Beam's and

@@ -154,6 +154,16 @@ type Options struct {
 	// Temperature is fairseq's --temperature under RulesFairseq: each
 	// step's log-probs are those of the logits divided by it (0: none).
 	Temperature float64
+	// Sampling is fairseq's --sampling under RulesFairseq: each of the
+	// Beam hypotheses draws its tokens, from the SamplingTopK or
+	// SamplingTopP most probable when set (--sampling-topk,
+	// --sampling-topp), with a generator seeded by Seed and the row's
+	// source, so that an input gives the same samples in any batch. The
+	// draws are attnx's own: fairseq's come from torch's generator.
+	Sampling     bool
+	SamplingTopK int
+	SamplingTopP float64
+	Seed         uint64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -457,6 +467,12 @@ func checkOptions(opt Options) error {
 	}
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
+	}
+	if opt.Sampling && opt.Rules != RulesFairseq || !opt.Sampling && (opt.SamplingTopK != 0 || opt.SamplingTopP != 0) {
+		return fmt.Errorf("translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q", RulesFairseq)
+	}
+	if k, p := opt.SamplingTopK, opt.SamplingTopP; k < 0 || math.IsNaN(p) || p < 0 || p > 1 || k > 0 && p > 0 {
+		return fmt.Errorf("translate: SamplingTopK %d, SamplingTopP %v: want one of them, TopK >= 1 or TopP in (0, 1]", k, p)
 	}
 	if a := opt.MaxLenA; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 || a > 0 && opt.Rules != RulesFairseq {
 		return fmt.Errorf("translate: MaxLenA = %v: want a finite value >= 0, with Rules %q", a, RulesFairseq)

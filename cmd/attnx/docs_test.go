@@ -289,7 +289,7 @@ func TestDecodingFlagsTable(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"--beam", "--n-best", "--max-len", "--max-len-ratio", "--min-len", "--rules", "--length-penalty", "--length-penalty-form",
-		"--ban-unk", "--block-ngram-repeat", "--ignore-when-blocking", "--ratio", "--no-repeat-ngram", "--repetition-penalty", "--replace-unk", "--batch", "--batch-tokens", "--unk-penalty", "--temperature", "--max-len-a"} {
+		"--ban-unk", "--block-ngram-repeat", "--ignore-when-blocking", "--ratio", "--no-repeat-ngram", "--repetition-penalty", "--replace-unk", "--batch", "--batch-tokens", "--unk-penalty", "--temperature", "--max-len-a", "--sampling", "--sampling-topk", "--sampling-topp", "--seed"} {
 		if !inTable[f] {
 			t.Errorf("decoding flag %s is missing from docs/text.md's table", f)
 		}
