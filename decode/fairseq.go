@@ -251,55 +251,13 @@ func (b *FairseqBeam) prepare(lp []float32, step, last int) []float32 {
 }
 
 // draw samples a token from the log-probs as fairseq's Sampling search
-// does, with Rand: among the TopP nucleus (the most probable tokens while
-// their cumulative probability stays below TopP, and the one that reaches
-// it), else the TopK most probable, else all, in proportion to their
-// probabilities. It is fairseq's distribution, not its draws: torch's
-// multinomial draws from its own generator (MKL's stream or mt19937,
-// depending on the build), which no other program reproduces.
+// does, with Rand: among the TopP nucleus, else the TopK most probable,
+// else all, in proportion to their probabilities. It is fairseq's
+// distribution, not its draws: torch's multinomial draws from its own
+// generator (MKL's stream or mt19937, depending on the build), which no
+// other program reproduces.
 func (b *FairseqBeam) draw(lp []float32) int {
-	b.order = b.order[:0]
-	for v := range lp {
-		b.order = append(b.order, int32(v))
-	}
-	n := len(lp)
-	if b.TopP > 0 || b.TopK > 0 {
-		slices.SortStableFunc(b.order, func(x, y int32) int { return cmp.Compare(lp[y], lp[x]) })
-		switch {
-		case b.TopP > 0:
-			// In float32, as torch's exp_ and cumsum compute it.
-			var cum float32
-			m := 0
-			for _, v := range b.order {
-				cum += float32(math.Exp(float64(lp[v])))
-				if cum >= float32(b.TopP) {
-					break
-				}
-				m++
-			}
-			n = min(m+1, len(lp))
-		default:
-			n = min(b.TopK, len(lp))
-		}
-	}
-	total := 0.0
-	for _, v := range b.order[:n] {
-		total += math.Exp(float64(lp[v]))
-	}
-	u := b.Rand.Float64() * total
-	last := b.order[0]
-	for _, v := range b.order[:n] {
-		p := math.Exp(float64(lp[v]))
-		if p == 0 {
-			continue
-		}
-		last = v
-		if u < p {
-			return int(v)
-		}
-		u -= p
-	}
-	return int(last)
+	return drawToken(b.Rand, lp, sampleFilter{TopK: b.TopK, TopP: b.TopP}, &b.order)
 }
 
 // tempered turns log-probs into those of the logits divided by t, in

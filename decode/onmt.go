@@ -146,12 +146,16 @@ func (b *OpenNMTBeam) First() int64 { return b.SOS }
 
 // penalty is GNMTGlobalScorer's length penalty of a hypothesis of curLen
 // (tokens plus the start token), in float64 as OpenNMT-py computes it.
-func (b *OpenNMTBeam) penalty(curLen int) float64 {
-	switch b.Penalty {
+func (b *OpenNMTBeam) penalty(curLen int) float64 { return onmtPenalty(b.Penalty, b.Alpha, curLen) }
+
+// onmtPenalty is GNMTGlobalScorer's length penalty (-length_penalty,
+// -alpha) of a hypothesis of curLen.
+func onmtPenalty(penalty string, alpha float64, curLen int) float64 {
+	switch penalty {
 	case PenaltyAvg:
-		return math.Pow(float64(curLen), b.Alpha)
+		return math.Pow(float64(curLen), alpha)
 	case PenaltyWu:
-		return math.Pow((5+float64(curLen))/6, b.Alpha)
+		return math.Pow((5+float64(curLen))/6, alpha)
 	}
 	return 1
 }
@@ -247,23 +251,28 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	return len(b.live)
 }
 
-// forbidden returns the tokens the hypothesis ending at node may not take
-// next under BlockNgram (nil: none): the last token of each n-gram of its
-// sequence (the start token first; length tokens in all) whose first n-1
-// tokens are the sequence's last n-1, as OpenNMT-py's block_ngram_repeats
-// and maybe_update_forbidden_tokens keep them, n-grams holding a token of
-// IgnoreWhenBlocking left out.
+// forbidden is blockedNgrams under the beam's -block_ngram_repeat.
 func (b *OpenNMTBeam) forbidden(node int32, length int) map[int64]bool {
-	n := b.BlockNgram
+	return blockedNgrams(&b.tree, b.SOS, b.BlockNgram, b.IgnoreWhenBlocking, node, length)
+}
+
+// blockedNgrams returns the tokens the hypothesis ending at node may not
+// take next under -block_ngram_repeat n (nil: none): the last token of
+// each n-gram of its sequence (the start token sos first; length tokens
+// in all) whose first n-1 tokens are the sequence's last n-1, as
+// OpenNMT-py's block_ngram_repeats and maybe_update_forbidden_tokens keep
+// them, n-grams holding a token of ignore (-ignore_when_blocking) left
+// out.
+func blockedNgrams(t *tree, sos int64, n int, ignore []int64, node int32, length int) map[int64]bool {
 	if n < 2 || length < n {
 		return nil
 	}
-	seq := b.tree.tokens([]int64{b.SOS}, node)
+	seq := t.tokens([]int64{sos}, node)
 	cur := seq[len(seq)-(n-1):]
 	var out map[int64]bool
 	for j := n - 1; j < len(seq); j++ {
 		gram := seq[j-n+1 : j+1]
-		if !slices.Equal(gram[:n-1], cur) || slices.ContainsFunc(gram, func(t int64) bool { return slices.Contains(b.IgnoreWhenBlocking, t) }) {
+		if !slices.Equal(gram[:n-1], cur) || slices.ContainsFunc(gram, func(t int64) bool { return slices.Contains(ignore, t) }) {
 			continue
 		}
 		if out == nil {

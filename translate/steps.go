@@ -224,6 +224,18 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	ss := make([]decode.Search, len(rows))
 	// OpenNMT-py's GreedySearch bans and blocks tokens as its BeamSearch
 	// does; its picks are a beam of one's.
+	if so.openNMT && t.opt.Sampling {
+		ss := make([]decode.OpenNMTSample, len(rows))
+		out := make([]decode.Search, len(rows))
+		for r, row := range rows {
+			ss[r] = decode.OpenNMTSample{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
+				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking,
+				Temp: cmp.Or(t.opt.Temperature, 1), TopK: t.opt.SamplingTopK, TopP: t.opt.SamplingTopP, Rand: rowRand(t.opt.Seed, row),
+				KeepAttention: so.keepAttention(), Rules: so.rules}
+			out[r] = &ss[r]
+		}
+		return out
+	}
 	onmtGreedy := so.openNMT && (so.banUNK || t.opt.BlockNgram > 0)
 	if so.beam > 1 && so.openNMT || so.beam == 1 && onmtGreedy {
 		bs := make([]decode.OpenNMTBeam, len(rows))

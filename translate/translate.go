@@ -158,8 +158,12 @@ type Options struct {
 	// Beam hypotheses draws its tokens, from the SamplingTopK or
 	// SamplingTopP most probable when set (--sampling-topk,
 	// --sampling-topp), with a generator seeded by Seed and the row's
-	// source, so that an input gives the same samples in any batch. The
-	// draws are attnx's own: fairseq's come from torch's generator.
+	// source, so that an input gives the same samples in any batch. Under
+	// RulesOpenNMT it is onmt_translate's random sampling
+	// (decode.OpenNMTSample: -random_sampling_topk, -random_sampling_topp,
+	// with Temperature its -random_sampling_temp, 0 meaning its default
+	// 1). The draws are attnx's own: the toolkits' come from torch's
+	// generator.
 	Sampling     bool
 	SamplingTopK int
 	SamplingTopP float64
@@ -447,8 +451,8 @@ func checkOptions(opt Options) error {
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Rules == RulesFairseq {
 		return errFairseqRepeats
 	}
-	if tt := opt.Temperature; math.IsNaN(tt) || math.IsInf(tt, 0) || tt < 0 || tt != 0 && opt.Rules != RulesFairseq {
-		return fmt.Errorf("translate: Temperature = %v: want a finite value > 0 (0: none), with Rules %q", tt, RulesFairseq)
+	if tt := opt.Temperature; math.IsNaN(tt) || math.IsInf(tt, 0) || tt < 0 || tt != 0 && opt.Rules != RulesFairseq && !(opt.Rules == RulesOpenNMT && opt.Sampling) {
+		return fmt.Errorf("translate: Temperature = %v: want a finite value > 0 (0: none), with Rules %q or with Sampling under %q", tt, RulesFairseq, RulesOpenNMT)
 	}
 	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
 		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)
@@ -468,8 +472,8 @@ func checkOptions(opt Options) error {
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
 	}
-	if opt.Sampling && opt.Rules != RulesFairseq || !opt.Sampling && (opt.SamplingTopK != 0 || opt.SamplingTopP != 0) {
-		return fmt.Errorf("translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q", RulesFairseq)
+	if opt.Sampling && opt.Rules != RulesFairseq && opt.Rules != RulesOpenNMT || !opt.Sampling && (opt.SamplingTopK != 0 || opt.SamplingTopP != 0) {
+		return fmt.Errorf("translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q or %q", RulesFairseq, RulesOpenNMT)
 	}
 	if k, p := opt.SamplingTopK, opt.SamplingTopP; k < 0 || math.IsNaN(p) || p < 0 || p > 1 || k > 0 && p > 0 {
 		return fmt.Errorf("translate: SamplingTopK %d, SamplingTopP %v: want one of them, TopK >= 1 or TopP in (0, 1]", k, p)

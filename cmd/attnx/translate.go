@@ -109,11 +109,11 @@ func runTranslate(args []string) error {
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes), joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha) or fairseq (fairseq's SequenceGenerator, greedy included: 2K candidates, K finished hypotheses end a row, --length-penalty is --lenpen); opennmt, joeynmt and fairseq on the steps engine")
 	unkPen := fs.Float64("unk-penalty", 0, "with --rules fairseq: subtract `P` from the unknown token's log-prob at every step (fairseq's --unkpen)")
 	maxLenA := fs.Float64("max-len-a", 0, "with --rules fairseq: at most int(`A` x n + b) + 1 output tokens, n the source's tokens with </s>, b = --max-len - 1 (fairseq's --max-len-a and --max-len-b; 0: --max-len alone)")
-	sampling := fs.Bool("sampling", false, "with --rules fairseq: each of the --beam hypotheses draws its tokens (fairseq's --sampling; attnx's own draws, seeded by --seed: torch's cannot be reproduced)")
+	sampling := fs.Bool("sampling", false, "with --rules fairseq or opennmt: each of the --beam hypotheses draws its tokens (fairseq's --sampling; onmt_translate's -random_sampling_topk -1, or with --sampling-topk/-topp its -random_sampling_topk/-topp); attnx's own draws, seeded by --seed: torch's cannot be reproduced")
 	samplingTopK := fs.Int("sampling-topk", 0, "with --sampling: draw from the `K` most probable tokens (fairseq's --sampling-topk)")
 	samplingTopP := fs.Float64("sampling-topp", 0, "with --sampling: draw from the most probable tokens up to cumulative probability `P` (fairseq's --sampling-topp)")
 	seed := fs.Uint64("seed", 1, "with --sampling: the random seed (with each sentence's source: the same sentence draws the same samples in any batch)")
-	temperature := fs.Float64("temperature", 0, "with --rules fairseq: divide the logits by `T` > 0 at every step (fairseq's --temperature; 0: none)")
+	temperature := fs.Float64("temperature", 0, "with --rules fairseq: divide the logits by `T` > 0 at every step (fairseq's --temperature; 0: none); with --rules opennmt --sampling: onmt_translate's -random_sampling_temp (0: its default 1)")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
 	noRepeat := fs.Int("no-repeat-ngram", 0, "beam search: no hypothesis completes an n-gram of `N` tokens already in it or in its source (JoeyNMT's no_repeat_ngram_size; greedy decoding ignores it, as JoeyNMT's does)")
@@ -134,13 +134,15 @@ func runTranslate(args []string) error {
 	switch {
 	case *rules != translate.RulesSpec && *rules != translate.RulesOpenNMT && *rules != translate.RulesJoeyNMT && *rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--rules %q: want %s", *rules, translate.RulesList())}
-	case (*sampling || *samplingTopK != 0 || *samplingTopP != 0 || fs.Changed("seed")) && (*rules != translate.RulesFairseq || !*sampling):
-		return &usageError{"--sampling-topk, --sampling-topp and --seed go with --sampling, and --sampling with --rules fairseq (fairseq's --sampling)"}
-	case *sampling && fs.Changed("n-best") && *nBest != *beam:
+	case (*sampling || *samplingTopK != 0 || *samplingTopP != 0 || fs.Changed("seed")) && (*rules != translate.RulesFairseq && *rules != translate.RulesOpenNMT || !*sampling):
+		return &usageError{"--sampling-topk, --sampling-topp and --seed go with --sampling, and --sampling with --rules fairseq or opennmt (fairseq's --sampling, onmt_translate's -random_sampling_topk/-topp)"}
+	case *sampling && *rules == translate.RulesFairseq && fs.Changed("n-best") && *nBest != *beam:
 		return &usageError{fmt.Sprintf("--sampling lists every sample: --n-best %d must equal --beam %d (fairseq's --sampling requires --nbest equal to --beam)", *nBest, *beam)}
 	case *samplingTopK < 0 || *samplingTopP < 0 || *samplingTopP > 1 || math.IsNaN(*samplingTopP) || *samplingTopK > 0 && *samplingTopP > 0:
 		return &usageError{fmt.Sprintf("--sampling-topk %d, --sampling-topp %v: give one of them, K >= 1 or P in (0, 1]", *samplingTopK, *samplingTopP)}
-	case (*unkPen != 0 || *temperature != 0 || *maxLenA != 0) && *rules != translate.RulesFairseq:
+	case *temperature != 0 && *rules == translate.RulesOpenNMT && !*sampling:
+		return &usageError{"--temperature with --rules opennmt goes with --sampling (onmt_translate's -random_sampling_temp)"}
+	case (*unkPen != 0 || *temperature != 0 && *rules != translate.RulesOpenNMT || *maxLenA != 0) && *rules != translate.RulesFairseq:
 		return &usageError{"--unk-penalty, --temperature and --max-len-a go with --rules fairseq (fairseq's --unkpen, --temperature and --max-len-a)"}
 	case *maxLenA < 0 || math.IsNaN(*maxLenA) || math.IsInf(*maxLenA, 0):
 		return &usageError{fmt.Sprintf("--max-len-a %v: want a finite value >= 0", *maxLenA)}
@@ -212,7 +214,7 @@ func runTranslate(args []string) error {
 	case *plotPath != "" && !strings.EqualFold(filepath.Ext(*plotPath), ".png"):
 		return &usageError{fmt.Sprintf("--plot %s: the file name must end in .png", *plotPath)}
 	}
-	if *sampling && !fs.Changed("n-best") {
+	if *sampling && *rules == translate.RulesFairseq && !fs.Changed("n-best") {
 		*nBest = *beam // every sample, as fairseq lists them
 	}
 	if err := checkBeamFlags(*beam, *nBest, *alpha); err != nil {
