@@ -75,20 +75,14 @@ type FairseqBeam struct {
 	order  []int32 // draw's tokens by probability
 	live   []fairseqLive
 	next   []fairseqLive
-	fin    []fairseqHyp
-	tree   tree
-	cands  []fairseqCand
-	done   bool
+	finished
+	tree  tree
+	cands []fairseqCand
 }
 
 type fairseqLive struct {
 	node  int32
 	score float32
-}
-
-type fairseqHyp struct {
-	node        int32
-	score, norm float32
 }
 
 type fairseqCand struct {
@@ -134,7 +128,7 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	if b.steps == 0 {
 		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
 		b.live = append(b.live[:0], fairseqLive{node: -1})
-		b.fin = b.fin[:0]
+		b.finished.reset()
 		// "the max beam size is the dictionary size - 1, since we never
 		// select pad"
 		b.k = max(1, min(b.K, s.Vocab()-1))
@@ -187,7 +181,7 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			continue
 		}
 		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
-		b.fin = append(b.fin, fairseqHyp{node: node, score: c.score, norm: c.score / pen})
+		b.add(node, c.score, c.score/pen)
 	}
 	if len(b.fin) >= k || step >= last {
 		return b.finish()
@@ -282,36 +276,14 @@ func tempered(lp []float32, t float32) {
 	}
 }
 
-// finish orders the finished hypotheses by normalised score, best first.
-func (b *FairseqBeam) finish() int {
-	b.done = true
-	slices.SortStableFunc(b.fin, func(x, y fairseqHyp) int { return cmp.Compare(y.norm, x.norm) })
-	return 0
-}
-
 // Len returns the number of hypotheses of the finished row, at most
 // NBest; 0 until it has finished.
-func (b *FairseqBeam) Len() int {
-	if !b.done {
-		return 0
-	}
-	return min(len(b.fin), b.NBest)
-}
+func (b *FairseqBeam) Len() int { return b.count(b.NBest) }
 
 // Hypotheses returns the first n hypotheses (all when n < 1 or n > Len),
 // best first: Score is the sum of the log-probs, NormalizedScore what
 // fairseq reports (and ranks by).
-func (b *FairseqBeam) Hypotheses(n int) []Hypothesis {
-	if n < 1 || n > b.Len() {
-		n = b.Len()
-	}
-	out := make([]Hypothesis, n)
-	for i := range out {
-		h := b.fin[i]
-		out[i] = Hypothesis{Tokens: b.tree.tokens(nil, h.node), Score: h.score, NormalizedScore: h.norm}
-	}
-	return out
-}
+func (b *FairseqBeam) Hypotheses(n int) []Hypothesis { return b.list(&b.tree, n, b.NBest) }
 
 // Attention returns hypothesis i's attention rows (nil without
 // KeepAttention).
@@ -319,7 +291,8 @@ func (b *FairseqBeam) Attention(i int) [][]float32 { return b.tree.attention(b.f
 
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *FairseqBeam) Reset() {
-	b.steps, b.done = 0, false
-	b.live, b.next, b.fin, b.cands = b.live[:0], b.next[:0], b.fin[:0], b.cands[:0]
+	b.steps = 0
+	b.live, b.next, b.cands = b.live[:0], b.next[:0], b.cands[:0]
+	b.finished.reset()
 	b.tree.reset()
 }

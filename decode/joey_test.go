@@ -60,15 +60,7 @@ func TestJoeyBeamMatchesJoeyNMT(t *testing.T) {
 				t.Fatal(err)
 			}
 			for sent := range cs.Batch {
-				replayTable(t, b, fx.BOS, fx.Vocab, func(p []int64) ([]float32, bool) {
-					key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
-					row, ok := c.Rows[string(key)]
-					lp := make([]float32, len(row))
-					for v, x := range row {
-						lp[v] = math.Float32frombits(x)
-					}
-					return lp, ok
-				})
+				replayTable(t, b, fx.BOS, fx.Vocab, tableRows(c.Rows, sent))
 				want, got := c.Hypotheses[sent], b.Hypotheses(0)
 				if len(got) != len(want) {
 					t.Fatalf("sentence %d: %d hypotheses, JoeyNMT %d", sent, len(got), len(want))

@@ -92,9 +92,8 @@ type OpenNMTBeam struct {
 	live  []onmtLive
 	next  []onmtLive
 	tree  tree
-	fin   []onmtHyp
+	finished
 	cands []onmtCand
-	done  bool
 }
 
 // onmtLive is a live hypothesis: its last node, its running score and its
@@ -104,13 +103,6 @@ type onmtLive struct {
 	node  int32
 	score float32
 	pos   int32
-}
-
-// onmtHyp is a finished hypothesis: its last node, its penalised score
-// (what OpenNMT-py reports and ranks by) and its running score.
-type onmtHyp struct {
-	node       int32
-	norm, lraw float32
 }
 
 type onmtCand struct {
@@ -170,7 +162,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	if b.steps == 0 {
 		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
 		b.live = append(b.live[:0], onmtLive{node: -1})
-		b.fin = b.fin[:0]
+		b.finished.reset()
 		b.best = -1e10
 	}
 	if b.MaxLen < 1 || s.Len() < len(b.live) {
@@ -221,7 +213,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			raw = c.score * pen32
 		}
 		if int64(c.v) == b.EOS || atMax {
-			b.fin = append(b.fin, onmtHyp{node: node, norm: c.score, lraw: raw})
+			b.add(node, raw, c.score)
 			topFinished = topFinished || r == 0
 			anyFinished = true
 			if b.Ratio > 0 {
@@ -283,37 +275,14 @@ func blockedNgrams(t *tree, sos int64, n int, ignore []int64, node int32, length
 	return out
 }
 
-// finish orders the finished hypotheses by penalised score, stably, as
-// OpenNMT-py's sorted(..., reverse=True) does.
-func (b *OpenNMTBeam) finish() int {
-	b.done = true
-	slices.SortStableFunc(b.fin, func(x, y onmtHyp) int { return cmp.Compare(y.norm, x.norm) })
-	return 0
-}
-
 // Len returns the number of hypotheses of the finished row, at most
 // NBest; 0 until it has finished.
-func (b *OpenNMTBeam) Len() int {
-	if !b.done {
-		return 0
-	}
-	return min(len(b.fin), b.NBest)
-}
+func (b *OpenNMTBeam) Len() int { return b.count(b.NBest) }
 
 // Hypotheses returns the first n hypotheses (all when n < 1 or n > Len),
 // best first: Score is the running log-prob sum, NormalizedScore the
 // penalised score OpenNMT-py reports.
-func (b *OpenNMTBeam) Hypotheses(n int) []Hypothesis {
-	if n < 1 || n > b.Len() {
-		n = b.Len()
-	}
-	out := make([]Hypothesis, n)
-	for i := range out {
-		h := b.fin[i]
-		out[i] = Hypothesis{Tokens: b.tree.tokens(nil, h.node), Score: h.lraw, NormalizedScore: h.norm}
-	}
-	return out
-}
+func (b *OpenNMTBeam) Hypotheses(n int) []Hypothesis { return b.list(&b.tree, n, b.NBest) }
 
 // Attention returns hypothesis i's attention rows (nil without
 // KeepAttention).
@@ -321,7 +290,8 @@ func (b *OpenNMTBeam) Attention(i int) [][]float32 { return b.tree.attention(b.f
 
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *OpenNMTBeam) Reset() {
-	b.steps, b.done = 0, false
-	b.live, b.next, b.fin, b.cands = b.live[:0], b.next[:0], b.fin[:0], b.cands[:0]
+	b.steps = 0
+	b.live, b.next, b.cands = b.live[:0], b.next[:0], b.cands[:0]
+	b.finished.reset()
 	b.tree.reset()
 }

@@ -1,11 +1,9 @@
 package decode
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/attnx/attnx/attention"
 )
@@ -62,14 +60,13 @@ type OpenNMTSample struct {
 	// first.
 	Rules *attention.Rules
 
-	steps  int
-	live   []onmtLive
-	next   []onmtLive
-	fin    []onmtHyp
+	steps int
+	live  []onmtLive
+	next  []onmtLive
+	finished
 	tree   tree
 	order  []int32
 	scores []float32
-	done   bool
 }
 
 // Validate checks the settings, naming the field and the allowed range.
@@ -108,7 +105,7 @@ func (b *OpenNMTSample) Advance(s Slots, inputs []int64, parents []int) int {
 	}
 	if b.steps == 0 {
 		b.tree.start(s, b.KeepAttention, b.MaxLen, b.K)
-		b.fin = b.fin[:0]
+		b.finished.reset()
 		// K paths, all from the row's one slot.
 		b.live = b.live[:0]
 		for range b.K {
@@ -149,7 +146,7 @@ func (b *OpenNMTSample) Advance(s Slots, inputs []int64, parents []int) int {
 		node := b.tree.add(s, h.node, slot, int64(v))
 		total := h.score + score
 		if int64(v) == b.EOS || atMax {
-			b.fin = append(b.fin, onmtHyp{node: node, norm: total / pen, lraw: total})
+			b.add(node, total, total/pen)
 			continue
 		}
 		b.next = append(b.next, onmtLive{node: node, score: total})
@@ -188,37 +185,14 @@ func (b *OpenNMTSample) pick(lp []float32) (int, float32) {
 	return v, lp[v]
 }
 
-// finish orders the finished paths by penalised score, stably, as
-// OpenNMT-py's sorted(..., reverse=True) does.
-func (b *OpenNMTSample) finish() int {
-	b.done = true
-	slices.SortStableFunc(b.fin, func(x, y onmtHyp) int { return cmp.Compare(y.norm, x.norm) })
-	return 0
-}
-
 // Len returns the number of hypotheses of the finished row, at most
 // NBest; 0 until it has finished.
-func (b *OpenNMTSample) Len() int {
-	if !b.done {
-		return 0
-	}
-	return min(len(b.fin), b.NBest)
-}
+func (b *OpenNMTSample) Len() int { return b.count(b.NBest) }
 
 // Hypotheses returns the first n hypotheses (all when n < 1 or n > Len),
 // best first: Score is the path's summed score, NormalizedScore that over
-// the length penalty, what OpenNMT-py reports.
-func (b *OpenNMTSample) Hypotheses(n int) []Hypothesis {
-	if n < 1 || n > b.Len() {
-		n = b.Len()
-	}
-	out := make([]Hypothesis, n)
-	for i := range out {
-		h := b.fin[i]
-		out[i] = Hypothesis{Tokens: b.tree.tokens(nil, h.node), Score: h.lraw, NormalizedScore: h.norm}
-	}
-	return out
-}
+// the length penalty, what OpenNMT-py reports (and ranks by, stably).
+func (b *OpenNMTSample) Hypotheses(n int) []Hypothesis { return b.list(&b.tree, n, b.NBest) }
 
 // Attention returns hypothesis i's attention rows (nil without
 // KeepAttention).
@@ -226,7 +200,8 @@ func (b *OpenNMTSample) Attention(i int) [][]float32 { return b.tree.attention(b
 
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *OpenNMTSample) Reset() {
-	b.steps, b.done = 0, false
-	b.live, b.next, b.fin = b.live[:0], b.next[:0], b.fin[:0]
+	b.steps = 0
+	b.live, b.next = b.live[:0], b.next[:0]
+	b.finished.reset()
 	b.tree.reset()
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -96,6 +97,21 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 // fixture's table model: row gives the log-probs the toolkit computed
 // after a prefix (start token first), false for a prefix the toolkit's
 // own search never reached, which fails the test.
+// tableRows looks a prefix up in a toolkit fixture's rows of log-probs,
+// keyed by the JSON of [sentence, prefix...] and stored as float32 bit
+// patterns.
+func tableRows(rows map[string][]uint32, sent int) func(prefix []int64) ([]float32, bool) {
+	return func(p []int64) ([]float32, bool) {
+		key, _ := json.Marshal(append([]int64{int64(sent)}, p...))
+		row, ok := rows[string(key)]
+		lp := make([]float32, len(row))
+		for v, x := range row {
+			lp[v] = math.Float32frombits(x)
+		}
+		return lp, ok
+	}
+}
+
 func replayTable(t *testing.T, s interface {
 	Search
 	Reset()

@@ -37,26 +37,7 @@ func TestOpenNMTTrainedModels(t *testing.T) {
 			if code, _, stderr := attnx("export", filepath.Join(src, fx.ckpt), "-o", model); code != 0 {
 				t.Fatalf("export %s with no flags: exit %d: %s", fx.ckpt, code, stderr)
 			}
-			variants, err := os.ReadFile(filepath.Join(src, "variants.tsv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
-				f := strings.Split(line, "\t")
-				if len(f) < 3 || strings.HasPrefix(f[0], "#") {
-					continue
-				}
-				n++
-				name, flags := f[0], strings.Fields(f[2])
-				t.Run(name, func(t *testing.T) {
-					identical, ties := compareVariant(t, src, model, name, flags)
-					t.Logf("%s (onmt_translate %s): %d lines identical, near ties %v", name, f[1], identical, ties)
-				})
-			}
-			if n == 0 {
-				t.Fatalf("%s lists no variants", filepath.Join(src, "variants.tsv"))
-			}
+			runVariants(t, filepath.Join(src, "variants.tsv"), src, model, "onmt_translate")
 		})
 	}
 }
@@ -76,22 +57,35 @@ func TestJoeyTrainedModels(t *testing.T) {
 			if code, _, stderr := attnx("export", filepath.Join(src, "model", "best.ckpt"), "-o", model); code != 0 {
 				t.Fatalf("export best.ckpt with no flags: exit %d: %s", code, stderr)
 			}
-			variants, err := os.ReadFile(filepath.Join(src, "variants.tsv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
-				f := strings.Split(line, "\t")
-				if len(f) < 3 {
-					continue
-				}
-				name, flags := f[0], strings.Fields(f[2])
-				t.Run(name, func(t *testing.T) {
-					identical, ties := compareVariant(t, src, model, name, flags)
-					t.Logf("%s (testing: %s): %d lines identical, near ties %v", name, f[1], identical, ties)
-				})
-			}
+			runVariants(t, filepath.Join(src, "variants.tsv"), src, model, "joeynmt translate, testing:")
 		})
+	}
+}
+
+// runVariants runs compareVariant for each setting of the variants file
+// (name, the toolkit's flags, attnx translate's), as a subtest each,
+// logging the figures; a file that lists none fails.
+func runVariants(t *testing.T, variants, src, model, toolkit string) {
+	t.Helper()
+	data, err := os.ReadFile(variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		n++
+		name, flags := f[0], strings.Fields(f[2])
+		t.Run(name, func(t *testing.T) {
+			identical, ties := compareVariant(t, src, model, name, flags)
+			t.Logf("%s (%s %s): %d lines identical, near ties %v", name, toolkit, f[1], identical, ties)
+		})
+	}
+	if n == 0 {
+		t.Fatalf("%s lists no variants", variants)
 	}
 }
 
@@ -224,10 +218,6 @@ var fairseqFixtures = []struct{ dir, arch, attnxArch string }{
 func TestFairseqTrainedModels(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	root := filepath.Join("..", "..", "testdata", "toolkits")
-	variants, err := os.ReadFile(filepath.Join(root, "fairseq_variants.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, fx := range fairseqFixtures {
 		t.Run(fx.dir, func(t *testing.T) {
 			src := filepath.Join(root, fx.dir)
@@ -241,22 +231,7 @@ func TestFairseqTrainedModels(t *testing.T) {
 					t.Errorf("export's report lacks %q:\n%s", want, stdout)
 				}
 			}
-			n := 0
-			for _, line := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
-				f := strings.Split(line, "\t")
-				if len(f) < 3 || strings.HasPrefix(f[0], "#") {
-					continue
-				}
-				n++
-				name, flags := f[0], strings.Fields(f[2])
-				t.Run(name, func(t *testing.T) {
-					identical, ties := compareVariant(t, src, model, name, flags)
-					t.Logf("%s (fairseq-interactive %s): %d lines identical, near ties %v", name, f[1], identical, ties)
-				})
-			}
-			if n == 0 {
-				t.Fatal("fairseq_variants.tsv lists no variants")
-			}
+			runVariants(t, filepath.Join(root, "fairseq_variants.tsv"), src, model, "fairseq-interactive")
 		})
 	}
 }
