@@ -286,19 +286,26 @@ func TestFairseqRefusals(t *testing.T) {
 
 // TestVerifySrcToolkitBeam: verify --src on a toolkit model decodes the
 // file as translate does by default (OpenNMT-py's beam 5 and rules for
-// onmt-sp), on both sides, and every sentence's best hypothesis equals the
+// onmt-sp, fairseq's for fairseq-long), on both sides, and every sentence's best hypothesis equals the
 // reference's.
 func TestVerifySrcToolkitBeam(t *testing.T) {
 	needTorch(t)
-	src := filepath.Join("..", "..", "testdata", "toolkits", "onmt-sp")
-	model := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", model); code != 0 {
-		t.Fatalf("export: %s", stderr)
-	}
-	code, out, stderr := attnx("verify", "--model", model, "--checkpoint", filepath.Join(src, "model.pt"), "--src", filepath.Join(src, "test.src"))
-	for _, want := range []string{"48 sentences (0 blank, skipped), beam search K=5 under opennmt rules, alpha 1", "48 of 48 identical to PyTorch's"} {
-		if code != 0 || !strings.Contains(out, want) {
-			t.Errorf("verify --src: exit %d, want %q:\n%s%s", code, want, out, stderr)
-		}
+	for _, c := range []struct{ dir, ckpt, test, rules string }{
+		{"onmt-sp", "model.pt", "test.src", "opennmt"},
+		{"fairseq-long", "checkpoint_best.pt", "test.raw.en", "fairseq"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			src := filepath.Join("..", "..", "testdata", "toolkits", c.dir)
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", filepath.Join(src, c.ckpt), "-o", model); code != 0 {
+				t.Fatalf("export: %s", stderr)
+			}
+			code, out, stderr := attnx("verify", "--model", model, "--checkpoint", filepath.Join(src, c.ckpt), "--src", filepath.Join(src, c.test))
+			for _, want := range []string{"48 sentences (0 blank, skipped), beam search K=5 under " + c.rules + " rules, alpha 1", "48 of 48 identical to PyTorch's"} {
+				if code != 0 || !strings.Contains(out, want) {
+					t.Errorf("verify --src: exit %d, want %q:\n%s%s", code, want, out, stderr)
+				}
+			}
+		})
 	}
 }
