@@ -286,8 +286,8 @@ func TestFairseqRefusals(t *testing.T) {
 
 // TestVerifySrcToolkitBeam: verify --src on a toolkit model decodes the
 // file as translate does by default (OpenNMT-py's beam 5 and rules for
-// onmt-sp, fairseq's for fairseq-long), on both sides, and every sentence's best hypothesis equals the
-// reference's.
+// onmt-sp, fairseq's for fairseq-long), on both sides, and every
+// sentence's best hypothesis equals the reference's.
 func TestVerifySrcToolkitBeam(t *testing.T) {
 	needTorch(t)
 	for _, c := range []struct{ dir, ckpt, test, rules string }{
