@@ -86,7 +86,18 @@ func LoadBPE(path string, opts BPEOptions) (*BPE, error) {
 	return bpe, nil
 }
 
-// ParseBPE reads subword-nmt codes from the bytes of a codes file.
+// isFastBPELine reports whether a codes line is fastBPE's "a b count".
+func isFastBPELine(line string) bool {
+	f := strings.Split(strings.Trim(line, "\r\n "), " ")
+	if len(f) != 3 {
+		return false
+	}
+	_, err := strconv.ParseUint(f[2], 10, 64)
+	return err == nil
+}
+
+// ParseBPE reads subword-nmt codes from the bytes of a codes file, or
+// fastBPE's (each merge with its count).
 func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty file")
@@ -121,6 +132,13 @@ func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 		return nil, fmt.Errorf("codes version %d.%d: want 0.1 or 0.2", b.version[0], b.version[1])
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	// fastBPE's codes (fairseq's --bpe fastbpe) give each merge its count,
+	// "a b 1234", and mark the end of a word as subword-nmt 0.2 does:
+	// read as 0.2 codes, the counts left out.
+	fast := offset == 1 && isFastBPELine(lines[0])
+	if fast {
+		b.version = [2]int{0, 2}
+	}
 	if opts.Merges > 0 && opts.Merges < len(lines) {
 		lines = lines[:opts.Merges]
 	}
@@ -133,6 +151,12 @@ func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 	index := map[[2]string]int{}
 	for i, line := range lines {
 		f := strings.Split(strings.Trim(line, "\r\n "), " ")
+		if fast {
+			if !isFastBPELine(line) {
+				return nil, fmt.Errorf("line %d %q: want two symbols and a count separated by spaces (fastBPE codes)", i+offset, line)
+			}
+			f = f[:2]
+		}
 		if len(f) != 2 {
 			return nil, fmt.Errorf("line %d %q: want two symbols separated by a space", i+offset, line)
 		}

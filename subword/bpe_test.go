@@ -2,8 +2,10 @@ package subword
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,5 +165,52 @@ func TestBPECacheBounded(t *testing.T) {
 	}
 	if st := bpe.CacheStats(); st.Hits != 1 {
 		t.Errorf("after one cached and one dropped word: %d hits, want 1", st.Hits)
+	}
+}
+
+// TestFastBPECodes: fastBPE's codes ("a b count", fairseq's --bpe
+// fastbpe) read as the subword-nmt 0.2 codes of the same merges: every
+// line of a test set splits the same. (fastBPE applies merges as
+// subword-nmt does, lowest rank first, the end of a word marked on its
+// last character.)
+func TestFastBPECodes(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "toolkits", "fairseq-lstm")
+	codes, err := os.ReadFile(filepath.Join(dir, "bpecodes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(codes), "\n"), "\n")
+	if !strings.HasPrefix(lines[0], "#version: 0.2") {
+		t.Fatalf("%s: want subword-nmt 0.2 codes, first line %q", dir, lines[0])
+	}
+	var fast strings.Builder
+	for i, l := range lines[1:] {
+		fmt.Fprintf(&fast, "%s %d\n", l, 100000-i)
+	}
+	snmt, err := ParseBPE(codes, BPEOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := ParseBPE([]byte(fast.String()), BPEOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "test.raw.en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		a, b := snmt.Encode(line), fb.Encode(line)
+		if !slices.Equal(a, b) {
+			t.Errorf("%q: subword-nmt codes %q, fastBPE codes %q", line, a, b)
+		}
+		n += len(a)
+	}
+	if n == 0 {
+		t.Fatal("no pieces")
+	}
+	if _, err := ParseBPE([]byte("e r 10\nt h\n"), BPEOptions{}); err == nil || !strings.Contains(err.Error(), `line 2 "t h": want two symbols and a count separated by spaces (fastBPE codes)`) {
+		t.Errorf("fastBPE codes with a line without a count: %v", err)
 	}
 }
