@@ -97,6 +97,20 @@ func TestReadFairseq(t *testing.T) {
 			t.Fatalf("%s-%s, tokenizer %+v", f.SrcLang, f.TgtLang, f.Tokenizers[0])
 		}
 	})
+	t.Run("older checkpoints: args only", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"dict.en.txt": dict("a"), "dict.de.txt": dict("b", "c"), "code": "#version: 0.2\n"})
+		args := &Object{Class: "argparse.Namespace", Attrs: map[string]any{"arch": "lstm_luong_wmt_en_de", "source_lang": "en", "target_lang": "de", "bpe": "fastbpe", "bpe_codes": "/train/code"}}
+		o := &Origin{Toolkit: ToolkitFairseq, Entries: map[string]any{"args": args}}
+		f, err := ReadFairseq(o, filepath.Join(dir, "checkpoint_last.pt"), FairseqFiles{}, 5, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if FairseqArch(o) != "lstm_luong_wmt_en_de" || f.SrcLang != "en" || f.Tokenizers[0] == nil || f.Tokenizers[0].Kind != TokenizerSubwordNMT ||
+			f.Tokenizers[0].Path != filepath.Join(dir, "code") || len(f.Notes) == 0 || !strings.Contains(f.Notes[0], "fastbpe") {
+			t.Fatalf("arch %q, %s-%s, tokenizer %+v, notes %q", FairseqArch(o), f.SrcLang, f.TgtLang, f.Tokenizers[0], f.Notes)
+		}
+	})
 	for _, c := range []struct {
 		name  string
 		files map[string]string

@@ -45,3 +45,37 @@ func FuzzJoeyNMT(f *testing.F) {
 		ReadJoeyNMT(filepath.Join(dir, "config.yaml"))
 	})
 }
+
+// FuzzFairseq feeds arbitrary bytes to the fairseq reader through the path
+// a user's file takes (torch.save's container, the cfg or args, the
+// dictionaries beside it), and arbitrary bytes as a dictionary: an error
+// or a reading, never a panic. The seeds are a checkpoint fairseq-train
+// wrote and its dictionary.
+func FuzzFairseq(f *testing.F) {
+	root := filepath.Join("..", "testdata", "toolkits", "fairseq-lstm")
+	ckpt, err := os.ReadFile(filepath.Join(root, "checkpoint_best.pt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	dict, err := os.ReadFile(filepath.Join(root, "data-bin", "dict.de.txt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ckpt, dict)
+	f.Add([]byte{}, []byte("a 1\na 2 #fairseq:overwrite\n"))
+	f.Fuzz(func(t *testing.T, data, dictText []byte) {
+		dir := t.TempDir()
+		for _, lang := range []string{"en", "de"} {
+			if err := os.WriteFile(filepath.Join(dir, "dict."+lang+".txt"), dictText, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ReadFairseqDict(filepath.Join(dir, "dict.de.txt"))
+		sd, err := ReadPyTorch(bytes.NewReader(data), int64(len(data)))
+		if err != nil || sd.Origin == nil {
+			return
+		}
+		ReadFairseq(sd.Origin, filepath.Join(dir, "checkpoint_best.pt"), FairseqFiles{SrcLang: "en", TgtLang: "de"}, 10, 10)
+		FairseqArch(sd.Origin)
+	})
+}
