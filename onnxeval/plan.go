@@ -160,8 +160,16 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 	}
 	lastUse := map[int]int{}
 	var prepared []int // constant slots a kernel holds in its own layout
-	for i := range g.Nodes {
-		gn := g.Nodes[i]
+	nodes := fuseNodes(g, func(name string) *Tensor {
+		for sc := s; sc != nil; sc = sc.parent {
+			if k, ok := sc.slots[name]; ok {
+				return sc.consts[k]
+			}
+		}
+		return nil
+	})
+	for i := range nodes {
+		gn := nodes[i].GraphNode
 		n := &node{GraphNode: gn, c: c}
 		st := step{name: gn.Name, op: n.opName()}
 		for _, name := range gn.Inputs {
@@ -203,7 +211,13 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 				lastUse[root[cp.outer]] = i
 			}
 		}
-		fn, err := compile(n)
+		var fn opFunc
+		var err error
+		if fz := nodes[i].rowInt8; fz != nil {
+			fn, err = compileRowInt8(n, fz)
+		} else {
+			fn, err = compile(n)
+		}
 		if err != nil {
 			return nil, err
 		}

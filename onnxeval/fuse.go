@@ -1,0 +1,318 @@
+package onnxeval
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxfile"
+)
+
+// Plan-time fusion. The planner recognises, in the graphs attnx writes,
+// node patterns whose intermediate tensors a single kernel need not make,
+// and runs them as one step computing bit for bit what the nodes compute.
+//
+// rowInt8 is qlayer's per-row symmetric int8 product (its DynamicInt8
+// form's default): the scale of each row of x is max|x| / 127 (at least
+// eps), the row is quantized to uint8 around the zero point 128, multiplied
+// by the int8 weights, and the sums are scaled back by the weights'
+// per-column scales and the row's:
+//
+//	a = Abs(x); m = ReduceMax(a, axes=[last], keepdims=1)
+//	s = Max(Div(m, 127), eps)
+//	xq = QuantizeLinear(Div(x, s), 1, zp)
+//	y = Mul(Mul(Cast(MatMulInteger(xq, W, zp, [wzp]), float), scales), s)
+//
+// Fused, the kernel makes xq and the integer sums only: no float tensors
+// for |x|, the row maxima, x / s, the quantized values before their cast,
+// nor the three [rows, N] float tensors after the product.
+
+// fusionOff disables fusion (tests compare the fused and unfused plans).
+var fusionOff bool
+
+// planNode is a node of a graph's plan: the file's, or a fused one.
+type planNode struct {
+	onnxfile.GraphNode
+	rowInt8 *rowInt8Fusion
+}
+
+// rowInt8Fusion is one matched rowInt8 pattern: the fused node's inputs are
+// x, W, zp, wzp ("" when none) and scales; its output is the last Mul's.
+type rowInt8Fusion struct {
+	axis     int64   // ReduceMax's axis, checked against x's last at run time
+	c127     float32 // the divisor of the row maximum (127)
+	eps      float32 // the least scale
+	one      float32 // QuantizeLinear's scale (1)
+	zp       float32 // the activations' zero point (128)
+	matMul   string  // the MatMulInteger node's name, for errors
+	abs, max string  // the first and last node's names
+}
+
+// fuseNodes returns g's nodes with every rowInt8 pattern replaced by one
+// fused node. constant reports a value that is a constant of the graph (or
+// of an enclosing one) and its tensor. A pattern fuses only when its
+// intermediate values have no reader outside it (in g, its subgraphs and
+// g's outputs).
+func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode {
+	out := make([]planNode, 0, len(g.Nodes))
+	if fusionOff {
+		for _, n := range g.Nodes {
+			out = append(out, planNode{GraphNode: n})
+		}
+		return out
+	}
+	// Constant nodes' values, known before they are folded.
+	folded := map[string]*Tensor{}
+	for _, n := range g.Nodes {
+		if n.Op == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx") && len(n.Outputs) == 1 {
+			if t, err := constantValue(&node{GraphNode: n}); err == nil {
+				folded[n.Outputs[0]] = t
+			}
+		}
+	}
+	known := func(name string) *Tensor {
+		if t := folded[name]; t != nil {
+			return t
+		}
+		return constant(name)
+	}
+	producer := map[string]int{}
+	for i, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				producer[o] = i
+			}
+		}
+	}
+	readers := map[string][]int{} // value -> the nodes of g reading it
+	uses := map[string]int{}      // every read, subgraphs' and outputs' included
+	var count func(g *onnxfile.Graph)
+	count = func(sub *onnxfile.Graph) {
+		for _, n := range sub.Nodes {
+			for _, in := range n.Inputs {
+				uses[in]++
+			}
+			for _, b := range n.Graphs {
+				count(b)
+			}
+		}
+		for _, o := range sub.Outputs {
+			uses[o.Name]++
+		}
+	}
+	count(g)
+	for i, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			readers[in] = append(readers[in], i)
+		}
+	}
+	// by returns the node producing value, when it is op of the default
+	// domain with value its only output.
+	by := func(value, op string) (onnxfile.GraphNode, int, bool) {
+		i, ok := producer[value]
+		if !ok {
+			return onnxfile.GraphNode{}, 0, false
+		}
+		n := g.Nodes[i]
+		if n.Op != op || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Outputs) != 1 {
+			return onnxfile.GraphNode{}, 0, false
+		}
+		return n, i, true
+	}
+	// only returns the one node reading value, when it is op and nothing
+	// else reads value.
+	only := func(value, op string) (onnxfile.GraphNode, int, bool) {
+		if uses[value] != 1 || len(readers[value]) != 1 {
+			return onnxfile.GraphNode{}, 0, false
+		}
+		i := readers[value][0]
+		n := g.Nodes[i]
+		if n.Op != op || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Outputs) != 1 {
+			return onnxfile.GraphNode{}, 0, false
+		}
+		return n, i, true
+	}
+	scalar := func(name string) (float32, bool) {
+		t := known(name)
+		if t == nil || t.Len() != 1 || t.DType != builder.Float {
+			return 0, false
+		}
+		return get[float32](t)[0], true
+	}
+	removed := map[int]bool{}
+	replaced := map[int]planNode{}
+	for i, mm := range g.Nodes {
+		if mm.Op != "MatMulInteger" || (mm.Domain != "" && mm.Domain != "ai.onnx") || len(mm.Inputs) < 3 || len(mm.Outputs) != 1 {
+			continue
+		}
+		xq, w, zp := mm.Inputs[0], mm.Inputs[1], mm.Inputs[2]
+		wzp := ""
+		if len(mm.Inputs) > 3 {
+			wzp = mm.Inputs[3]
+		}
+		zpT := known(zp)
+		if known(w) == nil || zpT == nil || zpT.Len() != 1 || zpT.DType != builder.Uint8 || (wzp != "" && known(wzp) == nil) || uses[xq] != 1 {
+			continue
+		}
+		q, qi, ok := by(xq, "QuantizeLinear")
+		if !ok || len(q.Inputs) != 3 || q.Inputs[2] != zp {
+			continue
+		}
+		one, ok1 := scalar(q.Inputs[1])
+		d1, d1i, ok2 := by(q.Inputs[0], "Div")
+		if !ok1 || !ok2 || uses[q.Inputs[0]] != 1 || len(d1.Inputs) != 2 {
+			continue
+		}
+		x, s := d1.Inputs[0], d1.Inputs[1]
+		mx, mxi, ok := by(s, "Max")
+		if !ok || len(mx.Inputs) != 2 || uses[s] != 2 {
+			continue
+		}
+		eps, ok1 := scalar(mx.Inputs[1])
+		d2, d2i, ok2 := by(mx.Inputs[0], "Div")
+		if !ok1 || !ok2 || uses[mx.Inputs[0]] != 1 || len(d2.Inputs) != 2 {
+			continue
+		}
+		c127, ok1 := scalar(d2.Inputs[1])
+		r, ri, ok2 := by(d2.Inputs[0], "ReduceMax")
+		if !ok1 || !ok2 || uses[d2.Inputs[0]] != 1 || len(r.Inputs) != 1 {
+			continue
+		}
+		axes, hasAxes := r.Attrs["axes"]
+		keep, hasKeep := r.Attrs["keepdims"]
+		if !hasAxes || len(axes.Ints) != 1 || (hasKeep && keep.Int != 1) {
+			continue
+		}
+		abs, ai, ok := by(r.Inputs[0], "Abs")
+		if !ok || uses[r.Inputs[0]] != 1 || abs.Inputs[0] != x {
+			continue
+		}
+		c, ci, ok := only(mm.Outputs[0], "Cast")
+		if !ok {
+			continue
+		}
+		if to, has := c.Attrs["to"]; !has || to.Int != int64(builder.Float) {
+			continue
+		}
+		m1, m1i, ok := only(c.Outputs[0], "Mul")
+		if !ok || len(m1.Inputs) != 2 || m1.Inputs[0] != c.Outputs[0] {
+			continue
+		}
+		scales := known(m1.Inputs[1])
+		m2i := -1
+		for _, k := range readers[m1.Outputs[0]] {
+			m2i = k
+		}
+		if scales == nil || scales.DType != builder.Float || len(scales.Shape) != 1 || uses[m1.Outputs[0]] != 1 || m2i < 0 {
+			continue
+		}
+		m2 := g.Nodes[m2i]
+		if m2.Op != "Mul" || (m2.Domain != "" && m2.Domain != "ai.onnx") || len(m2.Inputs) != 2 || m2.Inputs[0] != m1.Outputs[0] || m2.Inputs[1] != s || len(m2.Outputs) != 1 {
+			continue
+		}
+		// The two readers of s are d1 and m2.
+		if rs := readers[s]; len(rs) != 2 {
+			continue
+		}
+		// x is defined before Abs, and nothing between Abs and the last Mul
+		// reads what the fused node no longer makes: it takes the last
+		// Mul's place.
+		fused := onnxfile.GraphNode{Name: mm.Name + "/fused-row-int8"}
+		fused.Op, fused.Domain = "RowInt8MatMul", "attnx.fused"
+		fused.Inputs = []string{x, w, zp, wzp, m1.Inputs[1]}
+		fused.Outputs = []string{m2.Outputs[0]}
+		for _, k := range []int{ai, ri, d2i, mxi, d1i, qi, i, ci, m1i} {
+			removed[k] = true
+		}
+		replaced[m2i] = planNode{GraphNode: fused, rowInt8: &rowInt8Fusion{axis: axes.Ints[0], c127: c127, eps: eps, one: one,
+			zp: float32(intsOf(zpT)[0]), matMul: mm.Name, abs: abs.Name, max: m2.Name}}
+	}
+	for i, n := range g.Nodes {
+		switch {
+		case removed[i]:
+		case replaced[i].rowInt8 != nil:
+			out = append(out, replaced[i])
+		default:
+			out = append(out, planNode{GraphNode: n})
+		}
+	}
+	return out
+}
+
+// compileRowInt8 compiles a fused rowInt8 node: its product is
+// MatMulInteger's own kernel, prepared from the same constants.
+func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
+	mm := &node{c: n.c, consts: []*Tensor{nil, n.consts[1], n.consts[2], n.consts[3]}}
+	mm.Name, mm.Op = fz.matMul, "MatMulInteger"
+	mm.Inputs = []string{"", n.Inputs[1], n.Inputs[2], n.Inputs[3]}
+	if n.Inputs[3] == "" {
+		mm.Inputs, mm.consts = mm.Inputs[:3], mm.consts[:3]
+	}
+	product, err := registry["MatMulInteger"](mm)
+	if err != nil {
+		return nil, err
+	}
+	for j, p := range mm.prepared {
+		if p {
+			n.prepare(j)
+		}
+	}
+	scales := get[float32](n.consts[4])
+	return func(f *frame, in, out []*Tensor) error {
+		x := in[0]
+		if x.DType != builder.Float || len(x.Shape) == 0 {
+			return fmt.Errorf("x is %v %v; float32 of rank 1 or more expected", x.DType, x.Shape)
+		}
+		rank := int64(len(x.Shape))
+		if a := fz.axis; a != rank-1 && a != -1 {
+			return fmt.Errorf("the fused %s...%s reduces axis %d of a rank-%d x; the last expected", nodeName(fz.abs), nodeName(fz.max), a, rank)
+		}
+		K := int(x.Shape[rank-1])
+		xs := get[float32](x)
+		rows := 0
+		if K > 0 {
+			rows = len(xs) / K
+		}
+		qt, err := f.r.alloc(builder.Uint8, cloneShape(x.Shape))
+		if err != nil {
+			return err
+		}
+		xq := get[uint8](qt)
+		rowScale := make([]float32, rows)
+		for r := range rows {
+			row := xs[r*K : (r+1)*K]
+			// ReduceMax(Abs(x)): a NaN, once met, stays.
+			m := float32(math.Inf(-1))
+			for _, v := range row {
+				if a := max(v, -v); a > m || a != a {
+					m = a
+				}
+			}
+			s := max(m/fz.c127, fz.eps)
+			rowScale[r] = s
+			q := xq[r*K : (r+1)*K]
+			for k, v := range row {
+				q[k] = uint8(saturate(roundEven((v/s)/fz.one)+fz.zp, 0, 255))
+			}
+		}
+		res := make([]*Tensor, 1)
+		if err := product(f, []*Tensor{qt, in[1], in[2], in[3]}, res); err != nil {
+			return err
+		}
+		acc := get[int32](res[0])
+		N := len(scales)
+		if rows > 0 && len(acc) != rows*N {
+			return fmt.Errorf("the product has %d values; %d rows of the %d scales expected", len(acc), rows, N)
+		}
+		y := f.r.f32(cloneShape(res[0].Shape))
+		ys := get[float32](y)
+		for r := range rows {
+			s := rowScale[r]
+			for j, v := range acc[r*N : (r+1)*N] {
+				ys[r*N+j] = (float32(v) * scales[j]) * s
+			}
+		}
+		out[0] = y
+		return nil
+	}, nil
+}

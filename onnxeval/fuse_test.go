@@ -1,0 +1,135 @@
+package onnxeval_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/bench"
+	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/onnxeval"
+	"github.com/attnx/attnx/quant"
+)
+
+const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
+
+// TestFusedRowInt8MatchesNodes: the fused per-row int8 product computes,
+// bit for bit, what the nodes it replaces compute: every output of
+// encoder.onnx, decoder.onnx and greedy.onnx (whose Loop body fuses too),
+// on sizes whose inner dimension suits the VNNI kernel (64) and sizes that
+// take the integer loop (40), with states holding NaN, infinities, zeros
+// and huge values. Run it with -tags purego for the portable kernels.
+func TestFusedRowInt8MatchesNodes(t *testing.T) {
+	dir := t.TempDir()
+	for i, cfg := range []attention.Config{
+		{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37},
+		{Arch: attention.Bahdanau, Cell: attention.GRU, Hidden: 40, Embedding: 24, Layers: 1, SrcVocab: 29, TgtVocab: 33},
+	} {
+		t.Run(fmt.Sprintf("%s-%s-H%d", cfg.Arch, cfg.Cell, cfg.Hidden), func(t *testing.T) {
+			sd, err := bench.RandomStateDict(cfg, uint64(40+i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ckpt := filepath.Join(dir, fmt.Sprintf("%d.safetensors", i))
+			if err := checkpoint.WriteSafetensors(ckpt, sd, nil); err != nil {
+				t.Fatal(err)
+			}
+			md := filepath.Join(dir, fmt.Sprint(i))
+			if _, err := modeldir.Export(ckpt, md, modeldir.Options{Greedy: true, Weights: quant.PrecisionInt8}); err != nil {
+				t.Fatal(err)
+			}
+			open := func(file string, off bool) *onnxeval.Model {
+				t.Helper()
+				onnxeval.SetFusion(!off)
+				defer onnxeval.SetFusion(true)
+				m, err := onnxeval.Open(filepath.Join(md, file), onnxeval.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile} {
+				if !slices.Contains(open(file, false).OpsDeep(), fusedRowInt8) {
+					t.Errorf("%s: no fused per-row int8 product in its plan", file)
+				}
+				if slices.Contains(open(file, true).OpsDeep(), fusedRowInt8) {
+					t.Errorf("%s: fused with fusion off", file)
+				}
+			}
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			const B, S = 4, 5
+			lens := []int64{S, 3, 1, 5}
+			ids := make([]int64, B*S)
+			for j := range ids {
+				ids[j] = 4 + rng.Int64N(int64(cfg.SrcVocab-4))
+			}
+			encIn := map[string]*onnxeval.Tensor{attention.InSourceIDs: onnxeval.New([]int64{B, S}, ids), attention.InSourceLengths: onnxeval.New([]int64{B}, lens)}
+			enc := runBoth(t, open(modeldir.EncoderFile, false), open(modeldir.EncoderFile, true), encIn, "encoder.onnx")
+			dec := map[string]*onnxeval.Tensor{
+				attention.InInputIDs:       onnxeval.New([]int64{B}, []int64{1, 5, 6, 7}),
+				attention.InEncoderOutputs: enc[attention.OutEncoder],
+				attention.InSourceLengths:  encIn[attention.InSourceLengths],
+			}
+			for name, v := range enc {
+				if name != attention.OutEncoder {
+					dec[name] = v
+				}
+			}
+			runBoth(t, open(modeldir.DecoderFile, false), open(modeldir.DecoderFile, true), dec, "decoder.onnx")
+			// States that hold NaN, infinities, zeros and huge values, a row each.
+			hd, _ := onnxeval.Float32Data(dec[attention.InHidden])
+			h := slices.Clone(hd)
+			H := cfg.Hidden
+			for r, v := range []float32{float32(math.NaN()), float32(math.Inf(1)), 0, 3e38} {
+				for k := range H {
+					if r == 2 || k%3 == 0 {
+						h[r*H+k] = v
+					}
+				}
+			}
+			dec[attention.InHidden] = onnxeval.New(slices.Clone(dec[attention.InHidden].Shape), h)
+			runBoth(t, open(modeldir.DecoderFile, false), open(modeldir.DecoderFile, true), dec, "decoder.onnx, odd states")
+			loop := map[string]*onnxeval.Tensor{attention.InSourceIDs: encIn[attention.InSourceIDs], attention.InSourceLengths: encIn[attention.InSourceLengths],
+				attention.InMaxLen: onnxeval.New([]int64{}, []int64{9})}
+			runBoth(t, open(modeldir.GreedyFile, false), open(modeldir.GreedyFile, true), loop, "greedy.onnx")
+		})
+	}
+}
+
+// runBoth runs the fused and the unfused model on in and checks that every
+// output is the same, bit for bit; it returns the fused model's outputs.
+func runBoth(t *testing.T, fused, nodes *onnxeval.Model, in map[string]*onnxeval.Tensor, what string) map[string]*onnxeval.Tensor {
+	t.Helper()
+	a, err := fused.Run(in)
+	if err != nil {
+		t.Fatalf("%s fused: %v", what, err)
+	}
+	b, err := nodes.Run(in)
+	if err != nil {
+		t.Fatalf("%s unfused: %v", what, err)
+	}
+	for name, x := range a {
+		y := b[name]
+		if y == nil || !slices.Equal(x.Shape, y.Shape) || x.DType != y.DType {
+			t.Fatalf("%s %s: %v %v fused, %v unfused", what, name, x.DType, x.Shape, y)
+		}
+		if xf, ok := onnxeval.Float32Data(x); ok {
+			yf, _ := onnxeval.Float32Data(y)
+			for k := range xf {
+				if math.Float32bits(xf[k]) != math.Float32bits(yf[k]) && !(xf[k] != xf[k] && yf[k] != yf[k]) {
+					t.Fatalf("%s %s[%d]: fused %v, unfused %v", what, name, k, xf[k], yf[k])
+				}
+			}
+			continue
+		}
+		if fmt.Sprint(x.Data) != fmt.Sprint(y.Data) {
+			t.Fatalf("%s %s: fused %v, unfused %v", what, name, x.Data, y.Data)
+		}
+	}
+	return a
+}
