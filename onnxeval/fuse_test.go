@@ -20,7 +20,8 @@ const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
 
 // TestFusedRowInt8MatchesNodes: the fused per-row int8 product computes,
 // bit for bit, what the nodes it replaces compute: every output of
-// encoder.onnx, decoder.onnx and greedy.onnx (whose Loop body fuses too),
+// encoder.onnx, decoder.onnx, greedy.onnx and beam.onnx (whose Loop
+// bodies fuse too),
 // on sizes whose inner dimension suits the VNNI kernel (64) and sizes that
 // take the integer loop (40), with states holding NaN, infinities, zeros
 // and huge values. Run it with -tags purego for the portable kernels.
@@ -40,7 +41,7 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			md := filepath.Join(dir, fmt.Sprint(i))
-			if _, err := modeldir.Export(ckpt, md, modeldir.Options{Greedy: true, Weights: quant.PrecisionInt8}); err != nil {
+			if _, err := modeldir.Export(ckpt, md, modeldir.Options{Greedy: true, Beam: true, Weights: quant.PrecisionInt8}); err != nil {
 				t.Fatal(err)
 			}
 			open := func(file string, off bool) *onnxeval.Model {
@@ -53,7 +54,7 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 				}
 				return m
 			}
-			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile} {
+			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile, modeldir.BeamFile} {
 				if !slices.Contains(open(file, false).OpsDeep(), fusedRowInt8) {
 					t.Errorf("%s: no fused per-row int8 product in its plan", file)
 				}
@@ -97,6 +98,9 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 			loop := map[string]*onnxeval.Tensor{attention.InSourceIDs: encIn[attention.InSourceIDs], attention.InSourceLengths: encIn[attention.InSourceLengths],
 				attention.InMaxLen: onnxeval.New([]int64{}, []int64{9})}
 			runBoth(t, open(modeldir.GreedyFile, false), open(modeldir.GreedyFile, true), loop, "greedy.onnx")
+			loop[attention.InBeamSize] = onnxeval.New([]int64{}, []int64{3})
+			loop[attention.InLengthPenalty] = onnxeval.New([]int64{}, []float64{1})
+			runBoth(t, open(modeldir.BeamFile, false), open(modeldir.BeamFile, true), loop, "beam.onnx")
 		})
 	}
 }
