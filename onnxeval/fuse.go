@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"github.com/attnx/attnx/onnxfile"
 )
 
@@ -307,10 +308,7 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 		y := f.r.f32(cloneShape(res[0].Shape))
 		ys := get[float32](y)
 		for r := range rows {
-			s := rowScale[r]
-			for j, v := range acc[r*N : (r+1)*N] {
-				ys[r*N+j] = (float32(v) * scales[j]) * s
-			}
+			kernel.ScaleInt32(acc[r*N:(r+1)*N], scales, rowScale[r], ys[r*N:(r+1)*N])
 		}
 		out[0] = y
 		return nil

@@ -70,6 +70,23 @@ func Dot4(a, b []float32, ldb int) (s0, s1, s2, s3 float32) {
 	return
 }
 
+// ScaleInt32 writes y[j] = (float32(acc[j]) * sc[j]) * s for every j of
+// acc: integer sums scaled back by their column's scale and their row's,
+// each product rounded to float32 in that order (an int8 product's
+// dequantization, bit for bit the two Mul nodes it replaces).
+func ScaleInt32(acc []int32, sc []float32, s float32, y []float32) {
+	n := len(acc)
+	sc, y = sc[:n], y[:n]
+	done := 0
+	if useAsm && n >= 16 {
+		done = n &^ 15
+		scaleInt32Asm(&acc[0], &sc[0], s, &y[0], done)
+	}
+	for j := done; j < n; j++ {
+		y[j] = (float32(acc[j]) * sc[j]) * s
+	}
+}
+
 // Axpy adds alpha*x to y (len(x) elements).
 func Axpy(alpha float32, x, y []float32) {
 	if len(x) == 0 {

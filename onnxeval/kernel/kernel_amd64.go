@@ -19,6 +19,12 @@ func dotAsm(a, b *float32, n int) float32
 //go:noescape
 func dot4Asm(a, b *float32, ldb, n int, out *[4]float32)
 
+// scaleInt32Asm writes y[j] = (float32(acc[j]) * sc[j]) * s for j < n, a
+// multiple of 16.
+//
+//go:noescape
+func scaleInt32Asm(acc *int32, sc *float32, s float32, y *float32, n int)
+
 // axpyAsm adds alpha*x[i] to y[i] for i < n, a multiple of 16.
 //
 //go:noescape

@@ -702,3 +702,29 @@ evloop:
 evdone:
 	VZEROUPPER
 	RET
+
+// func scaleInt32Asm(acc *int32, sc *float32, s float32, y *float32, n int)
+// y[j] = (float32(acc[j]) * sc[j]) * s for j < n, a multiple of 16.
+TEXT ·scaleInt32Asm(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), SI
+	MOVQ sc+8(FP), BX
+	VBROADCASTSS s+16(FP), Y0
+	MOVQ y+24(FP), DI
+	MOVQ n+32(FP), CX
+	SHRQ $4, CX
+scaleloop:
+	VCVTDQ2PS (SI), Y1
+	VCVTDQ2PS 32(SI), Y2
+	VMULPS (BX), Y1, Y1
+	VMULPS 32(BX), Y2, Y2
+	VMULPS Y0, Y1, Y1
+	VMULPS Y0, Y2, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, BX
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  scaleloop
+	VZEROUPPER
+	RET

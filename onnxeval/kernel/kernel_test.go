@@ -81,3 +81,35 @@ func BenchmarkGemv(b *testing.B) {
 		GemmNT(1, n, k, a, k, w, k, c, n, false, 1)
 	}
 }
+
+// TestScaleInt32: the assembly computes (float32(acc) * sc) * s as Go does,
+// bit for bit, at every length around its 16-element blocks, with sums
+// beyond float32's exact integers, negative and zero sums, and scales that
+// are infinite, NaN or subnormal.
+func TestScaleInt32(t *testing.T) {
+	specials := []float32{float32(math.Inf(1)), float32(math.NaN()), 1e-40, -3.5, 0}
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100} {
+		acc := make([]int32, n)
+		sc := make([]float32, n)
+		for j := range n {
+			acc[j] = int32((j*7919)%200000-100000) * int32(1+j%300)
+			sc[j] = float32(j%13+1) * 1e-3
+			if j%11 == 5 {
+				sc[j] = specials[j%len(specials)]
+			}
+		}
+		if n > 3 {
+			acc[3] = math.MaxInt32
+		}
+		for _, s := range []float32{0.37, 3e38, float32(math.NaN())} {
+			y := make([]float32, n)
+			ScaleInt32(acc, sc, s, y)
+			for j := range n {
+				want := (float32(acc[j]) * sc[j]) * s
+				if math.Float32bits(y[j]) != math.Float32bits(want) && !(y[j] != y[j] && want != want) {
+					t.Fatalf("n=%d s=%v: y[%d] = %v, want %v", n, s, j, y[j], want)
+				}
+			}
+		}
+	}
+}
