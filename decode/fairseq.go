@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/attnx/attnx/attention"
 )
@@ -162,10 +161,9 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	if !b.Sampling {
 		// torch.topk of min(2K, candidates - 1): "-1 so we never select
 		// pad".
-		slices.SortFunc(b.cands, func(x, y fairseqCand) int {
+		cands = best(b.cands, min(2*b.k, len(b.cands)-1), func(x, y fairseqCand) int {
 			return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 		})
-		cands = b.cands[:max(0, min(2*b.k, len(b.cands)-1))]
 	}
 	b.steps++
 	// eos_mask: a finite </s> candidate, but not at a position that

@@ -131,10 +131,9 @@ func (b *JoeyBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	}
 	// torch.topk over the flattened positions x vocabulary: the K highest,
 	// equal scores in index order.
-	slices.SortFunc(b.cands, func(x, y joeyCand) int {
+	picks := best(b.cands, b.K, func(x, y joeyCand) int {
 		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.p, y.p), cmp.Compare(x.v, y.v))
 	})
-	picks := b.cands[:min(b.K, len(b.cands))]
 	b.steps++
 	atMax := b.steps >= b.MaxLen
 	b.next = b.next[:0]

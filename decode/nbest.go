@@ -58,3 +58,46 @@ func (f *finished) list(t *tree, n, nBest int) []Hypothesis {
 
 // reset forgets the hypotheses, keeping the buffer.
 func (f *finished) reset() { f.fin, f.done = f.fin[:0], false }
+
+// best reorders c so that its first n elements (all of c when it has
+// fewer) are its n first in the order order (a total order: negative when
+// a comes first), sorted, and returns them: torch.topk over a step's
+// candidates, without sorting all of them. A bounded heap keeps the n
+// best so far, the one that comes last on top; each other candidate costs
+// one comparison unless it enters.
+func best[T any](c []T, n int, order func(a, b T) int) []T {
+	n = max(0, min(n, len(c)))
+	if n == 0 {
+		return c[:0]
+	}
+	h := c[:n]
+	for j := n/2 - 1; j >= 0; j-- {
+		siftLast(h, j, order)
+	}
+	for i := n; i < len(c); i++ {
+		if order(c[i], h[0]) < 0 {
+			h[0], c[i] = c[i], h[0]
+			siftLast(h, 0, order)
+		}
+	}
+	slices.SortFunc(h, order)
+	return h
+}
+
+// siftLast moves h[j] down the heap whose top comes last in order.
+func siftLast[T any](h []T, j int, order func(a, b T) int) {
+	for {
+		k := 2*j + 1
+		if k >= len(h) {
+			return
+		}
+		if k+1 < len(h) && order(h[k+1], h[k]) > 0 {
+			k++
+		}
+		if order(h[k], h[j]) <= 0 {
+			return
+		}
+		h[j], h[k] = h[k], h[j]
+		j = k
+	}
+}

@@ -197,10 +197,9 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		}
 	}
 	// torch.topk: the K highest, equal scores in index order.
-	slices.SortFunc(b.cands, func(x, y onmtCand) int {
+	picks := best(b.cands, b.K, func(x, y onmtCand) int {
 		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 	})
-	picks := b.cands[:min(b.K, len(b.cands))]
 	b.steps++
 	atMax := b.steps >= b.MaxLen
 	b.next = b.next[:0]

@@ -80,3 +80,50 @@ func TestOpenNMTSamplePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestBest: best's first n are a full sort's first n, in order, for every
+// n, with ties broken by the order's second key and NaN scores (last).
+func TestBest(t *testing.T) {
+	type c struct {
+		s float32
+		i int
+	}
+	order := func(x, y c) int {
+		if x.s != y.s && !(x.s != x.s && y.s != y.s) {
+			switch {
+			case x.s != x.s:
+				return 1
+			case y.s != y.s:
+				return -1
+			case x.s > y.s:
+				return -1
+			}
+			return 1
+		}
+		return x.i - y.i
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, size := range []int{0, 1, 2, 7, 50, 333} {
+		all := make([]c, size)
+		for i := range all {
+			all[i] = c{s: float32(rng.IntN(9)), i: i}
+			if i%17 == 3 {
+				all[i].s = float32(math.NaN())
+			}
+		}
+		want := slices.Clone(all)
+		slices.SortFunc(want, order)
+		for _, n := range []int{0, 1, 3, 10, size - 1, size, size + 4} {
+			got := best(slices.Clone(all), n, order)
+			k := max(0, min(n, size))
+			if len(got) != k {
+				t.Fatalf("size %d n %d: %d returned", size, n, len(got))
+			}
+			for j := range got {
+				if got[j].i != want[j].i {
+					t.Fatalf("size %d n %d: [%d] = %v, a full sort gives %v", size, n, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
