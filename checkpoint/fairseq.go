@@ -105,16 +105,21 @@ func ReadFairseq(o *Origin, path string, files FairseqFiles, srcRows, tgtRows in
 		}
 		return nil, fmt.Errorf("%s is a fairseq checkpoint: its vocabularies are the dictionaries (dict.SRC.txt, dict.TGT.txt) of its data-bin directory, and %s are not there (pass --data DIR); tried %s", path, pair, strings.Join(tried, ", "))
 	}
+	var read map[string][]string // the dictionaries inferPair read, by language
 	if f.SrcLang == "" || f.TgtLang == "" {
-		if err := f.inferPair(found, srcRows, tgtRows); err != nil {
+		var err error
+		if read, err = f.inferPair(found, srcRows, tgtRows); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	for i, lang := range []string{f.SrcLang, f.TgtLang} {
 		p := filepath.Join(found, "dict."+lang+".txt")
-		d, err := ReadFairseqDict(p)
-		if err != nil {
-			return nil, err
+		d, ok := read[lang]
+		if !ok {
+			var err error
+			if d, err = ReadFairseqDict(p); err != nil {
+				return nil, err
+			}
 		}
 		f.DictFiles[i] = p
 		if i == 0 {
@@ -133,25 +138,28 @@ func ReadFairseq(o *Origin, path string, files FairseqFiles, srcRows, tgtRows in
 // inferPair finds the language pair from the dictionaries in dir when the
 // checkpoint names none (fairseq-train infers it from the data files'
 // names, which a model directory seldom keeps): two dictionaries, the
-// source the one with the encoder embedding's rows.
-func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) error {
+// source the one with the encoder embedding's rows. It returns the
+// dictionaries it read, by language.
+func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) (map[string][]string, error) {
 	m, _ := filepath.Glob(filepath.Join(dir, "dict.*.txt"))
 	slices.Sort(m)
 	var langs []string
-	sizes := map[string]int{}
+	dicts := map[string][]string{}
 	for _, p := range m {
 		lang := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "dict."), ".txt")
 		d, err := ReadFairseqDict(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		langs, sizes[lang] = append(langs, lang), len(d)
+		langs, dicts[lang] = append(langs, lang), d
 	}
 	ask := "pass --source-lang and --target-lang"
 	if len(langs) != 2 {
-		return fmt.Errorf("its cfg names no language pair and %s holds %d dictionaries (%s), not two: %s", dir, len(langs), strings.Join(langs, ", "), ask)
+		return nil, fmt.Errorf("its cfg names no language pair and %s holds %d dictionaries (%s), not two: %s", dir, len(langs), strings.Join(langs, ", "), ask)
 	}
 	a, b := langs[0], langs[1]
+	sizes := map[string]int{a: len(dicts[a]), b: len(dicts[b])}
+	joined := sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt"))
 	switch {
 	case f.SrcLang != "":
 		f.TgtLang = a
@@ -163,19 +171,19 @@ func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) error {
 		if a == f.TgtLang {
 			f.SrcLang = b
 		}
-	case sizes[a] == srcRows && sizes[b] == tgtRows && (sizes[a] != sizes[b] || sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt"))):
+	case sizes[a] == srcRows && sizes[b] == tgtRows && (sizes[a] != sizes[b] || joined):
 		f.SrcLang, f.TgtLang = a, b
 	case sizes[b] == srcRows && sizes[a] == tgtRows && sizes[a] != sizes[b]:
 		f.SrcLang, f.TgtLang = b, a
 	default:
-		return fmt.Errorf("its cfg names no language pair, and the dictionaries in %s (%s %d symbols, %s %d) do not tell source (%d rows) from target (%d rows): %s", dir, a, sizes[a], b, sizes[b], srcRows, tgtRows, ask)
+		return nil, fmt.Errorf("its cfg names no language pair, and the dictionaries in %s (%s %d symbols, %s %d) do not tell source (%d rows) from target (%d rows): %s", dir, a, sizes[a], b, sizes[b], srcRows, tgtRows, ask)
 	}
 	how := "their sizes match the embeddings'"
-	if sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt")) {
+	if joined {
 		how = "they are one joined dictionary, so either order reads the same"
 	}
 	f.Notes = append(f.Notes, fmt.Sprintf("fairseq language pair %s-%s: the cfg names none, so it comes from the dictionaries in %s (%s; --source-lang/--target-lang override)", f.SrcLang, f.TgtLang, dir, how))
-	return nil
+	return dicts, nil
 }
 
 // tokenizers are the BPE fairseq-interactive applies: cfg.bpe (or the
@@ -359,11 +367,6 @@ func cutLast(s string) (before, after string, ok bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+1:], true
-}
-
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 func sameFile(a, b string) bool {

@@ -37,6 +37,12 @@ type TokenizerRef struct {
 	Trim bool
 }
 
+// isFile reports whether p names a regular file.
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // findBeside looks for a file a checkpoint or configuration names, by one
 // rule for every toolkit: beside it first (the toolkits copy tokenizers and
 // vocabularies into their model directories, and a path recorded at
@@ -61,7 +67,7 @@ func findBeside(named, dir string, fallbacks ...string) (string, []string) {
 	}
 	tried = uniqueStrings(tried)
 	for _, p := range tried {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if isFile(p) {
 			return p, tried
 		}
 	}
