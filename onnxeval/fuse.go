@@ -200,21 +200,14 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 			continue
 		}
 		scales := known(m1.Inputs[1])
-		m2i := -1
-		for _, k := range readers[m1.Outputs[0]] {
-			m2i = k
-		}
-		if scales == nil || scales.DType != builder.Float || len(scales.Shape) != 1 || uses[m1.Outputs[0]] != 1 || m2i < 0 {
+		if scales == nil || scales.DType != builder.Float || len(scales.Shape) != 1 {
 			continue
 		}
-		m2 := g.Nodes[m2i]
-		if m2.Op != "Mul" || (m2.Domain != "" && m2.Domain != "ai.onnx") || len(m2.Inputs) != 2 || m2.Inputs[0] != m1.Outputs[0] || m2.Inputs[1] != s || len(m2.Outputs) != 1 {
+		m2, m2i, ok := only(m1.Outputs[0], "Mul")
+		if !ok || len(m2.Inputs) != 2 || m2.Inputs[0] != m1.Outputs[0] || m2.Inputs[1] != s {
 			continue
 		}
-		// The two readers of s are d1 and m2.
-		if rs := readers[s]; len(rs) != 2 {
-			continue
-		}
+		// s has two reads (uses[s] == 2, checked above): d1's and m2's.
 		// x is defined before Abs, and nothing between Abs and the last Mul
 		// reads what the fused node no longer makes: it takes the last
 		// Mul's place.
