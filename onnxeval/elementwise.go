@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
 // broadcastShape is numpy's broadcast of shapes.
@@ -241,76 +242,108 @@ func intMod[T int64 | int32](x, y T) T {
 	return m
 }
 
-// arithF32 is float32 Add, Sub, Mul and Div without a call per element,
-// for equal shapes, a scalar, or a row repeated along the leading axes
-// (the forms a decoder step uses); nil for the others.
+// arithF32 computes float32 Add, Sub, Mul and Div with numpy broadcasting
+// on the vector kernels: the output is cut into runs along which each
+// input is either contiguous or one repeated value; nil for other ops.
 func arithF32(r *runner, op arith, a, b *Tensor) *Tensor {
 	if op > opDiv {
 		return nil
 	}
-	x, y := get[float32](a), get[float32](b)
-	var shape []int64
-	switch {
-	case sameShape(a.Shape, b.Shape):
-		shape = a.Shape
-	case len(y) == 1 || isSuffix(b.Shape, a.Shape) && len(a.Shape) >= len(b.Shape):
-		shape = a.Shape
-	case len(a.Shape) >= len(b.Shape) && len(y) > 0 && isPrefixCol(b.Shape, a.Shape):
-		// b holds one value per leading index (a per-row scale, [M,1]):
-		// element i of a takes y[i / inner].
-		inner := len(x) / len(y)
-		out := r.f32(cloneShape(a.Shape))
-		z := get[float32](out)
-		for r, v := range y {
-			xs, zs := x[r*inner:(r+1)*inner], z[r*inner:(r+1)*inner]
-			switch op {
-			case opAdd:
-				for i := range xs {
-					zs[i] = xs[i] + v
-				}
-			case opSub:
-				for i := range xs {
-					zs[i] = xs[i] - v
-				}
-			case opMul:
-				for i := range xs {
-					zs[i] = xs[i] * v
-				}
-			case opDiv:
-				for i := range xs {
-					zs[i] = xs[i] / v
-				}
-			}
-		}
-		return out
-	default:
-		return nil
+	shape, err := broadcastShape(a.Shape, b.Shape)
+	if err != nil {
+		return nil // binaryT reports it
 	}
+	kop := [...]kernel.Op{opAdd: kernel.Add, opSub: kernel.Sub, opMul: kernel.Mul, opDiv: kernel.Div}[op]
 	out := r.f32(cloneShape(shape))
-	z := get[float32](out)
-	n := len(y)
-	for base := 0; base < len(z); base += n {
-		xs, zs := x[base:base+n], z[base:base+n]
-		switch op {
-		case opAdd:
-			for i, v := range y {
-				zs[i] = xs[i] + v
+	arithRuns(kop, get[float32](a), get[float32](b), get[float32](out), a.Shape, b.Shape, shape)
+	return out
+}
+
+// arithRuns writes z (shaped out) = x (shaped xs) op y (shaped ys), both
+// broadcast to out. The innermost axes along which x and y each keep one
+// mode, contiguous or repeated (stride 0), make a run; the axes outside
+// it are counted off, and each run is one call of a vector kernel.
+func arithRuns(op kernel.Op, x, y, z []float32, xs, ys, out []int64) {
+	rank := len(out)
+	if len(z) == 0 {
+		return
+	}
+	sx, sy := bcastStrides(xs, rank), bcastStrides(ys, rank)
+	// The run: axes d..rank-1, while each input's stride over them stays
+	// contiguous (its stride equals the run's length so far) or zero.
+	run, d := 1, rank
+	modeX, modeY := 0, 0 // 0 undecided, 1 contiguous, 2 repeated
+	mode := func(m *int, st int) bool {
+		k := 2
+		if st != 0 {
+			if st != run {
+				return false
 			}
-		case opSub:
-			for i, v := range y {
-				zs[i] = xs[i] - v
-			}
-		case opMul:
-			for i, v := range y {
-				zs[i] = xs[i] * v
-			}
-		case opDiv:
-			for i, v := range y {
-				zs[i] = xs[i] / v
+			k = 1
+		}
+		if *m != 0 && *m != k {
+			return false
+		}
+		*m = k
+		return true
+	}
+	for d > 0 {
+		n := int(out[d-1])
+		if n == 1 {
+			d--
+			continue
+		}
+		mx, my := modeX, modeY
+		if !mode(&mx, sx[d-1]) || !mode(&my, sy[d-1]) {
+			break
+		}
+		modeX, modeY = mx, my
+		run *= n
+		d--
+	}
+	ctr := make([]int64, d)
+	ox, oy := 0, 0
+	for oz := 0; oz < len(z); oz += run {
+		zr := z[oz : oz+run]
+		switch {
+		case modeX != 2 && modeY != 2:
+			kernel.Arith(op, x[ox:ox+run], y[oy:oy+run], zr)
+		case modeX != 2:
+			kernel.ArithScalar(op, x[ox:ox+run], y[oy], zr, false)
+		case modeY != 2:
+			kernel.ArithScalar(op, y[oy:oy+run], x[ox], zr, true)
+		default:
+			v := kernel.ArithValue(op, x[ox], y[oy])
+			for i := range zr {
+				zr[i] = v
 			}
 		}
+		for k := d - 1; k >= 0; k-- {
+			ctr[k]++
+			ox += sx[k]
+			oy += sy[k]
+			if ctr[k] < out[k] {
+				break
+			}
+			ox -= sx[k] * int(out[k])
+			oy -= sy[k] * int(out[k])
+			ctr[k] = 0
+		}
 	}
-	return out
+}
+
+// bcastStrides is the element stride of in (right-aligned to rank axes)
+// along each output axis, 0 where in is broadcast.
+func bcastStrides(in []int64, rank int) []int {
+	st := make([]int, rank)
+	is := strides(in)
+	off := rank - len(in)
+	for i := range in {
+		if in[i] != 1 {
+			st[off+i] = is[i]
+		}
+	}
+	return st
 }
 
 func hasZero(t *Tensor) bool {

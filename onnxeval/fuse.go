@@ -2,7 +2,7 @@ package onnxeval
 
 import (
 	"fmt"
-	"math"
+	"sync"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxeval/kernel"
@@ -242,6 +242,9 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 	if n.Inputs[3] == "" {
 		mm.Inputs, mm.consts = mm.Inputs[:3], mm.consts[:3]
 	}
+	if qp := quantProductOf(n); qp != nil {
+		return runQuantProduct(qp, fz), nil
+	}
 	product, err := registry["MatMulInteger"](mm)
 	if err != nil {
 		return nil, err
@@ -274,20 +277,7 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 		xq := get[uint8](qt)
 		rowScale := make([]float32, rows)
 		for r := range rows {
-			row := xs[r*K : (r+1)*K]
-			// ReduceMax(Abs(x)): a NaN, once met, stays.
-			m := float32(math.Inf(-1))
-			for _, v := range row {
-				if a := max(v, -v); a > m || a != a {
-					m = a
-				}
-			}
-			s := max(m/fz.c127, fz.eps)
-			rowScale[r] = s
-			q := xq[r*K : (r+1)*K]
-			for k, v := range row {
-				q[k] = uint8(saturate(roundEven((v/s)/fz.one)+fz.zp, 0, 255))
-			}
+			rowScale[r] = fz.quantizeRow(xs[r*K:(r+1)*K], xq[r*K:(r+1)*K])
 		}
 		res := make([]*Tensor, 1)
 		if err := product(f, []*Tensor{qt, in[1], in[2], in[3]}, res); err != nil {
@@ -306,4 +296,108 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 		out[0] = y
 		return nil
 	}, nil
+}
+
+// quantizeRow quantizes one row of x into q as the nodes do and returns
+// its scale: max(ReduceMax(Abs(row)) / 127, eps), NaN when the row holds
+// one.
+func (fz *rowInt8Fusion) quantizeRow(row []float32, q []uint8) float32 {
+	s := max(kernel.AbsMax(row)/fz.c127, fz.eps)
+	kernel.QuantizeU8(row, s, fz.one, fz.zp, q)
+	return s
+}
+
+// quantProductOf prepares the fused node's product for the VNNI kernels
+// when the CPU has them and its constants allow: W [K, N] constant with a
+// constant scalar zero point (or none), W less it within int8, and one
+// scale per column. It returns nil otherwise (MatMulInteger's own kernels
+// then serve).
+func quantProductOf(n *node) *kernel.QuantProduct {
+	if !kernel.HasInt8() {
+		return nil
+	}
+	w, za, sc := n.consts[1], n.consts[2], n.consts[4]
+	if w == nil || len(w.Shape) != 2 || za == nil || za.Len() != 1 || sc == nil || sc.DType != builder.Float {
+		return nil
+	}
+	var wz int32
+	if n.has(3) {
+		z := n.consts[3]
+		if z == nil || z.Len() != 1 {
+			return nil
+		}
+		wz = intsOf(z)[0]
+	}
+	bi := intsOf(w)
+	K, N := int(w.Shape[0]), int(w.Shape[1])
+	if bi == nil || len(get[float32](sc)) != N {
+		return nil
+	}
+	rows := make([]int8, N*K) // W transposed: one row per output column
+	for k := 0; k < K; k++ {
+		for j := 0; j < N; j++ {
+			v := bi[k*N+j] - wz
+			if v < -128 || v > 127 {
+				return nil
+			}
+			rows[j*K+k] = int8(v)
+		}
+	}
+	n.prepare(1)
+	return kernel.NewQuantProduct(rows, N, K, intsOf(za)[0], get[float32](sc))
+}
+
+// runQuantProduct is the fused node's step on a QuantProduct: each row of
+// x quantized into a scratch buffer laid out for the kernel, then one
+// pass computing the dequantized product.
+func runQuantProduct(qp *kernel.QuantProduct, fz *rowInt8Fusion) opFunc {
+	type scratch struct {
+		xq       []uint8
+		rowScale []float32
+	}
+	var pool sync.Pool
+	return func(f *frame, in, out []*Tensor) error {
+		x := in[0]
+		if x.DType != builder.Float || len(x.Shape) == 0 {
+			return fmt.Errorf("x is %v %v; float32 of rank 1 or more expected", x.DType, x.Shape)
+		}
+		rank := len(x.Shape)
+		if a := fz.axis; a != int64(rank-1) && a != -1 {
+			return fmt.Errorf("the fused %s...%s reduces axis %d of a rank-%d x; the last expected", nodeName(fz.abs), nodeName(fz.max), a, rank)
+		}
+		K := int(x.Shape[rank-1])
+		if K != qp.K {
+			return fmt.Errorf("x is %v; its last dimension must be the weights' %d (MatMulInteger %s)", x.Shape, qp.K, nodeName(fz.matMul))
+		}
+		xs := get[float32](x)
+		rows := 0
+		if K > 0 {
+			rows = len(xs) / K
+		} else {
+			rows = numel(x.Shape[:rank-1])
+		}
+		stride := qp.Stride()
+		sp, _ := pool.Get().(*scratch)
+		if sp == nil {
+			sp = &scratch{}
+		}
+		defer pool.Put(sp)
+		if len(sp.xq) < rows*stride {
+			sp.xq = make([]uint8, rows*stride)
+		}
+		if len(sp.rowScale) < rows {
+			sp.rowScale = make([]float32, rows)
+		}
+		for r := range rows {
+			sp.rowScale[r] = fz.quantizeRow(xs[r*K:(r+1)*K], sp.xq[r*stride:r*stride+K])
+		}
+		shape := cloneShape(x.Shape)
+		shape[rank-1] = int64(qp.N)
+		y := f.r.f32(shape)
+		if rows > 0 {
+			qp.Run(rows, sp.xq, stride, sp.rowScale[:rows], get[float32](y), qp.N, f.r.threads)
+		}
+		out[0] = y
+		return nil
+	}
 }

@@ -63,8 +63,9 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 				}
 			}
 			rng := rand.New(rand.NewPCG(uint64(i), 9))
-			const B, S = 4, 5
-			lens := []int64{S, 3, 1, 5}
+			// 5 rows: blocks of 4 rows and a row alone in the VNNI kernels.
+			const B, S = 5, 5
+			lens := []int64{S, 3, 1, 5, 2}
 			ids := make([]int64, B*S)
 			for j := range ids {
 				ids[j] = 4 + rng.Int64N(int64(cfg.SrcVocab-4))
@@ -72,7 +73,7 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 			encIn := map[string]*onnxeval.Tensor{attention.InSourceIDs: onnxeval.New([]int64{B, S}, ids), attention.InSourceLengths: onnxeval.New([]int64{B}, lens)}
 			enc := runBoth(t, open(modeldir.EncoderFile, false), open(modeldir.EncoderFile, true), encIn, "encoder.onnx")
 			dec := map[string]*onnxeval.Tensor{
-				attention.InInputIDs:       onnxeval.New([]int64{B}, []int64{1, 5, 6, 7}),
+				attention.InInputIDs:       onnxeval.New([]int64{B}, []int64{1, 5, 6, 7, 8}),
 				attention.InEncoderOutputs: enc[attention.OutEncoder],
 				attention.InSourceLengths:  encIn[attention.InSourceLengths],
 			}

@@ -145,6 +145,14 @@ func matmulF32(r *runner, a, b *Tensor) (*Tensor, error) {
 	}
 	o := r.f32(shape)
 	x, y, z := get[float32](a), get[float32](b), get[float32](o)
+	if n == 1 && k > 0 {
+		// B is a column (attention's scoring vector): one dot product per
+		// row of A, A's rows read in order.
+		for p := range ia {
+			kernel.GemmNT(1, m, k, y[int(ib[p])*k:], k, x[int(ia[p])*m*k:], k, z[p*m:], m, false, r.threads)
+		}
+		return o, nil
+	}
 	clear(z)
 	for p := range ia {
 		ap, bp, cp := x[int(ia[p])*m*k:], y[int(ib[p])*k*n:], z[p*m*n:]

@@ -316,9 +316,8 @@ func softmaxRow32(x, z []float32, logOut bool) {
 	m := kernel.Max(x)
 	if logOut {
 		ls := float32(math.Log(kernel.ExpSum(x, m)))
-		for i, v := range x {
-			z[i] = v - m - ls
-		}
+		kernel.ArithScalar(kernel.Sub, x, m, z, false) // (v - m) - ls
+		kernel.ArithScalar(kernel.Sub, z, ls, z, false)
 		return
 	}
 	var s float64

@@ -49,9 +49,6 @@ func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32)
 func expSumAsm(x *float32, n int, m float32) float64
 
 //go:noescape
-func maxAsm(x *float32, n int) float32
-
-//go:noescape
 func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
 
 //go:noescape
@@ -68,3 +65,30 @@ func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)
 
 //go:noescape
 func expVecAsm(x, z *float32, n int)
+
+//go:noescape
+func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int)
+
+//go:noescape
+func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32)
+
+//go:noescape
+func absMaxAsm(x *float32, n int) (m float32, nan bool)
+
+//go:noescape
+func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int)
+
+//go:noescape
+func maxNaNAsm(x *float32, n int) (m float32, nan bool)
+
+//go:noescape
+func arithVVAsm(op int, x, y, z *float32, n int)
+
+//go:noescape
+func arithVSAsm(op int, x *float32, v float32, z *float32, n int)
+
+//go:noescape
+func tanhAsm(x, z *float32, n int)
+
+//go:noescape
+func sigmoidAsm(x, z *float32, n int)

@@ -413,33 +413,6 @@ expdone:
 	MOVSD X8, ret+24(FP)
 	RET
 
-// func maxAsm(x *float32, n int) float32
-// the largest of x[:n], n a positive multiple of 8 (NaNs are not
-// propagated: the caller checks).
-TEXT ·maxAsm(SB), NOSPLIT, $0-20
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
-	SHRQ $3, CX
-	VMOVUPS (SI), Y0
-	ADDQ $32, SI
-	DECQ CX
-	JZ   maxdone
-maxloop:
-	VMAXPS (SI), Y0, Y0
-	ADDQ $32, SI
-	DECQ CX
-	JNZ  maxloop
-maxdone:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VMAXPS X1, X0, X0
-	VZEROUPPER
-	MOVSS X0, ret+16(FP)
-	RET
-
 // func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
 // c[j] = sum over k bytes (a multiple of 64) of a (unsigned) * b's row j
 // (signed, rows ldb apart), for j < n, a multiple of 4: four rows at a
@@ -726,5 +699,480 @@ scaleloop:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ  scaleloop
+	VZEROUPPER
+	RET
+
+// V4OUT stores one accumulator of vnni4x64Asm: (float32(acc - c) * s) *
+// Z24 at off(BX).
+#define V4OUT(acc, c, s, off) \
+	VPSUBD c, acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS s, acc, acc \
+	VMULPS Z24, acc, acc \
+	VMOVUPS acc, off(BX)
+
+#define V4ROW(a0, a1, a2, a3) \
+	V4OUT(a0, Z16, Z20, 0) \
+	V4OUT(a1, Z17, Z21, 64) \
+	V4OUT(a2, Z18, Z22, 128) \
+	V4OUT(a3, Z19, Z23, 192)
+
+// V1OUT is V4OUT for vnni1x64Asm: corrections at AX, scales at DX.
+#define V1OUT(acc, off) \
+	VPSUBD off(AX), acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS off(DX), acc, acc \
+	VMULPS Z24, acc, acc \
+	VMOVUPS acc, off(BX)
+
+// func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int)
+// Four rows of a (lda apart) by one 64-column block of a QuantProduct
+// (bp: k4 groups of 256 bytes): 16 accumulators, each group's four
+// panels loaded once and each row's 4 bytes broadcast once; then
+// y[r][j] = (float32(acc - corr[j]) * sc[j]) * rs[r], rows ldy apart.
+TEXT ·vnni4x64Asm(SB), NOSPLIT, $0-72
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	LEAQ (SI)(DX*2), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+v4loop:
+	VMOVDQU32 (DI), Z16
+	VMOVDQU32 64(DI), Z17
+	VMOVDQU32 128(DI), Z18
+	VMOVDQU32 192(DI), Z19
+	VPBROADCASTD (SI), Z20
+	VPBROADCASTD (SI)(DX*1), Z21
+	VPBROADCASTD (R8), Z22
+	VPBROADCASTD (R8)(DX*1), Z23
+	VPDPBUSD Z16, Z20, Z0
+	VPDPBUSD Z17, Z20, Z1
+	VPDPBUSD Z18, Z20, Z2
+	VPDPBUSD Z19, Z20, Z3
+	VPDPBUSD Z16, Z21, Z4
+	VPDPBUSD Z17, Z21, Z5
+	VPDPBUSD Z18, Z21, Z6
+	VPDPBUSD Z19, Z21, Z7
+	VPDPBUSD Z16, Z22, Z8
+	VPDPBUSD Z17, Z22, Z9
+	VPDPBUSD Z18, Z22, Z10
+	VPDPBUSD Z19, Z22, Z11
+	VPDPBUSD Z16, Z23, Z12
+	VPDPBUSD Z17, Z23, Z13
+	VPDPBUSD Z18, Z23, Z14
+	VPDPBUSD Z19, Z23, Z15
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  v4loop
+	MOVQ corr+32(FP), AX
+	VMOVDQU32 (AX), Z16
+	VMOVDQU32 64(AX), Z17
+	VMOVDQU32 128(AX), Z18
+	VMOVDQU32 192(AX), Z19
+	MOVQ sc+40(FP), AX
+	VMOVUPS (AX), Z20
+	VMOVUPS 64(AX), Z21
+	VMOVUPS 128(AX), Z22
+	VMOVUPS 192(AX), Z23
+	MOVQ rs+48(FP), AX
+	MOVQ y+56(FP), BX
+	MOVQ ldy+64(FP), R9
+	SHLQ $2, R9
+	VBROADCASTSS (AX), Z24
+	V4ROW(Z0, Z1, Z2, Z3)
+	ADDQ R9, BX
+	VBROADCASTSS 4(AX), Z24
+	V4ROW(Z4, Z5, Z6, Z7)
+	ADDQ R9, BX
+	VBROADCASTSS 8(AX), Z24
+	V4ROW(Z8, Z9, Z10, Z11)
+	ADDQ R9, BX
+	VBROADCASTSS 12(AX), Z24
+	V4ROW(Z12, Z13, Z14, Z15)
+	VZEROUPPER
+	RET
+
+// func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32)
+// One row by one 64-column block: vnni4x64Asm's sums and epilogue, two
+// groups per iteration into eight accumulators.
+TEXT ·vnni1x64Asm(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ k4+8(FP), CX
+	MOVQ bp+16(FP), DI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	CMPQ CX, $2
+	JLT  v1tail
+v1loop:
+	VPBROADCASTD (SI), Z20
+	VPBROADCASTD 4(SI), Z21
+	VPDPBUSD (DI), Z20, Z0
+	VPDPBUSD 64(DI), Z20, Z1
+	VPDPBUSD 128(DI), Z20, Z2
+	VPDPBUSD 192(DI), Z20, Z3
+	VPDPBUSD 256(DI), Z21, Z4
+	VPDPBUSD 320(DI), Z21, Z5
+	VPDPBUSD 384(DI), Z21, Z6
+	VPDPBUSD 448(DI), Z21, Z7
+	ADDQ $8, SI
+	ADDQ $512, DI
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  v1loop
+v1tail:
+	TESTQ CX, CX
+	JZ   v1sum
+	VPBROADCASTD (SI), Z20
+	VPDPBUSD (DI), Z20, Z0
+	VPDPBUSD 64(DI), Z20, Z1
+	VPDPBUSD 128(DI), Z20, Z2
+	VPDPBUSD 192(DI), Z20, Z3
+v1sum:
+	VPADDD Z4, Z0, Z0
+	VPADDD Z5, Z1, Z1
+	VPADDD Z6, Z2, Z2
+	VPADDD Z7, Z3, Z3
+	MOVQ corr+24(FP), AX
+	MOVQ sc+32(FP), DX
+	VBROADCASTSS rs+40(FP), Z24
+	MOVQ y+48(FP), BX
+	V1OUT(Z0, 0)
+	V1OUT(Z1, 64)
+	V1OUT(Z2, 128)
+	V1OUT(Z3, 192)
+	VZEROUPPER
+	RET
+
+// func absMaxAsm(x *float32, n int) (m float32, nan bool)
+// m = max |x[i]| over n (a multiple of 16) elements; nan reports a NaN.
+TEXT ·absMaxAsm(SB), NOSPLIT, $0-21
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $4, CX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z3
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z0
+	KXORW K2, K2, K2
+amloop:
+	VMOVUPS (SI), Z1
+	VCMPPS $3, Z1, Z1, K1
+	KORW K1, K2, K2
+	VPANDD Z3, Z1, Z1
+	VMAXPS Z1, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  amloop
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	MOVSS X0, m+16(FP)
+	KMOVW K2, AX
+	TESTL AX, AX
+	SETNE nan+20(FP)
+	VZEROUPPER
+	RET
+
+// func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int)
+// q[i] = the bytes of min(max(roundEven((x[i] / s) / one) + zp, 0), 255),
+// NaN giving 0, for n (a multiple of 16) elements. VMINPS and VMAXPS
+// return their second source (x's side) when it is NaN, and the
+// truncating conversion of NaN has a zero low byte.
+TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	VBROADCASTSS s+8(FP), Z4
+	VBROADCASTSS one+12(FP), Z5
+	VBROADCASTSS zp+16(FP), Z6
+	MOVQ q+24(FP), DI
+	MOVQ n+32(FP), CX
+	SHRQ $4, CX
+	MOVL $0x437f0000, AX
+	VPBROADCASTD AX, Z7
+	VPXORD Z8, Z8, Z8
+qloop:
+	VMOVUPS (SI), Z1
+	VDIVPS Z4, Z1, Z1
+	VDIVPS Z5, Z1, Z1
+	VRNDSCALEPS $8, Z1, Z1
+	VADDPS Z6, Z1, Z1
+	VMINPS Z1, Z7, Z1
+	VMAXPS Z1, Z8, Z1
+	VCVTTPS2DQ Z1, Z1
+	VPMOVDB Z1, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  qloop
+	VZEROUPPER
+	RET
+
+// func maxNaNAsm(x *float32, n int) (m float32, nan bool)
+// m = the largest of x[i] over n (a multiple of 8) elements, nan whether
+// one of them is NaN (VMAXPS alone drops NaNs).
+TEXT ·maxNaNAsm(SB), NOSPLIT, $0-21
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	VMOVUPS (SI), Y0
+	VCMPPS $3, Y0, Y0, Y2
+	ADDQ $32, SI
+	DECQ CX
+	JZ   mnreduce
+mnloop:
+	VMOVUPS (SI), Y1
+	VCMPPS $3, Y1, Y1, Y3
+	VORPS Y3, Y2, Y2
+	VMAXPS Y1, Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  mnloop
+mnreduce:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS X1, X0, X0
+	MOVSS X0, m+16(FP)
+	VMOVMSKPS Y2, AX
+	TESTL AX, AX
+	SETNE nan+20(FP)
+	VZEROUPPER
+	RET
+
+// func arithVVAsm(op int, x, y, z *float32, n int)
+// z[i] = x[i] op y[i] for i < n (a multiple of 8); op 0 +, 1 -, 2 *, 3 /.
+TEXT ·arithVVAsm(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), AX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), BX
+	MOVQ z+24(FP), DI
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ   vvdone
+	CMPQ AX, $1
+	JEQ  vvsub
+	CMPQ AX, $2
+	JEQ  vvmul
+	CMPQ AX, $3
+	JEQ  vvdiv
+vvadd:
+	VMOVUPS (SI), Y0
+	VADDPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vvadd
+	JMP  vvdone
+vvsub:
+	VMOVUPS (SI), Y0
+	VSUBPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vvsub
+	JMP  vvdone
+vvmul:
+	VMOVUPS (SI), Y0
+	VMULPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vvmul
+	JMP  vvdone
+vvdiv:
+	VMOVUPS (SI), Y0
+	VDIVPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vvdiv
+vvdone:
+	VZEROUPPER
+	RET
+
+// func arithVSAsm(op int, x *float32, v float32, z *float32, n int)
+// z[i] = x[i] op v for i < n (a multiple of 8); op 0 +, 1 -, 2 *, 3 /,
+// 4 v - x[i], 5 v / x[i].
+TEXT ·arithVSAsm(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), AX
+	MOVQ x+8(FP), SI
+	VBROADCASTSS v+16(FP), Y15
+	MOVQ z+24(FP), DI
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ   vsdone
+	CMPQ AX, $1
+	JEQ  vssub
+	CMPQ AX, $2
+	JEQ  vsmul
+	CMPQ AX, $3
+	JEQ  vsdiv
+	CMPQ AX, $4
+	JEQ  vsrsub
+	CMPQ AX, $5
+	JEQ  vsrdiv
+vsadd:
+	VMOVUPS (SI), Y0
+	VADDPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vsadd
+	JMP  vsdone
+vssub:
+	VMOVUPS (SI), Y0
+	VSUBPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vssub
+	JMP  vsdone
+vsmul:
+	VMOVUPS (SI), Y0
+	VMULPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vsmul
+	JMP  vsdone
+vsdiv:
+	VMOVUPS (SI), Y0
+	VDIVPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vsdiv
+	JMP  vsdone
+vsrsub:
+	VMOVUPS (SI), Y0
+	VSUBPS Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vsrsub
+	JMP  vsdone
+vsrdiv:
+	VMOVUPS (SI), Y0
+	VDIVPS Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  vsrdiv
+vsdone:
+	VZEROUPPER
+	RET
+
+// func tanhAsm(x, z *float32, n int)
+// z[i] = 1 - 2/(e^(2x[i]) + 1) for i < n (a multiple of 8): Tanh's
+// steps, e^ as expVecAsm computes it (2x clamped above at 88.37626).
+TEXT ·tanhAsm(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ z+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	MOVL $0x42b0c0a5, AX
+	MOVD AX, X15
+	VBROADCASTSS X15, Y15
+	MOVL $0x40000000, AX
+	MOVD AX, X14
+	VBROADCASTSS X14, Y14
+	MOVL $0x3f800000, AX
+	MOVD AX, X13
+	VBROADCASTSS X13, Y13
+	TESTQ CX, CX
+	JZ   thdone
+thloop:
+	VMOVUPS (SI), Y0
+	VMULPS Y14, Y0, Y0
+	VMINPS Y0, Y15, Y0
+	EXP8
+	VADDPS Y13, Y4, Y4
+	VDIVPS Y4, Y14, Y4
+	VSUBPS Y4, Y13, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  thloop
+thdone:
+	VZEROUPPER
+	RET
+
+// func sigmoidAsm(x, z *float32, n int)
+// z[i] = 1/(1 + e^(-x[i])) for i < n (a multiple of 8): Sigmoid's steps,
+// e^ as expVecAsm computes it.
+TEXT ·sigmoidAsm(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ z+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	MOVL $0x42b0c0a5, AX
+	MOVD AX, X15
+	VBROADCASTSS X15, Y15
+	MOVL $0x80000000, AX
+	MOVD AX, X14
+	VBROADCASTSS X14, Y14
+	MOVL $0x3f800000, AX
+	MOVD AX, X13
+	VBROADCASTSS X13, Y13
+	TESTQ CX, CX
+	JZ   sgdone
+sgloop:
+	VMOVUPS (SI), Y0
+	VXORPS Y14, Y0, Y0
+	VMINPS Y0, Y15, Y0
+	EXP8
+	VADDPS Y13, Y4, Y4
+	VDIVPS Y4, Y13, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  sgloop
+sgdone:
 	VZEROUPPER
 	RET

@@ -19,7 +19,6 @@ func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)   { panic("
 func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32) { panic("no assembly") }
 
 func expSumAsm(x *float32, n int, m float32) float64 { panic("no assembly") }
-func maxAsm(x *float32, n int) float32               { panic("no assembly") }
 
 func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)   { panic("no assembly") }
 func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32) { panic("no assembly") }
@@ -30,3 +29,17 @@ func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) { p
 func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)        { panic("no assembly") }
 
 func expVecAsm(x, z *float32, n int) { panic("no assembly") }
+
+func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int) {
+	panic("no assembly")
+}
+func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32) {
+	panic("no assembly")
+}
+func absMaxAsm(x *float32, n int) (m float32, nan bool)             { panic("no assembly") }
+func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int) { panic("no assembly") }
+func maxNaNAsm(x *float32, n int) (m float32, nan bool)             { panic("no assembly") }
+func arithVVAsm(op int, x, y, z *float32, n int)                    { panic("no assembly") }
+func arithVSAsm(op int, x *float32, v float32, z *float32, n int)   { panic("no assembly") }
+func tanhAsm(x, z *float32, n int)                                  { panic("no assembly") }
+func sigmoidAsm(x, z *float32, n int)                               { panic("no assembly") }

@@ -7,20 +7,18 @@ func Max(x []float32) float32 {
 	n := len(x) &^ 7
 	m := float32(math.Inf(-1))
 	if useAsm && n >= 8 {
-		m = maxAsm(&x[0], n)
+		var nan bool
+		if m, nan = maxNaNAsm(&x[0], n); nan {
+			return float32(math.NaN())
+		}
 	} else {
 		n = 0
 	}
 	for _, v := range x[n:] {
-		m = max(m, v)
-	}
-	if m != m || math.IsInf(float64(m), 1) {
-		return m
-	}
-	for _, v := range x[:n] { // VMAXPS drops NaNs; look for one
 		if v != v {
 			return v
 		}
+		m = max(m, v)
 	}
 	return m
 }
@@ -84,23 +82,33 @@ func ExpVec(x, z []float32) {
 // 1 exactly).
 func Tanh(x, z []float32) {
 	z = z[:len(x)]
-	for i, v := range x {
-		z[i] = 2 * v
+	n := 0
+	if useAsm && len(x) >= 8 {
+		n = len(x) &^ 7
+		tanhAsm(&x[0], &z[0], n)
 	}
-	ExpVec(z, z)
-	for i, e := range z {
-		z[i] = 1 - 2/(e+1)
+	for i := n; i < len(x); i++ {
+		z[i] = 2 * x[i]
+	}
+	ExpVec(z[n:], z[n:])
+	for i := n; i < len(x); i++ {
+		z[i] = 1 - 2/(z[i]+1)
 	}
 }
 
 // Sigmoid writes 1/(1+e^-x[i]) to z[i] (z may be x).
 func Sigmoid(x, z []float32) {
-	for i, v := range x {
-		z[i] = -v
-	}
 	z = z[:len(x)]
-	ExpVec(z, z)
-	for i, e := range z {
-		z[i] = 1 / (1 + e)
+	n := 0
+	if useAsm && len(x) >= 8 {
+		n = len(x) &^ 7
+		sigmoidAsm(&x[0], &z[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		z[i] = -x[i]
+	}
+	ExpVec(z[n:], z[n:])
+	for i := n; i < len(x); i++ {
+		z[i] = 1 / (1 + z[i])
 	}
 }

@@ -1,0 +1,71 @@
+package kernel
+
+// Op is an elementwise float32 operation of Arith and ArithScalar.
+type Op int
+
+// The operations, as ONNX's Add, Sub, Mul and Div compute them: each
+// result rounded once to float32.
+const (
+	Add Op = iota
+	Sub
+	Mul
+	Div
+)
+
+// ArithValue returns x op y.
+func ArithValue(op Op, x, y float32) float32 { return op.apply(x, y) }
+
+func (op Op) apply(x, y float32) float32 {
+	switch op {
+	case Add:
+		return x + y
+	case Sub:
+		return x - y
+	case Mul:
+		return x * y
+	}
+	return x / y
+}
+
+// Arith writes z[i] = x[i] op y[i] for every i of x (y and z at least as
+// long; z may be x or y).
+func Arith(op Op, x, y, z []float32) {
+	n := len(x)
+	y, z = y[:n], z[:n]
+	done := 0
+	if useAsm && n >= 8 {
+		done = n &^ 7
+		arithVVAsm(int(op), &x[0], &y[0], &z[0], done)
+	}
+	for i := done; i < n; i++ {
+		z[i] = op.apply(x[i], y[i])
+	}
+}
+
+// ArithScalar writes z[i] = x[i] op v for every i of x, or v op x[i]
+// when swap (z at least as long; z may be x).
+func ArithScalar(op Op, x []float32, v float32, z []float32, swap bool) {
+	n := len(x)
+	z = z[:n]
+	done := 0
+	if useAsm && n >= 8 {
+		done = n &^ 7
+		code := int(op)
+		switch {
+		case swap && op == Sub:
+			code = 4 // v - x
+		case swap && op == Div:
+			code = 5 // v / x
+		}
+		arithVSAsm(code, &x[0], v, &z[0], done)
+	}
+	if swap {
+		for i := done; i < n; i++ {
+			z[i] = op.apply(v, x[i])
+		}
+		return
+	}
+	for i := done; i < n; i++ {
+		z[i] = op.apply(x[i], v)
+	}
+}

@@ -1,0 +1,111 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func oddValues(r *rand.Rand, n int) []float32 {
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-45, 3e38, -3e38}
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = (r.Float32() - 0.5) * 20
+		if r.IntN(10) == 0 {
+			x[i] = special[r.IntN(len(special))]
+		}
+	}
+	return x
+}
+
+func sameBits(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// TestArith: the vector loops round each result as Go's float32
+// arithmetic does, on every length (the tails too), NaN and infinities
+// included, in place as well.
+func TestArith(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 100, 1000} {
+		x, y := oddValues(r, n), oddValues(r, n)
+		for _, op := range []Op{Add, Sub, Mul, Div} {
+			z := make([]float32, n)
+			Arith(op, x, y, z)
+			for i := range x {
+				if want := op.apply(x[i], y[i]); !sameBits(z[i], want) {
+					t.Fatalf("n %d op %d: %v op %v = %v, want %v", n, op, x[i], y[i], z[i], want)
+				}
+			}
+			for _, swap := range []bool{false, true} {
+				v := []float32{2.5}
+				if n > 0 {
+					v = y[:1]
+				}
+				z := append([]float32(nil), x...)
+				ArithScalar(op, z, v[0], z, swap)
+				for i := range x {
+					want := op.apply(x[i], v[0])
+					if swap {
+						want = op.apply(v[0], x[i])
+					}
+					if !sameBits(z[i], want) {
+						t.Fatalf("n %d op %d swap %v: %v, %v: %v, want %v", n, op, swap, x[i], v[0], z[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTanhSigmoidSteps: the one-pass assembly of Tanh and Sigmoid gives
+// the same bits as their three steps (scale, ExpVec, finish), and Max
+// finds a NaN wherever it is.
+func TestTanhSigmoidSteps(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, n := range []int{1, 8, 13, 64, 257} {
+		x := oddValues(r, n)
+		th, sg := make([]float32, n), make([]float32, n)
+		Tanh(x, th)
+		Sigmoid(x, sg)
+		e := make([]float32, n)
+		for i, v := range x {
+			e[i] = 2 * v
+		}
+		ExpVec(e, e)
+		for i := range x {
+			if want := 1 - 2/(e[i]+1); !sameBits(th[i], want) {
+				t.Fatalf("n %d: tanh(%v) = %v, want %v", n, x[i], th[i], want)
+			}
+		}
+		for i, v := range x {
+			e[i] = -v
+		}
+		ExpVec(e, e)
+		for i := range x {
+			if want := 1 / (1 + e[i]); !sameBits(sg[i], want) {
+				t.Fatalf("n %d: sigmoid(%v) = %v, want %v", n, x[i], sg[i], want)
+			}
+		}
+		for i := range x {
+			if x[i] != x[i] {
+				x[i] = 1
+			}
+		}
+		want := x[0]
+		for _, v := range x {
+			want = max(want, v)
+		}
+		if got := Max(x); got != want {
+			t.Fatalf("n %d: Max = %v, want %v", n, got, want)
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			old := x[at]
+			x[at] = float32(math.NaN())
+			if got := Max(x); got == got {
+				t.Fatalf("n %d: NaN at %d, Max = %v", n, at, got)
+			}
+			x[at] = old
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+)
+
+// QuantProduct is a dequantized 8-bit product with constant int8 weights
+// W (n x k): for uint8 rows a (their zero point azp), per-column scales
+// sc and per-row scales rs, it computes
+//
+//	y[i][j] = (float32(sum_l (a[i][l] - azp) * W[j][l]) * sc[j]) * rs[i]
+//
+// with the sum exact in int32 and each product rounded to float32 in that
+// order: bit for bit ONNX's MatMulInteger, Cast and two Mul nodes.
+//
+// W is laid out for AVX-512 VNNI (VPDPBUSD): blocks of 64 columns, and in
+// each, for every group of 4 values of k, the 4 bytes of each of the 64
+// columns together (256 bytes), so that one broadcast of 4 bytes of a row
+// of A meets 64 columns in four instructions, and a block of 4 rows by
+// 64 columns keeps 16 accumulators in registers, the weights read once per
+// 4 rows. Sums stay in registers to the end: the zero point's correction,
+// the conversion and both scales are applied as they are stored.
+type QuantProduct struct {
+	N, K   int
+	k4     int       // groups of 4 values along k (K rounded up, over 4)
+	nb     int       // blocks of 64 columns
+	p      []int8    // nb blocks of k4*256 bytes, zero beyond N and K
+	corr   []int32   // azp * sum_l W[j][l], padded to nb*64
+	sc     []float32 // the column scales, padded with zeros to nb*64
+	plainW []int8    // W as rows, for the Go loop (CPUs without VNNI)
+}
+
+const qBlock = 64 // columns of a block
+
+// NewQuantProduct prepares W (n rows of k int8 values, row-major), the
+// activations' zero point azp and the column scales (n of them).
+func NewQuantProduct(w []int8, n, k int, azp int32, sc []float32) *QuantProduct {
+	if len(w) < n*k || len(sc) < n {
+		panic(fmt.Sprintf("kernel.NewQuantProduct: %d weights and %d scales for %d x %d", len(w), len(sc), n, k))
+	}
+	q := &QuantProduct{N: n, K: k, k4: (k + 3) / 4, nb: (n + qBlock - 1) / qBlock}
+	q.corr = make([]int32, q.nb*qBlock)
+	q.sc = make([]float32, q.nb*qBlock)
+	copy(q.sc, sc[:n])
+	for j := 0; j < n; j++ {
+		var s int32
+		for _, v := range w[j*k : (j+1)*k] {
+			s += int32(v)
+		}
+		q.corr[j] = azp * s
+	}
+	if !useVNNI {
+		q.plainW = w[:n*k]
+		return q
+	}
+	q.p = make([]int8, q.nb*q.k4*4*qBlock)
+	for j := 0; j < n; j++ {
+		blk, col := j/qBlock, j%qBlock
+		base := blk * q.k4 * 4 * qBlock
+		for l, v := range w[j*k : (j+1)*k] {
+			// group l/4: 256 bytes; column col's 4 bytes at 4*col.
+			q.p[base+(l/4)*4*qBlock+4*col+l%4] = v
+		}
+	}
+	return q
+}
+
+// Stride is the least row stride (lda) Run accepts for A: K rounded up
+// to a multiple of 4. The bytes of a row beyond K may hold anything.
+func (q *QuantProduct) Stride() int { return 4 * q.k4 }
+
+// Run computes y (m rows, ldy apart) from a (m rows of K bytes, lda >=
+// Stride() apart; the last row needs Stride() bytes) and the row scales rs
+// (m of them). Column blocks are split among up to threads goroutines
+// when the product is large enough to pay for them.
+func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32, ldy int, threads int) {
+	if m == 0 || q.N == 0 {
+		return
+	}
+	if lda < q.Stride() || len(a) < (m-1)*lda+q.Stride() || len(rs) < m || len(y) < (m-1)*ldy+q.N {
+		panic(fmt.Sprintf("kernel.QuantProduct.Run: %d rows of %d (stride %d, %d bytes), %d row scales, %d outputs (stride %d) for %d x %d", m, q.K, lda, len(a), len(rs), len(y), ldy, q.N, q.K))
+	}
+	if q.K == 0 {
+		for i := 0; i < m; i++ {
+			for j := 0; j < q.N; j++ {
+				y[i*ldy+j] = (float32(0-q.corr[j]) * q.sc[j]) * rs[i]
+			}
+		}
+		return
+	}
+	if !useVNNI {
+		q.runGo(m, a, lda, rs, y, ldy)
+		return
+	}
+	t := min(threads, q.nb, m*q.N*q.K/(4*minWork))
+	parallel(q.nb, t, func(b0, b1 int) { q.run(b0, b1, m, a, lda, rs, y, ldy) })
+}
+
+// run computes the column blocks b0..b1 for every row: each block's
+// weights (k4*256 bytes) stay in cache while the rows go through them.
+func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
+	var tmp [4 * qBlock]float32
+	for b := b0; b < b1; b++ {
+		bp := &q.p[b*q.k4*4*qBlock]
+		j0 := b * qBlock
+		full := j0+qBlock <= q.N
+		corr, sc := &q.corr[j0], &q.sc[j0]
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			if full {
+				vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy)
+				continue
+			}
+			vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock)
+			for r := 0; r < 4; r++ {
+				copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
+			}
+		}
+		for ; i < m; i++ {
+			if full {
+				vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &y[i*ldy+j0])
+				continue
+			}
+			vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &tmp[0])
+			copy(y[i*ldy+j0:i*ldy+q.N], tmp[:])
+		}
+	}
+}
+
+// runGo is Run's integer loop, on CPUs without VNNI.
+func (q *QuantProduct) runGo(m int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
+	K := q.K
+	for i := 0; i < m; i++ {
+		row := a[i*lda : i*lda+K]
+		for j := 0; j < q.N; j++ {
+			w := q.plainW[j*K : (j+1)*K]
+			var s int32
+			for l, v := range row {
+				s += int32(v) * int32(w[l])
+			}
+			y[i*ldy+j] = (float32(s-q.corr[j]) * q.sc[j]) * rs[i]
+		}
+	}
+}
+
+// AbsMax returns the largest |x[i]|: NaN when x holds a NaN, -Inf when x
+// is empty (ReduceMax of Abs, as the nodes compute it).
+func AbsMax(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	done := 0
+	if useVNNI && len(x) >= 16 {
+		done = len(x) &^ 15
+		var nan bool
+		m, nan = absMaxAsm(&x[0], done)
+		if nan {
+			return float32(math.NaN())
+		}
+	}
+	for _, v := range x[done:] {
+		if a := max(v, -v); a > m || a != a {
+			m = a
+		}
+	}
+	return m
+}
+
+// QuantizeU8 writes q[i] = uint8(min(max(roundEven((x[i] / s) / one) + zp,
+// 0), 255)) for every i of x: QuantizeLinear of Div's quotient, rounded
+// half to even, NaN giving 0 as Go's conversion of it does on amd64.
+func QuantizeU8(x []float32, s, one, zp float32, q []uint8) {
+	q = q[:len(x)]
+	done := 0
+	if useVNNI && len(x) >= 16 {
+		done = len(x) &^ 15
+		quantizeU8Asm(&x[0], s, one, zp, &q[0], done)
+	}
+	for i, v := range x[done:] {
+		q[done+i] = quantU8(v, s, one, zp)
+	}
+}
+
+func quantU8(v, s, one, zp float32) uint8 {
+	r := float32(math.RoundToEven(float64((v / s) / one)))
+	c := max(0, min(255, r+zp))
+	if c != c {
+		return 0
+	}
+	return uint8(c)
+}
