@@ -373,7 +373,7 @@ func init() {
 		int8A := n.int("accuracy_level", 0) == 4
 		var w, wScale []float32
 		var nib *nibbleWeights
-		if int8A && bits == 4 && kernel.HasInt8() && bw.BlobSize()%64 == 0 {
+		if int8A && bits == 4 && kernel.HasInt8() && block%8 == 0 {
 			nib = newNibbleWeights(bw)
 		} else if int8A {
 			// ONNX Runtime's accuracy level 4 quantizes A block-wise to
@@ -406,7 +406,7 @@ func init() {
 			shape := append(cloneShape(a.Shape[:len(a.Shape)-1]), int64(N))
 			o := f.r.f32(shape)
 			if nib != nil {
-				nib.run(get[float32](a), M, get[float32](o))
+				nib.run(get[float32](a), M, get[float32](o), f.r.threads)
 			} else if int8A {
 				matMulBlockInt8(f.r, get[float32](a), M, N, K, block, w, wScale, get[float32](o))
 			} else {
@@ -414,11 +414,12 @@ func init() {
 			}
 			if len(in) > 5 && in[5] != nil { // bias
 				bias := get[float32](in[5])
+				if len(bias) != N {
+					return fmt.Errorf("bias has %d values; N = %d expected", len(bias), N)
+				}
 				z := get[float32](o)
 				for i := 0; i < M; i++ {
-					for j := 0; j < N; j++ {
-						z[i*N+j] += bias[j]
-					}
+					kernel.Arith(kernel.Add, z[i*N:(i+1)*N], bias, z[i*N:(i+1)*N])
 				}
 			}
 			out[0] = o
@@ -530,102 +531,68 @@ func (q *int8Weights) run(a *Tensor, za int32, m int, res []int32) {
 	}
 }
 
-// nibbleWeights is MatMulNBits' packed 4-bit B kept as it is, for the VNNI
-// kernel, with each block's zero point and scale.
+// nibbleWeights is MatMulNBits' 4-bit B at accuracy level 4 on the VNNI
+// kernel (kernel.NibbleProduct: the weights stay 4-bit), with a scratch
+// pool for A's quantized blocks.
 type nibbleWeights struct {
-	bw         *quant.Blockwise
-	nb, blob   int
-	zp         []float32 // [N*nb], integers
-	scale      []float32
-	blockElems int
-	scratch    sync.Pool // of *nibbleScratch
+	prod    *kernel.NibbleProduct
+	scratch sync.Pool // of *nibbleScratch
 }
 
 type nibbleScratch struct {
-	aq, ai       []int8
+	aq           []int8
 	aScale, aSum []float32
-	dots         []int32
 }
 
 func newNibbleWeights(bw *quant.Blockwise) *nibbleWeights {
 	nb := bw.Blocks()
-	w := &nibbleWeights{bw: bw, nb: nb, blob: bw.BlobSize(), zp: make([]float32, bw.N*nb), scale: bw.Scales, blockElems: bw.BlockSize}
+	vals := make([]uint8, bw.N*bw.K)
+	zp := make([]float32, bw.N*nb)
 	for r := 0; r < bw.N; r++ {
+		for c := 0; c < bw.K; c++ {
+			vals[r*bw.K+c] = uint8(bw.Value(r, c))
+		}
 		for t := 0; t < nb; t++ {
-			w.zp[r*nb+t] = float32(bw.ZeroPoint(r, t))
+			zp[r*nb+t] = float32(bw.ZeroPoint(r, t))
 		}
 	}
-	w.scratch.New = func() any {
-		return &nibbleScratch{aq: make([]int8, nb*w.blockElems)}
-	}
-	return w
+	return &nibbleWeights{prod: kernel.NewNibbleProduct(vals, bw.N, bw.K, bw.BlockSize, bw.Scales, zp)}
 }
 
-// run is accuracy level 4 on the packed weights: each block of a row of A
-// quantized to int8 as matMulBlockInt8 does, its integer dot products with
-// the blocks' 4-bit values taken by kernel.DotsNibble (blocks of weight
-// rows at a time, every row of A through each, so that the weights are
-// read from memory once), the zero points taken off through the blocks'
-// sums of A. Every integer involved stays below 2^24, so the float32
-// arithmetic on them is exact.
-func (w *nibbleWeights) run(a []float32, M int, c []float32) {
-	K, N, nb, blk := w.bw.K, w.bw.N, w.nb, w.blockElems
-	sc := w.scratch.Get().(*nibbleScratch)
-	defer w.scratch.Put(sc)
-	if need := M * nb * blk; cap(sc.ai) < need {
-		sc.ai = make([]int8, need)
-		sc.aScale, sc.aSum = make([]float32, M*nb), make([]float32, M*nb)
-		sc.dots = make([]int32, M*N*nb)
+// run is accuracy level 4: each block of a row of A quantized to int8 as
+// matMulBlockInt8 does (its scale and the sum of its integers kept), then
+// the product's kernel. Every integer involved stays below 2^24, so the
+// float32 arithmetic on them is exact.
+func (w *nibbleWeights) run(a []float32, M int, c []float32, threads int) {
+	p := w.prod
+	K, N, nb, blk, stride := p.K, p.N, p.Blocks(), p.Block, p.Stride()
+	sc, _ := w.scratch.Get().(*nibbleScratch)
+	if sc == nil {
+		sc = &nibbleScratch{}
 	}
-	aq := sc.aq
-	ai, aScale, aSum, dots := sc.ai[:M*nb*blk], sc.aScale[:M*nb], sc.aSum[:M*nb], sc.dots[:M*N*nb]
+	defer w.scratch.Put(sc)
+	if cap(sc.aq) < M*stride {
+		sc.aq = make([]int8, M*stride) // the padding beyond K stays 0
+		sc.aScale, sc.aSum = make([]float32, M*nb), make([]float32, M*nb)
+	}
+	aq, aScale, aSum := sc.aq[:M*stride], sc.aScale[:M*nb], sc.aSum[:M*nb]
 	for m := 0; m < M; m++ {
 		row := a[m*K : (m+1)*K]
-		clear(aq)
+		q := aq[m*stride : m*stride+K]
 		for t := 0; t < nb; t++ {
 			lo, hi := t*blk, min(K, (t+1)*blk)
 			scale, inv := int8BlockScale(row[lo:hi])
 			aScale[m*nb+t] = scale
 			var sum int32
 			for k := lo; k < hi; k++ {
-				q := int8(saturate(roundEven(row[k]*inv), -128, 127))
-				aq[k] = q
-				sum += int32(q)
+				v := int8(saturate(roundEven(row[k]*inv), -128, 127))
+				q[k] = v
+				sum += int32(v)
 			}
 			aSum[m*nb+t] = float32(sum)
 		}
-		kernel.Interleave(ai[m*nb*blk:(m+1)*nb*blk], aq, w.blob)
 	}
-	ldb := nb * w.blob
-	const rows = 64
-	for j0 := 0; j0 < N; j0 += rows {
-		j1 := min(N, j0+rows)
-		for m := 0; m < M; m++ {
-			kernel.DotsNibble(ai[m*nb*blk:(m+1)*nb*blk], w.bw.B[j0*ldb:], w.blob, nb, j1-j0, ldb, dots[(m*N+j0)*nb:(m*N+j1)*nb])
-		}
-	}
-	zp, ws := w.zp[:N*nb], w.scale[:N*nb]
-	for m := 0; m < M; m++ {
-		out := c[m*N : (m+1)*N]
-		d := dots[m*N*nb : (m+1)*N*nb]
-		as, su := aScale[m*nb:(m+1)*nb], aSum[m*nb:(m+1)*nb]
-		if nb == 2 {
-			a0, a1, s0, s1 := as[0], as[1], su[0], su[1]
-			for j := range out {
-				u := 2 * j
-				out[j] = a0*ws[u]*(float32(d[u])-zp[u]*s0) + a1*ws[u+1]*(float32(d[u+1])-zp[u+1]*s1)
-			}
-			continue
-		}
-		for j := range out {
-			var s float32
-			for t := 0; t < nb; t++ {
-				u := j*nb + t
-				s += as[t] * ws[u] * (float32(d[u]) - zp[u]*su[t])
-			}
-			out[j] = s
-		}
-	}
+	p.Run(M, aq, stride, aScale, aSum, c, N, threads)
 }
 
 // zeroPointAt is zero point i of zps: none (0), one for all, or one per

@@ -60,14 +60,8 @@ func Dot4(a, b []float32, ldb int) (s0, s1, s2, s3 float32) {
 		}
 		return
 	}
-	b0, b1, b2, b3 := b[:k], b[ldb:ldb+k], b[2*ldb:2*ldb+k], b[3*ldb:3*ldb+k]
-	for i, v := range a {
-		s0 += v * b0[i]
-		s1 += v * b1[i]
-		s2 += v * b2[i]
-		s3 += v * b3[i]
-	}
-	return
+	// Each row as Dot sums it: the same bits as a row taken alone.
+	return dotGo(a, b[:k]), dotGo(a, b[ldb:ldb+k]), dotGo(a, b[2*ldb:2*ldb+k]), dotGo(a, b[3*ldb:3*ldb+k])
 }
 
 // ScaleInt32 writes y[j] = (float32(acc[j]) * sc[j]) * s for every j of

@@ -43,16 +43,10 @@ var useVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)
 
 //go:noescape
-func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32)
-
-//go:noescape
 func expSumAsm(x *float32, n int, m float32) float64
 
 //go:noescape
 func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
-
-//go:noescape
-func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32)
 
 // usePanels: the packed products need AVX-512F.
 var usePanels = cpu.X86.HasAVX512F
@@ -92,3 +86,15 @@ func tanhAsm(x, z *float32, n int)
 
 //go:noescape
 func sigmoidAsm(x, z *float32, n int)
+
+//go:noescape
+func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+
+//go:noescape
+func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32)
+
+//go:noescape
+func expSum16Asm(x *float32, n int, m float32) float64
+
+//go:noescape
+func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)

@@ -2,6 +2,16 @@
 
 #include "textflag.h"
 
+// HSUM8 leaves the sum of Y0's eight lanes v in X0's lowest lane, as
+// ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)): the order dot4Asm sums each of
+// its rows in, so that a row's dot product has the same bits whichever
+// kernel takes it (a row's answer does not depend on its batch-mates).
+#define HSUM8 \
+	VHADDPS Y0, Y0, Y0 \
+	VHADDPS Y0, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0
+
 // func dotAsm(a, b *float32, n int) float32
 TEXT ·dotAsm(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
@@ -20,10 +30,7 @@ dotloop:
 	DECQ CX
 	JNZ  dotloop
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -129,10 +136,7 @@ gemvloop:
 	DECQ CX
 	JNZ  gemvloop
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	MOVSS X0, (R10)
 	ADDQ $4, R10
 	ADDQ DX, DI
@@ -190,56 +194,6 @@ u8chunk:
 	DECQ R11
 	JNZ  u8row
 u8done:
-	VZEROUPPER
-	RET
-
-// func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32)
-// b holds 4-bit values packed two to a byte, the first in the low bits;
-// blk is a block's packed bytes, a multiple of 64 (128 values). a is laid
-// out per 128 values as the 64 even-indexed ones, then the 64 odd ones. For
-// j < n and t < nblk: c[j*nblk+t] = sum over block t of value * a.
-TEXT ·dotsNibbleAsm(SB), NOSPLIT, $0-56
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ blk+16(FP), R8
-	MOVQ nblk+24(FP), R9
-	MOVQ n+32(FP), R11
-	MOVQ ldb+40(FP), DX
-	MOVQ c+48(FP), R10
-	SHRQ $6, R8
-	MOVL $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z7
-	TESTQ R11, R11
-	JZ   nbdone
-nbrow:
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ R9, R12
-nbblock:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z5, Z5, Z5
-	MOVQ R8, CX
-nbchunk:
-	VMOVDQU32 (BX), Z2
-	VPSRLW $4, Z2, Z4
-	VPANDD Z7, Z2, Z3
-	VPANDD Z7, Z4, Z4
-	VPDPBUSD (AX), Z3, Z0
-	VPDPBUSD 64(AX), Z4, Z5
-	ADDQ $128, AX
-	ADDQ $64, BX
-	DECQ CX
-	JNZ  nbchunk
-	VPADDD Z5, Z0, Z0
-	HSUMZ0
-	VMOVD X0, (R10)
-	ADDQ $4, R10
-	DECQ R12
-	JNZ  nbblock
-	ADDQ DX, DI
-	DECQ R11
-	JNZ  nbrow
-nbdone:
 	VZEROUPPER
 	RET
 
@@ -471,70 +425,6 @@ d4chunk:
 	DECQ R11
 	JNZ  d4row
 d4done:
-	VZEROUPPER
-	RET
-
-// NIBBLEUNIT accumulates into acc one unit of dots4NibbleAsm: the 128
-// values of the 64 bytes at DI+off against a's block R12 (128 bytes: the
-// even values' factors, then the odd ones'), then moves R12 to the next
-// block, wrapping at R8.
-#define NIBBLEUNIT(off, acc, next) \
-	MOVQ R12, AX \
-	SHLQ $7, AX \
-	ADDQ SI, AX \
-	VMOVDQU32 off(DI), Z2 \
-	VPSRLW $4, Z2, Z4 \
-	VPANDD Z7, Z2, Z3 \
-	VPANDD Z7, Z4, Z4 \
-	VPXORD acc, acc, acc \
-	VPDPBUSD (AX), Z3, acc \
-	VPDPBUSD 64(AX), Z4, acc \
-	INCQ R12 \
-	CMPQ R12, R8 \
-	JB   next \
-	XORQ R12, R12 \
-next:
-
-// func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32)
-// For MatMulNBits' packed 4-bit rows of nb blocks of 128 values (64
-// bytes): unit u (row u/nb, block u%nb) is the 64 bytes at b+64u, and
-// c[u] its dot product with a's block u%nb; units is a multiple of 4.
-TEXT ·dots4NibbleAsm(SB), NOSPLIT, $0-40
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ nb+16(FP), R8
-	MOVQ units+24(FP), R11
-	MOVQ c+32(FP), R10
-	SHRQ $2, R11
-	MOVL $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z7
-	XORQ R12, R12
-	TESTQ R11, R11
-	JZ   n4done
-n4group:
-	NIBBLEUNIT(0, Z10, n4u0)
-	NIBBLEUNIT(64, Z11, n4u1)
-	NIBBLEUNIT(128, Z12, n4u2)
-	NIBBLEUNIT(192, Z13, n4u3)
-	VEXTRACTI64X4 $1, Z10, Y5
-	VPADDD Y5, Y10, Y10
-	VEXTRACTI64X4 $1, Z11, Y5
-	VPADDD Y5, Y11, Y11
-	VEXTRACTI64X4 $1, Z12, Y5
-	VPADDD Y5, Y12, Y12
-	VEXTRACTI64X4 $1, Z13, Y5
-	VPADDD Y5, Y13, Y13
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y13, Y12, Y12
-	VPHADDD Y12, Y10, Y10
-	VEXTRACTI128 $1, Y10, X5
-	VPADDD X5, X10, X10
-	VMOVDQU X10, (R10)
-	ADDQ $16, R10
-	ADDQ $256, DI
-	DECQ R11
-	JNZ  n4group
-n4done:
 	VZEROUPPER
 	RET
 
@@ -1174,5 +1064,402 @@ sgloop:
 	DECQ CX
 	JNZ  sgloop
 sgdone:
+	VZEROUPPER
+	RET
+
+// NIBPANEL: one panel (16 columns) of a group of 8 values of k for four
+// rows: the 64 packed bytes at off(DI) unpacked into the low (Z25) and
+// high (Z26) nibbles, against the rows' broadcast bytes (Z16-Z19 for
+// the low half, Z20-Z23 for the high one).
+#define NIBPANEL(off, a0, a1, a2, a3) \
+	VMOVDQU32 off(DI), Z24 \
+	VPANDD Z27, Z24, Z25 \
+	VPSRLW $4, Z24, Z26 \
+	VPANDD Z27, Z26, Z26 \
+	VPDPBUSD Z16, Z25, a0 \
+	VPDPBUSD Z20, Z26, a0 \
+	VPDPBUSD Z17, Z25, a1 \
+	VPDPBUSD Z21, Z26, a1 \
+	VPDPBUSD Z18, Z25, a2 \
+	VPDPBUSD Z22, Z26, a2 \
+	VPDPBUSD Z19, Z25, a3 \
+	VPDPBUSD Z23, Z26, a3
+
+// NIBOUT adds one accumulator's block term to the tile at off(AX):
+// y + (as * ws) * (float32(acc) - zp * su), as in Z28 and su in Z29, the
+// block's scales at R11 and zero points at R12; the accumulator is zeroed.
+#define NIBOUT(acc, off) \
+	VCVTDQ2PS acc, acc \
+	VMULPS off(R12), Z29, Z30 \
+	VSUBPS Z30, acc, acc \
+	VMULPS off(R11), Z28, Z30 \
+	VMULPS Z30, acc, acc \
+	VADDPS off(AX), acc, acc \
+	VMOVUPS acc, off(AX) \
+	VPXORD acc, acc, acc
+
+// NIBROW: NIBOUT for a row's four accumulators, its scale and sum at
+// (R9) and (R10), then the next row's (CX bytes on) and tile row.
+#define NIBROW(a0, a1, a2, a3) \
+	VBROADCASTSS (R9), Z28 \
+	VBROADCASTSS (R10), Z29 \
+	NIBOUT(a0, 0) \
+	NIBOUT(a1, 64) \
+	NIBOUT(a2, 128) \
+	NIBOUT(a3, 192) \
+	ADDQ CX, R9 \
+	ADDQ CX, R10 \
+	ADDQ R14, AX
+
+// func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+// Four rows of aq (lda apart) by one 64-column block of a NibbleProduct:
+// nb blocks of ppb groups of 8 values; the tile y (4 rows, ldy apart)
+// is zeroed, then gets each block's term.
+TEXT ·nib4x64Asm(SB), NOSPLIT, $0-88
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ bp+16(FP), DI
+	MOVQ nb+24(FP), BX
+	MOVQ as+40(FP), R9
+	MOVQ su+48(FP), R10
+	MOVQ ws+56(FP), R11
+	MOVQ zp+64(FP), R12
+	MOVQ y+72(FP), R13
+	MOVQ ldy+80(FP), R14
+	SHLQ $2, R14
+	LEAQ (SI)(DX*2), R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z27
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ R13, AX
+	MOVQ $4, CX
+n4zero:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z0, 64(AX)
+	VMOVUPS Z0, 128(AX)
+	VMOVUPS Z0, 192(AX)
+	ADDQ R14, AX
+	DECQ CX
+	JNZ  n4zero
+n4block:
+	MOVQ ppb+32(FP), CX
+n4pair:
+	VPBROADCASTD (SI), Z16
+	VPBROADCASTD (SI)(DX*1), Z17
+	VPBROADCASTD (R8), Z18
+	VPBROADCASTD (R8)(DX*1), Z19
+	VPBROADCASTD 4(SI), Z20
+	VPBROADCASTD 4(SI)(DX*1), Z21
+	VPBROADCASTD 4(R8), Z22
+	VPBROADCASTD 4(R8)(DX*1), Z23
+	NIBPANEL(0, Z0, Z4, Z8, Z12)
+	NIBPANEL(64, Z1, Z5, Z9, Z13)
+	NIBPANEL(128, Z2, Z6, Z10, Z14)
+	NIBPANEL(192, Z3, Z7, Z11, Z15)
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  n4pair
+	MOVQ nb+24(FP), CX
+	SHLQ $2, CX
+	MOVQ R13, AX
+	NIBROW(Z0, Z1, Z2, Z3)
+	NIBROW(Z4, Z5, Z6, Z7)
+	NIBROW(Z8, Z9, Z10, Z11)
+	NIBROW(Z12, Z13, Z14, Z15)
+	SHLQ $2, CX
+	SUBQ CX, R9
+	SUBQ CX, R10
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $256, R11
+	ADDQ $256, R12
+	DECQ BX
+	JNZ  n4block
+	VZEROUPPER
+	RET
+
+// NIB1PANEL is NIBPANEL for one row: low nibbles into lo, high into hi.
+#define NIB1PANEL(off, lo, hi) \
+	VMOVDQU32 off(DI), Z24 \
+	VPANDD Z27, Z24, Z25 \
+	VPSRLW $4, Z24, Z26 \
+	VPANDD Z27, Z26, Z26 \
+	VPDPBUSD Z16, Z25, lo \
+	VPDPBUSD Z20, Z26, hi
+
+// func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32)
+// One row by one 64-column block: nib4x64Asm's sums and terms, the low
+// and high nibbles into separate accumulators (Z0-Z3, Z4-Z7).
+TEXT ·nib1x64Asm(SB), NOSPLIT, $0-72
+	MOVQ a+0(FP), SI
+	MOVQ bp+8(FP), DI
+	MOVQ nb+16(FP), BX
+	MOVQ as+32(FP), R9
+	MOVQ su+40(FP), R10
+	MOVQ ws+48(FP), R11
+	MOVQ zp+56(FP), R12
+	MOVQ y+64(FP), AX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Z27
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z0, 64(AX)
+	VMOVUPS Z0, 128(AX)
+	VMOVUPS Z0, 192(AX)
+n1block:
+	MOVQ ppb+24(FP), CX
+n1pair:
+	VPBROADCASTD (SI), Z16
+	VPBROADCASTD 4(SI), Z20
+	NIB1PANEL(0, Z0, Z4)
+	NIB1PANEL(64, Z1, Z5)
+	NIB1PANEL(128, Z2, Z6)
+	NIB1PANEL(192, Z3, Z7)
+	ADDQ $8, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  n1pair
+	VPADDD Z4, Z0, Z0
+	VPADDD Z5, Z1, Z1
+	VPADDD Z6, Z2, Z2
+	VPADDD Z7, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VBROADCASTSS (R9), Z28
+	VBROADCASTSS (R10), Z29
+	NIBOUT(Z0, 0)
+	NIBOUT(Z1, 64)
+	NIBOUT(Z2, 128)
+	NIBOUT(Z3, 192)
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $256, R11
+	ADDQ $256, R12
+	DECQ BX
+	JNZ  n1block
+	VZEROUPPER
+	RET
+
+// EXP16 is EXP8 on sixteen lanes (Z0 in, Z4 out; Z1-Z3, Z5 scratch),
+// the constants in Z16-Z28 (loaded by EXPCONST16): the same operations
+// lane by lane, floor by VRNDSCALEPS.
+#define EXP16 \
+	VMAXPS Z0, Z16, Z0 \
+	VMOVAPS Z17, Z1 \
+	VFMADD213PS Z18, Z0, Z1 \
+	VRNDSCALEPS $9, Z1, Z1 \
+	VMOVAPS Z0, Z2 \
+	VFNMADD231PS Z19, Z1, Z2 \
+	VFNMADD231PS Z20, Z1, Z2 \
+	VMULPS Z2, Z2, Z3 \
+	VMOVAPS Z21, Z4 \
+	VFMADD213PS Z22, Z2, Z4 \
+	VFMADD213PS Z23, Z2, Z4 \
+	VFMADD213PS Z24, Z2, Z4 \
+	VFMADD213PS Z25, Z2, Z4 \
+	VFMADD213PS Z26, Z2, Z4 \
+	VFMADD213PS Z2, Z3, Z4 \
+	VADDPS Z27, Z4, Z4 \
+	VCVTPS2DQ Z1, Z5 \
+	VPADDD Z28, Z5, Z5 \
+	VPSLLD $23, Z5, Z5 \
+	VMULPS Z5, Z4, Z4
+
+#define EXPCONST16 \
+	VBROADCASTSS expconst<>+0(SB), Z16 \
+	VBROADCASTSS expconst<>+32(SB), Z17 \
+	VBROADCASTSS expconst<>+64(SB), Z18 \
+	VBROADCASTSS expconst<>+96(SB), Z19 \
+	VBROADCASTSS expconst<>+128(SB), Z20 \
+	VBROADCASTSS expconst<>+160(SB), Z21 \
+	VBROADCASTSS expconst<>+192(SB), Z22 \
+	VBROADCASTSS expconst<>+224(SB), Z23 \
+	VBROADCASTSS expconst<>+256(SB), Z24 \
+	VBROADCASTSS expconst<>+288(SB), Z25 \
+	VBROADCASTSS expconst<>+320(SB), Z26 \
+	VBROADCASTSS expconst<>+352(SB), Z27 \
+	VPBROADCASTD expconst<>+384(SB), Z28
+
+// func expSum16Asm(x *float32, n int, m float32) float64
+// expSumAsm on sixteen lanes: n a multiple of 16.
+TEXT ·expSum16Asm(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Z15
+	SHRQ $4, CX
+	EXPCONST16
+	VXORPD Z8, Z8, Z8
+	VXORPD Z9, Z9, Z9
+	TESTQ CX, CX
+	JZ   e16done
+e16loop:
+	VMOVUPS (SI), Z0
+	VSUBPS Z15, Z0, Z0
+	EXP16
+	VCVTPS2PD Y4, Z6
+	VEXTRACTF64X4 $1, Z4, Y7
+	VCVTPS2PD Y7, Z7
+	VADDPD Z6, Z8, Z8
+	VADDPD Z7, Z9, Z9
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  e16loop
+e16done:
+	VADDPD Z9, Z8, Z8
+	VEXTRACTF64X4 $1, Z8, Y9
+	VADDPD Y9, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPD X9, X8, X8
+	VHADDPD X8, X8, X8
+	VZEROUPPER
+	MOVSD X8, ret+24(FP)
+	RET
+
+// G43ROW: one k step of gemmPanel4x3Asm for one row: its element at
+// off(reg) broadcast into Z27 (Z28 for odd steps' rows, so that the
+// broadcasts overlap), times the three panels' rows in Z24-Z26.
+#define G43ROW(src, bc, a0, a1, a2) \
+	VBROADCASTSS src, bc \
+	VFMADD231PS Z24, bc, a0 \
+	VFMADD231PS Z25, bc, a1 \
+	VFMADD231PS Z26, bc, a2
+
+// func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+// C[0:4, 0:48] = A[0:4, 0:k] times three consecutive packed panels at bp
+// (each k rows of 16 floats): 24 accumulators, each A element broadcast
+// once for the three panels; even steps of k into Z0-Z11, odd ones into
+// Z12-Z23, summed at the end: each row's sums in the order of
+// gemmPanel4Asm and gemvPanelAsm, bit for bit theirs.
+TEXT ·gemmPanel4x3Asm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k+16(FP), CX
+	MOVQ bp+24(FP), DI
+	SHLQ $2, DX
+	LEAQ (SI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R12
+	MOVQ CX, AX
+	SHLQ $6, AX
+	LEAQ (DI)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ CX, BX
+	SHRQ $1, BX
+	JZ   g43tail
+g43loop:
+	VMOVUPS (DI), Z24
+	VMOVUPS (R13), Z25
+	VMOVUPS (R14), Z26
+	G43ROW((SI), Z27, Z0, Z1, Z2)
+	G43ROW((R8), Z28, Z3, Z4, Z5)
+	G43ROW((R9), Z29, Z6, Z7, Z8)
+	G43ROW((R12), Z30, Z9, Z10, Z11)
+	VMOVUPS 64(DI), Z24
+	VMOVUPS 64(R13), Z25
+	VMOVUPS 64(R14), Z26
+	G43ROW(4(SI), Z27, Z12, Z13, Z14)
+	G43ROW(4(R8), Z28, Z15, Z16, Z17)
+	G43ROW(4(R9), Z29, Z18, Z19, Z20)
+	G43ROW(4(R12), Z30, Z21, Z22, Z23)
+	ADDQ $128, DI
+	ADDQ $128, R13
+	ADDQ $128, R14
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	ADDQ $8, R12
+	DECQ BX
+	JNZ  g43loop
+g43tail:
+	TESTQ $1, CX
+	JZ   g43store
+	VMOVUPS (DI), Z24
+	VMOVUPS (R13), Z25
+	VMOVUPS (R14), Z26
+	G43ROW((SI), Z27, Z0, Z1, Z2)
+	G43ROW((R8), Z28, Z3, Z4, Z5)
+	G43ROW((R9), Z29, Z6, Z7, Z8)
+	G43ROW((R12), Z30, Z9, Z10, Z11)
+g43store:
+	VADDPS Z12, Z0, Z0
+	VADDPS Z13, Z1, Z1
+	VADDPS Z14, Z2, Z2
+	VADDPS Z15, Z3, Z3
+	VADDPS Z16, Z4, Z4
+	VADDPS Z17, Z5, Z5
+	VADDPS Z18, Z6, Z6
+	VADDPS Z19, Z7, Z7
+	VADDPS Z20, Z8, Z8
+	VADDPS Z21, Z9, Z9
+	VADDPS Z22, Z10, Z10
+	VADDPS Z23, Z11, Z11
+	MOVQ c+32(FP), R10
+	MOVQ ldc+40(FP), R11
+	SHLQ $2, R11
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	VMOVUPS Z2, 128(R10)
+	ADDQ R11, R10
+	VMOVUPS Z3, (R10)
+	VMOVUPS Z4, 64(R10)
+	VMOVUPS Z5, 128(R10)
+	ADDQ R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	VMOVUPS Z8, 128(R10)
+	ADDQ R11, R10
+	VMOVUPS Z9, (R10)
+	VMOVUPS Z10, 64(R10)
+	VMOVUPS Z11, 128(R10)
 	VZEROUPPER
 	RET

@@ -15,13 +15,11 @@ func gemvAsm(a, b *float32, k, n, ldb int, c *float32) { panic("no assembly") }
 
 const useVNNI = false
 
-func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)   { panic("no assembly") }
-func dotsNibbleAsm(a *int8, b *uint8, blk, nblk, n, ldb int, c *int32) { panic("no assembly") }
+func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32) { panic("no assembly") }
 
 func expSumAsm(x *float32, n int, m float32) float64 { panic("no assembly") }
 
-func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)   { panic("no assembly") }
-func dots4NibbleAsm(a *int8, b *uint8, nb, units int, c *int32) { panic("no assembly") }
+func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32) { panic("no assembly") }
 
 const usePanels = false
 
@@ -43,3 +41,13 @@ func arithVVAsm(op int, x, y, z *float32, n int)                    { panic("no 
 func arithVSAsm(op int, x *float32, v float32, z *float32, n int)   { panic("no assembly") }
 func tanhAsm(x, z *float32, n int)                                  { panic("no assembly") }
 func sigmoidAsm(x, z *float32, n int)                               { panic("no assembly") }
+func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
+	panic("no assembly")
+}
+func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32) {
+	panic("no assembly")
+}
+func expSum16Asm(x *float32, n int, m float32) float64 { panic("no assembly") }
+func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
+	panic("no assembly")
+}

@@ -85,7 +85,22 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int) 
 		full = p1 - 1
 	}
 	var tmp [4 * panel]float32
-	for p := p0; p < p1; p++ {
+	// Three full panels at a time for blocks of four rows: each A element
+	// broadcast once for 48 columns. Every row's sums are in the same
+	// order whichever kernel computes them.
+	m4 := m &^ 3
+	p := p0
+	for ; p+3 <= full && m4 > 0; p += 3 {
+		bp := &w.p[p*panel*K]
+		j0 := p * panel
+		for i := 0; i < m4; i += 4 {
+			gemmPanel4x3Asm(&a[i*lda], lda, K, bp, &c[i*ldc+j0], ldc)
+		}
+		for i := m4; i < m; i++ {
+			gemvPanelAsm(&a[i*lda], K, bp, 3, &c[i*ldc+j0])
+		}
+	}
+	for ; p < p1; p++ {
 		bp := &w.p[p*panel*K]
 		j0 := p * panel
 		i := 0

@@ -26,12 +26,15 @@ func Max(x []float32) float32 {
 // ExpSum returns the sum of e^(x[i]-m) over x, in float64, each term to
 // about one float32 ulp (terms below e^-87.3 count as that).
 func ExpSum(x []float32, m float32) float64 {
-	n := len(x) &^ 7
 	var s float64
-	if useAsm && n >= 8 {
-		s = expSumAsm(&x[0], n, m)
-	} else {
-		n = 0
+	n := 0
+	if usePanels && len(x) >= 16 { // AVX-512: sixteen lanes
+		n = len(x) &^ 15
+		s = expSum16Asm(&x[0], n, m)
+	}
+	if r := (len(x) - n) &^ 7; useAsm && r > 0 {
+		s += expSumAsm(&x[n], r, m)
+		n += r
 	}
 	for _, v := range x[n:] {
 		s += float64(Exp(v - m))

@@ -6,9 +6,11 @@ import (
 )
 
 // TestExpSumAndMax compares the vector exponential sum and maximum with
-// float64 ones, over lengths around the assembly's 8 lanes.
+// float64 ones, over lengths around the assembly's 8 and 16 lanes, and
+// the sum's terms with ExpVec's (the 16-lane exponential computes each
+// lane as the 8-lane one does: the sums differ by their order only).
 func TestExpSumAndMax(t *testing.T) {
-	for _, n := range []int{1, 7, 8, 9, 16, 100, 10000} {
+	for _, n := range []int{1, 7, 8, 9, 16, 17, 24, 31, 33, 100, 10000} {
 		x := make([]float32, n)
 		for i := range x {
 			x[i] = float32(math.Sin(float64(i)*1.7)) * 30
@@ -25,8 +27,23 @@ func TestExpSumAndMax(t *testing.T) {
 		for _, v := range x {
 			ws += math.Exp(float64(v - m))
 		}
-		if got := ExpSum(x, m); math.Abs(got-ws)/ws > 5e-7 {
+		got := ExpSum(x, m)
+		if math.Abs(got-ws)/ws > 5e-7 {
 			t.Errorf("n=%d: ExpSum = %v, want %v", n, got, ws)
+		}
+		if n%8 == 0 {
+			e := make([]float32, n)
+			for i, v := range x {
+				e[i] = v - m
+			}
+			ExpVec(e, e)
+			var terms float64
+			for _, v := range e {
+				terms += float64(v)
+			}
+			if math.Abs(got-terms)/terms > 1e-13 {
+				t.Errorf("n=%d: ExpSum = %v, its terms by ExpVec sum to %v", n, got, terms)
+			}
 		}
 	}
 	nan := []float32{1, 2, 3, 4, 5, 6, float32(math.NaN()), 8, 9}
