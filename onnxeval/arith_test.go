@@ -74,3 +74,40 @@ func randomOdd(rng *rand.Rand, n int) []float32 {
 	}
 	return x
 }
+
+// TestTopKScanMatchesHeap: float32 TopK along the last axis, which skips
+// the elements that cannot displace the worst kept one, picks what the
+// element-by-element selection picks (run here on the same values as
+// float64), ties to the lower index, NaN and infinities included.
+func TestTopKScanMatchesHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, dim := range []int{1, 5, 8, 33, 1000} {
+		for _, k := range []int{1, 2, 4, 8} {
+			if k > dim {
+				continue
+			}
+			x := randomOdd(rng, 3*dim)
+			for i := range x {
+				if rng.IntN(4) == 0 {
+					x[i] = float32(rng.IntN(3)) // ties
+				}
+			}
+			x64 := make([]float64, len(x))
+			for i, v := range x {
+				x64[i] = float64(v)
+			}
+			for _, largest := range []bool{true, false} {
+				r := &runner{arena: &arena{}, budget: 1 << 30}
+				v32, i32 := topK[float32](r, New([]int64{3, int64(dim)}, x), 1, k, largest)
+				v64, i64 := topK[float64](r, New([]int64{3, int64(dim)}, x64), 1, k, largest)
+				gi, wi := get[int64](i32), get[int64](i64)
+				gv, wv := get[float32](v32), get[float64](v64)
+				for j := range wi {
+					if gi[j] != wi[j] || !(float64(gv[j]) == wv[j] || gv[j] != gv[j] && wv[j] != wv[j]) {
+						t.Fatalf("dim %d k %d largest %v: indices %v values %v, want %v %v", dim, k, largest, gi, gv, wi, wv)
+					}
+				}
+			}
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 //	s = Max(Div(m, 127), eps)
 //	xq = QuantizeLinear(Div(x, s), 1, zp)
 //	y = Mul(Mul(Cast(MatMulInteger(xq, W, zp, [wzp]), float), scales), s)
+//	[y = Add(y, bias)]
 //
 // Fused, the kernel makes xq and the integer sums only: no float tensors
 // for |x|, the row maxima, x / s, the quantized values before their cast,
@@ -38,7 +39,9 @@ type planNode struct {
 }
 
 // rowInt8Fusion is one matched rowInt8 pattern: the fused node's inputs are
-// x, W, zp, wzp ("" when none) and scales; its output is the last Mul's.
+// x, W, zp, wzp ("" when none), scales and, when an Add of a constant
+// bias follows (the node is then RowInt8MatMulAdd), the bias; its output
+// is the last Mul's, or the Add's.
 type rowInt8Fusion struct {
 	axis     int64   // ReduceMax's axis, checked against x's last at run time
 	c127     float32 // the divisor of the row maximum (127)
@@ -218,6 +221,20 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 		for _, k := range []int{ai, ri, d2i, mxi, d1i, qi, i, ci, m1i} {
 			removed[k] = true
 		}
+		// A constant bias added to the result (a classifier's) is added
+		// as each value is stored: one pass over [rows, N] less.
+		if ad, adi, ok := only(m2.Outputs[0], "Add"); ok && len(ad.Inputs) == 2 {
+			b := ad.Inputs[1]
+			if b == m2.Outputs[0] {
+				b = ad.Inputs[0]
+			}
+			if bt := known(b); bt != nil && bt.DType == builder.Float && len(bt.Shape) == 1 && bt.Shape[0] == scales.Shape[0] {
+				fused.Op = "RowInt8MatMulAdd"
+				fused.Inputs = append(fused.Inputs, b)
+				fused.Outputs = []string{ad.Outputs[0]}
+				removed[adi] = true
+			}
+		}
 		replaced[m2i] = planNode{GraphNode: fused, rowInt8: &rowInt8Fusion{axis: axes.Ints[0], c127: c127, eps: eps, one: one,
 			zp: float32(intsOf(zpT)[0]), matMul: mm.Name, abs: abs.Name, max: m2.Name}}
 	}
@@ -255,6 +272,13 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 		}
 	}
 	scales := get[float32](n.consts[4])
+	var bias []float32
+	if n.has(5) {
+		if n.consts[5] == nil {
+			return nil, n.errorf("the fused bias %q is not a constant", n.Inputs[5])
+		}
+		bias = get[float32](n.consts[5])
+	}
 	return func(f *frame, in, out []*Tensor) error {
 		x := in[0]
 		if x.DType != builder.Float || len(x.Shape) == 0 {
@@ -292,6 +316,9 @@ func compileRowInt8(n *node, fz *rowInt8Fusion) (opFunc, error) {
 		ys := get[float32](y)
 		for r := range rows {
 			kernel.ScaleInt32(acc[r*N:(r+1)*N], scales, rowScale[r], ys[r*N:(r+1)*N])
+			if bias != nil {
+				kernel.Arith(kernel.Add, ys[r*N:(r+1)*N], bias, ys[r*N:(r+1)*N])
+			}
 		}
 		out[0] = y
 		return nil
@@ -343,8 +370,12 @@ func quantProductOf(n *node) *kernel.QuantProduct {
 			rows[j*K+k] = int8(v)
 		}
 	}
+	var bias []float32
+	if n.has(5) {
+		bias = get[float32](n.consts[5])
+	}
 	n.prepare(1)
-	return kernel.NewQuantProduct(rows, N, K, intsOf(za)[0], get[float32](sc))
+	return kernel.NewQuantProduct(rows, N, K, intsOf(za)[0], get[float32](sc), bias)
 }
 
 // runQuantProduct is the fused node's step on a QuantProduct: each row of

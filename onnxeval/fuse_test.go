@@ -55,8 +55,12 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 				return m
 			}
 			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile, modeldir.BeamFile} {
-				if !slices.Contains(open(file, false).OpsDeep(), fusedRowInt8) {
+				ops := open(file, false).OpsDeep()
+				if !slices.Contains(ops, fusedRowInt8) {
 					t.Errorf("%s: no fused per-row int8 product in its plan", file)
+				}
+				if !slices.Contains(ops, fusedRowInt8+"Add") {
+					t.Errorf("%s: the classifier's bias is not fused into its product", file)
 				}
 				if slices.Contains(open(file, true).OpsDeep(), fusedRowInt8) {
 					t.Errorf("%s: fused with fusion off", file)

@@ -2,6 +2,7 @@ package onnxeval
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -61,11 +62,29 @@ func init() {
 					return fmt.Errorf("iteration %d: the body's condition is %v, want one bool", i, c)
 				}
 				cond = get[bool](c)[0]
+				prev := append(bodyIn[:0:0], carried...)
 				copy(carried, outs[1:1+nCarried])
 				for j := range scans {
 					scans[j] = append(scans[j], outs[1+nCarried+j])
 				}
+				if i > 0 {
+					// The previous iteration's carried values are dead now,
+					// unless this one's carried values or a scan output (of
+					// any iteration) shares their storage.
+					releaseDead(f.r, prev, append([][]*Tensor{carried}, scans...)...)
+				}
 			}
+			defer func() {
+				// What the Loop returns are copies: its own values go back.
+				var all []*Tensor
+				for _, sc := range scans {
+					all = append(all, sc...)
+				}
+				if trips > 0 {
+					all = append(all, carried...)
+				}
+				releaseDead(f.r, all, in[2:])
+			}()
 			for j := 0; j < nCarried && j < len(out); j++ {
 				c, err := cloneTensor(f.r, carried[j])
 				if err != nil {
@@ -113,4 +132,43 @@ func tripText(m *Tensor, trips int64) string {
 		return "not given (the loop runs while its condition holds)"
 	}
 	return fmt.Sprint(trips)
+}
+
+// releaseDead returns to the run's arena each owned tensor of old whose
+// storage no tensor of live shares (views share their input's storage),
+// each buffer once.
+func releaseDead(r *runner, old []*Tensor, live ...[]*Tensor) {
+	for i, t := range old {
+		if t == nil || !t.owned {
+			continue
+		}
+		shared := false
+		for _, ls := range live {
+			for _, u := range ls {
+				if u != nil && u != t && overlaps(t, u) || u == t {
+					shared = true
+				}
+			}
+		}
+		for _, u := range old[:i] {
+			if u != nil && u != t && overlaps(t, u) && u.owned {
+				shared = true
+			}
+		}
+		if !shared {
+			r.release(t)
+		}
+	}
+}
+
+// overlaps reports whether two float32 tensors' buffers share memory.
+func overlaps(a, b *Tensor) bool {
+	x, ok1 := a.Data.([]float32)
+	y, ok2 := b.Data.([]float32)
+	if !ok1 || !ok2 || cap(x) == 0 || cap(y) == 0 {
+		return false
+	}
+	x0 := uintptr(unsafe.Pointer(unsafe.SliceData(x)))
+	y0 := uintptr(unsafe.Pointer(unsafe.SliceData(y)))
+	return x0 < y0+4*uintptr(cap(y)) && y0 < x0+4*uintptr(cap(x))
 }

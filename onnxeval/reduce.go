@@ -380,7 +380,17 @@ func topK[T number](r *runner, t *Tensor, a, k int, largest bool) (*Tensor, *Ten
 				}
 				return i < j
 			}
-			heap = selectK(heap[:0], dim, k, better)
+			var next func(from, worst int) int
+			if xs, ok := any(x).([]float32); ok && inner == 1 {
+				// Only an element strictly beyond the worst kept value can
+				// rank before it (an equal one comes later, so after it):
+				// the vector scan skips the rest.
+				row := xs[base : base+dim]
+				next = func(from, worst int) int {
+					return from + kernel.FirstBeyond(row[from:], row[worst], !largest)
+				}
+			}
+			heap = selectK(heap[:0], dim, k, better, next)
 			for j, ix := range heap {
 				p := (o*k+j)*inner + c
 				zv[p] = x[base+ix*inner]
@@ -392,8 +402,10 @@ func topK[T number](r *runner, t *Tensor, a, k int, largest bool) (*Tensor, *Ten
 }
 
 // selectK returns the k best of indices 0..n-1 by better, best first: a heap
-// whose root is the worst kept, O(n log k).
-func selectK(h []int, n, k int, better func(i, j int) bool) []int {
+// whose root is the worst kept, O(n log k). next, when not nil, returns
+// the first index from on that may rank before worst (the others may be
+// skipped; better decides for those it returns).
+func selectK(h []int, n, k int, better func(i, j int) bool, next func(from, worst int) int) []int {
 	if k == 0 {
 		return h
 	}
@@ -414,6 +426,11 @@ func selectK(h []int, n, k int, better func(i, j int) bool) []int {
 		}
 	}
 	for j := 0; j < n; j++ {
+		if len(h) == k && next != nil {
+			if j = next(j, h[0]); j >= n {
+				break
+			}
+		}
 		if len(h) < k {
 			h = append(h, j)
 			for i := len(h) - 1; i > 0; {

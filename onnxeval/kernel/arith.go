@@ -69,3 +69,22 @@ func ArithScalar(op Op, x []float32, v float32, z []float32, swap bool) {
 		z[i] = op.apply(x[i], v)
 	}
 }
+
+// FirstBeyond returns the index of the first x[i] > t, or x[i] < t when
+// below, or len(x) when there is none; a NaN is never beyond t, nor is
+// anything beyond a NaN t.
+func FirstBeyond(x []float32, t float32, below bool) int {
+	n := 0
+	if useAsm && len(x) >= 8 {
+		n = len(x) &^ 7
+		if i := firstBeyondAsm(&x[0], n, t, below); i < n {
+			return i
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if below && x[i] < t || !below && x[i] > t {
+			return i
+		}
+	}
+	return len(x)
+}

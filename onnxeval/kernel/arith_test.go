@@ -109,3 +109,26 @@ func TestTanhSigmoidSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstBeyond: the first element strictly beyond a threshold, either
+// way, at every position (the vector part and the tail), NaN never.
+func TestFirstBeyond(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 37, 100} {
+		x := oddValues(r, n)
+		for _, th := range []float32{0, 3, -3, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			for _, below := range []bool{false, true} {
+				want := n
+				for i, v := range x {
+					if below && v < th || !below && v > th {
+						want = i
+						break
+					}
+				}
+				if got := FirstBeyond(x, th, below); got != want {
+					t.Fatalf("n %d t %v below %v: %d, want %d (%v)", n, th, below, got, want, x)
+				}
+			}
+		}
+	}
+}

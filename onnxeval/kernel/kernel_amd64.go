@@ -61,10 +61,10 @@ func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)
 func expVecAsm(x, z *float32, n int)
 
 //go:noescape
-func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int)
+func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
 //go:noescape
-func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32)
+func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32)
 
 //go:noescape
 func absMaxAsm(x *float32, n int) (m float32, nan bool)
@@ -98,3 +98,6 @@ func expSum16Asm(x *float32, n int, m float32) float64
 
 //go:noescape
 func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+
+//go:noescape
+func firstBeyondAsm(x *float32, n int, t float32, below bool) int

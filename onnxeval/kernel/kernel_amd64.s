@@ -607,6 +607,21 @@ scaleloop:
 	V4OUT(a2, Z18, Z22, 128) \
 	V4OUT(a3, Z19, Z23, 192)
 
+// V4OUTB is V4OUT with the column's bias (b) added last.
+#define V4OUTB(acc, c, s, b, off) \
+	VPSUBD c, acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS s, acc, acc \
+	VMULPS Z24, acc, acc \
+	VADDPS b, acc, acc \
+	VMOVUPS acc, off(BX)
+
+#define V4ROWB(a0, a1, a2, a3) \
+	V4OUTB(a0, Z16, Z20, Z25, 0) \
+	V4OUTB(a1, Z17, Z21, Z26, 64) \
+	V4OUTB(a2, Z18, Z22, Z27, 128) \
+	V4OUTB(a3, Z19, Z23, Z28, 192)
+
 // V1OUT is V4OUT for vnni1x64Asm: corrections at AX, scales at DX.
 #define V1OUT(acc, off) \
 	VPSUBD off(AX), acc, acc \
@@ -615,12 +630,22 @@ scaleloop:
 	VMULPS Z24, acc, acc \
 	VMOVUPS acc, off(BX)
 
-// func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int)
+// V1OUTB is V1OUT with the bias at R8 added last.
+#define V1OUTB(acc, off) \
+	VPSUBD off(AX), acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS off(DX), acc, acc \
+	VMULPS Z24, acc, acc \
+	VADDPS off(R8), acc, acc \
+	VMOVUPS acc, off(BX)
+
+// func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 // Four rows of a (lda apart) by one 64-column block of a QuantProduct
 // (bp: k4 groups of 256 bytes): 16 accumulators, each group's four
 // panels loaded once and each row's 4 bytes broadcast once; then
-// y[r][j] = (float32(acc - corr[j]) * sc[j]) * rs[r], rows ldy apart.
-TEXT ·vnni4x64Asm(SB), NOSPLIT, $0-72
+// y[r][j] = (float32(acc - corr[j]) * sc[j]) * rs[r] (+ bias[j] when bias
+// is not nil), rows ldy apart.
+TEXT ·vnni4x64Asm(SB), NOSPLIT, $0-80
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), DX
 	MOVQ k4+16(FP), CX
@@ -686,6 +711,9 @@ v4loop:
 	MOVQ y+56(FP), BX
 	MOVQ ldy+64(FP), R9
 	SHLQ $2, R9
+	MOVQ bias+72(FP), CX
+	TESTQ CX, CX
+	JNZ  v4bias
 	VBROADCASTSS (AX), Z24
 	V4ROW(Z0, Z1, Z2, Z3)
 	ADDQ R9, BX
@@ -699,11 +727,29 @@ v4loop:
 	V4ROW(Z12, Z13, Z14, Z15)
 	VZEROUPPER
 	RET
+v4bias:
+	VMOVUPS (CX), Z25
+	VMOVUPS 64(CX), Z26
+	VMOVUPS 128(CX), Z27
+	VMOVUPS 192(CX), Z28
+	VBROADCASTSS (AX), Z24
+	V4ROWB(Z0, Z1, Z2, Z3)
+	ADDQ R9, BX
+	VBROADCASTSS 4(AX), Z24
+	V4ROWB(Z4, Z5, Z6, Z7)
+	ADDQ R9, BX
+	VBROADCASTSS 8(AX), Z24
+	V4ROWB(Z8, Z9, Z10, Z11)
+	ADDQ R9, BX
+	VBROADCASTSS 12(AX), Z24
+	V4ROWB(Z12, Z13, Z14, Z15)
+	VZEROUPPER
+	RET
 
-// func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32)
+// func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32)
 // One row by one 64-column block: vnni4x64Asm's sums and epilogue, two
 // groups per iteration into eight accumulators.
-TEXT ·vnni1x64Asm(SB), NOSPLIT, $0-56
+TEXT ·vnni1x64Asm(SB), NOSPLIT, $0-64
 	MOVQ a+0(FP), SI
 	MOVQ k4+8(FP), CX
 	MOVQ bp+16(FP), DI
@@ -750,10 +796,20 @@ v1sum:
 	MOVQ sc+32(FP), DX
 	VBROADCASTSS rs+40(FP), Z24
 	MOVQ y+48(FP), BX
+	MOVQ bias+56(FP), R8
+	TESTQ R8, R8
+	JNZ  v1bias
 	V1OUT(Z0, 0)
 	V1OUT(Z1, 64)
 	V1OUT(Z2, 128)
 	V1OUT(Z3, 192)
+	VZEROUPPER
+	RET
+v1bias:
+	V1OUTB(Z0, 0)
+	V1OUTB(Z1, 64)
+	V1OUTB(Z2, 128)
+	V1OUTB(Z3, 192)
 	VZEROUPPER
 	RET
 
@@ -1462,4 +1518,44 @@ g43store:
 	VMOVUPS Z10, 64(R10)
 	VMOVUPS Z11, 128(R10)
 	VZEROUPPER
+	RET
+
+// func firstBeyondAsm(x *float32, n int, t float32, below bool) int
+// The index of the first x[i] > t (x[i] < t when below), i < n (a
+// multiple of 8), or n: ordered compares, false for NaN.
+TEXT ·firstBeyondAsm(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS t+16(FP), Y1
+	XORQ AX, AX
+	MOVBLZX below+20(FP), BX
+	TESTQ BX, BX
+	JNZ  fbbelow
+fbabove:
+	CMPQ AX, CX
+	JAE  fbnone
+	VCMPPS $0x11, (SI)(AX*4), Y1, Y2
+	VMOVMSKPS Y2, DX
+	TESTL DX, DX
+	JNZ  fbfound
+	ADDQ $8, AX
+	JMP  fbabove
+fbbelow:
+	CMPQ AX, CX
+	JAE  fbnone
+	VCMPPS $0x1e, (SI)(AX*4), Y1, Y2
+	VMOVMSKPS Y2, DX
+	TESTL DX, DX
+	JNZ  fbfound
+	ADDQ $8, AX
+	JMP  fbbelow
+fbfound:
+	BSFL DX, DX
+	ADDQ DX, AX
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+fbnone:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
 	RET

@@ -28,10 +28,10 @@ func gemvPanelAsm(a *float32, k int, bp *float32, np int, c *float32)        { p
 
 func expVecAsm(x, z *float32, n int) { panic("no assembly") }
 
-func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int) {
+func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
 	panic("no assembly")
 }
-func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32) {
+func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32) {
 	panic("no assembly")
 }
 func absMaxAsm(x *float32, n int) (m float32, nan bool)             { panic("no assembly") }
@@ -51,3 +51,4 @@ func expSum16Asm(x *float32, n int, m float32) float64 { panic("no assembly") }
 func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
 	panic("no assembly")
 }
+func firstBeyondAsm(x *float32, n int, t float32, below bool) int { panic("no assembly") }

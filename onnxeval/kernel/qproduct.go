@@ -9,10 +9,11 @@ import (
 // W (n x k): for uint8 rows a (their zero point azp), per-column scales
 // sc and per-row scales rs, it computes
 //
-//	y[i][j] = (float32(sum_l (a[i][l] - azp) * W[j][l]) * sc[j]) * rs[i]
+//	y[i][j] = (float32(sum_l (a[i][l] - azp) * W[j][l]) * sc[j]) * rs[i] [+ bias[j]]
 //
-// with the sum exact in int32 and each product rounded to float32 in that
-// order: bit for bit ONNX's MatMulInteger, Cast and two Mul nodes.
+// with the sum exact in int32 and each operation rounded to float32 in
+// that order: bit for bit ONNX's MatMulInteger, Cast, two Mul nodes and,
+// with a bias, the Add after them.
 //
 // W is laid out for AVX-512 VNNI (VPDPBUSD): blocks of 64 columns, and in
 // each, for every group of 4 values of k, the 4 bytes of each of the 64
@@ -28,21 +29,27 @@ type QuantProduct struct {
 	p      []int8    // nb blocks of k4*256 bytes, zero beyond N and K
 	corr   []int32   // azp * sum_l W[j][l], padded to nb*64
 	sc     []float32 // the column scales, padded with zeros to nb*64
+	bias   []float32 // nil, or the biases padded to nb*64
 	plainW []int8    // W as rows, for the Go loop (CPUs without VNNI)
 }
 
 const qBlock = 64 // columns of a block
 
 // NewQuantProduct prepares W (n rows of k int8 values, row-major), the
-// activations' zero point azp and the column scales (n of them).
-func NewQuantProduct(w []int8, n, k int, azp int32, sc []float32) *QuantProduct {
-	if len(w) < n*k || len(sc) < n {
+// activations' zero point azp, the column scales (n of them) and the
+// biases (nil, or n of them).
+func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantProduct {
+	if len(w) < n*k || len(sc) < n || bias != nil && len(bias) < n {
 		panic(fmt.Sprintf("kernel.NewQuantProduct: %d weights and %d scales for %d x %d", len(w), len(sc), n, k))
 	}
 	q := &QuantProduct{N: n, K: k, k4: (k + 3) / 4, nb: (n + qBlock - 1) / qBlock}
 	q.corr = make([]int32, q.nb*qBlock)
 	q.sc = make([]float32, q.nb*qBlock)
 	copy(q.sc, sc[:n])
+	if bias != nil {
+		q.bias = make([]float32, q.nb*qBlock)
+		copy(q.bias, bias[:n])
+	}
 	for j := 0; j < n; j++ {
 		var s int32
 		for _, v := range w[j*k : (j+1)*k] {
@@ -84,7 +91,7 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 	if q.K == 0 {
 		for i := 0; i < m; i++ {
 			for j := 0; j < q.N; j++ {
-				y[i*ldy+j] = (float32(0-q.corr[j]) * q.sc[j]) * rs[i]
+				y[i*ldy+j] = q.finish(0, i, j, rs)
 			}
 		}
 		return
@@ -106,23 +113,27 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 		j0 := b * qBlock
 		full := j0+qBlock <= q.N
 		corr, sc := &q.corr[j0], &q.sc[j0]
+		var bias *float32
+		if q.bias != nil {
+			bias = &q.bias[j0]
+		}
 		i := 0
 		for ; i+4 <= m; i += 4 {
 			if full {
-				vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy)
+				vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
 				continue
 			}
-			vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock)
+			vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
 			for r := 0; r < 4; r++ {
 				copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
 			}
 		}
 		for ; i < m; i++ {
 			if full {
-				vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &y[i*ldy+j0])
+				vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &y[i*ldy+j0], bias)
 				continue
 			}
-			vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &tmp[0])
+			vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &tmp[0], bias)
 			copy(y[i*ldy+j0:i*ldy+q.N], tmp[:])
 		}
 	}
@@ -139,9 +150,18 @@ func (q *QuantProduct) runGo(m int, a []uint8, lda int, rs []float32, y []float3
 			for l, v := range row {
 				s += int32(v) * int32(w[l])
 			}
-			y[i*ldy+j] = (float32(s-q.corr[j]) * q.sc[j]) * rs[i]
+			y[i*ldy+j] = q.finish(s, i, j, rs)
 		}
 	}
+}
+
+// finish is the epilogue of one sum s (row i, column j) in Go.
+func (q *QuantProduct) finish(s int32, i, j int, rs []float32) float32 {
+	y := (float32(s-q.corr[j]) * q.sc[j]) * rs[i]
+	if q.bias != nil {
+		y += q.bias[j]
+	}
+	return y
 }
 
 // AbsMax returns the largest |x[i]|: NaN when x holds a NaN, -Inf when x

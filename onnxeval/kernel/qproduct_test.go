@@ -17,7 +17,7 @@ func TestQuantProduct(t *testing.T) {
 		{1, 1, 1, 0}, {1, 64, 4, 0}, {4, 64, 256, 0}, {5, 65, 3, 1}, {3, 130, 5, 7},
 		{32, 1000, 256, 0}, {9, 200, 257, 3}, {8, 10000 % 256, 64, 0}, {2, 17, 768, 0}, {7, 129, 2, 0},
 	} {
-		for _, azp := range []int32{128, 0, 3} {
+		for trial, azp := range []int32{128, 0, 3} {
 			w := make([]int8, c.n*c.k)
 			for i := range w {
 				w[i] = int8(r.IntN(256) - 128)
@@ -29,7 +29,17 @@ func TestQuantProduct(t *testing.T) {
 					sc[j] = special[r.IntN(len(special))]
 				}
 			}
-			q := NewQuantProduct(w, c.n, c.k, azp, sc)
+			var bias []float32 // with a bias on the second trial
+			if trial == 1 {
+				bias = make([]float32, c.n)
+				for j := range bias {
+					bias[j] = r.Float32() - 0.5
+					if j%7 == 3 {
+						bias[j] = special[r.IntN(len(special))]
+					}
+				}
+			}
+			q := NewQuantProduct(w, c.n, c.k, azp, sc, bias)
 			lda := q.Stride() + c.extra
 			a := make([]uint8, (c.m-1)*lda+q.Stride())
 			for i := range a {
@@ -53,6 +63,9 @@ func TestQuantProduct(t *testing.T) {
 							s += (int32(a[i*lda+l]) - azp) * int32(w[j*c.k+l])
 						}
 						want := (float32(s) * sc[j]) * rs[i]
+						if bias != nil {
+							want += bias[j]
+						}
 						if got := y[i*ldy+j]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
 							t.Fatalf("%+v azp %d threads %d: y[%d][%d] = %v, want %v", c, azp, threads, i, j, got, want)
 						}
@@ -121,7 +134,7 @@ func BenchmarkQuantProduct32(b *testing.B) {
 	for j := range sc {
 		sc[j] = 0.01
 	}
-	q := NewQuantProduct(w, n, k, 128, sc)
+	q := NewQuantProduct(w, n, k, 128, sc, nil)
 	a := make([]uint8, m*k)
 	rs := make([]float32, m)
 	y := make([]float32, m*n)
@@ -135,7 +148,7 @@ func BenchmarkQuantProduct1(b *testing.B) {
 	const m, n, k = 1, 10000, 256
 	w := make([]int8, n*k)
 	sc := make([]float32, n)
-	q := NewQuantProduct(w, n, k, 128, sc)
+	q := NewQuantProduct(w, n, k, 128, sc, nil)
 	a := make([]uint8, m*k)
 	rs := make([]float32, m)
 	y := make([]float32, m*n)
