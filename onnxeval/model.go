@@ -52,7 +52,7 @@ type Model struct {
 	inputs  []onnxfile.ValueInfo
 	outputs []onnxfile.ValueInfo
 	threads int
-	arenas  sync.Pool
+	arenas  arenaPool
 
 	maxRunBytes, maxLoop int64
 }
@@ -137,7 +137,6 @@ func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m.main = p
-	m.arenas.New = func() any { return &arena{} }
 	return m, nil
 }
 
@@ -196,6 +195,17 @@ func (m *Model) Run(inputs map[string]*Tensor) (map[string]*Tensor, error) {
 	return res, nil
 }
 
+// Recycle hands back tensors that Run returned and the caller is done
+// with (it copied them out): later runs reuse their buffers instead of
+// allocating. The caller must not touch them afterwards.
+func (m *Model) Recycle(ts ...*Tensor) {
+	a := m.arenas.get()
+	for _, t := range ts {
+		a.take(t)
+	}
+	m.arenas.put(a)
+}
+
 func (m *Model) inputIndex(name string) int {
 	for i, v := range m.inputs {
 		if v.Name == name {
@@ -222,7 +232,7 @@ func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, er
 			return nil, err
 		}
 	}
-	a := m.arenas.Get().(*arena)
+	a := m.arenas.get()
 	r := &runner{ctx: ctx, arena: a, threads: m.threads, budget: m.maxRunBytes, maxLoop: m.maxLoop}
 	defer func() {
 		if p := recover(); p != nil {
@@ -232,7 +242,7 @@ func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, er
 			var le *LimitError
 			if e, ok := p.(error); ok && (errors.As(e, &se) || errors.As(e, &le)) {
 				out, err = nil, fmt.Errorf("native evaluator: %s: node %s (%s): %w", m.name, nodeName(r.node), r.op, e)
-				m.arenas.Put(a)
+				m.arenas.put(a)
 				return
 			}
 			// A kernel indexing past a malformed input must not take the
@@ -241,7 +251,7 @@ func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, er
 			out, err = nil, fmt.Errorf("native evaluator: %s: node %s (%s): internal error: %v", m.name, r.node, r.op, p)
 			return
 		}
-		m.arenas.Put(a)
+		m.arenas.put(a)
 	}()
 	out, err = m.main.run(r, in, nil)
 	if err != nil {
@@ -329,6 +339,36 @@ func nodeName(n string) string {
 	return n
 }
 
+// arenaPool keeps the arenas of finished runs for the next ones, as ONNX
+// Runtime keeps its arena: a sync.Pool would drop them at every garbage
+// collection, and each step would then fault in fresh buffers. It keeps
+// as many as runs have been concurrent, at most maxArenas.
+type arenaPool struct {
+	mu   sync.Mutex
+	idle []*arena
+}
+
+const maxArenas = 64
+
+func (p *arenaPool) get() *arena {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		a := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return a
+	}
+	return &arena{}
+}
+
+func (p *arenaPool) put(a *arena) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) < maxArenas {
+		p.idle = append(p.idle, a)
+	}
+}
+
 // arena recycles the float32 buffers of values whose last use has passed,
 // within one run and, through Model's pool, across runs.
 type arena struct {
@@ -382,9 +422,13 @@ func (r *runner) alloc(dt dtype, shape []int64) (*Tensor, error) {
 	return &Tensor{DType: dt, Shape: shape, Data: d}, nil
 }
 
-func (r *runner) release(t *Tensor) {
+func (r *runner) release(t *Tensor) { r.arena.take(t) }
+
+// take puts t's buffer in the arena when t owns one (once: t no longer
+// owns it after).
+func (a *arena) take(t *Tensor) {
 	if t != nil && t.owned {
 		t.owned = false
-		r.arena.put(t.Data.([]float32))
+		a.put(t.Data.([]float32))
 	}
 }

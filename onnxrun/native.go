@@ -104,6 +104,7 @@ func (b *Binding) runNative() error {
 			return fmt.Errorf("onnxrun: running %s: output %q: cannot copy %T into %T", s.name, s.outputs[i].Name, o.Data, dst.Data)
 		}
 	}
+	s.native.Recycle(out...) // copied: their buffers serve the next run
 	return nil
 }
 
