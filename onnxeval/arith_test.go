@@ -111,3 +111,23 @@ func TestTopKScanMatchesHeap(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaKeepsLargeBuffersForLargeValues: a small value does not take a
+// free buffer many times its size, which stays for the next large value.
+func TestArenaKeepsLargeBuffersForLargeValues(t *testing.T) {
+	a := &arena{}
+	r := &runner{arena: a, budget: 1 << 30}
+	big := a.get(r, 1<<20)
+	a.put(big)
+	if small := a.get(r, 10); cap(small) >= 1<<20 {
+		t.Fatalf("a 10-value tensor took the free buffer of %d", cap(small))
+	}
+	if again := a.get(r, 1<<20); &again[0] != &big[0] {
+		t.Fatalf("the next large value did not reuse the large buffer")
+	}
+	mid := a.get(r, 3000)
+	a.put(mid)
+	if got := a.get(r, 2000); &got[0] != &mid[0] {
+		t.Fatalf("a buffer less than twice the size was not reused")
+	}
+}

@@ -355,15 +355,25 @@ func quantProductOf(n *node) *kernel.QuantProduct {
 		}
 		wz = intsOf(z)[0]
 	}
-	bi := intsOf(w)
 	K, N := int(w.Shape[0]), int(w.Shape[1])
-	if bi == nil || len(get[float32](sc)) != N {
+	if len(get[float32](sc)) != N {
 		return nil
 	}
-	rows := make([]int8, N*K) // W transposed: one row per output column
+	// W transposed: one row per output column, read as it is stored (no
+	// int32 copy of the whole matrix at load time).
+	var at func(i int) int32
+	switch d := w.Data.(type) {
+	case []int8:
+		at = func(i int) int32 { return int32(d[i]) }
+	case []uint8:
+		at = func(i int) int32 { return int32(d[i]) }
+	default:
+		return nil
+	}
+	rows := make([]int8, N*K)
 	for k := 0; k < K; k++ {
 		for j := 0; j < N; j++ {
-			v := bi[k*N+j] - wz
+			v := at(k*N+j) - wz
 			if v < -128 || v > 127 {
 				return nil
 			}

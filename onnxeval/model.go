@@ -376,9 +376,12 @@ type arena struct {
 }
 
 func (a *arena) get(r *runner, n int) []float32 {
+	// The smallest free buffer that fits, unless it is more than twice
+	// the size: a large buffer given to a small value would be missing
+	// when a large one is next needed, and the arena would grow.
 	best := -1
 	for i, b := range a.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(a.free[best])) {
+		if cap(b) >= n && cap(b) <= 2*n+1024 && (best < 0 || cap(b) < cap(a.free[best])) {
 			best = i
 		}
 	}
