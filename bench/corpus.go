@@ -15,6 +15,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/translate"
@@ -45,11 +46,16 @@ type CorpusConfig struct {
 	Log        io.Writer
 	// SkipPyTorch leaves PyTorch out (attnx rows only, no speed-ups).
 	SkipPyTorch bool
+	// Backends lists the engines attnx runs on ("ort", "go"); nil means
+	// onnxrun.DefaultBackend alone.
+	Backends []string
 }
 
 // CorpusRow is one measured configuration.
 type CorpusRow struct {
-	Engine  string  `json:"engine"` // attnx or pytorch
+	Engine string `json:"engine"` // attnx or pytorch
+	// Backend is the attnx row's engine: ort or go.
+	Backend string  `json:"backend,omitempty"`
 	Weights string  `json:"weights"`
 	Beam    int     `json:"beam"`
 	Threads int     `json:"threads"`
@@ -106,6 +112,8 @@ func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(work)
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: --work-dir: %w", err)
 	}
 	js, err := json.Marshal(cfg)
 	if err != nil {
@@ -149,11 +157,13 @@ func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 			}
 			for _, w := range c.Weights {
 				for _, lanes := range laneChoices(th) {
-					r, err := c.attnxCorpus(dirs[w], w, rows, k, th, lanes)
-					if err != nil {
-						return nil, fmt.Errorf("bench: attnx %s, beam %d, %d threads: %w", w, k, th, err)
+					for _, be := range c.backends() {
+						r, err := c.attnxCorpus(dirs[w], w, rows, k, th, lanes, be)
+						if err != nil {
+							return nil, fmt.Errorf("bench: attnx %s on %s, beam %d, %d threads: %w", w, be, k, th, err)
+						}
+						rep.Rows = append(rep.Rows, r)
 					}
-					rep.Rows = append(rep.Rows, r)
 				}
 			}
 		}
@@ -199,11 +209,19 @@ func corpusSources(n, lo, hi, vocab int, seed uint64) [][]int64 {
 	return rows
 }
 
-func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64, beam, threads, lanes int) (CorpusRow, error) {
-	r := CorpusRow{Engine: "attnx", Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes}
-	c.logf("bench: attnx %s, beam %d, %d threads on %d lanes", w, beam, threads, lanes)
+// backends is Backends, or the default backend alone.
+func (c *CorpusConfig) backends() []string {
+	if len(c.Backends) == 0 {
+		return []string{onnxrun.DefaultBackend}
+	}
+	return c.Backends
+}
+
+func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64, beam, threads, lanes int, backend string) (CorpusRow, error) {
+	r := CorpusRow{Engine: "attnx", Backend: backend, Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes}
+	c.logf("bench: attnx %s on %s, beam %d, %d threads on %d lanes", w, backend, beam, threads, lanes)
 	resetPeakRSS()
-	tr, err := translate.Open(dir, translate.Options{Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam})
+	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam})
 	if err != nil {
 		return r, err
 	}
@@ -280,7 +298,7 @@ func WriteCorpusTable(w io.Writer, rep *CorpusReport) {
 		}
 		fmt.Fprintf(w, "PyTorch %s on %s BLAS, batches of sentences sorted by length as OpenNMT-py's translator makes them\n", rep.Torch, blas)
 	}
-	fmt.Fprintf(w, "%-8s %-7s %4s %7s %5s %9s %10s %10s %9s %10s %s\n", "engine", "weights", "beam", "threads", "lanes", "seconds", "sent/s", "tokens/s", "vs torch", "identical", "peak RSS")
+	fmt.Fprintf(w, "%-9s %-7s %4s %7s %5s %9s %10s %10s %9s %10s %s\n", "engine", "weights", "beam", "threads", "lanes", "seconds", "sent/s", "tokens/s", "vs torch", "identical", "peak RSS")
 	for _, r := range rep.Rows {
 		vs, ident, lanes := "", "", ""
 		if r.VsPyTorch > 0 {
@@ -290,6 +308,10 @@ func WriteCorpusTable(w io.Writer, rep *CorpusReport) {
 		if r.Lanes > 0 {
 			lanes = strconv.Itoa(r.Lanes)
 		}
-		fmt.Fprintf(w, "%-8s %-7s %4d %7d %5s %9.2f %10.1f %10.0f %9s %10s %.0f MiB\n", r.Engine, r.Weights, r.Beam, r.Threads, lanes, r.Seconds, r.SentencesPerS, r.TokensPerS, vs, ident, r.PeakRSSMB)
+		engine := r.Engine
+		if r.Backend != "" {
+			engine += "-" + r.Backend
+		}
+		fmt.Fprintf(w, "%-9s %-7s %4d %7d %5s %9.2f %10.1f %10.0f %9s %10s %.0f MiB\n", engine, r.Weights, r.Beam, r.Threads, lanes, r.Seconds, r.SentencesPerS, r.TokensPerS, vs, ident, r.PeakRSSMB)
 	}
 }

@@ -1,20 +1,21 @@
 package main
 
 import (
-	"slices"
-	"strconv"
-
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/spf13/pflag"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 )
 
@@ -67,9 +68,11 @@ input-feeding decoder, H = E = --hidden, default 512, vocabularies of
 lanes of 1 thread) and with the PyTorch reference batched the way
 OpenNMT-py's translator batches (bench.py --corpus), greedy and with beam
 search of each --beam width (default 5), at each --threads count and
---weights precision (default fp32,int8). The table gives sentences/s,
-tokens/s, the speed-up over PyTorch, the sentences whose tokens equal
-PyTorch's, and peak RSS.
+--weights precision (default fp32,int8), on each backend this binary
+has (attnx-ort and attnx-go rows; --engines attnx-steps-lean or
+attnx-steps-lean-go picks one, pytorch keeps PyTorch). The table gives
+sentences/s, tokens/s, the speed-up over PyTorch, the sentences whose
+tokens equal PyTorch's, and peak RSS.
 
 The model is --checkpoint or a random one per --arch and --cell. To make
 every engine decode exactly --steps steps, the benchmarked copy of the
@@ -265,6 +268,20 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 		}
 	}
 	c.SkipPyTorch = changed("engines") && !strings.Contains(get("engines"), bench.EnginePyTorch)
+	// attnx on each backend this binary can run: --engines names them
+	// as the step engines do (attnx-steps-lean: ORT, attnx-steps-lean-go:
+	// the native backend).
+	for _, be := range []struct{ name, engine string }{{onnxrun.BackendORT, bench.EngineLean}, {onnxrun.BackendGo, bench.EngineLeanGo}} {
+		if changed("engines") && !slices.Contains(strings.Split(get("engines"), ","), be.engine) {
+			continue
+		}
+		if onnxrun.Ready(be.name) == nil {
+			c.Backends = append(c.Backends, be.name)
+		}
+	}
+	if len(c.Backends) == 0 {
+		return &usageError{fmt.Sprintf("--corpus: no attnx engine to run (--engines %s; this binary runs %s)", get("engines"), onnxrun.DefaultBackend)}
+	}
 	if !quiet {
 		c.Log = stderr
 	}
