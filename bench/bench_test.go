@@ -119,7 +119,7 @@ func haveTorch() bool {
 // and speed-up over fp32, beam rows their ratio to greedy, PyTorch's BLAS
 // is named, and the JSON has the documented shape.
 func TestRunSmall(t *testing.T) {
-	if onnxrun.DefaultBackend != onnxrun.BackendORT {
+	if !onnxrun.HasORT {
 		t.Skip("compares the ONNX Runtime engines with the others: a build with cgo")
 	}
 	if testing.Short() {

@@ -52,7 +52,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if onnxrun.DefaultBackend == onnxrun.BackendGo {
+	if !onnxrun.HasORT {
 		// Built without cgo: the native engines (and PyTorch) only.
 		if c.Engines == nil {
 			c.Engines = []string{EngineLeanGo, EngineLoopGo, EnginePyTorch}

@@ -91,12 +91,12 @@ type Options struct {
 	Expected *Expectations
 	// Progress, when set, is called after each case finishes.
 	Progress func(done, total int, r CaseResult)
-	// Backend is the engine that runs the models: "ort" (or "", ONNX
-	// Runtime, judged against the expected-failure list) or "go" (attnx's
-	// native evaluator: cases using an operator it does not implement are
-	// NotImplemented, cases using an unsupported variant of one it
-	// implements are Unsupported, every other case must pass; the report
-	// counts them by operator).
+	// Backend is the engine that runs the models: "ort" (ONNX Runtime,
+	// judged against the expected-failure list) or "go" (or "",
+	// onnxrun.DefaultBackend: attnx's native evaluator; cases using an
+	// operator it does not implement are NotImplemented, cases using an
+	// unsupported variant of one it implements are Unsupported, every
+	// other case must pass; the report counts them by operator).
 	Backend string
 }
 
@@ -269,7 +269,7 @@ func (o Options) withDefaults() Options {
 // loaded at all or the built-in list does not parse.
 func Run(cases []Case, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
-	native := opt.Backend == onnxrun.BackendGo
+	native := onnxrun.BackendFor(opt.Backend, "") == onnxrun.BackendGo
 	if err := onnxrun.Ready(opt.Backend); err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}

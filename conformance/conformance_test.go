@@ -123,7 +123,7 @@ func TestSmallCases(t *testing.T) {
 		}
 		cases = append(cases, cs...)
 	}
-	rep, err := Run(cases, Options{})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +167,10 @@ func TestCorruptedExpectedOutputFails(t *testing.T) {
 		name string
 		opt  Options
 	}{
-		{"built-in list", Options{}},
-		{"tight tolerance", Options{ATol: 1e-9, RTol: 1e-9}},
+		{"built-in list", Options{Backend: onnxrun.BackendORT}},
+		{"tight tolerance", Options{Backend: onnxrun.BackendORT, ATol: 1e-9, RTol: 1e-9}},
 		// An entry for another stage does not excuse a mismatch.
-		{"listed at another stage", Options{Expected: list(t, "node/test_abs\tload\tno-kernel\t-\tno Abs kernel")}},
+		{"listed at another stage", Options{Backend: onnxrun.BackendORT, Expected: list(t, "node/test_abs\tload\tno-kernel\t-\tno Abs kernel")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Run(cases, tc.opt)
@@ -189,7 +189,7 @@ func TestCorruptedExpectedOutputFails(t *testing.T) {
 	}
 	// Listed at the stage where it fails, with its signature (the output
 	// that differs), the mismatch is expected.
-	rep, err := Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 0 \"y\" corrupted on purpose")})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT, Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 0 \"y\" corrupted on purpose")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestCorruptedExpectedOutputFails(t *testing.T) {
 		t.Errorf("listed: %s %+v", r.Status, r.Expected)
 	}
 	// Listed at that stage for another output: not excused.
-	rep, err = Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 1 \"z\" differs")})
+	rep, err = Run(cases, Options{Backend: onnxrun.BackendORT, Expected: list(t, "node/test_abs\tcompare\tort-differs\t-\ttest_data_set_0: output 1 \"z\" differs")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestCorruptedFloat16OutputFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(cases, Options{})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestListedCaseThatPassesIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(cases, Options{Expected: list(t, "# a comment", "node/test_abs\tcompare\tort-differs\t-\tsaid to differ")})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT, Expected: list(t, "# a comment", "node/test_abs\tcompare\tort-differs\t-\tsaid to differ")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestListedCaseThatPassesIsReported(t *testing.T) {
 	if !strings.Contains(sb.String(), "UNEXPECTEDLY PASSING node/test_abs: passes, but") {
 		t.Errorf("table does not report it:\n%s", sb.String())
 	}
-	rep, err = Run(cases, Options{Expected: list(t, "node/test_abs\tcompare\trandom-output\trandom\tdrawn at random")})
+	rep, err = Run(cases, Options{Backend: onnxrun.BackendORT, Expected: list(t, "node/test_abs\tcompare\trandom-output\trandom\tdrawn at random")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestRuntimeBugsFail(t *testing.T) {
 				}
 				return faultySession{s, tc.fault}, nil
 			}
-			rep, err := Run(cases, Options{})
+			rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,7 +365,7 @@ func TestUnreadableModelFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases, _ := Discover(dir)
-	rep, err := Run(cases, Options{Expected: list(t, "node/test_abs\tload\tno-kernel\t-\tlisted")})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT, Expected: list(t, "node/test_abs\tload\tno-kernel\t-\tlisted")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestLocaleCondition(t *testing.T) {
 	if saved("en_US.UTF-8") {
 		t.Skip("en_US.UTF-8 is installed here: StringNormalizer runs")
 	}
-	rep, err := Run(cases, Options{})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestLocaleCondition(t *testing.T) {
 	// Pretend the locale is installed: the entry no longer excuses the
 	// failure (ORT still cannot create it here).
 	localeAvailable = func(string) bool { return true }
-	rep, err = Run(cases, Options{})
+	rep, err = Run(cases, Options{Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +551,7 @@ func TestDefaultSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(cases, Options{})
+	rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,7 +621,7 @@ func TestSequenceOutputsAreCompared(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Run(cases, Options{})
+			rep, err := Run(cases, Options{Backend: onnxrun.BackendORT})
 			if err != nil {
 				t.Fatal(err)
 			}

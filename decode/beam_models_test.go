@@ -137,7 +137,7 @@ func TestBeamScoresAreForcedLogProbs(t *testing.T) {
 // greedy row, rows joining between steps: once warmed up, a whole decode
 // allocates nothing.
 func TestBeamStepDoesNotAllocate(t *testing.T) {
-	if onnxrun.DefaultBackend != onnxrun.BackendORT {
+	if testBackend != onnxrun.BackendORT {
 		t.Skip("zero allocations per step is ONNX Runtime's IoBinding; the native backend makes its results' tensor headers and shape slices per step (its arena reuses the float32 data)")
 	}
 	for _, p := range testPairs(t) {

@@ -303,7 +303,7 @@ func TestDecodeMatchesPyTorchFixtures(t *testing.T) {
 // with rows leaving, a second group of rows joining a running batch with a
 // longer source) allocates nothing on the Go heap.
 func TestStepDoesNotAllocate(t *testing.T) {
-	if onnxrun.DefaultBackend != onnxrun.BackendORT {
+	if testBackend != onnxrun.BackendORT {
 		t.Skip("zero allocations per step is ONNX Runtime's IoBinding; the native backend makes its results' tensor headers and shape slices per step (its arena reuses the float32 data)")
 	}
 	for _, p := range testPairs(t) {

@@ -22,6 +22,11 @@ func needORT(tb testing.TB) {
 	testenv.ORT(tb, onnxrun.Init())
 }
 
+// testBackend runs the decoding core's suite on ONNX Runtime where the
+// build has it (its IoBinding is what the allocation tests check), and on
+// the native backend in a build without cgo (CGO_ENABLED=0 go test).
+var testBackend = map[bool]string{true: onnxrun.BackendORT, false: onnxrun.BackendGo}[onnxrun.HasORT]
+
 // pair is an opened encoder/decoder pair and its decode.Model.
 type pair struct {
 	name     string
@@ -38,7 +43,7 @@ func open(tb testing.TB, name string, enc, dec *builder.Model, vs, vt int) *pair
 		if err != nil {
 			tb.Fatal(err)
 		}
-		s, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1})
+		s, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, Backend: testBackend})
 		if err != nil {
 			tb.Fatal(err)
 		}

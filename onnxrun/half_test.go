@@ -110,7 +110,7 @@ func bhalves(fs ...float32) []BF16 {
 // with a fixed output shape and with shapes from the inputs' symbols.
 func TestHalfRoundTrip(t *testing.T) {
 	t.Run("fixed shape", func(t *testing.T) {
-		s := openModel(t, "float16", Options{})
+		s := openModel(t, "float16", Options{Backend: BackendORT})
 		out, err := s.Run(map[string]*Tensor{"h": NewFloat16([]int64{2}, halves(1.5, -65504))})
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestHalfRoundTrip(t *testing.T) {
 		}
 	})
 	t.Run("symbolic shapes", func(t *testing.T) {
-		s := openModel(t, "half", Options{})
+		s := openModel(t, "half", Options{Backend: BackendORT})
 		xs := []float32{0.1, -3, 1e5, 1 + 1.0/2048, 2.5e-8}
 		h := halves(0.5, -1, 65504, 6e-8, 3.140625)
 		b := bhalves(0.5, -1, 3e38, 1e-30, math.Pi)
@@ -166,7 +166,7 @@ func dataOf(t *Tensor) any {
 }
 
 func TestHalfErrors(t *testing.T) {
-	s := openModel(t, "float16", Options{})
+	s := openModel(t, "float16", Options{Backend: BackendORT})
 	two := map[string]*Tensor{"h": NewFloat16([]int64{2}, halves(1, 2))}
 	tests := []struct {
 		name   string
@@ -174,9 +174,9 @@ func TestHalfErrors(t *testing.T) {
 		inputs map[string]*Tensor
 		want   []string
 	}{
-		{"output shape unknown before running", openModel(t, "half_free", Options{}), two,
+		{"output shape unknown before running", openModel(t, "half_free", Options{Backend: BackendORT}), two,
 			[]string{`output "hh" is declared float16[m]`, "must be preallocated with their exact shape"}},
-		{"output shape misdeclared", openModel(t, "half_misdeclared", Options{}), two,
+		{"output shape misdeclared", openModel(t, "half_misdeclared", Options{Backend: BackendORT}), two,
 			[]string{"Concat", `preallocated from their declared symbolic shapes: "hh" as float16[2]`}},
 		{"bfloat16 for float16", s, map[string]*Tensor{"h": NewBFloat16([]int64{2}, bhalves(1, 2))},
 			[]string{`input "h": got bfloat16[2], model expects float16[2]`, "element type bfloat16, want float16"}},
@@ -219,7 +219,7 @@ func TestHalfErrors(t *testing.T) {
 // preallocated one reads back whole, and FromValue refuses a custom-data
 // tensor whose byte count does not fit its shape.
 func TestHalfRunValues(t *testing.T) {
-	s := openModel(t, "float16", Options{})
+	s := openModel(t, "float16", Options{Backend: BackendORT})
 	in, err := NewValue(NewFloat16([]int64{2}, halves(1, 2)))
 	if err != nil {
 		t.Fatal(err)

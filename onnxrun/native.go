@@ -19,8 +19,10 @@ func (s *Session) Backend() string { return s.backend }
 func openNative(name, path string, data []byte, opt Options) (*Session, error) {
 	switch opt.Device {
 	case "", DeviceCPU, DeviceAuto:
-	default:
+	case DeviceCUDA:
 		return nil, fmt.Errorf("onnxrun: %s: the native backend runs on the CPU only; device %q needs the ONNX Runtime backend", name, opt.Device)
+	default:
+		return nil, fmt.Errorf("onnxrun: %s: unknown device %q: want %q, %q or %q", name, opt.Device, DeviceCPU, DeviceCUDA, DeviceAuto)
 	}
 	if opt.IntraOpThreads < 0 {
 		return nil, fmt.Errorf("onnxrun: %s: IntraOpThreads=%d: want >= 0", name, opt.IntraOpThreads)
@@ -29,11 +31,10 @@ func openNative(name, path string, data []byte, opt Options) (*Session, error) {
 	var m *onnxeval.Model
 	var err error
 	if path != "" {
-		m, err = onnxeval.Open(path, eopt) // external data relative to the file
-	} else {
-		m, err = onnxeval.OpenBytes(data, eopt)
-	}
-	if err != nil {
+		if m, err = onnxeval.Open(path, eopt); err != nil { // external data relative to the file
+			return nil, fmt.Errorf("onnxrun: %w", err) // the evaluator's error names the file
+		}
+	} else if m, err = onnxeval.OpenBytes(data, eopt); err != nil {
 		return nil, fmt.Errorf("onnxrun: %s: %w", name, err)
 	}
 	ins, ok1 := fromDecls(m.Inputs())

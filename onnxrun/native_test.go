@@ -98,3 +98,35 @@ func TestNativeOptionsRefused(t *testing.T) {
 		t.Errorf("garbage: %v", err)
 	}
 }
+
+// TestDefaultBackend: Options{} runs on the native backend; Device "cuda"
+// with no Backend asks ONNX Runtime (where the build has it); "auto" falls
+// back to the native backend with a note saying why when CUDA cannot be
+// used, and an unknown device is refused as such.
+func TestDefaultBackend(t *testing.T) {
+	s, err := OpenBytes(affine(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Backend() != BackendGo || s.Device() != DeviceCPU {
+		t.Errorf("Options{}: backend %q device %q, want go on the cpu", s.Backend(), s.Device())
+	}
+	s.Close()
+	if got := BackendFor("", DeviceCUDA); HasORT && got != BackendORT || !HasORT && got != BackendGo {
+		t.Errorf("BackendFor(\"\", cuda) = %q (HasORT %v)", got, HasORT)
+	}
+	if got := BackendFor(BackendGo, DeviceCUDA); got != BackendGo {
+		t.Errorf("BackendFor(go, cuda) = %q, want go: an explicit backend wins", got)
+	}
+	s, err = OpenBytes(affine(t), Options{Device: DeviceAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Device() == DeviceCPU && (s.Backend() != BackendGo || len(s.Notes()) != 1 || !strings.Contains(s.Notes()[0], "CUDA unavailable")) {
+		t.Errorf("auto without CUDA: backend %q, notes %q; want go with a note", s.Backend(), s.Notes())
+	}
+	if _, err := OpenBytes(affine(t), Options{Device: "tpu"}); err == nil || !strings.Contains(err.Error(), `unknown device "tpu"`) {
+		t.Errorf("device tpu: %v", err)
+	}
+}

@@ -20,9 +20,8 @@ func (noORTError) Error() string {
 // has the native backend alone, which every session then uses by default.
 func (noORTError) NativeOnly() bool { return true }
 
-// DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
-// cgo, the native evaluator without.
-const DefaultBackend = BackendGo
+// HasORT reports whether this build can run ONNX Runtime: not without cgo.
+const HasORT = false
 
 // Init reports that ONNX Runtime cannot be loaded in a build without cgo.
 func Init() error { return ErrNoORT }

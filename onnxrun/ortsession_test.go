@@ -76,7 +76,7 @@ func TestInitChild(t *testing.T) {
 	if err2 := Init(); fmt.Sprint(err2) != fmt.Sprint(err) {
 		fmt.Printf("INIT-SECOND-DIFFERS: %v\n", err2)
 	}
-	_, oerr := Open(filepath.Join(os.Getenv("ATTNX_RUNTIME_TEST_MODELS"), "add.onnx"), Options{})
+	_, oerr := Open(filepath.Join(os.Getenv("ATTNX_RUNTIME_TEST_MODELS"), "add.onnx"), Options{Backend: BackendORT})
 	fmt.Printf("OPEN-RESULT: %v\n", oerr)
 }
 
@@ -186,7 +186,7 @@ func TestInitErrors(t *testing.T) {
 }
 
 func TestIOInfo(t *testing.T) {
-	s := openModel(t, "batch", Options{})
+	s := openModel(t, "batch", Options{Backend: BackendORT})
 	tests := []struct {
 		got  IOInfo
 		want IOInfo
@@ -210,11 +210,11 @@ func TestIOInfo(t *testing.T) {
 			t.Errorf("String() = %q, want %q", tc.got.String(), tc.str)
 		}
 	}
-	sc := openModel(t, "scalar_out", Options{})
+	sc := openModel(t, "scalar_out", Options{Backend: BackendORT})
 	if o := sc.Outputs()[0]; !o.RankKnown || len(o.Shape) != 0 || o.String() != "float32[]" {
 		t.Errorf("scalar output described as %+v (%s)", o, o)
 	}
-	ns := openModel(t, "noshape", Options{})
+	ns := openModel(t, "noshape", Options{Backend: BackendORT})
 	if o := ns.Outputs()[0]; o.RankKnown || o.Shape != nil || o.String() != "float32[...]" {
 		t.Errorf("shapeless output described as %+v (%s)", o, o)
 	}
@@ -230,37 +230,37 @@ func TestRunValues(t *testing.T) {
 		inputs map[string]*Tensor
 		want   map[string]*Tensor
 	}{
-		{"add", Options{}, map[string]*Tensor{
+		{"add", Options{Backend: BackendORT}, map[string]*Tensor{
 			"X": NewFloat32([]int64{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
 			"Y": NewFloat32([]int64{2, 3}, []float32{0.5, -2, 10, 0, 0.25, -6}),
 		}, map[string]*Tensor{"Z": NewFloat32([]int64{2, 3}, []float32{1.5, 0, 13, 4, 5.25, 0})}},
-		{"batch", Options{IntraOpThreads: 2, OptLevel: OptDisable}, map[string]*Tensor{
+		{"batch", Options{Backend: BackendORT, IntraOpThreads: 2, OptLevel: OptDisable}, map[string]*Tensor{
 			"source_ids": NewInt64([]int64{2, 3}, []int64{1, 2, 3, 40, 50, 60}),
 			"scale":      NewFloat32([]int64{1}, []float32{2}),
 		}, map[string]*Tensor{"out": NewFloat32([]int64{2, 3}, []float32{2.5, 4.5, 6.5, 80.5, 100.5, 120.5})}},
-		{"batch", Options{OptLevel: OptExtended}, map[string]*Tensor{
+		{"batch", Options{Backend: BackendORT, OptLevel: OptExtended}, map[string]*Tensor{
 			"source_ids": NewInt64([]int64{1, 1}, []int64{7}),
 			"scale":      NewFloat32([]int64{1}, []float32{-1}),
 		}, map[string]*Tensor{"out": NewFloat32([]int64{1, 1}, []float32{-6.5})}},
-		{"scalar_out", Options{}, map[string]*Tensor{
+		{"scalar_out", Options{Backend: BackendORT}, map[string]*Tensor{
 			"X": NewFloat32([]int64{4}, []float32{1, 2, 3, 4.5}),
 		}, map[string]*Tensor{
 			"total":   Scalar(float32(10.5)),
 			"doubled": NewFloat32([]int64{4}, []float32{2, 4, 6, 9}),
 		}},
-		{"scalar_in", Options{}, map[string]*Tensor{"x": Scalar(float32(1.5))},
+		{"scalar_in", Options{Backend: BackendORT}, map[string]*Tensor{"x": Scalar(float32(1.5))},
 			map[string]*Tensor{"y": Scalar(float32(4.5))}},
-		{"constant", Options{}, map[string]*Tensor{}, map[string]*Tensor{
+		{"constant", Options{Backend: BackendORT}, map[string]*Tensor{}, map[string]*Tensor{
 			"matrix": NewFloat32([]int64{2, 2}, []float32{1, 2, 3, 4}),
 			"count":  Scalar(int64(7)),
 		}},
-		{"noshape", Options{}, map[string]*Tensor{"X": NewFloat32([]int64{2}, []float32{3, 4})},
+		{"noshape", Options{Backend: BackendORT}, map[string]*Tensor{"X": NewFloat32([]int64{2}, []float32{3, 4})},
 			map[string]*Tensor{"Y": NewFloat32([]int64{2}, []float32{3, 4})}},
-		{"constant", Options{}, nil, map[string]*Tensor{
+		{"constant", Options{Backend: BackendORT}, nil, map[string]*Tensor{
 			"matrix": NewFloat32([]int64{2, 2}, []float32{1, 2, 3, 4}),
 			"count":  Scalar(int64(7)),
 		}},
-		{"identity", Options{}, map[string]*Tensor{
+		{"identity", Options{Backend: BackendORT}, map[string]*Tensor{
 			"in_f64": NewFloat64([]int64{2}, []float64{1.25, -3}),
 			"in_i32": NewInt32([]int64{2}, []int32{-7, 1 << 30}),
 			"in_i8":  NewInt8([]int64{2}, []int8{-128, 127}),
@@ -279,7 +279,7 @@ func TestRunValues(t *testing.T) {
 			"out_i16": NewTensor([]int64{2}, []int16{-300, 300}),
 			"out_u64": NewTensor([]int64{2}, []uint64{1 << 63, 3}),
 		}},
-		{"identity", Options{}, map[string]*Tensor{ // empty tensors
+		{"identity", Options{Backend: BackendORT}, map[string]*Tensor{ // empty tensors
 			"in_f64": NewFloat64([]int64{0}, nil),
 			"in_i32": NewInt32([]int64{0}, []int32{}),
 			"in_i8":  NewInt8([]int64{0}, nil),
@@ -324,10 +324,10 @@ func TestRunValues(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	batch := openModel(t, "batch", Options{})
-	add := openModel(t, "add", Options{})
-	ident := openModel(t, "identity", Options{})
-	f16 := openModel(t, "float16", Options{})
+	batch := openModel(t, "batch", Options{Backend: BackendORT})
+	add := openModel(t, "add", Options{Backend: BackendORT})
+	ident := openModel(t, "identity", Options{Backend: BackendORT})
+	f16 := openModel(t, "float16", Options{Backend: BackendORT})
 	ids := NewInt64([]int64{2, 5}, make([]int64, 10))
 	scale := NewFloat32([]int64{1}, []float32{1})
 	two := func(name string) map[string]*Tensor {
@@ -372,9 +372,9 @@ func TestInputErrors(t *testing.T) {
 			[]string{`input "X"`, "dimension 0 is negative"}},
 		{"symbolic dim disagrees across inputs", ident, two("in_i32"),
 			[]string{`input "in_i32": got int32[3], model expects int32[d]`, `dimension 0 (d) is 3, but input "in_f64" has d=2`}},
-		{"zero inputs, output shape not fixed", openModel(t, "free_const", Options{}), nil,
+		{"zero inputs, output shape not fixed", openModel(t, "free_const", Options{Backend: BackendORT}), nil,
 			[]string{`has no inputs and its output "v" is declared int64[1,n]`, "fully known shape"}},
-		{"unknown input on a zero-input model", openModel(t, "free_const", Options{}), map[string]*Tensor{"x": Scalar1(1)},
+		{"unknown input on a zero-input model", openModel(t, "free_const", Options{Backend: BackendORT}), map[string]*Tensor{"x": Scalar1(1)},
 			[]string{`unknown input "x"; the model's inputs are (none)`}},
 		{"float16 wrong element type", f16, map[string]*Tensor{"h": NewUint8([]int64{2}, []uint8{0, 0})},
 			[]string{`input "h": got uint8[2], model expects float16[2]`, "element type uint8, want float16"}},
@@ -396,13 +396,13 @@ func TestInputErrors(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	needORT(t)
-	if _, err := Open(filepath.Join("testdata", "missing.onnx"), Options{}); err == nil || !strings.Contains(err.Error(), "missing.onnx") {
+	if _, err := Open(filepath.Join("testdata", "missing.onnx"), Options{Backend: BackendORT}); err == nil || !strings.Contains(err.Error(), "missing.onnx") {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := OpenBytes([]byte("not a model"), Options{}); err == nil || !strings.Contains(err.Error(), "loading model bytes") {
+	if _, err := OpenBytes([]byte("not a model"), Options{Backend: BackendORT}); err == nil || !strings.Contains(err.Error(), "loading model bytes") {
 		t.Errorf("garbage bytes: %v", err)
 	}
-	if _, err := OpenBytes(nil, Options{}); err == nil || !strings.Contains(err.Error(), "empty model") {
+	if _, err := OpenBytes(nil, Options{Backend: BackendORT}); err == nil || !strings.Contains(err.Error(), "empty model") {
 		t.Errorf("no bytes: %v", err)
 	}
 	add := filepath.Join("testdata", "add.onnx")
@@ -410,9 +410,9 @@ func TestOpenErrors(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{Options{Device: "tpu"}, `unknown device "tpu": want "cpu", "cuda" or "auto"`},
-		{Options{IntraOpThreads: -1}, "IntraOpThreads=-1"},
-		{Options{OptLevel: 42}, "unknown OptLevel 42"},
+		{Options{Backend: BackendORT, Device: "tpu"}, `unknown device "tpu": want "cpu", "cuda" or "auto"`},
+		{Options{Backend: BackendORT, IntraOpThreads: -1}, "IntraOpThreads=-1"},
+		{Options{Backend: BackendORT, OptLevel: 42}, "unknown OptLevel 42"},
 	} {
 		if _, err := Open(add, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%+v) = %v, want error containing %q", tc.opt, err, tc.want)
@@ -427,7 +427,7 @@ func TestOpenBytesAndOptimizedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	optPath := filepath.Join(t.TempDir(), "optimized.onnx")
-	s, err := OpenBytes(data, Options{IntraOpThreads: 1, InterOpThreads: 1, OptLevel: OptAll, OptimizedModelPath: optPath})
+	s, err := OpenBytes(data, Options{Backend: BackendORT, IntraOpThreads: 1, InterOpThreads: 1, OptLevel: OptAll, OptimizedModelPath: optPath})
 	if err != nil {
 		t.Fatalf("OpenBytes: %v", err)
 	}
@@ -450,7 +450,7 @@ func TestOpenBytesAndOptimizedModel(t *testing.T) {
 func TestDevices(t *testing.T) {
 	needORT(t)
 	add := filepath.Join("testdata", "add.onnx")
-	s, err := Open(add, Options{Device: DeviceCUDA})
+	s, err := Open(add, Options{Backend: BackendORT, Device: DeviceCUDA})
 	if err == nil {
 		s.Close()
 		t.Skip("CUDA is available here; the unavailable-CUDA message cannot be tested")
@@ -462,7 +462,7 @@ func TestDevices(t *testing.T) {
 	}
 	t.Logf("cuda error: %v", err)
 
-	s, err = Open(add, Options{Device: DeviceAuto})
+	s, err = Open(add, Options{Backend: BackendORT, Device: DeviceAuto})
 	if err != nil {
 		t.Fatalf("auto: %v", err)
 	}
@@ -480,7 +480,7 @@ func TestDevices(t *testing.T) {
 }
 
 func TestConcurrentRun(t *testing.T) {
-	s := openModel(t, "batch", Options{IntraOpThreads: 1})
+	s := openModel(t, "batch", Options{Backend: BackendORT, IntraOpThreads: 1})
 	const workers, runs = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -524,7 +524,7 @@ func TestConcurrentRun(t *testing.T) {
 func Scalar1(v float32) *Tensor { return NewFloat32([]int64{1}, []float32{v}) }
 
 func TestClose(t *testing.T) {
-	s := openModel(t, "add", Options{})
+	s := openModel(t, "add", Options{Backend: BackendORT})
 	b, err := s.NewBinding()
 	if err != nil {
 		t.Fatal(err)
@@ -553,7 +553,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestBinding(t *testing.T) {
-	s := openModel(t, "add", Options{})
+	s := openModel(t, "add", Options{Backend: BackendORT})
 	x, err := ort.NewTensor(ort.NewShape(2, 3), []float32{1, 2, 3, 4, 5, 6})
 	if err != nil {
 		t.Fatal(err)
@@ -613,7 +613,7 @@ func TestBinding(t *testing.T) {
 }
 
 func TestBindingZeroInputs(t *testing.T) {
-	s := openModel(t, "constant", Options{})
+	s := openModel(t, "constant", Options{Backend: BackendORT})
 	m, _ := ort.NewEmptyTensor[float32](ort.NewShape(2, 2))
 	defer m.Destroy()
 	c, _ := ort.NewEmptyScalar[int64]()
@@ -641,7 +641,7 @@ func TestBindingZeroInputs(t *testing.T) {
 }
 
 func TestRunValuesLowLevel(t *testing.T) {
-	s := openModel(t, "scalar_out", Options{})
+	s := openModel(t, "scalar_out", Options{Backend: BackendORT})
 	x, _ := ort.NewTensor(ort.NewShape(3), []float32{1, 2, 4})
 	defer x.Destroy()
 	total, _ := ort.NewEmptyScalar[float32]()

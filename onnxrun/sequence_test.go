@@ -11,7 +11,7 @@ import (
 )
 
 func TestSequenceIOInfo(t *testing.T) {
-	s := openModel(t, "sequence", Options{})
+	s := openModel(t, "sequence", Options{Backend: BackendORT})
 	var got []string
 	for _, io := range append(s.Inputs(), s.Outputs()...) {
 		got = append(got, io.Name+" "+io.Kind+" "+io.String())
@@ -26,7 +26,7 @@ func TestSequenceIOInfo(t *testing.T) {
 }
 
 func TestRunDataSequence(t *testing.T) {
-	s := openModel(t, "sequence", Options{})
+	s := openModel(t, "sequence", Options{Backend: BackendORT})
 	xs := NewSequence(
 		NewFloat32([]int64{2}, []float32{1, 2}),
 		NewFloat32([]int64{1, 3}, []float32{3, 4, 5}),
@@ -67,7 +67,7 @@ func TestRunDataSequence(t *testing.T) {
 }
 
 func TestSequenceInputErrors(t *testing.T) {
-	s := openModel(t, "sequence", Options{})
+	s := openModel(t, "sequence", Options{Backend: BackendORT})
 	y := NewFloat32([]int64{1}, []float32{9})
 	f := NewFloat32([]int64{2}, []float32{1, 2})
 	tests := []struct {
@@ -108,7 +108,7 @@ func TestSequenceInputErrors(t *testing.T) {
 // elements of an input sequence (those used to leak, one OrtValue per
 // element per call).
 func TestRunDataReleasesSequenceElements(t *testing.T) {
-	s := openModel(t, "sequence", Options{})
+	s := openModel(t, "sequence", Options{Backend: BackendORT})
 	destroyed := 0
 	destroyHook = func(ort.Value) { destroyed++ }
 	t.Cleanup(func() { destroyHook = nil })

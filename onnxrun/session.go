@@ -66,6 +66,12 @@ const (
 	BackendGo  = "go"
 )
 
+// DefaultBackend is the backend of Options{} on the CPU: the native
+// evaluator, in every build. ONNX Runtime serves Device "cuda" (and
+// "auto" when it finds CUDA) unless Backend says otherwise, and any
+// device with Backend "ort".
+const DefaultBackend = BackendGo
+
 // Device names accepted in Options.Device.
 const (
 	DeviceCPU  = "cpu"
@@ -171,8 +177,13 @@ var ErrClosed = errors.New("onnxrun: session is closed")
 // Open loads the .onnx model at path (external data files are found
 // relative to it). It calls Init first.
 func Open(path string, opt Options) (*Session, error) {
+	s, note := openAuto(path, path, nil, opt)
+	if s != nil {
+		return s, nil
+	}
 	if opt.backend() == BackendGo {
-		return openNative(path, path, nil, opt) // it reads the file itself
+		s, err := openNative(path, path, nil, opt) // it reads the file itself
+		return s.noted(note), err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -191,6 +202,10 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("onnxrun: %s: empty model", name)
 	}
+	s, note := openAuto(name, path, data, opt)
+	if s != nil {
+		return s, nil
+	}
 	switch backend := opt.backend(); backend {
 	case BackendORT:
 		if err := Init(); err != nil {
@@ -199,18 +214,65 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 		s := &Session{name: name, backend: BackendORT, bindings: map[*Binding]struct{}{}}
 		return s.openORT(path, data, opt)
 	case BackendGo:
-		return openNative(name, path, data, opt)
+		s, err := openNative(name, path, data, opt)
+		return s.noted(note), err
 	}
 	return nil, fmt.Errorf("onnxrun: unknown backend %q: want %q or %q", opt.Backend, BackendORT, BackendGo)
 }
 
-// backend is the backend o asks for, DefaultBackend for "".
-func (o Options) backend() string {
-	if o.Backend == "" {
-		return DefaultBackend
+// openAuto settles Device "auto" with no Backend: ONNX Runtime on CUDA
+// when this build has ONNX Runtime and it finds CUDA. Otherwise it returns
+// no session and, for "auto", a note saying why: the caller opens the
+// model on the native backend (the CPU), as for Device "cpu".
+func openAuto(name, path string, data []byte, opt Options) (*Session, string) {
+	if opt.Backend != "" || opt.Device != DeviceAuto {
+		return nil, ""
 	}
-	return o.Backend
+	if !HasORT {
+		return nil, "CUDA unavailable (this build has no ONNX Runtime), using the native backend on the CPU"
+	}
+	if err := Init(); err != nil {
+		return nil, fmt.Sprintf("CUDA unavailable (%v), using the native backend on the CPU", err)
+	}
+	cuda := opt
+	cuda.Backend, cuda.Device = BackendORT, DeviceCUDA
+	var s *Session
+	var err error
+	if data == nil {
+		s, err = Open(path, cuda)
+	} else {
+		s, err = open(name, path, data, cuda)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("CUDA unavailable (%v), using the native backend on the CPU", err)
+	}
+	return s, ""
 }
+
+// noted adds note (when not "") to s's notes; s may be nil.
+func (s *Session) noted(note string) *Session {
+	if s != nil && note != "" {
+		s.notes = append(s.notes, note)
+	}
+	return s
+}
+
+// BackendFor is the backend that Options with backend and device run on:
+// backend, or for "" ONNX Runtime when the device is CUDA (in a build
+// that has it) and DefaultBackend otherwise (Device "auto" tries CUDA
+// first when opening).
+func BackendFor(backend, device string) string {
+	switch {
+	case backend != "":
+		return backend
+	case device == DeviceCUDA && HasORT:
+		return BackendORT
+	}
+	return DefaultBackend
+}
+
+// backend is the backend o asks for (BackendFor).
+func (o Options) backend() string { return BackendFor(o.Backend, o.Device) }
 
 // fromDecls describes declared inputs or outputs as ONNX Runtime would,
 // when each is a tensor of a declared element type; ok is false otherwise

@@ -304,9 +304,9 @@ func (s *Session) openORT(path string, data []byte, opt Options) (*Session, erro
 	return s.create(name, path, data, opt)
 }
 
-// DefaultBackend is the backend of Options{}: ONNX Runtime in a build with
-// cgo, the native evaluator without.
-const DefaultBackend = BackendORT
+// HasORT reports whether this build can run ONNX Runtime (a build with
+// cgo; the library is still loaded at run time, see Init).
+const HasORT = true
 
 // runDataORT is RunData on ONNX Runtime, the inputs checked.
 func (s *Session) runDataORT(inputs map[string]Datum, symbols map[string]int64) (map[string]Datum, error) {

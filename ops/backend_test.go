@@ -483,7 +483,7 @@ func runBackendCase(t *testing.T, bc backendCase, name, modelDir string) {
 	if err := os.WriteFile(filepath.Join(modelDir, name+".onnx"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1, Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
 	}

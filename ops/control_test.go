@@ -193,7 +193,7 @@ func TestDeterministicNamesAndBytes(t *testing.T) {
 	// Run it: the greedy loop must agree with a hand computation's shape and
 	// stay within the vocabulary.
 	testenv.ORT(t, onnxrun.Init())
-	sess, err := onnxrun.OpenBytes(d1, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := onnxrun.OpenBytes(d1, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1, Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestLoopValues(t *testing.T) {
 	}
 	onnxcheck.Check(t, data)
 	testenv.ORT(t, onnxrun.Init())
-	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1})
+	sess, err := onnxrun.OpenBytes(data, onnxrun.Options{IntraOpThreads: 1, InterOpThreads: 1, Backend: onnxrun.BackendORT})
 	if err != nil {
 		t.Fatal(err)
 	}

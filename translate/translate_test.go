@@ -385,7 +385,7 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatal("Open succeeded")
 			}
 			want := c.want
-			if c.name == "cuda" && onnxrun.DefaultBackend == onnxrun.BackendGo {
+			if c.name == "cuda" && !onnxrun.HasORT {
 				want = []string{"the native backend runs on the CPU only"} // a build without cgo
 			}
 			for _, s := range want {

@@ -30,7 +30,7 @@ func openModelOn(t *testing.T, ckpt, backend string) (w *attention.Weights, enc,
 // Runtime and the native evaluator in a build with cgo, the native one
 // alone without.
 func testBackends() []string {
-	if onnxrun.DefaultBackend == onnxrun.BackendORT {
+	if onnxrun.HasORT {
 		return []string{onnxrun.BackendORT, onnxrun.BackendGo}
 	}
 	return []string{onnxrun.BackendGo}

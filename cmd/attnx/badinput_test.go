@@ -462,8 +462,9 @@ func TestBadInputHelperProcess(t *testing.T) {
 }
 
 // TestBadInputMissingORT runs translate and verify with ATTNX_ORT_LIB
-// pointing at nothing, in a subprocess: the message names the library path
-// and the variable, and there is no panic.
+// pointing at nothing, in a subprocess: with --backend ort the message
+// names the library path and the variable, and there is no panic; on the
+// default (native) backend they do not need the library and succeed.
 func TestBadInputMissingORT(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	tmp := t.TempDir()
@@ -476,6 +477,13 @@ func TestBadInputMissingORT(t *testing.T) {
 		{"verify", "--model", model, "--checkpoint", badFixture},
 	} {
 		a, _ := json.Marshal(args)
+		native := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
+		native.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(a), "ATTNX_ORT_LIB=/nonexistent/libonnxruntime.so")
+		if out, err := native.CombinedOutput(); err != nil {
+			t.Errorf("%q on the default backend with a missing ORT library: %v\n%s", args, err, out)
+		}
+		args = append(args, "--backend", "ort")
+		a, _ = json.Marshal(args)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputHelperProcess$")
 		cmd.Env = append(os.Environ(), "ATTNX_BADINPUT_ARGS="+string(a), "ATTNX_ORT_LIB=/nonexistent/libonnxruntime.so")
 		var errb bytes.Buffer

@@ -11,11 +11,16 @@ import (
 func init() {
 	commandDocs["conformance"] = `
 Each case's model.onnx is loaded with package onnxfile, re-serialized and
-checked to decode equal to the original, then run through ONNX Runtime on
-every test_data_set_N and compared with the expected outputs (rtol 1e-3,
-atol 1e-7 for floats; exact for integers, bools and strings).
+checked to decode equal to the original, then run on the backend
+(--backend: the native evaluator by default, ONNX Runtime with --backend
+ort) on every test_data_set_N and compared with the expected outputs
+(rtol 1e-3, atol 1e-7 for floats; exact for integers, bools and strings).
 
-Cases that fail with ONNX Runtime itself, or that the Go binding cannot
+On the native backend, a case using an operator the evaluator lacks is
+not-implemented, one using a variant it refuses is unsupported, and every
+other case must pass; the report counts them by operator.
+
+With --backend ort, cases that fail with ONNX Runtime itself, or that the Go binding cannot
 run, are named in an expected-failure list with the stage at which they
 fail (feed, load, run, compare) and why. The list is built in
 (` + conformance.BuiltinListPath + `, made by running every case through

@@ -52,7 +52,7 @@ func decodeReport(t *testing.T, out string) conformanceReport {
 
 func TestConformanceJSON(t *testing.T) {
 	needData(t)
-	code, out, errs := attnx("conformance", "-json", "-run", "test_(abs|relu|sequence_insert_at_back|loop13_seq)$",
+	code, out, errs := attnx("conformance", "--backend", "ort", "-json", "-run", "test_(abs|relu|sequence_insert_at_back|loop13_seq)$",
 		filepath.Join(conformance.DefaultRoot, "node"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -69,7 +69,7 @@ func TestConformanceJSON(t *testing.T) {
 	if c := rep.Cases[3]; c.Name != "node/test_sequence_insert_at_back" || c.Status != "passed" || c.Stage != "" {
 		t.Errorf("case %+v", c)
 	}
-	code, out, _ = attnx("conformance", "-run", "test_abs$", filepath.Join(conformance.DefaultRoot, "node"))
+	code, out, _ = attnx("conformance", "--backend", "ort", "-run", "test_abs$", filepath.Join(conformance.DefaultRoot, "node"))
 	if code != 0 || !strings.Contains(out, "  node      1       1       0                  0                     0") {
 		t.Errorf("table (exit %d):\n%s", code, out)
 	}
@@ -133,7 +133,7 @@ func TestConformanceExits1(t *testing.T) {
 			list},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, errs := attnx(append([]string{"conformance", "--json"}, tc.args...)...)
+			code, stdout, errs := attnx(append([]string{"conformance", "--backend", "ort", "--json"}, tc.args...)...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1: %s", code, errs)
 			}
@@ -144,7 +144,7 @@ func TestConformanceExits1(t *testing.T) {
 			if c := rep.Cases[0]; c.Name != "node/test_abs" || c.Status != tc.status || c.Stage != tc.stage || !strings.Contains(c.Reason, tc.reason) {
 				t.Errorf("case %+v", c)
 			}
-			code, stdout, _ = attnx(append([]string{"conformance"}, tc.args...)...)
+			code, stdout, _ = attnx(append([]string{"conformance", "--backend", "ort"}, tc.args...)...)
 			if code != 1 || !strings.Contains(stdout, tc.table) {
 				t.Errorf("table (exit %d):\n%s", code, stdout)
 			}
@@ -158,7 +158,7 @@ func TestConformanceBadExpectedList(t *testing.T) {
 	if err := os.WriteFile(list, []byte("node/test_abs\tsometime\tno-kernel\t-\tno Abs kernel\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, errs := attnx("conformance", "-expected", list, src)
+	code, stdout, errs := attnx("conformance", "--backend", "ort", "-expected", list, src)
 	if code != 1 || stdout != "" || !strings.Contains(errs, list+`:1: node/test_abs: stage "sometime", want one of compare, data, feed, load, run`) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, errs)
 	}

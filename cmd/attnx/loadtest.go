@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/translate"
 )
@@ -138,7 +139,7 @@ func runLoadtest(args []string) (err error) {
 			base, stop := *target, func() error { return nil }
 			if *model != "" {
 				base, stop, err = startLoadServer(append([]string{
-					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--backend", *backend,
+					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--backend", onnxrun.BackendFor(*backend, ""),
 					"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
 				}, loadModes[mode]...))
 				if err != nil {

@@ -212,14 +212,14 @@ var commandDocs = map[string]string{}
 // --help prints the command's help and returns pflag.ErrHelp.
 // backendFlag adds --backend, the engine that runs the graphs, to fs.
 func backendFlag(fs *pflag.FlagSet) *string {
-	return fs.String("backend", onnxrun.DefaultBackend, "graph engine: ort (ONNX Runtime) or go (attnx's native Go evaluator: no cgo, no shared library, CPU only)")
+	return fs.String("backend", "", "graph engine: go (attnx's native Go evaluator: no cgo, no shared library, CPU only; the default) or ort (ONNX Runtime; the default with --device cuda)")
 }
 
 // checkBackend validates a --backend value, together with --device when
 // the command has one ("" when it has not).
 func checkBackend(backend, device string) error {
 	switch backend {
-	case onnxrun.BackendORT:
+	case "", onnxrun.BackendORT:
 	case onnxrun.BackendGo:
 		if device == onnxrun.DeviceCUDA {
 			return &usageError{"--backend go runs on the CPU only: --device cuda needs --backend ort"}

@@ -87,7 +87,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"missing model dir", "", []string{"translate", "--model", "/no/such/model", "abc"}, 1,
 			"", "attnx translate: model directory /no/such/model does not exist\n"},
 		{"corrupt onnx", "", []string{"translate", "--model", corrupt, "abc"}, 1,
-			"", "attnx translate: decoder model " + filepath.Join(corrupt, "decoder.onnx") + " cannot be loaded: onnxrun: loading"},
+			"", "attnx translate: decoder model " + filepath.Join(corrupt, "decoder.onnx") + " cannot be loaded: onnxrun: native evaluator: " + filepath.Join(corrupt, "decoder.onnx") + ": not an ONNX model"},
 		{"id out of range", "", []string{"translate", "--model", model, "--ids", "4 5 19"}, 1,
 			"", `attnx translate: --ids #1 ("4 5 19"): token id 19 at position 2 is outside the source vocabulary [0, 19)` + "\n"},
 		{"character not in vocabulary", "", []string{"translate", "--model", model, "abc", "abz"}, 1,

@@ -144,8 +144,8 @@ func runVersion(args []string) error {
 	}
 	rep := buildVersion(debug.ReadBuildInfo())
 	rep.Backends, rep.Default, rep.Kernels = []string{onnxrun.BackendGo}, onnxrun.DefaultBackend, kernel.Accelerated()
-	if onnxrun.DefaultBackend == onnxrun.BackendORT {
-		rep.Backends = []string{onnxrun.BackendORT, onnxrun.BackendGo}
+	if onnxrun.HasORT {
+		rep.Backends = []string{onnxrun.BackendGo, onnxrun.BackendORT}
 	}
 	rep.ORT = findORT()
 	if *asJSON {

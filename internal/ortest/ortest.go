@@ -31,6 +31,9 @@ func Open(t testing.TB, m *builder.Model, opt onnxrun.Options) *onnxrun.Session 
 		t.Fatal(err)
 	}
 	opt.IntraOpThreads, opt.InterOpThreads = 1, 1
+	if opt.Backend == "" {
+		opt.Backend = onnxrun.BackendORT // what these tests check: not the default (native) backend
+	}
 	s, err := onnxrun.OpenBytes(data, opt)
 	if err != nil {
 		t.Fatalf("loading in ONNX Runtime: %v", err)
