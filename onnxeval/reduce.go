@@ -296,9 +296,13 @@ func softmaxOp(n *node, logOut bool) (opFunc, error) {
 		case []float32:
 			z := o.Data.([]float32)
 			if inner == 1 {
-				for a := 0; a < outer; a++ {
-					softmaxRow32(x[a*dim:(a+1)*dim], z[a*dim:(a+1)*dim], logOut)
-				}
+				// Rows are independent: split among the run's threads
+				// when there is enough of them (a classifier's [rows, V]).
+				kernel.Parallel(outer, f.r.threads, 4*outer*dim, func(lo, hi int) {
+					for a := lo; a < hi; a++ {
+						softmaxRow32(x[a*dim:(a+1)*dim], z[a*dim:(a+1)*dim], logOut)
+					}
+				})
 			} else {
 				softmaxStrided(x, z, outer, dim, inner, logOut)
 			}
@@ -316,8 +320,7 @@ func softmaxRow32(x, z []float32, logOut bool) {
 	m := kernel.Max(x)
 	if logOut {
 		ls := float32(math.Log(kernel.ExpSum(x, m)))
-		kernel.ArithScalar(kernel.Sub, x, m, z, false) // (v - m) - ls
-		kernel.ArithScalar(kernel.Sub, z, ls, z, false)
+		kernel.SubSub(x, m, ls, z) // (v - m) - ls
 		return
 	}
 	var s float64

@@ -88,3 +88,18 @@ func FirstBeyond(x []float32, t float32, below bool) int {
 	}
 	return len(x)
 }
+
+// SubSub writes z[i] = (x[i] - a) - b for every i of x (z at least as
+// long; z may be x), each subtraction rounded as Go's float32 one.
+func SubSub(x []float32, a, b float32, z []float32) {
+	n := len(x)
+	z = z[:n]
+	done := 0
+	if useAsm && n >= 8 {
+		done = n &^ 7
+		subSubAsm(&x[0], a, b, &z[0], done)
+	}
+	for i := done; i < n; i++ {
+		z[i] = (x[i] - a) - b
+	}
+}

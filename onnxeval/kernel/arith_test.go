@@ -37,6 +37,15 @@ func TestArith(t *testing.T) {
 					t.Fatalf("n %d op %d: %v op %v = %v, want %v", n, op, x[i], y[i], z[i], want)
 				}
 			}
+			if op == Sub && n > 1 {
+				z := make([]float32, n)
+				SubSub(x, y[0], y[1], z)
+				for i := range x {
+					if want := (x[i] - y[0]) - y[1]; !sameBits(z[i], want) {
+						t.Fatalf("n %d: (%v - %v) - %v = %v, want %v", n, x[i], y[0], y[1], z[i], want)
+					}
+				}
+			}
 			for _, swap := range []bool{false, true} {
 				v := []float32{2.5}
 				if n > 0 {

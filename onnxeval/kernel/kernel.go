@@ -115,6 +115,13 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 // minWork is the multiply-adds per goroutine worth starting one.
 const minWork = 1 << 17
 
+// Parallel splits the n rows of a loop among up to threads goroutines when
+// its work (in multiply-adds or element operations) pays for them: f is
+// called on ranges lo..hi covering 0..n, each once.
+func Parallel(n, threads, work int, f func(lo, hi int)) {
+	parallel(n, min(threads, n, work/minWork), f)
+}
+
 // parallel splits 0..n into t ranges of about equal size and calls f on
 // each, the last on the calling goroutine, the others on their own; it
 // returns when all have.

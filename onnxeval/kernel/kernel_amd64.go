@@ -101,3 +101,11 @@ func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 
 //go:noescape
 func firstBeyondAsm(x *float32, n int, t float32, below bool) int
+
+// peakAsm runs the register-only loop BenchmarkPeak times.
+//
+//go:noescape
+func peakAsm(n int, vnni bool)
+
+//go:noescape
+func subSubAsm(x *float32, a, b float32, z *float32, n int)

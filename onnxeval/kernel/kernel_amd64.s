@@ -1559,3 +1559,81 @@ fbnone:
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET
+
+// func peakAsm(n int, vnni bool)
+// n iterations of 16 independent register-only VFMADD231PS (or VPDPBUSD
+// when vnni) on 512-bit registers: the core's peak rate of the products'
+// instruction, for BenchmarkPeak (no memory is touched).
+TEXT ·peakAsm(SB), NOSPLIT, $0-9
+	MOVQ n+0(FP), CX
+	MOVBLZX vnni+8(FP), AX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	TESTQ AX, AX
+	JNZ  pkvnni
+pkfma:
+	VFMADD231PS Z16, Z17, Z0
+	VFMADD231PS Z16, Z17, Z1
+	VFMADD231PS Z16, Z17, Z2
+	VFMADD231PS Z16, Z17, Z3
+	VFMADD231PS Z16, Z17, Z4
+	VFMADD231PS Z16, Z17, Z5
+	VFMADD231PS Z16, Z17, Z6
+	VFMADD231PS Z16, Z17, Z7
+	VFMADD231PS Z16, Z17, Z8
+	VFMADD231PS Z16, Z17, Z9
+	VFMADD231PS Z16, Z17, Z10
+	VFMADD231PS Z16, Z17, Z11
+	VFMADD231PS Z16, Z17, Z12
+	VFMADD231PS Z16, Z17, Z13
+	VFMADD231PS Z16, Z17, Z14
+	VFMADD231PS Z16, Z17, Z15
+	DECQ CX
+	JNZ  pkfma
+	VZEROUPPER
+	RET
+pkvnni:
+	VPDPBUSD Z16, Z17, Z0
+	VPDPBUSD Z16, Z17, Z1
+	VPDPBUSD Z16, Z17, Z2
+	VPDPBUSD Z16, Z17, Z3
+	VPDPBUSD Z16, Z17, Z4
+	VPDPBUSD Z16, Z17, Z5
+	VPDPBUSD Z16, Z17, Z6
+	VPDPBUSD Z16, Z17, Z7
+	VPDPBUSD Z16, Z17, Z8
+	VPDPBUSD Z16, Z17, Z9
+	VPDPBUSD Z16, Z17, Z10
+	VPDPBUSD Z16, Z17, Z11
+	VPDPBUSD Z16, Z17, Z12
+	VPDPBUSD Z16, Z17, Z13
+	VPDPBUSD Z16, Z17, Z14
+	VPDPBUSD Z16, Z17, Z15
+	DECQ CX
+	JNZ  pkvnni
+	VZEROUPPER
+	RET
+
+// func subSubAsm(x *float32, a, b float32, z *float32, n int)
+// z[i] = (x[i] - a) - b for i < n (a multiple of 8): log-softmax's last
+// pass, its two roundings in one sweep.
+TEXT ·subSubAsm(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	VBROADCASTSS a+8(FP), Y14
+	VBROADCASTSS b+12(FP), Y15
+	MOVQ z+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   ssdone
+ssloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y14, Y0, Y0
+	VSUBPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  ssloop
+ssdone:
+	VZEROUPPER
+	RET
