@@ -90,5 +90,5 @@ func benchNibble(b *testing.B, m int) {
 	for i := 0; i < b.N; i++ {
 		q.Run(m, aq, k, as, su, y, n, 1)
 	}
-	b.ReportMetric(float64(m * n * k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }

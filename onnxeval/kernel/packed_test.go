@@ -60,7 +60,7 @@ func BenchmarkPackedGemm32(b *testing.B) {
 	for b.Loop() {
 		p.Mul(m, a, k, c, n, 1)
 	}
-	b.ReportMetric(float64(m * n * k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 func BenchmarkPackedGemvCold(b *testing.B) {

@@ -142,7 +142,7 @@ func BenchmarkQuantProduct32(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		q.Run(m, a, k, rs, y, n, 1)
 	}
-	b.ReportMetric(float64(m * n * k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 func BenchmarkQuantProduct1(b *testing.B) {
