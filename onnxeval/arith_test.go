@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -129,5 +130,33 @@ func TestArenaKeepsLargeBuffersForLargeValues(t *testing.T) {
 	a.put(mid)
 	if got := a.get(r, 2000); &got[0] != &mid[0] {
 		t.Fatalf("a buffer less than twice the size was not reused")
+	}
+}
+
+// TestArgMaxScanMatchesLoop: float32 ArgMax and ArgMin along a contiguous
+// row, found by the vector scan, pick what the element-by-element loop
+// picks (run on the same values as float64): the first of equal extremes,
+// NaN never beyond anything, a leading NaN kept.
+func TestArgMaxScanMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, dim := range []int{1, 2, 7, 8, 9, 100, 10000} {
+		x := randomOdd(rng, 4*dim)
+		for i := range x {
+			if rng.IntN(3) == 0 {
+				x[i] = float32(rng.IntN(4)) // ties
+			}
+		}
+		x[0] = float32(math.NaN()) // a row starting with NaN
+		x64 := make([]float64, len(x))
+		for i, v := range x {
+			x64[i] = float64(v)
+		}
+		for _, largest := range []bool{true, false} {
+			got := get[int64](argT[float32](New([]int64{4, int64(dim)}, x), 1, false, largest, false))
+			want := get[int64](argT[float64](New([]int64{4, int64(dim)}, x64), 1, false, largest, false))
+			if !slices.Equal(got, want) {
+				t.Fatalf("dim %d largest %v: %v, want %v", dim, largest, got, want)
+			}
+		}
 	}
 }

@@ -252,6 +252,25 @@ func argT[T number](t *Tensor, k int, keep, largest, last bool) *Tensor {
 		shape = append(shape[:k:k], t.Shape[k+1:]...)
 	}
 	z := make([]int64, outer*inner)
+	if xs, ok := any(x).([]float32); ok && inner == 1 && !last && dim > 0 {
+		// Along a contiguous row: from each best so far, the vector scan
+		// finds the next element strictly beyond it (as the loop below
+		// would replace it, NaN never), so a row takes one pass.
+		for a := 0; a < outer; a++ {
+			row := xs[a*dim : (a+1)*dim]
+			best, bi := row[0], 0
+			for j := 1; j < dim; {
+				k := kernel.FirstBeyond(row[j:], best, !largest)
+				if j+k >= dim {
+					break
+				}
+				best, bi = row[j+k], j+k
+				j += k + 1
+			}
+			z[a] = int64(bi)
+		}
+		return New(shape, z)
+	}
 	for a := 0; a < outer; a++ {
 		for c := 0; c < inner; c++ {
 			best, bi := x[a*dim*inner+c], 0
