@@ -1,6 +1,9 @@
 package decode
 
-import "github.com/attnx/attnx/attention"
+import (
+	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/onnxeval/kernel"
+)
 
 // Slots is what one decoder step produced for one row: the log_probs and the
 // attention of each of the row's current slots. It is a view over the
@@ -90,12 +93,19 @@ func Argmax(row []float32) int64 {
 	if bv != bv {
 		return 0
 	}
-	for i, x := range row {
-		if x > bv {
-			best, bv = i, x
-		} else if x != x {
-			return int64(i)
+	// From each best so far, the vector scan finds the next value that is
+	// not <= it: a larger one, or a NaN (which ends the search).
+	for j := 1; j < len(row); {
+		i := j + kernel.FirstAboveOrNaN(row[j:], bv)
+		if i >= len(row) {
+			break
 		}
+		if x := row[i]; x != x {
+			return int64(i)
+		} else {
+			best, bv = i, x
+		}
+		j = i + 1
 	}
 	return int64(best)
 }

@@ -32,6 +32,41 @@ func TestArgmax(t *testing.T) {
 	}
 }
 
+// TestArgmaxLongRows: rows long enough for the vector scan, with ties,
+// infinities and NaNs anywhere, against the element-by-element rule.
+func TestArgmaxLongRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	ref := func(row []float32) int64 {
+		best, bv := 0, row[0]
+		for i, x := range row {
+			if x != x {
+				return int64(i)
+			}
+			if x > bv {
+				best, bv = i, x
+			}
+		}
+		return int64(best)
+	}
+	for _, n := range []int{8, 9, 15, 16, 17, 33, 1000, 10000} {
+		for trial := 0; trial < 20; trial++ {
+			row := make([]float32, n)
+			for i := range row {
+				row[i] = float32(r.IntN(50)) - 25
+				if trial%4 == 1 && r.IntN(n) == 0 {
+					row[i] = float32(math.NaN())
+				}
+				if trial%4 == 2 && r.IntN(n) == 0 {
+					row[i] = float32(math.Inf(1))
+				}
+			}
+			if got, want := Argmax(row), ref(row); got != want {
+				t.Fatalf("n %d trial %d: Argmax = %d, want %d", n, trial, got, want)
+			}
+		}
+	}
+}
+
 func TestSlotsViews(t *testing.T) {
 	lp := []float32{0, 1, 2, 10, 11, 12}
 	att := []float32{.5, .5, 0, 1, 0, 0} // stride 3, row length 2

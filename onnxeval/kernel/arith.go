@@ -74,15 +74,28 @@ func ArithScalar(op Op, x []float32, v float32, z []float32, swap bool) {
 // below, or len(x) when there is none; a NaN is never beyond t, nor is
 // anything beyond a NaN t.
 func FirstBeyond(x []float32, t float32, below bool) int {
+	mode := 0
+	if below {
+		mode = 1
+	}
+	return firstBeyond(x, t, mode)
+}
+
+// FirstAboveOrNaN returns the index of the first x[i] that is not <= t
+// (greater, or NaN), or len(x) when there is none.
+func FirstAboveOrNaN(x []float32, t float32) int { return firstBeyond(x, t, 2) }
+
+func firstBeyond(x []float32, t float32, mode int) int {
 	n := 0
 	if useAsm && len(x) >= 8 {
 		n = len(x) &^ 7
-		if i := firstBeyondAsm(&x[0], n, t, below); i < n {
+		if i := firstBeyondAsm(&x[0], n, t, mode); i < n {
 			return i
 		}
 	}
 	for i := n; i < len(x); i++ {
-		if below && x[i] < t || !below && x[i] > t {
+		v := x[i]
+		if mode == 0 && v > t || mode == 1 && v < t || mode == 2 && !(v <= t) {
 			return i
 		}
 	}

@@ -138,6 +138,16 @@ func TestFirstBeyond(t *testing.T) {
 					t.Fatalf("n %d t %v below %v: %d, want %d (%v)", n, th, below, got, want, x)
 				}
 			}
+			want := n
+			for i, v := range x {
+				if !(v <= th) {
+					want = i
+					break
+				}
+			}
+			if got := FirstAboveOrNaN(x, th); got != want {
+				t.Fatalf("n %d t %v: FirstAboveOrNaN %d, want %d (%v)", n, th, got, want, x)
+			}
 		}
 	}
 }

@@ -1520,17 +1520,20 @@ g43store:
 	VZEROUPPER
 	RET
 
-// func firstBeyondAsm(x *float32, n int, t float32, below bool) int
-// The index of the first x[i] > t (x[i] < t when below), i < n (a
-// multiple of 8), or n: ordered compares, false for NaN.
-TEXT ·firstBeyondAsm(SB), NOSPLIT, $0-32
+// func firstBeyondAsm(x *float32, n int, t float32, mode int) int
+// The index of the first x[i] beyond t, i < n (a multiple of 8), or n:
+// mode 0 x[i] > t, 1 x[i] < t (ordered: never for NaN), 2 !(x[i] <= t)
+// (x[i] > t or x[i] NaN).
+TEXT ·firstBeyondAsm(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS t+16(FP), Y1
 	XORQ AX, AX
-	MOVBLZX below+20(FP), BX
-	TESTQ BX, BX
-	JNZ  fbbelow
+	MOVQ mode+24(FP), BX
+	CMPQ BX, $1
+	JEQ  fbbelow
+	CMPQ BX, $2
+	JEQ  fbnan
 fbabove:
 	CMPQ AX, CX
 	JAE  fbnone
@@ -1549,15 +1552,24 @@ fbbelow:
 	JNZ  fbfound
 	ADDQ $8, AX
 	JMP  fbbelow
+fbnan:
+	CMPQ AX, CX
+	JAE  fbnone
+	VCMPPS $0x19, (SI)(AX*4), Y1, Y2
+	VMOVMSKPS Y2, DX
+	TESTL DX, DX
+	JNZ  fbfound
+	ADDQ $8, AX
+	JMP  fbnan
 fbfound:
 	BSFL DX, DX
 	ADDQ DX, AX
 	VZEROUPPER
-	MOVQ AX, ret+24(FP)
+	MOVQ AX, ret+32(FP)
 	RET
 fbnone:
 	VZEROUPPER
-	MOVQ CX, ret+24(FP)
+	MOVQ CX, ret+32(FP)
 	RET
 
 // func peakAsm(n int, vnni bool)
