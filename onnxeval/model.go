@@ -86,6 +86,9 @@ func Open(path string, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %s: %w", path, err)
 	}
+	// Likewise the protobuf message, now that g holds the tensors.
+	mp = nil
+	runtime.GC()
 	return FromGraph(path, g, opt)
 }
 
