@@ -142,3 +142,57 @@ func runBoth(t *testing.T, fused, nodes *onnxeval.Model, in map[string]*onnxeval
 	}
 	return a
 }
+
+// TestBidirectionalThreadsAgree: a bidirectional encoder's two directions
+// run side by side with two threads; the outputs are bit for bit those of
+// one thread (OpenNMT-py's recipe shape: two bidirectional LSTM layers).
+func TestBidirectionalThreadsAgree(t *testing.T) {
+	dir := t.TempDir()
+	cfg := bench.ToolkitConfig(attention.Config{Arch: attention.Arch("onmt-general"), Cell: attention.LSTM, Hidden: 64, Layers: 2, SrcVocab: 50, TgtVocab: 40})
+	sd, err := bench.RandomStateDict(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "c.safetensors")
+	if err := checkpoint.WriteSafetensors(ckpt, sd, nil); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(dir, "m")
+	if _, err := modeldir.Export(ckpt, md, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	const B, S = 8, 20
+	rng := rand.New(rand.NewPCG(5, 6))
+	ids, lens := make([]int64, B*S), make([]int64, B)
+	for i := range ids {
+		ids[i] = 4 + rng.Int64N(40)
+	}
+	for b := range lens {
+		lens[b] = S - int64(b)
+	}
+	in := map[string]*onnxeval.Tensor{attention.InSourceIDs: onnxeval.New([]int64{B, S}, ids), attention.InSourceLengths: onnxeval.New([]int64{B}, lens)}
+	var outs []map[string]*onnxeval.Tensor
+	for _, threads := range []int{1, 2} {
+		m, err := onnxeval.Open(filepath.Join(md, modeldir.EncoderFile), onnxeval.Options{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := m.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	for name, a := range outs[0] {
+		x, _ := onnxeval.Float32Data(a)
+		y, _ := onnxeval.Float32Data(outs[1][name])
+		if len(x) == 0 || len(x) != len(y) {
+			t.Fatalf("%s: %d and %d values", name, len(x), len(y))
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				t.Fatalf("%s[%d]: %v with one thread, %v with two", name, i, x[i], y[i])
+			}
+		}
+	}
+}

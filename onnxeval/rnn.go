@@ -158,6 +158,9 @@ func init() {
 	register("LSTM", compileRNN(cellLSTM))
 }
 
+// minParallelWork is the multiply-adds worth a second goroutine.
+const minParallelWork = 1 << 17
+
 func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	r := f.r
 	x, w, rr := in[0], in[1], in[2]
@@ -228,12 +231,16 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		yc = get[float32](Yc)
 	}
 	xs := get[float32](x)
-	xw := make([]float32, S*B*G*H)
-	hr := make([]float32, B*G*H)
-	hs := make([]float32, B*H)
-	cs := make([]float32, B*H)
-	gbuf := make([]float32, G*H)
-	for d := 0; d < D; d++ {
+	// direction d runs with threads goroutines for its products: the two
+	// directions of a bidirectional layer are independent, and run side
+	// by side when the run has two threads or more (each with its own
+	// scratch; their outputs are disjoint).
+	direction := func(d, threads int) {
+		xw := make([]float32, S*B*G*H)
+		hr := make([]float32, B*G*H)
+		hs := make([]float32, B*H)
+		cs := make([]float32, B*H)
+		gbuf := make([]float32, G*H)
 		var wd, rd []float32
 		if op.wp == nil {
 			wd = get[float32](w)[d*G*H*I : (d+1)*G*H*I]
@@ -252,9 +259,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		// Input projections of every step at once.
 		if S*B > 0 {
 			if op.wp != nil {
-				op.wp[d].Mul(S*B, xs, I, xw, G*H, r.threads)
+				op.wp[d].Mul(S*B, xs, I, xw, G*H, threads)
 			} else {
-				kernel.GemmNT(S*B, G*H, I, xs, I, wd, I, xw, G*H, false, r.threads)
+				kernel.GemmNT(S*B, G*H, I, xs, I, wd, I, xw, G*H, false, threads)
 			}
 		}
 		if h0 != nil {
@@ -270,9 +277,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		rev := op.reverse[d]
 		for s := 0; s < S; s++ {
 			if op.rp != nil {
-				op.rp[d].Mul(B, hs, H, hr, G*H, r.threads)
+				op.rp[d].Mul(B, hs, H, hr, G*H, threads)
 			} else {
-				kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, r.threads)
+				kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, threads)
 			}
 			for b := 0; b < B; b++ {
 				if s >= seqLen[b] {
@@ -292,6 +299,21 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		copy(yh[d*B*H:(d+1)*B*H], hs)
 		if yc != nil {
 			copy(yc[d*B*H:(d+1)*B*H], cs)
+		}
+	}
+	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
+		done := make(chan any, 1)
+		go func() {
+			defer func() { done <- recover() }()
+			direction(1, r.threads/2)
+		}()
+		direction(0, r.threads-r.threads/2)
+		if p := <-done; p != nil {
+			panic(p) // a kernel's panic becomes the run's error, as on one goroutine
+		}
+	} else {
+		for d := 0; d < D; d++ {
+			direction(d, r.threads)
 		}
 	}
 	outs := []*Tensor{Y, Yh, Yc}
