@@ -124,8 +124,11 @@ func TestAbsMaxAndQuantizeU8(t *testing.T) {
 	}
 }
 
-func BenchmarkQuantProduct32(b *testing.B) {
-	const m, n, k = 32, 10000, 256
+func BenchmarkQuantProduct32(b *testing.B) { benchQuant(b, 32) }
+func BenchmarkQuantProduct1(b *testing.B)  { benchQuant(b, 1) }
+
+func benchQuant(b *testing.B, m int) {
+	const n, k = 10000, 256
 	w := make([]int8, n*k)
 	for i := range w {
 		w[i] = int8(i*7 - 3)
@@ -139,22 +142,8 @@ func BenchmarkQuantProduct32(b *testing.B) {
 	rs := make([]float32, m)
 	y := make([]float32, m*n)
 	b.SetBytes(int64(n * k))
-	for i := 0; i < b.N; i++ {
+	for b.Loop() {
 		q.Run(m, a, k, rs, y, n, 1)
 	}
 	b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-}
-
-func BenchmarkQuantProduct1(b *testing.B) {
-	const m, n, k = 1, 10000, 256
-	w := make([]int8, n*k)
-	sc := make([]float32, n)
-	q := NewQuantProduct(w, n, k, 128, sc, nil)
-	a := make([]uint8, m*k)
-	rs := make([]float32, m)
-	y := make([]float32, m*n)
-	b.SetBytes(int64(n * k))
-	for i := 0; i < b.N; i++ {
-		q.Run(m, a, k, rs, y, n, 1)
-	}
 }
