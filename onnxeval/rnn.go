@@ -281,19 +281,34 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			} else {
 				kernel.GemmNT(B, G*H, H, hs, H, rd, H, hr, G*H, false, threads)
 			}
-			for b := 0; b < B; b++ {
-				if s >= seqLen[b] {
-					continue
+			cells := func(b0, b1 int, g []float32) {
+				for b := b0; b < b1; b++ {
+					if s >= seqLen[b] {
+						continue
+					}
+					t := s
+					if rev {
+						t = seqLen[b] - 1 - s
+					}
+					gx := xw[(t*B+b)*G*H : (t*B+b+1)*G*H]
+					gh := hr[b*G*H : (b+1)*G*H]
+					h := hs[b*H : (b+1)*H]
+					op.cell(d, g, gx, gh, wb, rb, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
+					copy(y[((t*D+d)*B+b)*H:], h)
 				}
-				t := s
-				if rev {
-					t = seqLen[b] - 1 - s
-				}
-				gx := xw[(t*B+b)*G*H : (t*B+b+1)*G*H]
-				gh := hr[b*G*H : (b+1)*G*H]
-				h := hs[b*H : (b+1)*H]
-				op.cell(d, gbuf, gx, gh, wb, rb, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
-				copy(y[((t*D+d)*B+b)*H:], h)
+			}
+			if threads > 1 {
+				// The rows' cells are independent: split them too, each
+				// range with its own scratch.
+				kernel.Parallel(B, threads, 16*B*G*H, func(b0, b1 int) {
+					if b0 == 0 {
+						cells(b0, b1, gbuf)
+					} else {
+						cells(b0, b1, make([]float32, G*H))
+					}
+				})
+			} else {
+				cells(0, B, gbuf)
 			}
 		}
 		copy(yh[d*B*H:(d+1)*B*H], hs)

@@ -90,11 +90,29 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int) 
 	// order whichever kernel computes them.
 	m4 := m &^ 3
 	p := p0
+	// Two or three rows left over: the 4-row kernel on them and zero rows
+	// (a row's sums do not depend on the others'), into a tile; one row
+	// alone takes the one-row kernel.
+	var pad []float32
+	var tile [4 * 3 * panel]float32
+	if left := m - m4; left >= 2 && m4 > 0 && p0+3 <= full {
+		pad = make([]float32, 4*K)
+		for r := 0; r < left; r++ {
+			copy(pad[r*K:(r+1)*K], a[(m4+r)*lda:(m4+r)*lda+K])
+		}
+	}
 	for ; p+3 <= full && m4 > 0; p += 3 {
 		bp := &w.p[p*panel*K]
 		j0 := p * panel
 		for i := 0; i < m4; i += 4 {
 			gemmPanel4x3Asm(&a[i*lda], lda, K, bp, &c[i*ldc+j0], ldc)
+		}
+		if pad != nil {
+			gemmPanel4x3Asm(&pad[0], K, K, bp, &tile[0], 3*panel)
+			for r := m4; r < m; r++ {
+				copy(c[r*ldc+j0:r*ldc+j0+3*panel], tile[(r-m4)*3*panel:])
+			}
+			continue
 		}
 		for i := m4; i < m; i++ {
 			gemvPanelAsm(&a[i*lda], K, bp, 3, &c[i*ldc+j0])

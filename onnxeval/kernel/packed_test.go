@@ -15,7 +15,7 @@ import (
 func TestPacked(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, c := range []struct{ m, n, k, threads int }{{1, 16, 8, 1}, {1, 37, 33, 1}, {3, 50, 64, 1}, {4, 16, 1, 1}, {5, 100, 256, 2}, {32, 1000, 256, 2}, {9, 31, 7, 1},
-		{4, 48, 5, 1}, {8, 97, 3, 1}, {6, 160, 65, 2}, {12, 47, 16, 1}} {
+		{4, 48, 5, 1}, {8, 97, 3, 1}, {6, 160, 65, 2}, {12, 47, 16, 1}, {7, 100, 33, 1}, {31, 96, 512, 2}} {
 		w := randVec(r, c.n*c.k)
 		p := Pack(w, c.n, c.k)
 		if got := p.Unpacked(); !slices.Equal(got, w) {
