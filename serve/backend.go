@@ -259,11 +259,11 @@ type batchingBackend struct {
 	maxQueue int
 }
 
-// BatchingThreads returns the ONNX Runtime intra-op threads per session
-// the batching backend uses for a model of configuration c when
-// Config.Threads is 0: one when the decoder's step is small (under
-// SmallStepMACs multiply-adds a row), ORT's default (0: one per core)
-// otherwise. All of a model's decoding runs on the scheduler goroutine,
+// BatchingThreads returns the intra-op threads per session the batching
+// backend uses for a model of configuration c when Config.Threads is 0:
+// one when the decoder's step is small (under SmallStepMACs multiply-adds
+// a row), the engine's default (0: one per core) otherwise. The rule was
+// measured on ONNX Runtime (below). All of a model's decoding runs on the scheduler goroutine,
 // one session run at a time, beside the request handlers. A small step
 // gains less from a second thread than waking it costs, and the thread
 // takes a core the handlers need: with the demo's Luong model (H=64, an

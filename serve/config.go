@@ -68,9 +68,9 @@ type Config struct {
 	// override each model's attnx.json defaults; each request field
 	// overrides both (see Decoding).
 	Decoding Decoding
-	// Threads is ONNX Runtime's intra-op thread count per session (0: with
-	// Batching, BatchingThreads of the model: one for small models; else
-	// ORT's default of one per core).
+	// Threads is the intra-op thread count per session, the native
+	// backend's or ONNX Runtime's (0: with Batching, BatchingThreads of the
+	// model: one for small models; else one per core).
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto".
 	Device string

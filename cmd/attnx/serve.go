@@ -97,7 +97,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	fs := newFlagSet("serve")
 	models := fs.StringArray("model", nil, "model directory `DIR`, or NAME=DIR to choose the name requests use (default: the directory's name); repeatable, the first is the default model")
 	addr := fs.String("addr", "127.0.0.1:"+strconv.Itoa(serve.DefaultPort), "listen on `HOST:PORT` (:PORT for every interface)")
-	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads per session (0: with batching on, one for models whose decoder step is under 1M multiply-adds a row, else one per core; off, one per core)")
+	threads := fs.Int("threads", 0, "intra-op threads per session: the native backend's goroutines per product, or ONNX Runtime's pool (0: with batching on, one for models whose decoder step is under 1M multiply-adds a row, else one per core; off, one per core)")
 	device := fs.String("device", "cpu", "cpu, cuda or auto (CUDA, else CPU)")
 	backend := backendFlag(fs)
 	batching := fs.String("batching", "on", "on: continuous batching (requests share one decoder batch per model); off: each request decoded alone")
