@@ -70,7 +70,7 @@ func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float3
 func absMaxAsm(x *float32, n int) (m float32, nan bool)
 
 //go:noescape
-func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int)
+func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool)
 
 //go:noescape
 func maxNaNAsm(x *float32, n int) (m float32, nan bool)

@@ -847,12 +847,25 @@ amloop:
 	VZEROUPPER
 	RET
 
-// func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int)
+// QUANTFINISH rounds, offsets, clamps and stores quantizeU8Asm's Z1 as 16
+// bytes at DI, then steps SI and DI.
+#define QUANTFINISH \
+	VRNDSCALEPS $8, Z1, Z1 \
+	VADDPS Z6, Z1, Z1 \
+	VMINPS Z1, Z7, Z1 \
+	VMAXPS Z1, Z8, Z1 \
+	VCVTTPS2DQ Z1, Z1 \
+	VPMOVDB Z1, (DI) \
+	ADDQ $64, SI \
+	ADDQ $16, DI
+
+// func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool)
 // q[i] = the bytes of min(max(roundEven((x[i] / s) / one) + zp, 0), 255),
 // NaN giving 0, for n (a multiple of 16) elements. VMINPS and VMAXPS
 // return their second source (x's side) when it is NaN, and the
 // truncating conversion of NaN has a zero low byte.
-TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-40
+// single skips the division by one (one == 1: x / 1 is x, bit for bit).
+TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-41
 	MOVQ x+0(FP), SI
 	VBROADCASTSS s+8(FP), Z4
 	VBROADCASTSS one+12(FP), Z5
@@ -863,20 +876,24 @@ TEXT ·quantizeU8Asm(SB), NOSPLIT, $0-40
 	MOVL $0x437f0000, AX
 	VPBROADCASTD AX, Z7
 	VPXORD Z8, Z8, Z8
+	MOVBLZX single+40(FP), AX
+	TESTQ AX, AX
+	JNZ  q1loop
 qloop:
 	VMOVUPS (SI), Z1
 	VDIVPS Z4, Z1, Z1
 	VDIVPS Z5, Z1, Z1
-	VRNDSCALEPS $8, Z1, Z1
-	VADDPS Z6, Z1, Z1
-	VMINPS Z1, Z7, Z1
-	VMAXPS Z1, Z8, Z1
-	VCVTTPS2DQ Z1, Z1
-	VPMOVDB Z1, (DI)
-	ADDQ $64, SI
-	ADDQ $16, DI
+	QUANTFINISH
 	DECQ CX
 	JNZ  qloop
+	VZEROUPPER
+	RET
+q1loop:
+	VMOVUPS (SI), Z1
+	VDIVPS Z4, Z1, Z1
+	QUANTFINISH
+	DECQ CX
+	JNZ  q1loop
 	VZEROUPPER
 	RET
 

@@ -34,13 +34,15 @@ func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *
 func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32) {
 	panic("no assembly")
 }
-func absMaxAsm(x *float32, n int) (m float32, nan bool)             { panic("no assembly") }
-func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int) { panic("no assembly") }
-func maxNaNAsm(x *float32, n int) (m float32, nan bool)             { panic("no assembly") }
-func arithVVAsm(op int, x, y, z *float32, n int)                    { panic("no assembly") }
-func arithVSAsm(op int, x *float32, v float32, z *float32, n int)   { panic("no assembly") }
-func tanhAsm(x, z *float32, n int)                                  { panic("no assembly") }
-func sigmoidAsm(x, z *float32, n int)                               { panic("no assembly") }
+func absMaxAsm(x *float32, n int) (m float32, nan bool) { panic("no assembly") }
+func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool) {
+	panic("no assembly")
+}
+func maxNaNAsm(x *float32, n int) (m float32, nan bool)           { panic("no assembly") }
+func arithVVAsm(op int, x, y, z *float32, n int)                  { panic("no assembly") }
+func arithVSAsm(op int, x *float32, v float32, z *float32, n int) { panic("no assembly") }
+func tanhAsm(x, z *float32, n int)                                { panic("no assembly") }
+func sigmoidAsm(x, z *float32, n int)                             { panic("no assembly") }
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }

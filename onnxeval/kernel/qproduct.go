@@ -193,7 +193,7 @@ func QuantizeU8(x []float32, s, one, zp float32, q []uint8) {
 	done := 0
 	if useVNNI && len(x) >= 16 {
 		done = len(x) &^ 15
-		quantizeU8Asm(&x[0], s, one, zp, &q[0], done)
+		quantizeU8Asm(&x[0], s, one, zp, &q[0], done, one == 1)
 	}
 	for i, v := range x[done:] {
 		q[done+i] = quantU8(v, s, one, zp)
