@@ -69,13 +69,15 @@ func init() {
 				}
 				if i > 0 {
 					// The previous iteration's carried values are dead now,
-					// unless this one's carried values or a scan output (of
-					// any iteration) shares their storage.
-					releaseDead(f.r, prev, append([][]*Tensor{carried}, scans...)...)
+					// unless this one's carried values, a scan output (of
+					// any iteration) or a value of the enclosing graph (a
+					// body may return one it captured) shares their storage.
+					releaseDead(f.r, prev, append([][]*Tensor{carried, f.env}, scans...)...)
 				}
 			}
 			defer func() {
-				// What the Loop returns are copies: its own values go back.
+				// What the Loop returns are copies: its own values go back,
+				// not the enclosing graph's.
 				var all []*Tensor
 				for _, sc := range scans {
 					all = append(all, sc...)
@@ -83,7 +85,7 @@ func init() {
 				if trips > 0 {
 					all = append(all, carried...)
 				}
-				releaseDead(f.r, all, in[2:])
+				releaseDead(f.r, all, in[2:], f.env)
 			}()
 			for j := 0; j < nCarried && j < len(out); j++ {
 				c, err := cloneTensor(f.r, carried[j])

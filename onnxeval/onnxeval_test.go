@@ -249,3 +249,65 @@ func TestLoopWithCapturesAndScans(t *testing.T) {
 		t.Errorf("zero iterations: %v, %v", out, err)
 	}
 }
+
+// TestLoopReturningCapturedValue: a Loop body that returns a value of the
+// enclosing graph (captured, not copied) as its carried value and as a
+// scan output. The Loop hands its own finished values back to the arena,
+// never the enclosing graph's: y is read again after the Loop, and every
+// result must still be 2x.
+func TestLoopReturningCapturedValue(t *testing.T) {
+	f32 := func(name string, dims ...any) onnxfile.ValueInfo {
+		return onnxfile.ValueInfo{Name: name, Type: onnxfile.ValueType{Kind: onnxfile.KindTensor, Elem: builder.Float, Shape: builder.Dims(dims...)}}
+	}
+	node := func(op string, in, out []string) onnxfile.GraphNode {
+		return onnxfile.GraphNode{Node: onnxfile.Node{Op: op, Inputs: in, Outputs: out}}
+	}
+	body := &onnxfile.Graph{
+		Name: "body",
+		Inputs: []onnxfile.ValueInfo{
+			{Name: "i", Type: onnxfile.ValueType{Kind: onnxfile.KindTensor, Elem: builder.Int64, Shape: builder.Dims()}},
+			{Name: "c", Type: onnxfile.ValueType{Kind: onnxfile.KindTensor, Elem: builder.Bool, Shape: builder.Dims()}},
+			f32("acc", 4),
+		},
+		Nodes:   []onnxfile.GraphNode{node("Identity", []string{"c"}, []string{"c_out"})},
+		Outputs: []onnxfile.ValueInfo{{Name: "c_out", Type: onnxfile.ValueType{Kind: onnxfile.KindTensor, Elem: builder.Bool, Shape: builder.Dims()}}, f32("y", 4), f32("y", 4)},
+	}
+	loop := node("Loop", []string{"n", "", "x"}, []string{"final", "steps"})
+	loop.Graphs = map[string]*onnxfile.Graph{"body": body}
+	g := &onnxfile.Graph{
+		Name:   "main",
+		Opset:  17,
+		Inputs: []onnxfile.ValueInfo{f32("x", 4), {Name: "n", Type: onnxfile.ValueType{Kind: onnxfile.KindTensor, Elem: builder.Int64, Shape: builder.Dims()}}},
+		Nodes: []onnxfile.GraphNode{
+			node("Add", []string{"x", "x"}, []string{"y"}),
+			loop,
+			node("Add", []string{"final", "y"}, []string{"z"}),
+			node("Add", []string{"y", "y"}, []string{"w"}),
+		},
+		Outputs: []onnxfile.ValueInfo{f32("z", 4), f32("steps", "n", 4), f32("w", 4)},
+	}
+	m, err := onnxeval.FromGraph("loop", g, onnxeval.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float32{1, 2, 3, 4}
+	for run := 0; run < 3; run++ { // later runs reuse the arena's buffers
+		out, err := m.Run(map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{4}, x), "n": onnxeval.New([]int64{}, []int64{3})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, _ := onnxeval.Float32Data(out["z"])
+		w, _ := onnxeval.Float32Data(out["w"])
+		st, _ := onnxeval.Float32Data(out["steps"])
+		for i, v := range x {
+			if z[i] != 4*v || w[i] != 4*v {
+				t.Fatalf("run %d: z %v w %v, want 4x of %v", run, z, w, x)
+			}
+			for k := 0; k < 3; k++ {
+				if st[k*4+i] != 2*v {
+					t.Fatalf("run %d: steps %v, want 2x of %v three times", run, st, x)
+				}
+			}
+		}
+	}
+}
