@@ -773,28 +773,3 @@ func isSuffix(in, out []int64) bool {
 	}
 	return sameShape(in, out[len(out)-len(in):])
 }
-
-// isPrefixCol reports whether in, right-aligned to out, equals out on its
-// leading axes and is 1 on the trailing ones (at least one): one value per
-// leading index.
-func isPrefixCol(in, out []int64) bool {
-	off := len(out) - len(in)
-	for i := 0; i < off; i++ {
-		if out[i] != 1 {
-			return false
-		}
-	}
-	k := len(in)
-	for k > 0 && in[k-1] == 1 {
-		k--
-	}
-	if k == len(in) {
-		return false
-	}
-	for i := 0; i < k; i++ {
-		if in[i] != out[off+i] {
-			return false
-		}
-	}
-	return true
-}

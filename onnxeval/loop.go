@@ -78,12 +78,9 @@ func init() {
 			defer func() {
 				// What the Loop returns are copies: its own values go back,
 				// not the enclosing graph's.
-				var all []*Tensor
+				all := carried // the Loop's inputs themselves when it never ran: in[2:] keeps them
 				for _, sc := range scans {
 					all = append(all, sc...)
-				}
-				if trips > 0 {
-					all = append(all, carried...)
 				}
 				releaseDead(f.r, all, in[2:], f.env)
 			}()
@@ -137,24 +134,18 @@ func tripText(m *Tensor, trips int64) string {
 }
 
 // releaseDead returns to the run's arena each owned tensor of old whose
-// storage no tensor of live shares (views share their input's storage),
-// each buffer once.
+// storage no tensor of live shares (views share their input's storage).
+// Each buffer goes back once: a tensor owns its buffer until released,
+// and no two owned tensors share one.
 func releaseDead(r *runner, old []*Tensor, live ...[]*Tensor) {
-	for i, t := range old {
+	for _, t := range old {
 		if t == nil || !t.owned {
 			continue
 		}
 		shared := false
 		for _, ls := range live {
 			for _, u := range ls {
-				if u != nil && u != t && overlaps(t, u) || u == t {
-					shared = true
-				}
-			}
-		}
-		for _, u := range old[:i] {
-			if u != nil && u != t && overlaps(t, u) && u.owned {
-				shared = true
+				shared = shared || u == t || u != nil && overlaps(t, u)
 			}
 		}
 		if !shared {
