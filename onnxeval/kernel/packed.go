@@ -73,12 +73,24 @@ func (w *Packed) Mul(m int, a []float32, lda int, c []float32, ldc int, threads 
 	_ = a[(m-1)*lda+w.K-1]
 	_ = c[(m-1)*ldc+w.N-1]
 	np := (w.N + panel - 1) / panel
+	// Two or three rows left over from the blocks of four: the 4-row
+	// kernel takes them with zero rows (a row's sums do not depend on the
+	// others'), from this copy shared by the threads; one row alone takes
+	// the one-row kernel.
+	var pad []float32
+	if m4 := m &^ 3; m-m4 >= 2 && m4 > 0 && np >= 3 {
+		pad = make([]float32, 4*w.K)
+		for r := 0; r < m-m4; r++ {
+			copy(pad[r*w.K:(r+1)*w.K], a[(m4+r)*lda:(m4+r)*lda+w.K])
+		}
+	}
 	t := min(threads, np, m*w.N*w.K/minWork)
-	parallel(np, t, func(p0, p1 int) { w.mul(p0, p1, m, a, lda, c, ldc) })
+	parallel(np, t, func(p0, p1 int) { w.mul(p0, p1, m, a, lda, c, ldc, pad) })
 }
 
-// mul computes the columns of panels p0..p1.
-func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int) {
+// mul computes the columns of panels p0..p1; pad, when not nil, holds the
+// rows left over from the blocks of four, padded to four with zeros.
+func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int, pad []float32) {
 	K, N := w.K, w.N
 	full := p1 // panels whose 16 columns all exist
 	if p1*panel > N {
@@ -90,17 +102,7 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int) 
 	// order whichever kernel computes them.
 	m4 := m &^ 3
 	p := p0
-	// Two or three rows left over: the 4-row kernel on them and zero rows
-	// (a row's sums do not depend on the others'), into a tile; one row
-	// alone takes the one-row kernel.
-	var pad []float32
 	var tile [4 * 3 * panel]float32
-	if left := m - m4; left >= 2 && m4 > 0 && p0+3 <= full {
-		pad = make([]float32, 4*K)
-		for r := 0; r < left; r++ {
-			copy(pad[r*K:(r+1)*K], a[(m4+r)*lda:(m4+r)*lda+K])
-		}
-	}
 	for ; p+3 <= full && m4 > 0; p += 3 {
 		bp := &w.p[p*panel*K]
 		j0 := p * panel
