@@ -76,8 +76,9 @@ type Backend interface {
 	Translate(ctx context.Context, job Job) ([]translate.Result, error)
 	// Tokenize makes source rows of texts with the model's tokenizer and
 	// vocabulary (translate.Translator.SourceRows); a text that cannot be
-	// tokenised is a *translate.InputError naming its row.
-	Tokenize(texts []string) ([][]int64, error)
+	// tokenised is a *translate.InputError naming its row. It stops with
+	// ctx.Err() once ctx is done.
+	Tokenize(ctx context.Context, texts []string) ([][]int64, error)
 	// Info returns the model directory's attnx.json.
 	Info() modeldir.Info
 	// Close releases the model once no call is in progress.
@@ -145,8 +146,8 @@ func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
 
 func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
 
-func (b *translatorBackend) Tokenize(texts []string) ([][]int64, error) {
-	return b.def.SourceRows(texts)
+func (b *translatorBackend) Tokenize(ctx context.Context, texts []string) ([][]int64, error) {
+	return b.def.SourceRowsContext(ctx, texts)
 }
 
 // Translate decodes with the Translator's default limit (2n+10), then
@@ -332,8 +333,8 @@ func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
 
 func (b *batchingBackend) TokenizerCache() subword.CacheStats { return b.tr.TokenizerCache() }
 
-func (b *batchingBackend) Tokenize(texts []string) ([][]int64, error) {
-	return b.tr.SourceRows(texts)
+func (b *batchingBackend) Tokenize(ctx context.Context, texts []string) ([][]int64, error) {
+	return b.tr.SourceRowsContext(ctx, texts)
 }
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {

@@ -17,7 +17,11 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultMaxInputBytes bounds one input text before it is tokenised:
 	// 256 source tokens (DefaultMaxSourceLen) of even long pieces fit.
-	DefaultMaxInputBytes  = 16 << 10
+	DefaultMaxInputBytes = 16 << 10
+	// DefaultMaxWordChars bounds one word of an input given to a subword
+	// tokenizer: longer than any word of any language's text, shorter
+	// than what makes segmenting it costly.
+	DefaultMaxWordChars   = 1000
 	DefaultMaxInputs      = 64
 	DefaultMaxSourceLen   = 256
 	DefaultMaxOutLen      = 512
@@ -97,6 +101,10 @@ type Config struct {
 	// MaxInputBytes bounds one input text's bytes, checked before any
 	// tokenizer runs (413 past it).
 	MaxInputBytes int
+	// MaxWordChars bounds the characters of one word (a run without white
+	// space) of an input that a subword tokenizer segments, checked before
+	// it runs (413 past it).
+	MaxWordChars int
 	// MaxSourceLen bounds the source tokens of one input, counted after
 	// tokenization.
 	MaxSourceLen int
@@ -235,7 +243,7 @@ func (c Config) withDefaults() (Config, error) {
 		name string
 		v    int64
 	}{
-		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputBytes", int64(c.MaxInputBytes)}, {"MaxInputs", int64(c.MaxInputs)},
+		{"Threads", int64(c.Threads)}, {"MaxBodyBytes", c.MaxBodyBytes}, {"MaxInputBytes", int64(c.MaxInputBytes)}, {"MaxWordChars", int64(c.MaxWordChars)}, {"MaxInputs", int64(c.MaxInputs)},
 		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
 		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
@@ -254,6 +262,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	def(&c.MaxInputBytes, DefaultMaxInputBytes)
+	def(&c.MaxWordChars, DefaultMaxWordChars)
 	def(&c.MaxInputs, DefaultMaxInputs)
 	def(&c.MaxSourceLen, DefaultMaxSourceLen)
 	def(&c.MaxOutLen, DefaultMaxOutLen)

@@ -24,8 +24,11 @@ const (
 	// binding cache's hit rate (batching on).
 	MetricBindingLookups = "attnx_serve_binding_lookups_total"
 	// MetricTokenizerCacheEntries is the words the source tokenizer's
-	// cache holds now (bounded by subword.BPECacheWords).
+	// cache holds now.
 	MetricTokenizerCacheEntries = "attnx_serve_tokenizer_cache_entries"
+	// MetricTokenizerCacheBytes is the bytes that cache holds now
+	// (bounded by subword.WordCacheBytes).
+	MetricTokenizerCacheBytes = "attnx_serve_tokenizer_cache_bytes"
 	// MetricTokenizerCacheLookups counts the words the source tokenizer
 	// found in its cache (result="hit") or segmented ("miss").
 	MetricTokenizerCacheLookups = "attnx_serve_tokenizer_cache_lookups_total"
@@ -122,6 +125,11 @@ func (m *metrics) addTokenizerCache(model string, read func() subword.CacheStats
 			Help:        "Words whose segmentation the source tokenizer's cache holds (bounded, least recently used out).",
 			ConstLabels: prometheus.Labels{"model": model},
 		}, func() float64 { return float64(read().Entries) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        MetricTokenizerCacheBytes,
+			Help:        "Bytes the source tokenizer's cache of segmented words holds (words, pieces and bookkeeping; bounded, least recently used out).",
+			ConstLabels: prometheus.Labels{"model": model},
+		}, func() float64 { return float64(read().Bytes) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: MetricTokenizerCacheLookups, Help: lookups,
 			ConstLabels: prometheus.Labels{"model": model, "result": "hit"},

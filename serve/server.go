@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/panics"
@@ -473,10 +474,18 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	}
 	// Tokenizers run on bounded text only: a line's bytes are capped
 	// first (the body's are, by MaxBodyBytes).
+	// A subword tokenizer's work grows with the length of a word (BPE's
+	// merges by n log n): one longer than any real word is refused before
+	// it runs.
+	srcTok := m.backend.Info().SrcTokenizer
 	for i, text := range texts {
 		if len(text) > s.cfg.MaxInputBytes {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
 				i, len(text), s.cfg.MaxInputBytes)
+		}
+		if n := longestWord(text); srcTok != nil && n > s.cfg.MaxWordChars {
+			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: a word of %d characters: more than the limit of %d characters per word (--max-word-chars) that the model's %s tokenizer segments",
+				i, n, s.cfg.MaxWordChars, srcTok.Kind)
 		}
 	}
 	field := "ids"
@@ -487,7 +496,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		// backend decodes these rows.
 		field = "inputs"
 		err = panics.Call(func() (err error) {
-			job.IDs, err = m.backend.Tokenize(texts)
+			job.IDs, err = m.backend.Tokenize(ctx, texts)
 			return err
 		}, "tokenizing a request of %d inputs for model %q", n, m.name)
 		if err != nil {
@@ -583,6 +592,21 @@ func (s *Server) translateError(w http.ResponseWriter, r *http.Request, m *serve
 		s.cfg.Logf("model %q: decoding failed: %v", m.name, err)
 		return fail(http.StatusInternalServerError, "decoding failed: %v", err)
 	}
+}
+
+// longestWord returns the characters of text's longest run without white
+// space.
+func longestWord(text string) int {
+	longest, n := 0, 0
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			n = 0
+			continue
+		}
+		n++
+		longest = max(longest, n)
+	}
+	return longest
 }
 
 // maxLenText is a request's max_len as an error message shows it.

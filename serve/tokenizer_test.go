@@ -1,11 +1,16 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/subword"
@@ -63,7 +68,7 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, MaxSourceLen: 1000, MaxBeam: 8, MaxInputBytes: 1000})
 	m := s.models["dates"]
 	text := strings.Repeat("\uFDFA", 40)
-	rows, err := m.backend.Tokenize([]string{text})
+	rows, err := m.backend.Tokenize(context.Background(), []string{text})
 	if err != nil || len(rows[0]) < 4*40 {
 		t.Fatalf("%d runes became %d pieces (%v), want several per rune", 40, len(rows[0]), err)
 	}
@@ -126,5 +131,52 @@ func TestServeTokenizerCacheMetrics(t *testing.T) {
 	misses := counterValue(t, s, MetricTokenizerCacheLookups, map[string]string{"model": "bpe", "result": "miss"})
 	if entries != 4 || misses != 5 || hits != 3 {
 		t.Errorf("%s %v, %s hit %v miss %v; want 4 entries, 3 hits, 5 misses", MetricTokenizerCacheEntries, entries, MetricTokenizerCacheLookups, hits, misses)
+	}
+	bytes := gathered(t, s, MetricTokenizerCacheBytes, map[string]string{"model": "bpe"}).GetGauge().GetValue()
+	if bytes <= 0 || bytes > 4*1024 {
+		t.Errorf("%s %v, want the 4 short words' few hundred bytes", MetricTokenizerCacheBytes, bytes)
+	}
+}
+
+// TestServeLongWordRefused: issue 36's request, 64 inputs that are each one
+// 16,000-letter word, to a model with subword-nmt BPE (fairseq-long), is
+// refused with 413 naming --max-word-chars before the tokenizer runs (its
+// cache sees no lookup); a word at the limit is tokenised; and a request
+// whose deadline has passed stops tokenizing with the deadline's error.
+func TestServeLongWordRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fairseq-long")
+	if _, err := modeldir.Export("../testdata/toolkits/fairseq-long/checkpoint_best.pt", dir, modeldir.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "fs", Dir: dir}}, MaxWordChars: 100, RequestTimeout: time.Minute})
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	inputs := make([]string, 64)
+	for i := range inputs {
+		inputs[i] = word(16000)
+	}
+	body, _ := json.Marshal(map[string]any{"inputs": inputs})
+	code, resp := post(t, hs.URL+PathTranslate, string(body))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(resp, "inputs[0]: a word of 16000 characters: more than the limit of 100 characters per word (--max-word-chars)") {
+		t.Fatalf("64 words of 16,000 letters: %d %s", code, resp)
+	}
+	m := s.models["fs"]
+	if st := m.backend.(interface{ TokenizerCache() subword.CacheStats }).TokenizerCache(); st.Hits+st.Misses != 0 {
+		t.Errorf("the refused request reached the tokenizer: %+v", st)
+	}
+	body, _ = json.Marshal(map[string]any{"inputs": []string{"a " + word(100) + " b"}, "max_len": 3})
+	if code, resp := post(t, hs.URL+PathTranslate, string(body)); code != http.StatusOK {
+		t.Errorf("a word of 100 letters, the limit: %d %s", code, resp)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.backend.Tokenize(ctx, []string{"hello world"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Tokenize with a cancelled context: %v, want context.Canceled", err)
 	}
 }

@@ -10,9 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
-
-	lru "github.com/hashicorp/golang-lru/v2"
+	"unicode/utf8"
 )
 
 // DefaultSeparator is subword-nmt's joiner: a piece followed by "@@" is
@@ -48,28 +46,24 @@ type BPE struct {
 	glossAll   *regexp.Regexp
 	vocab      map[string]bool
 
-	// cache holds the segmentation of recent words: bounded, since every
-	// distinct word of every input would otherwise stay for good.
-	cache        *lru.Cache[string, []string]
-	hits, misses atomic.Uint64
+	// cache holds the segmentation of recent words: bounded in bytes,
+	// since every distinct word of every input would otherwise stay for
+	// good.
+	cache *wordCache
 }
-
-// BPECacheWords bounds the words whose segmentation a BPE keeps, least
-// recently used first out: at about 550 bytes a word, some 18 MiB.
-const BPECacheWords = 1 << 15
 
 // CacheStats counts a tokenizer's cache of segmented words.
 type CacheStats struct {
-	// Entries is the words held now, at most Capacity.
-	Entries, Capacity int
+	// Entries is the words held now.
+	Entries int
+	// Bytes is what they cost, at most MaxBytes.
+	Bytes, MaxBytes int64
 	// Hits and Misses count the lookups since the tokenizer was made.
 	Hits, Misses uint64
 }
 
 // CacheStats returns the word cache's counts.
-func (b *BPE) CacheStats() CacheStats {
-	return CacheStats{Entries: b.cache.Len(), Capacity: BPECacheWords, Hits: b.hits.Load(), Misses: b.misses.Load()}
-}
+func (b *BPE) CacheStats() CacheStats { return b.cache.stats() }
 
 // LoadBPE reads a subword-nmt codes file (learn_bpe's output: an optional
 // "#version: 0.2" line, then one merge per line, two symbols separated by a
@@ -107,11 +101,7 @@ func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 	}
 	text := string(data)
 	first, rest, _ := strings.Cut(text, "\n")
-	cache, err := lru.New[string, []string](BPECacheWords)
-	if err != nil {
-		return nil, err
-	}
-	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: cache, vocab: opts.Vocabulary}
+	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: newWordCache(WordCacheBytes), vocab: opts.Vocabulary}
 	if b.sep == "" {
 		b.sep = DefaultSeparator
 	}
@@ -243,49 +233,17 @@ func (b *BPE) Decode(pieces []string) string {
 }
 
 func (b *BPE) encodeWord(orig string) []string {
-	if w, ok := b.cache.Get(orig); ok {
-		b.hits.Add(1)
+	if w, ok := b.cache.get(orig); ok {
 		return w
 	}
-	b.misses.Add(1)
 	if b.glossAll != nil && b.glossAll.MatchString(orig) {
 		b.store(orig, []string{orig})
 		return []string{orig}
 	}
-	chars := strings.Split(orig, "")
-	if len(chars) == 1 {
+	if utf8.RuneCountInString(orig) == 1 {
 		return []string{orig}
 	}
-	var word []string
-	if b.version == [2]int{0, 1} {
-		word = append(chars, endOfWord)
-	} else {
-		word = append(chars[:len(chars)-1:len(chars)-1], chars[len(chars)-1]+endOfWord)
-	}
-	for len(word) > 1 {
-		best, bestRank := [2]string{}, -1
-		for i := 0; i+1 < len(word); i++ {
-			p := [2]string{word[i], word[i+1]}
-			if r, ok := b.ranks[p]; ok && (bestRank < 0 || r < bestRank) {
-				best, bestRank = p, r
-			}
-		}
-		if bestRank < 0 {
-			break
-		}
-		merged := best[0] + best[1]
-		next := make([]string, 0, len(word))
-		for i := 0; i < len(word); {
-			if i+1 < len(word) && word[i] == best[0] && word[i+1] == best[1] {
-				next = append(next, merged)
-				i += 2
-				continue
-			}
-			next = append(next, word[i])
-			i++
-		}
-		word = next
-	}
+	word := b.merge(orig)
 	last := len(word) - 1
 	if word[last] == endOfWord {
 		word = word[:last]
@@ -299,7 +257,81 @@ func (b *BPE) encodeWord(orig string) []string {
 	return word
 }
 
-func (b *BPE) store(orig string, word []string) { b.cache.Add(orig, word) }
+// merge applies the codes to one word as apply_bpe's encode does, in
+// O(n log n) for a word of n characters: the symbols are a linked list of
+// substrings of the word, the adjacent pairs found in the codes wait in a
+// heap, lowest rank first (leftmost on ties). apply_bpe merges every
+// occurrence of the lowest-ranked pair in one pass, left to right, before
+// it looks at the pairs those merges made; so each round takes all the
+// heap's entries of that rank, merges those still standing in order, and
+// only then queues the new pairs (with codes in which a merged symbol's
+// pair ranks before its parts, merging one at a time would differ).
+func (b *BPE) merge(orig string) []string {
+	// s is the word with the end-of-word mark; every symbol is a
+	// substring of it, so merging allocates no strings.
+	s := orig + endOfWord
+	type symbol struct{ prev, next, start, end int }
+	var syms []symbol
+	for pos := 0; pos < len(orig); {
+		_, l := utf8.DecodeRuneInString(orig[pos:])
+		i := len(syms)
+		syms = append(syms, symbol{prev: i - 1, next: i + 1, start: pos, end: pos + l})
+		pos += l
+	}
+	if b.version == [2]int{0, 1} {
+		i := len(syms)
+		syms = append(syms, symbol{prev: i - 1, next: i + 1, start: len(orig), end: len(s)})
+	} else {
+		syms[len(syms)-1].end = len(s)
+	}
+	syms[len(syms)-1].next = -1
+	text := func(i int) string { return s[syms[i].start:syms[i].end] }
+	h := &pairHeap{}
+	queue := func(left, right int) {
+		if left < 0 || right < 0 {
+			return
+		}
+		if r, ok := b.ranks[[2]string{text(left), text(right)}]; ok {
+			h.push(bpePair{left: left, right: right, score: -float64(r), size: syms[right].end - syms[left].start})
+		}
+	}
+	for i := 1; i < len(syms); i++ {
+		queue(i-1, i)
+	}
+	var round, made []bpePair
+	for h.len() > 0 {
+		round = append(round[:0], h.pop())
+		for h.len() > 0 && h.items[0].score == round[0].score {
+			round = append(round, h.pop())
+		}
+		made = made[:0]
+		for _, p := range round {
+			l, r := &syms[p.left], &syms[p.right]
+			// Stale: one side was merged away or grew since it was queued.
+			if l.end == l.start || r.end == r.start || l.next != p.right || r.end-l.start != p.size {
+				continue
+			}
+			l.end, l.next = r.end, r.next
+			if r.next >= 0 {
+				syms[r.next].prev = p.left
+			}
+			r.start, r.end = 0, 0
+			made = append(made, bpePair{left: l.prev, right: p.left}, bpePair{left: p.left, right: l.next})
+		}
+		for _, p := range made {
+			if p.left >= 0 && p.right >= 0 && syms[p.left].end > syms[p.left].start && syms[p.left].next == p.right {
+				queue(p.left, p.right)
+			}
+		}
+	}
+	var word []string
+	for i := 0; i >= 0; i = syms[i].next {
+		word = append(word, text(i))
+	}
+	return word
+}
+
+func (b *BPE) store(orig string, word []string) { b.cache.add(orig, word) }
 
 // checkVocab splits pieces outside the vocabulary back by reversing merges
 // (apply_bpe's check_vocab_and_split).

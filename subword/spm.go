@@ -358,7 +358,7 @@ func (sp *SentencePiece) bpe(s string) []segment {
 		if !ok {
 			return
 		}
-		h.push(bpePair{left: left, right: right, score: sp.proto.pieces[id].score, size: len(merged)})
+		h.push(bpePair{left: left, right: right, score: float64(sp.proto.pieces[id].score), size: len(merged)})
 		if sp.typ(id) == pieceUnused {
 			revMerge[merged] = [2]string{s[syms[left].start:syms[left].end], s[syms[right].start:syms[right].end]}
 		}
@@ -493,7 +493,7 @@ func (sp *SentencePiece) Decode(pieces []string) string {
 // bpePair is a candidate merge of two adjacent symbols.
 type bpePair struct {
 	left, right int
-	score       float32
+	score       float64
 	size        int
 }
 

@@ -74,7 +74,7 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 		var r [][]int64
 		var err error
 		if t.src.known() {
-			r, err = t.encodeTexts([]string{s})
+			r, err = t.encodeTexts(ctx, []string{s})
 		} else {
 			var ids []int64
 			if ids, err = ParseIDs(s); err != nil {

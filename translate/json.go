@@ -1,6 +1,10 @@
 package translate
 
-import "github.com/attnx/attnx/subword"
+import (
+	"context"
+
+	"github.com/attnx/attnx/subword"
+)
 
 // ResultJSON is the JSON form of one result: one line of
 // `attnx translate --json` and one element of the "results" of
@@ -83,13 +87,21 @@ func (t *Translator) TokenizerCache() subword.CacheStats {
 // from them, since a tokenizer may give several pieces per character
 // (SentencePiece's NFKC turns U+FDFA into 8). A text that cannot be
 // tokenised is an *InputError naming its row.
-func (t *Translator) SourceRows(texts []string) ([][]int64, error) { return t.encodeTexts(texts) }
+func (t *Translator) SourceRows(texts []string) ([][]int64, error) {
+	return t.encodeTexts(context.Background(), texts)
+}
+
+// SourceRowsContext is SourceRows stopping at ctx's end: it checks ctx
+// before each text and returns ctx.Err() when it is done.
+func (t *Translator) SourceRowsContext(ctx context.Context, texts []string) ([][]int64, error) {
+	return t.encodeTexts(ctx, texts)
+}
 
 // SourceIDs tokenises one text as Translate does (the model's tokenizer or
 // vocabulary, and attnx.json's src_prefix and src_suffix): the source row
 // the decoder sees.
 func (t *Translator) SourceIDs(text string) ([]int64, error) {
-	rows, err := t.encodeTexts([]string{text})
+	rows, err := t.encodeTexts(context.Background(), []string{text})
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error
 // Translate tokenises texts with the source vocabulary and translates
 // them; see TranslateIDs.
 func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	rows, err := s.t.encodeTexts(texts)
+	rows, err := s.t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (s *Scheduler) Close() {
 // TranslateCall tokenises texts with the source vocabulary and translates
 // them; see TranslateIDsCall.
 func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	rows, err := t.encodeTexts(texts)
+	rows, err := t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}

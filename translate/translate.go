@@ -599,7 +599,7 @@ func (t *Translator) closeSessions() error {
 // Translate tokenises texts with the source vocabulary and translates them;
 // see TranslateIDs.
 func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
-	rows, err := t.encodeTexts(texts)
+	rows, err := t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -610,12 +610,15 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 // in the tokens the model saw around every sentence in training
 // (attnx.json's src_prefix and src_suffix: JoeyNMT's </s>, the chatbot's
 // EOS, bentrevett's <sos> ... <eos>).
-func (t *Translator) encodeTexts(texts []string) ([][]int64, error) {
+func (t *Translator) encodeTexts(ctx context.Context, texts []string) ([][]int64, error) {
 	if !t.src.known() {
 		return nil, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
 	}
 	rows := make([][]int64, len(texts))
 	for i, s := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces)
 		if err != nil {
 			return nil, err

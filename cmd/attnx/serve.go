@@ -105,6 +105,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in `bytes` (413 past it)")
 	maxInputBytes := fs.Int("max-input-bytes", serve.DefaultMaxInputBytes, "largest input text in `bytes`, checked before the tokenizer runs (413 past it)")
+	maxWordChars := fs.Int("max-word-chars", serve.DefaultMaxWordChars, "longest word (a run without white space) in `characters` of an input that the model's subword tokenizer segments, checked before it runs (413 past it)")
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input, counted after tokenization (the pieces, not the characters)")
 	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
@@ -164,7 +165,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	cfg := serve.Config{
 		Decoding: dec,
 		Backend:  *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
-		MaxBodyBytes: *maxBody, MaxInputBytes: *maxInputBytes, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
+		MaxBodyBytes: *maxBody, MaxInputBytes: *maxInputBytes, MaxWordChars: *maxWordChars, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
 		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, AllowedHosts: *allowHosts,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
@@ -181,7 +182,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		name string
 		v    int64
 	}{
-		{"--max-body", *maxBody}, {"--max-input-bytes", int64(*maxInputBytes)}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)}, {"--max-beam", int64(*maxBeam)},
+		{"--max-body", *maxBody}, {"--max-input-bytes", int64(*maxInputBytes)}, {"--max-word-chars", int64(*maxWordChars)}, {"--max-inputs", int64(*maxInputs)}, {"--max-src-len", int64(*maxSrc)}, {"--max-out-len", int64(*maxOut)}, {"--max-beam", int64(*maxBeam)},
 		{"--max-concurrent", int64(*maxConc)}, {"--max-batch-rows", int64(*maxRows)}, {"--max-queue", int64(*maxQueue)},
 		{"--request-timeout", int64(*reqTimeout)}, {"--shutdown-timeout", int64(*shutTimeout)},
 		{"--max-request-memory", *maxReqMem}, {"--max-memory", *maxMem},
