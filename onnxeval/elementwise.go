@@ -42,12 +42,12 @@ func broadcastShape(shapes ...[]int64) ([]int64, error) {
 
 // bcastIndex returns, for each element of out, the index of the element of
 // an input shaped in that broadcasts to it; nil when in equals out.
-func bcastIndex(out, in []int64) []int32 {
+func bcastIndex(r *runner, out, in []int64) []int32 {
 	if sameShape(out, in) {
 		return nil
 	}
 	n := numel(out)
-	idx := make([]int32, n)
+	idx := tmp[int32](r, n)
 	if numel(in) == 1 {
 		return idx
 	}
@@ -81,7 +81,9 @@ func newLike(r *runner, dt builder.DataType, shape []int64) *Tensor {
 	if dt == dtFloat {
 		return r.f32(shape)
 	}
-	d, _ := makeData(dt, numel(shape))
+	n := numel(shape)
+	r.charge(int64(n) * int64(dt.Size()))
+	d, _ := makeData(dt, n)
 	return &Tensor{DType: dt, Shape: shape, Data: d}
 }
 
@@ -120,7 +122,7 @@ func binaryT[T element, R element](r *runner, a, b *Tensor, f func(x, y T) R) (*
 			z[i] = f(x[i%len(x)], y[i])
 		}
 	default:
-		ia, ib := bcastIndex(shape, a.Shape), bcastIndex(shape, b.Shape)
+		ia, ib := bcastIndex(r, shape, a.Shape), bcastIndex(r, shape, b.Shape)
 		for i := range z {
 			ja, jb := i, i
 			if ia != nil {
@@ -464,7 +466,7 @@ func init() {
 				return fmt.Errorf("input is %v, want bool", in[0].DType)
 			}
 			x := get[bool](in[0])
-			z := make([]bool, len(x))
+			z := fresh[bool](f.r, len(x))
 			for i, v := range x {
 				z[i] = !v
 			}
@@ -489,10 +491,10 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ic, ix, iy := bcastIndex(shape, c.Shape), bcastIndex(shape, x.Shape), bcastIndex(shape, y.Shape)
+			ic, ix, iy := bcastIndex(f.r, shape, c.Shape), bcastIndex(f.r, shape, x.Shape), bcastIndex(f.r, shape, y.Shape)
 			cond := get[bool](c)
 			n := numel(shape)
-			pick := make([]int32, n) // >= 0: index into x; < 0: -1-index into y
+			pick := tmp[int32](f.r, n) // >= 0: index into x; < 0: -1-index into y
 			for i := 0; i < n; i++ {
 				jc, jx, jy := i, i, i
 				if ic != nil {

@@ -22,6 +22,15 @@ func FuzzOpenBytes(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// The crafted models that once ended the process (issue 36).
+	crafted, _ := filepath.Glob("testdata/crafted/*.onnx")
+	for _, p := range crafted {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := OpenBytes(data, Options{Threads: 1, MaxRunBytes: 64 << 20, MaxLoopIterations: 1000})

@@ -93,7 +93,7 @@ func compileMatMul(n *node) (opFunc, error) {
 
 // matmulShapes works out numpy matmul's broadcast: the batch shape, M, K, N,
 // and each operand's batch index per output batch.
-func matmulShapes(as, bs []int64) (shape []int64, m, k, n int, ia, ib []int32, err error) {
+func matmulShapes(r *runner, as, bs []int64) (shape []int64, m, k, n int, ia, ib []int32, err error) {
 	if len(as) == 0 || len(bs) == 0 {
 		return nil, 0, 0, 0, nil, nil, fmt.Errorf("MatMul of a scalar")
 	}
@@ -113,7 +113,7 @@ func matmulShapes(as, bs []int64) (shape []int64, m, k, n int, ia, ib []int32, e
 	if err != nil {
 		return nil, 0, 0, 0, nil, nil, err
 	}
-	ia, ib = bcastIndex(batch, a2[:len(a2)-2]), bcastIndex(batch, b2[:len(b2)-2])
+	ia, ib = bcastIndex(r, batch, a2[:len(a2)-2]), bcastIndex(r, batch, b2[:len(b2)-2])
 	shape = cloneShape(batch)
 	if len(as) > 1 {
 		shape = append(shape, int64(m))
@@ -122,16 +122,16 @@ func matmulShapes(as, bs []int64) (shape []int64, m, k, n int, ia, ib []int32, e
 		shape = append(shape, int64(n))
 	}
 	if ia == nil {
-		ia = identity(numel(batch))
+		ia = identity(r, numel(batch))
 	}
 	if ib == nil {
-		ib = identity(numel(batch))
+		ib = identity(r, numel(batch))
 	}
 	return shape, m, k, n, ia, ib, nil
 }
 
-func identity(n int) []int32 {
-	x := make([]int32, n)
+func identity(r *runner, n int) []int32 {
+	x := tmp[int32](r, n)
 	for i := range x {
 		x[i] = int32(i)
 	}
@@ -139,7 +139,7 @@ func identity(n int) []int32 {
 }
 
 func matmulF32(r *runner, a, b *Tensor) (*Tensor, error) {
-	shape, m, k, n, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+	shape, m, k, n, ia, ib, err := matmulShapes(r, a.Shape, b.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func matmulF32(r *runner, a, b *Tensor) (*Tensor, error) {
 }
 
 func matmulGeneric[T int64 | int32 | float64](r *runner, a, b *Tensor) (*Tensor, error) {
-	shape, m, k, n, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+	shape, m, k, n, ia, ib, err := matmulShapes(r, a.Shape, b.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func compileGemm(n *node) (opFunc, error) {
 					kernel.Axpy(1, bv, C[i*N:(i+1)*N])
 				}
 			default:
-				idx := bcastIndex(shape, bias.Shape)
+				idx := bcastIndex(f.r, shape, bias.Shape)
 				for i := range C {
 					j := i
 					if idx != nil {

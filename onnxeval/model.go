@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/attnx/attnx/onnxfile"
 )
@@ -19,7 +20,9 @@ type Options struct {
 	Threads int
 	// MaxRunBytes bounds the tensor memory one run allocates (buffers its
 	// arena reuses are not counted again); a run that needs more fails
-	// naming the node. 0 means DefaultMaxRunBytes.
+	// naming the node. 0 means DefaultRunBytes(): half the process's
+	// memory limit (GOMEMLIMIT or the cgroup's memory.max) when it has
+	// one, at most DefaultMaxRunBytes.
 	MaxRunBytes int64
 	// MaxLoopIterations bounds the iterations of one Loop node; a Loop
 	// that would run longer fails naming the node. 0 means
@@ -123,7 +126,7 @@ func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
 	}
 	m := &Model{name: name, threads: threads, maxRunBytes: opt.MaxRunBytes, maxLoop: opt.MaxLoopIterations}
 	if m.maxRunBytes <= 0 {
-		m.maxRunBytes = DefaultMaxRunBytes
+		m.maxRunBytes = DefaultRunBytes()
 	}
 	if m.maxLoop <= 0 {
 		m.maxLoop = DefaultMaxLoopIterations
@@ -324,6 +327,33 @@ type runner struct {
 	// budget is the bytes the run may still allocate; maxLoop bounds a
 	// Loop's iterations.
 	budget, maxLoop int64
+	// temp is the bytes of the running node's temporary buffers (tmp),
+	// given back to budget when the node returns.
+	temp int64
+}
+
+// fresh returns n zeroed elements of T, charged to the run's budget: for
+// data that outlives the node (its outputs).
+func fresh[T any](r *runner, n int) []T {
+	var z T
+	r.charge(int64(n) * int64(unsafe.Sizeof(z)))
+	return make([]T, n)
+}
+
+// tmp returns n zeroed elements of T for the running node alone (index
+// maps, scratch): charged to the run's budget while the node runs, given
+// back when it returns. Call it outside the node's worker goroutines.
+func tmp[T any](r *runner, n int) []T {
+	var z T
+	r.chargeTemp(int64(n) * int64(unsafe.Sizeof(z)))
+	return make([]T, n)
+}
+
+// chargeTemp charges n bytes of temporary buffers the running node makes
+// itself (its workers' scratch), given back when the node returns.
+func (r *runner) chargeTemp(n int64) {
+	r.charge(n)
+	r.temp += n
 }
 
 // charge takes n bytes of a new allocation from the run's budget, or

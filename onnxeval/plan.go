@@ -328,7 +328,14 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 		if err := r.ctx.Err(); err != nil {
 			return nil, fmt.Errorf("stopped before node %s (%s): %w", nodeName(st.name), st.op, err)
 		}
-		if err := st.fn(f, ins, outs); err != nil {
+		// The node's temporary buffers are charged while it runs (a Loop's
+		// body nodes inside it, each on its own) and given back after.
+		temp := r.temp
+		r.temp = 0
+		err := st.fn(f, ins, outs)
+		r.budget += r.temp
+		r.temp = temp
+		if err != nil {
 			return nil, fmt.Errorf("node %s (%s): %w", nodeName(st.name), st.op, err)
 		}
 		for j, k := range st.out {

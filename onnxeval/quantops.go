@@ -90,7 +90,7 @@ func init() {
 				return err
 			}
 			xs := get[float32](x)
-			q := make([]float32, len(xs))
+			q := tmp[float32](f.r, len(xs))
 			if len(s) == 1 { // one scale and zero point: the usual, per-tensor form
 				var z float32
 				if zp != nil {
@@ -109,7 +109,7 @@ func init() {
 					q[i] = saturate(roundEven(v/s[j])+z, lo, hi)
 				}
 			}
-			out[0] = quantized(odt, x.Shape, q)
+			out[0] = quantized(f.r, odt, x.Shape, q)
 			return nil
 		}, nil
 	})
@@ -163,7 +163,7 @@ func init() {
 			if scale != 0 {
 				zp = saturate(roundEven(0-lo/scale), 0, 255)
 			}
-			q := make([]uint8, len(xs))
+			q := fresh[uint8](f.r, len(xs))
 			for i, v := range xs {
 				if scale == 0 {
 					q[i] = uint8(zp)
@@ -235,11 +235,11 @@ func init() {
 			if len(in) > 3 && in[3] != nil {
 				bzp = intsOf(in[3])
 			}
-			shape, m, k, nn, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+			shape, m, k, nn, ia, ib, err := matmulShapes(f.r, a.Shape, b.Shape)
 			if err != nil {
 				return err
 			}
-			res := make([]int32, numel(shape))
+			res := fresh[int32](f.r, numel(shape))
 			// A's zero point: a scalar or one per row of A (of M).
 			azAt := func(i int) int32 { return zeroPointAt(azp, i) }
 			bzAt := func(j int) int32 { return zeroPointAt(bzp, j) }
@@ -257,11 +257,11 @@ func init() {
 				amax = max(amax, d, -d)
 			}
 			if bt != nil && bt.k == k && len(bzp) <= 1 && bzAt(0) == bz0 && int64(k)*int64(amax)*int64(bmax) < 1<<24 {
-				af := make([]float32, mt*k)
+				af := tmp[float32](f.r, mt*k)
 				for i := range af {
 					af[i] = float32(ai[i] - azAt(i/max(k, 1)))
 				}
-				acc := make([]float32, mt*nn)
+				acc := tmp[float32](f.r, mt*nn)
 				kernel.GemmNT(mt, nn, k, af, k, bt.w, k, acc, nn, false, f.r.threads)
 				for i, v := range acc {
 					res[i] = int32(v)
@@ -308,7 +308,7 @@ func init() {
 			if ai == nil || bi == nil {
 				return fmt.Errorf("a is %v and b %v; int8 or uint8 expected", a.DType, b.DType)
 			}
-			shape, m, k, nn, ia, ib, err := matmulShapes(a.Shape, b.Shape)
+			shape, m, k, nn, ia, ib, err := matmulShapes(f.r, a.Shape, b.Shape)
 			if err != nil {
 				return err
 			}
@@ -318,7 +318,7 @@ func init() {
 			}
 			azv, bzv, yzv := intsOf(az), intsOf(bz), intsOf(yz)
 			asv, bsv, ysv := get[float32](as), get[float32](bs), get[float32](ys)
-			q := make([]float32, numel(shape))
+			q := tmp[float32](f.r, numel(shape))
 			for p := range ia {
 				ap, bp := ai[int(ia[p])*m*k:], bi[int(ib[p])*k*nn:]
 				for i := 0; i < m; i++ {
@@ -339,7 +339,7 @@ func init() {
 					}
 				}
 			}
-			out[0] = quantized(yz.DType, shape, q)
+			out[0] = quantized(f.r, yz.DType, shape, q)
 			return nil
 		}, nil
 	})
@@ -350,8 +350,21 @@ func init() {
 		if n.has(4) {
 			return nil, n.unsupported("g_idx (act-order) is not supported")
 		}
-		K, N := int(n.int("K", 0)), int(n.int("N", 0))
-		bits, block := int(n.int("bits", 4)), int(n.int("block_size", 0))
+		// The attributes are checked in int64 before any size is made of
+		// them: N=2^62 once wrapped the expected byte count to 0, and an
+		// empty B passed.
+		K64, N64, bits64, block64 := n.int("K", 0), n.int("N", 0), n.int("bits", 4), n.int("block_size", 0)
+		if bits64 != 4 && bits64 != 8 && bits64 != 2 || block64 < 16 || block64 > 1<<16 || K64 <= 0 || N64 <= 0 {
+			return nil, n.errorf("K=%d N=%d bits=%d block_size=%d: want K and N positive, bits 2, 4 or 8, and a block_size from 16 to 65536", K64, N64, bits64, block64)
+		}
+		blocks64 := K64/block64 + min(K64%block64, 1)
+		for _, dims := range [][]int64{{N64, K64}, {N64, blocks64, block64 * bits64 / 8}} {
+			if _, err := elements(dims); err != nil {
+				return nil, n.errorf("K=%d N=%d bits=%d block_size=%d: %v", K64, N64, bits64, block64, err)
+			}
+		}
+		K, N := int(K64), int(N64)
+		bits, block := int(bits64), int(block64)
 		pb, sc := n.consts[1], n.consts[2]
 		if pb == nil || sc == nil || pb.DType != builder.Uint8 || sc.DType != builder.Float {
 			return nil, n.unsupported("B and scales must be constant uint8 and float32 tensors")
@@ -429,15 +442,15 @@ func init() {
 }
 
 // quantized stores float values already rounded and saturated as dt.
-func quantized(dt builder.DataType, shape []int64, q []float32) *Tensor {
+func quantized(r *runner, dt builder.DataType, shape []int64, q []float32) *Tensor {
 	if dt == builder.Int8 {
-		d := make([]int8, len(q))
+		d := fresh[int8](r, len(q))
 		for i, v := range q {
 			d[i] = int8(v)
 		}
 		return New(cloneShape(shape), d)
 	}
-	d := make([]uint8, len(q))
+	d := fresh[uint8](r, len(q))
 	for i, v := range q {
 		d[i] = uint8(v)
 	}

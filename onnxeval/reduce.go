@@ -173,8 +173,8 @@ func reduceT[T number](r *runner, t *Tensor, mask []bool, keep bool, kind reduce
 			ost[i] = fs[i]
 		}
 	}
-	count := make([]int, len(z))
-	seen := make([]bool, len(z))
+	count := tmp[int](r, len(z))
+	seen := tmp[bool](r, len(z))
 	ctr := make([]int64, rank)
 	pos := 0
 	for i, v := range x {
@@ -385,7 +385,7 @@ func topK[T number](r *runner, t *Tensor, a, k int, largest bool) (*Tensor, *Ten
 	shape[a] = int64(k)
 	vals := newLike(r, t.DType, shape)
 	zv := get[T](vals)
-	zi := make([]int64, numel(shape))
+	zi := fresh[int64](r, numel(shape))
 	heap := make([]int, 0, k)
 	for o := 0; o < outer; o++ {
 		for c := 0; c < inner; c++ {

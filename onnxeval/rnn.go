@@ -316,6 +316,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			copy(yc[d*B*H:(d+1)*B*H], cs)
 		}
 	}
+	// Each direction's scratch (xw, hr, hs, cs, gbuf), for both when they
+	// run side by side.
+	r.chargeTemp(4 * int64(D) * (int64(S)*int64(B)*int64(G)*int64(H) + int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		done := make(chan any, 1)
 		go func() {

@@ -2,6 +2,7 @@ package onnxeval
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -334,7 +335,7 @@ func init() {
 				return fmt.Errorf("indices have rank %d, data %d", len(ish), r)
 			}
 			ds, is := strides(data.Shape), strides(ish)
-			pick := make([]int32, len(idx))
+			pick := tmp[int32](f.r, len(idx))
 			for i, ix := range idx {
 				if ix < 0 {
 					ix += data.Shape[k]
@@ -392,7 +393,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			idx := bcastIndex(shape, in[0].Shape)
+			idx := bcastIndex(f.r, shape, in[0].Shape)
 			if idx == nil {
 				o, err := cloneTensor(f.r, in[0])
 				out[0] = o
@@ -554,13 +555,13 @@ func init() {
 		return func(f *frame, in, out []*Tensor) error {
 			switch in[0].DType {
 			case builder.Int64:
-				out[0] = rangeT(get[int64](in[0])[0], get[int64](in[1])[0], get[int64](in[2])[0])
+				out[0] = rangeT(f.r, get[int64](in[0])[0], get[int64](in[1])[0], get[int64](in[2])[0])
 			case builder.Int32:
-				out[0] = rangeT(get[int32](in[0])[0], get[int32](in[1])[0], get[int32](in[2])[0])
+				out[0] = rangeT(f.r, get[int32](in[0])[0], get[int32](in[1])[0], get[int32](in[2])[0])
 			case builder.Float:
-				out[0] = rangeT(get[float32](in[0])[0], get[float32](in[1])[0], get[float32](in[2])[0])
+				out[0] = rangeT(f.r, get[float32](in[0])[0], get[float32](in[1])[0], get[float32](in[2])[0])
 			case builder.Double:
-				out[0] = rangeT(get[float64](in[0])[0], get[float64](in[1])[0], get[float64](in[2])[0])
+				out[0] = rangeT(f.r, get[float64](in[0])[0], get[float64](in[1])[0], get[float64](in[2])[0])
 			default:
 				return errType("Range", in[0].DType)
 			}
@@ -585,7 +586,7 @@ func init() {
 				return err
 			}
 			shape = cloneShape(shape)
-			idx := make([]int32, numel(shape))
+			idx := tmp[int32](f.r, numel(shape))
 			o, err := take(f.r, val, shape, idx)
 			out[0] = o
 			return err
@@ -593,7 +594,7 @@ func init() {
 	})
 }
 
-func rangeT[T int64 | int32 | float32 | float64](start, limit, delta T) *Tensor {
+func rangeT[T int64 | int32 | float32 | float64](r *runner, start, limit, delta T) *Tensor {
 	if delta == 0 {
 		return nil
 	}
@@ -604,7 +605,10 @@ func rangeT[T int64 | int32 | float32 | float64](start, limit, delta T) *Tensor 
 			n++
 		}
 	}
-	d := make([]T, n)
+	if n > math.MaxInt32 {
+		r.charge(math.MaxInt64) // the limit's error, naming the node
+	}
+	d := fresh[T](r, int(n))
 	for i := range d {
 		d[i] = start + T(i)*delta
 	}
