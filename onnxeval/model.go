@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/attnx/attnx/internal/idlemem"
 	"github.com/attnx/attnx/onnxfile"
 )
 
@@ -55,7 +56,7 @@ type Model struct {
 	inputs  []onnxfile.ValueInfo
 	outputs []onnxfile.ValueInfo
 	threads int
-	arenas  arenaPool
+	arenas  *arenaPool
 
 	maxRunBytes, maxLoop int64
 }
@@ -124,7 +125,7 @@ func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
 	for _, t := range g.Initializers {
 		inits[t.Name] = true
 	}
-	m := &Model{name: name, threads: threads, maxRunBytes: opt.MaxRunBytes, maxLoop: opt.MaxLoopIterations}
+	m := &Model{name: name, threads: threads, maxRunBytes: opt.MaxRunBytes, maxLoop: opt.MaxLoopIterations, arenas: newArenaPool()}
 	if m.maxRunBytes <= 0 {
 		m.maxRunBytes = DefaultRunBytes()
 	}
@@ -375,13 +376,22 @@ func nodeName(n string) string {
 // arenaPool keeps the arenas of finished runs for the next ones, as ONNX
 // Runtime keeps its arena: a sync.Pool would drop them at every garbage
 // collection, and each step would then fault in fresh buffers. It keeps
-// as many as runs have been concurrent, at most maxArenas.
+// as many as runs have been concurrent, at most maxArenas, within the
+// process's bound on idle buffers (package idlemem, which also drops
+// them after an idle time).
 type arenaPool struct {
 	mu   sync.Mutex
 	idle []*arena
+	acct *idlemem.Account
 }
 
 const maxArenas = 64
+
+func newArenaPool() *arenaPool {
+	p := &arenaPool{}
+	p.acct = idlemem.Register(p)
+	return p
+}
 
 func (p *arenaPool) get() *arena {
 	p.mu.Lock()
@@ -389,6 +399,7 @@ func (p *arenaPool) get() *arena {
 	if n := len(p.idle); n > 0 {
 		a := p.idle[n-1]
 		p.idle = p.idle[:n-1]
+		p.acct.Release(a.bytes())
 		return a
 	}
 	return &arena{}
@@ -397,15 +408,37 @@ func (p *arenaPool) get() *arena {
 func (p *arenaPool) put(a *arena) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.idle) < maxArenas {
+	if len(p.idle) < maxArenas && p.acct.Keep(a.bytes()) {
 		p.idle = append(p.idle, a)
 	}
+}
+
+// DropIdle lets every idle arena go (idlemem.Dropper).
+func (p *arenaPool) DropIdle() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, a := range p.idle {
+		n += a.bytes()
+	}
+	p.acct.Release(n)
+	p.idle = nil
+	return n
 }
 
 // arena recycles the float32 buffers of values whose last use has passed,
 // within one run and, through Model's pool, across runs.
 type arena struct {
 	free [][]float32
+}
+
+// bytes is what the arena's free buffers hold.
+func (a *arena) bytes() int64 {
+	var n int64
+	for _, b := range a.free {
+		n += 4 * int64(cap(b))
+	}
+	return n
 }
 
 func (a *arena) get(r *runner, n int) []float32 {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/internal/idlemem"
 	"sync/atomic"
 
 	"github.com/attnx/attnx/attention"
@@ -81,19 +82,23 @@ func requestMemory(c attention.Config, job Job) int64 {
 }
 
 // memoryBudget is the server's budget: the memory its requests in flight
-// may need together.
+// may need together, and the idle buffers the process keeps for the next
+// ones (package idlemem), which are dropped to make room.
 type memoryBudget struct {
 	max  int64
 	used atomic.Int64
 }
 
 // reserve takes n bytes from the budget, or reports false (taking
-// nothing) when fewer are left.
+// nothing) when fewer are left once the idle buffers are dropped.
 func (b *memoryBudget) reserve(n int64) bool {
 	for {
 		used := b.used.Load()
 		if used+n > b.max {
 			return false
+		}
+		if used+n+idlemem.Bytes() > b.max {
+			idlemem.Trim()
 		}
 		if b.used.CompareAndSwap(used, used+n) {
 			return true

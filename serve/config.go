@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/internal/idlemem"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -101,6 +102,15 @@ type Config struct {
 	// MaxInputBytes bounds one input text's bytes, checked before any
 	// tokenizer runs (413 past it).
 	MaxInputBytes int
+	// MaxIdleMemory bounds the bytes the process keeps in idle buffers
+	// for the next requests (evaluator arenas, decoding executors), over
+	// all models; 0 means idlemem.DefaultLimit. They count in MaxMemory,
+	// and are dropped when a request needs their room.
+	MaxIdleMemory int64
+	// IdleRelease is how long the server may go without a request before
+	// the idle buffers are dropped and their memory handed back to the
+	// operating system; 0 means idlemem.DefaultTimeout.
+	IdleRelease time.Duration
 	// MaxWordChars bounds the characters of one word (a run without white
 	// space) of an input that a subword tokenizer segments, checked before
 	// it runs (413 past it).
@@ -247,7 +257,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"MaxSourceLen", int64(c.MaxSourceLen)}, {"MaxOutLen", int64(c.MaxOutLen)}, {"MaxBeam", int64(c.MaxBeam)}, {"MaxConcurrent", int64(c.MaxConcurrent)},
 		{"MaxQueue", int64(c.MaxQueue)}, {"MaxBatchRows", int64(c.MaxBatchRows)}, {"RequestTimeout", int64(c.RequestTimeout)},
 		{"ShutdownTimeout", int64(c.ShutdownTimeout)}, {"DrainDelay", int64(c.DrainDelay)},
-		{"MaxRequestMemory", c.MaxRequestMemory}, {"MaxMemory", c.MaxMemory},
+		{"MaxRequestMemory", c.MaxRequestMemory}, {"MaxMemory", c.MaxMemory}, {"MaxIdleMemory", c.MaxIdleMemory}, {"IdleRelease", int64(c.IdleRelease)},
 	} {
 		if f.v < 0 {
 			return c, fmt.Errorf("serve: %s = %d: must not be negative", f.name, f.v)
@@ -275,6 +285,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMemory == 0 {
 		c.MaxMemory = DefaultMaxMemory
+	}
+	if c.MaxIdleMemory == 0 {
+		c.MaxIdleMemory = min(idlemem.DefaultLimit, c.MaxMemory/4)
+	}
+	if c.IdleRelease == 0 {
+		c.IdleRelease = idlemem.DefaultTimeout
 	}
 	if err := checkDefaults(c.Decoding.job(nil), c.MaxBeam, c.MaxOutLen, "the decoding flags"); err != nil {
 		return c, err

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/idlemem"
 	"github.com/attnx/attnx/subword"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -29,6 +30,11 @@ const (
 	// MetricTokenizerCacheBytes is the bytes that cache holds now
 	// (bounded by subword.WordCacheBytes).
 	MetricTokenizerCacheBytes = "attnx_serve_tokenizer_cache_bytes"
+	// MetricIdleBufferBytes is the bytes the process holds in idle
+	// buffers (package idlemem).
+	MetricIdleBufferBytes = "attnx_serve_idle_buffer_bytes"
+	// MetricIdleBufferDropped counts the bytes of idle buffers dropped.
+	MetricIdleBufferDropped = "attnx_serve_idle_buffer_dropped_bytes_total"
 	// MetricTokenizerCacheLookups counts the words the source tokenizer
 	// found in its cache (result="hit") or segmented ("miss").
 	MetricTokenizerCacheLookups = "attnx_serve_tokenizer_cache_lookups_total"
@@ -77,6 +83,14 @@ func newMetrics() *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.batch, m.tokens, m.inputs, m.inFlight,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: MetricIdleBufferBytes,
+			Help: "Bytes the process holds in idle buffers for the next calls (evaluator arenas, decoding executors): bounded by --max-idle-memory, counted in --max-memory, dropped after --idle-release without requests.",
+		}, func() float64 { return float64(idlemem.Bytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: MetricIdleBufferDropped,
+			Help: "Bytes of idle buffers dropped, after the idle time or to make room in the memory budget.",
+		}, func() float64 { return float64(idlemem.Dropped()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

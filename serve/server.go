@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/internal/idlemem"
 	"io"
 	"math"
 	"mime"
@@ -187,6 +188,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, models: map[string]*servedModel{}, metrics: newMetrics()}
 	s.budget.max = cfg.MaxMemory
+	idlemem.SetLimit(cfg.MaxIdleMemory)
+	idlemem.SetTimeout(cfg.IdleRelease)
 	for _, md := range cfg.Models {
 		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
 		s.models[m.name] = m

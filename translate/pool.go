@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/idlemem"
 )
 
 // Defaults of Options.MaxIdleBytes and Options.MaxLiveBytes.
@@ -32,6 +33,7 @@ type pool struct {
 	wake             chan struct{} // closed when live bytes are returned
 	made, peakLive   int64         // for tests: executors created, most live bytes
 	closed           bool
+	acct             *idlemem.Account // the process's bound on idle buffers
 }
 
 func newPool(m *decode.Model, maxIdle, maxLive int64) *pool {
@@ -41,7 +43,9 @@ func newPool(m *decode.Model, maxIdle, maxLive int64) *pool {
 	if maxLive == 0 {
 		maxLive = DefaultMaxLiveBytes
 	}
-	return &pool{m: m, maxIdle: maxIdle, maxLive: maxLive, charged: map[*decode.Executor]int64{}, wake: make(chan struct{})}
+	p := &pool{m: m, maxIdle: maxIdle, maxLive: maxLive, charged: map[*decode.Executor]int64{}, wake: make(chan struct{})}
+	p.acct = idlemem.Register(p)
+	return p
 }
 
 // get returns an executor with room for slots rows of cells positions in
@@ -76,6 +80,7 @@ func (p *pool) get(ctx context.Context, slots, cells int) (*decode.Executor, err
 				ex = p.idle[pick]
 				p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
 				p.idleBytes -= charge
+				p.acct.Release(charge)
 			} else {
 				p.made++
 			}
@@ -122,12 +127,22 @@ func (p *pool) put(ex *decode.Executor) {
 	delete(p.charged, ex)
 	var evict []*decode.Executor
 	if !p.closed {
-		p.idle = append(p.idle, ex)
-		p.idleBytes += ex.Bytes()
-		for p.idleBytes > p.maxIdle && len(p.idle) > 0 {
-			evict = append(evict, p.idle[0])
-			p.idleBytes -= p.idle[0].Bytes()
+		// Within this pool's maxIdle (the oldest go first) and the
+		// process's bound on idle buffers (package idlemem: the executor
+		// goes when the process has no room for it).
+		b := ex.Bytes()
+		for len(p.idle) > 0 && p.idleBytes+b > p.maxIdle {
+			old := p.idle[0]
+			evict = append(evict, old)
+			p.idleBytes -= old.Bytes()
+			p.acct.Release(old.Bytes())
 			p.idle = p.idle[1:]
+		}
+		if b <= p.maxIdle && p.acct.Keep(b) {
+			p.idle = append(p.idle, ex)
+			p.idleBytes += b
+		} else {
+			evict = append(evict, ex)
 		}
 	} else {
 		evict = append(evict, ex)
@@ -159,12 +174,22 @@ func (p *pool) stats() (idle int, idleBytes, live int64) {
 // close releases every idle executor; later gets fail.
 func (p *pool) close() {
 	p.mu.Lock()
-	idle := p.idle
-	p.idle, p.idleBytes, p.closed = nil, 0, true
+	p.closed = true
 	p.mu.Unlock()
+	p.DropIdle()
+}
+
+// DropIdle releases every idle executor (idlemem.Dropper).
+func (p *pool) DropIdle() int64 {
+	p.mu.Lock()
+	idle, n := p.idle, p.idleBytes
+	p.idle, p.idleBytes = nil, 0
+	p.mu.Unlock()
+	p.acct.Release(n)
 	for _, ex := range idle {
 		ex.Close()
 	}
+	return n
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/attnx/attnx/internal/idlemem"
 	"net"
 	"os"
 	"os/signal"
@@ -114,7 +115,9 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
 	maxQueue := fs.Int("max-queue", serve.DefaultMaxQueue, "requests per model waiting for their turn (429 past it)")
 	maxReqMem := fs.Int64("max-request-memory", serve.DefaultMaxRequestMemory>>20, "most memory in `MiB` one request may need, estimated from rows x beam x max_len x src_len with the answer (413 past it)")
-	maxMem := fs.Int64("max-memory", serve.DefaultMaxMemory>>20, "most memory in `MiB` the requests in flight may need together (429 while it is taken)")
+	maxMem := fs.Int64("max-memory", serve.DefaultMaxMemory>>20, "most memory in `MiB` the requests in flight may need together, the idle buffers kept for the next ones included (429 while it is taken)")
+	maxIdle := fs.Int64("max-idle-memory", 0, "most memory in `MiB` kept in idle buffers for the next requests, over all models (default: 128, or a quarter of --max-memory if smaller)")
+	idleRelease := fs.Duration("idle-release", idlemem.DefaultTimeout, "drop the idle buffers and hand their memory back after this long without a request")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest a request may wait and decode (504 past it)")
 	shutTimeout := fs.Duration("shutdown-timeout", serve.DefaultShutdownTimeout, "longest requests in flight get to finish at shutdown")
 	allowHosts := fs.StringArray("allow-host", nil, "with --addr on a loopback address: a Host `NAME` to answer besides localhost and the loopback addresses (others get 403, against DNS rebinding); repeatable")
@@ -167,7 +170,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		Backend:  *backend, Threads: *threads, Device: *device, Engine: *engine, UnknownToUNK: *unk,
 		MaxBodyBytes: *maxBody, MaxInputBytes: *maxInputBytes, MaxWordChars: *maxWordChars, MaxInputs: *maxInputs, MaxSourceLen: *maxSrc, MaxOutLen: *maxOut, MaxBeam: *maxBeam,
 		Batching: *batching == "on", MaxConcurrent: *maxConc, MaxBatchRows: *maxRows, MaxQueue: *maxQueue,
-		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, AllowedHosts: *allowHosts,
+		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, MaxIdleMemory: *maxIdle << 20, IdleRelease: *idleRelease, AllowedHosts: *allowHosts,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
 	}
