@@ -109,8 +109,8 @@ func (b *Beam) Validate() error {
 	if b.K < 1 {
 		return fmt.Errorf("decode: beam width K = %d: want at least 1", b.K)
 	}
-	if a := b.LengthPenalty; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 {
-		return fmt.Errorf("decode: length penalty %v: want a finite value >= 0", a)
+	if err := LengthPenaltyRange(b.LengthPenalty); err != nil {
+		return fmt.Errorf("decode: length penalty %v: %w", b.LengthPenalty, err)
 	}
 	return nil
 }

@@ -343,7 +343,7 @@ func TestBeamValidate(t *testing.T) {
 	}{
 		{decode.Beam{K: 0}, "beam width K = 0: want at least 1"},
 		{decode.Beam{K: -3}, "beam width K = -3"},
-		{decode.Beam{K: 2, LengthPenalty: -1}, "length penalty -1: want a finite value >= 0"},
+		{decode.Beam{K: 2, LengthPenalty: -1}, "length penalty -1: want a finite value from 0 to 10"},
 		{decode.Beam{K: 2, LengthPenalty: math.NaN()}, "length penalty NaN"},
 		{decode.Beam{K: 2, LengthPenalty: math.Inf(1)}, "length penalty +Inf"},
 		{decode.Beam{K: 1}, ""},

@@ -97,16 +97,18 @@ func (b *FairseqBeam) Validate() error {
 		return fmt.Errorf("decode: beam width K = %d: want at least 1", b.K)
 	case b.NBest < 1 || b.NBest > b.K:
 		return fmt.Errorf("decode: nbest %d: want 1 to K = %d", b.NBest, b.K)
-	case math.IsNaN(b.LenPen) || math.IsInf(b.LenPen, 0):
-		return fmt.Errorf("decode: lenpen %v: want a finite value", b.LenPen)
+	case LengthPenaltyRange(b.LenPen) != nil:
+		return fmt.Errorf("decode: lenpen %v: %w", b.LenPen, LengthPenaltyRange(b.LenPen))
 	case math.IsNaN(b.UnkPen) || math.IsInf(b.UnkPen, 0):
 		return fmt.Errorf("decode: unkpen %v: want a finite value", b.UnkPen)
 	case b.Sampling && b.Rand == nil:
 		return fmt.Errorf("decode: sampling needs a random number generator (Rand)")
 	case b.TopK < 0 || math.IsNaN(b.TopP) || b.TopP < 0 || b.TopP > 1 || b.TopK > 0 && b.TopP > 0:
 		return fmt.Errorf("decode: sampling-topk %d, sampling-topp %v: want one of them (topk >= 1, topp in (0, 1])", b.TopK, b.TopP)
-	case math.IsNaN(b.Temperature) || math.IsInf(b.Temperature, 0) || b.Temperature < 0:
-		return fmt.Errorf("decode: temperature %v: want a finite value > 0 (0: none)", b.Temperature)
+	case TemperatureRange(b.Temperature) != nil:
+		return fmt.Errorf("decode: temperature %v: %w", b.Temperature, TemperatureRange(b.Temperature))
+	case b.Rules != nil && b.Rules.EOSFromStep >= b.MaxLen:
+		return fmt.Errorf("decode: min_len %d: at or above the output limit of %d tokens, EOS included (fairseq asserts min_len <= max_len)", b.Rules.EOSFromStep, b.MaxLen)
 	}
 	return nil
 }

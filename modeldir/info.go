@@ -3,6 +3,7 @@ package modeldir
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/attnx/attnx/decode"
 	"io"
 	"math"
 	"os"
@@ -196,8 +197,8 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("beam %d: want 1 (greedy) or more", d.Beam)
 	case d.NBest < 0 || d.NBest > max(d.Beam, 1):
 		return fmt.Errorf("n_best %d: want 1 to beam %d", d.NBest, max(d.Beam, 1))
-	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
-		return fmt.Errorf("length_penalty %g: want a finite value >= 0", *a)
+	case a != nil && decode.LengthPenaltyRange(*a) != nil:
+		return fmt.Errorf("length_penalty %g: %v", *a, decode.LengthPenaltyRange(*a))
 	case d.Rules != "" && d.Rules != "spec" && d.Rules != "opennmt" && d.Rules != "joeynmt" && d.Rules != "fairseq":
 		return fmt.Errorf("rules %q: want \"spec\", \"opennmt\", \"joeynmt\" or \"fairseq\"", d.Rules)
 	case d.Rules == "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "none" && d.LengthPenaltyForm != "avg" && d.LengthPenaltyForm != "wu":

@@ -2,8 +2,8 @@ package serve
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/idlemem"
-	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -226,8 +226,8 @@ func checkDefaults(j Job, maxBeam, maxOut int, where string) error {
 		return fmt.Errorf("serve: %s: beam %d: want 1 (greedy) to %d (--max-beam)", where, j.Beam, maxBeam)
 	case j.NBest < 0 || j.NBest > max(j.Beam, 1):
 		return fmt.Errorf("serve: %s: n_best %d: want 1 to beam %d", where, j.NBest, max(j.Beam, 1))
-	case a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0):
-		return fmt.Errorf("serve: %s: length_penalty %g: want a finite value >= 0", where, *a)
+	case a != nil && decode.LengthPenaltyRange(*a) != nil:
+		return fmt.Errorf("serve: %s: length_penalty %g: %v", where, *a, decode.LengthPenaltyRange(*a))
 	case j.MinLen < 0 || j.MinLen >= maxOut:
 		return fmt.Errorf("serve: %s: min_len %d: want 0 to %d, below --max-out-len %d", where, j.MinLen, maxOut-1, maxOut)
 	}

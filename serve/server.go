@@ -704,8 +704,8 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		job.NBest = *req.NBest
 	}
 	if a := req.LengthPenalty; a != nil {
-		if math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0 {
-			return Job{}, fmt.Sprintf("length_penalty = %g: want a finite value >= 0", *a)
+		if err := decode.LengthPenaltyRange(*a); err != nil {
+			return Job{}, fmt.Sprintf("length_penalty = %g: %v", *a, err)
 		}
 		job.LengthPenalty = a
 	}

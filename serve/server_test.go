@@ -66,7 +66,9 @@ func badRequests(t *testing.T, batching bool) {
 		{"n_best without beam", "POST", PathTranslate, `{"inputs": ["1"], "n_best": 2}`, 400, `n_best = 2: want 1 to beam = 1`},
 		{"n_best over beam", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "n_best": 4}`, 400, `n_best = 4: want 1 to beam = 3`},
 		{"n_best zero", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "n_best": 0}`, 400, `n_best = 0: want 1 to beam = 3`},
-		{"length_penalty negative", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "length_penalty": -0.5}`, 400, `length_penalty = -0.5: want a finite value >= 0`},
+		{"length_penalty negative", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "length_penalty": -0.5}`, 400, `length_penalty = -0.5: want a finite value from 0 to 10`},
+		// Issue 36: a penalty of 1e308 passed and made the scores NaN (500, "score: NaN is not a JSON number").
+		{"length_penalty 1e308 wu", "POST", PathTranslate, `{"inputs": ["1"], "rules": "opennmt", "beam": 4, "length_penalty": 1e308, "length_penalty_form": "wu"}`, 400, `length_penalty = 1e+308: want a finite value from 0 to 10`},
 		{"length_penalty not a number", "POST", PathTranslate, `{"inputs": ["1"], "beam": 3, "length_penalty": "high"}`, 400, `field "length_penalty": got a JSON string, want a number`},
 		{"unknown model in the body", "POST", PathTranslate, `{"model": "nope", "inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},
 		{"unknown model in the path", "POST", "/v1/models/nope/translate", `{"inputs": ["1"]}`, 404, `unknown model "nope": this server serves "dates", "ids"`},

@@ -174,6 +174,12 @@ func TestServeLongWordRefused(t *testing.T) {
 	if code, resp := post(t, hs.URL+PathTranslate, string(body)); code != http.StatusOK {
 		t.Errorf("a word of 100 letters, the limit: %d %s", code, resp)
 	}
+	// fairseq's rules with min_len above the input's output limit (no
+	// max_len given): refused naming it, where it answered empty text.
+	body, _ = json.Marshal(map[string]any{"inputs": []string{"hello"}, "min_len": 250})
+	if code, resp := post(t, hs.URL+PathTranslate, string(body)); code != http.StatusBadRequest || !strings.Contains(resp, "inputs[0]: min_len 250 is at or above this input's output limit of") {
+		t.Errorf("min_len 250 under fairseq's rules: %d %s", code, resp)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := m.backend.Tokenize(ctx, []string{"hello world"}); !errors.Is(err, context.Canceled) {

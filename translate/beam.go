@@ -2,7 +2,7 @@ package translate
 
 import (
 	"fmt"
-	"math"
+	"github.com/attnx/attnx/decode"
 
 	"github.com/attnx/attnx/modeldir"
 )
@@ -45,8 +45,10 @@ func checkBeamOptions(opt Options) error {
 	case opt.NBest < 0 || opt.NBest > k:
 		return fmt.Errorf("translate: NBest = %d: want 1 <= NBest <= Beam = %d (0: 1)", opt.NBest, k)
 	}
-	if a := opt.LengthPenalty; a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0) {
-		return fmt.Errorf("translate: LengthPenalty = %v: want a finite value >= 0", *a)
+	if a := opt.LengthPenalty; a != nil {
+		if err := decode.LengthPenaltyRange(*a); err != nil {
+			return fmt.Errorf("translate: LengthPenalty = %v: %w", *a, err)
+		}
 	}
 	return nil
 }

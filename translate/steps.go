@@ -18,6 +18,15 @@ import (
 
 // runSearch decodes one batch on the decoding core, as so says.
 func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
+	if so.fairseq && so.rules != nil && so.rules.EOSFromStep > 0 {
+		// fairseq asserts min_len <= max_len: a row whose limit leaves no
+		// room for min_len would end empty.
+		for r, row := range rows {
+			if n := t.rowLimit(so, r, row); so.rules.EOSFromStep >= n {
+				return nil, &InputError{Row: r, Position: -1, Msg: fmt.Sprintf("min_len %d is at or above this input's output limit of %d tokens, EOS included (fairseq asserts min_len <= max_len): lower min_len or raise max_len", so.rules.EOSFromStep, n)}
+			}
+		}
+	}
 	searches := t.searches(rows, so)
 	if err := t.decodeSteps(ctx, rows, so.beam, searches); err != nil {
 		return nil, err

@@ -451,8 +451,8 @@ func checkOptions(opt Options) error {
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Rules == RulesFairseq {
 		return errFairseqRepeats
 	}
-	if tt := opt.Temperature; math.IsNaN(tt) || math.IsInf(tt, 0) || tt < 0 || tt != 0 && opt.Rules != RulesFairseq && !(opt.Rules == RulesOpenNMT && opt.Sampling) {
-		return fmt.Errorf("translate: Temperature = %v: want a finite value > 0 (0: none), with Rules %q or with Sampling under %q", tt, RulesFairseq, RulesOpenNMT)
+	if tt := opt.Temperature; decode.TemperatureRange(tt) != nil || tt != 0 && opt.Rules != RulesFairseq && !(opt.Rules == RulesOpenNMT && opt.Sampling) {
+		return fmt.Errorf("translate: Temperature = %v: want 0 (none) or a value from %g to %g, with Rules %q or with Sampling under %q", tt, float64(decode.MinTemperature), float64(decode.MaxTemperature), RulesFairseq, RulesOpenNMT)
 	}
 	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
 		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)

@@ -366,7 +366,7 @@ func TestOpenErrors(t *testing.T) {
 		{"n-best over beam", func(t *testing.T) string { return good }, Options{Beam: 4, NBest: 5}, []string{"NBest = 5: want 1 <= NBest <= Beam = 4"}},
 		{"n-best without beam", func(t *testing.T) string { return good }, Options{NBest: 2}, []string{"NBest = 2: want 1 <= NBest <= Beam = 1"}},
 		{"negative n-best", func(t *testing.T) string { return good }, Options{Beam: 2, NBest: -1}, []string{"NBest = -1"}},
-		{"negative length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(-0.5)}, []string{"LengthPenalty = -0.5: want a finite value >= 0"}},
+		{"negative length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(-0.5)}, []string{"LengthPenalty = -0.5: want a finite value from 0 to 10"}},
 		{"NaN length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(math.NaN())}, []string{"LengthPenalty = NaN"}},
 		{"infinite length penalty", func(t *testing.T) string { return good }, Options{Beam: 2, LengthPenalty: new(math.Inf(1))}, []string{"LengthPenalty = +Inf"}},
 		{"unknown engine", func(t *testing.T) string { return good }, Options{Engine: "fast"}, []string{`unknown engine "fast"`}},

@@ -622,3 +622,35 @@ func badHeap() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
+
+// TestDecodingRangesRefused: settings that passed validation and broke
+// the output (issue 36) are refused naming the flag and the range: a
+// length penalty of 400 under Wu's form printed "score NaN" (and --json
+// failed), a temperature of 1e-40 under fairseq's rules gave an empty
+// translation and exit 0, and min_len at or above the output limit gave
+// empty text.
+func TestDecodingRangesRefused(t *testing.T) {
+	model := translateTestModel(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rules", "opennmt", "--beam", "4", "--length-penalty", "400", "--length-penalty-form", "wu"}, "--length-penalty 400: want a finite value from 0 to 10"},
+		{[]string{"--rules", "fairseq", "--temperature", "1e-40"}, "--temperature 1e-40: want 0 (none) or a value from 0.001 to 1000"},
+	} {
+		args := append([]string{"translate", "--model", model}, c.args...)
+		code, out, stderr := attnx(append(args, "abc")...)
+		if code != 2 || !strings.Contains(stderr, c.want) || out != "" {
+			t.Errorf("attnx %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, out, stderr, c.want)
+		}
+	}
+	// fairseq's rules, min_len above the limit of a one-token source.
+	dir := filepath.Join(t.TempDir(), "fs")
+	if code, _, stderr := attnx("export", filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long", "checkpoint_best.pt"), "-o", dir); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	code, out, stderr := attnx("translate", "--model", dir, "--min-len", "300", "Hello")
+	if code != 1 || out != "" || !strings.Contains(stderr, "min_len 300 is at or above this input's output limit of") {
+		t.Errorf("--min-len 300 under fairseq's rules: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

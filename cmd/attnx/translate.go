@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/decode"
 	"math"
 	"path/filepath"
 	"strings"
@@ -146,8 +147,8 @@ func runTranslate(args []string) error {
 		return &usageError{"--unk-penalty, --temperature and --max-len-a go with --rules fairseq (fairseq's --unkpen, --temperature and --max-len-a)"}
 	case *maxLenA < 0 || math.IsNaN(*maxLenA) || math.IsInf(*maxLenA, 0):
 		return &usageError{fmt.Sprintf("--max-len-a %v: want a finite value >= 0", *maxLenA)}
-	case *temperature < 0 || math.IsNaN(*temperature) || math.IsInf(*temperature, 0):
-		return &usageError{fmt.Sprintf("--temperature %v: want a finite value > 0 (0: none)", *temperature)}
+	case decode.TemperatureRange(*temperature) != nil:
+		return &usageError{fmt.Sprintf("--temperature %v: %v", *temperature, decode.TemperatureRange(*temperature))}
 	case *rules == translate.RulesFairseq && (*noRepeat >= 2 || *repPenalty > 1):
 		return &usageError{"--no-repeat-ngram and --repetition-penalty are JoeyNMT's rules, not fairseq's (fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU): use them with --rules spec or joeynmt"}
 	case *rules == translate.RulesFairseq && *engine == translate.EngineLoop:
@@ -319,8 +320,8 @@ func checkBeamFlags(k, n int, alpha float64) error {
 		return &usageError{fmt.Sprintf("--beam %d: want the beam width K >= 1 (1: greedy decoding)", k)}
 	case n < 1 || n > k:
 		return &usageError{fmt.Sprintf("--n-best %d: want 1 <= N <= --beam %d", n, k)}
-	case math.IsNaN(alpha) || math.IsInf(alpha, 0) || alpha < 0:
-		return &usageError{fmt.Sprintf("--length-penalty %v: want a finite value >= 0", alpha)}
+	case decode.LengthPenaltyRange(alpha) != nil:
+		return &usageError{fmt.Sprintf("--length-penalty %v: %v", alpha, decode.LengthPenaltyRange(alpha))}
 	}
 	return nil
 }

@@ -128,7 +128,7 @@ func TestVerifyErrors(t *testing.T) {
 		{[]string{"verify", "--model", tmp}, "", 2, "attnx verify: missing --checkpoint CKPT (or --encoder ENC --decoder DEC)\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--steps", "0"}, "", 2, "attnx verify: --steps must be at least 1, got 0\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "0"}, "", 2, "attnx verify: --beam 0: want the beam width K >= 1 (1: greedy decoding)\nRun 'attnx help verify' for usage.\n"},
-		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "2", "--length-penalty", "-1"}, "", 2, "attnx verify: --length-penalty -1: want a finite value >= 0\nRun 'attnx help verify' for usage.\n"},
+		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "2", "--length-penalty", "-1"}, "", 2, "attnx verify: --length-penalty -1: want a finite value from 0 to 10\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--length-penalty", "0.5"}, "", 2, "attnx verify: --length-penalty, --rules and --n-best are beam search's: give --beam K too\nRun 'attnx help verify' for usage.\n"},
 		{[]string{"verify", "--model", tmp, "--checkpoint", ck, "--beam", "4", "--torch-module", "m.py"}, "", 2,
 			"attnx verify: --beam compares with attnx's reference, not with --torch-module: drop one of them\nRun 'attnx help verify' for usage.\n"},

@@ -176,7 +176,9 @@ func Resolve(path string) (string, error) {
 // SameFile refuses an output that is the same file as one of inputs
 // (os.SameFile, so through links and other names too), before either is
 // read or written: translating a test set into itself would replace it.
-// An output that does not exist yet, "-" and empty names pass.
+// An input "-" is the process's standard input, checked through its file
+// (`attnx translate --src - --output g.txt < g.txt` replaced g.txt). An
+// output that does not exist yet, "-" and empty names pass.
 func SameFile(output string, inputs ...string) error {
 	if output == "" || output == Stdout {
 		return nil
@@ -186,10 +188,18 @@ func SameFile(output string, inputs ...string) error {
 		return nil
 	}
 	for _, in := range inputs {
-		if in == "" || in == Stdout {
+		var st os.FileInfo
+		var err error
+		switch in {
+		case "":
 			continue
+		case Stdout: // as an input, standard input
+			in = "standard input"
+			st, err = os.Stdin.Stat()
+		default:
+			st, err = os.Stat(in)
 		}
-		if st, err := os.Stat(in); err == nil && os.SameFile(out, st) {
+		if err == nil && os.SameFile(out, st) {
 			return fmt.Errorf("the output %s is the input %s: it would be replaced before it is read; write elsewhere", output, in)
 		}
 	}

@@ -258,3 +258,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSameFileStdin: an input "-" is standard input, checked through its
+// file: `attnx translate --src - --output g.txt < g.txt` replaced g.txt.
+func TestSameFileStdin(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "g.txt")
+	must(t, os.WriteFile(src, []byte("a\n"), 0o644))
+	other := filepath.Join(dir, "other.txt")
+	must(t, os.WriteFile(other, []byte("b\n"), 0o644))
+	f, err := os.Open(src)
+	must(t, err)
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	if err := SameFile(src, Stdout); err == nil || !strings.Contains(err.Error(), "the output "+src+" is the input standard input") {
+		t.Errorf("output g.txt with standard input from g.txt: %v", err)
+	}
+	if err := SameFile(other, Stdout); err != nil {
+		t.Errorf("output other.txt with standard input from g.txt: %v", err)
+	}
+}
