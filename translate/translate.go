@@ -257,13 +257,10 @@ type Translator struct {
 	scheds map[*Scheduler]struct{} // open Schedulers, guarded by mu
 }
 
-// Open reads dir/attnx.json, opens the sessions the engine needs and checks
-// that their inputs and outputs agree with attnx.json (names, element types,
-// ranks and the fixed sizes H, L and Vt).
-func Open(dir string, opt Options) (*Translator, error) {
-	if err := checkOptions(opt); err != nil {
-		return nil, err
-	}
+// ReadDir checks that dir is a model directory and reads its attnx.json,
+// without loading the graphs: what Open checks first, for a caller (a
+// server) that wants the error before it does anything else.
+func ReadDir(dir string) (*modeldir.Info, error) {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -273,14 +270,28 @@ func Open(dir string, opt Options) (*Translator, error) {
 	case !st.IsDir():
 		return nil, fmt.Errorf("translate: %s is not a directory; a model directory holds attnx.json, encoder.onnx and decoder.onnx", dir)
 	}
-	infoPath := filepath.Join(dir, "attnx.json")
-	info, err := modeldir.ReadInfo(infoPath)
+	info, err := modeldir.ReadInfo(filepath.Join(dir, "attnx.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("translate: %s has no attnx.json: not an attnx model directory (it should hold attnx.json, encoder.onnx and decoder.onnx)", dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
 	}
+	return info, nil
+}
+
+// Open reads dir/attnx.json, opens the sessions the engine needs and checks
+// that their inputs and outputs agree with attnx.json (names, element types,
+// ranks and the fixed sizes H, L and Vt).
+func Open(dir string, opt Options) (*Translator, error) {
+	if err := checkOptions(opt); err != nil {
+		return nil, err
+	}
+	info, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	infoPath := filepath.Join(dir, "attnx.json")
 	t := &Translator{dir: dir, info: info, opt: opt}
 	t.src = newVocab(info.SrcTokens, info.Special)
 	t.tgt = newVocab(info.TgtTokens, info.Special)

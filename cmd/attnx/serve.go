@@ -61,6 +61,13 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The model directories are checked before the address is taken:
+	// a missing model is the error to see, not a busy port.
+	for _, m := range cfg.Models {
+		if _, err := translate.ReadDir(m.Dir); err != nil {
+			return fmt.Errorf("model %q (%s): %w", m.Name, m.Dir, err)
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", addr, err)

@@ -45,7 +45,14 @@ func TestServeUsageErrors(t *testing.T) {
 			t.Errorf("attnx %q: exit %d, stderr %q; want exit 2 and %q", c.args, code, errs, c.err)
 		}
 	}
-	code, _, errs := attnx("serve", "--model", "a=/no/such/dir", "--model", "b=/no/such/dir")
+	// The model directories are checked before the address is taken: a
+	// busy port (here one this test holds) does not hide a missing model.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	code, _, errs := attnx("serve", "--addr", busy.Addr().String(), "--model", "a=/no/such/dir", "--model", "b=/no/such/dir")
 	if code != 1 || !strings.Contains(errs, `attnx serve: model "a" (/no/such/dir): translate: model directory /no/such/dir does not exist`) {
 		t.Errorf("missing model: exit %d, stderr %q", code, errs)
 	}
