@@ -221,7 +221,7 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 	r := CorpusRow{Engine: "attnx", Backend: backend, Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes}
 	c.logf("bench: attnx %s on %s, beam %d, %d threads on %d lanes", w, backend, beam, threads, lanes)
 	resetPeakRSS()
-	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam})
+	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam, NoModelDefaults: true})
 	if err != nil {
 		return r, err
 	}

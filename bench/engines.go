@@ -104,7 +104,7 @@ func (p *point) lean(name, dir string, k int, backend string) (*runner, error) {
 
 // translated runs package translate's engine over the model directory.
 func (p *point) translated(name, dir, engine string, k int, backend string) (*runner, error) {
-	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B, Beam: k})
+	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: p.T, Engine: engine, MaxLen: p.steps, BatchSize: p.B, Beam: k, NoModelDefaults: true})
 	if err != nil {
 		return nil, err
 	}

@@ -51,19 +51,24 @@ type Job struct {
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
+	// AsTestSet gives each row the output limit of the batch the model's
+	// toolkit would put it in, the request's inputs taken as its test set
+	// (translate.CallOptions.AsTestSet): set for a model whose limits
+	// follow its toolkit's batches when the request sets no max_len.
+	AsTestSet bool
 }
 
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
 	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
-		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention,
+		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention, AsTestSet: job.AsTestSet,
 		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
 }
 
 // perCall reports whether job needs the per-call search settings of the
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
-	return job.Beam > 1 || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
+	return job.Beam > 1 || job.AsTestSet || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
 		job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT || job.Rules == translate.RulesFairseq
 }
 
@@ -130,6 +135,10 @@ func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend,
 	opt := translate.Options{
 		Backend: cfg.Backend, Threads: cfg.Threads, Device: cfg.Device, Engine: cfg.Engine,
 		MaxSourceLen: cfg.MaxSourceLen, BatchSize: cfg.MaxInputs, UnknownToUNK: cfg.UnknownToUNK,
+		// Each request is decoded as its Job says, the model's defaults
+		// resolved into it (Decoding.job); the Translator's own settings
+		// are the greedy fast path's.
+		NoModelDefaults: true,
 	}
 	tr, err := translate.Open(dir, opt)
 	if err != nil {
@@ -317,6 +326,7 @@ func OpenBatchingBackend(dir string, cfg *Config, obs BatchObserver) (Backend, e
 	tr, err := translate.Open(dir, translate.Options{
 		Backend: cfg.Backend, Threads: threads, Device: cfg.Device, Engine: translate.EngineSteps,
 		MaxSourceLen: cfg.MaxSourceLen, UnknownToUNK: cfg.UnknownToUNK,
+		NoModelDefaults: true, // each request's Job carries them
 	})
 	if err != nil {
 		return nil, err

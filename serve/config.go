@@ -185,24 +185,29 @@ type Decoding struct {
 }
 
 // job returns the decoding of a request that sets nothing, for a model
-// whose attnx.json has defaults md (nil: none): md's, then d's over them.
+// whose attnx.json has defaults md (nil: none): the flags given (d)
+// resolved over md as every surface resolves them
+// (translate.ResolveDecoding).
 func (d Decoding) job(md *modeldir.Defaults) Job {
-	var j Job
-	if md != nil {
-		j = Job{Beam: md.Beam, NBest: md.NBest, LengthPenalty: md.LengthPenalty, MinLen: md.MinLen, ReplaceUnk: md.ReplaceUnk,
-			Rules: md.Rules, BanUNK: md.BanUNK, NoRepeatNgram: md.NoRepeatNgram, RepetitionPenalty: md.RepetitionPenalty}
-		j.setForm(md.LengthPenaltyForm)
-	}
+	var given translate.Options
 	if d.Beam != nil {
-		// A beam set here lists one hypothesis unless NBest is set too.
-		j.Beam, j.NBest = *d.Beam, 0
+		given.Beam = *d.Beam
 	}
 	if d.NBest != nil {
-		j.NBest = *d.NBest
+		given.NBest = *d.NBest
 	}
-	if d.LengthPenalty != nil {
-		j.LengthPenalty = d.LengthPenalty
+	given.LengthPenalty = d.LengthPenalty
+	if d.MinLen != nil {
+		given.MinLen = *d.MinLen
 	}
+	r := translate.ResolveDecoding(given, md)
+	j := Job{Beam: r.Beam, NBest: r.NBest, LengthPenalty: r.LengthPenalty, MinLen: r.MinLen, ReplaceUnk: r.ReplaceUnk,
+		Rules: r.Rules, BanUNK: r.BanUNK, NoRepeatNgram: r.NoRepeatNgram, RepetitionPenalty: r.RepetitionPenalty}
+	form := r.OpenNMTPenalty
+	if r.Rules != translate.RulesOpenNMT && r.LengthPenaltyWu {
+		form = "wu"
+	}
+	j.setForm(form)
 	if d.PenaltyWu != nil {
 		j.PenaltyWu = *d.PenaltyWu
 		if j.Rules == translate.RulesOpenNMT {
@@ -210,7 +215,7 @@ func (d Decoding) job(md *modeldir.Defaults) Job {
 		}
 	}
 	if d.MinLen != nil {
-		j.MinLen = *d.MinLen
+		j.MinLen = *d.MinLen // 0 given is 0, not the model's
 	}
 	if d.ReplaceUnk != nil {
 		j.ReplaceUnk = *d.ReplaceUnk

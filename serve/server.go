@@ -468,6 +468,12 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if msg != "" {
 		return fail(m, http.StatusBadRequest, "%s", msg)
 	}
+	// A request's inputs are decoded as `attnx translate --src` decodes
+	// the same lines: where the toolkit's limits follow its batches, the
+	// request is the test set.
+	if d := m.backend.Info().Defaults; job.MaxLen == 0 && d != nil && d.Batching != nil {
+		job.AsTestSet = true
+	}
 	texts, n := req.Inputs, len(req.Inputs)+len(req.IDs)
 	if job.ReplaceUnk && !m.info.canReplaceUnk() {
 		return fail(m, http.StatusBadRequest, "replace_unk: model %q has no unknown token in both its source and target vocabularies", m.name)

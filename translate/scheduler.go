@@ -57,6 +57,26 @@ type CallOptions struct {
 	// search not record it: for a long output of a long source it is most
 	// of a call's memory (T x src_len floats per hypothesis kept).
 	WithoutAttention bool
+	// AsTestSet gives each row, when MaxLen is 0, the output limit of the
+	// batch the model's toolkit would put it in if the call's rows were
+	// its test set (attnx.json's defaults.batching: JoeyNMT's and
+	// OpenNMT-py's limits follow their batch's longest source), as
+	// TranslateCorpus does; without it each row's limit follows its own
+	// length. A server sets it so that a request's inputs decode as
+	// `attnx translate --src` decodes the same lines.
+	AsTestSet bool
+}
+
+// testSetLens returns, for rows taken as a test set, the n of each row's
+// output limit under the model's toolkit batching (nil when the model has
+// none, or MaxLen decides).
+func (t *Translator) testSetLens(rows [][]int64, opt CallOptions) []int {
+	d := t.info.Defaults
+	if !opt.AsTestSet || opt.MaxLen > 0 || d == nil || d.Batching == nil || t.opt.MaxLen != 0 && t.opt.MaxLenRatio == nil {
+		return nil
+	}
+	b := *d.Batching
+	return batchLongest(rows, &b)
 }
 
 // schedulerCells is the source positions per slot a Scheduler's executor
@@ -123,6 +143,7 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 		return nil, err
 	}
 	defer release()
+	so.lens = t.testSetLens(sources, opt)
 	searches := t.searches(sources, so)
 	if err := s.s.Decode(ctx, sources, searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {
@@ -173,6 +194,9 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 	// engine: its graph computes the attention anyway, which is dropped.
 	search := opt
 	search.WithoutAttention = false
+	if search.AsTestSet && t.testSetLens(sources, opt) == nil {
+		search.AsTestSet = false // changes nothing for this model
+	}
 	if search == (CallOptions{}) && (!opt.WithoutAttention || t.pool == nil) {
 		res, err := t.TranslateIDs(ctx, sources)
 		if err == nil && opt.WithoutAttention {
@@ -189,5 +213,6 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 	if err != nil {
 		return nil, err
 	}
+	so.lens = t.testSetLens(sources, opt)
 	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) { return t.runSearch(ctx, rows, so) })
 }

@@ -96,6 +96,12 @@ type Options struct {
 	// UnknownToUNK makes Translate map characters or words outside the
 	// source vocabulary to the UNK token instead of failing.
 	UnknownToUNK bool
+	// NoModelDefaults takes the decoding settings below as they are: the
+	// model's defaults (attnx.json's, its toolkit's) are not applied to
+	// the ones left zero. Without it, zero Options decode as the model's
+	// toolkit does (ResolveDecoding): for a caller that resolved them
+	// itself, or that wants attnx's own rules whatever the model says.
+	NoModelDefaults bool
 	// MaxIdleBytes caps the memory of the steps engine's idle decoding
 	// buffers, kept for later calls; 0 means DefaultMaxIdleBytes.
 	MaxIdleBytes int64
@@ -284,11 +290,14 @@ func ReadDir(dir string) (*modeldir.Info, error) {
 // that their inputs and outputs agree with attnx.json (names, element types,
 // ranks and the fixed sizes H, L and Vt).
 func Open(dir string, opt Options) (*Translator, error) {
-	if err := checkOptions(opt); err != nil {
-		return nil, err
-	}
 	info, err := ReadDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	if !opt.NoModelDefaults {
+		opt = ResolveDecoding(opt, info.Defaults)
+	}
+	if err := checkOptions(opt); err != nil {
 		return nil, err
 	}
 	infoPath := filepath.Join(dir, "attnx.json")

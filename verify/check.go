@@ -252,7 +252,7 @@ func Check(o Options) (*Outcome, error) {
 	}
 	var loop, loopBeam *translate.Translator
 	if info.Files["greedy"] != "" {
-		if loop, err = translate.Open(o.ModelDir, translate.Options{Backend: o.Backend, Threads: 1, Engine: translate.EngineLoop, MaxLen: steps}); err != nil {
+		if loop, err = translate.Open(o.ModelDir, translate.Options{Backend: o.Backend, Threads: 1, Engine: translate.EngineLoop, MaxLen: steps, NoModelDefaults: true}); err != nil {
 			return nil, err
 		}
 		defer loop.Close()
@@ -260,7 +260,7 @@ func Check(o Options) (*Outcome, error) {
 	if o.Beam > 1 && info.Files[modeldir.RoleBeam] != "" {
 		alpha := o.LengthPenalty
 		if loopBeam, err = translate.Open(o.ModelDir, translate.Options{Backend: o.Backend, Threads: 1, Engine: translate.EngineLoop, MaxLen: steps,
-			Beam: o.Beam, NBest: o.Beam, LengthPenalty: &alpha}); err != nil {
+			Beam: o.Beam, NBest: o.Beam, LengthPenalty: &alpha, NoModelDefaults: true}); err != nil {
 			return nil, err
 		}
 		defer loopBeam.Close()

@@ -125,7 +125,7 @@ func TestToolkitDecodingConventions(t *testing.T) {
 			}
 			t.Logf("the toolkit's outputs: %v", want)
 			for _, engine := range []string{translate.EngineSteps, translate.EngineLoop} {
-				tr, err := translate.Open(p(i, "model"), translate.Options{Threads: 1, MaxLen: maxLen, Engine: engine})
+				tr, err := translate.Open(p(i, "model"), translate.Options{Threads: 1, MaxLen: maxLen, Engine: engine, NoModelDefaults: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -237,7 +237,7 @@ func TestToolkitLiveParity(t *testing.T) {
 								}
 							}
 							for _, engine := range []string{translate.EngineSteps, translate.EngineLoop} {
-								tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: 1, MaxLen: 6, Engine: engine, Beam: 2})
+								tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: 1, MaxLen: 6, Engine: engine, Beam: 2, NoModelDefaults: true})
 								if err != nil {
 									t.Fatalf("%s %s: %v", w, engine, err)
 								}

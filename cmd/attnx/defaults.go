@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/translate"
 	"github.com/spf13/pflag"
 )
 
@@ -21,65 +22,88 @@ type decodingFlags struct {
 }
 
 // applyModelDefaults sets each decoding flag that the command line left
-// out to the model directory's default (attnx.json's "defaults"), when it
-// has one. An attnx.json that cannot be read is left for the command to
-// report.
+// out to what the model decodes with by default (attnx.json's
+// "defaults"), resolved as every surface resolves them:
+// translate.ResolveDecoding over the flags the command line gave. An
+// attnx.json that cannot be read is left for the command to report.
 func applyModelDefaults(fs *pflag.FlagSet, dir string, f decodingFlags) {
 	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
 	if err != nil || info.Defaults == nil {
 		return
 	}
-	d := info.Defaults
+	var given translate.Options
+	if fs.Changed("beam") {
+		given.Beam = *f.beam
+	}
+	if fs.Changed("n-best") {
+		given.NBest = *f.nBest
+	}
+	if fs.Changed("length-penalty") {
+		given.LengthPenalty = f.alpha
+	}
+	if f.rules != nil && fs.Changed("rules") {
+		given.Rules = *f.rules
+	}
+	if fs.Changed("min-len") {
+		given.MinLen = *f.minLen
+	}
+	if f.noRepeat != nil && fs.Changed("no-repeat-ngram") {
+		given.NoRepeatNgram = *f.noRepeat
+	}
+	if f.repPenalty != nil && fs.Changed("repetition-penalty") {
+		given.RepetitionPenalty = *f.repPenalty
+	}
+	if fs.Changed("max-len") {
+		given.MaxLen = 1 // given: its value does not matter here
+	}
+	if f.maxLenRatio != nil && fs.Changed("max-len-ratio") {
+		given.MaxLenRatio = f.maxLenRatio
+	}
+	r := translate.ResolveDecoding(given, info.Defaults)
 	set := func(name string, apply func()) {
 		if !fs.Changed(name) {
 			apply()
 		}
 	}
-	if d.Beam > 0 {
-		set("beam", func() { *f.beam = d.Beam })
-	}
-	if d.NBest > 0 {
-		set("n-best", func() { *f.nBest = d.NBest })
-	}
-	if d.LengthPenalty != nil {
-		set("length-penalty", func() { *f.alpha = *d.LengthPenalty })
-	}
-	// The form and ban_unk belong to the model's rules: a command line
-	// that chooses other rules leaves them.
-	sameRules := f.rules == nil || !fs.Changed("rules") || *f.rules == d.Rules || *f.rules == "spec" && d.Rules == ""
-	if d.LengthPenaltyForm != "" && sameRules {
-		set("length-penalty-form", func() { *f.penaltyForm = d.LengthPenaltyForm })
-	}
-	if d.MinLen > 0 {
-		set("min-len", func() { *f.minLen = d.MinLen })
-	}
-	if d.ReplaceUnk {
-		set("replace-unk", func() { *f.replaceUnk = true })
-	}
-	if d.Rules != "" && f.rules != nil {
-		set("rules", func() { *f.rules = d.Rules })
-	}
-	if d.BanUNK && f.banUNK != nil && sameRules {
-		set("ban-unk", func() { *f.banUNK = true })
-	}
-	if d.NoRepeatNgram > 0 && f.noRepeat != nil {
-		set("no-repeat-ngram", func() { *f.noRepeat = d.NoRepeatNgram })
-	}
-	if d.RepetitionPenalty > 0 && f.repPenalty != nil {
-		set("repetition-penalty", func() { *f.repPenalty = d.RepetitionPenalty })
-	}
-	// OpenNMT-py's -max_length caps its ratio's limit rather than
-	// replacing it: --max-len alone keeps the model's ratio, as
-	// onmt_translate -max_length N keeps -max_length_ratio 1.25.
-	if f.maxLenRatio != nil && d.Rules == "opennmt" && d.MaxLenFactor > 0 && fs.Changed("max-len") {
-		set("max-len-ratio", func() {
-			*f.maxLenRatio = d.MaxLenFactor
-			fs.Lookup("max-len-ratio").Changed = true
+	set("beam", func() {
+		if r.Beam > 0 {
+			*f.beam = r.Beam
+		}
+	})
+	set("n-best", func() { *f.nBest = max(r.NBest, 1) })
+	set("length-penalty", func() {
+		if r.LengthPenalty != nil {
+			*f.alpha = *r.LengthPenalty
+		}
+	})
+	if f.rules != nil {
+		set("rules", func() {
+			if r.Rules != "" {
+				*f.rules = r.Rules
+			}
 		})
 	}
-	// A beam set on the command line lists one hypothesis unless
-	// --n-best says otherwise, as a request that sets "beam" does.
-	if fs.Changed("beam") && !fs.Changed("n-best") {
-		*f.nBest = 1
+	set("length-penalty-form", func() {
+		switch {
+		case r.Rules == translate.RulesOpenNMT && r.OpenNMTPenalty != "":
+			*f.penaltyForm = r.OpenNMTPenalty
+		case r.Rules != translate.RulesOpenNMT && r.LengthPenaltyWu:
+			*f.penaltyForm = "wu"
+		}
+	})
+	set("min-len", func() { *f.minLen = r.MinLen })
+	set("replace-unk", func() { *f.replaceUnk = r.ReplaceUnk })
+	if f.banUNK != nil {
+		set("ban-unk", func() { *f.banUNK = r.BanUNK })
+	}
+	if f.noRepeat != nil {
+		set("no-repeat-ngram", func() { *f.noRepeat = r.NoRepeatNgram })
+	}
+	if f.repPenalty != nil {
+		set("repetition-penalty", func() { *f.repPenalty = r.RepetitionPenalty })
+	}
+	if f.maxLenRatio != nil && r.MaxLenRatio != nil && !fs.Changed("max-len-ratio") {
+		*f.maxLenRatio = *r.MaxLenRatio
+		fs.Lookup("max-len-ratio").Changed = true
 	}
 }

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/onnxrun"
+	"github.com/attnx/attnx/serve"
+	"github.com/attnx/attnx/translate"
+)
+
+// surfaceModel is a model of testdata whose default decoding every
+// surface must reproduce: its checkpoint, test set and the toolkit's
+// output at its translate command's defaults ("" for the demo models,
+// which have no toolkit).
+type surfaceModel struct {
+	name, ckpt, test, toolkit string
+	exportFlags               []string
+}
+
+func surfaceModels() []surfaceModel {
+	tk := func(dir, ckpt, test, out string) surfaceModel {
+		root := filepath.Join("..", "..", "testdata", "toolkits", dir)
+		return surfaceModel{dir, filepath.Join(root, ckpt), filepath.Join(root, test), filepath.Join(root, "expected", out), nil}
+	}
+	demo := filepath.Join("..", "..", "testdata", "demo")
+	vocabs := []string{"--src-vocab", filepath.Join(demo, "src_vocab.json"), "--tgt-vocab", filepath.Join(demo, "tgt_vocab.json")}
+	ms := []surfaceModel{
+		tk("onmt-sp", "model.pt", "test.src", "default.txt"),
+		tk("onmt-bpe", "model.pt", "test.src", "default.txt"),
+		tk("onmt-st", "model_step_2001.pt", "test.src", "default.txt"),
+		tk("joey-sp", "model/best.ckpt", "test.en", "greedy.txt"),
+		tk("joey-bpe", "model/best.ckpt", "test.en", "greedy.txt"),
+	}
+	for _, fx := range fairseqFixtures {
+		ms = append(ms, tk(fx.dir, "checkpoint_best.pt", "test.raw.en", "default.txt"))
+	}
+	for _, m := range []string{"bahdanau", "luong"} {
+		ms = append(ms, surfaceModel{"demo-" + m, filepath.Join(demo, m+".pt"), filepath.Join(demo, "examples.txt"), "", append([]string{"--greedy", "--beam"}, vocabs...)})
+	}
+	for _, m := range []string{"onmt_dates", "onmt_dates_spm"} {
+		ms = append(ms, surfaceModel{"demo-" + m, filepath.Join(demo, m+".pt"), filepath.Join(demo, "examples.txt"), "", nil})
+	}
+	return ms
+}
+
+// TestOneDecodingTruth: for each toolkit model of testdata, exported with
+// no flags, `attnx translate --src` with no flags, the Go API with zero
+// Options (TranslateCorpus) and serve over HTTP with no decoding fields
+// give the same lines, and those are the toolkit's own output at its
+// defaults but for the near ties the toolkit's scores show. Before the
+// Go API decoded greedily under attnx's rules whatever the model (0 of 48
+// fairseq lines), and serve cut JoeyNMT's outputs by each sentence's
+// length where joeynmt translate uses its batch's longest.
+func TestOneDecodingTruth(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	for _, m := range surfaceModels() {
+		t.Run(m.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx(append([]string{"export", m.ckpt, "-o", dir}, m.exportFlags...)...); code != 0 {
+				t.Fatalf("export: %s", stderr)
+			}
+			data, err := os.ReadFile(m.test)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+
+			// The command line, no decoding flags.
+			out := filepath.Join(t.TempDir(), "cli.txt")
+			if code, _, stderr := attnx("translate", "--model", dir, "--src", m.test, "--output", out); code != 0 {
+				t.Fatalf("translate --src: %s", stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cli := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+
+			// The Go API, zero Options.
+			tr, err := translate.Open(dir, translate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			api := make([]string, len(lines))
+			if _, err := tr.TranslateCorpus(context.Background(), lines, 1, translate.CorpusOptions{}, func(i int, r translate.Result) error {
+				api[i] = r.Text
+				return nil
+			}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tr.Close()
+
+			// HTTP, no decoding fields, the test set as one request, with
+			// continuous batching (serve's default) and without.
+			var httpLines [2][]string
+			for k, batching := range []bool{true, false} {
+				s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: batching, MaxInputs: len(lines)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Load(); err != nil {
+					t.Fatal(err)
+				}
+				hs := httptest.NewServer(s.Handler())
+				body, _ := json.Marshal(map[string]any{"inputs": lines})
+				resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sr serve.Response
+				err = json.NewDecoder(resp.Body).Decode(&sr)
+				resp.Body.Close()
+				hs.Close()
+				s.Close()
+				if err != nil || resp.StatusCode != 200 || len(sr.Results) != len(lines) {
+					t.Fatalf("POST (batching %v): %d, %v, %d results", batching, resp.StatusCode, err, len(sr.Results))
+				}
+				for _, r := range sr.Results {
+					httpLines[k] = append(httpLines[k], r.Text)
+				}
+			}
+
+			same := func(what string, got []string) int {
+				n := 0
+				for i := range cli {
+					if i < len(got) && got[i] == cli[i] {
+						n++
+					} else if n+5 > i { // the first few differences
+						t.Errorf("%s line %d: %q, translate --src %q", what, i+1, got[i], cli[i])
+					}
+				}
+				return n
+			}
+			nAPI, nHTTP, nHTTPOff := same("Go API", api), same("HTTP", httpLines[0]), same("HTTP, batching off", httpLines[1])
+			msg := fmt.Sprintf("%s: %d lines; identical to translate --src: Go API %d, HTTP %d (batching off %d)", m.name, len(cli), nAPI, nHTTP, nHTTPOff)
+			if m.toolkit != "" {
+				toolkit := readToolkitLines(t, m.toolkit)
+				gaps := map[string]float64{}
+				if data, err := os.ReadFile(strings.TrimSuffix(m.toolkit, ".txt") + ".gaps.json"); err == nil {
+					json.Unmarshal(data, &gaps)
+				}
+				nTK, ties := 0, 0
+				for i := range cli {
+					switch {
+					case i < len(toolkit) && toolkit[i] == cli[i]:
+						nTK++
+					case gaps[fmt.Sprint(i)] < nearTie && gaps[fmt.Sprint(i)] != 0:
+						ties++
+					default:
+						t.Errorf("line %d: translate --src %q, the toolkit %q", i+1, cli[i], toolkit[i])
+					}
+				}
+				msg += fmt.Sprintf("; %d identical to the toolkit's output, %d near ties", nTK, ties)
+			}
+			t.Log(msg)
+			if len(cli) != len(lines) {
+				t.Errorf("translate --src wrote %d lines for %d", len(cli), len(lines))
+			}
+		})
+	}
+}
+
+func readToolkitLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
