@@ -23,7 +23,7 @@ func TestBuildsWithoutCgo(t *testing.T) {
 	bin := filepath.Join(dir, "attnx")
 	build := func(env []string, out string) {
 		t.Helper()
-		cmd := exec.Command(gobin, "build", "-o", out, ".")
+		cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, ".") // -trimpath: the flags of Dockerfile.static's build, whose cached packages it shares
 		cmd.Env = append(os.Environ(), env...)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %v: %v\n%s", env, err, b)

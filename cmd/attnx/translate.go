@@ -232,7 +232,7 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		NoModelDefaults: true, // resolved above (applyModelDefaults)
-		Beam: *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
+		Beam:            *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
 		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
 		Sampling: *sampling, SamplingTopK: *samplingTopK, SamplingTopP: *samplingTopP, Seed: *seed,
 		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
