@@ -98,6 +98,38 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 	return t.TranslateCorpusIDs(ctx, rows, co, emit, progress)
 }
 
+// corpusLens returns the n of each row's output limit when rows are a
+// test set: the toolkit's output limit is per batch of its own, so each
+// row's n is the longest source of the batch the toolkit would put it in,
+// however attnx batches it; nil when the model's limit does not depend on
+// batches.
+func (t *Translator) corpusLens(rows [][]int64, co CorpusOptions) []int {
+	d := t.info.Defaults
+	if d == nil || d.Batching == nil || t.opt.MaxLen != 0 && t.opt.MaxLenRatio == nil {
+		return nil
+	}
+	b := *d.Batching
+	if tb := co.ToolkitBatches; tb != nil && tb.Size > 0 {
+		b.Size, b.Tokens = tb.Size, tb.Tokens
+	}
+	return batchLongest(rows, &b)
+}
+
+// CorpusLimits returns the output limit, EOS included, that
+// TranslateCorpusIDs gives each row of a test set (0 for a nil row): what
+// a checker of its output (verify --src) must decode each sentence with.
+func (t *Translator) CorpusLimits(rows [][]int64, co CorpusOptions) []int {
+	so := t.searchOptions()
+	so.lens = t.corpusLens(rows, co)
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		if r != nil {
+			out[i] = t.rowLimit(so, i, r)
+		}
+	}
+	return out
+}
+
 // TranslateCorpusIDs is TranslateCorpus on source rows already tokenised
 // (a nil row is a blank line: an empty result).
 func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co CorpusOptions,
@@ -111,17 +143,7 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 	}
 	batches := corpusBatches(rows, co, t.batchSize())
 	st.Batches = len(batches)
-	// The toolkit's output limit is per batch of its own: each row's n is
-	// the longest source of the batch the toolkit would put it in, however
-	// attnx batches it.
-	var longest []int
-	if d := t.info.Defaults; d != nil && d.Batching != nil && (t.opt.MaxLen == 0 || t.opt.MaxLenRatio != nil) {
-		b := *d.Batching
-		if tb := co.ToolkitBatches; tb != nil && tb.Size > 0 {
-			b.Size, b.Tokens = tb.Size, tb.Tokens
-		}
-		longest = batchLongest(rows, &b)
-	}
+	longest := t.corpusLens(rows, co)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -71,12 +71,10 @@ type CallOptions struct {
 // output limit under the model's toolkit batching (nil when the model has
 // none, or MaxLen decides).
 func (t *Translator) testSetLens(rows [][]int64, opt CallOptions) []int {
-	d := t.info.Defaults
-	if !opt.AsTestSet || opt.MaxLen > 0 || d == nil || d.Batching == nil || t.opt.MaxLen != 0 && t.opt.MaxLenRatio == nil {
+	if !opt.AsTestSet || opt.MaxLen > 0 {
 		return nil
 	}
-	b := *d.Batching
-	return batchLongest(rows, &b)
+	return t.corpusLens(rows, CorpusOptions{})
 }
 
 // schedulerCells is the source positions per slot a Scheduler's executor

@@ -285,14 +285,20 @@ func TestFairseqRefusals(t *testing.T) {
 }
 
 // TestVerifySrcToolkitBeam: verify --src on a toolkit model decodes the
-// file as translate does by default (OpenNMT-py's beam 5 and rules for
-// onmt-sp, fairseq's for fairseq-long), on both sides, and every
-// sentence's best hypothesis equals the reference's.
+// file as translate --src does by default, on both sides: the model's
+// search and rules (OpenNMT-py's beam 5 keeping one hypothesis for
+// onmt-sp, fairseq's for fairseq-long, JoeyNMT's greedy decoding for
+// joey-sp) and each sentence's own output limit (the toolkit's batch's).
+// Its attnx lines are translate --src's, line for line, and every one
+// equals PyTorch's. Before, it decoded with a limit of its own (2n+10 of
+// the longest source) and OpenNMT-py's search keeping K hypotheses: 18 of
+// onmt-sp's 48 lines were translate's, and it passed.
 func TestVerifySrcToolkitBeam(t *testing.T) {
 	needTorch(t)
-	for _, c := range []struct{ dir, ckpt, test, rules string }{
-		{"onmt-sp", "model.pt", "test.src", "opennmt"},
-		{"fairseq-long", "checkpoint_best.pt", "test.raw.en", "fairseq"},
+	for _, c := range []struct{ dir, ckpt, test, decoding string }{
+		{"onmt-sp", "model.pt", "test.src", "beam search K=5 under opennmt rules, alpha 1"},
+		{"fairseq-long", "checkpoint_best.pt", "test.raw.en", "beam search K=5 under fairseq rules, alpha 1"},
+		{"joey-sp", "model/best.ckpt", "test.en", "greedy decoding"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			src := filepath.Join("..", "..", "testdata", "toolkits", c.dir)
@@ -300,12 +306,28 @@ func TestVerifySrcToolkitBeam(t *testing.T) {
 			if code, _, stderr := attnx("export", filepath.Join(src, c.ckpt), "-o", model); code != 0 {
 				t.Fatalf("export: %s", stderr)
 			}
-			code, out, stderr := attnx("verify", "--model", model, "--checkpoint", filepath.Join(src, c.ckpt), "--src", filepath.Join(src, c.test))
-			for _, want := range []string{"48 sentences (0 blank, skipped), beam search K=5 under " + c.rules + " rules, alpha 1", "48 of 48 identical to PyTorch's"} {
-				if code != 0 || !strings.Contains(out, want) {
-					t.Errorf("verify --src: exit %d, want %q:\n%s%s", code, want, out, stderr)
+			out := filepath.Join(t.TempDir(), "cli.txt")
+			if code, _, stderr := attnx("translate", "--model", model, "--src", filepath.Join(src, c.test), "--output", out); code != 0 {
+				t.Fatalf("translate --src: %s", stderr)
+			}
+			cli := readToolkitLines(t, out)
+			code, js, stderr := attnx("verify", "--model", model, "--checkpoint", filepath.Join(src, c.ckpt), "--src", filepath.Join(src, c.test), "--json")
+			var o SrcOutcome
+			if err := json.Unmarshal([]byte(js), &o); err != nil || code != 0 {
+				t.Fatalf("verify --src --json: exit %d, %v\n%s", code, err, stderr)
+			}
+			if o.Decoding != c.decoding || o.Identical != 48 || !o.OK {
+				t.Errorf("verify --src: %s, %d of 48 identical to PyTorch's, ok %v; want %s, 48", o.Decoding, o.Identical, o.OK, c.decoding)
+			}
+			same := 0
+			for i := range cli {
+				if o.Attnx[i] == cli[i] {
+					same++
+				} else {
+					t.Errorf("line %d: verify --src decoded %q, translate --src %q", i+1, o.Attnx[i], cli[i])
 				}
 			}
+			t.Logf("%s: %s, max_len %d to %d; %d of %d lines identical to translate --src's, %d to PyTorch's", c.dir, o.Decoding, o.MinSteps, o.Steps, same, len(cli), o.Identical)
 		})
 	}
 }

@@ -203,15 +203,31 @@ func runVerify(args []string) error {
 	if info.Weights.Reduced() && *beam > 0 {
 		return &usageError{fmt.Sprintf("--beam: %s has %s weights, whose beam search cannot meet the float32 tolerance; verify compares its greedy decoding (drop --beam)", *model, info.Weights)}
 	}
-	if d := info.Defaults; *src != "" && !fs.Changed("beam") && d != nil && d.Beam > 1 && !info.Weights.Reduced() {
+	if *src != "" && !info.Weights.Reduced() {
 		// --src checks what translate does with the file: the model's
-		// own decoding, beam search included.
-		*beam = d.Beam
-		if d.NBest > 0 && !fs.Changed("n-best") {
-			*nBest = d.NBest
+		// own decoding, resolved as translate resolves it, beam search
+		// and the hypotheses it keeps included (OpenNMT-py's search stops
+		// sooner for one than for K).
+		var given translate.Options
+		if fs.Changed("beam") {
+			given.Beam = *beam
 		}
-		if d.LengthPenalty != nil && !fs.Changed("length-penalty") {
-			*alpha = *d.LengthPenalty
+		if fs.Changed("n-best") {
+			given.NBest = *nBest
+		}
+		if fs.Changed("length-penalty") {
+			given.LengthPenalty = alpha
+		}
+		given.Rules = *rules
+		r := translate.ResolveDecoding(given, info.Defaults)
+		if r.Beam > 1 {
+			*beam = r.Beam
+			if !fs.Changed("n-best") {
+				*nBest = max(r.NBest, 1)
+			}
+		}
+		if r.LengthPenalty != nil {
+			*alpha = *r.LengthPenalty
 		}
 	}
 	if info.Weights.Reduced() && !fs.Changed("batch") {

@@ -38,7 +38,10 @@ type SrcOutcome struct {
 	// Decoding says how both sides decoded: greedily, or with the beam
 	// search (and rules) translate runs by default for the model.
 	Decoding string `json:"decoding"`
-	Steps    int    `json:"steps"`
+	// MinSteps and Steps are the smallest and largest output limits the
+	// sentences were decoded with (translate --src's, per sentence).
+	MinSteps int `json:"min_steps"`
+	Steps    int `json:"steps"`
 	Chunks   int    `json:"chunks"`
 	StepsOK  bool   `json:"steps_within_tolerance"`
 	// Weights is the model's precision. For int8 and int4 the steps are
@@ -78,14 +81,15 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 		}
 		refs = append(refs, l)
 	}
+	// The Translator decodes as attnx translate does by default (the
+	// model's own settings): its output limits are the ones both sides
+	// decode each sentence with.
 	tr, err := translate.Open(opt.ModelDir, translate.Options{Backend: opt.Backend, Threads: 1, Engine: translate.EngineSteps})
 	if err != nil {
 		return translateCLIError(err)
 	}
 	defer tr.Close()
-	var rows [][]int64
-	var idx []int
-	maxLen := 0
+	all := make([][]int64, len(lines)) // nil: a blank line
 	for i, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
@@ -94,11 +98,29 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 		if err != nil {
 			return translateCLIError(fmt.Errorf("--src %s line %d (%q): %w", sv.src, i+1, l, err))
 		}
-		rows, idx = append(rows, ids), append(idx, i)
-		maxLen = max(maxLen, len(ids))
+		all[i] = ids
 	}
-	if len(rows) == 0 {
+	// Each sentence's limit is the one translate --src gives it (the
+	// model's, per the toolkit's batch where it depends on one), unless
+	// --steps sets one for all; the sentences are checked in chunks of
+	// equal limits, in that order.
+	limits := tr.CorpusLimits(all, translate.CorpusOptions{})
+	var idx []int
+	for i, r := range all {
+		if r != nil {
+			idx = append(idx, i)
+			if sv.steps > 0 {
+				limits[i] = sv.steps
+			}
+		}
+	}
+	if len(idx) == 0 {
 		return fmt.Errorf("--src %s has no sentences", sv.src)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return limits[a] - limits[b] })
+	rows := make([][]int64, len(idx))
+	for k, i := range idx {
+		rows[k] = all[i]
 	}
 	out := SrcOutcome{Source: sv.src, Sentences: len(lines), Blank: len(lines) - len(rows), StepsOK: true,
 		Attnx: make([]string, len(lines)), PyTorch: make([]string, len(lines))}
@@ -106,11 +128,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	if opt.Beam > 0 {
 		out.Decoding = fmt.Sprintf("beam search K=%d under %s rules, alpha %g", opt.Beam, cmp.Or(opt.Search.Rules, translate.RulesSpec), opt.LengthPenalty)
 	}
-	out.Steps = sv.steps
-	if out.Steps == 0 {
-		out.Steps = translate.DefaultMaxLen(maxLen)
-	}
-	opt.Steps = out.Steps
+	out.MinSteps, out.Steps = limits[idx[0]], limits[idx[len(idx)-1]]
 	opt.Rows = false
 	tmp, err := os.MkdirTemp("", "attnx-verify-src-")
 	if err != nil {
@@ -118,8 +136,14 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	}
 	defer os.RemoveAll(tmp)
 	bar := newProgress(len(rows), "verify --src")
-	for start := 0; start < len(rows); start += sv.chunk {
-		chunk := rows[start:min(start+sv.chunk, len(rows))]
+	for start := 0; start < len(rows); {
+		// A chunk: at most sv.chunk sentences of one limit.
+		end := start + 1
+		for end < len(rows) && end-start < sv.chunk && limits[idx[end]] == limits[idx[start]] {
+			end++
+		}
+		chunk := rows[start:end]
+		opt.Steps = limits[idx[start]]
 		in := filepath.Join(tmp, fmt.Sprintf("chunk%d.safetensors", out.Chunks))
 		if err := verify.WriteInputs(in, chunk); err != nil {
 			return err
@@ -167,7 +191,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 			// decodes (res.OK) but keeps no tokens; these are the
 			// sentences' own, decoded greedily by the steps engine within
 			// the steps PyTorch's reference ran.
-			decoded, err := tr.TranslateIDsCall(context.Background(), chunk, translate.CallOptions{MaxLen: out.Steps, WithoutAttention: true})
+			decoded, err := tr.TranslateIDsCall(context.Background(), chunk, translate.CallOptions{MaxLen: opt.Steps, WithoutAttention: true})
 			if err != nil {
 				bar.Finish()
 				return fmt.Errorf("sentences %d-%d: %w", idx[start]+1, idx[start+len(chunk)-1]+1, err)
@@ -184,7 +208,8 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 				out.Identical++
 			}
 		}
-		bar.Set(start+len(chunk), "verify --src")
+		bar.Set(end, "verify --src")
+		start = end
 	}
 	bar.Finish()
 	bleu := func(hyps []string, refs [][]string) string {
@@ -229,8 +254,12 @@ func firstFailure(res *verify.Outcome) string {
 
 func writeSrcOutcome(o SrcOutcome, ckpt checkpoint.Files) {
 	w := stdout
-	fmt.Fprintf(w, "verify --src %s against %s: %d sentences (%d blank, skipped), %s, max_len %d, in %d chunks\n",
-		o.Source, ckpt.String(), o.Sentences, o.Blank, o.Decoding, o.Steps, o.Chunks)
+	limit := fmt.Sprintf("max_len %d", o.Steps)
+	if o.MinSteps != o.Steps {
+		limit = fmt.Sprintf("max_len %d to %d per sentence, as translate --src decodes it", o.MinSteps, o.Steps)
+	}
+	fmt.Fprintf(w, "verify --src %s against %s: %s, %s, %s, in %s\n",
+		o.Source, ckpt.String(), fmt.Sprintf("%d %s (%d blank, skipped)", o.Sentences, plural(int64(o.Sentences), "sentence", "sentences"), o.Blank), o.Decoding, limit, fmt.Sprintf("%d %s", o.Chunks, plural(int64(o.Chunks), "chunk", "chunks")))
 	verdict := "every output of every step within the float32 tolerance, step-isolated"
 	if o.Weights != "" && o.Weights != string(quant.PrecisionFP32) {
 		verdict = fmt.Sprintf("%s weights: each chunk's greedy decodes agree with the float32 PyTorch model's on at least %.0f%% of its sentences (deviations reported by plain verify, not judged)", o.Weights, 100*o.MinAgreement)
