@@ -40,10 +40,10 @@ type SrcOutcome struct {
 	Decoding string `json:"decoding"`
 	// MinSteps and Steps are the smallest and largest output limits the
 	// sentences were decoded with (translate --src's, per sentence).
-	MinSteps int `json:"min_steps"`
-	Steps    int `json:"steps"`
-	Chunks   int    `json:"chunks"`
-	StepsOK  bool   `json:"steps_within_tolerance"`
+	MinSteps int  `json:"min_steps"`
+	Steps    int  `json:"steps"`
+	Chunks   int  `json:"chunks"`
+	StepsOK  bool `json:"steps_within_tolerance"`
 	// Weights is the model's precision. For int8 and int4 the steps are
 	// not judged against the float32 tolerance: each chunk's greedy
 	// decodes must agree with PyTorch's float32 ones on MinAgreement of
