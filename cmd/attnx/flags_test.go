@@ -185,3 +185,36 @@ func TestTranslateFlagsAfterText(t *testing.T) {
 		t.Errorf("translate abc --bogus: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestToolkitFlagSpellings: a toolkit's spelling of a decoding option is
+// answered with the attnx flag that does it (or that attnx does it by
+// default), where it was a bare "unknown flag"; fairseq's --max-len-b is
+// accepted as --max-len B+1.
+func TestToolkitFlagSpellings(t *testing.T) {
+	model := translateTestModel(t)
+	for _, c := range []struct{ flag, want string }{
+		{"--nbest", "unknown flag --nbest: attnx's is --n-best"},
+		{"--lenpen", "unknown flag --lenpen: attnx's is --length-penalty"},
+		{"--beam-size", "unknown flag --beam-size: attnx's is --beam"},
+		{"--beam_size", "unknown flag --beam_size: attnx's is --beam"},
+		{"--batch-size", "unknown flag --batch-size: attnx's is --batch"},
+		{"--unkpen", "unknown flag --unkpen: attnx's is --unk-penalty"},
+		{"-n_best", "unknown flag -n_best: attnx's is --n-best"},
+		{"-replace_unk", "unknown flag -replace_unk: attnx's is --replace-unk"},
+		{"--remove-bpe", "unknown flag --remove-bpe: attnx does this by default"},
+		{"--bogus", "unknown flag: --bogus"},
+	} {
+		code, _, stderr := attnx("translate", "--model", model, c.flag, "2", "abc")
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want %q", c.flag, code, stderr, c.want)
+		}
+	}
+	_, b, _ := attnx("translate", "--model", model, "--max-len-b", "3", "--json", "abc")
+	_, l, _ := attnx("translate", "--model", model, "--max-len", "4", "--json", "abc")
+	if b == "" || b != l {
+		t.Errorf("--max-len-b 3 gave %q, --max-len 4 %q", b, l)
+	}
+	if code, _, stderr := attnx("translate", "--model", model, "--max-len-b", "3", "--max-len", "4", "abc"); code != 2 || !strings.Contains(stderr, "not with --max-len") {
+		t.Errorf("--max-len-b with --max-len: exit %d, %q", code, stderr)
+	}
+}

@@ -256,7 +256,28 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 		printFlagUsage(strings.TrimPrefix(fs.Name(), "attnx "), fs)
 		return pflag.ErrHelp
 	}
-	return &usageError{err.Error()}
+	msg := err.Error()
+	if name, ok := unknownFlag(msg); ok {
+		if hint := toolkitFlagHint(fs, name); hint != "" {
+			msg = fmt.Sprintf("unknown flag %s: attnx's is %s", name, hint)
+			if rest, ok := strings.CutPrefix(hint, "default: "); ok {
+				msg = fmt.Sprintf("unknown flag %s: attnx does this by default (%s)", name, rest)
+			}
+		}
+	}
+	return &usageError{msg}
+}
+
+// unknownFlag returns the flag an "unknown flag" error of pflag or
+// normalizeArgs names, as typed.
+func unknownFlag(msg string) (string, bool) {
+	for _, p := range []string{"unknown flag: ", "unknown shorthand flag: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // normalizeArgs rewrites args for pflag so that the flag spellings package

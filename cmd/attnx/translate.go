@@ -109,6 +109,7 @@ func runTranslate(args []string) error {
 	penaltyForm := fs.String("length-penalty-form", "power", "beam search's normalisation: power (score / len ** A) or wu (score / ((5 + len) / 6) ** A: OpenNMT-py's -length_penalty wu, JoeyNMT's beam_alpha; steps engine); with --rules opennmt, OpenNMT-py's none, avg (the default there) or wu")
 	rules := fs.String("rules", translate.RulesSpec, "beam search's rules: spec (attnx's: K hypotheses until K have finished), opennmt (onmt_translate's BeamSearch: finished candidates take beam slots, a row stops when its best candidate finishes), joeynmt (JoeyNMT 2.3's: finished hypotheses stay in the beam, --length-penalty is beam_alpha) or fairseq (fairseq's SequenceGenerator, greedy included: 2K candidates, K finished hypotheses end a row, --length-penalty is --lenpen); opennmt, joeynmt and fairseq on the steps engine")
 	unkPen := fs.Float64("unk-penalty", 0, "with --rules fairseq: subtract `P` from the unknown token's log-prob at every step (fairseq's --unkpen)")
+	maxLenB := fs.Int("max-len-b", 0, "fairseq's --max-len-b `B`: the same as --max-len B+1 (attnx's limit counts </s>, fairseq's does not)")
 	maxLenA := fs.Float64("max-len-a", 0, "with --rules fairseq: at most int(`A` x n + b) + 1 output tokens, n the source's tokens with </s>, b = --max-len - 1 (fairseq's --max-len-a and --max-len-b; 0: --max-len alone)")
 	sampling := fs.Bool("sampling", false, "with --rules fairseq or opennmt: each of the --beam hypotheses draws its tokens (fairseq's --sampling; onmt_translate's -random_sampling_topk -1, or with --sampling-topk/-topp its -random_sampling_topk/-topp); attnx's own draws, seeded by --seed: torch's cannot be reproduced")
 	samplingTopK := fs.Int("sampling-topk", 0, "with --sampling: draw from the `K` most probable tokens (fairseq's --sampling-topk)")
@@ -127,6 +128,13 @@ func runTranslate(args []string) error {
 	lanes := fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.Changed("max-len-b") {
+		if fs.Changed("max-len") || *maxLenB < 1 {
+			return &usageError{fmt.Sprintf("--max-len-b %d: want B >= 1, and not with --max-len (the same limit, counting </s>: --max-len B+1)", *maxLenB)}
+		}
+		*maxLen = *maxLenB + 1
+		fs.Lookup("max-len").Changed = true
 	}
 	if *model != "" {
 		applyModelDefaults(fs, *model, decodingFlags{beam: beam, nBest: nBest, minLen: minLen, alpha: alpha, penaltyForm: penaltyForm, replaceUnk: replaceUnk, rules: rules, banUNK: banUNK, maxLenRatio: maxLenRatio, noRepeat: noRepeat, repPenalty: repPenalty})
