@@ -86,10 +86,14 @@ type Request struct {
 	// viewer asks for them); absent or false answers none. They are most
 	// of an answer's bytes: T x src_len numbers per input.
 	Attention *bool `json:"attention,omitempty"`
+	// Pretokenized true takes each input as the model's source pieces
+	// already, separated by spaces (a test set segmented by the
+	// toolkit's scripts): the model's tokenizer is not run.
+	Pretokenized *bool `json:"pretokenized,omitempty"`
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, attention"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, attention, pretokenized"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.
@@ -98,6 +102,9 @@ type Response struct {
 	Model string `json:"model"`
 	// Results holds one result per input.
 	Results []translate.ResultJSON `json:"results"`
+	// Notes says what the server noticed about the request that the
+	// caller may want to change (input that looks segmented already).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ErrorResponse is the body of every 4xx and 5xx answer.

@@ -83,7 +83,8 @@ type Backend interface {
 	// vocabulary (translate.Translator.SourceRows); a text that cannot be
 	// tokenised is a *translate.InputError naming its row. It stops with
 	// ctx.Err() once ctx is done.
-	Tokenize(ctx context.Context, texts []string) ([][]int64, error)
+	// pretokenized takes the texts as source pieces already.
+	Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error)
 	// Info returns the model directory's attnx.json.
 	Info() modeldir.Info
 	// Close releases the model once no call is in progress.
@@ -153,10 +154,14 @@ func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend,
 
 func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
 
+func (b *translatorBackend) LooksSegmented(text string) string { return b.def.LooksSegmented(text) }
+
+func (b *batchingBackend) LooksSegmented(text string) string { return b.tr.LooksSegmented(text) }
+
 func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
 
-func (b *translatorBackend) Tokenize(ctx context.Context, texts []string) ([][]int64, error) {
-	return b.def.SourceRowsContext(ctx, texts)
+func (b *translatorBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
+	return b.def.SourceRowsContext(ctx, texts, pretokenized)
 }
 
 // Translate decodes with the Translator's default limit (2n+10), then
@@ -343,8 +348,8 @@ func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
 
 func (b *batchingBackend) TokenizerCache() subword.CacheStats { return b.tr.TokenizerCache() }
 
-func (b *batchingBackend) Tokenize(ctx context.Context, texts []string) ([][]int64, error) {
-	return b.tr.SourceRowsContext(ctx, texts)
+func (b *batchingBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
+	return b.tr.SourceRowsContext(ctx, texts, pretokenized)
 }
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {

@@ -204,7 +204,7 @@ func (b *blockingBackend) Info() modeldir.Info {
 func (b *blockingBackend) Close() error { return nil }
 
 // Tokenize: the fake has no tokenizer; a text's bytes are its ids.
-func (b *blockingBackend) Tokenize(_ context.Context, texts []string) ([][]int64, error) {
+func (b *blockingBackend) Tokenize(_ context.Context, texts []string, _ bool) ([][]int64, error) {
 	rows := make([][]int64, len(texts))
 	for i, s := range texts {
 		for _, c := range []byte(s) {

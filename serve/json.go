@@ -59,6 +59,10 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(r.Notes) > 0 {
+		b = append(b, `,"notes":`...)
+		b = appendStrings(b, r.Notes)
+	}
 	return append(b, "}\n"...), nil
 }
 

@@ -67,6 +67,7 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 			{Input: "\x7f del", Text: "-9223372036854775808", SourceIDs: []int64{math.MinInt64, math.MaxInt64, -1}},
 		}},
 		{Model: "many", Results: []translate.ResultJSON{{Input: "floats", Attention: rows}}},
+		{Model: "noted", Results: []translate.ResultJSON{{Input: "Th@@ ings"}}, Notes: []string{`the input looks segmented already (it holds "@@ ")`}},
 	}
 	for i, c := range cases {
 		got, err := appendResponse(nil, &c)
@@ -136,7 +137,7 @@ func BenchmarkAppendResponse(b *testing.B) {
 // to it (this test then fails until it is).
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
-		reflect.TypeFor[Response]():                 {"model", "results"},
+		reflect.TypeFor[Response]():                 {"model", "results", "notes"},
 		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses"},
 		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "text", "score", "normalized_score"},
 	}

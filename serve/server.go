@@ -492,20 +492,32 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
 				i, len(text), s.cfg.MaxInputBytes)
 		}
-		if n := longestWord(text); srcTok != nil && n > s.cfg.MaxWordChars {
+		if n := longestWord(text); srcTok != nil && (req.Pretokenized == nil || !*req.Pretokenized) && n > s.cfg.MaxWordChars {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: a word of %d characters: more than the limit of %d characters per word (--max-word-chars) that the model's %s tokenizer segments",
 				i, n, s.cfg.MaxWordChars, srcTok.Kind)
 		}
 	}
 	field := "ids"
 	var err error
+	pretok := req.Pretokenized != nil && *req.Pretokenized
+	var notes []string
+	if texts != nil && !pretok {
+		if seg, ok := m.backend.(interface{ LooksSegmented(string) string }); ok {
+			for _, text := range texts {
+				if n := seg.LooksSegmented(text); n != "" {
+					notes = append(notes, n)
+					break
+				}
+			}
+		}
+	}
 	if texts != nil {
 		// Tokenised once, here: the memory estimate, the source length
 		// limit and the default output length count the pieces, and the
 		// backend decodes these rows.
 		field = "inputs"
 		err = panics.Call(func() (err error) {
-			job.IDs, err = m.backend.Tokenize(ctx, texts)
+			job.IDs, err = m.backend.Tokenize(ctx, texts, pretok)
 			return err
 		}, "tokenizing a request of %d inputs for model %q", n, m.name)
 		if err != nil {
@@ -554,7 +566,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		s.cfg.Logf("model %q: backend returned %d results for %d inputs", m.name, len(res), n)
 		return fail(m, http.StatusInternalServerError, "decoding failed: %d results for %d inputs", len(res), n)
 	}
-	out := Response{Model: m.name, Results: make([]translate.ResultJSON, len(res))}
+	out := Response{Model: m.name, Results: make([]translate.ResultJSON, len(res)), Notes: notes}
 	tokens := 0
 	for i, rr := range res {
 		input := ""

@@ -68,7 +68,7 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, MaxSourceLen: 1000, MaxBeam: 8, MaxInputBytes: 1000})
 	m := s.models["dates"]
 	text := strings.Repeat("\uFDFA", 40)
-	rows, err := m.backend.Tokenize(context.Background(), []string{text})
+	rows, err := m.backend.Tokenize(context.Background(), []string{text}, false)
 	if err != nil || len(rows[0]) < 4*40 {
 		t.Fatalf("%d runes became %d pieces (%v), want several per rune", 40, len(rows[0]), err)
 	}
@@ -182,7 +182,7 @@ func TestServeLongWordRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := m.backend.Tokenize(ctx, []string{"hello world"}); !errors.Is(err, context.Canceled) {
+	if _, err := m.backend.Tokenize(ctx, []string{"hello world"}, false); !errors.Is(err, context.Canceled) {
 		t.Errorf("Tokenize with a cancelled context: %v, want context.Canceled", err)
 	}
 }

@@ -92,9 +92,11 @@ func (t *Translator) SourceRows(texts []string) ([][]int64, error) {
 }
 
 // SourceRowsContext is SourceRows stopping at ctx's end: it checks ctx
-// before each text and returns ctx.Err() when it is done.
-func (t *Translator) SourceRowsContext(ctx context.Context, texts []string) ([][]int64, error) {
-	return t.encodeTexts(ctx, texts)
+// before each text and returns ctx.Err() when it is done. pretokenized
+// takes the texts as source pieces already, as Options.Pretokenized does,
+// for this call.
+func (t *Translator) SourceRowsContext(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
+	return t.encodeTextsAs(ctx, texts, pretokenized)
 }
 
 // SourceIDs tokenises one text as Translate does (the model's tokenizer or

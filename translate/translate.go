@@ -96,6 +96,13 @@ type Options struct {
 	// UnknownToUNK makes Translate map characters or words outside the
 	// source vocabulary to the UNK token instead of failing.
 	UnknownToUNK bool
+	// Pretokenized takes input text as the model's source pieces already,
+	// separated by white space (a test set segmented by prepare-*.sh or
+	// spm_encode, as fairseq-interactive without --bpe or onmt_translate
+	// without transforms reads it): the model's tokenizer is not run, and
+	// pieces outside the vocabulary become its unknown token. The output
+	// is joined into text as always.
+	Pretokenized bool
 	// NoModelDefaults takes the decoding settings below as they are: the
 	// model's defaults (attnx.json's, its toolkit's) are not applied to
 	// the ones left zero. Without it, zero Options decode as the model's
@@ -631,6 +638,12 @@ func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, e
 // (attnx.json's src_prefix and src_suffix: JoeyNMT's </s>, the chatbot's
 // EOS, bentrevett's <sos> ... <eos>).
 func (t *Translator) encodeTexts(ctx context.Context, texts []string) ([][]int64, error) {
+	return t.encodeTextsAs(ctx, texts, false)
+}
+
+// encodeTextsAs is encodeTexts with pieces saying the texts are source
+// pieces already (Options.Pretokenized for this call).
+func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces bool) ([][]int64, error) {
 	if !t.src.known() {
 		return nil, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
 	}
@@ -639,7 +652,7 @@ func (t *Translator) encodeTexts(ctx context.Context, texts []string) ([][]int64
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces)
+		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces, t.opt.Pretokenized || pieces)
 		if err != nil {
 			return nil, err
 		}

@@ -99,10 +99,20 @@ func pieceKind(tokens []string, special map[int64]bool, unk int64) string {
 // has one (pieces outside the vocabulary become UNK, as in the toolkits,
 // and are counted in unknown), else characters for a character-level
 // vocabulary and white-space separated words otherwise.
-func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64) ([]int64, error) {
+//
+// pretokenized takes the text as the model's pieces already, separated by
+// white space (a test set segmented by the toolkit's own scripts, as
+// fairseq-interactive without --bpe reads it): the tokenizer is not run,
+// and pieces outside the vocabulary become UNK as the toolkits map them.
+func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64, pretokenized bool) ([]int64, error) {
 	var pieces []string
 	what := "word"
-	if v.tok != nil {
+	if pretokenized && v.tok != nil {
+		pieces, what = strings.Fields(s), "piece"
+		if unk >= 0 {
+			toUNK = true
+		}
+	} else if v.tok != nil {
 		pieces = v.tok.Encode(s)
 		if _, words := v.tok.(subword.ChatbotWords); !words {
 			what = "piece"
@@ -146,6 +156,22 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 		ids[j] = id
 	}
 	return ids, nil
+}
+
+// looksSegmented says why text given to the model's tokenizer looks
+// segmented already ("" when it does not): subword-nmt's joiner ending a
+// word, or SentencePiece's word mark, both of which the tokenizer would
+// split again into garbage.
+func (v vocab) looksSegmented(text string) string {
+	switch {
+	case v.tok == nil:
+		return ""
+	case v.pieces == "subword-nmt BPE" && (strings.Contains(text, "@@ ") || strings.HasSuffix(text, "@@")):
+		return "it holds \"@@ \", subword-nmt's joiner"
+	case v.pieces == "SentencePiece" && strings.Contains(text, "\u2581"):
+		return "it holds \"\u2581\", SentencePiece's word mark"
+	}
+	return ""
 }
 
 // quote shows a token readably: 'é' (U+00E9) for a character, "word" for a
@@ -202,4 +228,18 @@ func (v vocab) textWith(ids []int64, replace map[int]string) string {
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts, " ")
+}
+
+// LooksSegmented returns a note when text, given to the model's
+// tokenizer, looks segmented already (it would be split again, and the
+// output be garbage), naming what to do; "" otherwise.
+func (t *Translator) LooksSegmented(text string) string {
+	if t.opt.Pretokenized {
+		return ""
+	}
+	why := t.src.looksSegmented(text)
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("the input looks segmented already (%s): the model's tokenizer splits it again; if it is, give it as pieces (attnx translate --pretokenized, \"pretokenized\": true over HTTP)", why)
 }

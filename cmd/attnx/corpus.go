@@ -45,11 +45,23 @@ func corpusLanes(lanes, threads int) (int, int) {
 	return lanes, max(1, total/lanes)
 }
 
+// noteSegmented prints a note when one of the first inputs looks
+// segmented already (the tokenizer would split it again).
+func noteSegmented(tr *translate.Translator, inputs []string) {
+	for _, s := range inputs[:min(len(inputs), 100)] {
+		if n := tr.LooksSegmented(s); n != "" {
+			fmt.Fprintf(stderr, "attnx translate: note: %s\n", n)
+			return
+		}
+	}
+}
+
 func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	lines, err := readSegments(job.src)
 	if err != nil {
 		return fmt.Errorf("--src: %w", err)
 	}
+	noteSegmented(tr, lines)
 	var w *bufio.Writer
 	var af *atomicfile.File
 	if job.output != "" {

@@ -13,8 +13,10 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/serve"
+	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -177,4 +179,83 @@ func readToolkitLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestPretokenizedInput: a test set already segmented into the model's
+// pieces (as fairseq's prepare-*.sh leaves it) translates with
+// --pretokenized exactly as the raw text does, over the command line and
+// HTTP ("pretokenized": true); given without it, the pieces are split
+// again and a note says so, where the output was garbage in silence.
+func TestPretokenizedInput(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := subword.Open(*info.SrcTokenizer, dir, info.SrcTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := readToolkitLines(t, filepath.Join(src, "test.raw.en"))
+	var pieces []string
+	for _, l := range lines {
+		pieces = append(pieces, strings.Join(tok.Encode(l), " "))
+	}
+	segmented := filepath.Join(t.TempDir(), "test.bpe.en")
+	if err := os.WriteFile(segmented, []byte(strings.Join(pieces, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, seg := filepath.Join(t.TempDir(), "raw.txt"), filepath.Join(t.TempDir(), "seg.txt")
+	if code, _, stderr := attnx("translate", "--model", dir, "--src", filepath.Join(src, "test.raw.en"), "--output", raw); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, _, stderr := attnx("translate", "--model", dir, "--src", segmented, "--output", seg, "--pretokenized")
+	if code != 0 || strings.Contains(stderr, "looks segmented") {
+		t.Fatalf("--pretokenized: exit %d: %s", code, stderr)
+	}
+	a, b := readToolkitLines(t, raw), readToolkitLines(t, seg)
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("--pretokenized on the segmented test set differs from the raw text's translation")
+	}
+	if code, _, stderr := attnx("translate", "--model", dir, "--src", segmented, "--output", seg); code != 0 || !strings.Contains(stderr, `note: the input looks segmented already (it holds "@@ ", subword-nmt's joiner)`) {
+		t.Errorf("segmented input without --pretokenized: exit %d, no note: %s", code, stderr)
+	}
+	// HTTP: the same, per request.
+	s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true, MaxInputs: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer func() { hs.Close(); s.Close() }()
+	for _, c := range []struct {
+		body map[string]any
+		note bool
+	}{{map[string]any{"inputs": pieces, "pretokenized": true}, false}, {map[string]any{"inputs": pieces}, true}} {
+		body, _ := json.Marshal(c.body)
+		resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sr serve.Response
+		json.NewDecoder(resp.Body).Decode(&sr)
+		resp.Body.Close()
+		if (len(sr.Notes) > 0) != c.note || len(sr.Results) != len(lines) {
+			t.Fatalf("%v: %d results, notes %q", c.body["pretokenized"], len(sr.Results), sr.Notes)
+		}
+		if !c.note {
+			for i, r := range sr.Results {
+				if r.Text != a[i] {
+					t.Errorf("HTTP, pretokenized, line %d: %q, the raw text's %q", i+1, r.Text, a[i])
+				}
+			}
+		}
+	}
 }

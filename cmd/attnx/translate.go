@@ -102,6 +102,7 @@ func runTranslate(args []string) error {
 	backend := backendFlag(fs)
 	threads := fs.Int("threads", 0, "intra-op threads (0: one per core)")
 	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx, or beam.onnx with --beam > 1); default loop when greedy.onnx exists and --beam is 1")
+	pretok := fs.Bool("pretokenized", false, "the inputs are the model's source pieces already, separated by spaces (a test set segmented by the toolkit's scripts, as fairseq-interactive without --bpe reads it): the model's tokenizer is not run")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of failing")
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
 	nBest := fs.Int("n-best", 1, "list the best `N` hypotheses of each input (1 <= N <= --beam)")
@@ -240,6 +241,7 @@ func runTranslate(args []string) error {
 	topt := translate.Options{
 		Backend: *backend, Threads: *threads, Device: *device, Engine: *engine, MaxLen: *maxLen, MinLen: *minLen, ReplaceUnk: *replaceUnk, MaxSourceLen: *maxSrc, BatchSize: *batch, UnknownToUNK: *unk,
 		NoModelDefaults: true, // resolved above (applyModelDefaults)
+		Pretokenized:    *pretok,
 		Beam:            *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
 		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
 		Sampling: *sampling, SamplingTopK: *samplingTopK, SamplingTopP: *samplingTopP, Seed: *seed,
@@ -268,6 +270,7 @@ func runTranslate(args []string) error {
 	for _, n := range tr.Notes() {
 		fmt.Fprintf(stderr, "attnx translate: note: %s\n", n)
 	}
+	noteSegmented(tr, fs.Args())
 
 	if *src != "" {
 		co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}
