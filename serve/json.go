@@ -128,6 +128,10 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 func appendHypothesis(b []byte, h *translate.HypothesisJSON) ([]byte, error) {
 	b = append(b, `{"tokens":`...)
 	b = appendInts(b, h.Tokens)
+	if len(h.OutputTokens) > 0 {
+		b = append(b, `,"output_tokens":`...)
+		b = appendStrings(b, h.OutputTokens)
+	}
 	b = append(b, `,"text":`...)
 	b = appendString(b, h.Text)
 	b = append(b, `,"score":`...)

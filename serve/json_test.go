@@ -139,7 +139,7 @@ func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
 		reflect.TypeFor[Response]():                 {"model", "results", "notes"},
 		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses"},
-		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "text", "score", "normalized_score"},
+		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score"},
 	}
 	for typ, names := range written {
 		var have []string

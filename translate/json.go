@@ -40,7 +40,9 @@ type HypothesisJSON struct {
 	// Tokens holds the output token ids, EOS included when it was emitted;
 	// Text is as in ResultJSON.
 	Tokens []int64 `json:"tokens"`
-	Text   string  `json:"text"`
+	// OutputTokens holds the tokens as strings, the vocabulary's pieces.
+	OutputTokens []string `json:"output_tokens,omitempty"`
+	Text         string   `json:"text"`
 	// Score is the raw sum of the tokens' log-probabilities;
 	// NormalizedScore is score / length ** alpha, what the list is ordered
 	// by.
@@ -53,7 +55,14 @@ func (r Result) JSON(input string) ResultJSON {
 	j := ResultJSON{Input: input, SourceIDs: r.Source, SourceTokens: r.SourceTokens, Tokens: r.Tokens, OutputTokens: r.OutputTokens,
 		Text: r.Text, Attention: r.Attention}
 	for _, h := range r.Hypotheses {
-		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
+		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, OutputTokens: h.OutputTokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
+	}
+	// A blank line's result has no ids: empty lists, not null.
+	if j.SourceIDs == nil {
+		j.SourceIDs = []int64{}
+	}
+	if j.Tokens == nil {
+		j.Tokens = []int64{}
 	}
 	return j
 }

@@ -142,12 +142,10 @@ func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res tr
 		if !job.attention {
 			j.Attention = nil
 		}
-		data, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
+		// As serve answers it: "<eos>" as it is, not "\u003ceos\u003e".
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(j)
 	}
 	if job.nBest > 1 {
 		for k := 0; k < job.nBest; k++ {
