@@ -18,8 +18,9 @@ import (
 func init() {
 	commandDocs["verify"] = `
 Runs the PyTorch reference (reference/reference.py, through
-/usr/bin/python3 with torch) and the model directory's ONNX graphs through
-ONNX Runtime on the same inputs, and compares every output of the encoder
+/usr/bin/python3 with torch) and the model directory's ONNX graphs on the
+backend translate uses (the native one by default; --backend ort for ONNX
+Runtime) on the same inputs, and compares every output of the encoder
 and of every decoder step (fed the same input ids) against the spec's
 tolerance |a - b| <= 1e-05 + 1.3e-06 * |b|. Then it compares greedy decoding:
 the per-step argmax tokens, a free-running greedy decode with decoder.onnx
