@@ -234,6 +234,7 @@ func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
 			}
 		}
 		if r.Kind == "" {
+			f.Notes = append(f.Notes, fmt.Sprintf("fairseq BPE: the cfg names none and no bpecodes, code or sentencepiece.bpe.model is beside the checkpoint in %s: if the model was trained on BPE pieces (prepare-*.sh's codes, fairseq's --bpe), add its codes with --tokenizer FILE (fairseq applies one BPE to both sides), or translate text segmented already with --pretokenized", dir))
 			if moses {
 				f.Notes = append(f.Notes, "fairseq --tokenizer moses without a BPE: pass --moses "+f.SrcLang+" for its tokenizer")
 			}

@@ -94,6 +94,14 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 				special[side.vocab[id]] = true
 			}
 		}
+		// The toolkits' control symbols, which no tokenizer produces and
+		// no one expects it to: fairseq's <s> (its SOS is </s>) and the
+		// madeupwordNNNN it pads a dictionary with to a multiple of 8.
+		for _, v := range side.vocab {
+			if controlSymbol(v) {
+				special[v] = true
+			}
+		}
 		missing, total, examples := subword.Fit(tok, side.vocab, special)
 		switch {
 		case total > 0 && 2*missing > total && opt.fromConfig[i]:
@@ -169,4 +177,16 @@ func (m *Info) Tokenizers(dir string) (src, tgt subword.Tokenizer, err error) {
 		}
 	}
 	return src, tgt, nil
+}
+
+// controlSymbol reports a vocabulary entry that is a toolkit's control
+// symbol, never a tokenizer's piece: <s>, </s>, <pad>, <unk>, <blank> and
+// fairseq's madeupwordNNNN dictionary padding.
+func controlSymbol(v string) bool {
+	switch v {
+	case "<s>", "</s>", "<pad>", "<unk>", "<blank>":
+		return true
+	}
+	digits, ok := strings.CutPrefix(v, "madeupword")
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
 }

@@ -314,6 +314,10 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if t.src.tok, t.tgt.tok, err = info.Tokenizers(dir); err != nil {
 		return nil, fmt.Errorf("translate: %s: %w", infoPath, err)
 	}
+	if t.tgt.tok == nil && t.tgt.pieces != "" {
+		// The output would keep the pieces ("Au@@ f unser@@ em").
+		t.notes = append(t.notes, fmt.Sprintf("the model has no target tokenizer, but its target vocabulary holds %s pieces: the output keeps them as pieces; export it with the tokenizer it was trained with on the target side (attnx export --tokenizer FILE for both sides, as fairseq's one BPE is, or --tgt-tokenizer FILE)", t.tgt.pieces))
+	}
 
 	greedyFile := info.Files["greedy"]
 	if greedyFile != "" && (strings.ContainsAny(greedyFile, `/\`) || greedyFile == "." || greedyFile == "..") {

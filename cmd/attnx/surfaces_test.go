@@ -259,3 +259,50 @@ func TestPretokenizedInput(t *testing.T) {
 		}
 	}
 }
+
+// TestFairseqTokenizerHints: a fairseq checkpoint laid out without its BPE
+// codes is exported with a note naming the flag that adds them, the
+// translate error's hint is one that works (--tokenizer FILE, which
+// gives raw text out), a model with a source tokenizer only says that its
+// output keeps the target pieces, and fairseq's <s> and madeupword0000
+// are not counted as pieces the tokenizer cannot produce.
+func TestFairseqTokenizerHints(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
+	bare := t.TempDir()
+	for _, f := range []string{"checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(bare, f)), 0o755)
+		if err := os.WriteFile(filepath.Join(bare, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ckpt, codes := filepath.Join(bare, "checkpoint_best.pt"), filepath.Join(src, "bpecodes")
+	m := filepath.Join(t.TempDir(), "m")
+	code, out, stderr := attnx("export", ckpt, "-o", m)
+	if code != 0 || !strings.Contains(out, "fairseq BPE: the cfg names none and no bpecodes, code or sentencepiece.bpe.model is beside the checkpoint") || !strings.Contains(out, "add its codes with --tokenizer FILE") {
+		t.Errorf("export without codes: exit %d, no note naming --tokenizer:\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = attnx("translate", "--model", m, "Hello world .")
+	if code == 0 || !strings.Contains(stderr, "attnx export --tokenizer FILE") {
+		t.Errorf("translate without a tokenizer: exit %d, %s", code, stderr)
+	}
+	half := filepath.Join(t.TempDir(), "half")
+	code, out, _ = attnx("export", ckpt, "-o", half, "--src-tokenizer", codes)
+	if code != 0 || strings.Contains(out, "madeupword") {
+		t.Errorf("export --src-tokenizer: exit %d; fairseq's dictionary symbols counted as missing pieces:\n%s", code, out)
+	}
+	if _, _, stderr := attnx("translate", "--model", half, "Hello world ."); !strings.Contains(stderr, "note: the model has no target tokenizer, but its target vocabulary holds subword-nmt BPE pieces") {
+		t.Errorf("a source tokenizer only: no note on the target's pieces: %s", stderr)
+	}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if code, _, stderr := attnx("export", ckpt, "-o", whole, "--tokenizer", codes); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, out, stderr := attnx("translate", "--model", whole, "Hello world ."); code != 0 || strings.Contains(out, "@@") {
+		t.Errorf("--tokenizer FILE, the hint's flag: exit %d, %q %s", code, out, stderr)
+	}
+}
