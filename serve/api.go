@@ -86,6 +86,22 @@ type Request struct {
 	// viewer asks for them); absent or false answers none. They are most
 	// of an answer's bytes: T x src_len numbers per input.
 	Attention *bool `json:"attention,omitempty"`
+	// The toolkits' other settings (docs/decoding.md): OpenNMT-py's
+	// max_len_ratio, block_ngram_repeat, ignore_when_blocking and ratio;
+	// fairseq's unk_penalty, temperature and max_len_a; random sampling
+	// (sampling, sampling_topk, sampling_topp, seed) under either's
+	// rules. Absent means the server's default (none).
+	MaxLenRatio        *float64 `json:"max_len_ratio,omitempty"`
+	BlockNgramRepeat   *int     `json:"block_ngram_repeat,omitempty"`
+	IgnoreWhenBlocking []string `json:"ignore_when_blocking,omitempty"`
+	Ratio              *float64 `json:"ratio,omitempty"`
+	UnkPenalty         *float64 `json:"unk_penalty,omitempty"`
+	Temperature        *float64 `json:"temperature,omitempty"`
+	MaxLenA            *float64 `json:"max_len_a,omitempty"`
+	Sampling           *bool    `json:"sampling,omitempty"`
+	SamplingTopK       *int     `json:"sampling_topk,omitempty"`
+	SamplingTopP       *float64 `json:"sampling_topp,omitempty"`
+	Seed               *uint64  `json:"seed,omitempty"`
 	// Pretokenized true takes each input as the model's source pieces
 	// already, separated by spaces (a test set segmented by the
 	// toolkit's scripts): the model's tokenizer is not run.
@@ -93,7 +109,7 @@ type Request struct {
 }
 
 // requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, attention, pretokenized"
+const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, max_len_ratio, block_ngram_repeat, ignore_when_blocking, ratio, unk_penalty, temperature, max_len_a, sampling, sampling_topk, sampling_topp, seed, attention, pretokenized"
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,9 @@ type Job struct {
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
+	// Toolkit holds the toolkits' other settings the request gave (as
+	// translate.CallOptions has them; zero: none given).
+	Toolkit translate.CallOptions
 	// AsTestSet gives each row the output limit of the batch the model's
 	// toolkit would put it in, the request's inputs taken as its test set
 	// (translate.CallOptions.AsTestSet): set for a model whose limits
@@ -60,7 +64,10 @@ type Job struct {
 
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
-	return translate.CallOptions{MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
+	t := job.Toolkit
+	return translate.CallOptions{UnkPenalty: t.UnkPenalty, Temperature: t.Temperature, MaxLenA: t.MaxLenA, MaxLenRatio: t.MaxLenRatio,
+		BlockNgram: t.BlockNgram, IgnoreWhenBlocking: t.IgnoreWhenBlocking, Ratio: t.Ratio, Sampling: t.Sampling, SamplingTopK: t.SamplingTopK,
+		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
 		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention, AsTestSet: job.AsTestSet,
 		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
 }
@@ -68,7 +75,7 @@ func (job Job) callOptions() translate.CallOptions {
 // perCall reports whether job needs the per-call search settings of the
 // steps engine: beam search, or a rule the Translator's own settings lack.
 func (job Job) perCall() bool {
-	return job.Beam > 1 || job.AsTestSet || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
+	return job.Beam > 1 || job.AsTestSet || !reflect.ValueOf(job.Toolkit).IsZero() || job.PenaltyWu || job.MinLen > 0 || job.ReplaceUnk || job.BanUNK || job.NoRepeatNgram > 0 || job.RepetitionPenalty > 0 ||
 		job.Rules == translate.RulesOpenNMT || job.Rules == translate.RulesJoeyNMT || job.Rules == translate.RulesFairseq
 }
 
@@ -153,6 +160,12 @@ func OpenTranslatorBackend(dir string, cfg *Config, obs BatchObserver) (Backend,
 }
 
 func (b *translatorBackend) Info() modeldir.Info { return b.def.Info() }
+
+// CheckCall checks a request's settings as the Translator checks a call's.
+func (b *translatorBackend) CheckCall(opt translate.CallOptions) error { return b.def.CheckCall(opt) }
+
+// CheckCall checks a request's settings as the Translator checks a call's.
+func (b *batchingBackend) CheckCall(opt translate.CallOptions) error { return b.tr.CheckCall(opt) }
 
 func (b *translatorBackend) LooksSegmented(text string) string { return b.def.LooksSegmented(text) }
 

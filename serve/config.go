@@ -182,6 +182,10 @@ type Decoding struct {
 	// ReplaceUnk replaces unknown output tokens with the source tokens
 	// they attend to most.
 	ReplaceUnk *bool
+	// Rules are the search's rules ("": each model's own); BanUNK never
+	// outputs the unknown token.
+	Rules  string
+	BanUNK *bool
 }
 
 // job returns the decoding of a request that sets nothing, for a model
@@ -197,6 +201,7 @@ func (d Decoding) job(md *modeldir.Defaults) Job {
 		given.NBest = *d.NBest
 	}
 	given.LengthPenalty = d.LengthPenalty
+	given.Rules = d.Rules
 	if d.MinLen != nil {
 		given.MinLen = *d.MinLen
 	}
@@ -219,6 +224,9 @@ func (d Decoding) job(md *modeldir.Defaults) Job {
 	}
 	if d.ReplaceUnk != nil {
 		j.ReplaceUnk = *d.ReplaceUnk
+	}
+	if d.BanUNK != nil {
+		j.BanUNK = *d.BanUNK
 	}
 	return j
 }

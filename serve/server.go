@@ -776,6 +776,20 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 	if job.Rules == translate.RulesFairseq && (job.NoRepeatNgram >= 2 || job.RepetitionPenalty > 1) {
 		return Job{}, "no_repeat_ngram and repetition_penalty are JoeyNMT's rules, not fairseq's (fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU): send \"rules\": \"spec\" or \"joeynmt\" with them"
 	}
+	job.Toolkit = translate.CallOptions{MaxLenRatio: req.MaxLenRatio, BlockNgram: req.BlockNgramRepeat, IgnoreWhenBlocking: req.IgnoreWhenBlocking,
+		Ratio: req.Ratio, UnkPenalty: req.UnkPenalty, Temperature: req.Temperature, MaxLenA: req.MaxLenA, Sampling: req.Sampling,
+		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed}
+	if !reflect.ValueOf(job.Toolkit).IsZero() {
+		// Checked as translate checks them for every surface, named as
+		// the request names them.
+		if c, ok := m.backend.(interface {
+			CheckCall(translate.CallOptions) error
+		}); ok {
+			if err := c.CheckCall(job.callOptions()); err != nil {
+				return Job{}, translate.OptionNames(err.Error(), func(o translate.DecodingOption) string { return o.Field })
+			}
+		}
+	}
 	return job, ""
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/attnx/attnx/decode"
 )
@@ -57,6 +58,18 @@ type CallOptions struct {
 	// search not record it: for a long output of a long source it is most
 	// of a call's memory (T x src_len floats per hypothesis kept).
 	WithoutAttention bool
+	// The toolkits' other settings (nil: the Translator's), as in Options:
+	// fairseq's UnkPenalty, Temperature and MaxLenA; OpenNMT-py's
+	// MaxLenRatio, BlockNgram, IgnoreWhenBlocking (nil: the
+	// Translator's) and Ratio; random sampling under either's rules.
+	UnkPenalty, Temperature, MaxLenA, MaxLenRatio *float64
+	BlockNgram                                    *int
+	IgnoreWhenBlocking                            []string
+	Ratio                                         *float64
+	Sampling                                      *bool
+	SamplingTopK                                  *int
+	SamplingTopP                                  *float64
+	Seed                                          *uint64
 	// AsTestSet gives each row, when MaxLen is 0, the output limit of the
 	// batch the model's toolkit would put it in if the call's rows were
 	// its test set (attnx.json's defaults.batching: JoeyNMT's and
@@ -65,6 +78,14 @@ type CallOptions struct {
 	// length. A server sets it so that a request's inputs decode as
 	// `attnx translate --src` decodes the same lines.
 	AsTestSet bool
+}
+
+// CheckCall checks a call's settings as TranslateIDsCall would, without
+// decoding anything: for a server that answers a bad request before it
+// takes its memory.
+func (t *Translator) CheckCall(opt CallOptions) error {
+	_, err := t.callSearchOptions(opt)
+	return err
 }
 
 // testSetLens returns, for rows taken as a test set, the n of each row's
@@ -195,7 +216,7 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 	if search.AsTestSet && t.testSetLens(sources, opt) == nil {
 		search.AsTestSet = false // changes nothing for this model
 	}
-	if search == (CallOptions{}) && (!opt.WithoutAttention || t.pool == nil) {
+	if reflect.ValueOf(search).IsZero() && (!opt.WithoutAttention || t.pool == nil) {
 		res, err := t.TranslateIDs(ctx, sources)
 		if err == nil && opt.WithoutAttention {
 			for i := range res {

@@ -64,6 +64,16 @@ type searchOpts struct {
 	// RepetitionPenalty, or the call's.
 	noRepeat   int
 	repPenalty float64
+	// The toolkits' other settings: Options' or the call's.
+	blockNgram     int
+	ignoreBlocking []int64
+	ratio          float64
+	sampling       bool
+	topK           int
+	topP           float64
+	seed           uint64
+	maxLenA        float64
+	maxLenRatio    *float64
 	// lens, when not nil, holds the n of each row's output limit: the
 	// longest source of the toolkit batch the row is in
 	// (modeldir.Defaults.Batching), in place of the row's own length.
@@ -73,21 +83,20 @@ type searchOpts struct {
 // rowLimit is the output limit of row r (source row): so.maxLen, else the
 // Translator's for the row's n.
 func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
-	if so.maxLen > 0 {
-		return so.maxLen
-	}
 	n := len(row)
 	if so.lens != nil && so.lens[r] > 0 {
 		n = so.lens[r]
 	}
-	return t.limitFor(n, so.openNMT)
+	return t.limitFor(n, so)
 }
 
 // searchOptions returns the Translator's own search settings.
 func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
 		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
-		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, temp: t.opt.Temperature, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty}
+		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, temp: t.opt.Temperature, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty,
+		blockNgram: t.opt.BlockNgram, ignoreBlocking: t.ignoreBlocking, ratio: t.opt.Ratio, sampling: t.opt.Sampling, topK: t.opt.SamplingTopK,
+		topP: t.opt.SamplingTopP, seed: t.opt.Seed, maxLenA: t.opt.MaxLenA, maxLenRatio: t.opt.MaxLenRatio}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -147,6 +156,9 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	if so.fairseq && (so.noRepeat >= 2 || so.repPenalty > 1) {
 		return searchOpts{}, errFairseqRepeats
+	}
+	if err := t.callToolkitOptions(opt, &so); err != nil {
+		return searchOpts{}, err
 	}
 	if p := so.repPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || so.noRepeat < 0 {
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", so.noRepeat, p)
@@ -233,25 +245,25 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	ss := make([]decode.Search, len(rows))
 	// OpenNMT-py's GreedySearch bans and blocks tokens as its BeamSearch
 	// does; its picks are a beam of one's.
-	if so.openNMT && t.opt.Sampling {
+	if so.openNMT && so.sampling {
 		ss := make([]decode.OpenNMTSample, len(rows))
 		out := make([]decode.Search, len(rows))
 		for r, row := range rows {
 			ss[r] = decode.OpenNMTSample{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
-				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking,
-				Temp: cmp.Or(t.opt.Temperature, 1), TopK: t.opt.SamplingTopK, TopP: t.opt.SamplingTopP, Rand: rowRand(t.opt.Seed, row),
+				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking,
+				Temp: cmp.Or(so.temp, 1), TopK: so.topK, TopP: so.topP, Rand: rowRand(so.seed, row),
 				KeepAttention: so.keepAttention(), Rules: so.rules}
 			out[r] = &ss[r]
 		}
 		return out
 	}
-	onmtGreedy := so.openNMT && (so.banUNK || t.opt.BlockNgram > 0)
+	onmtGreedy := so.openNMT && (so.banUNK || so.blockNgram > 0)
 	if so.beam > 1 && so.openNMT || so.beam == 1 && onmtGreedy {
 		bs := make([]decode.OpenNMTBeam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
-				BlockNgram: t.opt.BlockNgram, IgnoreWhenBlocking: t.ignoreBlocking, Ratio: t.opt.Ratio, SrcLen: len(row)}
+				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row)}
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -261,8 +273,8 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		for r, row := range rows {
 			bs[r] = decode.FairseqBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				LenPen: so.alpha, UnkPen: so.unkPen, Temperature: so.temp, KeepAttention: so.keepAttention(), Rules: so.rules}
-			if o := t.opt; o.Sampling {
-				bs[r].Sampling, bs[r].TopK, bs[r].TopP, bs[r].Rand = true, o.SamplingTopK, o.SamplingTopP, rowRand(o.Seed, row)
+			if so.sampling {
+				bs[r].Sampling, bs[r].TopK, bs[r].TopP, bs[r].Rand = true, so.topK, so.topP, rowRand(so.seed, row)
 			}
 			ss[r] = &bs[r]
 		}
@@ -365,4 +377,55 @@ func (t *Translator) decodeSteps(ctx context.Context, rows [][]int64, width int,
 	}
 	t.pool.put(ex)
 	return err
+}
+
+// callToolkitOptions sets the toolkits' other settings of a call (those
+// it gives) in so, and checks them with the rules they go with as Open
+// checks Options (checkOptions: one validation for both).
+func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
+	set := func(p *float64, v *float64) {
+		if v != nil {
+			*p = *v
+		}
+	}
+	set(&so.unkPen, opt.UnkPenalty)
+	set(&so.temp, opt.Temperature)
+	set(&so.maxLenA, opt.MaxLenA)
+	set(&so.ratio, opt.Ratio)
+	set(&so.topP, opt.SamplingTopP)
+	if opt.MaxLenRatio != nil {
+		r := *opt.MaxLenRatio
+		so.maxLenRatio = &r
+	}
+	if opt.BlockNgram != nil {
+		so.blockNgram = *opt.BlockNgram
+	}
+	if opt.Sampling != nil {
+		so.sampling = *opt.Sampling
+	}
+	if opt.SamplingTopK != nil {
+		so.topK = *opt.SamplingTopK
+	}
+	if opt.Seed != nil {
+		so.seed = *opt.Seed
+	}
+	if opt.IgnoreWhenBlocking != nil {
+		ids, err := t.targetIDs("IgnoreWhenBlocking", opt.IgnoreWhenBlocking)
+		if err != nil {
+			return err
+		}
+		so.ignoreBlocking = ids
+	}
+	rules := RulesSpec
+	switch {
+	case so.openNMT:
+		rules = RulesOpenNMT
+	case so.joey:
+		rules = RulesJoeyNMT
+	case so.fairseq:
+		rules = RulesFairseq
+	}
+	return checkOptions(Options{Engine: EngineSteps, Rules: rules, Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
+		MaxLenA: so.maxLenA, MaxLenRatio: so.maxLenRatio, BlockNgram: so.blockNgram, IgnoreWhenBlocking: opt.IgnoreWhenBlocking, Ratio: so.ratio,
+		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty})
 }

@@ -270,6 +270,20 @@ type Translator struct {
 	scheds map[*Scheduler]struct{} // open Schedulers, guarded by mu
 }
 
+// targetIDs returns the target vocabulary's ids of tokens, an error
+// naming the option (what) and the token when one is not there.
+func (t *Translator) targetIDs(what string, tokens []string) ([]int64, error) {
+	var ids []int64
+	for _, tok := range tokens {
+		id := slices.Index(t.info.TgtTokens, tok)
+		if id < 0 {
+			return nil, fmt.Errorf("translate: %s: %q is not in the target vocabulary of %s", what, tok, filepath.Join(t.dir, "attnx.json"))
+		}
+		ids = append(ids, int64(id))
+	}
+	return ids, nil
+}
+
 // ReadDir checks that dir is a model directory and reads its attnx.json,
 // without loading the graphs: what Open checks first, for a caller (a
 // server) that wants the error before it does anything else.
@@ -324,12 +338,8 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
 	}
 	t.tgtUNK = info.TargetUNK()
-	for _, tok := range opt.IgnoreWhenBlocking {
-		id := slices.Index(info.TgtTokens, tok)
-		if id < 0 {
-			return nil, fmt.Errorf("translate: IgnoreWhenBlocking: %q is not in the target vocabulary of %s", tok, infoPath)
-		}
-		t.ignoreBlocking = append(t.ignoreBlocking, int64(id))
+	if t.ignoreBlocking, err = t.targetIDs("IgnoreWhenBlocking", opt.IgnoreWhenBlocking); err != nil {
+		return nil, err
 	}
 	if opt.ReplaceUnk && t.tgtUNK < 0 {
 		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
@@ -499,6 +509,9 @@ func checkOptions(opt Options) error {
 	}
 	if p := opt.RepetitionPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || opt.NoRepeatNgram < 0 {
 		return fmt.Errorf("translate: NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", opt.NoRepeatNgram, p)
+	}
+	if (opt.BlockNgram != 0 || len(opt.IgnoreWhenBlocking) > 0) && opt.Rules != RulesOpenNMT {
+		return fmt.Errorf("translate: BlockNgram %d and IgnoreWhenBlocking %q go with Rules %q (OpenNMT-py's -block_ngram_repeat)", opt.BlockNgram, opt.IgnoreWhenBlocking, RulesOpenNMT)
 	}
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
@@ -778,26 +791,28 @@ func (t *Translator) checkRows(sources [][]int64) error {
 func (t *Translator) Limit(n int) int { return t.limit(n) }
 
 // limit is Limit.
-func (t *Translator) limit(n int) int { return t.limitFor(n, t.opt.Rules == RulesOpenNMT) }
+func (t *Translator) limit(n int) int { return t.limitFor(n, t.searchOptions()) }
 
 // limitFor is the output limit for n source tokens: Options.MaxLenRatio's
 // when set, else Options.MaxLen, else
 // the model's own (attnx.json's defaults), else onmt_translate's under
 // OpenNMT-py's rules (openNMT), else DefaultMaxLen.
-func (t *Translator) limitFor(n int, openNMT bool) int {
-	if r := t.opt.MaxLenRatio; r != nil {
+func (t *Translator) limitFor(n int, so searchOpts) int {
+	openNMT := so.openNMT
+	maxLen := cmp.Or(so.maxLen, t.opt.MaxLen) // the call's, else Options'
+	if r := so.maxLenRatio; r != nil {
 		// onmt_translate's limit with this -max_length_ratio, and
 		// -max_length MaxLen or its default.
 		onmt := modeldir.OpenNMTTranslate()
-		return (&modeldir.Defaults{MaxLen: cmp.Or(t.opt.MaxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
+		return (&modeldir.Defaults{MaxLen: cmp.Or(maxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
 	}
-	if a := t.opt.MaxLenA; a > 0 {
+	if a := so.maxLenA; a > 0 {
 		// fairseq's min(int(a x src_len + b), max_len - 1), then </s>.
-		b := cmp.Or(t.opt.MaxLen, fairseqMaxLen) - 1
+		b := cmp.Or(maxLen, fairseqMaxLen) - 1
 		return min(int(a*float64(n)+float64(b)), fairseqPositions-1) + 1
 	}
-	if t.opt.MaxLen > 0 {
-		return t.opt.MaxLen
+	if maxLen > 0 {
+		return maxLen
 	}
 	if l := t.info.OutputLimit(n); l > 0 {
 		return l

@@ -136,8 +136,13 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	penaltyForm := fs.String("length-penalty-form", "power", "the penalty's form for requests that set no \"length_penalty_form\": power (score / len ** A) or wu (score / ((5 + len) / 6) ** A)")
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens, for requests that set no \"min_len\"")
 	replaceUnk := fs.Bool("replace-unk", false, "replace unknown output tokens with the source tokens they attend to most, for requests that set no \"replace_unk\"")
+	rules := fs.String("rules", "", "the search for requests that set no \"rules\": spec, opennmt, joeynmt or fairseq (default: each model's own, from its attnx.json)")
+	banUNK := fs.Bool("ban-unk", false, "never output the unknown token, for requests that set no \"ban_unk\" (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false)")
 	if err := parseFlags(fs, args); err != nil {
 		return serve.Config{}, "", err
+	}
+	if r := *rules; r != "" && r != translate.RulesSpec && r != translate.RulesOpenNMT && r != translate.RulesJoeyNMT && r != translate.RulesFairseq {
+		return fail(fmt.Sprintf("--rules %q: want %s", r, translate.RulesList()))
 	}
 	if *penaltyForm != "power" && *penaltyForm != "wu" {
 		return fail(fmt.Sprintf("--length-penalty-form %q: want power or wu", *penaltyForm))
@@ -158,6 +163,8 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		{"length-penalty-form", func() { wu := *penaltyForm == "wu"; dec.PenaltyWu = &wu }},
 		{"min-len", func() { dec.MinLen = minLen }},
 		{"replace-unk", func() { dec.ReplaceUnk = replaceUnk }},
+		{"rules", func() { dec.Rules = *rules }},
+		{"ban-unk", func() { dec.BanUNK = banUNK }},
 	} {
 		if fs.Changed(f.name) {
 			f.set()

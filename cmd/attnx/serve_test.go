@@ -38,6 +38,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--model", "dir", "--max-batch-rows", "0"}, "--max-batch-rows: must be positive"},
 		{[]string{"serve", "--model", "dir", "--device", "tpu"}, `--device "tpu": want cpu, cuda or auto`},
 		{[]string{"serve", "--model", "dir", "--threads", "-2"}, "--threads -2: must not be negative"},
+		{[]string{"serve", "--model", "dir", "--rules", "moses"}, `--rules "moses": want "spec", "opennmt", "joeynmt" or "fairseq"`},
 	}
 	for _, c := range cases {
 		code, _, errs := attnx(c.args...)

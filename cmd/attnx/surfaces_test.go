@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -304,5 +306,111 @@ func TestFairseqTokenizerHints(t *testing.T) {
 	}
 	if code, out, stderr := attnx("translate", "--model", whole, "Hello world ."); code != 0 || strings.Contains(out, "@@") {
 		t.Errorf("--tokenizer FILE, the hint's flag: exit %d, %q %s", code, out, stderr)
+	}
+}
+
+// TestEveryDecodingOption: every setting of translate.DecodingOptions is a
+// flag of attnx translate and a field of serve's request (docs/decoding.md
+// lists them; before, HTTP refused unk_penalty, temperature, sampling and
+// the rest as unknown fields), and a request with the toolkits' settings
+// decodes as the command line does with the same flags; a bad value is
+// refused with the field's name.
+func TestEveryDecodingOption(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	_, help, _ := attnx("help", "translate")
+	fields := map[string]bool{}
+	rt := reflect.TypeFor[serve.Request]()
+	for f := range rt.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[name] = true
+	}
+	for _, o := range translate.DecodingOptions {
+		if !strings.Contains(help, o.Flag+" ") && !strings.Contains(help, o.Flag+"[=") {
+			t.Errorf("%s: attnx translate has no flag %s", o.Go, o.Flag)
+		}
+		if !fields[o.Field] {
+			t.Errorf("%s: serve's request has no field %q", o.Go, o.Field)
+		}
+	}
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	lines := readToolkitLines(t, filepath.Join(src, "test.raw.en"))[:8]
+	s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer func() { hs.Close(); s.Close() }()
+	post := func(body map[string]any) (int, serve.Response, string) {
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var sr serve.Response
+		json.Unmarshal(raw, &sr)
+		return resp.StatusCode, sr, string(raw)
+	}
+	in := filepath.Join(t.TempDir(), "in.txt")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	for _, c := range []struct {
+		flags []string
+		body  map[string]any
+	}{
+		{[]string{"--temperature", "0.7", "--unk-penalty", "1.5"}, map[string]any{"temperature": 0.7, "unk_penalty": 1.5}},
+		{[]string{"--max-len-a", "1.2", "--max-len", "3"}, map[string]any{"max_len_a": 1.2, "max_len": 3}},
+		{[]string{"--sampling", "--sampling-topk", "5", "--seed", "7", "--beam", "2"}, map[string]any{"sampling": true, "sampling_topk": 5, "seed": 7, "beam": 2, "n_best": 2}},
+	} {
+		out := filepath.Join(t.TempDir(), "out.txt")
+		if code, _, stderr := attnx(append([]string{"translate", "--model", dir, "--src", in, "--output", out}, c.flags...)...); code != 0 {
+			t.Fatalf("%v: %s", c.flags, stderr)
+		}
+		cli := readToolkitLines(t, out)
+		c.body["inputs"] = lines
+		code, sr, raw := post(c.body)
+		if code != 200 || len(sr.Results) != len(lines) {
+			t.Fatalf("%v: %d %s", c.body, code, raw)
+		}
+		k := 0
+		for i, r := range sr.Results {
+			texts := []string{r.Text}
+			if len(r.Hypotheses) > 1 {
+				texts = nil
+				for _, h := range r.Hypotheses {
+					texts = append(texts, h.Text)
+				}
+			}
+			for _, text := range texts {
+				if k < len(cli) && text != cli[k] {
+					t.Errorf("%v, input %d: HTTP %q, translate %q", c.flags, i+1, text, cli[k])
+				}
+				k++
+			}
+		}
+	}
+	for body, want := range map[string]string{
+		`{"inputs":["x"],"temperature":1e-40}`:               "temperature = 1e-40: want 0 (none) or a value from 0.001 to 1000",
+		`{"inputs":["x"],"block_ngram_repeat":2}`:            `block_ngram_repeat 2 and ignore_when_blocking [] go with rules \"opennmt\"`,
+		`{"inputs":["x"],"ratio":0.5}`:                       `ratio = 0.5: want a finite value >= 0, with rules \"opennmt\"`,
+		`{"inputs":["x"],"sampling_topk":3}`:                 "sampling (with sampling_topk, sampling_topp) goes with rules",
+		`{"inputs":["x"],"ignore_when_blocking":["zzzqqq"]}`: `ignore_when_blocking: \"zzzqqq\" is not in the target vocabulary`,
+	} {
+		var m map[string]any
+		json.Unmarshal([]byte(body), &m)
+		code, _, raw := post(m)
+		if want == "" {
+			continue
+		}
+		if code != 400 || !strings.Contains(raw, want) {
+			t.Errorf("%s: %d %s; want 400 and %q", body, code, raw, want)
+		}
 	}
 }

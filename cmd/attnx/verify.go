@@ -150,7 +150,7 @@ func runVerify(args []string) error {
 	minAgreement := fs.Float64("min-agreement", verify.DefaultMinAgreement, "for int8/int4 weights: the fraction of sentences whose greedy decode must equal float32 PyTorch's")
 	beam := fs.Int("beam", 0, "also compare beam search of width `K` (0: no beam search)")
 	alpha := fs.Float64("length-penalty", 1.0, "beam search's length penalty `A` (score / length ** A; OpenNMT-py's -alpha, JoeyNMT's beam_alpha under their rules)")
-	rules := fs.String("rules", "", "with --beam: whose beam search both sides run: spec, opennmt or joeynmt (default: the model's, from attnx.json's defaults, else spec)")
+	rules := fs.String("rules", "", "with --beam: whose beam search both sides run: spec, opennmt, joeynmt or fairseq (default: the model's, from attnx.json's defaults, else spec)")
 	nBest := fs.Int("n-best", 0, "with --beam: the hypotheses compared per input (0: K)")
 	src := fs.String("src", "", "a test set `FILE` (one sentence per line, raw text the model's tokenizer splits): decode it with the graphs and with PyTorch, compare every step, count identical sentences and score BLEU")
 	refs := fs.StringArray("ref", nil, "with --src: a reference translation `FILE` to score both decodes against (repeatable)")

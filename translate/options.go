@@ -1,0 +1,113 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DecodingOption is one decoding setting as each surface names it: the
+// field of Options (and of CallOptions, for a call), attnx translate's
+// flag, attnx serve's request field, and the key of attnx.json's
+// "defaults" that sets the model's own (empty where a surface has none).
+type DecodingOption struct {
+	Go, Flag, Field, Default string
+	// Rules lists the rules that take the setting ("all" for every one).
+	Rules string
+	// Doc says what it does, and as which toolkit option.
+	Doc string
+}
+
+// DecodingOptions is the one table of decoding settings: docs/decoding.md
+// is generated from it (DecodingOptionsMarkdown), and tests check it
+// against the three parsers (translate's flags, serve's request fields,
+// attnx.json's defaults), so that a setting one surface takes the others
+// take too, under the same name in each surface's style.
+var DecodingOptions = []DecodingOption{
+	{"Beam", "--beam", "beam", "beam", "all", "beam width K (1: greedy decoding); fairseq's --beam, OpenNMT-py's -beam_size, JoeyNMT's beam_size"},
+	{"NBest", "--n-best", "n_best", "n_best", "all", "hypotheses listed per input (1 to K); fairseq's --nbest, OpenNMT-py's -n_best"},
+	{"LengthPenalty", "--length-penalty", "length_penalty", "length_penalty", "all", "alpha, 0 to 10; fairseq's --lenpen, OpenNMT-py's -alpha, JoeyNMT's beam_alpha"},
+	{"LengthPenaltyWu", "--length-penalty-form", "length_penalty_form", "length_penalty_form", "all", "the penalty's form: power or wu; under OpenNMT-py's rules none, avg or wu (its -length_penalty)"},
+	{"Rules", "--rules", "rules", "rules", "all", "whose search: spec (attnx's), opennmt, joeynmt or fairseq"},
+	{"MaxLen", "--max-len", "max_len", "max_len", "all", "most output tokens, EOS included; OpenNMT-py's -max_length, JoeyNMT's max_output_length, fairseq's --max-len-b + 1"},
+	{"MinLen", "--min-len", "min_len", "min_len", "all", "no EOS before this many tokens; OpenNMT-py's -min_length, JoeyNMT's min_output_length, fairseq's --min-len"},
+	{"ReplaceUnk", "--replace-unk", "replace_unk", "replace_unk", "all", "each <unk> out becomes the source token it attends to most; OpenNMT-py's -replace_unk"},
+	{"BanUNK", "--ban-unk", "ban_unk", "ban_unk", "all", "never output the unknown token; OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false"},
+	{"NoRepeatNgram", "--no-repeat-ngram", "no_repeat_ngram", "no_repeat_ngram", "spec, joeynmt", "JoeyNMT's no_repeat_ngram_size"},
+	{"RepetitionPenalty", "--repetition-penalty", "repetition_penalty", "repetition_penalty", "spec, joeynmt", "JoeyNMT's repetition_penalty"},
+	{"MaxLenRatio", "--max-len-ratio", "max_len_ratio", "max_len_factor", "opennmt", "OpenNMT-py's -max_length_ratio: at most min(max_len, R x n + 5) tokens"},
+	{"BlockNgram", "--block-ngram-repeat", "block_ngram_repeat", "", "opennmt", "OpenNMT-py's -block_ngram_repeat"},
+	{"IgnoreWhenBlocking", "--ignore-when-blocking", "ignore_when_blocking", "", "opennmt", "OpenNMT-py's -ignore_when_blocking (target tokens)"},
+	{"Ratio", "--ratio", "ratio", "", "opennmt", "OpenNMT-py's -ratio"},
+	{"UnkPenalty", "--unk-penalty", "unk_penalty", "", "fairseq", "fairseq's --unkpen"},
+	{"Temperature", "--temperature", "temperature", "", "fairseq, opennmt", "fairseq's --temperature; with sampling, OpenNMT-py's -random_sampling_temp; 0, or 0.001 to 1000"},
+	{"MaxLenA", "--max-len-a", "max_len_a", "", "fairseq", "fairseq's --max-len-a"},
+	{"Sampling", "--sampling", "sampling", "", "fairseq, opennmt", "draw tokens instead of searching: fairseq's --sampling, OpenNMT-py's -random_sampling_topk -1"},
+	{"SamplingTopK", "--sampling-topk", "sampling_topk", "", "fairseq, opennmt", "draw from the K most probable tokens"},
+	{"SamplingTopP", "--sampling-topp", "sampling_topp", "", "fairseq, opennmt", "draw from the tokens up to cumulative probability P"},
+	{"Seed", "--seed", "seed", "", "fairseq, opennmt", "the draws' seed (with each sentence's source)"},
+}
+
+// DecodingOptionsMarkdown returns the table of DecodingOptions as
+// docs/decoding.md shows it.
+func DecodingOptionsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Decoding options\n\n")
+	b.WriteString("Generated from `translate.DecodingOptions` (a test fails when this file is stale;\n")
+	b.WriteString("`ATTNX_UPDATE_DOCS=1 go test ./translate -run TestDecodingOptionsDoc` writes it).\n")
+	b.WriteString("Each setting is one of `translate.Options` (and `CallOptions`), a flag of\n")
+	b.WriteString("`attnx translate`, a field of `attnx serve`'s request, and where the model\n")
+	b.WriteString("can carry its own, a key of attnx.json's `\"defaults\"`. Left out, a setting\n")
+	b.WriteString("takes the model's default, as `translate.ResolveDecoding` resolves it on\n")
+	b.WriteString("every surface.\n\n")
+	b.WriteString("| Go | attnx translate | HTTP field | attnx.json default | rules | what |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	or := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return "`" + s + "`"
+	}
+	for _, o := range DecodingOptions {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", or(o.Go), or(o.Flag), or(o.Field), or(o.Default), o.Rules, o.Doc)
+	}
+	return b.String()
+}
+
+// OptionNames rewrites an error message of this package for a surface
+// that names the settings otherwise: each Options field it mentions
+// becomes name(option) (its flag, or its request field), and the
+// package's "translate: " prefix goes.
+func OptionNames(msg string, name func(DecodingOption) string) string {
+	msg = strings.TrimPrefix(msg, "translate: ")
+	for _, o := range DecodingOptions {
+		if n := name(o); n != "" {
+			msg = replaceWord(msg, o.Go, n)
+		}
+	}
+	msg = replaceWord(msg, "CallOptions.", "")
+	return msg
+}
+
+// replaceWord replaces old where it stands as a word of s (not inside
+// another identifier: Beam in BeamSearch stays).
+func replaceWord(s, old, new string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len(old)
+		word := func(c byte) bool {
+			return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		}
+		if (i > 0 && word(s[i-1])) || (j < len(s) && word(s[j]) && !strings.HasSuffix(old, ".")) {
+			b.WriteString(s[:j])
+		} else {
+			b.WriteString(s[:i])
+			b.WriteString(new)
+		}
+		s = s[j:]
+	}
+}
