@@ -4,6 +4,8 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/translate"
+	"reflect"
+	"strings"
 )
 
 // The routes of the service.
@@ -108,8 +110,16 @@ type Request struct {
 	Pretokenized *bool `json:"pretokenized,omitempty"`
 }
 
-// requestFields lists Request's JSON fields, for error messages.
-const requestFields = "model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, max_len_ratio, block_ngram_repeat, ignore_when_blocking, ratio, unk_penalty, temperature, max_len_a, sampling, sampling_topk, sampling_topp, seed, attention, pretokenized"
+// requestFields lists Request's JSON fields, for error messages: read
+// from the type, so that a field added there is listed.
+var requestFields = func() string {
+	var names []string
+	for f := range reflect.TypeFor[Request]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return strings.Join(names, ", ")
+}()
 
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.

@@ -22,3 +22,4 @@ func TestDecodingFlagsOverDefaults(t *testing.T) {
 		t.Errorf("no flags over OpenNMT-py's defaults: %+v", j)
 	}
 }
+

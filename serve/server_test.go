@@ -44,7 +44,7 @@ func badRequests(t *testing.T, batching bool) {
 		{"empty body", "POST", PathTranslate, ``, 400, `empty body: want a JSON object such as {"inputs": ["text"]}`},
 		{"array body", "POST", PathTranslate, `["3rd of March 2021"]`, 400, `body is a JSON array: want an object such as {"inputs": ["text"]}`},
 		{"two values", "POST", PathTranslate, `{"inputs": ["1"]} {}`, 400, `the body holds more than one JSON value: send one object`},
-		{"unknown field", "POST", PathTranslate, `{"input": ["1"]}`, 400, `unknown field "input" (the fields are model, inputs, ids, max_len, beam, n_best, length_penalty, length_penalty_form, min_len, replace_unk, rules, ban_unk, no_repeat_ngram, repetition_penalty, attention)`},
+		{"unknown field", "POST", PathTranslate, `{"input": ["1"]}`, 400, `unknown field "input" (the fields are ` + requestFields + `)`},
 		{"inputs not a list", "POST", PathTranslate, `{"inputs": "3rd of March 2021"}`, 400, `field "inputs": got a JSON string, want an array of strings`},
 		{"ids not integers", "POST", PathTranslate, `{"ids": [[5, 2.5]]}`, 400, `field "ids": got a JSON number 2.5, want an integer`},
 		{"no inputs", "POST", PathTranslate, `{}`, 400, `no inputs: give "inputs": ["text", ...] or "ids": [[5, 9, 2], ...]`},
