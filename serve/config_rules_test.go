@@ -22,4 +22,3 @@ func TestDecodingFlagsOverDefaults(t *testing.T) {
 		t.Errorf("no flags over OpenNMT-py's defaults: %+v", j)
 	}
 }
-
