@@ -171,6 +171,11 @@ type ModelInfo struct {
 	// request whose estimated need (rows x beam x max_len x src_len, the
 	// answer included) is larger is refused with 413.
 	MaxRequestMemory int64 `json:"max_request_memory"`
+	// DefaultBeam and DefaultRules are how a request that sets no
+	// decoding field is decoded (the model's defaults under the server's
+	// flags): beam 5 with OpenNMT-py's rules, say.
+	DefaultBeam  int    `json:"default_beam"`
+	DefaultRules string `json:"default_rules"`
 }
 
 // canReplaceUnk reports whether the model can replace unknown output

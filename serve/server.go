@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,7 +263,7 @@ func (s *Server) Load() error {
 			Name: m.name, Default: i == 0, Config: info.Config, Special: info.Special,
 			SrcTokens: info.SrcTokens, TgtTokens: info.TgtTokens,
 			MaxInputs: s.cfg.MaxInputs, MaxSourceLen: s.cfg.MaxSourceLen, MaxOutLen: s.cfg.MaxOutLen, MaxBeam: maxBeam,
-			MaxRequestMemory: s.cfg.MaxRequestMemory,
+			MaxRequestMemory: s.cfg.MaxRequestMemory, DefaultBeam: max(m.defaults.Beam, 1), DefaultRules: cmp.Or(m.defaults.Rules, translate.RulesSpec),
 		}
 		m.loaded.Store(true)
 		s.cfg.Logf("model %q loaded from %s in %s", m.name, m.dir, time.Since(start).Round(time.Millisecond))

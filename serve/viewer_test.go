@@ -205,6 +205,7 @@ func TestViewerSubwordLabels(t *testing.T) {
 		Cell        float64
 		Error       string
 		Placeholder string
+		Beam        string
 	}
 	got, err := chromedp.Run(tctx, chromedp.Evaluate[page](`({
 		labels: [...document.querySelectorAll("#heatmap .label.col")].map((e) => {
@@ -216,12 +217,18 @@ func TestViewerSubwordLabels(t *testing.T) {
 		cell: document.querySelector("#heatmap .cell").getBoundingClientRect().width,
 		error: document.getElementById("error").textContent,
 		placeholder: document.getElementById("source").placeholder,
+		beam: document.getElementById("beam").placeholder,
 	})`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Placeholder != "a sentence to translate" {
 		t.Errorf("placeholder %q", got.Placeholder)
+	}
+	// The model decodes with OpenNMT-py's beam 5 by default: the empty
+	// beam box says 5, where it said 1.
+	if got.Beam != "5" {
+		t.Errorf("the beam box's placeholder %q, want the model's default 5", got.Beam)
 	}
 	if got.Error != "" || len(got.Labels) != len(want.SourceTokens) || len(want.SourceTokens) < 5 {
 		t.Fatalf("error %q, %d labels for %d pieces %q", got.Error, len(got.Labels), len(want.SourceTokens), want.SourceTokens)
