@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/checkpoint"
@@ -125,6 +126,11 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	out := SrcOutcome{Source: sv.src, Sentences: len(lines), Blank: len(lines) - len(rows), StepsOK: true,
 		Attnx: make([]string, len(lines)), PyTorch: make([]string, len(lines))}
 	out.Decoding = "greedy decoding"
+	if tr.Info().Weights.Reduced() {
+		// A float32 reference meets reduced weights as an agreement rate,
+		// measured greedily on both sides under attnx's rules.
+		out.Decoding = fmt.Sprintf("greedy decoding on both sides (%s weights are measured greedily against float32 PyTorch; translate decodes them as the model's defaults say)", tr.Info().Weights)
+	}
 	if opt.Beam > 0 {
 		out.Decoding = fmt.Sprintf("beam search K=%d under %s rules, alpha %g", opt.Beam, cmp.Or(opt.Search.Rules, translate.RulesSpec), opt.LengthPenalty)
 	}
@@ -157,7 +163,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 		out.Chunks++
 		if !res.OK {
 			out.StepsOK = false
-			out.Failures = append(out.Failures, fmt.Sprintf("sentences %d-%d: %s", idx[start]+1, idx[start+len(chunk)-1]+1, firstFailure(res)))
+			out.Failures = append(out.Failures, fmt.Sprintf("%s: %s", chunkName(idx[start:end], opt.Steps), firstFailure(res)))
 		}
 		out.Weights, out.MinAgreement = string(res.Weights), res.MinAgreement
 		var got, want [][]int64
@@ -170,7 +176,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 			got, want = bc.Tokens, bc.Reference
 			if !bc.Identical {
 				out.StepsOK = false
-				out.Failures = append(out.Failures, fmt.Sprintf("sentences %d-%d: %s: %s", idx[start]+1, idx[start+len(chunk)-1]+1, bc.Engine, bc.Detail))
+				out.Failures = append(out.Failures, fmt.Sprintf("%s: %s: %s", chunkName(idx[start:end], opt.Steps), bc.Engine, bc.Detail))
 			} else {
 				for k := range got {
 					if !slices.Equal(got[k], want[k]) {
@@ -191,7 +197,7 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 			// decodes (res.OK) but keeps no tokens; these are the
 			// sentences' own, decoded greedily by the steps engine within
 			// the steps PyTorch's reference ran.
-			decoded, err := tr.TranslateIDsCall(context.Background(), chunk, translate.CallOptions{MaxLen: opt.Steps, WithoutAttention: true})
+			decoded, err := tr.TranslateIDsCall(context.Background(), chunk, translate.CallOptions{MaxLen: opt.Steps, WithoutAttention: true, Beam: 1, Rules: translate.RulesSpec})
 			if err != nil {
 				bar.Finish()
 				return fmt.Errorf("sentences %d-%d: %w", idx[start]+1, idx[start+len(chunk)-1]+1, err)
@@ -240,7 +246,28 @@ func runVerifySrc(opt verify.Options, sv srcVerify, asJSON bool) error {
 	return nil
 }
 
+// chunkName names a chunk's sentences (line numbers from 1) and their
+// output limit.
+func chunkName(lines []int, limit int) string {
+	sorted := slices.Clone(lines)
+	slices.Sort(sorted)
+	var nums []string
+	for _, i := range sorted[:min(len(sorted), 6)] {
+		nums = append(nums, strconv.Itoa(i+1))
+	}
+	if len(sorted) > 6 {
+		nums = append(nums, "...")
+	}
+	return fmt.Sprintf("%d sentences of max_len %d (lines %s)", len(lines), limit, strings.Join(nums, ", "))
+}
+
 func firstFailure(res *verify.Outcome) string {
+	// Reduced weights are judged by agreement, a rate: say it as one.
+	for _, a := range res.Agreement {
+		if !a.OK {
+			return fmt.Sprintf("%s: %.0f%% of the sentences identical to PyTorch's (%d of %d) < --min-agreement %g", a.Graph, 100*a.SentenceRate, a.SentencesIdentical, a.Sentences, res.MinAgreement)
+		}
+	}
 	for _, g := range res.Greedy {
 		if !g.Identical {
 			return g.Graph + ": " + g.Detail
@@ -266,6 +293,9 @@ func writeSrcOutcome(o SrcOutcome, ckpt checkpoint.Files) {
 	}
 	if !o.StepsOK {
 		verdict = "OUTSIDE the tolerance:\n    " + strings.Join(o.Failures, "\n    ")
+		if o.Weights != "" && o.Weights != string(quant.PrecisionFP32) {
+			verdict = "BELOW the agreement asked for:\n    " + strings.Join(o.Failures, "\n    ")
+		}
 	}
 	fmt.Fprintf(w, "  steps      %s\n", verdict)
 	n := o.Sentences - o.Blank
