@@ -139,8 +139,12 @@ func TestManifests(t *testing.T) {
 	sc := dep.Spec.Template.Spec.SecurityContext
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
 		t.Errorf("pod security context %+v: want runAsNonRoot and a non-zero runAsUser", sc)
-	} else if user := dockerfileUser(t); user != strconv.FormatInt(*sc.RunAsUser, 10) {
-		t.Errorf("pod runs as %d, the image as %q", *sc.RunAsUser, user)
+	} else if user := staticUser(t); user != strconv.FormatInt(*sc.RunAsUser, 10) {
+		t.Errorf("pod runs as %d, Dockerfile.static's image as %q", *sc.RunAsUser, user)
+	}
+	// The image is Dockerfile.static's, the one the README recommends.
+	if img := c.Image; img != "attnx:static" {
+		t.Errorf("the Deployment runs image %q, want attnx:static (Dockerfile.static)", img)
 	}
 
 	// The autoscaler scales this Deployment.
@@ -231,6 +235,16 @@ func readDockerfileAt(t *testing.T, path string) map[string][]string {
 // without the group.
 func dockerfileUser(t *testing.T) string {
 	users := readDockerfile(t)["USER"]
+	if len(users) == 0 {
+		return ""
+	}
+	u, _, _ := strings.Cut(users[len(users)-1], ":")
+	return u
+}
+
+// staticUser is dockerfileUser of Dockerfile.static.
+func staticUser(t *testing.T) string {
+	users := readDockerfileAt(t, "../Dockerfile.static")["USER"]
 	if len(users) == 0 {
 		return ""
 	}

@@ -118,8 +118,8 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 		where = job.output
 	}
 	lanes := max(job.opts.Lanes, 1)
-	fmt.Fprintf(stderr, "attnx translate: %d sentences (%d blank) in %.2fs: %.1f sentences/s, %.0f tokens/s out (%d source, %d output tokens), %d %s on %d %s -> %s\n",
-		st.Sentences, st.Empty, secs, float64(st.Sentences)/secs, float64(st.OutputTokens)/secs, st.SourceTokens, st.OutputTokens,
+	fmt.Fprintf(stderr, "attnx translate: %d %s (%d blank) in %.2fs: %.1f sentences/s, %.0f tokens/s out (%d source, %d output tokens), %d %s on %d %s -> %s\n",
+		st.Sentences, plural(int64(st.Sentences), "sentence", "sentences"), st.Empty, secs, float64(st.Sentences)/secs, float64(st.OutputTokens)/secs, st.SourceTokens, st.OutputTokens,
 		st.Batches, plural(int64(st.Batches), "batch", "batches"), lanes, plural(int64(lanes), "lane", "lanes"), where)
 	if n := tr.UnknownPieces(); n > 0 {
 		fmt.Fprintf(stderr, "attnx translate: note: %d source %s not in the model's vocabulary and went in as the unknown token\n", n, plural(n, "piece was", "pieces were"))
