@@ -363,6 +363,10 @@ type Hypothesis struct {
 	// Score is the float32 sum of the tokens' log_probs; NormalizedScore
 	// is Score / len(Tokens) ** alpha, what the list is ordered by.
 	Score, NormalizedScore float32
+	// Positional holds each token's score, when the search records them
+	// (fairseq's: its positional_scores, the differences of the running
+	// scores), else nil.
+	Positional []float32
 }
 
 // Hypotheses returns the first n hypotheses of the finished row (all of

@@ -180,7 +180,7 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if !b.mask[j] || len(b.fin) >= k {
 			continue
 		}
-		node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
+		node := b.tree.addScored(s, b.live[c.i].node, int(c.i), int64(c.v), c.score)
 		b.add(node, c.score, c.score/pen)
 	}
 	if len(b.fin) >= k || step >= last {
@@ -202,7 +202,7 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 				continue
 			}
 			b.ignore[len(b.next)] = pass == 1
-			node := b.tree.add(s, b.live[c.i].node, int(c.i), int64(c.v))
+			node := b.tree.addScored(s, b.live[c.i].node, int(c.i), int64(c.v), c.score)
 			b.next = append(b.next, fairseqLive{node: node, score: c.score})
 		}
 	}

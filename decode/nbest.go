@@ -51,7 +51,7 @@ func (f *finished) list(t *tree, n, nBest int) []Hypothesis {
 	out := make([]Hypothesis, n)
 	for i := range out {
 		h := f.fin[i]
-		out[i] = Hypothesis{Tokens: t.tokens(nil, h.node), Score: h.raw, NormalizedScore: h.norm}
+		out[i] = Hypothesis{Tokens: t.tokens(nil, h.node), Score: h.raw, NormalizedScore: h.norm, Positional: t.positional(h.node)}
 	}
 	return out
 }

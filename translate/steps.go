@@ -348,7 +348,7 @@ func searchResults(ss []decode.Search, so searchOpts) []Result {
 			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
 		case nBestSearch:
 			for k, h := range s.Hypotheses(so.nBest) {
-				hyp := Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore}
+				hyp := Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore, PositionalScores: h.Positional}
 				if so.replaceUnk {
 					hyp.attention = s.Attention(k) // for finish, which drops it
 				}

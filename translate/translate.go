@@ -233,6 +233,9 @@ type Hypothesis struct {
 	// tokens' log_probs. NormalizedScore is Score / len(Tokens) ** alpha
 	// (Options.LengthPenalty), what the list is ordered by.
 	Score, NormalizedScore float32
+	// PositionalScores holds each token's log-probability (natural log)
+	// where the search records them (fairseq's rules), else nil.
+	PositionalScores []float32
 
 	// attention is the hypothesis' attention while finish replaces its
 	// unknown tokens (Options.ReplaceUnk); nil after.

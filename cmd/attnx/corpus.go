@@ -22,6 +22,7 @@ type corpusJob struct {
 	json        bool
 	attention   bool // in the JSON
 	nBest       int
+	format      string // formatPlain or formatFairseq
 	plot        string
 	opts        translate.CorpusOptions
 }
@@ -81,7 +82,11 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	plot := heatmap.Series{Path: job.plot}
 	start := time.Now()
 	emit := func(i int, res translate.Result) error {
-		if err := writeCorpusResult(w, tr, lines[i], res, job); err != nil {
+		write := func() error { return writeCorpusResult(w, tr, lines[i], res, job) }
+		if job.format == formatFairseq {
+			write = func() error { return writeFairseqResult(w, tr, i, res) }
+		}
+		if err := write(); err != nil {
 			return err
 		}
 		if job.plot != "" && res.Tokens != nil {

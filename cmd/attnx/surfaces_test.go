@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -412,5 +414,67 @@ func TestEveryDecodingOption(t *testing.T) {
 		if code != 400 || !strings.Contains(raw, want) {
 			t.Errorf("%s: %d %s; want 400 and %q", body, code, raw, want)
 		}
+	}
+}
+
+// TestFormatFairseq: translate --src --format fairseq writes what
+// fairseq-interactive wrote for the same test set (expected/*.out, its
+// W- timing lines left out): the same S-, H-, D- and P- lines, the same
+// pieces and text, the scores in base 2 within float32's reach of
+// fairseq's (the two compute the network's float32 arithmetic in other
+// orders), at the defaults and with --n-best 3.
+func TestFormatFairseq(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"default", nil}, {"nbest3", []string{"--n-best", "3"}}} {
+		out := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"translate", "--model", dir, "--src", filepath.Join(src, "test.raw.en"), "--output", out, "--format", "fairseq"}, c.flags...)
+		if code, _, stderr := attnx(args...); code != 0 {
+			t.Fatalf("%v: %s", args, stderr)
+		}
+		got, want := readToolkitLines(t, out), readToolkitLines(t, filepath.Join(src, "expected", c.name+".out"))
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d lines, fairseq-interactive wrote %d", c.name, len(got), len(want))
+		}
+		gaps := map[string]float64{}
+		if data, err := os.ReadFile(filepath.Join(src, "expected", c.name+".gaps.json")); err == nil {
+			json.Unmarshal(data, &gaps)
+		}
+		bad := 0
+		for i := range want {
+			g, w := strings.Split(got[i], "\t"), strings.Split(want[i], "\t")
+			id, _, _ := strings.Cut(strings.SplitN(w[0], "-", 2)[1], "\t")
+			if gap, ok := gaps[id]; ok && gap < nearTie {
+				continue // a near tie in fairseq's own scores
+			}
+			num := func(x string) float64 { v, _ := strconv.ParseFloat(x, 64); return v }
+			same := len(g) == len(w) && g[0] == w[0]
+			switch kind := w[0][:1]; {
+			case !same:
+			case kind == "S":
+				same = g[1] == w[1]
+			case kind == "H" || kind == "D": // the score, then the pieces or text
+				same = g[2] == w[2] && math.Abs(num(g[1])-num(w[1])) <= 1e-5*math.Abs(num(w[1]))+1e-6
+			case kind == "P":
+				gp, wp := strings.Fields(g[1]), strings.Fields(w[1])
+				same = len(gp) == len(wp)
+				for k := range wp {
+					same = same && math.Abs(num(gp[k])-num(wp[k])) <= 2e-4
+				}
+			}
+			if !same {
+				if bad++; bad <= 5 {
+					t.Errorf("%s line %d:\n  attnx   %q\n  fairseq %q", c.name, i+1, got[i], want[i])
+				}
+			}
+		}
+		t.Logf("%s: %d lines as fairseq-interactive wrote them (numbers within float32's reach), %d differ", c.name, len(want)-bad, bad)
 	}
 }
