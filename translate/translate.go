@@ -333,7 +333,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	}
 	if t.tgt.tok == nil && t.tgt.pieces != "" {
 		// The output would keep the pieces ("Au@@ f unser@@ em").
-		t.notes = append(t.notes, fmt.Sprintf("the model has no target tokenizer, but its target vocabulary holds %s pieces: the output keeps them as pieces; export it with the tokenizer it was trained with on the target side (attnx export --tokenizer FILE for both sides, as fairseq's one BPE is, or --tgt-tokenizer FILE)", t.tgt.pieces))
+		t.notes = append(t.notes, fmt.Sprintf("the model has no target tokenizer, but its target vocabulary holds %s pieces: the output keeps them as pieces; export it with the tokenizer it was trained with on the target side (attnx export --tgt-tokenizer FILE, or --tokenizer FILE when one serves both sides, as fairseq's BPE does)", t.tgt.pieces))
 	}
 
 	greedyFile := info.Files["greedy"]

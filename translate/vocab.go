@@ -146,7 +146,7 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 			if v.tok == nil && v.pieces != "" {
 				// Mapping words to UNK would translate garbage: the text
 				// was never segmented.
-				return nil, &InputError{Row: row, Position: j, Msg: fmt.Sprintf("%s: the model has no source tokenizer, but its vocabulary holds %s pieces, which text must be segmented into first; export the model again with the tokenizer it was trained with (attnx export --tokenizer FILE for one tokenizer of both sides, as fairseq's BPE is; --src-tokenizer and --tgt-tokenizer for one each), or give text segmented already with --pretokenized", msg, v.pieces)}
+				return nil, &InputError{Row: row, Position: j, Msg: fmt.Sprintf("%s: the model has no source tokenizer, but its vocabulary holds %s pieces, which text must be segmented into first; export the model again with the tokenizers it was trained with (attnx export --src-tokenizer FILE --tgt-tokenizer FILE, or --tokenizer FILE when one serves both sides, as fairseq's BPE does), or give text segmented already with --pretokenized", msg, v.pieces)}
 			}
 			if unk < 0 {
 				return nil, &InputError{Row: row, Position: j, Msg: msg + " (the model has no UNK token)"}
