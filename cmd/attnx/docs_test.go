@@ -193,15 +193,19 @@ func TestReadmeServeQuickStart(t *testing.T) {
 
 var scoreSuffix = regexp.MustCompile(`\s+\(score [^)]*\)$`)
 
-// TestReadmeExampleOutputs runs the README's "$ attnx ..." examples on the
-// demo models (out/demo/NAME as make demo exports them) and compares the
+// TestReadmeExampleOutputs runs the "$ attnx ..." examples of the README
+// and of docs/guide.md (where its detail moved) on the demo models (out/demo/NAME as make demo exports them) and compares the
 // translations they print with those shown under them. Scores are left
 // out of the comparison: their last digits depend on the CPU's kernels.
 func TestReadmeExampleOutputs(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	var data []byte
+	for _, f := range []string{"../../README.md", "../../docs/guide.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, b...)
 	}
 	tmp := t.TempDir()
 	exported := map[string]string{}
