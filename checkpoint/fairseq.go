@@ -205,6 +205,7 @@ func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
 	tname, _ := tok["_name"].(string)
 	if tname == "" {
 		tname, _ = f.Args["tokenizer"].(string)
+		tok = f.Args
 	}
 	switch tname {
 	case "", "space", "nltk":
@@ -249,12 +250,43 @@ func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
 	if r.Path == "" {
 		r.Path, r.Tried = findBeside(r.Named, dir)
 	}
+	if r.Kind == TokenizerSentencePiece {
+		// fairseq's SentencepieceBPE.decode joins the pieces itself: an
+		// <unk> stays "<unk>" (spm_decode writes " ⁇ ").
+		r.Decode = "fairseq"
+	}
+	srcLang, tgtLang := f.SrcLang, f.TgtLang
 	if moses {
-		r.Pretokenizer, r.Lang = "moses", f.SrcLang
+		// fairseq's MosesTokenizer: aggressive dash splits and escaping
+		// unless --moses-no-dash-splits or --moses-no-escape, in the
+		// languages of its own options (moses_source_lang and
+		// moses_target_lang in the args of fairseq 0.9).
+		flag := func(names ...string) bool {
+			for _, n := range names {
+				if v, ok := tok[n].(bool); ok {
+					return v
+				}
+			}
+			return false
+		}
+		lang := func(def string, names ...string) string {
+			for _, n := range names {
+				if v, ok := tok[n].(string); ok && v != "" {
+					return v
+				}
+			}
+			return def
+		}
+		srcLang, tgtLang = lang(srcLang, "moses_source_lang", "source_lang"), lang(tgtLang, "moses_target_lang", "target_lang")
+		r.Pretokenizer, r.Lang = "moses", srcLang
+		r.MosesDashSplits, r.MosesNoEscape = !flag("moses_no_dash_splits"), flag("moses_no_escape")
+		f.Notes = append(f.Notes, fmt.Sprintf("fairseq --tokenizer moses: sacremoses' tokenizer of %s before the BPE (dashes %s, %s) and its detokenizer of %s after, as fairseq's MosesTokenizer",
+			srcLang, map[bool]string{true: "split as --moses-no-dash-splits is not set", false: "not split (--moses-no-dash-splits)"}[r.MosesDashSplits],
+			map[bool]string{true: "no escaping (--moses-no-escape)", false: "escaped"}[r.MosesNoEscape], tgtLang))
 	}
 	tgt := *r
 	if moses {
-		tgt.Lang = f.TgtLang
+		tgt.Lang = tgtLang
 	}
 	refs[0], refs[1] = r, &tgt
 	return refs, nil

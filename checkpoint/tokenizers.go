@@ -35,6 +35,10 @@ type TokenizerRef struct {
 	Lang string
 	// Trim: the toolkit strips the decoded text (JoeyNMT's SentencePiece).
 	Trim bool
+	// MosesDashSplits, MosesNoEscape and Decode are as in Spec (fairseq's
+	// --tokenizer moses and --bpe sentencepiece).
+	MosesDashSplits, MosesNoEscape bool
+	Decode                         string
 }
 
 // isFile reports whether p names a regular file.

@@ -44,9 +44,10 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s's pretokenizer %q is not implemented in attnx, so the tokenizer is not recorded: pass %s %s to apply it to text you pretokenise yourself",
 				side, r.Option, r.Pretokenizer, flag, r.Path))
 		default:
-			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted, Trim: r.Trim}
+			*dst = &subword.Spec{Kind: r.Kind, File: r.Path, Separator: r.Separator, Lowercase: r.Lowercase, Restricted: r.Restricted, Trim: r.Trim, Decode: r.Decode}
 			if r.Pretokenizer == subword.PretokenizeMoses {
 				(*dst).Pretokenizer, (*dst).Lang = r.Pretokenizer, r.Lang
+				(*dst).MosesDashSplits, (*dst).MosesNoEscape = r.MosesDashSplits, r.MosesNoEscape
 			}
 			opt.fromConfig[i] = true
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s from %s", side, r.Path, r.Option))

@@ -78,7 +78,7 @@ func TestExportTokenizers(t *testing.T) {
 		t.Errorf("src_tokenizer %+v", info.SrcTokenizer)
 	}
 	tok, _, err := info.Tokenizers(dir)
-	if err != nil || !strings.Contains(subword.Describe(tok), "Moses tokenizer (de)") {
+	if err != nil || !strings.Contains(subword.Describe(tok), "Moses tokenizer (de, escaped)") {
 		t.Errorf("Tokenizers: %v %v", err, tok)
 	}
 }

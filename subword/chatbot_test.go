@@ -63,7 +63,7 @@ func TestMosesPretokenizer(t *testing.T) {
 			t.Fatalf("line %d: decoded %q, want %q", i+1, got, want[i])
 		}
 	}
-	if d := Describe(tok); !strings.Contains(d, "after the Moses tokenizer (en)") {
+	if d := Describe(tok); !strings.Contains(d, "after the Moses tokenizer (en, escaped)") {
 		t.Errorf("Describe: %s", d)
 	}
 }

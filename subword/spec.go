@@ -63,6 +63,18 @@ type Spec struct {
 	// JoeyNMT does (its tokenizers' set_vocab: SentencePiece's
 	// SetVocabulary, apply_bpe's vocabulary filter).
 	Restricted bool `json:"vocabulary_restricted,omitempty"`
+	// MosesDashSplits splits hyphens between letters and digits ("e @-@
+	// mail"), and MosesNoEscape leaves & | < > ' " [ ] unescaped: the
+	// Moses pretokenizer's aggressive_dash_splits and escape=False
+	// (fairseq's --tokenizer moses splits and escapes by default; JoeyNMT's
+	// does neither split).
+	MosesDashSplits bool `json:"moses_dash_splits,omitempty"`
+	MosesNoEscape   bool `json:"moses_no_escape,omitempty"`
+	// Decode is how pieces become text: "" the tokenizer's own decoding
+	// (spm_decode's: the unknown piece becomes " ⁇ "), or "fairseq",
+	// fairseq's sentencepiece decode: the pieces joined, "▁" a space, the
+	// ends stripped, an <unk> left as it is.
+	Decode string `json:"decode,omitempty"`
 	// Trim removes white space around the decoded text, as JoeyNMT's
 	// SentencePiece detokenizer does (its post_process strips what
 	// sentencepiece's decode leaves, such as the space of a final "▁").
@@ -140,6 +152,9 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
 	}
+	if s.Decode == DecodeFairseq {
+		t = fairseqDecoded{t}
+	}
 	if s.Lowercase {
 		t = lowercased{t}
 	}
@@ -151,16 +166,24 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 		if lang == "" {
 			lang = "en"
 		}
-		t = mosesWrapped{t, moses.NewTokenizer(lang), moses.NewDetokenizer(lang)}
+		tok := moses.NewTokenizer(lang)
+		tok.AggressiveDash, tok.NoEscape = s.MosesDashSplits, s.MosesNoEscape
+		t = mosesWrapped{t, tok, moses.NewDetokenizer(lang)}
 	}
 	return t, nil
 }
 
 func checkPretokenizer(s Spec) error {
+	if s.Decode != "" && (s.Decode != DecodeFairseq || s.Kind != KindSentencePiece) {
+		return fmt.Errorf("decode %q: want \"\" or %q (with a SentencePiece model)", s.Decode, DecodeFairseq)
+	}
 	switch s.Pretokenizer {
 	case "", PretokenizeNone:
 		if s.Lang != "" {
 			return fmt.Errorf("lang %q goes with the moses pretokenizer", s.Lang)
+		}
+		if s.MosesDashSplits || s.MosesNoEscape {
+			return fmt.Errorf("moses_dash_splits and moses_no_escape go with the moses pretokenizer")
 		}
 	case PretokenizeMoses:
 	default:
@@ -184,6 +207,22 @@ func (m mosesWrapped) Decode(pieces []string) string {
 	return m.detok.Detokenize(strings.Fields(m.Tokenizer.Decode(pieces)))
 }
 
+// DecodeFairseq is Spec.Decode's fairseq decoding of SentencePiece pieces.
+const DecodeFairseq = "fairseq"
+
+// fairseqDecoded joins pieces as fairseq's SentencepieceBPE.decode does:
+// the pieces concatenated, U+2581 a space, white space stripped at both
+// ends; no piece is special, so an unknown token stays "<unk>" (spm_decode
+// writes " ⁇ ").
+type fairseqDecoded struct{ Tokenizer }
+
+func (f fairseqDecoded) Decode(pieces []string) string {
+	return strings.TrimSpace(strings.ReplaceAll(strings.Join(pieces, ""), spaceSymbol, " "))
+}
+
+// CacheStats are the wrapped tokenizer's.
+func (f fairseqDecoded) CacheStats() CacheStats { return cacheStats(f.Tokenizer) }
+
 // trimmed removes the white space around decoded text.
 type trimmed struct{ Tokenizer }
 
@@ -199,10 +238,19 @@ func Describe(t Tokenizer) string {
 	switch t := t.(type) {
 	case lowercased:
 		return Describe(t.Tokenizer) + ", lowercased input"
+	case fairseqDecoded:
+		return Describe(t.Tokenizer) + ", decoded as fairseq does (<unk> kept)"
 	case trimmed:
 		return Describe(t.Tokenizer) + ", output trimmed"
 	case mosesWrapped:
-		return Describe(t.Tokenizer) + ", after the Moses tokenizer (" + t.tok.Lang() + ")"
+		var opts []string
+		if t.tok.AggressiveDash {
+			opts = append(opts, "dashes split")
+		}
+		if !t.tok.NoEscape {
+			opts = append(opts, "escaped")
+		}
+		return Describe(t.Tokenizer) + ", after the Moses tokenizer (" + strings.Join(append([]string{t.tok.Lang()}, opts...), ", ") + ")"
 	case *SentencePiece:
 		return fmt.Sprintf("SentencePiece %s model, %d pieces", t.ModelType(), t.Size())
 	case *BPE:
