@@ -160,6 +160,7 @@ func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) (map[string][]stri
 	a, b := langs[0], langs[1]
 	sizes := map[string]int{a: len(dicts[a]), b: len(dicts[b])}
 	joined := sameFile(filepath.Join(dir, "dict."+a+".txt"), filepath.Join(dir, "dict."+b+".txt"))
+	binSrc, binTgt, binFile := dataBinPair(dir)
 	switch {
 	case f.SrcLang != "":
 		f.TgtLang = a
@@ -171,6 +172,12 @@ func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) (map[string][]stri
 		if a == f.TgtLang {
 			f.SrcLang = b
 		}
+	case binFile != "" && dicts[binSrc] != nil && dicts[binTgt] != nil && sizes[binSrc] == srcRows && sizes[binTgt] == tgtRows:
+		// fairseq's infer_language_pair: the pair in the binarized
+		// data's file names (train.de-en.de.idx).
+		f.SrcLang, f.TgtLang = binSrc, binTgt
+		f.Notes = append(f.Notes, fmt.Sprintf("fairseq language pair %s-%s: the cfg names none, so it comes from %s's name, as fairseq's infer_language_pair reads it (--source-lang/--target-lang override)", f.SrcLang, f.TgtLang, binFile))
+		return dicts, nil
 	case sizes[a] == srcRows && sizes[b] == tgtRows && (sizes[a] != sizes[b] || joined):
 		f.SrcLang, f.TgtLang = a, b
 	case sizes[b] == srcRows && sizes[a] == tgtRows && sizes[a] != sizes[b]:
@@ -406,4 +413,24 @@ func sameFile(a, b string) bool {
 	x, err1 := os.ReadFile(a)
 	y, err2 := os.ReadFile(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// dataBinPair returns the language pair of a data-bin directory's
+// binarized files as fairseq's infer_language_pair reads it: the first
+// file named SPLIT.SRC-TGT.*, "" when there is none.
+func dataBinPair(dir string) (src, tgt, file string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", ""
+	}
+	for _, e := range entries {
+		parts := strings.Split(e.Name(), ".")
+		if len(parts) < 3 {
+			continue
+		}
+		if a, b, ok := strings.Cut(parts[1], "-"); ok && a != "" && b != "" && !strings.Contains(b, "-") {
+			return a, b, e.Name()
+		}
+	}
+	return "", "", ""
 }

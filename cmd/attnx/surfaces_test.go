@@ -478,3 +478,29 @@ func TestFormatFairseq(t *testing.T) {
 		t.Logf("%s: %d lines as fairseq-interactive wrote them (numbers within float32's reach), %d differ", c.name, len(want)-bad, bad)
 	}
 }
+
+// TestFairseqPairFromDataBin: a checkpoint whose cfg names no language
+// pair, over a joined dictionary, takes the pair from the binarized files'
+// names as fairseq's infer_language_pair does (train.de-en.de.idx: de to
+// en), where attnx took the dictionaries' alphabetical order.
+func TestFairseqPairFromDataBin(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-shared")
+	bare := t.TempDir()
+	for _, f := range []string{"checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(bare, f)), 0o755)
+		os.WriteFile(filepath.Join(bare, f), b, 0o644)
+	}
+	code, out, stderr := attnx("inspect", filepath.Join(bare, "checkpoint_best.pt"))
+	if code != 0 || !strings.Contains(out, "fairseq language pair de-en: the cfg names none, so it comes from the dictionaries") {
+		t.Fatalf("without binarized files: exit %d, want the dictionaries' order (de-en):\n%s%s", code, out, stderr)
+	}
+	os.WriteFile(filepath.Join(bare, "data-bin", "train.en-de.en.idx"), nil, 0o644)
+	code, out, stderr = attnx("inspect", filepath.Join(bare, "checkpoint_best.pt"))
+	if code != 0 || !strings.Contains(out, "fairseq language pair en-de: the cfg names none, so it comes from train.en-de.en.idx's name") {
+		t.Errorf("with train.en-de.en.idx: exit %d:\n%s%s", code, out, stderr)
+	}
+}
