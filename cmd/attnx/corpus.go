@@ -22,7 +22,8 @@ type corpusJob struct {
 	json        bool
 	attention   bool // in the JSON
 	nBest       int
-	format      string // formatPlain or formatFairseq
+	format      string // formatPlain, formatFairseq or formatOnmt
+	withScore   bool   // plain lines end with a tab and the score
 	plot        string
 	opts        translate.CorpusOptions
 }
@@ -83,8 +84,11 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	start := time.Now()
 	emit := func(i int, res translate.Result) error {
 		write := func() error { return writeCorpusResult(w, tr, lines[i], res, job) }
-		if job.format == formatFairseq {
+		switch job.format {
+		case formatFairseq:
 			write = func() error { return writeFairseqResult(w, tr, i, res) }
+		case formatOnmt:
+			write = func() error { return writeOnmtResult(w, tr, i, res) }
 		}
 		if err := write(); err != nil {
 			return err
@@ -152,19 +156,29 @@ func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res tr
 		enc.SetEscapeHTML(false)
 		return enc.Encode(j)
 	}
+	// withScore: "text<TAB>score", as onmt_translate -with_score writes
+	// it (the hypothesis' normalized score, natural log, as Python prints
+	// a float).
+	scored := func(line string, k int) string {
+		line = oneLine(line)
+		if job.withScore && k < len(res.Hypotheses) {
+			line += "\t" + pythonFloat(float64(res.Hypotheses[k].NormalizedScore))
+		}
+		return line
+	}
 	if job.nBest > 1 {
 		for k := 0; k < job.nBest; k++ {
 			line := ""
 			if k < len(res.Hypotheses) {
 				line = out(res.Hypotheses[k].Tokens, res.Hypotheses[k].Text)
 			}
-			if _, err := fmt.Fprintln(w, oneLine(line)); err != nil {
+			if _, err := fmt.Fprintln(w, scored(line, k)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	_, err := fmt.Fprintln(w, oneLine(out(res.Tokens, res.Text)))
+	_, err := fmt.Fprintln(w, scored(out(res.Tokens, res.Text), 0))
 	return err
 }
 

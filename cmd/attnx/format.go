@@ -67,3 +67,87 @@ func pythonFloat(v float64) string {
 	}
 	return s
 }
+
+// formatOnmt writes what onmt_translate -verbose logs of each sentence
+// (its logger's time stamps left out): a blank line, SENT n with the
+// source pieces as a Python list, PRED n with the best hypothesis'
+// pieces, PRED SCORE its score to four decimals (OpenNMT-py's scores are
+// natural-log ones after its length penalty, attnx's normalized_score), and
+// with several hypotheses BEST HYP, each one's score and pieces.
+const formatOnmt = "onmt"
+
+func writeOnmtResult(w io.Writer, tr *translate.Translator, i int, res translate.Result) error {
+	info := tr.Info()
+	src := res.SourceTokens
+	if n := len(info.SrcPrefix); len(src) >= n {
+		src = src[n:]
+	}
+	if n := len(info.SrcSuffix); len(src) >= n {
+		src = src[:len(src)-n]
+	}
+	pieces := func(h translate.Hypothesis) []string {
+		var out []string
+		for k, tok := range h.OutputTokens {
+			if h.Tokens[k] != info.Special.EOS {
+				out = append(out, tok)
+			}
+		}
+		return out
+	}
+	var b strings.Builder
+	n := i + 1
+	fmt.Fprintf(&b, "\nSENT %d: %s\n", n, pythonList(src))
+	if len(res.Hypotheses) > 0 {
+		best := res.Hypotheses[0]
+		fmt.Fprintf(&b, "PRED %d: %s\n", n, strings.Join(pieces(best), " "))
+		fmt.Fprintf(&b, "PRED SCORE: %.4f\n", float64(best.NormalizedScore))
+	}
+	if len(res.Hypotheses) > 1 {
+		b.WriteString("\nBEST HYP:\n")
+		for _, h := range res.Hypotheses {
+			fmt.Fprintf(&b, "[%.4f] %s\n", float64(h.NormalizedScore), pythonList(pieces(h)))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// pythonList formats strings as Python's repr of a list of them.
+func pythonList(xs []string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = pythonStr(x)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// pythonStr is Python's repr of a string: single quotes, or double ones
+// when it holds a single quote and no double one; backslashes, the quote
+// and control characters escaped.
+func pythonStr(s string) string {
+	q := byte('\'')
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == rune(q):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}

@@ -504,3 +504,66 @@ func TestFairseqPairFromDataBin(t *testing.T) {
 		t.Errorf("with train.en-de.en.idx: exit %d:\n%s%s", code, out, stderr)
 	}
 }
+
+// TestFormatOnmt: translate --src --format onmt writes onmt_translate
+// -verbose's blocks: SENT n with the source pieces, PRED n with the best
+// hypothesis' pieces (which, joined as SentencePiece joins them, are the
+// line onmt_translate wrote: expected/default.txt) and PRED SCORE, the
+// hypothesis' score as --json gives it (its normalized_score, natural
+// log), to four decimals. (No fixture holds onmt_translate's -verbose log
+// itself: make_onmt.sh keeps its output files.)
+func TestFormatOnmt(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "onmt-sp")
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	out, js := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "out.json")
+	test := filepath.Join(src, "test.src")
+	if code, _, stderr := attnx("translate", "--model", dir, "--src", test, "--output", out, "--format", "onmt"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := attnx("translate", "--model", dir, "--src", test, "--output", js, "--json"); code != 0 {
+		t.Fatal(stderr)
+	}
+	want := readToolkitLines(t, filepath.Join(src, "expected", "default.txt"))
+	var scores []float64
+	for _, l := range readToolkitLines(t, js) {
+		var r translate.ResultJSON
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		scores = append(scores, float64(r.Hypotheses[0].NormalizedScore))
+	}
+	b, _ := os.ReadFile(out)
+	blocks := strings.Split(strings.TrimPrefix(string(b), "\n"), "\n\n")
+	if len(blocks) != len(want) {
+		t.Fatalf("%d blocks for %d sentences", len(blocks), len(want))
+	}
+	for i, blk := range blocks {
+		lines := strings.Split(strings.TrimSuffix(blk, "\n"), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], fmt.Sprintf("SENT %d: ['", i+1)) {
+			t.Fatalf("block %d: %q", i+1, blk)
+		}
+		pred, ok := strings.CutPrefix(lines[1], fmt.Sprintf("PRED %d: ", i+1))
+		text := strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(pred, " ", ""), "\u2581", " "))
+		if !ok || text != want[i] {
+			t.Errorf("sentence %d: PRED %q joins to %q, onmt_translate wrote %q", i+1, pred, text, want[i])
+		}
+		if s := fmt.Sprintf("PRED SCORE: %.4f", scores[i]); lines[2] != s {
+			t.Errorf("sentence %d: %q, --json's score gives %q", i+1, lines[2], s)
+		}
+	}
+	// --with-score: onmt_translate -with_score's lines, text TAB score.
+	ws := filepath.Join(t.TempDir(), "ws")
+	if code, _, stderr := attnx("translate", "--model", dir, "--src", test, "--output", ws, "--with-score"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for i, l := range readToolkitLines(t, ws) {
+		text, score, ok := strings.Cut(l, "\t")
+		if got, _ := strconv.ParseFloat(score, 64); !ok || text != want[i] || float32(got) != float32(scores[i]) {
+			t.Errorf("--with-score line %d: %q, want %q and %v", i+1, l, want[i], scores[i])
+		}
+	}
+}

@@ -102,7 +102,8 @@ func runTranslate(args []string) error {
 	backend := backendFlag(fs)
 	threads := fs.Int("threads", 0, "intra-op threads (0: one per core)")
 	engine := fs.String("engine", "", "steps (encoder + one decoder run per step) or loop (greedy.onnx, or beam.onnx with --beam > 1); default loop when greedy.onnx exists and --beam is 1")
-	format := fs.String("format", formatPlain, "with --src: plain (a line per sentence, or --n-best lines) or fairseq (fairseq-interactive's S-, H-, D- and P- lines, scores in base 2 as fairseq prints them; with fairseq's rules)")
+	format := fs.String("format", formatPlain, "with --src: plain (a line per sentence, or --n-best lines), fairseq (fairseq-interactive's S-, H-, D- and P- lines, scores in base 2 as fairseq prints them; with fairseq's rules) or onmt (onmt_translate -verbose's SENT, PRED and PRED SCORE, and BEST HYP with --n-best)")
+	withScore := fs.Bool("with-score", false, "with --src: each line (each of --n-best's) ends with a tab and its score, the normalized score in natural log, as onmt_translate -with_score writes it")
 	pretok := fs.Bool("pretokenized", false, "the inputs are the model's source pieces already, separated by spaces (a test set segmented by the toolkit's scripts, as fairseq-interactive without --bpe reads it): the model's tokenizer is not run")
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of failing")
 	beam := fs.Int("beam", 1, "beam search of width `K` (1: greedy decoding)")
@@ -197,10 +198,12 @@ func runTranslate(args []string) error {
 		return &usageError{"--attention goes with --json (the text output has no attention; --plot draws it)"}
 	}
 	switch {
-	case *format != formatPlain && *format != formatFairseq:
-		return &usageError{fmt.Sprintf("--format %q: want plain or fairseq", *format)}
-	case *format == formatFairseq && (*src == "" || *jsonOut):
-		return &usageError{"--format fairseq goes with --src FILE (- for standard input), and not with --json"}
+	case *format != formatPlain && *format != formatFairseq && *format != formatOnmt:
+		return &usageError{fmt.Sprintf("--format %q: want plain, fairseq or onmt", *format)}
+	case *withScore && (*src == "" || *jsonOut || *format != formatPlain):
+		return &usageError{"--with-score goes with --src FILE and the plain format"}
+	case *format != formatPlain && (*src == "" || *jsonOut):
+		return &usageError{fmt.Sprintf("--format %s goes with --src FILE (- for standard input), and not with --json", *format)}
 	case *format == formatFairseq && *rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--format fairseq writes fairseq's scores, which its search records: it goes with fairseq's rules (the default of a fairseq model), not --rules %s", *rules)}
 	}
@@ -291,7 +294,7 @@ func runTranslate(args []string) error {
 		case fs.Changed("batch"):
 			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
 		}
-		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, plot: *plotPath, opts: co})
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co})
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
