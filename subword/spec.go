@@ -290,6 +290,8 @@ func Produces(t Tokenizer, piece string) bool {
 		return Produces(t.Tokenizer, piece)
 	case trimmed:
 		return Produces(t.Tokenizer, piece)
+	case fairseqDecoded:
+		return Produces(t.Tokenizer, piece)
 	case mosesWrapped:
 		return Produces(t.Tokenizer, piece)
 	case *SentencePiece:

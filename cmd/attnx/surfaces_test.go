@@ -47,8 +47,10 @@ func surfaceModels() []surfaceModel {
 		tk("joey-sp", "model/best.ckpt", "test.en", "greedy.txt"),
 		tk("joey-bpe", "model/best.ckpt", "test.en", "greedy.txt"),
 	}
-	for _, fx := range fairseqFixtures {
-		ms = append(ms, tk(fx.dir, "checkpoint_best.pt", "test.raw.en", "default.txt"))
+	// fairseq-spm and fairseq-moses: fairseq's SentencePiece decoding
+	// (an output <unk> kept) and its Moses defaults (make_fairseq_text.sh).
+	for _, dir := range append(fairseqDirs(), "fairseq-spm", "fairseq-moses") {
+		ms = append(ms, tk(dir, "checkpoint_best.pt", "test.raw.en", "default.txt"))
 	}
 	for _, m := range []string{"bahdanau", "luong"} {
 		ms = append(ms, surfaceModel{"demo-" + m, filepath.Join(demo, m+".pt"), filepath.Join(demo, "examples.txt"), "", append([]string{"--greedy", "--beam"}, vocabs...)})
@@ -566,4 +568,13 @@ func TestFormatOnmt(t *testing.T) {
 			t.Errorf("--with-score line %d: %q, want %q and %v", i+1, l, want[i], scores[i])
 		}
 	}
+}
+
+// fairseqDirs are the fixtures of fairseqFixtures.
+func fairseqDirs() []string {
+	var dirs []string
+	for _, fx := range fairseqFixtures {
+		dirs = append(dirs, fx.dir)
+	}
+	return dirs
 }

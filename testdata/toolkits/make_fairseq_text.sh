@@ -69,7 +69,7 @@ version() {
 	echo "fairseq 0.12.2 (4a388e64cd646ed7d7ad8de8fae55df2b8eea91d), hydra-core 1.0.7, omegaconf 2.0.6, $1, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_fairseq_text.sh"
 }
 
-# --- fairseq-spm ---------------------------------------------------------
+make_spm() {
 cat train.raw.en train.raw.de > spm.train
 spm_train --input=spm.train --model_prefix=spm --vocab_size=1000 --character_coverage=1.0 --model_type=unigram --seed_sentencepiece_size=100000 > /dev/null 2>&1
 for s in train valid; do
@@ -82,12 +82,13 @@ out="$here/fairseq-spm"
 rm -rf "$out" && mkdir -p "$out/data-bin" "$out/expected"
 cp ckpt_spm/checkpoint_best.pt "$out/"
 cp data-bin-spm/dict.en.txt data-bin-spm/dict.de.txt "$out/data-bin/"
-cp spm.model "$out/sentencepiece.bpe.model"
+cp spm.model "$out/spm.model" # the cfg names spm.model: export finds it beside the checkpoint
 cp test.raw.en "$out/"
-interactive spm "$out" --bpe sentencepiece --sentencepiece-model "$out/sentencepiece.bpe.model"
+interactive spm "$out" --bpe sentencepiece --sentencepiece-model "$out/spm.model"
 version "sentencepiece $(spm_train --version 2>&1 | head -1)" > "$out/VERSION"
+}
 
-# --- fairseq-moses -------------------------------------------------------
+make_moses() {
 for s in train valid; do
 	for l in en de; do
 		$PY -c "
@@ -105,13 +106,19 @@ for s in train valid; do
 done
 rm -rf data-bin-moses
 fs preprocess --source-lang en --target-lang de --trainpref train.bpe --validpref valid.bpe --destdir data-bin-moses --workers 1
-train moses data-bin-moses --tokenizer moses --bpe subword_nmt --bpe-codes "$work/moses.codes"
+# The language pair given: fairseq's moses tokenizer config takes its
+# languages from it (without, hydra refuses tokenizer.source_lang=null).
+train moses data-bin-moses --source-lang en --target-lang de --tokenizer moses --bpe subword_nmt --bpe-codes "$work/moses.codes"
 out="$here/fairseq-moses"
 rm -rf "$out" && mkdir -p "$out/data-bin" "$out/expected"
 cp ckpt_moses/checkpoint_best.pt "$out/"
 cp data-bin-moses/dict.en.txt data-bin-moses/dict.de.txt "$out/data-bin/"
-cp moses.codes "$out/bpecodes"
+cp moses.codes "$out/moses.codes" # the cfg names moses.codes: export finds it beside the checkpoint
 cp test.raw.en "$out/"
-interactive moses "$out" --tokenizer moses --bpe subword_nmt --bpe-codes "$out/bpecodes"
+interactive moses "$out" --tokenizer moses --bpe subword_nmt --bpe-codes "$out/moses.codes"
 version "sacremoses 0.1.1, subword-nmt v0.3.8" > "$out/VERSION"
-echo "wrote $here/fairseq-spm and $here/fairseq-moses"
+}
+
+# FAIRSEQ_TEXT_MODELS picks which (default both).
+for m in ${FAIRSEQ_TEXT_MODELS:-spm moses}; do "make_$m"; done
+echo "wrote $here/fairseq-{${FAIRSEQ_TEXT_MODELS:-spm moses}}"
