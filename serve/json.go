@@ -122,6 +122,10 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if r.ScoreBase != "" { // omitempty
+		b = append(b, `,"score_base":`...)
+		b = appendString(b, r.ScoreBase)
+	}
 	return append(b, '}'), nil
 }
 

@@ -60,6 +60,7 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 				{Tokens: []int64{}, Score: -3e21, NormalizedScore: -math.MaxFloat32},
 			}},
 			{Input: "no hypotheses", Hypotheses: []translate.HypothesisJSON{}},
+			{Input: "based", Hypotheses: []translate.HypothesisJSON{{Tokens: []int64{2}, Score: -1}}, ScoreBase: "e"},
 		}},
 		{Model: `quo"te\back`, Results: []translate.ResultJSON{
 			{Input: "tab\there\nnew\rline\b\f\x01\x1f", Text: "<b>&amp;</b>"},
@@ -138,7 +139,7 @@ func BenchmarkAppendResponse(b *testing.B) {
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
 		reflect.TypeFor[Response]():                 {"model", "results", "notes"},
-		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses"},
+		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses", "score_base"},
 		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score"},
 	}
 	for typ, names := range written {

@@ -135,3 +135,38 @@ func ExampleOptions_beam() {
 	// ffffffff -13.1898 -1.6487
 	// lfffffff -13.4760 -1.6845
 }
+
+// A fairseq model as fairseq-train left it (checkpoints, data-bin, its BPE
+// codes beside the checkpoint), exported with no options and opened with
+// zero Options, decodes as fairseq-interactive does by default (beam 5,
+// fairseq's SequenceGenerator, --max-len-b 200): these are the D- lines
+// fairseq-interactive wrote for the same sentences
+// (testdata/toolkits/fairseq-long/expected/default.txt).
+func ExampleOpen_toolkitDefaults() {
+	dir, err := os.MkdirTemp("", "attnx-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if _, err := modeldir.Export("../testdata/toolkits/fairseq-long/checkpoint_best.pt", dir, modeldir.Options{}); err != nil {
+		log.Fatal(err)
+	}
+	tr, err := translate.Open(dir, translate.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Translate(context.Background(), []string{
+		"Odile made a big difference to our perception of the hotel .",
+		"Things have changed since 1991 .",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.Text)
+	}
+	// Output:
+	// Auf unserem Benutzen Sie unsere Zusammenarbeitung der Verfügung gestellt .
+	// Deshalb über 51 Jahren 1991 Jahren .
+}

@@ -33,6 +33,10 @@ type ResultJSON struct {
 	// Hypotheses is beam search's n-best list, best first (absent for
 	// greedy decoding); Tokens, Text and Attention are the first one's.
 	Hypotheses []HypothesisJSON `json:"hypotheses,omitempty"`
+	// ScoreBase says the scores' logarithm base: "e", natural (fairseq
+	// prints base 2: attnx translate --format fairseq converts); set with
+	// Hypotheses.
+	ScoreBase string `json:"score_base,omitempty"`
 }
 
 // HypothesisJSON is the JSON form of one beam search hypothesis.
@@ -56,6 +60,9 @@ func (r Result) JSON(input string) ResultJSON {
 		Text: r.Text, Attention: r.Attention}
 	for _, h := range r.Hypotheses {
 		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, OutputTokens: h.OutputTokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
+	}
+	if len(j.Hypotheses) > 0 {
+		j.ScoreBase = "e"
 	}
 	// A blank line's result has no ids: empty lists, not null.
 	if j.SourceIDs == nil {
