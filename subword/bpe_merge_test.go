@@ -137,12 +137,7 @@ func TestBPELongWordAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	letters := make([]byte, 16000)
-	for i := range letters {
-		letters[i] = byte('a' + rng.IntN(26))
-	}
-	w := string(letters)
+	w := randomLetters(16000)
 	allocs := testing.AllocsPerRun(3, func() { bpe.merge(w) })
 	if allocs > 100 {
 		t.Errorf("merging a 16,000-letter word made %.0f allocations, want at most 100", allocs)
@@ -159,13 +154,18 @@ func BenchmarkBPELongWord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	letters := make([]byte, 16000)
-	for i := range letters {
-		letters[i] = byte('a' + rng.IntN(26))
-	}
-	w := string(letters)
+	w := randomLetters(16000)
 	for b.Loop() {
 		bpe.merge(w)
 	}
+}
+
+// randomLetters is a word of n random letters a-z, the same each call.
+func randomLetters(n int) string {
+	rng := rand.New(rand.NewPCG(3, 4))
+	letters := make([]byte, n)
+	for i := range letters {
+		letters[i] = byte('a' + rng.IntN(26))
+	}
+	return string(letters)
 }

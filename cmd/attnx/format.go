@@ -24,24 +24,10 @@ const (
 // divided by ln 2: the score as a Python float (the float32 score over ln
 // 2 in float64), the positional ones divided in float32.
 func writeFairseqResult(w io.Writer, tr *translate.Translator, i int, res translate.Result) error {
-	info := tr.Info()
-	src := res.SourceTokens
-	if n := len(info.SrcPrefix); len(src) >= n {
-		src = src[n:]
-	}
-	if n := len(info.SrcSuffix); len(src) >= n {
-		src = src[:len(src)-n]
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "S-%d\t%s\n", i, strings.Join(src, " "))
+	fmt.Fprintf(&b, "S-%d\t%s\n", i, strings.Join(sourcePieces(tr, res), " "))
 	for _, h := range res.Hypotheses {
-		var pieces []string
-		for k, tok := range h.OutputTokens {
-			if h.Tokens[k] == info.Special.EOS {
-				continue
-			}
-			pieces = append(pieces, tok)
-		}
+		pieces := outputPieces(tr, h)
 		score := pythonFloat(float64(h.NormalizedScore) / math.Ln2)
 		fmt.Fprintf(&b, "H-%d\t%s\t%s\n", i, score, strings.Join(pieces, " "))
 		fmt.Fprintf(&b, "D-%d\t%s\t%s\n", i, score, h.Text)
@@ -77,26 +63,10 @@ func pythonFloat(v float64) string {
 const formatOnmt = "onmt"
 
 func writeOnmtResult(w io.Writer, tr *translate.Translator, i int, res translate.Result) error {
-	info := tr.Info()
-	src := res.SourceTokens
-	if n := len(info.SrcPrefix); len(src) >= n {
-		src = src[n:]
-	}
-	if n := len(info.SrcSuffix); len(src) >= n {
-		src = src[:len(src)-n]
-	}
-	pieces := func(h translate.Hypothesis) []string {
-		var out []string
-		for k, tok := range h.OutputTokens {
-			if h.Tokens[k] != info.Special.EOS {
-				out = append(out, tok)
-			}
-		}
-		return out
-	}
+	pieces := func(h translate.Hypothesis) []string { return outputPieces(tr, h) }
 	var b strings.Builder
 	n := i + 1
-	fmt.Fprintf(&b, "\nSENT %d: %s\n", n, pythonList(src))
+	fmt.Fprintf(&b, "\nSENT %d: %s\n", n, pythonList(sourcePieces(tr, res)))
 	if len(res.Hypotheses) > 0 {
 		best := res.Hypotheses[0]
 		fmt.Fprintf(&b, "PRED %d: %s\n", n, strings.Join(pieces(best), " "))
@@ -150,4 +120,31 @@ func pythonStr(s string) string {
 	}
 	b.WriteByte(q)
 	return b.String()
+}
+
+// sourcePieces are a result's source pieces without the model's source
+// prefix and suffix (fairseq's </s>): the sentence as the toolkit's log
+// shows it.
+func sourcePieces(tr *translate.Translator, res translate.Result) []string {
+	info := tr.Info()
+	src := res.SourceTokens
+	if n := len(info.SrcPrefix); len(src) >= n {
+		src = src[n:]
+	}
+	if n := len(info.SrcSuffix); len(src) >= n {
+		src = src[:len(src)-n]
+	}
+	return src
+}
+
+// outputPieces are a hypothesis' pieces without EOS.
+func outputPieces(tr *translate.Translator, h translate.Hypothesis) []string {
+	eos := tr.Info().Special.EOS
+	var out []string
+	for k, tok := range h.OutputTokens {
+		if h.Tokens[k] != eos {
+			out = append(out, tok)
+		}
+	}
+	return out
 }

@@ -112,14 +112,7 @@ func TestOneDecodingTruth(t *testing.T) {
 			// continuous batching (serve's default) and without.
 			var httpLines [2][]string
 			for k, batching := range []bool{true, false} {
-				s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: batching, MaxInputs: len(lines)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Load(); err != nil {
-					t.Fatal(err)
-				}
-				hs := httptest.NewServer(s.Handler())
+				hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: batching, MaxInputs: len(lines)})
 				body, _ := json.Marshal(map[string]any{"inputs": lines})
 				resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(body))
 				if err != nil {
@@ -128,8 +121,6 @@ func TestOneDecodingTruth(t *testing.T) {
 				var sr serve.Response
 				err = json.NewDecoder(resp.Body).Decode(&sr)
 				resp.Body.Close()
-				hs.Close()
-				s.Close()
 				if err != nil || resp.StatusCode != 200 || len(sr.Results) != len(lines) {
 					t.Fatalf("POST (batching %v): %d, %v, %d results", batching, resp.StatusCode, err, len(sr.Results))
 				}
@@ -232,15 +223,7 @@ func TestPretokenizedInput(t *testing.T) {
 		t.Errorf("segmented input without --pretokenized: exit %d, no note: %s", code, stderr)
 	}
 	// HTTP: the same, per request.
-	s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true, MaxInputs: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer func() { hs.Close(); s.Close() }()
+	hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true, MaxInputs: 64})
 	for _, c := range []struct {
 		body map[string]any
 		note bool
@@ -275,17 +258,7 @@ func TestPretokenizedInput(t *testing.T) {
 func TestFairseqTokenizerHints(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
-	bare := t.TempDir()
-	for _, f := range []string{"checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Dir(filepath.Join(bare, f)), 0o755)
-		if err := os.WriteFile(filepath.Join(bare, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bare := copyFiles(t, src, "checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt")
 	ckpt, codes := filepath.Join(bare, "checkpoint_best.pt"), filepath.Join(src, "bpecodes")
 	m := filepath.Join(t.TempDir(), "m")
 	code, out, stderr := attnx("export", ckpt, "-o", m)
@@ -342,15 +315,7 @@ func TestEveryDecodingOption(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	lines := readToolkitLines(t, filepath.Join(src, "test.raw.en"))[:8]
-	s, err := serve.New(serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer func() { hs.Close(); s.Close() }()
+	hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
 	post := func(body map[string]any) (int, serve.Response, string) {
 		b, _ := json.Marshal(body)
 		resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
@@ -487,15 +452,7 @@ func TestFormatFairseq(t *testing.T) {
 // en), where attnx took the dictionaries' alphabetical order.
 func TestFairseqPairFromDataBin(t *testing.T) {
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-shared")
-	bare := t.TempDir()
-	for _, f := range []string{"checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Dir(filepath.Join(bare, f)), 0o755)
-		os.WriteFile(filepath.Join(bare, f), b, 0o644)
-	}
+	bare := copyFiles(t, src, "checkpoint_best.pt", "data-bin/dict.en.txt", "data-bin/dict.de.txt")
 	code, out, stderr := attnx("inspect", filepath.Join(bare, "checkpoint_best.pt"))
 	if code != 0 || !strings.Contains(out, "fairseq language pair de-en: the cfg names none, so it comes from the dictionaries") {
 		t.Fatalf("without binarized files: exit %d, want the dictionaries' order (de-en):\n%s%s", code, out, stderr)
@@ -577,4 +534,39 @@ func fairseqDirs() []string {
 		dirs = append(dirs, fx.dir)
 	}
 	return dirs
+}
+
+// serveModel starts a server of cfg, its models loaded, for the test.
+func serveModel(t *testing.T, cfg serve.Config) *httptest.Server {
+	t.Helper()
+	s, err := serve.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	return hs
+}
+
+// copyFiles copies files (paths under src) into a new directory, as laid
+// out under src, and returns it: a fixture without its other files.
+func copyFiles(t *testing.T, src string, files ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
