@@ -12,19 +12,13 @@ import (
 // file: it loads or refuses them, and a model it loads runs on zero inputs
 // (unknown dimensions 2) to a result or an error, under a small memory
 // limit, a Loop limit and a deadline, never a panic or an out-of-memory
-// throw. The seeds are the onnxrun test models.
+// throw. The seeds are the onnxrun test models and testdata/crafted.
 func FuzzOpenBytes(f *testing.F) {
+	// The onnxrun test models, and the crafted models that once ended the
+	// process (issue 36).
 	files, _ := filepath.Glob("../onnxrun/testdata/*.onnx")
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	// The crafted models that once ended the process (issue 36).
 	crafted, _ := filepath.Glob("testdata/crafted/*.onnx")
-	for _, p := range crafted {
+	for _, p := range append(files, crafted...) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
