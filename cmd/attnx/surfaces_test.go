@@ -73,10 +73,7 @@ func TestOneDecodingTruth(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	for _, m := range surfaceModels() {
 		t.Run(m.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "m")
-			if code, _, stderr := attnx(append([]string{"export", m.ckpt, "-o", dir}, m.exportFlags...)...); code != 0 {
-				t.Fatalf("export: %s", stderr)
-			}
+			dir := exportModel(t, m.ckpt, m.exportFlags...)
 			data, err := os.ReadFile(m.test)
 			if err != nil {
 				t.Fatal(err)
@@ -186,10 +183,7 @@ func readToolkitLines(t *testing.T, path string) []string {
 func TestPretokenizedInput(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
-	dir := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
-		t.Fatalf("export: %s", stderr)
-	}
+	dir := exportModel(t, filepath.Join(src, "checkpoint_best.pt"))
 	info, err := modeldir.ReadInfo(filepath.Join(dir, modeldir.InfoFile))
 	if err != nil {
 		t.Fatal(err)
@@ -310,10 +304,7 @@ func TestEveryDecodingOption(t *testing.T) {
 		}
 	}
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
-	dir := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
-		t.Fatal(stderr)
-	}
+	dir := exportModel(t, filepath.Join(src, "checkpoint_best.pt"))
 	lines := readToolkitLines(t, filepath.Join(src, "test.raw.en"))[:8]
 	hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
 	post := func(body map[string]any) (int, serve.Response, string) {
@@ -393,10 +384,7 @@ func TestEveryDecodingOption(t *testing.T) {
 func TestFormatFairseq(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	src := filepath.Join("..", "..", "testdata", "toolkits", "fairseq-long")
-	dir := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(src, "checkpoint_best.pt"), "-o", dir); code != 0 {
-		t.Fatal(stderr)
-	}
+	dir := exportModel(t, filepath.Join(src, "checkpoint_best.pt"))
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -474,10 +462,7 @@ func TestFairseqPairFromDataBin(t *testing.T) {
 func TestFormatOnmt(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	src := filepath.Join("..", "..", "testdata", "toolkits", "onmt-sp")
-	dir := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", dir); code != 0 {
-		t.Fatal(stderr)
-	}
+	dir := exportModel(t, filepath.Join(src, "model.pt"))
 	out, js := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "out.json")
 	test := filepath.Join(src, "test.src")
 	if code, _, stderr := attnx("translate", "--model", dir, "--src", test, "--output", out, "--format", "onmt"); code != 0 {
@@ -567,6 +552,17 @@ func copyFiles(t *testing.T, src string, files ...string) string {
 		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return dir
+}
+
+// exportModel exports ckpt with attnx export and flags (none: as a user
+// who gives none) into a new directory, and returns it.
+func exportModel(t *testing.T, ckpt string, flags ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx(append([]string{"export", ckpt, "-o", dir}, flags...)...); code != 0 {
+		t.Fatalf("export %s: %s", ckpt, stderr)
 	}
 	return dir
 }
