@@ -179,6 +179,11 @@ type servedModel struct {
 	// defaults is how a request that sets nothing is decoded: the model's
 	// attnx.json defaults under the server's decoding flags.
 	defaults Job
+	// srcTokenizer is the kind of the model's source subword tokenizer
+	// ("": none), and batchLimits says its output limits follow its
+	// toolkit's batches: read from attnx.json once, at load.
+	srcTokenizer string
+	batchLimits  bool
 }
 
 // New checks cfg and returns a Server whose models are not loaded yet.
@@ -248,6 +253,10 @@ func (s *Server) Load() error {
 		}
 		info := b.Info()
 		m.defaults = s.cfg.Decoding.job(info.Defaults)
+		m.srcTokenizer, m.batchLimits = "", info.Defaults != nil && info.Defaults.Batching != nil
+		if info.SrcTokenizer != nil {
+			m.srcTokenizer = info.SrcTokenizer.Kind
+		}
 		if err := checkDefaults(m.defaults, s.cfg.MaxBeam, s.cfg.MaxOutLen, fmt.Sprintf("model %q: the defaults of %s under the decoding flags", m.name, filepath.Join(m.dir, modeldir.InfoFile))); err != nil {
 			b.Close()
 			for _, o := range s.order[:i] {
@@ -472,9 +481,7 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	// A request's inputs are decoded as `attnx translate --src` decodes
 	// the same lines: where the toolkit's limits follow its batches, the
 	// request is the test set.
-	if d := m.backend.Info().Defaults; job.MaxLen == 0 && d != nil && d.Batching != nil {
-		job.AsTestSet = true
-	}
+	job.AsTestSet = job.MaxLen == 0 && m.batchLimits
 	texts, n := req.Inputs, len(req.Inputs)+len(req.IDs)
 	if job.ReplaceUnk && !m.info.canReplaceUnk() {
 		return fail(m, http.StatusBadRequest, "replace_unk: model %q has no unknown token in both its source and target vocabularies", m.name)
@@ -487,15 +494,14 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	// A subword tokenizer's work grows with the length of a word (BPE's
 	// merges by n log n): one longer than any real word is refused before
 	// it runs.
-	srcTok := m.backend.Info().SrcTokenizer
 	for i, text := range texts {
 		if len(text) > s.cfg.MaxInputBytes {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
 				i, len(text), s.cfg.MaxInputBytes)
 		}
-		if n := longestWord(text); srcTok != nil && (req.Pretokenized == nil || !*req.Pretokenized) && n > s.cfg.MaxWordChars {
+		if n := longestWord(text); m.srcTokenizer != "" && (req.Pretokenized == nil || !*req.Pretokenized) && n > s.cfg.MaxWordChars {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: a word of %d characters: more than the limit of %d characters per word (--max-word-chars) that the model's %s tokenizer segments",
-				i, n, s.cfg.MaxWordChars, srcTok.Kind)
+				i, n, s.cfg.MaxWordChars, m.srcTokenizer)
 		}
 	}
 	field := "ids"

@@ -80,8 +80,9 @@ type searchOpts struct {
 	lens []int
 }
 
-// rowLimit is the output limit of row r (source row): so.maxLen, else the
-// Translator's for the row's n.
+// rowLimit is the output limit of row r (source row) for its n (its own
+// length, or so.lens'): limitFor's, with the call's maxLen in place of
+// Options.MaxLen.
 func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
 	n := len(row)
 	if so.lens != nil && so.lens[r] > 0 {
