@@ -126,6 +126,12 @@ func key(name, note string, shape ...string) layout.Key {
 	return layout.Key{Name: name, Shape: shape, Note: note}
 }
 
+// optional marks k as a key that may be absent and is ignored when present.
+func optional(k layout.Key) layout.Key {
+	k.Optional = true
+	return k
+}
+
 // rnnAttrs are the attribute names a recurrent module may have in a
 // checkpoint: "lstm" and "gru" name the cell; with "rnn" the cell follows
 // from the number of gate rows (4H LSTM, 3H GRU).

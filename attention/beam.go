@@ -92,6 +92,9 @@ func Beam(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
 	}
+	if err := noCopy(wt.Config); err != nil {
+		return nil, fmt.Errorf("beam: %w", err)
+	}
 	if err := opt.Rules.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("beam: %w", err)
 	}

@@ -229,7 +229,35 @@ type Config struct {
 	// TiedOutput: the classifier's weight is the target embedding table,
 	// with no bias (fairseq's --share-decoder-input-output-embed).
 	TiedOutput bool `json:"tied_output,omitempty"`
+	// ContextGate is OpenNMT-py's context gate over the decoder's output
+	// (opt.context_gate): "source", "target" or "both"; "" for none.
+	ContextGate string `json:"context_gate,omitempty"`
+	// CopyAttention makes the generator OpenNMT-py's pointer-generator
+	// (opt.copy_attn): p(w) = (1 - p_copy) softmax(W o + b)[w] + p_copy
+	// times the copy attention summed over the positions of w, p_copy =
+	// sigmoid(w_c . o + b_c). It names where the copy attention comes
+	// from: "reuse" (the decoder's own, opt.reuse_copy_attn) or the type
+	// of a separate GlobalAttention over the decoder's output ("dot",
+	// "general", "mlp": opt.copy_attn_type); "" for a plain generator.
+	CopyAttention string `json:"copy_attention,omitempty"`
+	// CopyPad is the target vocabulary's padding id, which the copy
+	// generator never gives probability (its logit is -inf).
+	CopyPad int `json:"copy_pad,omitempty"`
+	// Coverage is opt.coverage_attn. OpenNMT-py's RNN decoders sum the
+	// attention into a coverage vector (for the coverage penalty) but do
+	// not feed it to the attention (its linear_cover goes unused), so the
+	// graphs are those of the model without it.
+	Coverage bool `json:"coverage_attn,omitempty"`
 }
+
+// ContextGates lists OpenNMT-py's context gate types.
+var ContextGates = []string{"source", "target", "both"}
+
+// CopyAttentions lists the values of Config.CopyAttention besides "".
+var CopyAttentions = []string{"reuse", "dot", "general", "mlp"}
+
+// HasCopy reports whether the model has copy attention.
+func (c Config) HasCopy() bool { return c.CopyAttention != "" }
 
 // Bridges lists, per architecture with a choice, how the decoder's
 // initial state may be made; the first is the default ("").
@@ -402,6 +430,32 @@ func (c Config) validateToolkit() error {
 	if c.InputFeed && !strings.HasPrefix(string(c.Arch), "onmt-") && !strings.HasPrefix(string(c.Arch), "joey-") && !c.isFairseq() {
 		return fmt.Errorf("input_feed: %s models have no input feeding", c.Arch)
 	}
+	return c.validateOpenNMTExtras()
+}
+
+// validateOpenNMTExtras checks the OpenNMT-py decoder options
+// (context_gate, copy, coverage_attn): OpenNMT-py models only, with known
+// values.
+func (c Config) validateOpenNMTExtras() error {
+	onmt := strings.HasPrefix(string(c.Arch), "onmt-")
+	if !onmt && (c.ContextGate != "" || c.HasCopy() || c.CopyPad != 0 || c.Coverage) {
+		return fmt.Errorf("context_gate, copy_attention, copy_pad and coverage_attn are OpenNMT-py's decoder options, not %s's", c.Arch)
+	}
+	if c.ContextGate != "" && !slices.Contains(ContextGates, c.ContextGate) {
+		return fmt.Errorf("context_gate %q: want one of %q", c.ContextGate, ContextGates)
+	}
+	if c.HasCopy() {
+		switch {
+		case !slices.Contains(CopyAttentions, c.CopyAttention):
+			return fmt.Errorf("copy_attention %q: want one of %q", c.CopyAttention, CopyAttentions)
+		case c.CopyPad < 0 || c.CopyPad >= c.TgtVocab:
+			return fmt.Errorf("copy_pad %d: want a target id, 0 to %d", c.CopyPad, c.TgtVocab-1)
+		case !c.InputFeed:
+			return fmt.Errorf("copy_attention: attnx converts copy attention with input feeding only (OpenNMT-py's StdRNNDecoder, input_feed 0, gives its translator no copy attention)")
+		}
+	} else if c.CopyPad != 0 {
+		return fmt.Errorf("copy_pad %d: only a model with copy_attention has one", c.CopyPad)
+	}
 	return nil
 }
 
@@ -459,6 +513,15 @@ func (c Config) String() string {
 	}
 	if c.Bridge != "" {
 		parts = append(parts, "bridge="+c.Bridge)
+	}
+	if c.ContextGate != "" {
+		parts = append(parts, "context-gate="+c.ContextGate)
+	}
+	if c.HasCopy() {
+		parts = append(parts, "copy="+c.CopyAttention)
+	}
+	if c.Coverage {
+		parts = append(parts, "coverage")
 	}
 	if c.OutEmbedding > 0 {
 		parts = append(parts, fmt.Sprintf("out=%d", c.OutEmbedding))

@@ -26,6 +26,11 @@ const (
 	OutNextHidden    = "next_hidden"
 	OutNextCell      = "next_cell"
 	OutAttention     = "attention"
+	// OutCopyProbs is a copy-attention decoder's p_copy times its copy
+	// attention, [batch, src_len]; its log_probs are then log(p_gen x
+	// (1 - p_copy)) over the target vocabulary (docs/models.md, "Copy
+	// attention").
+	OutCopyProbs = "copy_probs"
 )
 
 // Symbolic dimension names used in every graph.
@@ -257,6 +262,9 @@ type stepOutputs struct {
 	logProbs *builder.Value // [batch, Vt]
 	states   decState
 	attn     *builder.Value // [batch, src_len]
+	// copyProbs is a copy-attention model's copy_probs [batch, src_len]
+	// (logProbs are then log(p_gen (1 - p_copy))); nil for the others.
+	copyProbs *builder.Value
 }
 
 // finish wraps the graph as a model with attnx's metadata.
@@ -345,6 +353,9 @@ func Decoder(wt *Weights, opt BuildOptions) (*builder.Model, error) {
 	// Declared: a Slice over max_length (tutorial-location) leaves the
 	// last dimension unknown to the builder's inference.
 	s.g.OutputAs(OutAttention, out.attn, builder.Dims(DimBatch, DimSrcLen))
+	if out.copyProbs != nil {
+		s.g.OutputAs(OutCopyProbs, out.copyProbs, builder.Dims(DimBatch, DimSrcLen))
+	}
 	m, err := s.finish(fmt.Sprintf("attnx %s decoder step (%s)", s.cfg.Arch, s.cfg))
 	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)

@@ -37,6 +37,9 @@ func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	if err := sp.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
+	if err := noCopy(wt.Config); err != nil {
+		return nil, fmt.Errorf("greedy: %w", err)
+	}
 	if err := opt.Rules.Check(wt.Config); err != nil {
 		return nil, fmt.Errorf("greedy: %w", err)
 	}
@@ -92,4 +95,14 @@ func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 	}
 	setSpecialMetadata(m, sp)
 	return m, nil
+}
+
+// noCopy refuses a copy-attention model for the whole-search graphs: its
+// vocabulary grows per sentence (decode.CopyMap), which attnx decodes in
+// Go over decoder.onnx.
+func noCopy(c Config) error {
+	if c.HasCopy() {
+		return fmt.Errorf("%s has copy attention: its search runs in Go over each sentence's dynamic vocabulary (attnx translate's steps engine), not as one graph", c.Arch)
+	}
+	return nil
 }

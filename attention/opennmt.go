@@ -2,6 +2,8 @@ package attention
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/attnx/attnx/builder"
@@ -76,7 +78,41 @@ func (o openNMT) checkpointKeys(cfg Config) toolkitKeys {
 	if o.arch == OpenNMTMLP {
 		k.params = append(k.params, key("decoder.attn.linear_out.bias", "", "H"))
 	}
-	k.params = append(k.params, key("generator.weight", "", "Vt", "H"), key("generator.bias", "", "Vt"))
+	if !cfg.HasCopy() {
+		k.params = append(k.params, key("generator.weight", "", "Vt", "H"), key("generator.bias", "", "Vt"))
+	} else {
+		k.params = append(k.params,
+			key("generator.linear.weight", "the copy generator's vocabulary Linear", "Vt", "H"), key("generator.linear.bias", "", "Vt"),
+			key("generator.linear_copy.weight", "p_copy's Linear", "1", "H"), key("generator.linear_copy.bias", "", "1"))
+		const ca = "decoder.copy_attn."
+		switch cfg.CopyAttention {
+		case "general":
+			k.params = append(k.params, key(ca+"linear_in.weight", "the copy attention's W_in", "H", "H"))
+		case "mlp":
+			k.params = append(k.params,
+				key(ca+"linear_context.weight", "the copy attention's U", "H", "H"),
+				key(ca+"linear_query.weight", "the copy attention's W_q", "H", "H"),
+				key(ca+"linear_query.bias", "", "H"),
+				key(ca+"v.weight", "the copy attention's score vector", "1", "H"))
+		}
+		if cfg.CopyAttention != "reuse" {
+			// Only the copy attention's weights are used, not its output.
+			k.params = append(k.params, optional(key(ca+"linear_out.weight", "unused: OpenNMT-py reads the copy attention's weights only", "H", "2H")))
+			if cfg.CopyAttention == "mlp" {
+				k.params = append(k.params, optional(key(ca+"linear_out.bias", "unused", "H")))
+			}
+		}
+	}
+	if cfg.Coverage {
+		k.params = append(k.params, optional(key("decoder.attn.linear_cover.weight", "unused: OpenNMT-py's RNN decoders never pass the coverage to the attention", "H", "1")))
+	}
+	if cfg.ContextGate != "" {
+		const g = "decoder.context_gate.context_gate."
+		k.params = append(k.params,
+			key(g+"gate.weight", "the context gate's z over [input; rnn output; attentional output]", "H", k.decIn+"+2H"), key(g+"gate.bias", "", "H"),
+			key(g+"source_proj.weight", "", "H", "H"), key(g+"source_proj.bias", "", "H"),
+			key(g+"target_proj.weight", "", "H", k.decIn+"+H"), key(g+"target_proj.bias", "", "H"))
+	}
 	if cfg.Bridge == "relu-linear" {
 		k.params = append(k.params, key("encoder.bridge.0.weight", "the hidden state's bridge", "hL", "hL"), key("encoder.bridge.0.bias", "", "hL"))
 		if cfg.Cell.HasCellState() {
@@ -127,7 +163,7 @@ func (s *modelGraph) onmtBridge(st *builder.Value, i, h, le, dirs int) *builder.
 }
 
 func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
-	next, q := s.feedRNN(in)
+	x, next, q := s.feedRNNInput(in)
 	var score *builder.Value
 	switch o.arch {
 	case OpenNMTDot:
@@ -146,8 +182,69 @@ func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
 	if o.arch != OpenNMTMLP {
 		out = ops.Tanh(out)
 	}
+	if s.cfg.ContextGate != "" {
+		out = s.onmtContextGate(x, q, out)
+	}
 	states := s.feedStates(next, out)
+	if s.cfg.HasCopy() {
+		lp, cp := s.onmtCopyGenerator(in, out, a)
+		return stepOutputs{logProbs: lp, copyProbs: cp, states: states, attn: a}
+	}
 	return stepOutputs{logProbs: s.logProbs("generator", out, true), states: states, attn: a}
+}
+
+// onmtContextGate is OpenNMT-py's context gate (modules/gate.py) over the
+// step's RNN input x, the RNN's output q and the attentional output out:
+// z = sigmoid(gate([x; q; out])), source = source_proj(out), target =
+// target_proj([x; q]); tanh(target + z source) for "source", tanh(z
+// target + source) for "target", tanh((1 - z) target + z source) for
+// "both".
+func (s *modelGraph) onmtContextGate(x, q, out *builder.Value) *builder.Value {
+	const g = "decoder.context_gate.context_gate."
+	z := ops.Sigmoid(s.linear(ops.Concat(-1, x, q, out), g+"gate", true))
+	src := s.linear(out, g+"source_proj", true)
+	tgt := s.linear(ops.Concat(-1, x, q), g+"target_proj", true)
+	switch s.cfg.ContextGate {
+	case "source":
+		return ops.Tanh(ops.Add(tgt, ops.Mul(z, src)))
+	case "target":
+		return ops.Tanh(ops.Add(ops.Mul(z, tgt), src))
+	}
+	return ops.Tanh(ops.Add(ops.Mul(ops.Sub(s.c.scalarFloat(1), z), tgt), ops.Mul(z, src)))
+}
+
+// onmtCopyGenerator is OpenNMT-py's CopyGenerator on the decoder's output
+// out [batch, H]: log_probs = log(softmax(linear(out)) (1 - p_copy)) over
+// the target vocabulary, the padding id's logit -inf, and copy_probs =
+// p_copy times the copy attention [batch, src_len], p_copy =
+// sigmoid(linear_copy(out)). The copy attention is the decoder's own
+// (reuse) or a separate GlobalAttention's weights over the encoder
+// outputs with out as the query, within the sentence's length (OpenNMT-py
+// 3.5.1 passes no lengths to it: in a batch its sentences also copy from
+// their padding; alone, as here, they do not).
+func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs *builder.Value) {
+	c := s.cfg
+	logits := s.classifierLinear("generator.linear", out)
+	pad := make([]bool, c.TgtVocab)
+	pad[c.CopyPad] = true
+	logits = ops.Where(s.g.Init("", builder.BoolTensor([]int64{int64(len(pad))}, pad)), s.c.scalarFloat(float32(math.Inf(-1))), logits)
+	pCopy := ops.Sigmoid(s.linear(out, "generator.linear_copy", true)) // [batch, 1]
+	logProbs = ops.Add(ops.LogSoftmax(logits, -1), ops.Log(ops.Sub(s.c.scalarFloat(1), pCopy)))
+	a := attn
+	if c.CopyAttention != "reuse" {
+		const ca = "decoder.copy_attn."
+		var score *builder.Value
+		switch c.CopyAttention {
+		case "dot":
+			score = s.dotScore(in.enc, out)
+		case "general":
+			score = s.dotScore(in.enc, s.linear(out, ca+"linear_in", false))
+		case "mlp":
+			score = s.additiveScore(s.linear3D(in.enc, ca+"linear_context", false), s.linear(out, ca+"linear_query", true), ca+"v.weight")
+		}
+		a = ops.Softmax(ops.Where(in.mask, score, s.c.scalarFloat(float32(math.Inf(-1)))), -1)
+	}
+	return logProbs, ops.Mul(a, pCopy)
 }
 
 // OpenNMTV2BridgeNote is export's note for an OpenNMT-py 2 model with a
@@ -159,6 +256,9 @@ const OpenNMTV2BridgeNote = "OpenNMT-py 2's bridge mixed the sentences of a batc
 type OpenNMTOptions struct {
 	Opt     map[string]any
 	Version int
+	// TgtPad is the target vocabulary's padding id (<blank>), which a
+	// copy generator masks; -1 when the vocabulary has none.
+	TgtPad int
 }
 
 // optString, optBool and optInt read an opt attribute; ok is false when it
@@ -195,10 +295,12 @@ func optInt(opt map[string]any, k string) (int, bool) {
 
 // OpenNMTConfig reads the architecture of an OpenNMT-py RNN model from
 // its opt and checks it against the checkpoint's key shapes, which give
-// the sizes. What attnx does not convert is refused naming the option:
-// other encoder or decoder types, SRU, copy attention, coverage, context
-// gates, sparsemax, source features, position encoding, and OpenNMT-py 2's
-// bridge where it mixed the rows of a batch.
+// the sizes: copy attention (copy_attn, reuse_copy_attn, copy_attn_type),
+// coverage_attn and context gates included. What attnx does not convert
+// is refused naming the option: other encoder or decoder types, SRU,
+// sparsemax, source features, position encoding, copy attention without
+// input feeding, and OpenNMT-py 2's bridge where it mixed the rows of a
+// batch.
 func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) {
 	opt := o.Opt
 	var cfg Config
@@ -240,15 +342,33 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	if f, ok := optString(opt, "global_attention_function"); ok && f != "softmax" {
 		return refuse("global_attention_function "+f, "attnx computes softmax attention (sparsemax is not supported)")
 	}
-	for _, o := range []struct{ key, why string }{
-		{"copy_attn", "copy attention (a pointer-generator) is not supported"},
-		{"coverage_attn", "coverage attention is not supported"},
-		{"context_gate", "context gates are not supported"},
-		{"position_encoding", "position encoding on an RNN's embeddings is not supported"},
-		{"reuse_copy_attn", "copy attention is not supported"},
-	} {
-		if optBool(opt, o.key) {
-			return refuse(o.key, o.why)
+	if optBool(opt, "position_encoding") {
+		return refuse("position_encoding", "position encoding on an RNN's embeddings is not supported")
+	}
+	if g, ok := optString(opt, "context_gate"); ok && g != "" {
+		if !slices.Contains(ContextGates, g) {
+			return refuse("context_gate "+g, fmt.Sprintf("OpenNMT-py's context gates are %q", ContextGates))
+		}
+		cfg.ContextGate = g
+	}
+	cfg.Coverage = optBool(opt, "coverage_attn")
+	if optBool(opt, "copy_attn") {
+		cfg.CopyAttention, cfg.CopyPad = "reuse", o.TgtPad
+		if !optBool(opt, "reuse_copy_attn") {
+			// OpenNMT-py's default copy_attn_type is global_attention.
+			t, ok := optString(opt, "copy_attn_type")
+			if !ok || t == "" {
+				t, _ = optString(opt, "global_attention")
+			}
+			switch t {
+			case "dot", "general", "mlp":
+				cfg.CopyAttention = t
+			default:
+				return refuse("copy_attn_type "+t, "a copy attention is dot, general or mlp")
+			}
+		}
+		if o.TgtPad < 0 {
+			return refuse("copy_attn", "the copy generator masks the target vocabulary's <blank>, which it lacks")
 		}
 	}
 	if n, ok := optInt(opt, "n_src_feats"); ok && n > 0 {
@@ -267,7 +387,11 @@ func OpenNMTConfig(o OpenNMTOptions, shapes map[string][]int64) (Config, error) 
 	}
 
 	// Sizes from the shapes.
-	m, err := matrices(shapes, "OpenNMT-py checkpoint", onmtSrcEmb, onmtTgtEmb, "generator.weight", "encoder.rnn.weight_hh_l0")
+	genKey := "generator.weight"
+	if cfg.HasCopy() {
+		genKey = "generator.linear.weight"
+	}
+	m, err := matrices(shapes, "OpenNMT-py checkpoint", onmtSrcEmb, onmtTgtEmb, genKey, "encoder.rnn.weight_hh_l0")
 	if err != nil {
 		return cfg, err
 	}

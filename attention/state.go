@@ -105,12 +105,18 @@ func (st rnnState) list() decState {
 // previous attentional vector when the model feeds it, through the
 // layers. It returns the next RNN state and its top layer's output.
 func (s *modelGraph) feedRNN(in stepInputs) (rnnState, *builder.Value) {
-	x := s.embed(in.ids)
+	_, next, q := s.feedRNNInput(in)
+	return next, q
+}
+
+// feedRNNInput is feedRNN, returning the RNN's input too.
+func (s *modelGraph) feedRNNInput(in stepInputs) (x *builder.Value, next rnnState, q *builder.Value) {
+	x = s.embed(in.ids)
 	if s.cfg.InputFeed {
 		x = ops.Concat(-1, x, ops.Squeeze(in.states.feed(s.cfg.Cell), s.c.ints(0)))
 	}
-	next := s.decoderRNN(x, in.states.rnn(s.cfg.Cell))
-	return next, s.top(next.h)
+	next = s.decoderRNN(x, in.states.rnn(s.cfg.Cell))
+	return x, next, s.top(next.h)
 }
 
 // feedStates lists the next decoder state: the RNN's, then, when the model

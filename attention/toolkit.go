@@ -388,6 +388,15 @@ func (s *modelGraph) logProbs(prefix string, features *builder.Value, bias bool)
 	return ops.LogSoftmax(s.linear(features, prefix, false), -1)
 }
 
+// classifierLinear is the Linear called prefix (with its bias) as a
+// classifier: at reduced precision it takes the classifier's form.
+func (s *modelGraph) classifierLinear(prefix string, x *builder.Value) *builder.Value {
+	if s.reduced() {
+		return s.qlinear(x, prefix, true, formsFor(s.opt.Weights).classifier)
+	}
+	return s.linear(x, prefix, true)
+}
+
 // dotScore is enc_s . q for every position: [batch, src_len], from keys
 // [batch, src_len, n] and q [batch, n].
 func (s *modelGraph) dotScore(keys, q *builder.Value) *builder.Value {

@@ -66,9 +66,9 @@ func TestOpenNMTConfigRefusals(t *testing.T) {
 	}{
 		{"transformer", map[string]any{"encoder_type": "transformer"}, "option encoder_type transformer: attnx converts RNN encoders"},
 		{"sru", map[string]any{"rnn_type": "SRU"}, "option rnn_type SRU"},
-		{"copy attention", map[string]any{"copy_attn": true}, "option copy_attn: copy attention"},
-		{"coverage", map[string]any{"coverage_attn": true}, "option coverage_attn"},
-		{"context gate", map[string]any{"context_gate": "both"}, "option context_gate: context gates"},
+		{"copy attention of an unknown type", map[string]any{"copy_attn": true, "copy_attn_type": "none"}, "option copy_attn_type none: a copy attention is dot, general or mlp"},
+		{"copy attention, no pad", map[string]any{"copy_attn": true, "reuse_copy_attn": true, "pad": int64(-1)}, "option copy_attn: the copy generator masks the target vocabulary's <blank>"},
+		{"context gate of an unknown type", map[string]any{"context_gate": "all"}, "option context_gate all: OpenNMT-py's context gates are"},
 		{"sparsemax", map[string]any{"global_attention_function": "sparsemax"}, "sparsemax is not supported"},
 		{"no attention", map[string]any{"global_attention": "none"}, "option global_attention none"},
 		{"source features", map[string]any{"n_src_feats": int64(2)}, "option n_src_feats: source features"},
@@ -76,11 +76,49 @@ func TestOpenNMTConfigRefusals(t *testing.T) {
 		{"cell disagrees", map[string]any{"rnn_type": "GRU"}, "opt.rnn_type GRU has 3 gate blocks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := OpenNMTConfig(OpenNMTOptions{Opt: onmtOpt(tc.over), Version: 3}, onmtShapes(true))
+			pad := 1
+			if p, ok := tc.over["pad"].(int64); ok {
+				pad = int(p)
+			}
+			_, err := OpenNMTConfig(OpenNMTOptions{Opt: onmtOpt(tc.over), Version: 3, TgtPad: pad}, onmtShapes(true))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOpenNMTConfigSummarization: the summarization recipe's options
+// become the Config's copy attention (reused, or its copy_attn_type,
+// which defaults to global_attention), context gate and coverage.
+func TestOpenNMTConfigSummarization(t *testing.T) {
+	shapes := onmtShapes(true)
+	shapes["generator.linear.weight"], shapes["generator.linear.bias"] = shapes["generator.weight"], shapes["generator.bias"]
+	delete(shapes, "generator.weight")
+	delete(shapes, "generator.bias")
+	for _, tc := range []struct {
+		name string
+		over map[string]any
+		copy string
+		gate string
+		cov  bool
+	}{
+		{"recipe", map[string]any{"copy_attn": true, "reuse_copy_attn": true, "coverage_attn": true}, "reuse", "", true},
+		{"copy attention of its own, default type", map[string]any{"copy_attn": true}, "general", "", false},
+		{"copy attention of its own, mlp", map[string]any{"copy_attn": true, "copy_attn_type": "mlp", "context_gate": "source"}, "mlp", "source", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := OpenNMTConfig(OpenNMTOptions{Opt: onmtOpt(tc.over), Version: 3, TgtPad: 1}, shapes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CopyAttention != tc.copy || cfg.CopyPad != 1 || cfg.ContextGate != tc.gate || cfg.Coverage != tc.cov || cfg.TgtVocab != 16 {
+				t.Errorf("got %v (pad %d)", cfg, cfg.CopyPad)
+			}
+		})
+	}
+	if _, err := OpenNMTConfig(OpenNMTOptions{Opt: onmtOpt(map[string]any{"context_gate": "target"}), Version: 3, TgtPad: 1}, onmtShapes(true)); err != nil {
+		t.Errorf("a context gate without copy attention: %v", err)
 	}
 }
 

@@ -21,6 +21,8 @@ type Batch struct {
 	parents []int      // scratch of the next slots, >= width
 	inputs  []int64
 	done    []Search
+	ext     []float32 // a copy row's extended log-probs, slots x Width
+	sums    []float32 // copy scratch
 }
 
 type batchRow struct {
@@ -29,6 +31,7 @@ type batchRow struct {
 	slots  int // current slots, contiguous, in row order
 	width  int
 	srcLen int
+	copy   *CopyMap // the sentence's dynamic vocabulary (copy models)
 }
 
 // NewBatch returns an empty Batch over ex, which it resets.
@@ -61,6 +64,9 @@ func (b *Batch) Add(sources [][]int64, searches []Search) error {
 	if len(sources) == 0 {
 		return nil
 	}
+	if err := checkCopy(b.ex.m.copy, sources, searches); err != nil {
+		return err
+	}
 	width, srcLen := b.width, b.ex.SrcLen()
 	for i, s := range searches {
 		w := s.Width()
@@ -86,7 +92,11 @@ func (b *Batch) Add(sources [][]int64, searches []Search) error {
 		return err
 	}
 	for i, s := range searches {
-		b.rows = append(b.rows, batchRow{search: s, id: id + RowID(i), slots: 1, width: s.Width(), srcLen: len(sources[i])})
+		r := batchRow{search: s, id: id + RowID(i), slots: 1, width: s.Width(), srcLen: len(sources[i])}
+		if c, ok := s.(copier); ok {
+			r.copy = c.copyMap()
+		}
+		b.rows = append(b.rows, r)
 	}
 	b.width = width
 	return nil
@@ -110,9 +120,17 @@ func (b *Batch) Step() ([]Search, error) {
 	for i := range b.rows {
 		r := b.rows[i]
 		slots := Slots{logProbs: lp[off*V : (off+r.slots)*V], attention: att[off*S:], n: r.slots, vocab: V, attStride: S, srcLen: r.srcLen}
+		if r.copy != nil {
+			slots = b.extend(slots, r.copy, ex.CopyProbs()[off*S:], S)
+		}
 		k := r.search.Advance(slots, b.inputs[n:n+r.width], b.parents[n:n+r.width])
 		if k < 0 || k > r.width {
 			return nil, fmt.Errorf("decode: a %T returned %d next slots; its width is %d", r.search, k, r.width)
+		}
+		if r.copy != nil {
+			for j := n; j < n+k; j++ {
+				b.inputs[j] = r.copy.Input(b.inputs[j])
+			}
 		}
 		for j := n; j < n+k; j++ {
 			p := b.parents[j]
@@ -138,6 +156,24 @@ func (b *Batch) Step() ([]Search, error) {
 		return nil, err
 	}
 	return b.done, nil
+}
+
+// extend turns a copy row's slots into slots over its extended
+// vocabulary (CopyMap.Extend), in the batch's scratch.
+func (b *Batch) extend(s Slots, m *CopyMap, copyP []float32, stride int) Slots {
+	w := m.Width()
+	if need := s.n * w; cap(b.ext) < need {
+		b.ext = make([]float32, need)
+	}
+	if cap(b.sums) < len(m.Words) {
+		b.sums = make([]float32, len(m.Words))
+	}
+	ext := b.ext[:s.n*w]
+	for i := range s.n {
+		m.Extend(ext[i*w:(i+1)*w], s.LogProbs(i), copyP[i*stride:], b.sums)
+	}
+	s.logProbs, s.vocab = ext, w
+	return s
 }
 
 // Remove takes the row driven by s out of the batch between two steps (a

@@ -57,6 +57,7 @@ type Executor struct {
 	ids, lens, lensTmp []int64
 	srcIDs, srcLens    []int64
 	enc, attn, lp      []float32
+	copyP              []float32 // copy_probs [slots, src_len], copy models
 	states             [][2][]float32
 	rowOf, rowTmp      []RowID
 	idx                []int // 0, 1, 2, ...: the identity parents
@@ -163,6 +164,9 @@ func (e *Executor) Reserve(slots, cells int) error {
 	e.srcIDs, e.srcLens = make([]int64, cells), make([]int64, slots)
 	e.enc = growF(e.enc, cells*C)
 	e.attn, e.lp = make([]float32, cells), make([]float32, slots*V)
+	if e.m.copy {
+		e.copyP = make([]float32, cells)
+	}
 	for k := range e.states {
 		// States are [rows, b, width]: the layout depends on b, not on
 		// the capacity, so a plain copy keeps them.
@@ -260,6 +264,9 @@ func (e *Executor) bind(key bindKey) (x *bound, err error) {
 		i64(true, attention.InSourceLengths, e.lens, B)
 		f32(false, attention.OutLogProbs, e.lp, B, V)
 		f32(false, attention.OutAttention, e.attn, B, S)
+		if e.m.copy {
+			f32(false, attention.OutCopyProbs, e.copyP, B, S)
+		}
 		for k, name := range e.m.states {
 			R, W := sh(k)
 			f32(true, name, e.states[k][p], R, B, W)
@@ -467,6 +474,15 @@ func (e *Executor) LogProbs() []float32 { return e.lp[:e.b*e.m.vocab] }
 
 // Attention returns the last step's attention [slots, src_len].
 func (e *Executor) Attention() []float32 { return e.attn[:e.b*e.s] }
+
+// CopyProbs returns the last step's copy_probs [slots, src_len] (nil for
+// a model without copy attention): p_copy times the copy attention.
+func (e *Executor) CopyProbs() []float32 {
+	if !e.m.copy {
+		return nil
+	}
+	return e.copyP[:e.b*e.s]
+}
 
 // EncoderOutputs returns the live slots' encoder outputs [slots, src_len, C].
 func (e *Executor) EncoderOutputs() []float32 { return e.enc[:e.b*e.s*e.m.width] }

@@ -28,6 +28,7 @@ type Model struct {
 	shapes   []attention.StateSpec
 	width    int // C, the encoder outputs' size
 	vocab    int // Vt
+	copy     bool
 }
 
 // Dims are sizes the caller may know from attnx.json; a zero field is taken
@@ -87,8 +88,12 @@ func NewModel(enc, dec *onnxrun.Session, known Dims) (*Model, error) {
 	}
 	for _, o := range dec.Outputs() {
 		st, isNext := strings.CutPrefix(o.Name, NextPrefix)
+		if o.Name == attention.OutCopyProbs {
+			m.copy = true
+			continue
+		}
 		if o.Name != attention.OutLogProbs && o.Name != attention.OutAttention && !(isNext && isState[st]) {
-			return nil, fmt.Errorf("decode: decoder output %q is not part of the interface (log_probs, attention and next_STATE for each state input)", o.Name)
+			return nil, fmt.Errorf("decode: decoder output %q is not part of the interface (log_probs, attention, copy_probs and next_STATE for each state input)", o.Name)
 		}
 	}
 	for _, o := range enc.Outputs() {
@@ -183,6 +188,11 @@ func (m *Model) stateSize(k, b int) int { return m.shapes[k].Rows * b * m.shapes
 // TgtVocab returns Vt.
 func (m *Model) TgtVocab() int { return m.vocab }
 
+// Copy reports whether the decoder has copy attention (a copy_probs
+// output): its rows then decode over each sentence's extended vocabulary
+// (CopyMap).
+func (m *Model) Copy() bool { return m.copy }
+
 // Bytes returns the memory an Executor holds when sized for slots slots and
 // cells slot-positions (slots times the padded source length): the figure
 // the capacity-based pools of package translate and of a scheduler budget
@@ -194,6 +204,9 @@ func (m *Model) Bytes(slots, cells int) int64 {
 	f32 := c*C + // encoder_outputs
 		c + // attention
 		s*V // log_probs
+	if m.copy {
+		f32 += c // copy_probs
+	}
 	for k := range m.shapes {
 		f32 += 2 * int64(m.stateSize(k, slots)) // states, ping-pong
 	}

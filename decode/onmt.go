@@ -86,6 +86,9 @@ type OpenNMTBeam struct {
 	// Rules, when set, are further decoding rules applied to each step's
 	// log-probs first.
 	Rules *attention.Rules
+	// Copy is the sentence's dynamic vocabulary, for a copy-attention
+	// model (nil otherwise): log-probs then span its extended ids.
+	Copy *CopyMap
 
 	steps int
 	best  float64 // -ratio's best finished score per token
@@ -294,3 +297,5 @@ func (b *OpenNMTBeam) Reset() {
 	b.finished.reset()
 	b.tree.reset()
 }
+
+func (o *OpenNMTBeam) copyMap() *CopyMap { return o.Copy }

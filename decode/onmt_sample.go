@@ -59,6 +59,8 @@ type OpenNMTSample struct {
 	// Rules are further decoding rules applied to each step's log-probs
 	// first.
 	Rules *attention.Rules
+	// Copy is the sentence's dynamic vocabulary (copy models).
+	Copy *CopyMap
 
 	steps int
 	live  []onmtLive
@@ -205,3 +207,5 @@ func (b *OpenNMTSample) Reset() {
 	b.finished.reset()
 	b.tree.reset()
 }
+
+func (b *OpenNMTSample) copyMap() *CopyMap { return b.Copy }

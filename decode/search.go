@@ -126,6 +126,9 @@ type Greedy struct {
 	// Rules, when set, are the toolkit's decoding rules (banned tokens, no
 	// EOS before a step), applied to each step's log-probs first.
 	Rules *attention.Rules
+	// Copy is the sentence's dynamic vocabulary, for a copy-attention
+	// model (nil otherwise): log-probs then span its extended ids.
+	Copy *CopyMap
 
 	tokens []int64
 	attn   []float32 // len(tokens) rows of srcLen weights, back to back
@@ -185,3 +188,5 @@ func (g *Greedy) Attention() [][]float32 {
 func (g *Greedy) Reset() {
 	g.tokens, g.attn, g.srcLen = g.tokens[:0], g.attn[:0], 0
 }
+
+func (g *Greedy) copyMap() *CopyMap { return g.Copy }

@@ -110,7 +110,7 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, ro ReadOption
 			return nil, err
 		}
 		if tm.w, tm.notes, err = convert(func() (attention.Config, error) {
-			return attention.OpenNMTConfig(attention.OpenNMTOptions{Opt: o.Opt, Version: o.Version}, shapesOf(sd))
+			return attention.OpenNMTConfig(attention.OpenNMTOptions{Opt: o.Opt, Version: o.Version, TgtPad: int(index(o.TgtVocab, "<blank>"))}, shapesOf(sd))
 		}); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -713,12 +713,15 @@ def run_steps(model, source_ids, source_lengths, steps, sos=SOS_ID, step_input_i
     res = {"encoder_outputs": enc}
     for name, st in zip(names, state):
         res[name] = st
-    inputs, lps, nexts, atts, toks = [], [], [[] for _ in names], [], []
+    inputs, lps, nexts, atts, toks, copies = [], [], [[] for _ in names], [], [], []
     inp = torch.full((B,), sos, dtype=torch.int64)
     for t in range(steps):
         if step_input_ids is not None:
             inp = step_input_ids[t].to(torch.int64)
-        lp, state, attn = model.decoder(inp, state, enc, source_lengths)
+        out = model.decoder(inp, state, enc, source_lengths)
+        lp, state, attn = out[:3]
+        if len(out) > 3:  # a copy-attention model's copy_probs
+            copies.append(out[3])
         tok = lp.argmax(dim=1)
         inputs.append(inp)
         lps.append(lp)
@@ -734,6 +737,8 @@ def run_steps(model, source_ids, source_lengths, steps, sos=SOS_ID, step_input_i
     for i, name in enumerate(names):
         res["next_" + name] = torch.stack(nexts[i]) if steps else torch.zeros((0,) + tuple(state[i].shape))
     res["attention"] = torch.stack(atts) if steps else torch.zeros(0, B, S)
+    if copies:
+        res["copy_probs"] = torch.stack(copies)
     res["tokens"] = torch.stack(toks) if steps else torch.zeros(0, B, dtype=torch.int64)
     return res
 
@@ -763,7 +768,7 @@ def greedy_decode(model, source_ids, source_lengths, sos=SOS_ID, eos=EOS_ID, max
     done = torch.zeros(B, dtype=torch.bool)
     inp = torch.full((B,), sos, dtype=torch.int64)
     for t in range(max_len):
-        lp, state, _ = model.decoder(inp, state, enc, source_lengths)
+        lp, state, _ = model.decoder(inp, state, enc, source_lengths)[:3]
         tok = apply_rules(lp, t, rules, eos).argmax(dim=1)
         live = ~done
         tokens[live, t] = tok[live]
@@ -1064,7 +1069,7 @@ def beam_search(model, source_ids, source_lengths, beam, max_len, sos=SOS_ID, eo
     t = [0]
 
     def step(inp, st):
-        lp, nxt, _ = model.decoder(inp, st, enc_k, len_k)
+        lp, nxt, _ = model.decoder(inp, st, enc_k, len_k)[:3]
         lp = apply_rules(lp, t[0], rules, eos, beam=True)
         t[0] += 1
         return lp, nxt

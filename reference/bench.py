@@ -90,7 +90,7 @@ def decode(model, ids, lengths, steps, sos):
     inp = torch.full((ids.shape[0],), sos, dtype=torch.int64)
     toks = []
     for _ in range(steps):
-        lp, state, _ = model.decoder(inp, state, enc, lengths)
+        lp, state, _ = model.decoder(inp, state, enc, lengths)[:3]
         inp = lp.argmax(dim=1)
         toks.append(inp)
     t2 = time.perf_counter()
@@ -155,7 +155,7 @@ def corpus(model, ids, lengths, steps, sos, eos, beam, batch_sents):
         out = [[] for _ in rows]
         ended = torch.zeros(len(rows), dtype=torch.bool)
         for _ in range(steps):
-            lp, state, _ = model.decoder(inp, state, enc, lens)
+            lp, state, _ = model.decoder(inp, state, enc, lens)[:3]
             inp = lp.argmax(dim=1)
             for r in (~ended).nonzero().flatten().tolist():
                 out[r].append(int(inp[r]))

@@ -284,9 +284,9 @@ def rounding(model, source_ids, source_lengths, out):
     m64 = model.double() if isinstance(model, toolkits.Reference) else copy.deepcopy(model).double()
     enc64, state64 = m64.encoder(source_ids, source_lengths)
     names = ref.state_names(model, state64)
-    res = {"rounding_encoder_outputs": (out["encoder_outputs"].double() - enc64).abs()}
+    res = {"rounding_encoder_outputs": _err(out["encoder_outputs"].double(), enc64)}
     for name, st in zip(names, state64):
-        res["rounding_" + name] = (out[name].double() - st).abs()
+        res["rounding_" + name] = _err(out[name].double(), st)
     enc = out["encoder_outputs"].double()
     per = {"log_probs": [], "attention": []}
     per.update({"next_" + n: [] for n in names})
@@ -295,15 +295,24 @@ def rounding(model, source_ids, source_lengths, out):
             state = tuple(out[n].double() for n in names)
         else:
             state = tuple(out["next_" + n][t - 1].double() for n in names)
-        lp, nstate, attn = m64.decoder(out["step_input_ids"][t], state, enc, source_lengths)
-        per["log_probs"].append((out["log_probs"][t].double() - lp).abs())
+        res64 = m64.decoder(out["step_input_ids"][t], state, enc, source_lengths)
+        lp, nstate, attn = res64[:3]
+        if len(res64) > 3:  # a copy-attention model's copy_probs
+            per.setdefault("copy_probs", []).append(_err(out["copy_probs"][t].double(), res64[3]))
+        per["log_probs"].append(_err(out["log_probs"][t].double(), lp))
         for n, st in zip(names, nstate):
-            per["next_" + n].append((out["next_" + n][t].double() - st).abs())
-        per["attention"].append((out["attention"][t].double() - attn).abs())
+            per["next_" + n].append(_err(out["next_" + n][t].double(), st))
+        per["attention"].append(_err(out["attention"][t].double(), attn))
     for name, xs in per.items():
         if xs:
             res["rounding_" + name] = torch.stack(xs)
     return res
+
+
+def _err(a, b):
+    """|a - b|, 0 where they are equal (equal infinities: a copy
+    generator's -inf padding logit)."""
+    return torch.where(a == b, torch.zeros_like(a), (a - b).abs())
 
 
 def _read_inputs(path):

@@ -114,6 +114,10 @@ class _Sizes:
         self.scale_tgt = bool(cfg.get("tgt_embedding_scale"))
         self.Eo = _cfg(cfg, "out_embedding_size", self.H)
         self.tied = bool(cfg.get("tied_output"))
+        self.context_gate = cfg.get("context_gate") or ""
+        self.copy = cfg.get("copy_attention") or ""  # reuse, dot, general, mlp or none
+        self.copy_pad = cfg.get("copy_pad") or 0
+        self.coverage = bool(cfg.get("coverage_attn"))
 
 
 class ToolkitModel(nn.Module):
@@ -195,10 +199,29 @@ class OpenNMTModel(ToolkitModel):
             attn.linear_query = nn.Linear(s.H, s.H, bias=True)
             attn.v = nn.Linear(s.H, 1, bias=False)
         attn.linear_out = nn.Linear(2 * s.H, s.H, bias=self.attn_type == "mlp")
+        if s.coverage:
+            attn.linear_cover = nn.Linear(1, s.H, bias=False)  # unused by OpenNMT-py's RNN decoders
         dec = _module(embeddings=_module(make_embedding=_module(emb_luts=nn.ModuleList([dec_emb]))), rnn=rnn, attn=attn)
+        if s.context_gate:
+            din = s.Et + (s.H if s.input_feed else 0)
+            dec.add_module("context_gate", _module(context_gate=_module(
+                gate=nn.Linear(din + 2 * s.H, s.H), source_proj=nn.Linear(s.H, s.H), target_proj=nn.Linear(din + s.H, s.H))))
+        if s.copy and s.copy != "reuse":
+            ca, t = nn.Module(), s.copy
+            if t == "general":
+                ca.linear_in = nn.Linear(s.H, s.H, bias=False)
+            elif t == "mlp":
+                ca.linear_context = nn.Linear(s.H, s.H, bias=False)
+                ca.linear_query = nn.Linear(s.H, s.H, bias=True)
+                ca.v = nn.Linear(s.H, 1, bias=False)
+            ca.linear_out = nn.Linear(2 * s.H, s.H, bias=t == "mlp")  # unused: only its weights are read
+            dec.add_module("copy_attn", ca)
         self.add_module("encoder", enc)
         self.add_module("decoder", dec)
-        self.generator = nn.Linear(s.H, s.Vt)
+        if s.copy:
+            self.generator = _module(linear=nn.Linear(s.H, s.Vt), linear_copy=nn.Linear(s.H, 1))
+        else:
+            self.generator = nn.Linear(s.H, s.Vt)
         self.D = D
 
     def encode(self, ids, lengths):
@@ -223,7 +246,31 @@ class OpenNMTModel(ToolkitModel):
 
     def step(self, ids, state, enc, lengths):
         o, nstate, p = self.features(ids, state, enc, lengths)
-        return F.log_softmax(self.generator(o), dim=-1), nstate, p
+        if not self.sz.copy:
+            return F.log_softmax(self.generator(o), dim=-1), nstate, p
+        # OpenNMT-py's CopyGenerator: the vocabulary's share, as the log of
+        # softmax (pad excluded) times 1 - p_copy, and the copy share over
+        # the source positions, p_copy times the copy attention (alone, a
+        # sentence's: within its length).
+        g = self.generator
+        logits = g.linear(o)
+        logits[:, self.sz.copy_pad] = -float("inf")
+        p_copy = torch.sigmoid(g.linear_copy(o))
+        lp = torch.log(torch.softmax(logits, 1) * (1 - p_copy))
+        a = p
+        if self.sz.copy != "reuse":
+            a = _softmax_masked(self._scores(self.decoder.copy_attn, self.sz.copy, o, enc), lengths)
+        return lp, nstate, p, a * p_copy
+
+    @staticmethod
+    def _scores(a, attn_type, q, enc):
+        """GlobalAttention.score of query q [B,H] over enc [B,S,H]."""
+        if attn_type == "dot":
+            return torch.bmm(enc, q.unsqueeze(2)).squeeze(2)
+        if attn_type == "general":
+            return torch.bmm(enc, a.linear_in(q).unsqueeze(2)).squeeze(2)
+        wq = a.linear_query(q).unsqueeze(1)
+        return a.v(torch.tanh(wq + a.linear_context(enc))).squeeze(2)
 
     def features(self, ids, state, enc, lengths):
         """One decoder step up to the generator: (attentional output o,
@@ -238,19 +285,24 @@ class OpenNMTModel(ToolkitModel):
             out, rnn_state = _run(self.decoder.rnn, emb.unsqueeze(1), state[:n])
             q = out[:, 0]
         a = self.decoder.attn
-        if self.attn_type == "dot":
-            scores = torch.bmm(enc, q.unsqueeze(2)).squeeze(2)
-        elif self.attn_type == "general":
-            scores = torch.bmm(enc, a.linear_in(q).unsqueeze(2)).squeeze(2)
-        else:
-            wq = a.linear_query(q).unsqueeze(1)
-            uh = a.linear_context(enc)
-            scores = a.v(torch.tanh(wq + uh)).squeeze(2)
-        p = _softmax_masked(scores, lengths)
+        p = _softmax_masked(self._scores(a, self.attn_type, q, enc), lengths)
         c = torch.bmm(p.unsqueeze(1), enc).squeeze(1)
         o = a.linear_out(torch.cat([c, q], 1))
         if self.attn_type != "mlp":
             o = torch.tanh(o)
+        if s.context_gate:
+            # OpenNMT-py's context gates (modules/gate.py) over the RNN's
+            # input, its output and the attentional output.
+            din = x if s.input_feed else emb
+            g = self.decoder.context_gate.context_gate
+            z = torch.sigmoid(g.gate(torch.cat([din, q, o], 1)))
+            src, tgt = g.source_proj(o), g.target_proj(torch.cat([din, q], 1))
+            if s.context_gate == "source":
+                o = torch.tanh(tgt + z * src)
+            elif s.context_gate == "target":
+                o = torch.tanh(z * tgt + src)
+            else:
+                o = torch.tanh((1.0 - z) * tgt + z * src)
         nstate = tuple(rnn_state) + ((o.unsqueeze(0),) if s.input_feed else ())
         return o, nstate, p
 
@@ -662,9 +714,11 @@ def onmt_opt(cfg, version=3):
     o.global_attention = s.arch.split("-", 1)[1]
     o.global_attention_function = "softmax"
     o.bridge = s.bridge == "relu-linear"
-    o.coverage_attn = False
-    o.context_gate = None
-    o.copy_attn = False
+    o.coverage_attn = s.coverage
+    o.context_gate = s.context_gate or None
+    o.copy_attn = bool(s.copy)
+    o.reuse_copy_attn = s.copy == "reuse"
+    o.copy_attn_type = s.copy if s.copy not in ("", "reuse") else None
     o.position_encoding = False
     o.feat_merge = "concat"
     o.share_decoder_embeddings = False

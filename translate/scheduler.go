@@ -163,8 +163,11 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	}
 	defer release()
 	so.lens = t.testSetLens(sources, opt)
+	if err := t.checkCopySearch(so); err != nil {
+		return nil, err
+	}
 	searches := t.searches(sources, so)
-	if err := s.s.Decode(ctx, sources, searches); err != nil {
+	if err := s.s.Decode(ctx, t.encoderRows(sources), searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {
 			return nil, ErrClosed
 		}

@@ -71,6 +71,9 @@ func (t *Translator) decoderSpec() graphSpec {
 	outs := []ioSpec{{name: attention.OutLogProbs, dtype: onnxrun.Float32, dims: []int64{-1, Vt}, labels: []string{"", "tgt_vocab_size"}}}
 	outs = append(outs, t.stateSpecs(attention.NextPrefix)...)
 	outs = append(outs, ioSpec{name: attention.OutAttention, dtype: onnxrun.Float32, dims: []int64{-1, -1}})
+	if t.info.Config.HasCopy() {
+		outs = append(outs, ioSpec{name: attention.OutCopyProbs, dtype: onnxrun.Float32, dims: []int64{-1, -1}})
+	}
 	return graphSpec{role: "decoder", inputs: ins, outputs: outs}
 }
 

@@ -27,8 +27,11 @@ func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpt
 			}
 		}
 	}
+	if err := t.checkCopySearch(so); err != nil {
+		return nil, err
+	}
 	searches := t.searches(rows, so)
-	if err := t.decodeSteps(ctx, rows, so.beam, searches); err != nil {
+	if err := t.decodeSteps(ctx, t.encoderRows(rows), so.beam, searches); err != nil {
 		return nil, err
 	}
 	return searchResults(searches, so), nil
@@ -253,7 +256,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 			ss[r] = decode.OpenNMTSample{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking,
 				Temp: cmp.Or(so.temp, 1), TopK: so.topK, TopP: so.topP, Rand: rowRand(so.seed, row),
-				KeepAttention: so.keepAttention(), Rules: so.rules}
+				KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row)}
 			out[r] = &ss[r]
 		}
 		return out
@@ -264,7 +267,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
-				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row)}
+				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row)}
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -312,10 +315,21 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.rowLimit(so, r, row), KeepAttention: so.keepAttention(), Rules: so.rules}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.rowLimit(so, r, row), KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row)}
 		ss[r] = &gs[r]
 	}
 	return ss
+}
+
+// checkCopySearch refuses, for a copy-attention model, the searches that
+// do not decode over a sentence's dynamic vocabulary: attnx's own and
+// JoeyNMT's and fairseq's beam searches. OpenNMT-py's searches and greedy
+// decoding do.
+func (t *Translator) checkCopySearch(so searchOpts) error {
+	if t.copy == nil || so.openNMT || so.beam == 1 && !so.fairseq && !so.sampling {
+		return nil
+	}
+	return fmt.Errorf("translate: %s has copy attention: decode it with OpenNMT-py's rules (Options.Rules %q, attnx translate --rules opennmt) or greedily", filepath.Join(t.dir, "attnx.json"), RulesOpenNMT)
 }
 
 // rowRand is a row's random number generator for sampling: seeded by

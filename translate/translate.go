@@ -266,6 +266,9 @@ type Translator struct {
 	// unknownPieces counts the source pieces of text inputs that were not
 	// in the vocabulary and went in as UNK.
 	unknownPieces atomic.Int64
+	// copy holds the source words outside the vocabulary of a model with
+	// copy attention (nil for the others).
+	copy *copyWords
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
@@ -341,6 +344,12 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, fmt.Errorf("translate: %s: files.greedy = %q: must be a plain file name inside the model directory", infoPath, greedyFile)
 	}
 	t.tgtUNK = info.TargetUNK()
+	if info.Config.HasCopy() {
+		if info.Special.UNK < 0 {
+			return nil, fmt.Errorf("translate: %s: a copy-attention model needs the unknown token its decoder is fed for copied words; attnx.json has none", infoPath)
+		}
+		t.copy = newCopyWords(info.SrcVocab)
+	}
 	if t.ignoreBlocking, err = t.targetIDs("IgnoreWhenBlocking", opt.IgnoreWhenBlocking); err != nil {
 		return nil, err
 	}
@@ -353,11 +362,14 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if t.rules, err = t.stepRules(opt.MinLen, specBan); err != nil {
 		return nil, fmt.Errorf("translate: BanUNK: %w", err)
 	}
+	if t.copy != nil && opt.Engine == EngineLoop {
+		return nil, fmt.Errorf("translate: %s has copy attention, which decodes on the %q engine only (its dynamic vocabulary is per sentence, in Go), not %q", dir, EngineSteps, EngineLoop)
+	}
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
 		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0) || specBan
-		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 {
+		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 && t.copy == nil {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 				switch {
@@ -672,7 +684,11 @@ func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces b
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces, t.opt.Pretokenized || pieces)
+		var oov func(string) int64
+		if t.copy != nil {
+			oov = t.copy.id
+		}
+		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces, t.opt.Pretokenized || pieces, oov)
 		if err != nil {
 			return nil, err
 		}
@@ -780,6 +796,11 @@ func (t *Translator) checkRows(sources [][]int64) error {
 			return &InputError{Row: i, Position: -1, Msg: err.Error()}
 		}
 		for j, id := range row {
+			if id >= vs && t.copy != nil {
+				if _, ok := t.copy.word(id); ok {
+					continue // a word outside the vocabulary, for copying
+				}
+			}
 			if id < 0 || id >= vs {
 				return &InputError{Row: i, Position: j, Msg: fmt.Sprintf("token id %d at position %d is outside the source vocabulary [0, %d)", id, j, vs)}
 			}
@@ -840,23 +861,35 @@ func DefaultMaxLen(n int) int { return 2*n + 10 }
 // finish fills the string views of a result, replacing unknown tokens
 // and dropping the attention as so says.
 func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
-	r.Source = append([]int64(nil), src...)
-	r.SourceTokens = t.src.strings(src)
-	r.OutputTokens = t.tgt.strings(r.Tokens)
-	r.Text = t.tgt.text(r.Tokens)
+	enc := t.encoderRow(src)
+	r.Source = append([]int64(nil), enc...)
+	// replace_unk takes the source vocabulary's token, as OpenNMT-py
+	// does (a word outside it stays <unk>).
+	vocabTokens := t.src.strings(enc)
+	r.SourceTokens = t.sourceWords(src)
+	cm := t.copyMap(src)
+	output := func(tokens []int64) ([]string, string) {
+		out := t.tgt.strings(tokens)
+		words := copied(cm, tokens)
+		for i, w := range words {
+			out[i] = w
+		}
+		return out, t.tgt.textWith(tokens, words)
+	}
+	r.OutputTokens, r.Text = output(r.Tokens)
 	if so.replaceUnk {
-		r.Text = t.replaceUnk(r.Tokens, r.Attention, r.SourceTokens, r.OutputTokens, r.Text)
+		r.Text = t.replaceUnk(r.Tokens, r.Attention, vocabTokens, r.OutputTokens, r.Text, cm)
 	}
 	if so.noAttention {
 		r.Attention = nil
 	}
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]
-		h.OutputTokens, h.Text = t.tgt.strings(h.Tokens), t.tgt.text(h.Tokens)
+		h.OutputTokens, h.Text = output(h.Tokens)
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
-			h.Text = t.replaceUnk(h.Tokens, h.attention, r.SourceTokens, h.OutputTokens, h.Text)
+			h.Text = t.replaceUnk(h.Tokens, h.attention, vocabTokens, h.OutputTokens, h.Text, cm)
 		}
 		h.attention = nil
 	}
@@ -866,11 +899,16 @@ func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 // the target vocabulary's entry named like the source's UNK token) with
 // the source token it attends to most (attention over src), in out and in
 // the text it returns, as OpenNMT-py's -replace_unk does. Token ids stay.
-func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out []string, text string) string {
+// cm, for a copy model, gives the copied tokens' words.
+func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out []string, text string, cm *decode.CopyMap) string {
 	if t.tgtUNK < 0 {
 		return text
 	}
-	repl := map[int]string{}
+	repl := copied(cm, tokens)
+	if repl == nil {
+		repl = map[int]string{}
+	}
+	n := len(repl)
 	for i, id := range tokens {
 		if id != t.tgtUNK || i >= len(attention) || len(attention[i]) != len(src) {
 			continue
@@ -879,7 +917,7 @@ func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out 
 		repl[i] = src[best]
 		out[i] = src[best]
 	}
-	if len(repl) == 0 {
+	if len(repl) == n {
 		return text
 	}
 	return t.tgt.textWith(tokens, repl)

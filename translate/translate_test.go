@@ -486,15 +486,15 @@ func TestWordLevelVocabulary(t *testing.T) {
 	if v.chars {
 		t.Fatal("word vocabulary taken for characters")
 	}
-	ids, err := v.encode(0, "  hello   world a ", false, 3, nil, false)
+	ids, err := v.encode(0, "  hello   world a ", false, 3, nil, false, nil)
 	if err != nil || !reflect.DeepEqual(ids, []int64{4, 5, 6}) {
 		t.Errorf("encode: %v %v", ids, err)
 	}
-	if _, err := v.encode(3, "hello there", false, 3, nil, false); err == nil ||
+	if _, err := v.encode(3, "hello there", false, 3, nil, false, nil); err == nil ||
 		err.Error() != `translate: input row 3: word "there" at position 1 is not in the source vocabulary (set UnknownToUNK to map unknown words to <unk> (id 3))` {
 		t.Errorf("unknown word: %v", err)
 	}
-	if _, err := v.encode(0, "   ", false, 3, nil, false); err == nil || !strings.Contains(err.Error(), "empty input") {
+	if _, err := v.encode(0, "   ", false, 3, nil, false, nil); err == nil || !strings.Contains(err.Error(), "empty input") {
 		t.Errorf("blank: %v", err)
 	}
 	if got := v.text([]int64{4, 5, 3, 2, 0}); got != "hello world <unk>" {

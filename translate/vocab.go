@@ -104,7 +104,10 @@ func pieceKind(tokens []string, special map[int64]bool, unk int64) string {
 // white space (a test set segmented by the toolkit's own scripts, as
 // fairseq-interactive without --bpe reads it): the tokenizer is not run,
 // and pieces outside the vocabulary become UNK as the toolkits map them.
-func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64, pretokenized bool) ([]int64, error) {
+//
+// oov, when set (a copy-attention model), gives each word outside the
+// vocabulary an id of its own above it (copyWords), never an error.
+func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64, pretokenized bool, oov func(string) int64) ([]int64, error) {
 	var pieces []string
 	what := "word"
 	if pretokenized && v.tok != nil {
@@ -134,6 +137,14 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 	ids := make([]int64, len(pieces))
 	for j, p := range pieces {
 		id, ok := v.index[p]
+		if !ok && oov != nil {
+			// A copy-attention model's word outside the vocabulary.
+			ids[j] = oov(p)
+			if unknown != nil {
+				unknown.Add(1)
+			}
+			continue
+		}
 		if !ok {
 			if toUNK && unk >= 0 {
 				ids[j] = unk

@@ -33,6 +33,9 @@ var Tolerance = compare.Options{RTol: 1.3e-6, ATol: 1e-5}
 type Step struct {
 	InputIDs            []int64
 	LogProbs, Attention *onnxrun.Tensor
+	// CopyProbs is a copy-attention model's copy_probs (nil for the
+	// others).
+	CopyProbs *onnxrun.Tensor
 	// NextStates holds the step's next value of each recurrent state, by
 	// the state's name (hidden, cell, ...: the decoder's next_NAME).
 	NextStates map[string]*onnxrun.Tensor
@@ -227,8 +230,12 @@ func run(enc, dec *onnxrun.Session, sourceIDs *onnxrun.Tensor, sourceLengths []i
 		for r := range toks {
 			toks[r] = decode.Argmax(lp[r*V : (r+1)*V])
 		}
-		tr.Steps = append(tr.Steps, Step{InputIDs: ids, LogProbs: floatTensor([]int64{b, int64(V)}, lp),
-			NextStates: state(), Attention: floatTensor([]int64{b, s}, ex.Attention()), Tokens: toks})
+		st := Step{InputIDs: ids, LogProbs: floatTensor([]int64{b, int64(V)}, lp),
+			NextStates: state(), Attention: floatTensor([]int64{b, s}, ex.Attention()), Tokens: toks}
+		if cp := ex.CopyProbs(); cp != nil {
+			st.CopyProbs = floatTensor([]int64{b, s}, cp)
+		}
+		tr.Steps = append(tr.Steps, st)
 	}
 	return tr, nil
 }
@@ -421,6 +428,9 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 		stepOutputs = append(stepOutputs, decode.NextPrefix+name)
 	}
 	stepOutputs = append(stepOutputs, attention.OutAttention)
+	if tr.Steps[0].CopyProbs != nil {
+		stepOutputs = append(stepOutputs, attention.OutCopyProbs)
+	}
 	for _, name := range stepOutputs {
 		ref, dims, err := get(name)
 		if err != nil {
@@ -440,6 +450,8 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 				got = st.LogProbs
 			case attention.OutAttention:
 				got = st.Attention
+			case attention.OutCopyProbs:
+				got = st.CopyProbs
 			}
 			if err := add(t, name, got, ref[t*per:(t+1)*per], dims[1:]); err != nil {
 				return nil, err
