@@ -83,6 +83,11 @@ type OpenNMTBeam struct {
 	SrcLen int
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
+	// V2 is OpenNMT-py 2.x's stop rule (its BeamSearch up to 2.3.0): a
+	// row ends at a step where some hypothesis finishes, once its best
+	// pick has finished at any step so far (or, with Ratio, by the ratio
+	// test) and K hypotheses have finished, not NBest.
+	V2 bool
 	// Rules, when set, are further decoding rules applied to each step's
 	// log-probs first.
 	Rules *attention.Rules
@@ -92,6 +97,7 @@ type OpenNMTBeam struct {
 
 	steps int
 	best  float64 // -ratio's best finished score per token
+	top   bool    // V2: the best pick has finished at some step
 	live  []onmtLive
 	next  []onmtLive
 	tree  tree
@@ -167,6 +173,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		b.live = append(b.live[:0], onmtLive{node: -1})
 		b.finished.reset()
 		b.best = -1e10
+		b.top = false
 	}
 	if b.MaxLen < 1 || s.Len() < len(b.live) {
 		return b.finish()
@@ -229,14 +236,20 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		b.next = append(b.next, onmtLive{node: node, score: raw, pos: int32(r)})
 	}
 	b.live, b.next = b.next, b.live
-	stop := topFinished
+	stop, need := topFinished, b.NBest
+	if b.V2 {
+		// 2.x keeps top_beam_finished from step to step and waits for K
+		// hypotheses; it decides only at steps where some finished.
+		b.top = b.top || topFinished
+		stop, need = anyFinished && b.top, b.K
+	}
 	if b.Ratio > 0 {
 		// In float32, as torch divides the score by the 0-d tensor
 		// src_len x ratio and compares with the Python float.
 		predLen := float32(b.SrcLen) * float32(b.Ratio)
 		stop = anyFinished && (picks[0].score/predLen <= float32(b.best) || allFinished)
 	}
-	if stop && len(b.fin) >= b.NBest || len(b.live) == 0 {
+	if stop && len(b.fin) >= need || len(b.live) == 0 {
 		return b.finish()
 	}
 	for j, h := range b.live {

@@ -48,7 +48,18 @@ type onmtFixture struct {
 // block_ngram_repeat 2, 3 with ignore_when_blocking, and 1 (which blocks
 // nothing in 3.5.1).
 func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
-	data, err := os.ReadFile("testdata/onmt/beam.json")
+	testOpenNMTFixture(t, "testdata/onmt/beam.json", "3.5.1", false)
+}
+
+// TestOpenNMTBeamV2MatchesOpenNMT2 does the same with OpenNMT-py 2.3.0's
+// BeamSearch (beam2.json, make_fixtures.py with ONMT_VERSION=2.3.0) and
+// V2, its stop rule.
+func TestOpenNMTBeamV2MatchesOpenNMT2(t *testing.T) {
+	testOpenNMTFixture(t, "testdata/onmt/beam2.json", "2.3.0", true)
+}
+
+func testOpenNMTFixture(t *testing.T, path, version string, v2 bool) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +67,14 @@ func TestOpenNMTBeamMatchesOpenNMT(t *testing.T) {
 	if err := json.Unmarshal(data, &fx); err != nil {
 		t.Fatal(err)
 	}
-	if fx.Version != "3.5.1" || len(fx.Cases) < 11 {
+	if fx.Version != version || len(fx.Cases) < 11 {
 		t.Fatalf("fixture of OpenNMT-py %s with %d cases", fx.Version, len(fx.Cases))
 	}
 	for _, c := range fx.Cases {
 		t.Run(c.Case.Name, func(t *testing.T) {
 			b := &OpenNMTBeam{SOS: fx.BOS, EOS: fx.EOS, UNK: fx.UNK, K: c.Case.Beam, NBest: c.Case.NBest, MaxLen: c.Case.MaxLength,
 				MinLen: c.Case.MinLength, Penalty: c.Case.LengthPenalty, Alpha: c.Case.Alpha, BanUNK: c.Case.BanUNK,
-				BlockNgram: c.Case.Block, IgnoreWhenBlocking: c.Case.Exclusion, Ratio: c.Case.Ratio, SrcLen: max(c.Case.SrcLen, 4)}
+				BlockNgram: c.Case.Block, IgnoreWhenBlocking: c.Case.Exclusion, Ratio: c.Case.Ratio, SrcLen: max(c.Case.SrcLen, 4), V2: v2}
 			if err := b.Validate(); err != nil {
 				t.Fatal(err)
 			}

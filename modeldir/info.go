@@ -121,6 +121,11 @@ type Defaults struct {
 	// batch. Without it (and for inputs that are not a test set) n is the
 	// sentence's own length.
 	Batching *Batching `json:"batching,omitempty"`
+	// RulesVersion is the toolkit release whose search Rules reproduce,
+	// where it changed: 2 for OpenNMT-py 2.x's BeamSearch (decode
+	// .OpenNMTBeam V2: a sentence ends once its best pick has finished at
+	// some step and K hypotheses have); 0 for the current one.
+	RulesVersion int `json:"rules_version,omitempty"`
 }
 
 // Batching styles (Batching.Style).
@@ -172,6 +177,14 @@ func OpenNMTTranslate() *Defaults {
 		MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}
 }
 
+// OpenNMT2Translate is onmt_translate 2.x's decoding with no flags: beam
+// 5 with its BeamSearch (RulesVersion 2), -length_penalty none, at most
+// 100 tokens (-max_length).
+func OpenNMT2Translate() *Defaults {
+	alpha := 0.0
+	return &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "none", LengthPenalty: &alpha, MaxLen: 100, RulesVersion: 2}
+}
+
 // Limit is the output length limit d sets for n source tokens (the longest
 // source of the batch under Batching), 0 when d (or nil) sets none.
 func (d *Defaults) Limit(n int) int {
@@ -203,6 +216,8 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("rules %q: want \"spec\", \"opennmt\", \"joeynmt\" or \"fairseq\"", d.Rules)
 	case d.Rules == "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "none" && d.LengthPenaltyForm != "avg" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q with rules \"opennmt\": want \"none\", \"avg\" or \"wu\"", d.LengthPenaltyForm)
+	case d.RulesVersion != 0 && !(d.Rules == "opennmt" && d.RulesVersion == 2):
+		return fmt.Errorf("rules_version %d: only OpenNMT-py's rules have another, 2", d.RulesVersion)
 	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
 	case d.NoRepeatNgram < 0 || math.IsNaN(d.RepetitionPenalty) || math.IsInf(d.RepetitionPenalty, 0) || d.RepetitionPenalty < 0:

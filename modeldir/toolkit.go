@@ -119,13 +119,15 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, ro ReadOption
 			format = "OpenNMT-py .pt (vocab, opt) with " + filepath.Base(o.WeightsFile)
 		}
 		tm.toolkit = Toolkit{Name: "OpenNMT-py", Version: strconv.Itoa(o.Version) + ".x", Format: format}
+		// onmt_translate's defaults and its beam search, so that attnx
+		// translate with no decoding flags decodes as onmt_translate of
+		// the checkpoint's release does with none.
 		if o.Version == 3 {
-			// onmt_translate 3.x's defaults and its beam search, so that
-			// attnx translate with no decoding flags decodes as
-			// onmt_translate does with none. 2.x's search stops by other
-			// rules, not reproduced.
 			tm.defaults = OpenNMTTranslate()
 			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 3.x's, beam 5 with OpenNMT-py's beam search, -length_penalty avg, at most min(250, 1.25 x the batch's longest source + 5) tokens over its batches of 30 sentences; attnx translate's flags override them")
+		} else {
+			tm.defaults = OpenNMT2Translate()
+			tm.notes = append(tm.notes, "decoding defaults (attnx.json \"defaults\"): onmt_translate 2.x's, beam 5 with its beam search (a sentence ends once its best hypothesis has finished and 5 have), -length_penalty none, at most 100 tokens; attnx translate's flags override them")
 		}
 		tm.src, tm.tgt = o.SrcVocab, o.TgtVocab
 		tm.special = attention.Special{SOS: index(o.TgtVocab, o.DecoderStart), EOS: index(o.TgtVocab, "</s>"), PAD: index(o.TgtVocab, "<blank>"), UNK: index(o.SrcVocab, "<unk>")}

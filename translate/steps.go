@@ -267,7 +267,8 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
-				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row)}
+				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row),
+				V2: so.openNMT && t.onmtV2()}
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -319,6 +320,13 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		ss[r] = &gs[r]
 	}
 	return ss
+}
+
+// onmtV2 reports whether the model's OpenNMT-py rules are 2.x's
+// (attnx.json's rules_version 2).
+func (t *Translator) onmtV2() bool {
+	d := t.info.Defaults
+	return d != nil && d.Rules == RulesOpenNMT && d.RulesVersion == 2
 }
 
 // checkCopySearch refuses, for a copy-attention model, the searches that

@@ -1,5 +1,6 @@
-"""Runs an OpenNMT-py 3.5.1 entry point (build_vocab, train, translate:
-onmt/bin/NAME.py's main) from the tree at $ONMT_DIR, as the console scripts
+"""Runs an OpenNMT-py 3.5.1 (or 2.3.0) entry point (build_vocab, train,
+translate, release_model: onmt/bin/NAME.py's main) from the tree at
+$ONMT_DIR, as the console scripts
 onmt_build_vocab, onmt_train and onmt_translate do, with stand-ins for the
 modules Debian does not package and these runs never call: spacy,
 rapidfuzz, ahocorasick, fasttext and sacrebleu (imported at module level
@@ -49,18 +50,22 @@ def record_gaps(path):
 
     translate_batch = Translator.translate_batch
 
-    def tb(self, batch, attn_debug):
-        ind = batch["ind_in_bucket"]  # the lines, counted in the bucket (the file, up to 16384 lines)
+    def tb(self, batch, *args):
+        if isinstance(batch, dict):  # 3.x: the lines, counted in the bucket (the file, up to 16384 lines)
+            ind = batch["ind_in_bucket"]
+        else:  # 2.x: a torchtext Batch, whose indices are the lines of the shard
+            ind = batch.indices
         current["indices"] = ind.tolist() if hasattr(ind, "tolist") else list(ind)
-        return translate_batch(self, batch, attn_debug)
+        return translate_batch(self, batch, *args)
 
     Translator.translate_batch = tb
 
     beam_pick = BeamSearchBase._pick
 
-    def bp(self, log_probs):
+    def bp(self, log_probs, *args, **kwargs):
         K, V = self.beam_size, log_probs.size(-1)
         scores = log_probs.reshape(-1, K * V)
+        # finished paths: -65504 in 3.x, -1e10 in 2.x
         finished = (self.topk_log_probs.reshape(-1, K) <= -65504).repeat_interleave(V, dim=1)
         for i in range(scores.size(0)):
             row = scores[i].masked_fill(finished[i], float("-inf"))
@@ -70,7 +75,7 @@ def record_gaps(path):
             note(line, vals[K - 1:K + 1])
             if (ids[0] == self.eos) != (ids[1] == self.eos):
                 note(line, vals[:2])
-        return beam_pick(self, log_probs)
+        return beam_pick(self, log_probs, *args, **kwargs)
 
     BeamSearchBase._pick = bp
 

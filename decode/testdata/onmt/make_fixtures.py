@@ -11,7 +11,8 @@ the hypotheses it returned (tokens without BOS, scores as OpenNMT-py reports
 them). The Go test replays the rows: it can only ask for prefixes OpenNMT-py
 asked for, and must return the same hypotheses.
 
-Run with OpenNMT-py's source tree (v3.5.1, commit in beam.json) on the path:
+Run with OpenNMT-py's source tree (v3.5.1, commit in beam.json; or 2.3.0
+with ONMT_VERSION=2.3.0, for beam2.json) on the path:
 
     ONMT_DIR=/path/to/OpenNMT-py /usr/bin/python3 decode/testdata/onmt/make_fixtures.py
 
@@ -31,6 +32,9 @@ import subprocess
 import sys
 
 ONMT = os.environ["ONMT_DIR"]
+# ONMT_VERSION=2.3.0 (with pytorch/text 0.5.0's torchtext on PYTHONPATH)
+# writes beam2.json from OpenNMT-py 2.3.0's BeamSearch instead.
+VERSION = os.environ.get("ONMT_VERSION", "3.5.1")
 sys.path.insert(0, ONMT)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "testdata", "toolkits"))
 import onmt_standins  # noqa: E402
@@ -76,14 +80,18 @@ def run(case):
     torch.manual_seed(0)
     B = case["batch"]
     scorer = GNMTGlobalScorer(case["alpha"], 0.0, case["length_penalty"], "none")
-    beam = BeamSearch(case["beam"], batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS,
-                      n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
-                      max_length=case["max_length"], return_attention=False, block_ngram_repeat=case.get("block", 0),
-                      exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=case.get("ratio", 0.0), ban_unk_token=case["ban_unk"])
+    kw = dict(batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK,
+              n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
+              max_length=case["max_length"], return_attention=False, block_ngram_repeat=case.get("block", 0),
+              exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=case.get("ratio", 0.0), ban_unk_token=case["ban_unk"])
     S = case.get("src_len", 4)
     src_len = torch.full((B,), S, dtype=torch.long)
-    enc_out = torch.zeros(B, S, 2)
-    beam.initialize(enc_out, src_len)
+    if VERSION.startswith("2."):
+        beam = BeamSearch(case["beam"], **kw)
+        beam.initialize(torch.zeros(S, B, 2), src_len)  # 2.x: memory bank time-first
+    else:
+        beam = BeamSearch(case["beam"], start=BOS, **kw)
+        beam.initialize(torch.zeros(B, S, 2), src_len)
     rows = {}
     for step in range(beam.max_length):
         offsets = beam.batch_offset.tolist()  # which sentence each group is
@@ -96,7 +104,8 @@ def run(case):
             rows[json.dumps([sent] + seq, separators=(",", ":"))] = [float(v) for v in x.tolist()]
             lp.append(x)
         beam.advance(torch.stack(lp), None)
-        if any(any(s) for s in beam.is_finished_list):
+        finished = beam.is_finished.any() if VERSION.startswith("2.") else any(any(s) for s in beam.is_finished_list)
+        if finished:
             beam.update_finished()
             if beam.done:
                 break
@@ -129,9 +138,9 @@ CASES = [
 
 def main():
     commit = os.environ.get("ONMT_COMMIT") or subprocess.run(["git", "-C", ONMT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    out = {"opennmt_py": "3.5.1", "commit": commit, "torch": torch.__version__,
+    out = {"opennmt_py": VERSION, "commit": commit, "torch": torch.__version__,
            "vocab": V, "pad": PAD, "bos": BOS, "eos": EOS, "unk": UNK, "cases": [run(c) for c in CASES]}
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "beam.json")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "beam2.json" if VERSION.startswith("2.") else "beam.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
