@@ -187,8 +187,10 @@ func (o openNMT) step(s *modelGraph, in stepInputs) stepOutputs {
 	}
 	states := s.feedStates(next, out)
 	if s.cfg.HasCopy() {
-		lp, cp := s.onmtCopyGenerator(in, out, a)
-		return stepOutputs{logProbs: lp, copyProbs: cp, states: states, attn: a}
+		// The attention OpenNMT-py hands its search (for the coverage
+		// penalty and -replace_unk) is the copy attention.
+		lp, cp, ca := s.onmtCopyGenerator(in, out, a)
+		return stepOutputs{logProbs: lp, copyProbs: cp, states: states, attn: ca}
 	}
 	return stepOutputs{logProbs: s.logProbs("generator", out, true), states: states, attn: a}
 }
@@ -222,7 +224,8 @@ func (s *modelGraph) onmtContextGate(x, q, out *builder.Value) *builder.Value {
 // outputs with out as the query, within the sentence's length (OpenNMT-py
 // 3.5.1 passes no lengths to it: in a batch its sentences also copy from
 // their padding; alone, as here, they do not).
-func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs *builder.Value) {
+// It returns the copy attention too.
+func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs, copyAttn *builder.Value) {
 	c := s.cfg
 	logits := s.classifierLinear("generator.linear", out)
 	pad := make([]bool, c.TgtVocab)
@@ -244,7 +247,7 @@ func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) 
 		}
 		a = ops.Softmax(ops.Where(in.mask, score, s.c.scalarFloat(float32(math.Inf(-1)))), -1)
 	}
-	return logProbs, ops.Mul(a, pCopy)
+	return logProbs, ops.Mul(a, pCopy), a
 }
 
 // OpenNMTV2BridgeNote is export's note for an OpenNMT-py 2 model with a

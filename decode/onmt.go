@@ -83,6 +83,17 @@ type OpenNMTBeam struct {
 	SrcLen int
 	// KeepAttention makes the row record each hypothesis' attention rows.
 	KeepAttention bool
+	// CoveragePenalty is -coverage_penalty (CoverageNone, CoverageWu,
+	// CoverageSummary) and Beta -beta: a hypothesis' coverage is the sum
+	// of its steps' attention rows; wu's penalty is beta x -sum_s
+	// log(min(cov_s, 1)), summary's beta x (sum_s max(cov_s, 1) - S).
+	// Without Stepwise it is taken off a finished hypothesis' score;
+	// with it (-stepwise_penalty) off the running score at every step
+	// from the second, the previous step's given back. As OpenNMT-py 2.3.0
+	// computes them (3.5.1 fails indexing an RNN decoder's attention).
+	CoveragePenalty string
+	Beta            float64
+	Stepwise        bool
 	// V2 is OpenNMT-py 2.x's stop rule (its BeamSearch up to 2.3.0): a
 	// row ends at a step where some hypothesis finishes, once its best
 	// pick has finished at any step so far (or, with Ratio, by the ratio
@@ -98,7 +109,12 @@ type OpenNMTBeam struct {
 	steps int
 	best  float64 // -ratio's best finished score per token
 	top   bool    // V2: the best pick has finished at some step
-	live  []onmtLive
+	// cov and ncov hold the live hypotheses' coverage (CoveragePenalty),
+	// S values each, before and after the step's attention; pens the
+	// penalty of each ncov.
+	cov, ncov []float32
+	pens      []float32
+	live      []onmtLive
 	next  []onmtLive
 	tree  tree
 	finished
@@ -112,6 +128,38 @@ type onmtLive struct {
 	node  int32
 	score float32
 	pos   int32
+	// cov is its coverage's row in cov, prev the stepwise penalty its
+	// score carries (CoveragePenalty).
+	cov  int32
+	prev float32
+}
+
+// OpenNMT coverage penalties (-coverage_penalty).
+const (
+	CoverageNone    = "none"
+	CoverageWu      = "wu"
+	CoverageSummary = "summary"
+)
+
+// coveragePenalty is GNMTGlobalScorer's cov_penalty of one coverage row,
+// in float32 as torch computes it.
+func coveragePenalty(form string, beta float32, cov []float32) float32 {
+	// In order: torch's reduction order over a row depends on its length
+	// (several vector accumulators), so the last bit may differ.
+	var sum float32
+	switch form {
+	case CoverageWu:
+		for _, c := range cov {
+			sum += float32(math.Log(float64(min(c, 1))))
+		}
+		return beta * -sum
+	case CoverageSummary:
+		for _, c := range cov {
+			sum += max(c, 1)
+		}
+		return beta * (sum - float32(len(cov)))
+	}
+	return 0
 }
 
 type onmtCand struct {
@@ -135,6 +183,10 @@ func (b *OpenNMTBeam) Validate() error {
 		return fmt.Errorf("decode: ratio %v: want a finite value >= 0", b.Ratio)
 	case b.Ratio > 0 && b.SrcLen < 1:
 		return fmt.Errorf("decode: ratio %v needs the source length, SrcLen = %d", b.Ratio, b.SrcLen)
+	case b.CoveragePenalty != "" && b.CoveragePenalty != CoverageNone && b.CoveragePenalty != CoverageWu && b.CoveragePenalty != CoverageSummary:
+		return fmt.Errorf("decode: coverage penalty %q: want %s, %s or %s", b.CoveragePenalty, CoverageNone, CoverageWu, CoverageSummary)
+	case math.IsNaN(b.Beta) || math.IsInf(b.Beta, 0):
+		return fmt.Errorf("decode: beta %v: want a finite value", b.Beta)
 	}
 	return nil
 }
@@ -181,8 +233,33 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	length := b.steps + 1 // OpenNMT-py's len(self): the start token and the tokens so far
 	pen := b.penalty(length + 1)
 	pen32 := float32(pen)
+	covered := b.CoveragePenalty == CoverageWu || b.CoveragePenalty == CoverageSummary
+	S := s.SourceLength()
+	if covered {
+		b.ncov = slices.Grow(b.ncov[:0], len(b.live)*S)[:len(b.live)*S]
+		b.pens = slices.Grow(b.pens[:0], len(b.live))[:len(b.live)]
+	}
 	b.cands = b.cands[:0]
 	for i, h := range b.live {
+		if covered {
+			// The coverage through this step's attention, and its
+			// penalty; stepwise, the running score swaps the previous
+			// step's penalty for it (from the second step).
+			nc, att := b.ncov[i*S:(i+1)*S], s.Attention(i)
+			if b.steps == 0 {
+				copy(nc, att)
+			} else {
+				oc := b.cov[int(h.cov)*S : (int(h.cov)+1)*S]
+				for j := range nc {
+					nc[j] = oc[j] + att[j]
+				}
+			}
+			b.pens[i] = coveragePenalty(b.CoveragePenalty, float32(b.Beta), nc)
+			if b.Stepwise && b.steps > 0 {
+				h.score = (h.score + h.prev) - b.pens[i]
+				b.live[i].score = h.score
+			}
+		}
 		forbidden := b.forbidden(h.node, length)
 		lp := s.LogProbs(i)
 		if b.Rules != nil {
@@ -221,6 +298,11 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if pen != 1 {
 			raw = c.score * pen32
 		}
+		if covered && !b.Stepwise {
+			// The finished score loses the coverage penalty (topk_scores
+			// -= cov_penalty), the running one does not.
+			c.score -= b.pens[c.i]
+		}
 		if int64(c.v) == b.EOS || atMax {
 			b.add(node, raw, c.score)
 			topFinished = topFinished || r == 0
@@ -233,7 +315,20 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			continue
 		}
 		allFinished = false
-		b.next = append(b.next, onmtLive{node: node, score: raw, pos: int32(r)})
+		nl := onmtLive{node: node, score: raw, pos: int32(r), cov: c.i}
+		if covered && b.steps > 1 {
+			nl.prev = b.pens[c.i]
+		}
+		b.next = append(b.next, nl)
+	}
+	if covered {
+		// The children's coverage rows are their parents' new ones.
+		b.cov = slices.Grow(b.cov[:0], len(b.next)*S)[:len(b.next)*S]
+		for j := range b.next {
+			p := int(b.next[j].cov)
+			copy(b.cov[j*S:(j+1)*S], b.ncov[p*S:(p+1)*S])
+			b.next[j].cov = int32(j)
+		}
 	}
 	b.live, b.next = b.next, b.live
 	stop, need := topFinished, b.NBest
@@ -247,7 +342,11 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		// In float32, as torch divides the score by the 0-d tensor
 		// src_len x ratio and compares with the Python float.
 		predLen := float32(b.SrcLen) * float32(b.Ratio)
-		stop = anyFinished && (picks[0].score/predLen <= float32(b.best) || allFinished)
+		top := picks[0].score
+		if covered && !b.Stepwise {
+			top -= b.pens[picks[0].i]
+		}
+		stop = anyFinished && (top/predLen <= float32(b.best) || allFinished)
 	}
 	if stop && len(b.fin) >= need || len(b.live) == 0 {
 		return b.finish()

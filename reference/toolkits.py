@@ -260,7 +260,7 @@ class OpenNMTModel(ToolkitModel):
         a = p
         if self.sz.copy != "reuse":
             a = _softmax_masked(self._scores(self.decoder.copy_attn, self.sz.copy, o, enc), lengths)
-        return lp, nstate, p, a * p_copy
+        return lp, nstate, a, a * p_copy  # the attention onmt_translate's search sees: the copy attention
 
     @staticmethod
     def _scores(a, attn_type, q, enc):

@@ -89,7 +89,8 @@ type Request struct {
 	// of an answer's bytes: T x src_len numbers per input.
 	Attention *bool `json:"attention,omitempty"`
 	// The toolkits' other settings (docs/decoding.md): OpenNMT-py's
-	// max_len_ratio, block_ngram_repeat, ignore_when_blocking and ratio;
+	// max_len_ratio, block_ngram_repeat, ignore_when_blocking, ratio and
+	// the coverage penalty (coverage_penalty, beta, stepwise_penalty);
 	// fairseq's unk_penalty, temperature and max_len_a; random sampling
 	// (sampling, sampling_topk, sampling_topp, seed) under either's
 	// rules. Absent means the server's default (none).
@@ -97,6 +98,9 @@ type Request struct {
 	BlockNgramRepeat   *int     `json:"block_ngram_repeat,omitempty"`
 	IgnoreWhenBlocking []string `json:"ignore_when_blocking,omitempty"`
 	Ratio              *float64 `json:"ratio,omitempty"`
+	CoveragePenalty    *string  `json:"coverage_penalty,omitempty"`
+	Beta               *float64 `json:"beta,omitempty"`
+	StepwisePenalty    *bool    `json:"stepwise_penalty,omitempty"`
 	UnkPenalty         *float64 `json:"unk_penalty,omitempty"`
 	Temperature        *float64 `json:"temperature,omitempty"`
 	MaxLenA            *float64 `json:"max_len_a,omitempty"`

@@ -67,6 +67,7 @@ func (job Job) callOptions() translate.CallOptions {
 	t := job.Toolkit
 	return translate.CallOptions{UnkPenalty: t.UnkPenalty, Temperature: t.Temperature, MaxLenA: t.MaxLenA, MaxLenRatio: t.MaxLenRatio,
 		BlockNgram: t.BlockNgram, IgnoreWhenBlocking: t.IgnoreWhenBlocking, Ratio: t.Ratio, Sampling: t.Sampling, SamplingTopK: t.SamplingTopK,
+		CoveragePenalty: t.CoveragePenalty, Beta: t.Beta, StepwisePenalty: t.StepwisePenalty,
 		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
 		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention, AsTestSet: job.AsTestSet,
 		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}

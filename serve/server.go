@@ -785,6 +785,7 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 	}
 	job.Toolkit = translate.CallOptions{MaxLenRatio: req.MaxLenRatio, BlockNgram: req.BlockNgramRepeat, IgnoreWhenBlocking: req.IgnoreWhenBlocking,
 		Ratio: req.Ratio, UnkPenalty: req.UnkPenalty, Temperature: req.Temperature, MaxLenA: req.MaxLenA, Sampling: req.Sampling,
+		CoveragePenalty: req.CoveragePenalty, Beta: req.Beta, StepwisePenalty: req.StepwisePenalty,
 		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed}
 	if !reflect.ValueOf(job.Toolkit).IsZero() {
 		// Checked as translate checks them for every surface, named as

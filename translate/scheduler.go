@@ -61,11 +61,15 @@ type CallOptions struct {
 	// The toolkits' other settings (nil: the Translator's), as in Options:
 	// fairseq's UnkPenalty, Temperature and MaxLenA; OpenNMT-py's
 	// MaxLenRatio, BlockNgram, IgnoreWhenBlocking (nil: the
-	// Translator's) and Ratio; random sampling under either's rules.
+	// Translator's), Ratio and the coverage penalty (CoveragePenalty,
+	// Beta, StepwisePenalty); random sampling under either's rules.
 	UnkPenalty, Temperature, MaxLenA, MaxLenRatio *float64
 	BlockNgram                                    *int
 	IgnoreWhenBlocking                            []string
 	Ratio                                         *float64
+	CoveragePenalty                               *string
+	Beta                                          *float64
+	StepwisePenalty                               *bool
 	Sampling                                      *bool
 	SamplingTopK                                  *int
 	SamplingTopP                                  *float64

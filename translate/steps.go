@@ -69,6 +69,9 @@ type searchOpts struct {
 	repPenalty float64
 	// The toolkits' other settings: Options' or the call's.
 	blockNgram     int
+	covPen         string
+	beta           float64
+	stepwise       bool
 	ignoreBlocking []int64
 	ratio          float64
 	sampling       bool
@@ -99,7 +102,7 @@ func (t *Translator) searchOptions() searchOpts {
 	so := searchOpts{beam: t.beam(), nBest: t.nBest(), alpha: t.lengthPenalty(), rules: t.rules, wu: t.opt.LengthPenaltyWu, replaceUnk: t.opt.ReplaceUnk,
 		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
 		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, temp: t.opt.Temperature, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty,
-		blockNgram: t.opt.BlockNgram, ignoreBlocking: t.ignoreBlocking, ratio: t.opt.Ratio, sampling: t.opt.Sampling, topK: t.opt.SamplingTopK,
+		blockNgram: t.opt.BlockNgram, ignoreBlocking: t.ignoreBlocking, ratio: t.opt.Ratio, covPen: t.opt.CoveragePenalty, beta: t.opt.Beta, stepwise: t.opt.StepwisePenalty, sampling: t.opt.Sampling, topK: t.opt.SamplingTopK,
 		topP: t.opt.SamplingTopP, seed: t.opt.Seed, maxLenA: t.opt.MaxLenA, maxLenRatio: t.opt.MaxLenRatio}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
@@ -268,7 +271,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
 				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row),
-				V2: so.openNMT && t.onmtV2()}
+				V2: so.openNMT && t.onmtV2(), CoveragePenalty: so.covPen, Beta: so.beta, Stepwise: so.stepwise}
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -415,6 +418,13 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 	set(&so.temp, opt.Temperature)
 	set(&so.maxLenA, opt.MaxLenA)
 	set(&so.ratio, opt.Ratio)
+	set(&so.beta, opt.Beta)
+	if opt.CoveragePenalty != nil {
+		so.covPen = *opt.CoveragePenalty
+	}
+	if opt.StepwisePenalty != nil {
+		so.stepwise = *opt.StepwisePenalty
+	}
 	set(&so.topP, opt.SamplingTopP)
 	if opt.MaxLenRatio != nil {
 		r := *opt.MaxLenRatio
@@ -450,5 +460,6 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 	}
 	return checkOptions(Options{Engine: EngineSteps, Rules: rules, Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
 		MaxLenA: so.maxLenA, MaxLenRatio: so.maxLenRatio, BlockNgram: so.blockNgram, IgnoreWhenBlocking: opt.IgnoreWhenBlocking, Ratio: so.ratio,
+		CoveragePenalty: so.covPen, Beta: so.beta, StepwisePenalty: so.stepwise,
 		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty})
 }

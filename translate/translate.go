@@ -161,6 +161,12 @@ type Options struct {
 	// candidate's score over Ratio x the source's length is no better than
 	// the best finished score per token (decode.OpenNMTBeam.Ratio).
 	Ratio float64
+	// CoveragePenalty is OpenNMT-py's -coverage_penalty under RulesOpenNMT
+	// ("" or "none", "wu", "summary"), Beta its -beta and StepwisePenalty
+	// its -stepwise_penalty (decode.OpenNMTBeam.CoveragePenalty).
+	CoveragePenalty string
+	Beta            float64
+	StepwisePenalty bool
 	// UnkPenalty is fairseq's --unkpen under RulesFairseq: subtracted
 	// from the unknown token's log-prob at every step.
 	UnkPenalty float64
@@ -530,6 +536,14 @@ func checkOptions(opt Options) error {
 	}
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
+	}
+	switch c := opt.CoveragePenalty; {
+	case c != "" && c != decode.CoverageNone && c != decode.CoverageWu && c != decode.CoverageSummary:
+		return fmt.Errorf("translate: CoveragePenalty %q: want none, wu or summary", c)
+	case math.IsNaN(opt.Beta) || math.IsInf(opt.Beta, 0):
+		return fmt.Errorf("translate: Beta = %v: want a finite value", opt.Beta)
+	case (c != "" && c != decode.CoverageNone || opt.Beta != 0 || opt.StepwisePenalty) && opt.Rules != RulesOpenNMT:
+		return fmt.Errorf("translate: CoveragePenalty %q, Beta %v and StepwisePenalty go with Rules %q (OpenNMT-py's -coverage_penalty, -beta, -stepwise_penalty)", c, opt.Beta, RulesOpenNMT)
 	}
 	if opt.Sampling && opt.Rules != RulesFairseq && opt.Rules != RulesOpenNMT || !opt.Sampling && (opt.SamplingTopK != 0 || opt.SamplingTopP != 0) {
 		return fmt.Errorf("translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q or %q", RulesFairseq, RulesOpenNMT)

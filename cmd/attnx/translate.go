@@ -123,6 +123,9 @@ func runTranslate(args []string) error {
 	blockNgram := fs.Int("block-ngram-repeat", 0, "with --rules opennmt: no hypothesis repeats an n-gram of `N` tokens (OpenNMT-py's -block_ngram_repeat)")
 	noRepeat := fs.Int("no-repeat-ngram", 0, "beam search: no hypothesis completes an n-gram of `N` tokens already in it or in its source (JoeyNMT's no_repeat_ngram_size; greedy decoding ignores it, as JoeyNMT's does)")
 	repPenalty := fs.Float64("repetition-penalty", 0, "beam search: log-probs of tokens already in the hypothesis or the source times `P` (> 1; JoeyNMT's repetition_penalty; greedy decoding ignores it)")
+	covPen := fs.String("coverage-penalty", "none", "with --rules opennmt: OpenNMT-py's -coverage_penalty: none, wu or summary (of each hypothesis' summed attention)")
+	beta := fs.Float64("beta", 0, "with --coverage-penalty: its weight `B` (OpenNMT-py's -beta)")
+	stepwise := fs.Bool("stepwise-penalty", false, "with --coverage-penalty: apply it at every step, not to finished hypotheses only (OpenNMT-py's -stepwise_penalty)")
 	ratio := fs.Float64("ratio", 0, "with --rules opennmt: OpenNMT-py's -ratio `R`: a sentence may stop once its best candidate's score over R x its source length is no better than the best finished score per token (0: off)")
 	ignoreBlocking := fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	src := fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
@@ -180,8 +183,8 @@ func runTranslate(args []string) error {
 			}
 			return &usageError{"--rules opennmt runs on the steps engine (beam.onnx has attnx's beam search built in): drop --engine loop or use --engine steps"}
 		}
-	case *blockNgram != 0 || len(*ignoreBlocking) > 0 || *ratio != 0:
-		return &usageError{"--block-ngram-repeat, --ignore-when-blocking and --ratio go with --rules opennmt"}
+	case *blockNgram != 0 || len(*ignoreBlocking) > 0 || *ratio != 0 || *covPen != "none" || *beta != 0 || *stepwise:
+		return &usageError{"--block-ngram-repeat, --ignore-when-blocking, --ratio, --coverage-penalty, --beta and --stepwise-penalty go with --rules opennmt"}
 	case *penaltyForm != "power" && *penaltyForm != "wu":
 		return &usageError{fmt.Sprintf("--length-penalty-form %q: want power or wu (none and avg with --rules opennmt)", *penaltyForm)}
 	}
@@ -255,7 +258,8 @@ func runTranslate(args []string) error {
 		NoModelDefaults: true, // resolved above (applyModelDefaults)
 		Pretokenized:    *pretok,
 		Beam:            *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
-		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
+		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio,
+		CoveragePenalty: *covPen, Beta: *beta, StepwisePenalty: *stepwise, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
 		Sampling: *sampling, SamplingTopK: *samplingTopK, SamplingTopP: *samplingTopP, Seed: *seed,
 		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
 	}

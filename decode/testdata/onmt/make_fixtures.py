@@ -60,6 +60,12 @@ def row(prefix, seed, sticky=False):
     return torch.log_softmax(logits, dim=-1)
 
 
+def attention(prefix, seed, S):
+    """The table model's attention row over S positions after prefix."""
+    g = torch.Generator().manual_seed(seed * 7919 + hash(tuple(prefix)) % 1000003)
+    return torch.softmax(torch.randn(S, generator=g, dtype=torch.float32) * 1.5, dim=-1)
+
+
 def run(case):
     if case.get("alone"):
         # One sentence per batch: OpenNMT-py 3.5.1 does not reindex its
@@ -79,11 +85,12 @@ def run(case):
         return {"case": case, "rows": rows, "hypotheses": [p["hypotheses"][0] for p in parts]}
     torch.manual_seed(0)
     B = case["batch"]
-    scorer = GNMTGlobalScorer(case["alpha"], 0.0, case["length_penalty"], "none")
+    cov = case.get("coverage", "none")
+    scorer = GNMTGlobalScorer(case["alpha"], case.get("beta", 0.0), case["length_penalty"], cov)
     kw = dict(batch_size=B, pad=PAD, bos=BOS, eos=EOS, unk=UNK,
               n_best=case["n_best"], global_scorer=scorer, min_length=case["min_length"],
               max_length=case["max_length"], return_attention=False, block_ngram_repeat=case.get("block", 0),
-              exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=False, ratio=case.get("ratio", 0.0), ban_unk_token=case["ban_unk"])
+              exclusion_tokens=set(case.get("exclusion", [])), stepwise_penalty=case.get("stepwise", False), ratio=case.get("ratio", 0.0), ban_unk_token=case["ban_unk"])
     S = case.get("src_len", 4)
     src_len = torch.full((B,), S, dtype=torch.long)
     if VERSION.startswith("2."):
@@ -92,18 +99,26 @@ def run(case):
     else:
         beam = BeamSearch(case["beam"], start=BOS, **kw)
         beam.initialize(torch.zeros(B, S, 2), src_len)
-    rows = {}
+    rows, attns = {}, {}
     for step in range(beam.max_length):
         offsets = beam.batch_offset.tolist()  # which sentence each group is
         seqs = beam.alive_seq.tolist()
         K = beam.beam_size
-        lp = []
+        lp, at = [], []
         for r, seq in enumerate(seqs):
             sent = offsets[r // K]
+            key = json.dumps([sent] + seq, separators=(",", ":"))
             x = row(seq, case["seed"] + sent, case.get("sticky", False))
-            rows[json.dumps([sent] + seq, separators=(",", ":"))] = [float(v) for v in x.tolist()]
+            rows[key] = [float(v) for v in x.tolist()]
             lp.append(x)
-        beam.advance(torch.stack(lp), None)
+            if cov != "none":
+                a = attention(seq, case["seed"] + sent, S)
+                attns[key] = [float(v) for v in a.tolist()]
+                at.append(a)
+        attn = None
+        if at:  # [1, rows, S]: 2.x's RNN attention comes time-first
+            attn = torch.stack(at).unsqueeze(0)
+        beam.advance(torch.stack(lp), attn)
         finished = beam.is_finished.any() if VERSION.startswith("2.") else any(any(s) for s in beam.is_finished_list)
         if finished:
             beam.update_finished()
@@ -113,7 +128,10 @@ def run(case):
     for b in range(B):
         out.append([{"tokens": [int(t) for t in p.tolist()], "score": float(s)}
                     for s, p in zip(beam.scores[b], beam.predictions[b])])
-    return {"case": case, "rows": rows, "hypotheses": out}
+    res = {"case": case, "rows": rows, "hypotheses": out}
+    if attns:
+        res["attention"] = attns
+    return res
 
 
 CASES = [
@@ -135,16 +153,26 @@ CASES = [
     dict(name="block_ngram_repeat 1", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=False, batch=3, seed=10, block=1, alone=True),
 ]
 
+# -coverage_penalty (2.x: 3.5.1's beam search fails on an RNN decoder's
+# time-first attention).
+COVERAGE_CASES = [
+    dict(name="coverage summary 5", beam=5, n_best=2, length_penalty="wu", alpha=0.9, min_length=0, max_length=20, ban_unk=False, batch=4, seed=21, coverage="summary", beta=5.0, src_len=6),
+    dict(name="coverage wu 0.2", beam=4, n_best=1, length_penalty="none", alpha=0.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=22, coverage="wu", beta=0.2, src_len=5),
+    dict(name="stepwise summary 5", beam=5, n_best=1, length_penalty="wu", alpha=0.9, min_length=4, max_length=20, ban_unk=False, batch=4, seed=23, coverage="summary", beta=5.0, stepwise=True, src_len=6),
+    dict(name="stepwise wu 0.5", beam=3, n_best=2, length_penalty="avg", alpha=1.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=24, coverage="wu", beta=0.5, stepwise=True, src_len=4),
+]
+
 
 def main():
     commit = os.environ.get("ONMT_COMMIT") or subprocess.run(["git", "-C", ONMT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = {"opennmt_py": VERSION, "commit": commit, "torch": torch.__version__,
-           "vocab": V, "pad": PAD, "bos": BOS, "eos": EOS, "unk": UNK, "cases": [run(c) for c in CASES]}
+           "vocab": V, "pad": PAD, "bos": BOS, "eos": EOS, "unk": UNK,
+           "cases": [run(c) for c in CASES + (COVERAGE_CASES if VERSION.startswith("2.") else [])]}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "beam2.json" if VERSION.startswith("2.") else "beam.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
-    print("wrote %s: %d cases" % (path, len(CASES)))
+    print("wrote %s: %d cases" % (path, len(out["cases"])))
 
 
 main()
