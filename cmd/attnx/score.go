@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"cmp"
+	"encoding/json"
+	"math"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -23,16 +26,28 @@ Other sacreBLEU settings: --metrics bleu,chrf, --tokenize none,
 --lowercase, --smooth-method/--smooth-value, --chrf-word-order 2 (chrF++),
 --width.
 
+--metrics rouge scores summaries: ROUGE-1, ROUGE-2 and ROUGE-L (recall,
+precision, F), by default as ROUGE-1.5.5 reports them through files2rouge
+(stemmed, sentences ending after " .", the average of its 1000 bootstrap
+resamples), which is how the summarization papers and OpenNMT-py's recipe
+report ROUGE; --rouge rouge-score gives Google's rouge-score package's at
+its defaults (no stemming) with ROUGE-Lsum. <t> and </t> are removed first
+and end sentences (--keep-sentence-tags keeps them).
+
 Example:
   attnx translate --model model/ --src test.de --output pred.en
   attnx score --ref test.en pred.en
-  attnx score --ref ref1.en --ref ref2.en --json pred.en`
+  attnx score --ref ref1.en --ref ref2.en --json pred.en
+  attnx score --metrics rouge --ref test.tgt summaries.txt`
 }
 
 func runScore(args []string) error {
 	fs := newFlagSet("score")
 	refs := fs.StringArray("ref", nil, "a reference `FILE`, one line per segment (repeatable: several references)")
-	metrics := fs.StringSlice("metrics", []string{"bleu", "chrf"}, "metrics to compute: bleu, chrf")
+	metrics := fs.StringSlice("metrics", []string{"bleu", "chrf"}, "metrics to compute: bleu, chrf, rouge (ROUGE-1, ROUGE-2, ROUGE-L: summaries)")
+	rougeImpl := fs.String("rouge", mtscore.Rouge155, "whose ROUGE: rouge155 (ROUGE-1.5.5 as files2rouge runs it: stemmed, sentences end at \" .\") or rouge-score (Google's package at its defaults, with ROUGE-Lsum)")
+	rougeStem := fs.String("rouge-stem", "default", "stem words with Porter's stemmer: default (the implementation's: yes for rouge155, no for rouge-score), yes or no")
+	keepTags := fs.Bool("keep-sentence-tags", false, "ROUGE: keep <t> and </t> (by default removed, as OpenNMT-py's summarization guide does, and taken as sentence ends)")
 	jsonOut := fs.Bool("json", false, "print sacreBLEU's JSON objects (an array for several metrics)")
 	width := fs.Int("width", 2, "decimals of the scores")
 	tokenize := fs.String("tokenize", mtscore.Tokenize13a, "BLEU's tokenizer: 13a or none")
@@ -54,9 +69,18 @@ func runScore(args []string) error {
 		return &usageError{fmt.Sprintf("--chrf-word-order %d: must not be negative", *wordOrder)}
 	}
 	for _, m := range *metrics {
-		if m != "bleu" && m != "chrf" {
-			return &usageError{fmt.Sprintf("--metrics %s: want bleu and/or chrf", m)}
+		if m != "bleu" && m != "chrf" && m != "rouge" {
+			return &usageError{fmt.Sprintf("--metrics %s: want bleu, chrf and/or rouge", m)}
 		}
+	}
+	ro := mtscore.RougeOptions{Impl: *rougeImpl, KeepSentenceTags: *keepTags}
+	switch *rougeStem {
+	case "default":
+	case "yes", "no":
+		stem := *rougeStem == "yes"
+		ro.Stem = &stem
+	default:
+		return &usageError{fmt.Sprintf("--rouge-stem %q: want default, yes or no", *rougeStem)}
 	}
 	hypName := stdinName
 	if fs.NArg() == 1 {
@@ -82,7 +106,17 @@ func runScore(args []string) error {
 		bo.SmoothValue = smoothValue
 	}
 	var scores []mtscore.Score
+	var rouge []mtscore.RougeResult
 	for _, m := range *metrics {
+		if m == "rouge" {
+			if len(refLines) != 1 {
+				return &usageError{"--metrics rouge scores against one --ref"}
+			}
+			if rouge, err = mtscore.Rouge(hyps, refLines[0], ro); err != nil {
+				return &usageError{err.Error()}
+			}
+			continue
+		}
 		var s mtscore.Score
 		if m == "bleu" {
 			s, err = mtscore.BLEU(hyps, refLines, bo)
@@ -100,23 +134,40 @@ func runScore(args []string) error {
 		for _, s := range scores {
 			fmt.Fprintln(w, mtscore.Line(s, *width))
 		}
+		w.WriteString(mtscore.RougeLines(rouge, *width))
 		return nil
 	}
-	if len(scores) > 1 {
-		w.WriteString("[\n")
-	}
-	for i, s := range scores {
+	var objs [][]byte
+	for _, s := range scores {
 		js, err := mtscore.JSON(s, *width)
 		if err != nil {
 			return err
 		}
+		objs = append(objs, js)
+	}
+	if rouge != nil {
+		scale := math.Pow(10, float64(*width))
+		r := func(x float64) float64 { return math.Round(x*scale) / scale }
+		for i := range rouge {
+			rouge[i].Recall, rouge[i].Precision, rouge[i].F = r(rouge[i].Recall), r(rouge[i].Precision), r(rouge[i].F)
+		}
+		js, err := json.MarshalIndent(map[string]any{"name": "ROUGE", "implementation": cmp.Or(*rougeImpl, mtscore.Rouge155), "scores": rouge}, "", " ")
+		if err != nil {
+			return err
+		}
+		objs = append(objs, js)
+	}
+	if len(objs) > 1 {
+		w.WriteString("[\n")
+	}
+	for i, js := range objs {
 		w.Write(js)
-		if i < len(scores)-1 {
+		if i < len(objs)-1 {
 			w.WriteString(",")
 		}
 		w.WriteString("\n")
 	}
-	if len(scores) > 1 {
+	if len(objs) > 1 {
 		w.WriteString("]\n")
 	}
 	return nil

@@ -91,3 +91,34 @@ func TestScoreReadsAsSacreBLEU(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreRouge: --metrics rouge prints ROUGE-1.5.5's averages for the
+// summaries of mtscore/testdata/rouge (the figures files2rouge printed,
+// expected.json) and rouge-score's with --rouge rouge-score; bad settings
+// are usage errors naming the flag.
+func TestScoreRouge(t *testing.T) {
+	dir := filepath.Join("..", "..", "mtscore", "testdata", "rouge")
+	ref, hyp := filepath.Join(dir, "mixed.ref"), filepath.Join(dir, "mixed.hyp")
+	code, out, stderr := attnx("score", "--metrics", "rouge", "--ref", ref, hyp)
+	want := "ROUGE-1    R 71.48  P 80.67  F 75.67\nROUGE-2    R 24.32  P 27.85  F 25.92\nROUGE-L    R 60.48  P 68.14  F 63.98\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d, printed\n%s(want\n%s) %s", code, out, want, stderr)
+	}
+	code, out, _ = attnx("score", "--metrics", "rouge", "--rouge", "rouge-score", "--ref", ref, hyp)
+	if code != 0 || !strings.Contains(out, "ROUGE-Lsum R 51.00  P 56.94  F 53.70") || !strings.Contains(out, "ROUGE-1    R 60.31  P 67.36  F 63.51") {
+		t.Errorf("rouge-score: exit %d:\n%s", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics", "rouge", "--rouge", "rouge-2", "--ref", ref, hyp}, `implementation "rouge-2"`},
+		{[]string{"--metrics", "rouge", "--rouge-stem", "maybe", "--ref", ref, hyp}, `--rouge-stem "maybe"`},
+		{[]string{"--metrics", "rouge", "--ref", ref, "--ref", ref, hyp}, "one --ref"},
+	} {
+		code, _, stderr := attnx(append([]string{"score"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want a usage error naming %q", c.args, code, stderr, c.want)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+"""Writes expected.json: ROUGE of every NAME.hyp against NAME.ref here, as
+ROUGE-1.5.5 reports it through files2rouge (and pyrouge), and as Google's
+rouge-score computes it, for mtscore's TestRougeMatchesTools.
+
+    FILES2ROUGE_DIR=... PYROUGE_DIR=... ROUGE_SCORE_DIR=... \\
+        /usr/bin/python3 mtscore/testdata/rouge/make_rouge.py
+
+  FILES2ROUGE_DIR  pltrdy/files2rouge (d3d09c8), its files2rouge package
+                   and RELEASE-1.5.5 (ROUGE-1.5.5.pl, its data and
+                   XML::DOM); Debian's perl, libxml-parser-perl (DB_File
+                   is perl's own).
+  PYROUGE_DIR      pltrdy/pyrouge (dfdff03), which files2rouge calls.
+  ROUGE_SCORE_DIR  a directory holding google-research's rouge package
+                   (rouge/rouge_scorer.py, scoring.py, tokenize.py of
+                   google-research/google-research); Debian's python3-nltk,
+                   python3-six, python3-numpy.
+
+Both get the text as their users give it for OpenNMT-py's summaries:
+files2rouge the files with <t> and </t> removed by the sed commands of
+OpenNMT-py's summarization guide (files2rouge then splits sentences after
+" ."); rouge-score each line's <t> ... </t> sentences joined by newlines
+(rougeLsum's sentences), a line without tags as it is. The scores are
+files2rouge's printed averages and rouge-score's mean over the lines.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+f2r, pyrouge, rs = os.environ["FILES2ROUGE_DIR"], os.environ["PYROUGE_DIR"], os.environ["ROUGE_SCORE_DIR"]
+
+
+def files2rouge(hyp, ref, stem):
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name, src in (("hyp", hyp), ("ref", ref)):
+            paths[name] = os.path.join(tmp, name)
+            with open(src) as f, open(paths[name], "w") as out:
+                for line in f:
+                    out.write(line.replace("<t> ", "").replace(" </t>", ""))
+        pkg = os.path.join(tmp, "pkg")
+        subprocess.run(["cp", "-r", os.path.join(f2r, "files2rouge"), pkg], check=True)
+        release = os.path.join(f2r, "files2rouge", "RELEASE-1.5.5")
+        with open(os.path.join(pkg, "settings.json"), "w") as f:
+            json.dump({"ROUGE_path": os.path.join(release, "ROUGE-1.5.5.pl"), "ROUGE_data": os.path.join(release, "data")}, f)
+        os.makedirs(os.path.join(tmp, "lib", "files2rouge"))
+        for fn in os.listdir(pkg):
+            os.rename(os.path.join(pkg, fn), os.path.join(tmp, "lib", "files2rouge", fn))
+        args = [sys.executable, "-c", "import sys; from files2rouge import files2rouge; sys.argv = sys.argv[1:]; files2rouge.main()",
+                "files2rouge", paths["ref"], paths["hyp"]]
+        if not stem:
+            args.append("--no_stemming")
+        env = dict(os.environ, PYTHONPATH=os.path.join(tmp, "lib") + ":" + pyrouge)
+        out = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    res = {}
+    for m in re.finditer(r"ROUGE-(1|2|L) Average_(R|P|F): ([0-9.]+)", out):
+        res.setdefault("ROUGE-" + m.group(1), {})[m.group(2)] = float(m.group(3))
+    if len(res) != 3:
+        raise SystemExit("files2rouge printed:\n" + out)
+    return res
+
+
+def rouge_score(hyp, ref):
+    sys.path.insert(0, rs)
+    from rouge import rouge_scorer
+
+    def prep(line):
+        sents = re.findall(r"<t> (.*?) </t>", line)
+        return "\n".join(sents) if sents else line
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"])
+    hyps = [prep(l.rstrip("\n")) for l in open(hyp)]
+    refs = [prep(l.rstrip("\n")) for l in open(ref)]
+    names = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
+    tot = {}
+    for h, r in zip(hyps, refs):
+        for k, s in scorer.score(r, h).items():
+            t = tot.setdefault(names[k], {"R": 0.0, "P": 0.0, "F": 0.0})
+            t["R"] += s.recall
+            t["P"] += s.precision
+            t["F"] += s.fmeasure
+    return {k: {m: v / len(hyps) for m, v in t.items()} for k, t in tot.items()}
+
+
+def porter(words):
+    """ROUGE-1.5.5's own stem() (its Porter stemmer, copied out of the
+    script at run time) on each word."""
+    script = open(os.path.join(f2r, "files2rouge", "RELEASE-1.5.5", "ROUGE-1.5.5.pl")).read()
+    code = script[script.index("local %step2list;"):] + '\n&initialise(); while(<STDIN>){chomp; print stem($_),"\\n";}\n'
+    out = subprocess.run(["perl", "-e", code], input="\n".join(words) + "\n", capture_output=True, text=True, check=True).stdout
+    return out.split("\n")[:len(words)]
+
+
+def main():
+    # porter.tsv: the words of the summarization corpus and of the
+    # references here (over 3 letters), with ROUGE-1.5.5's stems.
+    corpus = os.environ.get("CORPUS", os.path.join(here, "..", "..", "..", "testdata", "toolkits", "summary_corpus.py"))
+    text = ""
+    if corpus.endswith(".py"):
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, corpus, tmp], check=True)
+            text = open(os.path.join(tmp, "train.src")).read()
+    for ref in glob.glob(os.path.join(here, "*.ref")):
+        text += open(ref).read()
+    words = sorted(set(w for w in re.split(r"[^a-z]+", text.lower()) if len(w) > 3))
+    with open(os.path.join(here, "porter.tsv"), "w") as f:
+        for w, s in zip(words, porter(words)):
+            f.write("%s\t%s\n" % (w, s))
+
+    out = {"files2rouge": "pltrdy/files2rouge d3d09c8 (ROUGE-1.5.5 -c 95 -r 1000 -n 2 -a [-m]), pyrouge pltrdy dfdff03",
+           "rouge_score": "google-research/google-research rouge (rouge_scorer.py 0c1bbe5)", "files": {}}
+    for hyp in sorted(glob.glob(os.path.join(here, "*.hyp"))):
+        name = os.path.basename(hyp)[:-4]
+        ref = hyp[:-4] + ".ref"
+        out["files"][name] = {"rouge155": files2rouge(hyp, ref, True), "rouge155-nostem": files2rouge(hyp, ref, False),
+                              "rouge-score": rouge_score(hyp, ref)}
+    with open(os.path.join(here, "expected.json"), "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote expected.json for", ", ".join(out["files"]))
+
+
+main()
