@@ -115,8 +115,8 @@ type OpenNMTBeam struct {
 	cov, ncov []float32
 	pens      []float32
 	live      []onmtLive
-	next  []onmtLive
-	tree  tree
+	next      []onmtLive
+	tree      tree
 	finished
 	cands []onmtCand
 }

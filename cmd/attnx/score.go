@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
-	"math"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
