@@ -73,6 +73,55 @@ func TestOpenNMTSummaryModels(t *testing.T) {
 	}
 }
 
+// TestOpenNMTSummary351 exports the copy-attention checkpoints OpenNMT-py
+// 3.5.1's own onmt_train wrote (testdata/toolkits/onmt-sum-351-*: a
+// separate general copy attention, and the recipe's reused one), with no
+// flags, and summarizes their test sentences, which 3.5.1's onmt_translate
+// cannot (its traceback is kept beside them): every summary must name the
+// sentence's person, a made-up name outside the vocabulary that only
+// copying can produce.
+func TestOpenNMTSummary351(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	for _, name := range []string{"onmt-sum-351-copy", "onmt-sum-351-reuse"} {
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join("..", "..", "testdata", "toolkits", name)
+			failure, err := os.ReadFile(filepath.Join(src, "onmt_translate-3.5.1-failure.txt"))
+			if err != nil || !strings.Contains(string(failure), "Missing key in checkpoint: generator.linear.weight") {
+				t.Fatalf("the recorded 3.5.1 failure: %v %q", err, failure)
+			}
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", model); code != 0 {
+				t.Fatalf("export model.pt with no flags: exit %d: %s", code, stderr)
+			}
+			out := filepath.Join(t.TempDir(), "out.txt")
+			if code, _, stderr := attnx("translate", "--model", model, "--src", filepath.Join(src, "test.src"), "--output", out); code != 0 {
+				t.Fatalf("translate: exit %d: %s", code, stderr)
+			}
+			srcs, sums := readToolkitLines(t, filepath.Join(src, "test.src")), readToolkitLines(t, out)
+			if len(srcs) != len(sums) || len(srcs) < 8 {
+				t.Fatalf("%d summaries of %d sentences", len(sums), len(srcs))
+			}
+			named := 0
+			for i, s := range srcs {
+				// The person is the source's first capitalised word other
+				// than the city's: every template names them so.
+				for _, w := range strings.Fields(s) {
+					if w[0] >= 'A' && w[0] <= 'Z' {
+						if strings.Contains(sums[i], w) {
+							named++
+						}
+						break
+					}
+				}
+			}
+			if named < len(srcs)*3/4 {
+				t.Errorf("%d of %d summaries copy the sentence's name:\n%s", named, len(srcs), strings.Join(sums, "\n"))
+			}
+			t.Logf("%d of %d summaries copy the name", named, len(srcs))
+		})
+	}
+}
+
 // TestJoeyTrainedModels does the same with the models JoeyNMT 2.3's own
 // `joeynmt train` wrote (testdata/toolkits/joey-*: an LSTM with Luong
 // attention on SentencePiece pieces, a GRU with Bahdanau attention on
