@@ -49,6 +49,11 @@ type CorpusConfig struct {
 	// Backends lists the engines attnx runs on ("ort", "go"); nil means
 	// onnxrun.DefaultBackend alone.
 	Backends []string
+	// Summary makes the model OpenNMT-py's RNN summarization recipe's
+	// (config-rnn-summarization.yml): embeddings of 128, the relu bridge,
+	// copy attention reusing the decoder's, coverage_attn; Hidden, Layers
+	// and Vocab (shared) stay as set.
+	Summary bool
 }
 
 // CorpusRow is one measured configuration.
@@ -98,6 +103,9 @@ func (c *CorpusConfig) logf(format string, args ...any) {
 // RunCorpus runs the file-translation benchmark.
 func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 	cfg := ToolkitConfig(attention.Config{Arch: c.Arch, Cell: attention.LSTM, Hidden: c.Hidden, Layers: c.Layers, SrcVocab: c.Vocab, TgtVocab: c.Vocab})
+	if c.Summary {
+		cfg.Embedding, cfg.Bridge, cfg.CopyAttention, cfg.CopyPad, cfg.Coverage = 128, "relu-linear", "reuse", int(attention.DefaultSpecial.PAD), true
+	}
 	sd, err := RandomStateDict(cfg, c.Seed)
 	if err != nil {
 		return nil, err
@@ -127,7 +135,7 @@ func RunCorpus(c CorpusConfig) (*CorpusReport, error) {
 	dirs := map[quant.Precision]string{}
 	for _, w := range c.Weights {
 		dir := filepath.Join(work, "model-"+string(w))
-		res, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: true, Force: true, Weights: w, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
+		res, err := modeldir.Export(ckpt, dir, modeldir.Options{Greedy: !cfg.HasCopy(), Force: true, Weights: w, SOS: &sp.SOS, EOS: &sp.EOS, PAD: &sp.PAD, UNK: &sp.UNK})
 		if err != nil {
 			return nil, fmt.Errorf("bench: exporting with %s weights: %w", w, err)
 		}
@@ -221,7 +229,18 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 	r := CorpusRow{Engine: "attnx", Backend: backend, Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes}
 	c.logf("bench: attnx %s on %s, beam %d, %d threads on %d lanes", w, backend, beam, threads, lanes)
 	resetPeakRSS()
-	tr, err := translate.Open(dir, translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam, NoModelDefaults: true})
+	opt := translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam, NoModelDefaults: true}
+	if c.Summary {
+		// The recipe's onmt_translate flags: -stepwise_penalty
+		// -coverage_penalty summary -beta 5 -length_penalty wu -alpha 0.9
+		// -block_ngram_repeat 3 (-min_length 35 changes nothing here:
+		// EOS is suppressed).
+		alpha := 0.9
+		opt.Rules, opt.OpenNMTPenalty, opt.LengthPenalty = translate.RulesOpenNMT, "wu", &alpha
+		opt.CoveragePenalty, opt.Beta, opt.StepwisePenalty, opt.BlockNgram = "summary", 5, true, 3
+		r.Note = "the recipe's flags; "
+	}
+	tr, err := translate.Open(dir, opt)
 	if err != nil {
 		return r, err
 	}
@@ -244,7 +263,7 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 	r.SentencesPerS = float64(len(rows)) / r.Seconds
 	r.TokensPerS = float64(st.OutputTokens) / r.Seconds
 	r.PeakRSSMB = peakRSSMB()
-	r.Note = "engine " + tr.Engine()
+	r.Note += "engine " + tr.Engine()
 	return r, nil
 }
 

@@ -81,7 +81,7 @@ func ToolkitConfig(cfg attention.Config) attention.Config {
 
 // classifierBiases are the keys of the classifier's bias: the article's
 // and the tutorial's names.
-var classifierBiases = []string{"decoder.classifier.bias", "decoder.out.bias", "generator.bias", "decoder.fc_out.bias"}
+var classifierBiases = []string{"decoder.classifier.bias", "decoder.out.bias", "generator.bias", "decoder.fc_out.bias", "generator.linear.bias"}
 
 // SuppressEOS returns a copy of the state_dict whose classifier bias at eos
 // is suppressedBias, so that greedy decoding never stops early. Only the

@@ -136,6 +136,7 @@ func runBench(args []string) error {
 	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	corpus := fs.Int("corpus", 0, "measure file translation instead: a test set of `N` sentences (see above)")
+	summary := fs.Bool("summary", false, "--corpus: OpenNMT-py's RNN summarization recipe's model and shape: onmt-mlp, H=512, E=128, a 50k shared vocabulary, copy attention and coverage, sources of 400 tokens, 60 tokens out, beam 10 (each set otherwise by its own flag)")
 	corpusLen := fs.String("corpus-src-len", "10-40", "--corpus: source lengths, MIN-MAX tokens")
 	outLen := fs.Int("out-len", 31, "--corpus: output tokens per sentence (max_len; EOS is suppressed)")
 	batchSents := fs.Int("batch-sents", 30, "--corpus: sentences per batch (OpenNMT-py's default batch_size)")
@@ -146,7 +147,15 @@ func runBench(args []string) error {
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *corpus > 0 {
-		return runBenchCorpus(fs, *corpus, *corpusLen, *outLen, *batchSents, *quiet, *asJSON, *jsonOut)
+		if *summary {
+			if !fs.Changed("corpus-src-len") {
+				*corpusLen = "400-400"
+			}
+			if !fs.Changed("out-len") {
+				*outLen = 60
+			}
+		}
+		return runBenchCorpus(fs, *corpus, *corpusLen, *outLen, *batchSents, *quiet, *asJSON, *jsonOut, *summary)
 	}
 	c := def
 	c.Checkpoint, c.Hidden, c.Vocab, c.Layers, c.Steps = *ckpt, *hidden, *vocab, *layers, *steps
@@ -216,12 +225,18 @@ func runBench(args []string) error {
 }
 
 // runBenchCorpus is attnx bench --corpus N.
-func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents int, quiet, asJSON bool, jsonOut string) error {
+func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents int, quiet, asJSON bool, jsonOut string, summary bool) error {
 	get := func(name string) string { return fs.Lookup(name).Value.String() }
 	changed := fs.Changed
 	c := bench.CorpusConfig{Arch: attention.Arch("onmt-general"), Hidden: 512, Layers: 2, Vocab: 16000, Sentences: n,
 		OutLen: outLen, BatchSents: batchSents, Beams: []int{5}, Threads: []int{1, 2},
 		Weights: []quant.Precision{quant.PrecisionFP32, quant.PrecisionInt8}, Python: get("python"), RefDir: get("ref-dir"), Work: get("work-dir")}
+	if summary {
+		// The reference's search knows no copy attention: attnx alone,
+		// beside OpenNMT-py's translator measured on its own checkpoint
+		// (docs/toolkits.md, "Summarization models").
+		c.Arch, c.Layers, c.Vocab, c.Beams, c.Summary, c.SkipPyTorch = attention.OpenNMTMLP, 1, 50000, []int{10}, true, true
+	}
 	var err error
 	if changed("arch") {
 		if c.Arch, err = attention.ParseArch(get("arch")); err != nil || !c.Arch.IsToolkit() {
@@ -267,7 +282,7 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 			return &usageError{"-weights: " + err.Error()}
 		}
 	}
-	c.SkipPyTorch = changed("engines") && !strings.Contains(get("engines"), bench.EnginePyTorch)
+	c.SkipPyTorch = c.SkipPyTorch || changed("engines") && !strings.Contains(get("engines"), bench.EnginePyTorch)
 	// attnx on each backend this binary can run: --engines names them
 	// as the step engines do (attnx-steps-lean: ORT, attnx-steps-lean-go:
 	// the native backend).
