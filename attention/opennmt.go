@@ -103,6 +103,17 @@ func (o openNMT) checkpointKeys(cfg Config) toolkitKeys {
 			}
 		}
 	}
+	if cfg.HasCopy() {
+		// The generator never gives the padding id probability: its
+		// logit is -inf (OpenNMT-py sets it so before the softmax), here
+		// through its bias, so that the step needs no masking op.
+		k.derive = func(p, _ map[string]*builder.Tensor) error { return padBias(p, "generator.linear.bias", cfg.CopyPad) }
+		for _, key := range k.params {
+			if !key.Optional {
+				k.graph = append(k.graph, key)
+			}
+		}
+	}
 	if cfg.Coverage {
 		k.params = append(k.params, optional(key("decoder.attn.linear_cover.weight", "unused: OpenNMT-py's RNN decoders never pass the coverage to the attention", "H", "1")))
 	}
@@ -227,10 +238,7 @@ func (s *modelGraph) onmtContextGate(x, q, out *builder.Value) *builder.Value {
 // It returns the copy attention too.
 func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs, copyAttn *builder.Value) {
 	c := s.cfg
-	logits := s.classifierLinear("generator.linear", out)
-	pad := make([]bool, c.TgtVocab)
-	pad[c.CopyPad] = true
-	logits = ops.Where(s.g.Init("", builder.BoolTensor([]int64{int64(len(pad))}, pad)), s.c.scalarFloat(float32(math.Inf(-1))), logits)
+	logits := s.classifierLinear("generator.linear", out) // the padding id's bias is -inf (padBias)
 	pCopy := ops.Sigmoid(s.linear(out, "generator.linear_copy", true)) // [batch, 1]
 	logProbs = ops.Add(ops.LogSoftmax(logits, -1), ops.Log(ops.Sub(s.c.scalarFloat(1), pCopy)))
 	a := attn
@@ -248,6 +256,23 @@ func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) 
 		a = ops.Softmax(ops.Where(in.mask, score, s.c.scalarFloat(float32(math.Inf(-1)))), -1)
 	}
 	return logProbs, ops.Mul(a, pCopy), a
+}
+
+// padBias sets the bias called key to -inf at the padding id, in a copy.
+func padBias(p map[string]*builder.Tensor, key string, pad int) error {
+	b := p[key]
+	v, err := b.ToFloat32()
+	if err != nil {
+		return fmt.Errorf("parameter %s: %w", key, err)
+	}
+	if pad < 0 || pad >= len(v) {
+		return fmt.Errorf("parameter %s: the padding id %d is outside its %d values", key, pad, len(v))
+	}
+	v[pad] = float32(math.Inf(-1))
+	t := builder.FloatTensor(b.Dims, v)
+	t.Name = b.Name
+	p[key] = t
+	return nil
 }
 
 // OpenNMTV2BridgeNote is export's note for an OpenNMT-py 2 model with a

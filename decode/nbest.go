@@ -84,6 +84,42 @@ func best[T any](c []T, n int, order func(a, b T) int) []T {
 	return h
 }
 
+// topK keeps the n first values pushed to it in order (a total order):
+// best's selection over a stream, holding n values, not all of them.
+type topK[T any] struct {
+	h     []T
+	n     int
+	order func(a, b T) int
+}
+
+// reset empties it for a selection of n, keeping its buffer.
+func (t *topK[T]) reset(n int, order func(a, b T) int) {
+	t.h, t.n, t.order = t.h[:0], max(n, 0), order
+}
+
+// push offers c.
+func (t *topK[T]) push(c T) {
+	switch {
+	case len(t.h) < t.n:
+		t.h = append(t.h, c)
+		if len(t.h) == t.n {
+			for j := t.n/2 - 1; j >= 0; j-- {
+				siftLast(t.h, j, t.order)
+			}
+		}
+	case t.n > 0 && t.order(c, t.h[0]) < 0:
+		t.h[0] = c
+		siftLast(t.h, 0, t.order)
+	}
+}
+
+// result returns the values kept, first in order first (a view, valid
+// until the next reset).
+func (t *topK[T]) result() []T {
+	slices.SortFunc(t.h, t.order)
+	return t.h
+}
+
 // siftLast moves h[j] down the heap whose top comes last in order.
 func siftLast[T any](h []T, j int, order func(a, b T) int) {
 	for {

@@ -118,7 +118,13 @@ type OpenNMTBeam struct {
 	next      []onmtLive
 	tree      tree
 	finished
-	cands []onmtCand
+	sel topK[onmtCand]
+}
+
+// onmtOrder ranks candidates as torch.topk does: higher scores first,
+// equal scores in index order.
+func onmtOrder(x, y onmtCand) int {
+	return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 }
 
 // onmtLive is a live hypothesis: its last node, its running score and its
@@ -239,7 +245,9 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		b.ncov = slices.Grow(b.ncov[:0], len(b.live)*S)[:len(b.live)*S]
 		b.pens = slices.Grow(b.pens[:0], len(b.live))[:len(b.live)]
 	}
-	b.cands = b.cands[:0]
+	// torch.topk: the K highest, equal scores in index order, kept as
+	// they come (a step of a 50k vocabulary and K = 10 offers 500k).
+	b.sel.reset(b.K, onmtOrder)
 	for i, h := range b.live {
 		if covered {
 			// The coverage through this step's attention, and its
@@ -280,13 +288,10 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			if forbidden != nil && forbidden[int64(v)] {
 				c = onmtBlocked
 			}
-			b.cands = append(b.cands, onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
+			b.sel.push(onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
 		}
 	}
-	// torch.topk: the K highest, equal scores in index order.
-	picks := best(b.cands, b.K, func(x, y onmtCand) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
-	})
+	picks := b.sel.result()
 	b.steps++
 	atMax := b.steps >= b.MaxLen
 	b.next = b.next[:0]
@@ -405,7 +410,7 @@ func (b *OpenNMTBeam) Attention(i int) [][]float32 { return b.tree.attention(b.f
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *OpenNMTBeam) Reset() {
 	b.steps = 0
-	b.live, b.next, b.cands = b.live[:0], b.next[:0], b.cands[:0]
+	b.live, b.next = b.live[:0], b.next[:0]
 	b.finished.reset()
 	b.tree.reset()
 }
