@@ -67,4 +67,5 @@ def main():
                 t.write(b + "\n")
 
 
-main()
+if __name__ == "__main__":
+    main()
