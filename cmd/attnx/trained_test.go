@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxrun"
+	"github.com/attnx/attnx/serve"
 )
 
 // nearTie is the relative score gap (testdata/toolkits/onmt_run.py's
@@ -400,6 +404,47 @@ func TestVerifySrcToolkitBeam(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %s, max_len %d to %d; %d of %d lines identical to translate --src's, %d to PyTorch's", c.dir, o.Decoding, o.MinSteps, o.Steps, same, len(cli), o.Identical)
+		})
+	}
+}
+
+// TestOpenNMTSummaryServe: attnx serve, continuous batching on, gives a
+// copy-attention model's summaries as onmt_translate (2.3.0) wrote them,
+// with its defaults and with the recipe's flags as request fields, the
+// copied names outside the vocabulary included.
+func TestOpenNMTSummaryServe(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "onmt-sum-reuse")
+	dir := exportModel(t, filepath.Join(src, "model.pt"))
+	lines := readToolkitLines(t, filepath.Join(src, "test.src"))[:12]
+	hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
+	for _, c := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"default", map[string]any{}},
+		{"recipe", map[string]any{"beam": 10, "min_len": 35, "stepwise_penalty": true, "coverage_penalty": "summary", "beta": 5,
+			"length_penalty_form": "wu", "length_penalty": 0.9, "block_ngram_repeat": 3, "ignore_when_blocking": []string{".", "</t>", "<t>"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := readToolkitLines(t, filepath.Join(src, "expected", c.name+".txt"))
+			c.body["inputs"] = lines
+			b, _ := json.Marshal(c.body)
+			resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			var sr serve.Response
+			if err := json.Unmarshal(raw, &sr); err != nil || resp.StatusCode != 200 || len(sr.Results) != len(lines) {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
+			for i, r := range sr.Results {
+				if r.Text != want[i] {
+					t.Errorf("line %d: serve %q, onmt_translate %q", i+1, r.Text, want[i])
+				}
+			}
 		})
 	}
 }
