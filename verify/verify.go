@@ -515,7 +515,10 @@ func Compare(tr *Trace, want map[string]*builder.Tensor, tol compare.Options) (*
 }
 
 // bestTwoGap is the difference between the largest and the second largest
-// of v (+Inf when v has one element).
+// of v (+Inf when v has one element), 0 when every value is -Inf: a row
+// with no possible token (a copy model's generator share when p_copy
+// rounds to 1, as PyTorch's sigmoid may where another's stops an ulp
+// short) ties all its tokens.
 func bestTwoGap(v []float32) float64 {
 	a, b := math.Inf(-1), math.Inf(-1)
 	for _, x := range v {
@@ -527,6 +530,9 @@ func bestTwoGap(v []float32) float64 {
 			b = f
 		}
 	}
+	if math.IsInf(a, -1) && len(v) > 1 {
+		return 0
+	}
 	return a - b
 }
 
@@ -534,7 +540,9 @@ func bestTwoGap(v []float32) float64 {
 func maxAbsDiff(a, b []float32) float64 {
 	var m float64
 	for i := range a {
-		m = max(m, math.Abs(float64(a[i])-float64(b[i])))
+		if a[i] != b[i] { // equal infinities differ by nothing
+			m = max(m, math.Abs(float64(a[i])-float64(b[i])))
+		}
 	}
 	return m
 }
