@@ -315,6 +315,16 @@ func wordGrams(toks []string, n int) map[string]int {
 	return m
 }
 
+// ngramMatches counts the n-grams of hyp that match ref's, each of ref's
+// matched as often as it occurs at most, and the n-grams of each.
+func ngramMatches(hyp, ref []string, n int) (hit, refs, hyps int) {
+	hg, rg := wordGrams(hyp, n), wordGrams(ref, n)
+	for g, c := range rg {
+		hit += min(c, hg[g])
+	}
+	return hit, countNgrams(rg), countNgrams(hg)
+}
+
 func countNgrams(m map[string]int) int {
 	n := 0
 	for _, c := range m {
@@ -330,12 +340,8 @@ func rouge155Doc(hyp, ref string, stem bool) [][3]float64 {
 	ht, rt := rouge155Tokens(hs, stem), rouge155Tokens(rs, stem)
 	var out [][3]float64
 	for n := 1; n <= 2; n++ {
-		hg, rg := wordGrams(ht, n), wordGrams(rt, n)
-		hit := 0
-		for g, c := range rg {
-			hit += min(c, hg[g])
-		}
-		out = append(out, rouge155Scores(hit, countNgrams(rg), countNgrams(hg)))
+		hit, refs, hyps := ngramMatches(ht, rt, n)
+		out = append(out, rouge155Scores(hit, refs, hyps))
 	}
 	// ROUGE-L: summary-level LCS of the model's sentences against the
 	// peer's (each sentence cleaned alone), hits clipped by the unigram
@@ -440,13 +446,9 @@ func rougeScoreDoc(hyp, ref string) [][3]float64 {
 	ht, rt := rougeScoreTokens(hyp), rougeScoreTokens(ref)
 	var out [][3]float64
 	for n := 1; n <= 2; n++ {
-		hg, rg := wordGrams(ht, n), wordGrams(rt, n)
-		hit := 0
-		for g, c := range rg {
-			hit += min(c, hg[g])
-		}
-		p := float64(hit) / float64(max(countNgrams(hg), 1))
-		r := float64(hit) / float64(max(countNgrams(rg), 1))
+		hit, refs, hyps := ngramMatches(ht, rt, n)
+		p := float64(hit) / float64(max(hyps, 1))
+		r := float64(hit) / float64(max(refs, 1))
 		out = append(out, [3]float64{r, p, f1(p, r)})
 	}
 	if len(ht) == 0 || len(rt) == 0 {

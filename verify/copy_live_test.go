@@ -2,14 +2,12 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
@@ -54,51 +52,7 @@ func TestCopyLiveParity(t *testing.T) {
 	cases := copyCases()
 	dir := t.TempDir()
 	p := func(i int, name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
-	var jobs [][]string
-	for i, c := range cases {
-		js, err := json.Marshal(c.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, []string{"make-toolkit", "--config", string(js), "--format", c.format, "--seed", fmt.Sprint(700 + i), "--out", p(i, "ckpt.pt")})
-	}
-	runReferenceJobs(t, dir, jobs)
-
-	infos := make([]*modeldir.Info, len(cases))
-	jobs = nil
-	for i, c := range cases {
-		ckpt := p(i, "ckpt.pt")
-		res, err := modeldir.Export(ckpt, p(i, "model"), modeldir.Options{})
-		if err != nil {
-			t.Fatalf("%s: export: %v", c.name, err)
-		}
-		if res.Config != c.cfg {
-			t.Fatalf("%s: exported as %v, want %v", c.name, res.Config, c.cfg)
-		}
-		info, err := modeldir.ReadInfo(filepath.Join(p(i, "model"), modeldir.InfoFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		infos[i] = info
-		read, err := modeldir.ReadModel(checkpoint.Files{Path: ckpt}, modeldir.ReadOptions{Config: &info.Config})
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, _ := json.Marshal(info.Config)
-		if err := checkpoint.WriteSafetensors(p(i, "w.safetensors"), read.StateDict.Tensors, map[string]string{modeldir.ConfigMetadata: string(js)}); err != nil {
-			t.Fatal(err)
-		}
-		sp := info.Special
-		in := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(liveSrcLen), "--src-vocab", fmt.Sprint(c.cfg.SrcVocab),
-			"--seed", fmt.Sprint(700 + i), "--out", p(i, "in.safetensors")}
-		if c.batch > 1 {
-			in = append(in, "--ragged")
-		}
-		ids := []string{"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD)}
-		jobs = append(jobs, in,
-			append([]string{"run", "--checkpoint", p(i, "w.safetensors"), "--inputs", p(i, "in.safetensors"), "--steps", fmt.Sprint(liveSteps), "--rounding", "--out", p(i, "out.safetensors")}, ids...))
-	}
-	runReferenceJobs(t, dir, jobs)
+	infos := prepareLive(t, dir, cases, 700, modeldir.Options{}, nil)
 
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -112,58 +112,9 @@ func TestToolkitLiveParity(t *testing.T) {
 	cases := toolkitCases()
 	dir := t.TempDir()
 	p := func(i int, name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
-	var jobs [][]string
-	for i, c := range cases {
-		js, err := json.Marshal(c.config())
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := p(i, "ckpt.pt")
-		if c.format == "joey" || c.format == "fairseq" {
-			out = p(i, c.format)
-		}
-		jobs = append(jobs, []string{"make-toolkit", "--config", string(js), "--format", c.format, "--seed", fmt.Sprint(300 + i), "--out", out})
-	}
-	runReferenceJobs(t, dir, jobs)
-
-	// Export each as a user would, and hand the reference the weights
-	// with attnx.json's configuration, as attnx verify does.
-	infos := make([]*modeldir.Info, len(cases))
-	jobs = nil
-	for i, c := range cases {
-		ckpt := c.checkpoint(p(i, ""))
-		res, err := modeldir.Export(ckpt, p(i, "model"), modeldir.Options{Greedy: true, Beam: true})
-		if err != nil {
-			t.Fatalf("%s: export: %v", c.name, err)
-		}
-		if want := c.config(); res.Config != want {
-			t.Fatalf("%s: exported as %v, want %v", c.name, res.Config, want)
-		}
-		info, err := modeldir.ReadInfo(filepath.Join(p(i, "model"), modeldir.InfoFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		infos[i] = info
-		read, err := modeldir.ReadModel(checkpoint.Files{Path: ckpt}, modeldir.ReadOptions{Config: &info.Config})
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, _ := json.Marshal(info.Config)
-		if err := checkpoint.WriteSafetensors(p(i, "w.safetensors"), read.StateDict.Tensors, map[string]string{modeldir.ConfigMetadata: string(js)}); err != nil {
-			t.Fatal(err)
-		}
-		sp := info.Special
-		in := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(liveSrcLen), "--src-vocab", fmt.Sprint(c.cfg.SrcVocab),
-			"--seed", fmt.Sprint(300 + i), "--out", p(i, "in.safetensors")}
-		if c.batch > 1 {
-			in = append(in, "--ragged")
-		}
-		ids := []string{"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--rules", rulesArg(info.Decoding)}
-		jobs = append(jobs, in,
-			append([]string{"run", "--checkpoint", p(i, "w.safetensors"), "--inputs", p(i, "in.safetensors"), "--steps", fmt.Sprint(liveSteps), "--rounding", "--out", p(i, "out.safetensors")}, ids...),
-			append([]string{"beam", "--checkpoint", p(i, "w.safetensors"), "--inputs", p(i, "in.safetensors"), "--beam", "3", "--max-len", fmt.Sprint(liveSteps), "--out", p(i, "beam.safetensors")}, ids...))
-	}
-	runReferenceJobs(t, dir, jobs)
+	infos := prepareLive(t, dir, cases, 300, modeldir.Options{Greedy: true, Beam: true}, func(i int, c toolkitCase, ids []string) [][]string {
+		return [][]string{append([]string{"beam", "--checkpoint", p(i, "w.safetensors"), "--inputs", p(i, "in.safetensors"), "--beam", "3", "--max-len", fmt.Sprint(liveSteps), "--out", p(i, "beam.safetensors")}, ids...)}
+	})
 
 	var mu sync.Mutex
 	table := make([]string, len(cases))
@@ -267,6 +218,70 @@ func TestToolkitLiveParity(t *testing.T) {
 	})
 	t.Logf("toolkit parity table (step-isolated max abs error per output; free-running log_probs drift at the worst step; tokens: per-step argmax, greedy with decoder.onnx and greedy.onnx, beam K=3 all equal PyTorch's up to the near ties counted):\n"+
 		"| model | saved as | backend | batch | step-isolated max abs err | free-running log_probs drift | tokens identical | near ties |\n|---|---|---|---|---|---|---|---|\n%s", strings.TrimSuffix(strings.Join(table, ""), "\n"))
+}
+
+// prepareLive builds each case with the PyTorch reference (make-toolkit
+// in dir, seeds from seed), exports it as attnx export does with opt
+// (checking the configuration), hands the reference the weights with
+// attnx.json's configuration as attnx verify does, and runs the reference
+// on random inputs (run --rounding) and on the jobs more gives each case
+// (with the special ids' flags): what the live suites compare with. It
+// returns each case's attnx.json.
+func prepareLive(t *testing.T, dir string, cases []toolkitCase, seed int, opt modeldir.Options, more func(i int, c toolkitCase, ids []string) [][]string) []*modeldir.Info {
+	t.Helper()
+	p := func(i int, name string) string { return filepath.Join(dir, fmt.Sprintf("%02d-%s", i, name)) }
+	var jobs [][]string
+	for i, c := range cases {
+		js, err := json.Marshal(c.config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := p(i, "ckpt.pt")
+		if c.format == "joey" || c.format == "fairseq" {
+			out = p(i, c.format)
+		}
+		jobs = append(jobs, []string{"make-toolkit", "--config", string(js), "--format", c.format, "--seed", fmt.Sprint(seed + i), "--out", out})
+	}
+	runReferenceJobs(t, dir, jobs)
+	infos := make([]*modeldir.Info, len(cases))
+	jobs = nil
+	for i, c := range cases {
+		ckpt := c.checkpoint(p(i, ""))
+		res, err := modeldir.Export(ckpt, p(i, "model"), opt)
+		if err != nil {
+			t.Fatalf("%s: export: %v", c.name, err)
+		}
+		if want := c.config(); res.Config != want {
+			t.Fatalf("%s: exported as %v, want %v", c.name, res.Config, want)
+		}
+		info, err := modeldir.ReadInfo(filepath.Join(p(i, "model"), modeldir.InfoFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos[i] = info
+		read, err := modeldir.ReadModel(checkpoint.Files{Path: ckpt}, modeldir.ReadOptions{Config: &info.Config})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(info.Config)
+		if err := checkpoint.WriteSafetensors(p(i, "w.safetensors"), read.StateDict.Tensors, map[string]string{modeldir.ConfigMetadata: string(js)}); err != nil {
+			t.Fatal(err)
+		}
+		sp := info.Special
+		in := []string{"random-inputs", "--batch", fmt.Sprint(c.batch), "--src-len", fmt.Sprint(liveSrcLen), "--src-vocab", fmt.Sprint(c.cfg.SrcVocab),
+			"--seed", fmt.Sprint(seed + i), "--out", p(i, "in.safetensors")}
+		if c.batch > 1 {
+			in = append(in, "--ragged")
+		}
+		ids := []string{"--sos", fmt.Sprint(sp.SOS), "--eos", fmt.Sprint(sp.EOS), "--pad", fmt.Sprint(sp.PAD), "--rules", rulesArg(info.Decoding)}
+		jobs = append(jobs, in,
+			append([]string{"run", "--checkpoint", p(i, "w.safetensors"), "--inputs", p(i, "in.safetensors"), "--steps", fmt.Sprint(liveSteps), "--rounding", "--out", p(i, "out.safetensors")}, ids...))
+		if more != nil {
+			jobs = append(jobs, more(i, c, ids)...)
+		}
+	}
+	runReferenceJobs(t, dir, jobs)
+	return infos
 }
 
 // runGreedyGraph runs greedy.onnx on the batch and returns each row's

@@ -307,18 +307,7 @@ func TestEveryDecodingOption(t *testing.T) {
 	dir := exportModel(t, filepath.Join(src, "checkpoint_best.pt"))
 	lines := readToolkitLines(t, filepath.Join(src, "test.raw.en"))[:8]
 	hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: dir}}, Batching: true})
-	post := func(body map[string]any) (int, serve.Response, string) {
-		b, _ := json.Marshal(body)
-		resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var sr serve.Response
-		json.Unmarshal(raw, &sr)
-		return resp.StatusCode, sr, string(raw)
-	}
+	post := func(body map[string]any) (int, serve.Response, string) { return postTranslate(t, hs, body) }
 	in := filepath.Join(t.TempDir(), "in.txt")
 	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	for _, c := range []struct {
@@ -522,6 +511,22 @@ func fairseqDirs() []string {
 }
 
 // serveModel starts a server of cfg, its models loaded, for the test.
+// postTranslate posts body as JSON to the server's translate endpoint and
+// returns the status, the answer read as a Response, and its raw text.
+func postTranslate(t *testing.T, hs *httptest.Server, body map[string]any) (int, serve.Response, string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var sr serve.Response
+	json.Unmarshal(raw, &sr)
+	return resp.StatusCode, sr, string(raw)
+}
+
 func serveModel(t *testing.T, cfg serve.Config) *httptest.Server {
 	t.Helper()
 	s, err := serve.New(cfg)

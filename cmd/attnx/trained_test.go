@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -429,16 +426,9 @@ func TestOpenNMTSummaryServe(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := readToolkitLines(t, filepath.Join(src, "expected", c.name+".txt"))
 			c.body["inputs"] = lines
-			b, _ := json.Marshal(c.body)
-			resp, err := http.Post(hs.URL+serve.PathTranslate, "application/json", bytes.NewReader(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
-			var sr serve.Response
-			if err := json.Unmarshal(raw, &sr); err != nil || resp.StatusCode != 200 || len(sr.Results) != len(lines) {
-				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			code, sr, raw := postTranslate(t, hs, c.body)
+			if code != 200 || len(sr.Results) != len(lines) {
+				t.Fatalf("status %d: %s", code, raw)
 			}
 			for i, r := range sr.Results {
 				if r.Text != want[i] {
