@@ -238,7 +238,7 @@ func (s *modelGraph) onmtContextGate(x, q, out *builder.Value) *builder.Value {
 // It returns the copy attention too.
 func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs, copyAttn *builder.Value) {
 	c := s.cfg
-	logits := s.classifierLinear("generator.linear", out) // the padding id's bias is -inf (padBias)
+	logits := s.classifierLinear("generator.linear", out)              // the padding id's bias is -inf (padBias)
 	pCopy := ops.Sigmoid(s.linear(out, "generator.linear_copy", true)) // [batch, 1]
 	logProbs = ops.Add(ops.LogSoftmax(logits, -1), ops.Log(ops.Sub(s.c.scalarFloat(1), pCopy)))
 	a := attn
