@@ -121,18 +121,25 @@ func mean(docs [][3]float64) [3]float64 {
 // rouge155Average is the average ROUGE-1.5.5 reports (computeAverages
 // with -r 1000): the mean of 1000 bootstrap resamples' means, resample i
 // drawn with Perl's rand after srand(i), over the documents in the order
-// of their ids as strings ("0", "1", "10", "11", ..., "2", ... as pyrouge
-// numbers them), rounded to 5 decimals.
+// ROUGE sorts their evaluation ids, rounded to 5 decimals. files2rouge
+// writes document d as s.d.txt; pyrouge numbers the files 1, 2, ... in
+// the order their names sort as strings; ROUGE sorts those numbers as
+// strings again.
 func rouge155Average(docs [][3]float64) [3]float64 {
 	n := len(docs)
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = strconv.Itoa(i)
+	byName := make([]int, n) // pyrouge's task k+1 is document byName[k]
+	for i := range byName {
+		byName[i] = i
 	}
-	slices.Sort(ids)
+	slices.SortFunc(byName, func(a, b int) int { return strings.Compare(strconv.Itoa(a), strconv.Itoa(b)) })
+	tasks := make([]int, n) // task ids 1..n, in ROUGE's order
+	for i := range tasks {
+		tasks[i] = i + 1
+	}
+	slices.SortFunc(tasks, func(a, b int) int { return strings.Compare(strconv.Itoa(a), strconv.Itoa(b)) })
 	order := make([]int, n)
-	for i, id := range ids {
-		order[i], _ = strconv.Atoi(id)
+	for i, task := range tasks {
+		order[i] = byName[task-1]
 	}
 	const resamples = 1000
 	var total [3]float64

@@ -18,8 +18,9 @@ rouge-score computes it, for mtscore's TestRougeMatchesTools.
 Both get the text as their users give it for OpenNMT-py's summaries:
 files2rouge the files with <t> and </t> removed by the sed commands of
 OpenNMT-py's summarization guide (files2rouge then splits sentences after
-" ."); rouge-score each line's <t> ... </t> sentences joined by newlines
-(rougeLsum's sentences), a line without tags as it is. The scores are
+" ."); rouge-score each line with <t> and </t> removed and a newline where each
+stood between words (rougeLsum's sentences), a line without tags as it
+is. The scores are
 files2rouge's printed averages and rouge-score's mean over the lines.
 """
 import glob
@@ -69,8 +70,20 @@ def rouge_score(hyp, ref):
     from rouge import rouge_scorer
 
     def prep(line):
-        sents = re.findall(r"<t> (.*?) </t>", line)
-        return "\n".join(sents) if sents else line
+        # <t> and </t> removed, each ending a sentence (none left empty).
+        if "<t>" not in line and "</t>" not in line:
+            return line
+        sents, cur = [], []
+        for tok in line.split():
+            if tok in ("<t>", "</t>"):
+                if cur:
+                    sents.append(" ".join(cur))
+                cur = []
+            else:
+                cur.append(tok)
+        if cur:
+            sents.append(" ".join(cur))
+        return "\n".join(sents)
 
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"])
     hyps = [prep(l.rstrip("\n")) for l in open(hyp)]
