@@ -80,7 +80,7 @@ func TestRandomStateDictConvertsAndSuppressesEOS(t *testing.T) {
 		t.Errorf("EOS out of range: %v", err)
 	}
 	delete(sd, "decoder.classifier.bias")
-	if _, err := SuppressEOS(sd, 1); err == nil || err.Error() != "bench: checkpoint has no decoder.classifier.bias or decoder.out.bias or generator.bias or decoder.fc_out.bias to suppress EOS with" {
+	if _, err := SuppressEOS(sd, 1); err == nil || err.Error() != "bench: checkpoint has no decoder.classifier.bias or decoder.out.bias or generator.bias or decoder.fc_out.bias or generator.linear.bias to suppress EOS with" {
 		t.Errorf("no classifier bias: %v", err)
 	}
 }
