@@ -155,8 +155,9 @@ func TestConfigTokenizers(t *testing.T) {
 // TestToolkitDefaults: an OpenNMT-py 3.x checkpoint exports with
 // onmt_translate's decoding defaults in attnx.json (beam 5, OpenNMT-py's
 // beam search, -length_penalty avg, -alpha 1, -max_length 250 with
-// -max_length_ratio 1.25 over batches of 30); a 2.x one, whose search
-// stops by other rules, with none.
+// -max_length_ratio 1.25 over batches of 30); a 2.x one with 2.x's
+// (its beam search, rules_version 2, -length_penalty none, -max_length
+// 100).
 func TestToolkitDefaults(t *testing.T) {
 	for _, c := range []struct {
 		file string
@@ -164,7 +165,7 @@ func TestToolkitDefaults(t *testing.T) {
 	}{
 		{"onmt_v3.pt", &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "avg",
 			MaxLen: 250, MaxLenFactor: 1.25, MaxLenAdd: 5, Batching: &Batching{Style: BatchingOpenNMT, Size: 30}}},
-		{"onmt_v2.pt", nil},
+		{"onmt_v2.pt", &Defaults{Beam: 5, Rules: "opennmt", LengthPenaltyForm: "none", MaxLen: 100, RulesVersion: 2}},
 	} {
 		dir := filepath.Join(t.TempDir(), "m")
 		mustExport(t, filepath.Join("..", "checkpoint", "testdata", "toolkits", c.file), dir, Options{})
@@ -179,8 +180,12 @@ func TestToolkitDefaults(t *testing.T) {
 			}
 			continue
 		}
-		if got == nil || got.LengthPenalty == nil || *got.LengthPenalty != 1 {
-			t.Fatalf("%s: defaults %+v, want alpha 1", c.file, got)
+		wantAlpha := 1.0 // 3.x's -alpha; 2.x's is 0, with -length_penalty none
+		if c.want.RulesVersion == 2 {
+			wantAlpha = 0
+		}
+		if got == nil || got.LengthPenalty == nil || *got.LengthPenalty != wantAlpha {
+			t.Fatalf("%s: defaults %+v, want alpha %v", c.file, got, wantAlpha)
 		}
 		got.LengthPenalty = nil
 		if !reflect.DeepEqual(got, c.want) {

@@ -41,7 +41,7 @@ func TestScore(t *testing.T) {
 		{[]string{"score", p("wmt17.ref")}, 2, "--ref FILE is required"},
 		{[]string{"score", "--ref", short, p("wmt17.ref")}, 1, "--ref " + short + " has 1 lines and " + p("wmt17.ref") + " has 400"},
 		{[]string{"score", "--ref", p("nope.txt"), p("wmt17.ref")}, 1, "nope.txt: no such file"},
-		{[]string{"score", "--ref", p("wmt17.ref"), "--metrics", "ter", p("wmt17.ref")}, 2, "--metrics ter: want bleu and/or chrf"},
+		{[]string{"score", "--ref", p("wmt17.ref"), "--metrics", "ter", p("wmt17.ref")}, 2, "--metrics ter: want bleu, chrf and/or rouge"},
 		{[]string{"score", "--ref", p("wmt17.ref"), "--tokenize", "intl", p("wmt17.ref")}, 2, `tokenizer "intl": want 13a or none`},
 	} {
 		code, _, errOut := attnx(c.args...)

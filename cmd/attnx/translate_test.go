@@ -109,7 +109,7 @@ func TestTranslateCommand(t *testing.T) {
 		{"avg without opennmt rules", "", []string{"translate", "--model", model, "--beam", "2", "--length-penalty-form", "avg", "abc"}, 2,
 			"", "attnx translate: --length-penalty-form \"avg\": want power or wu (none and avg with --rules opennmt)\nRun 'attnx help translate' for usage.\n"},
 		{"ratio without opennmt rules", "", []string{"translate", "--model", model, "--ratio", "0.5", "abc"}, 2,
-			"", "attnx translate: --block-ngram-repeat, --ignore-when-blocking and --ratio go with --rules opennmt\nRun 'attnx help translate' for usage.\n"},
+			"", "attnx translate: --block-ngram-repeat, --ignore-when-blocking, --ratio, --coverage-penalty, --beta and --stepwise-penalty go with --rules opennmt\nRun 'attnx help translate' for usage.\n"},
 		{"ban-unk on the loop engine", "", []string{"translate", "--model", model, "--engine", "loop", "--ban-unk", "abc"}, 1,
 			"", "BanUNK runs on the steps engine"},
 		{"plain arguments", "", []string{"translate", "--model", model, "--plain", "--max-len", "8", "abc", "hello"}, 0,
