@@ -238,8 +238,12 @@ func (s *modelGraph) onmtContextGate(x, q, out *builder.Value) *builder.Value {
 // It returns the copy attention too.
 func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) (logProbs, copyProbs, copyAttn *builder.Value) {
 	c := s.cfg
-	logits := s.classifierLinear("generator.linear", out)              // the padding id's bias is -inf (padBias)
-	pCopy := ops.Sigmoid(s.linear(out, "generator.linear_copy", true)) // [batch, 1]
+	logits := s.classifierLinear("generator.linear", out) // the padding id's bias is -inf (padBias)
+	// p_copy as PyTorch computes a sigmoid, 1 / (1 + exp(-z)): near 1,
+	// 1 - p_copy is a few ulps, and ONNX Runtime's Sigmoid kernel rounds
+	// them otherwise (log(1 - p_copy) then differs by ln 2 and more).
+	z := s.linear(out, "generator.linear_copy", true)
+	pCopy := ops.Reciprocal(ops.Add(s.c.scalarFloat(1), ops.Exp(ops.Neg(z)))) // [batch, 1]
 	logProbs = ops.Add(ops.LogSoftmax(logits, -1), ops.Log(ops.Sub(s.c.scalarFloat(1), pCopy)))
 	a := attn
 	if c.CopyAttention != "reuse" {

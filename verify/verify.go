@@ -13,6 +13,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -269,6 +270,26 @@ type NearTie struct {
 	Want  int64   `json:"want"`
 	Gap   float64 `json:"gap"`
 	Drift float64 `json:"drift"`
+}
+
+// MarshalJSON writes a gap or drift that is not finite (a row with no
+// possible token; an infinity against a finite log-prob) as null, which
+// JSON has in place of infinities.
+func (n NearTie) MarshalJSON() ([]byte, error) {
+	finite := func(x float64) *float64 {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		Step  int      `json:"step"`
+		Row   int      `json:"row"`
+		Got   int64    `json:"got"`
+		Want  int64    `json:"want"`
+		Gap   *float64 `json:"gap"`
+		Drift *float64 `json:"drift"`
+	}{n.Step, n.Row, n.Got, n.Want, finite(n.Gap), finite(n.Drift)})
 }
 
 func (n NearTie) String() string {
