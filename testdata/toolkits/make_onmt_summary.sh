@@ -146,7 +146,8 @@ for v in "${variants[@]}"; do
 	fi
 	out="$here/onmt-sum-$name"
 	rm -rf "$out" && mkdir -p "$out/expected"
-	cp "run2-$name/model_step_500.pt" "$out/model.pt" # as onmt_train wrote it
+	# onmt_release_model: the checkpoint without its optimizer state.
+	onmt2 release_model -m "run2-$name/model_step_500.pt" -o "$out/model.pt"
 	head -n 30 test.src > "$out/test.src"
 	head -n 30 test.tgt > "$out/test.tgt"
 	echo "OpenNMT-py 2.3.0 (9311a9af8c03eed235117c92e7e9a7ae860a6553) onmt_build_vocab, onmt_train and onmt_translate, torchtext 0.5.0, pyonmttok 1.37.1, torch $torch, made by testdata/toolkits/make_onmt_summary.sh" > "$out/VERSION"
