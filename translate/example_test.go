@@ -170,3 +170,38 @@ func ExampleOpen_toolkitDefaults() {
 	// Auf unserem Benutzen Sie unsere Zusammenarbeitung der Verfügung gestellt .
 	// Deshalb über 51 Jahren 1991 Jahren .
 }
+
+// A summarizer trained with OpenNMT-py's copy attention (2.3.0's
+// onmt_train, testdata/toolkits/onmt-sum-reuse) copies the names and
+// sums outside its vocabulary from the source into its summaries, as
+// onmt_translate does (these two with a margin: the gaps between their
+// best candidates were 3.6% and 2.1% of their scores); the text is given
+// as the toolkit read it, tokens separated by spaces.
+func ExampleOpen_copyAttention() {
+	dir, err := os.MkdirTemp("", "attnx-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if _, err := modeldir.Export("../testdata/toolkits/onmt-sum-reuse/model.pt", dir, modeldir.Options{}); err != nil {
+		log.Fatal(err)
+	}
+	tr, err := translate.Open(dir, translate.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Translate(context.Background(), []string{
+		"officials in lyon said on thursday that Nera , a farmer from Waneko , had signed a contract worth 207733 pounds with the university after 34 weeks of talks , according to a statement released late on thursday .",
+		"at a meeting in geneva on tuesday , the bank named Ritu its new head ; the former farmer , born in Lori , takes over a staff of 6522 people and a budget of 81036 francs .",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.Text)
+	}
+	// Output:
+	// <t> Nera signs 207733 pounds contract with the university . </t>
+	// <t> Ritu to lead the bank . </t>
+}
