@@ -108,11 +108,6 @@ func (o openNMT) checkpointKeys(cfg Config) toolkitKeys {
 		// logit is -inf (OpenNMT-py sets it so before the softmax), here
 		// through its bias, so that the step needs no masking op.
 		k.derive = func(p, _ map[string]*builder.Tensor) error { return padBias(p, "generator.linear.bias", cfg.CopyPad) }
-		for _, key := range k.params {
-			if !key.Optional {
-				k.graph = append(k.graph, key)
-			}
-		}
 	}
 	if cfg.Coverage {
 		k.params = append(k.params, optional(key("decoder.attn.linear_cover.weight", "unused: OpenNMT-py's RNN decoders never pass the coverage to the attention", "H", "1")))

@@ -43,16 +43,17 @@ type toolkitKeys struct {
 	// C, Vt, hL); Optional ones are accepted and ignored.
 	params []layout.Key
 	// derive, when set, turns the saved params into the graph's (splitting
-	// a Linear over a concatenation into its blocks, or taking a tied
-	// classifier's weight from saved, every tensor read), and graph lists
-	// those; without it the graph uses the saved params.
+	// a Linear over a concatenation into its blocks, taking a tied
+	// classifier's weight from saved, every tensor read, or changing one),
+	// and graph lists those when they are not the saved non-optional
+	// params.
 	derive func(p, saved map[string]*builder.Tensor) error
 	graph  []layout.Key
 }
 
 // graphKeys are the Params a Weights of the layout holds.
 func (k toolkitKeys) graphKeys() []layout.Key {
-	if k.derive != nil {
+	if k.graph != nil {
 		return k.graph
 	}
 	var out []layout.Key

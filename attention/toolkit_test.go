@@ -263,3 +263,27 @@ func TestBentrevettLayoutsConvert(t *testing.T) {
 		t.Errorf("%d bentrevett layouts, want 4", n)
 	}
 }
+
+// TestOpenNMTCopyGraphKeys: a copy model's graph holds every saved
+// parameter its layout requires, the context gate's and the copy
+// generator's included, though the copy generator's bias is derived.
+func TestOpenNMTCopyGraphKeys(t *testing.T) {
+	cfg := Config{Arch: OpenNMTMLP, Cell: LSTM, Hidden: 8, Embedding: 6, Layers: 1, SrcVocab: 20, TgtVocab: 16, Bidirectional: true,
+		EncoderHidden: 4, InputFeed: true, CopyAttention: "general", CopyPad: 1, ContextGate: "both", Coverage: true}
+	ar, _ := Lookup(cfg.Arch)
+	have := map[string]bool{}
+	for _, k := range paramKeys(ar, cfg) {
+		have[k.Name] = true
+	}
+	for _, k := range []string{"generator.linear.bias", "generator.linear_copy.weight", "decoder.copy_attn.linear_in.weight",
+		"decoder.context_gate.context_gate.gate.weight", "decoder.context_gate.context_gate.target_proj.bias"} {
+		if !have[k] {
+			t.Errorf("the graph's keys lack %s", k)
+		}
+	}
+	for _, k := range []string{"decoder.copy_attn.linear_out.weight", "decoder.attn.linear_cover.weight"} {
+		if have[k] {
+			t.Errorf("the graph's keys hold %s, which it never uses", k)
+		}
+	}
+}
