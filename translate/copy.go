@@ -7,8 +7,12 @@ import (
 )
 
 // copyGeneration is how many source words outside the vocabulary one
-// generation of a copyWords holds.
-const copyGeneration = 1 << 16
+// generation of a copyWords holds, copyGenerationBytes how many bytes of
+// them: at most two generations are kept.
+const (
+	copyGeneration      = 1 << 16
+	copyGenerationBytes = 4 << 20
+)
 
 // copyWords gives the source words a copy-attention model's source
 // vocabulary lacks ids of their own, above the vocabulary (Vs, Vs+1, ...),
@@ -19,9 +23,10 @@ const copyGeneration = 1 << 16
 // attnx serve) carries rows of ids, so the words travel inside them.
 //
 // Its memory is bounded: ids are handed out in generations of
-// copyGeneration words; when one fills, the one before it is forgotten.
-// A row whose words went with a forgotten generation (it waited while
-// more than copyGeneration new words came) copies them as "<unk>".
+// copyGeneration words or copyGenerationBytes bytes of them; when one
+// fills, the one before it is forgotten. A row whose words went with a
+// forgotten generation (it waited while two generations of new words
+// came) copies them as "<unk>".
 type copyWords struct {
 	base int64 // Vs
 
@@ -29,6 +34,7 @@ type copyWords struct {
 	gen   int64            // the current generation
 	index map[string]int64 // word -> id, this generation
 	words [2][]string      // words by generation parity
+	bytes int              // the current generation's words' bytes
 }
 
 func newCopyWords(vs int) *copyWords {
@@ -49,15 +55,17 @@ func (c *copyWords) id(w string) int64 {
 		return id
 	}
 	p := c.gen & 1
-	if len(c.words[p]) == copyGeneration {
+	if len(c.words[p]) == copyGeneration || len(c.words[p]) > 0 && c.bytes+len(w) > copyGenerationBytes {
 		c.gen++
 		p = c.gen & 1
 		c.words[p] = c.words[p][:0:0]
 		c.index = map[string]int64{}
+		c.bytes = 0
 	}
 	id = c.base + c.gen*copyGeneration + int64(len(c.words[p]))
 	c.words[p] = append(c.words[p], w)
 	c.index[w] = id
+	c.bytes += len(w)
 	return id
 }
 
