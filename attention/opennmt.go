@@ -259,17 +259,13 @@ func (s *modelGraph) onmtCopyGenerator(in stepInputs, out, attn *builder.Value) 
 
 // padBias sets the bias called key to -inf at the padding id, in a copy.
 func padBias(p map[string]*builder.Tensor, key string, pad int) error {
-	b := p[key]
-	v, err := b.ToFloat32()
-	if err != nil {
+	t, n, ok, err := p[key].WithFloat32At(int64(pad), float32(math.Inf(-1)))
+	switch {
+	case err != nil:
 		return fmt.Errorf("parameter %s: %w", key, err)
+	case !ok:
+		return fmt.Errorf("parameter %s: the padding id %d is outside its %d values", key, pad, n)
 	}
-	if pad < 0 || pad >= len(v) {
-		return fmt.Errorf("parameter %s: the padding id %d is outside its %d values", key, pad, len(v))
-	}
-	v[pad] = float32(math.Inf(-1))
-	t := builder.FloatTensor(b.Dims, v)
-	t.Name = b.Name
 	p[key] = t
 	return nil
 }

@@ -97,21 +97,17 @@ func SuppressEOS(sd map[string]*builder.Tensor, eos int64) (map[string]*builder.
 	if name == "" {
 		return nil, fmt.Errorf("bench: checkpoint has no %s to suppress EOS with", strings.Join(classifierBiases, " or "))
 	}
-	b := sd[name]
-	v, err := b.ToFloat32()
-	if err != nil {
+	nb, n, ok, err := sd[name].WithFloat32At(eos, suppressedBias)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("bench: %s: %w", name, err)
+	case !ok:
+		return nil, fmt.Errorf("bench: EOS id %d outside the target vocabulary [0, %d)", eos, n)
 	}
-	if eos < 0 || eos >= int64(len(v)) {
-		return nil, fmt.Errorf("bench: EOS id %d outside the target vocabulary [0, %d)", eos, len(v))
-	}
-	v[eos] = suppressedBias
 	out := make(map[string]*builder.Tensor, len(sd))
 	for k, t := range sd {
 		out[k] = t
 	}
-	nb := builder.FloatTensor(b.Dims, v)
-	nb.Name = b.Name
 	out[name] = nb
 	return out, nil
 }

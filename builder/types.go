@@ -397,6 +397,23 @@ func (t *Tensor) Int64s() ([]int64, error) {
 	return out, nil
 }
 
+// WithFloat32At returns a float32 copy of the tensor (its name kept)
+// whose element i is v, leaving the tensor itself as it is; ok is false
+// when i is outside its n elements.
+func (t *Tensor) WithFloat32At(i int64, v float32) (out *Tensor, n int, ok bool, err error) {
+	vals, err := t.ToFloat32()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if i < 0 || i >= int64(len(vals)) {
+		return nil, len(vals), false, nil
+	}
+	vals[i] = v
+	out = FloatTensor(t.Dims, vals)
+	out.Name = t.Name
+	return out, len(vals), true, nil
+}
+
 // ToFloat32 returns the tensor's elements as float32, converting float16,
 // bfloat16 and float64 data. Other element types are an error.
 func (t *Tensor) ToFloat32() ([]float32, error) {

@@ -72,3 +72,20 @@ func TestElementCountAndByteSize(t *testing.T) {
 		t.Errorf("ByteSize(String): %v", err)
 	}
 }
+
+func TestWithFloat32At(t *testing.T) {
+	orig := FloatTensor([]int64{3}, []float32{1, 2, 3})
+	orig.Name = "bias"
+	got, n, ok, err := orig.WithFloat32At(1, -5)
+	if err != nil || !ok || n != 3 {
+		t.Fatalf("WithFloat32At(1): %v %d %v", err, n, ok)
+	}
+	v, _ := got.Float32s()
+	o, _ := orig.Float32s()
+	if v[0] != 1 || v[1] != -5 || v[2] != 3 || o[1] != 2 || got.Name != "bias" {
+		t.Errorf("copy %v (name %q), original %v", v, got.Name, o)
+	}
+	if _, n, ok, err := orig.WithFloat32At(3, 0); ok || err != nil || n != 3 {
+		t.Errorf("index 3 of 3: ok %v, n %d, %v", ok, n, err)
+	}
+}
