@@ -148,7 +148,15 @@ func (t *Translator) copyMap(row []int64) *decode.CopyMap {
 	if t.copy == nil {
 		return nil
 	}
-	return decode.NewCopyMap(t.sourceWords(row), t.info.TgtVocab, t.info.Special.UNK, func(w string) (int64, bool) {
+	return t.copyMapOf(t.sourceWords(row))
+}
+
+// copyMapOf is copyMap of a row whose sourceWords are words.
+func (t *Translator) copyMapOf(words []string) *decode.CopyMap {
+	if t.copy == nil {
+		return nil
+	}
+	return decode.NewCopyMap(words, t.info.TgtVocab, t.info.Special.UNK, func(w string) (int64, bool) {
 		id, ok := t.tgt.index[w]
 		return id, ok
 	})

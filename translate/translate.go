@@ -881,7 +881,7 @@ func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 	// does (a word outside it stays <unk>).
 	vocabTokens := t.src.strings(enc)
 	r.SourceTokens = t.sourceWords(src)
-	cm := t.copyMap(src)
+	cm := t.copyMapOf(r.SourceTokens)
 	output := func(tokens []int64) ([]string, string) {
 		out := t.tgt.strings(tokens)
 		words := copied(cm, tokens)
