@@ -88,9 +88,6 @@ func (c *copyWords) word(id int64) (string, bool) {
 	return ws[k], true
 }
 
-// isCopy reports whether the model has copy attention.
-func (t *Translator) isCopy() bool { return t.copy != nil }
-
 // encoderRow is the row as the encoder sees it: words outside the source
 // vocabulary as UNK. It is row itself when it holds none.
 func (t *Translator) encoderRow(row []int64) []int64 {
