@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/internal/wordcache"
 	"os"
 	"regexp"
 	"sort"
@@ -49,21 +50,14 @@ type BPE struct {
 	// cache holds the segmentation of recent words: bounded in bytes,
 	// since every distinct word of every input would otherwise stay for
 	// good.
-	cache *wordCache
+	cache *wordcache.Cache
 }
 
 // CacheStats counts a tokenizer's cache of segmented words.
-type CacheStats struct {
-	// Entries is the words held now.
-	Entries int
-	// Bytes is what they cost, at most MaxBytes.
-	Bytes, MaxBytes int64
-	// Hits and Misses count the lookups since the tokenizer was made.
-	Hits, Misses uint64
-}
+type CacheStats = wordcache.Stats
 
 // CacheStats returns the word cache's counts.
-func (b *BPE) CacheStats() CacheStats { return b.cache.stats() }
+func (b *BPE) CacheStats() CacheStats { return b.cache.Stats() }
 
 // LoadBPE reads a subword-nmt codes file (learn_bpe's output: an optional
 // "#version: 0.2" line, then one merge per line, two symbols separated by a
@@ -101,7 +95,7 @@ func ParseBPE(data []byte, opts BPEOptions) (*BPE, error) {
 	}
 	text := string(data)
 	first, rest, _ := strings.Cut(text, "\n")
-	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: newWordCache(WordCacheBytes), vocab: opts.Vocabulary}
+	b := &BPE{version: [2]int{0, 1}, sep: opts.Separator, cache: wordcache.New(wordcache.Bytes), vocab: opts.Vocabulary}
 	if b.sep == "" {
 		b.sep = DefaultSeparator
 	}
@@ -233,7 +227,7 @@ func (b *BPE) Decode(pieces []string) string {
 }
 
 func (b *BPE) encodeWord(orig string) []string {
-	if w, ok := b.cache.get(orig); ok {
+	if w, ok := b.cache.Get(orig); ok {
 		return w
 	}
 	if b.glossAll != nil && b.glossAll.MatchString(orig) {
@@ -331,7 +325,7 @@ func (b *BPE) merge(orig string) []string {
 	return word
 }
 
-func (b *BPE) store(orig string, word []string) { b.cache.add(orig, word) }
+func (b *BPE) store(orig string, word []string) { b.cache.Add(orig, word) }
 
 // checkVocab splits pieces outside the vocabulary back by reversing merges
 // (apply_bpe's check_vocab_and_split).

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/moses"
+	"github.com/attnx/attnx/onmttok"
 )
 
 // Tokenizer kinds, as attnx.json records them.
@@ -39,7 +40,8 @@ type Tokenizer interface {
 // Spec describes a tokenizer of a model directory (attnx.json's
 // src_tokenizer and tgt_tokenizer).
 type Spec struct {
-	// Kind is "sentencepiece", "subword-nmt" or "chatbot-normalize".
+	// Kind is "sentencepiece", "subword-nmt", "chatbot-normalize" or
+	// "onmt_tokenize".
 	Kind string `json:"kind"`
 	// File is the tokenizer's file: a SentencePiece .model or subword-nmt
 	// codes ("" for chatbot-normalize, which has none). In attnx.json it is
@@ -79,12 +81,21 @@ type Spec struct {
 	// SentencePiece detokenizer does (its post_process strips what
 	// sentencepiece's decode leaves, such as the space of a final "▁").
 	Trim bool `json:"trim,omitempty"`
+	// OpenNMT is the configuration of kind onmt_tokenize (the OpenNMT
+	// Tokenizer's options, subword model and vocabulary; its files are
+	// plain names inside the model directory). File is empty for it.
+	OpenNMT *onmttok.Config `json:"onmttok,omitempty"`
 }
 
 // Check checks a Spec read from attnx.json: a known kind, a plain file
 // name inside the model directory, options that fit the kind.
 func (s Spec) Check() error {
+	if s.OpenNMT != nil && s.Kind != KindOpenNMT {
+		return fmt.Errorf("onmttok goes with kind %s", KindOpenNMT)
+	}
 	switch s.Kind {
+	case KindOpenNMT:
+		return checkOpenNMT(s)
 	case KindSentencePiece:
 		if s.Separator != "" || len(s.Glossaries) > 0 {
 			return errors.New("separator and glossaries are subword-nmt options, not SentencePiece's")
@@ -102,7 +113,7 @@ func (s Spec) Check() error {
 		}
 		return nil
 	default:
-		return fmt.Errorf("kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
+		return fmt.Errorf("kind %q: want %q, %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot, KindOpenNMT)
 	}
 	if s.File == "" || strings.ContainsAny(s.File, "/\\\x00") || s.File == "." || s.File == ".." {
 		return fmt.Errorf("file %q: must be a plain file name inside the model directory", s.File)
@@ -114,6 +125,12 @@ func (s Spec) Check() error {
 // (or as it is when dir is ""). vocab is the model's vocabulary on this
 // side, specials included: a Restricted tokenizer keeps to it.
 func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
+	if s.Kind == KindOpenNMT {
+		if err := checkOpenNMT(s); err != nil {
+			return nil, err
+		}
+		return OpenOpenNMT(*s.OpenNMT, dir)
+	}
 	if err := checkPretokenizer(s); err != nil {
 		return nil, err
 	}
@@ -150,7 +167,7 @@ func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	case KindChatbot:
 		t = ChatbotWords{}
 	default:
-		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot)
+		return nil, fmt.Errorf("tokenizer kind %q: want %q, %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot, KindOpenNMT)
 	}
 	if s.Decode == DecodeFairseq {
 		t = fairseqDecoded{t}

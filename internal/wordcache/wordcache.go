@@ -1,4 +1,6 @@
-package subword
+// Package wordcache is the tokenizers' cache of segmented words: a
+// least-recently-used map from a word to its pieces, bounded in bytes.
+package wordcache
 
 import (
 	"sync"
@@ -12,34 +14,35 @@ import (
 // hold, and the longest word it keeps (longer ones are rare, each costs
 // as much as many short ones, and segmenting one again is cheap).
 const (
-	// WordCacheBytes bounds the bytes of one tokenizer's word cache:
+	// Bytes bounds the bytes of one tokenizer's word cache:
 	// the words, their pieces and the entries' bookkeeping.
-	WordCacheBytes = 16 << 20
-	// WordCacheMaxWord is the longest word, in bytes, the cache keeps.
-	WordCacheMaxWord = 64
+	Bytes = 16 << 20
+	// MaxWord is the longest word, in bytes, the cache keeps.
+	MaxWord = 64
 )
 
-// cacheEntryOverhead is what one entry costs beside its strings: the
+// EntryOverhead is what one entry costs beside its strings: the
 // key's and the slice's headers, the list element and the map's slot.
-const cacheEntryOverhead = 2*int(unsafe.Sizeof("")) + int(unsafe.Sizeof([]string{})) + 96
+const EntryOverhead = 2*int(unsafe.Sizeof("")) + int(unsafe.Sizeof([]string{})) + 96
 
-// wordCache is a least-recently-used map from a word to its pieces,
+// Cache is a least-recently-used map from a word to its pieces,
 // bounded by the bytes it holds rather than by its entries: a word's cost
 // grows with its length, so a count bound held anything from a few to a
 // few hundred MiB.
-type wordCache struct {
+type Cache struct {
 	mu           sync.Mutex
 	lru          *simplelru.LRU[string, []string]
 	bytes, max   int
 	hits, misses atomic.Uint64
 }
 
-func newWordCache(maxBytes int) *wordCache {
-	c := &wordCache{max: maxBytes}
+// New makes a cache of at most maxBytes.
+func New(maxBytes int) *Cache {
+	c := &Cache{max: maxBytes}
 	// The entry count is bounded by the bytes (each costs more than
-	// cacheEntryOverhead); the LRU's own count bound only has to be above
+	// EntryOverhead); the LRU's own count bound only has to be above
 	// that.
-	lru, err := simplelru.NewLRU[string, []string](maxBytes/cacheEntryOverhead+1, func(k string, v []string) {
+	lru, err := simplelru.NewLRU[string, []string](maxBytes/EntryOverhead+1, func(k string, v []string) {
 		c.bytes -= entryCost(k, v)
 	})
 	if err != nil {
@@ -51,14 +54,15 @@ func newWordCache(maxBytes int) *wordCache {
 
 // entryCost is the bytes one cached word costs.
 func entryCost(word string, pieces []string) int {
-	n := cacheEntryOverhead + len(word) + int(unsafe.Sizeof(""))*cap(pieces)
+	n := EntryOverhead + len(word) + int(unsafe.Sizeof(""))*cap(pieces)
 	for _, p := range pieces {
 		n += len(p)
 	}
 	return n
 }
 
-func (c *wordCache) get(word string) ([]string, bool) {
+// Get returns a word's pieces, if held.
+func (c *Cache) Get(word string) ([]string, bool) {
 	c.mu.Lock()
 	v, ok := c.lru.Get(word)
 	c.mu.Unlock()
@@ -70,11 +74,11 @@ func (c *wordCache) get(word string) ([]string, bool) {
 	return v, ok
 }
 
-// add keeps a word's pieces unless the word is longer than
-// WordCacheMaxWord, dropping the least recently used words until the
+// Add keeps a word's pieces unless the word is longer than
+// MaxWord, dropping the least recently used words until the
 // cache is within its bytes.
-func (c *wordCache) add(word string, pieces []string) {
-	if len(word) > WordCacheMaxWord {
+func (c *Cache) Add(word string, pieces []string) {
+	if len(word) > MaxWord {
 		return
 	}
 	// The pieces may be substrings of a longer string made while merging:
@@ -106,8 +110,19 @@ func (c *wordCache) add(word string, pieces []string) {
 	}
 }
 
-func (c *wordCache) stats() CacheStats {
+// Stats returns the cache's counts.
+func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Entries: c.lru.Len(), Bytes: int64(c.bytes), MaxBytes: int64(c.max), Hits: c.hits.Load(), Misses: c.misses.Load()}
+	return Stats{Entries: c.lru.Len(), Bytes: int64(c.bytes), MaxBytes: int64(c.max), Hits: c.hits.Load(), Misses: c.misses.Load()}
+}
+
+// Stats counts a tokenizer's cache of segmented words.
+type Stats struct {
+	// Entries is the words held now.
+	Entries int
+	// Bytes is what they cost, at most MaxBytes.
+	Bytes, MaxBytes int64
+	// Hits and Misses count the lookups since the tokenizer was made.
+	Hits, Misses uint64
 }

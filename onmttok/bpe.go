@@ -1,0 +1,413 @@
+package onmttok
+
+import (
+	"bufio"
+	"fmt"
+	"github.com/attnx/attnx/internal/wordcache"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+)
+
+// BPE is the Tokenizer's BPE: merges from a codes file of subword-nmt's
+// learn_bpe (versions 0.1 and 0.2), of the Tokenizer's own learner, or of
+// the Lua learn_bpe ("v3;prefix;suffix;case_insensitive;<w>;</w>"), and
+// an optional vocabulary that pieces outside it are split back against.
+type BPE struct {
+	codes           map[string]int       // concatenated pair -> rank
+	reverse         map[string][2]string // concatenated pair -> its halves (the first pair seen)
+	bow, eow        string
+	prefix, suffix  bool
+	caseInsensitive bool
+	version         [2]int
+	vocab           map[string]bool
+	joinerAnnotate  bool // the options the vocabulary's pieces were written with
+	joinerNew       bool
+	spacerAnnotate  bool
+	spacerNew       bool
+	joiner          string
+	cache           *wordcache.Cache
+}
+
+// LoadBPE reads a BPE codes file.
+func LoadBPE(path string) (*BPE, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("BPE model: %w", err)
+	}
+	defer f.Close()
+	b, err := ReadBPE(f)
+	if err != nil {
+		return nil, fmt.Errorf("BPE model %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// ReadBPE reads BPE codes, as the Tokenizer's BPE::load_model.
+func ReadBPE(r io.Reader) (*BPE, error) {
+	b := &BPE{codes: map[string]int{}, reverse: map[string][2]string{}, bow: "<w>", eow: "</w>", suffix: true,
+		joinerAnnotate: true, joiner: JoinerMarker, cache: wordcache.New(wordcache.Bytes)}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(lines) == 0 {
+		return b, nil
+	}
+	first := lines[0]
+	switch {
+	case strings.HasPrefix(first, "#version:"):
+		if len(first) < 3 {
+			return nil, fmt.Errorf("unsupported BPE version")
+		}
+		b.version = [2]int{int(first[len(first)-3]) - '0', int(first[len(first)-1]) - '0'}
+		if b.version != [2]int{0, 1} && b.version != [2]int{0, 2} {
+			return nil, fmt.Errorf("unsupported BPE version %q (want 0.1 or 0.2)", first)
+		}
+		lines = lines[1:]
+	default:
+		opts := splitLuaHeader(first)
+		if len(opts) == 6 && opts[0] == "v3" {
+			b.prefix, b.suffix, b.caseInsensitive = opts[1] == "true", opts[2] == "true", opts[3] == "true"
+			b.bow, b.eow = opts[4], opts[5]
+			lines = lines[1:]
+		}
+	}
+	header := true
+	i := 0
+	for _, line := range lines {
+		if header && line != "" && line[0] == '#' {
+			continue
+		}
+		header = false
+		sep := strings.IndexByte(line, ' ')
+		if sep < 0 || sep+1 >= len(line) {
+			continue
+		}
+		a, c := line[:sep], line[sep+1:]
+		pair := a + c
+		if _, ok := b.codes[pair]; !ok {
+			b.codes[pair] = i
+			i++
+		}
+		if _, ok := b.reverse[pair]; !ok {
+			b.reverse[pair] = [2]string{a, c}
+		}
+	}
+	return b, nil
+}
+
+// splitLuaHeader splits the Lua learner's header at ';' as the Tokenizer
+// does (a trailing ';' adds no empty field).
+func splitLuaHeader(line string) []string {
+	var out []string
+	b := 0
+	sep := strings.IndexByte(line, ';')
+	for sep >= 0 && sep+1 < len(line) {
+		out = append(out, line[b:sep])
+		b = sep + 1
+		n := strings.IndexByte(line[b:], ';')
+		if n < 0 {
+			sep = -1
+		} else {
+			sep = b + n
+		}
+	}
+	return append(out, line[b:])
+}
+
+// SetVocabulary keeps the pieces to a vocabulary: a piece outside it
+// (written with the tokenizer's joiners or spacer) is split back along
+// its merges. The Tokenizer takes it with vocabulary_path and
+// vocabulary_threshold.
+func (b *BPE) SetVocabulary(vocab []string) {
+	b.vocab = make(map[string]bool, len(vocab))
+	for _, v := range vocab {
+		b.vocab[v] = true
+	}
+	b.cache = wordcache.New(wordcache.Bytes)
+}
+
+func (b *BPE) adjust(o *resolved) {
+	if b.vocab != nil {
+		b.joinerAnnotate, b.joinerNew = o.JoinerAnnotate, o.JoinerNew
+		b.spacerAnnotate, b.spacerNew = o.SpacerAnnotate, o.SpacerNew
+		b.joiner = o.Joiner
+	}
+}
+
+// initialPieces are a word's characters, combining marks and escapes
+// kept with the character before them, lower-cased for a case-insensitive
+// model.
+func initialPieces(cs []char, lower bool) []string {
+	pieces := make([]string, 0, len(cs)+1)
+	escaped := 0
+	for _, c := range cs {
+		switch {
+		case escaped > 0:
+			pieces[len(pieces)-1] += c.s
+			escaped--
+		case c.v == 0xFF05: // ％
+			pieces = append(pieces, c.s)
+			escaped = 4
+		case c.typ == ctMark:
+			if len(pieces) == 0 {
+				pieces = append(pieces, c.s)
+			} else {
+				pieces[len(pieces)-1] += c.s
+			}
+		case lower && c.cas == caseUpper:
+			pieces = append(pieces, string(unicode.ToLower(c.v)))
+		default:
+			pieces = append(pieces, c.s)
+		}
+	}
+	return pieces
+}
+
+func (b *BPE) score(a, c string) int {
+	if r, ok := b.codes[a+c]; ok {
+		return r
+	}
+	return int(^uint(0) >> 1)
+}
+
+const noMerge = int(^uint(0) >> 1)
+
+// encode segments one word.
+func (b *BPE) encode(s string) []string {
+	if p, ok := b.cache.Get(s); ok {
+		return p
+	}
+	p := b.encodeWord(s)
+	b.cache.Add(s, p)
+	return p
+}
+
+func (b *BPE) encodeWord(s string) []string {
+	info := chars(s, nil)
+	cs := initialPieces(info, b.caseInsensitive)
+	if len(cs) == 1 {
+		return []string{s}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	if b.version != [2]int{0, 0} {
+		if b.version == [2]int{0, 1} {
+			cs = append(cs, b.eow)
+		} else {
+			cs[len(cs)-1] += b.eow
+		}
+	} else {
+		if b.prefix {
+			cs = append([]string{b.bow}, cs...)
+		}
+		if b.suffix {
+			cs = append(cs, b.eow)
+		}
+	}
+	cs = b.merge(cs)
+	if b.prefix && strings.HasPrefix(cs[0], b.bow) {
+		if cs[0] == b.bow {
+			cs = cs[1:]
+		} else {
+			cs[0] = cs[0][len(b.bow):]
+		}
+	}
+	if b.suffix && len(cs) > 0 && strings.HasSuffix(cs[len(cs)-1], b.eow) {
+		last := cs[len(cs)-1]
+		if last == b.eow {
+			cs = cs[:len(cs)-1]
+		} else {
+			cs[len(cs)-1] = last[:len(last)-len(b.eow)]
+		}
+	}
+	if b.caseInsensitive {
+		// The pieces in their true case: the input's characters, as many
+		// as make up each lower-case piece's bytes.
+		out := make([]string, 0, len(cs))
+		ci := 0
+		for _, lc := range cs {
+			var w strings.Builder
+			for n := 0; ci < len(info) && n < len(lc); ci++ {
+				c := info[ci]
+				if c.cas == caseUpper {
+					n += len(string(unicode.ToLower(c.v)))
+				} else {
+					n += len(c.s)
+				}
+				w.WriteString(c.s)
+			}
+			out = append(out, w.String())
+		}
+		cs = out
+	}
+	return cs
+}
+
+// merge applies the merges, best rank first (leftmost among equals).
+func (b *BPE) merge(cs []string) []string {
+	scores := make([]int, 0, len(cs))
+	for i := 0; i+1 < len(cs); i++ {
+		scores = append(scores, b.score(cs[i], cs[i+1]))
+	}
+	for {
+		best, index := noMerge, 0
+		for i, s := range scores {
+			if s < best {
+				best, index = s, i
+			}
+		}
+		if best == noMerge {
+			break
+		}
+		cs[index] += cs[index+1]
+		cs = append(cs[:index+1], cs[index+2:]...)
+		if len(cs) == 1 {
+			break
+		}
+		if index > 0 {
+			scores[index-1] = b.score(cs[index-1], cs[index])
+		}
+		if index+1 < len(cs) {
+			scores[index] = b.score(cs[index], cs[index+1])
+		}
+		k := index + 1
+		if len(cs)-1 < k {
+			k = len(cs) - 1
+		}
+		scores = append(scores[:k], scores[k+1:]...)
+	}
+	return cs
+}
+
+func (b *BPE) annotate(t token) []token {
+	enc := b.encode(t.surface)
+	toks := make([]token, 0, len(enc))
+	for j, p := range enc {
+		sub := token{surface: p}
+		if j == 0 {
+			sub.joinLeft = t.joinLeft
+			sub.preserve = t.joinLeft && t.preserve
+		}
+		if j+1 < len(enc) {
+			sub.joinRight = true
+		} else {
+			sub.joinRight = t.joinRight
+			sub.preserve = sub.preserve || (t.joinRight && t.preserve)
+		}
+		toks = append(toks, sub)
+	}
+	if b.vocab != nil {
+		toks = b.checkVocab(toks)
+	}
+	propagate(t, toks)
+	return toks
+}
+
+func (b *BPE) inVocab(t *token, first, last bool) bool {
+	s := t.surface
+	if b.joinerAnnotate && !b.joinerNew {
+		if t.joinLeft && (!first || !t.preserve) {
+			s = b.joiner + s
+		}
+		if t.joinRight && (!last || !t.preserve) {
+			s = s + b.joiner
+		}
+	} else if b.spacerAnnotate && !b.spacerNew {
+		if !t.joinLeft && (!first || !t.preserve) {
+			s = SpacerMarker + s
+		}
+	}
+	return b.vocab[s]
+}
+
+func (b *BPE) checkVocab(pieces []token) []token {
+	out := make([]token, 0, len(pieces))
+	for i := range pieces {
+		first, last := i == 0, i+1 == len(pieces)
+		if b.inVocab(&pieces[i], first, last) {
+			out = append(out, pieces[i])
+		} else {
+			out = b.split(pieces[i], out, first, last)
+		}
+	}
+	return out
+}
+
+// split undoes a piece's merge until its parts are in the vocabulary or
+// cannot be split.
+func (b *BPE) split(p token, out []token, first, last bool) []token {
+	s := p.surface
+	left, right := 0, 0
+	if b.prefix && first {
+		s = b.bow + s
+		left = len(b.bow)
+	}
+	if b.suffix && last {
+		s += b.eow
+		right = len(b.eow)
+	}
+	pair, ok := b.reverse[s]
+	if !ok {
+		return append(out, p)
+	}
+	l := token{surface: substrFrom(pair[0], left), joinLeft: first && p.joinLeft, joinRight: true,
+		preserve: first && p.joinLeft && p.preserve}
+	if b.inVocab(&l, first, false) {
+		out = append(out, l)
+	} else {
+		out = b.split(l, out, first, false)
+	}
+	r := token{surface: substrTo(pair[1], len(pair[1])-right), joinRight: !last || p.joinRight,
+		preserve: last && p.joinRight && p.preserve}
+	if b.inVocab(&r, false, last) {
+		out = append(out, r)
+	} else {
+		out = b.split(r, out, false, last)
+	}
+	return out
+}
+
+func substrFrom(s string, i int) string {
+	if i > len(s) {
+		return ""
+	}
+	return s[i:]
+}
+
+func substrTo(s string, n int) string {
+	if n < 0 {
+		return s
+	}
+	return s[:n]
+}
+
+// propagate gives a word's pieces its casing, its features' order (first
+// piece leading) as the Tokenizer's propagate_token_properties.
+func propagate(t token, toks []token) {
+	if t.casing != CasingNone {
+		for i := range toks {
+			c := t.casing
+			if c == CasingCapitalized && i > 0 {
+				c = CasingLowercase
+			} else if c == CasingMixed {
+				_, c = lowercaseToken(toks[i].surface, "")
+			}
+			toks[i].casing = c
+		}
+	}
+	if len(toks) > 1 {
+		toks[0].typ = typeLeadingSubword
+		for i := 1; i < len(toks); i++ {
+			toks[i].typ = typeTrailingSubword
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package onmttok is the OpenNMT Tokenizer (pyonmttok, what OpenNMT-py's
+// onmt_tokenize transform runs) in Go: its tokenization modes, joiner and
+// spacer annotation, case markup, segmentation rules, placeholders, its
+// BPE and its SentencePiece integration, and its detokenization. Its
+// output is the Tokenizer 1.37.1's piece for piece on the committed test
+// texts (testdata/, made by pyonmttok itself).
+//
+// Character classes (general categories, scripts, case mappings) come
+// from Go's unicode package, which has the same Unicode version as the ICU
+// the Tokenizer was checked with; the script extensions of common
+// characters, which Go lacks, are generated from ICU (go generate).
+package onmttok

@@ -1,0 +1,122 @@
+package onmttok_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/onmttok"
+	"github.com/attnx/attnx/subword"
+)
+
+// fixtureSet is one option set of testdata/expected.jsonl (pyonmttok's own
+// output, make_fixtures.py).
+type fixtureSet struct {
+	Set    string         `json:"set"`
+	Kwargs map[string]any `json:"kwargs"`
+	Cases  []struct {
+		Text   string   `json:"text"`
+		Tokens []string `json:"tokens"`
+		Detok  string   `json:"detok"`
+	} `json:"cases"`
+	Detokenize []string `json:"detokenize"`
+	Detok      string   `json:"detok"`
+}
+
+func readFixtures(t testing.TB) []fixtureSet {
+	f, err := os.Open("testdata/expected.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sets []fixtureSet
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var s fixtureSet
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, s)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sets
+}
+
+// fixtureTokenizer makes the tokenizer of a set's keyword arguments: the
+// subword ones as OpenNMT-py passes them, the rest through FromKwargs.
+func fixtureTokenizer(t testing.TB, kw map[string]any) *onmttok.Tokenizer {
+	t.Helper()
+	rest := map[string]any{}
+	c := onmttok.Config{}
+	for k, v := range kw {
+		switch k {
+		case "bpe_model_path":
+			c.SubwordType, c.SubwordModel = onmttok.SubwordBPE, filepath.Join("testdata", v.(string))
+		case "sp_model_path":
+			c.SubwordType, c.SubwordModel = onmttok.SubwordSentencePiece, filepath.Join("testdata", v.(string))
+		case "vocabulary_path":
+			c.Vocabulary = filepath.Join("testdata", v.(string))
+		case "vocabulary_threshold":
+			c.VocabularyThreshold = int(v.(float64))
+		default:
+			rest[k] = v
+		}
+	}
+	o, err := onmttok.FromKwargs(rest)
+	if err != nil {
+		t.Fatalf("%v: %v", kw, err)
+	}
+	c.Options = o
+	tok, err := subword.OpenOpenNMT(c, "")
+	if err != nil {
+		t.Fatalf("%v: %v", kw, err)
+	}
+	return tok.(*onmttok.Tokenizer)
+}
+
+// TestPyonmttokFixtures: every committed option set tokenizes every test
+// text into pyonmttok's tokens and detokenizes them into its text.
+func TestPyonmttokFixtures(t *testing.T) {
+	sets := readFixtures(t)
+	lines, tokenSets, detokOnly := 0, 0, 0
+	for _, s := range sets {
+		tok := fixtureTokenizer(t, s.Kwargs)
+		if s.Detokenize != nil {
+			detokOnly++
+			if got := tok.Detokenize(s.Detokenize); got != s.Detok {
+				t.Errorf("%s: detokenize %q = %q, pyonmttok %q", s.Set, s.Detokenize, got, s.Detok)
+			}
+			continue
+		}
+		tokenSets++
+		bad := 0
+		for _, c := range s.Cases {
+			lines++
+			got := tok.Tokenize(c.Text)
+			if strings.Join(got, "\x01") != strings.Join(c.Tokens, "\x01") {
+				if bad++; bad <= 3 {
+					t.Errorf("%s: %q\n got  %q\n want %q", s.Set, c.Text, got, c.Tokens)
+				}
+				continue
+			}
+			if d := tok.Detokenize(c.Tokens); d != c.Detok {
+				if bad++; bad <= 3 {
+					t.Errorf("%s: detokenize %q\n got  %q\n want %q", s.Set, c.Tokens, d, c.Detok)
+				}
+			}
+		}
+		if bad > 3 {
+			t.Errorf("%s: %d of %d texts differ", s.Set, bad, len(s.Cases))
+		}
+	}
+	t.Logf("%d option sets, %d texts tokenized and detokenized, %d detokenize cases", tokenSets, lines, detokOnly)
+	if tokenSets < 50 || lines < 2500 {
+		t.Errorf("%d sets and %d lines read: the fixture is short", tokenSets, lines)
+	}
+}

@@ -1,0 +1,263 @@
+package onmttok
+
+//go:generate sh internal/icugen/gen.sh
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// charType is the Tokenizer's class of a character, from its general
+// category.
+type charType uint8
+
+const (
+	ctOther     charType = iota
+	ctLetter             // Lu Ll Lt Lm Lo
+	ctMark               // Mn Me Mc
+	ctNumber             // Nd Nl No
+	ctSeparator          // Zs Zl Zp
+)
+
+// caseType: Lu is upper, Ll lower, everything else (titlecase letters
+// included) has no case.
+type caseType uint8
+
+const (
+	caseNone caseType = iota
+	caseLower
+	caseUpper
+)
+
+// char is one character of a text: its bytes in the text, its code point
+// and classes.
+type char struct {
+	s   string
+	v   rune
+	typ charType
+	cas caseType
+}
+
+func classify(r rune) (charType, caseType) {
+	if r < 0x80 {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return ctLetter, caseLower
+		case 'A' <= r && r <= 'Z':
+			return ctLetter, caseUpper
+		case '0' <= r && r <= '9':
+			return ctNumber, caseNone
+		case r == ' ':
+			return ctSeparator, caseNone
+		}
+		return ctOther, caseNone
+	}
+	switch {
+	case unicode.IsLetter(r):
+		if unicode.IsUpper(r) {
+			return ctLetter, caseUpper
+		}
+		if unicode.IsLower(r) {
+			return ctLetter, caseLower
+		}
+		return ctLetter, caseNone
+	case unicode.IsMark(r):
+		return ctMark, caseNone
+	case unicode.IsNumber(r):
+		return ctNumber, caseNone
+	case unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp):
+		return ctSeparator, caseNone
+	}
+	return ctOther, caseNone
+}
+
+// chars splits text into characters as the Tokenizer reads a C string: it
+// stops at the first NUL and skips each byte that does not start a valid
+// UTF-8 sequence.
+func chars(text string, out []char) []char {
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && n == 1 {
+			i++
+			continue
+		}
+		t, c := classify(r)
+		out = append(out, char{s: text[i : i+n], v: r, typ: t, cas: c})
+		i += n
+	}
+	return out
+}
+
+// utf8Len is the number of characters chars finds.
+func utf8Len(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] == 0 {
+			break
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if !(r == utf8.RuneError && w == 1) {
+			n++
+		}
+		i += w
+	}
+	return n
+}
+
+// Script codes are ICU's (icuScripts' indexes), and two more for the names
+// the Tokenizer keeps from its older alphabet list.
+const (
+	scriptCommon    = 0
+	scriptInherited = 1
+	scriptKangxi    = len(icuScripts)
+	scriptKanbun    = len(icuScripts) + 1
+)
+
+type scriptRange struct {
+	lo, hi rune
+	code   int16
+}
+
+type extensionRange struct {
+	lo, hi rune
+	ext    []int16
+}
+
+// scriptRanges is every code point's script, from Go's unicode tables
+// (checked against ICU's by the generator), sorted; latin1Scripts the
+// first 256 code points'.
+var (
+	scriptRanges  []scriptRange
+	latin1Scripts [256]int16
+	scriptCodes   = map[string]int{}
+)
+
+func init() {
+	for i, n := range icuScripts {
+		for _, name := range n {
+			scriptCodes[looseName(name)] = i
+		}
+	}
+	scriptCodes[looseName("Kangxi")] = scriptKangxi
+	scriptCodes[looseName("Kanbun")] = scriptKanbun
+	for name, t := range unicode.Scripts {
+		code, ok := scriptCodes[looseName(name)]
+		if !ok {
+			panic("onmttok: Go's unicode has script " + name + ", which ICU's table lacks: regenerate scripts_table.go")
+		}
+		for _, r := range t.R16 {
+			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
+				scriptRanges = appendRange(scriptRanges, lo, code)
+				if r.Stride == 1 {
+					scriptRanges[len(scriptRanges)-1].hi = rune(r.Hi)
+					break
+				}
+			}
+		}
+		for _, r := range t.R32 {
+			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
+				scriptRanges = appendRange(scriptRanges, lo, code)
+				if r.Stride == 1 {
+					scriptRanges[len(scriptRanges)-1].hi = rune(r.Hi)
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(scriptRanges, func(i, j int) bool { return scriptRanges[i].lo < scriptRanges[j].lo })
+	for r := rune(0); r < 256; r++ {
+		latin1Scripts[r] = int16(lookupScript(r))
+	}
+}
+
+func appendRange(rs []scriptRange, lo rune, code int) []scriptRange {
+	return append(rs, scriptRange{lo: lo, hi: lo, code: int16(code)})
+}
+
+// looseName is a property value name as ICU matches it: case, spaces,
+// hyphens and underscores ignored.
+func looseName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case ' ', '-', '_', '\t':
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// scriptCode is the code of a script name (long or short, ICU's loose
+// matching), or -1.
+func scriptCode(name string) int {
+	if c, ok := scriptCodes[looseName(name)]; ok {
+		return c
+	}
+	return -1
+}
+
+// scriptName is a script code's name, as the Tokenizer's alphabets name it.
+func scriptName(code int) string {
+	switch {
+	case code == scriptKangxi:
+		return "Kangxi"
+	case code == scriptKanbun:
+		return "Kanbun"
+	case code >= 0 && code < len(icuScripts):
+		return icuScripts[code][0]
+	}
+	return ""
+}
+
+// unknownScript is ICU's code for unassigned code points (Zzzz).
+var unknownScript = scriptCode("Zzzz")
+
+func lookupScript(r rune) int {
+	i := sort.Search(len(scriptRanges), func(i int) bool { return scriptRanges[i].hi >= r })
+	if i < len(scriptRanges) && scriptRanges[i].lo <= r {
+		return int(scriptRanges[i].code)
+	}
+	return unknownScript
+}
+
+// scriptOf is the Tokenizer's get_script: a character's script, the
+// previous character's for inherited ones, and for common ones the
+// previous character's when it is among their script extensions (else
+// the first of them).
+func scriptOf(r rune, previous int) int {
+	switch {
+	case r >= 0x2F00 && r <= 0x2FD5:
+		return scriptKangxi
+	case r >= 0x3190 && r <= 0x319F:
+		return scriptKanbun
+	}
+	var code int
+	if r < 256 {
+		code = int(latin1Scripts[r])
+	} else {
+		code = lookupScript(r)
+	}
+	switch code {
+	case scriptInherited:
+		return previous
+	case scriptCommon:
+		i := sort.Search(len(commonExtensions), func(i int) bool { return commonExtensions[i].hi >= r })
+		if i == len(commonExtensions) || commonExtensions[i].lo > r {
+			return scriptCommon
+		}
+		ext := commonExtensions[i].ext
+		for _, e := range ext {
+			if int(e) == previous {
+				return previous
+			}
+		}
+		return int(ext[0])
+	}
+	return code
+}
