@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/attnx/attnx/onmttok"
 )
 
 // Subword tokenizer kinds a toolkit's configuration can name (the values
@@ -11,6 +14,7 @@ import (
 const (
 	TokenizerSentencePiece = "sentencepiece"
 	TokenizerSubwordNMT    = "subword-nmt"
+	TokenizerOpenNMT       = "onmt_tokenize"
 )
 
 // TokenizerRef is a subword tokenizer a toolkit's configuration names for
@@ -39,6 +43,14 @@ type TokenizerRef struct {
 	// --tokenizer moses and --bpe sentencepiece).
 	MosesDashSplits, MosesNoEscape bool
 	Decode                         string
+	// OpenNMT is the onmt_tokenize transform's tokenizer (Kind
+	// TokenizerOpenNMT): its options, and its subword model and
+	// vocabulary as found (Path is the subword model, "" when it has none
+	// or it was not found; VocabNamed the vocabulary the options name and
+	// VocabTried the paths tried for it).
+	OpenNMT    *onmttok.Config
+	VocabNamed string
+	VocabTried []string
 }
 
 // isFile reports whether p names a regular file.
@@ -92,8 +104,16 @@ func (o *OpenNMT) Tokenizers(path string) (refs [2]*TokenizerRef, notes []string
 		case "bpe":
 			kind = TokenizerSubwordNMT
 		case "onmt_tokenize":
-			notes = append(notes, "the checkpoint's transforms include onmt_tokenize (OpenNMT's Tokenizer), which attnx does not apply: give text tokenised as in training, or --src-tokenizer/--tgt-tokenizer")
+			kind = TokenizerOpenNMT
+		default:
+			if why, ok := unappliedTransforms[t]; ok {
+				notes = append(notes, fmt.Sprintf("the checkpoint's transforms include %s, which attnx does not apply: %s", t, why))
+			}
 		}
+	}
+	if kind == TokenizerOpenNMT {
+		refs, more := o.onmtTokenizers(path)
+		return refs, append(notes, more...)
 	}
 	if kind == "" {
 		return refs, notes
@@ -112,6 +132,19 @@ func (o *OpenNMT) Tokenizers(path string) (refs [2]*TokenizerRef, notes []string
 		refs[i] = r
 	}
 	return refs, notes
+}
+
+// unappliedTransforms are OpenNMT-py 3.x transforms that change the text
+// onmt_translate reads or writes and that attnx does not apply, with what
+// a user must do instead.
+var unappliedTransforms = map[string]string{
+	"prefix":      "onmt_translate adds -src_prefix's tokens before each source and forces -tgt_prefix's at the start of each translation (removing them after); put the source prefix in the text yourself (a forced target prefix has no equivalent)",
+	"suffix":      "onmt_translate adds -src_suffix's tokens after each source (and -tgt_suffix's to targets); put them in the text yourself",
+	"normalize":   "onmt_translate normalizes the source's punctuation first (sacremoses' normalizer and its -src_lang, -norm_quote_commas, -norm_numbers, -pre_replace_unicode_punct, -post_remove_control_chars options); normalize the text the same way before attnx",
+	"uppercase":   "onmt_translate uppercases a random -upper_corpus_ratio of the sentences and strips their accents (it does so at inference too); attnx translates the text as it is, as onmt_translate does for the other sentences",
+	"inlinetags":  "onmt_translate inserts tags around random dictionary matches in a -tags_corpus_ratio of the sentences (at inference too); attnx translates the text as it is, as onmt_translate does for the other sentences",
+	"docify":      "onmt_translate joins sentences into documents (-doc_length, -max_context) and splits its output at ｟newline｠; translate documents as one line each",
+	"terminology": "onmt_translate adds the target terms of -termbase_path matches to the source; give sources with the terms already added",
 }
 
 func anyStrings(v any) []string {
@@ -150,4 +183,23 @@ func joeyTokenizer(s joeySide, side, dir string) (*TokenizerRef, error) {
 	}
 	r.Path, r.Tried = findBeside(r.Named, dir)
 	return r, nil
+}
+
+// Missing describes what of an onmt_tokenize tokenizer could not be found
+// ("" when nothing is missing).
+func (r *TokenizerRef) Missing() string {
+	c := r.OpenNMT
+	if c == nil {
+		if r.Path == "" {
+			return fmt.Sprintf("%s names %s %q, which is not at %s", r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "))
+		}
+		return ""
+	}
+	if c.SubwordType != onmttok.SubwordNone && c.SubwordModel == "" {
+		return fmt.Sprintf("%s names %s model %q, which is not at %s", r.Option, c.SubwordType, r.Named, strings.Join(r.Tried, ", "))
+	}
+	if r.VocabNamed != "" && c.Vocabulary == "" {
+		return fmt.Sprintf("its subword vocabulary %q is not at %s", r.VocabNamed, strings.Join(r.VocabTried, ", "))
+	}
+	return ""
 }

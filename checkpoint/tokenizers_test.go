@@ -26,7 +26,21 @@ func TestOpenNMTTokenizers(t *testing.T) {
 			map[string]any{"transforms": []any{"bpe"}, "src_subword_model": "spm.src.model", "tgt_subword_model": "codes.tgt"},
 			filepath.Join(dir, "spm.src.model"), "", TokenizerSubwordNMT, ""},
 		{"no transforms", map[string]any{"src_subword_model": "spm.src.model"}, "-", "-", "", ""},
-		{"onmt_tokenize", map[string]any{"transforms": []any{"onmt_tokenize"}}, "-", "-", "", "onmt_tokenize (OpenNMT's Tokenizer), which attnx does not apply"},
+		{"onmt_tokenize with its defaults", map[string]any{"transforms": []any{"onmt_tokenize"}}, "", "", TokenizerOpenNMT, ""},
+		{"onmt_tokenize, bpe, kwargs as the command line's string",
+			map[string]any{"transforms": []any{"onmt_tokenize", "filtertoolong"}, "src_subword_type": "bpe", "src_subword_model": "/x/spm.src.model",
+				"tgt_subword_type": "bpe", "tgt_subword_model": "codes.tgt", "src_onmttok_kwargs": "{'mode': 'aggressive', 'joiner_annotate': True}"},
+			filepath.Join(dir, "spm.src.model"), "", TokenizerOpenNMT, ""},
+		{"onmt_tokenize, shared vocabulary: the target takes the source's tokenizer",
+			map[string]any{"transforms": []any{"onmt_tokenize"}, "share_vocab": true, "src_subword_type": "sentencepiece", "src_subword_model": "spm.src.model",
+				"src_onmttok_kwargs": map[string]any{"mode": "conservative"}, "src_subword_alpha": 0.1},
+			filepath.Join(dir, "spm.src.model"), filepath.Join(dir, "spm.src.model"), TokenizerOpenNMT, "subword regularization"},
+		{"onmt_tokenize, unknown keyword", map[string]any{"transforms": []any{"onmt_tokenize"}, "src_onmttok_kwargs": "{'mode': 'none', 'joiner_anotate': True}"},
+			"-", "-", "", `unknown option "joiner_anotate"`},
+		{"onmt_tokenize, case_feature", map[string]any{"transforms": []any{"onmt_tokenize"}, "src_onmttok_kwargs": "{'case_feature': True}"},
+			"-", "-", "", "case_feature: not supported"},
+		{"prefix", map[string]any{"transforms": []any{"prefix", "sentencepiece"}, "src_subword_model": "spm.src.model"},
+			filepath.Join(dir, "spm.src.model"), filepath.Join(dir, "spm.src.model"), TokenizerSentencePiece, "transforms include prefix, which attnx does not apply"},
 	} {
 		o := &OpenNMT{Opt: c.opt}
 		refs, notes := o.Tokenizers(ckpt)

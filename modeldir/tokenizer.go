@@ -9,6 +9,7 @@ import (
 
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/onmttok"
 	"github.com/attnx/attnx/subword"
 )
 
@@ -17,6 +18,16 @@ import (
 var tokenizerFiles = map[string][3]string{
 	subword.KindSentencePiece: {"source.model", "target.model", "sentencepiece.model"},
 	subword.KindSubwordNMT:    {"source.codes", "target.codes", "bpe.codes"},
+	onmttok.SubwordBPE:        {"source.bpe", "target.bpe", "bpe.model"},
+}
+
+// subwordVocabFiles are the names of the OpenNMT Tokenizer's subword
+// vocabularies (onmt_tokenize's subword_vocab).
+var subwordVocabFiles = [3]string{"source.subword-vocab", "target.subword-vocab", "subword-vocab"}
+
+// sameOrNone: both paths empty, or the same file.
+func sameOrNone(a, b string) bool {
+	return (a == "" && b == "") || sameFile(a, b)
 }
 
 // configTokenizers fills in opt's tokenizers from those the toolkit's
@@ -33,6 +44,20 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 		side := [2]string{"source", "target"}[i]
 		flag := [2]string{"--src-tokenizer", "--tgt-tokenizer"}[i]
 		switch {
+		case r.Kind == checkpoint.TokenizerOpenNMT:
+			if m := r.Missing(); m != "" {
+				notes = append(notes, fmt.Sprintf("%s tokenizer: the onmt_tokenize transform's %s: pass %s FILE (its subword model) with --onmttok KWARGS to translate raw text",
+					side, m, flag))
+				continue
+			}
+			c := *r.OpenNMT
+			*dst = &subword.Spec{Kind: subword.KindOpenNMT, OpenNMT: &c}
+			opt.fromConfig[i] = true
+			from := r.Option
+			if c.SubwordModel != "" {
+				from = c.SubwordModel + " from " + r.Option
+			}
+			notes = append(notes, fmt.Sprintf("%s tokenizer: the OpenNMT Tokenizer (onmt_tokenize), %s", side, from))
 		case r.Kind == subword.KindChatbot:
 			*dst = &subword.Spec{Kind: r.Kind}
 			opt.fromConfig[i] = true
@@ -68,6 +93,10 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 	var notes []string
 	same := opt.SrcTokenizer != nil && opt.TgtTokenizer != nil && opt.SrcTokenizer.Kind == opt.TgtTokenizer.Kind &&
 		sameFile(opt.SrcTokenizer.File, opt.TgtTokenizer.File)
+	if opt.SrcTokenizer != nil && opt.TgtTokenizer != nil && opt.SrcTokenizer.OpenNMT != nil && opt.TgtTokenizer.OpenNMT != nil {
+		s, t := opt.SrcTokenizer.OpenNMT, opt.TgtTokenizer.OpenNMT
+		same = s.SubwordType == t.SubwordType && sameOrNone(s.SubwordModel, t.SubwordModel) && sameOrNone(s.Vocabulary, t.Vocabulary)
+	}
 	for i, side := range []struct {
 		spec            *subword.Spec
 		flag, vocabFlag string
@@ -121,6 +150,26 @@ func addTokenizers(info *Info, opt Options) ([]tokenizerCopy, []string, error) {
 			}
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %d of the %d %s vocabulary tokens are not pieces it produces (e.g. %q); %s",
 				side.name, missing, total, side.name, examples, what))
+		}
+		if spec.OpenNMT != nil {
+			c := *spec.OpenNMT
+			for _, f := range []struct {
+				path  *string
+				names [3]string
+			}{{&c.SubwordModel, tokenizerFiles[c.SubwordType]}, {&c.Vocabulary, subwordVocabFiles}} {
+				if *f.path == "" {
+					continue
+				}
+				name := f.names[i]
+				if same {
+					name = f.names[2]
+				}
+				if !same || i == 0 {
+					copies = append(copies, tokenizerCopy{from: *f.path, name: name})
+				}
+				*f.path = name
+			}
+			spec.OpenNMT = &c
 		}
 		if spec.File != "" { // the chatbot's normalisation has no file
 			names := tokenizerFiles[spec.Kind]

@@ -411,3 +411,15 @@ func propagate(t token, toks []token) {
 		}
 	}
 }
+
+func (b *BPE) produces(core string) bool {
+	if len(initialPieces(chars(core, nil), false)) == 1 {
+		return true
+	}
+	for _, s := range []string{core, core + b.eow, b.bow + core, b.bow + core + b.eow} {
+		if _, ok := b.reverse[s]; ok {
+			return true
+		}
+	}
+	return false
+}

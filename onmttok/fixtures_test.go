@@ -26,8 +26,8 @@ type fixtureSet struct {
 	Detok      string   `json:"detok"`
 }
 
-func readFixtures(t testing.TB) []fixtureSet {
-	f, err := os.Open("testdata/expected.jsonl")
+func readFixtures(t testing.TB, path string) []fixtureSet {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,19 @@ func fixtureTokenizer(t testing.TB, kw map[string]any) *onmttok.Tokenizer {
 }
 
 // TestPyonmttokFixtures: every committed option set tokenizes every test
-// text into pyonmttok's tokens and detokenizes them into its text.
+// text into pyonmttok's tokens and detokenizes them into its text; the
+// same on random texts (random.jsonl).
 func TestPyonmttokFixtures(t *testing.T) {
-	sets := readFixtures(t)
+	for _, f := range []struct {
+		path           string
+		minSets, lines int
+	}{{"testdata/expected.jsonl", 50, 2500}, {"testdata/random.jsonl", 19, 7500}} {
+		t.Run(filepath.Base(f.path), func(t *testing.T) { checkFixtures(t, f.path, f.minSets, f.lines) })
+	}
+}
+
+func checkFixtures(t *testing.T, path string, minSets, minLines int) {
+	sets := readFixtures(t, path)
 	lines, tokenSets, detokOnly := 0, 0, 0
 	for _, s := range sets {
 		tok := fixtureTokenizer(t, s.Kwargs)
@@ -116,7 +126,7 @@ func TestPyonmttokFixtures(t *testing.T) {
 		}
 	}
 	t.Logf("%d option sets, %d texts tokenized and detokenized, %d detokenize cases", tokenSets, lines, detokOnly)
-	if tokenSets < 50 || lines < 2500 {
+	if tokenSets < minSets || lines < minLines {
 		t.Errorf("%d sets and %d lines read: the fixture is short", tokenSets, lines)
 	}
 }

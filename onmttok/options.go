@@ -255,3 +255,9 @@ func validLanguage(lang string) bool {
 	}
 	return base.ISO3() != "" && !strings.EqualFold(base.String(), "und")
 }
+
+// Check checks the options as the Tokenizer does when it is made.
+func (o Options) Check() error {
+	_, err := o.validate()
+	return err
+}

@@ -9,10 +9,18 @@ type PieceEncoder interface {
 }
 
 // SentencePiece applies a SentencePiece model to each token after the
-// Tokenizer's own tokenization, as pyonmttok with sp_model_path does.
-func SentencePiece(e PieceEncoder) Subword { return spSubword{e} }
+// Tokenizer's own tokenization, as pyonmttok with sp_model_path does; has
+// tells whether the model has a piece (for Produces).
+func SentencePiece(e PieceEncoder, has func(piece string) bool) Subword { return spSubword{e, has} }
 
-type spSubword struct{ e PieceEncoder }
+type spSubword struct {
+	e   PieceEncoder
+	has func(string) bool
+}
+
+func (s spSubword) produces(core string) bool {
+	return s.has(core) || s.has(SpacerMarker+core)
+}
 
 // adjust: with mode none and no annotation the Tokenizer behaves as
 // spm_encode (spacer annotation, no substitution).

@@ -1,6 +1,7 @@
 package onmttok
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -12,6 +13,9 @@ type Subword interface {
 	// adjust changes the options as the encoder's
 	// update_tokenization_options does.
 	adjust(o *resolved)
+	// produces tells whether a piece (its joiners or spacer removed) can
+	// come out of the model.
+	produces(core string) bool
 }
 
 // Tokenizer is the OpenNMT Tokenizer with its options and optional
@@ -540,4 +544,73 @@ func parseHex4(s string) (rune, bool) {
 		}
 	}
 	return v, true
+}
+
+// Produces tells whether the Tokenizer can write token: case markup and
+// placeholders, joiners and spacers alone where the options write them,
+// and otherwise a token whose text (its joiners or spacer removed) the
+// subword model can produce (any text, without one).
+func (t *Tokenizer) Produces(tok string) bool {
+	if isPlaceholder(tok) {
+		return true
+	}
+	core := tok
+	switch {
+	case t.o.JoinerAnnotate:
+		if tok == t.o.Joiner {
+			return t.o.JoinerNew
+		}
+		core = strings.TrimSuffix(strings.TrimPrefix(core, t.o.Joiner), t.o.Joiner)
+	case t.o.SpacerAnnotate:
+		if tok == SpacerMarker {
+			return t.o.SpacerNew
+		}
+		core = strings.TrimPrefix(core, SpacerMarker)
+	}
+	if core == "" {
+		return false
+	}
+	if t.subword == nil {
+		return true
+	}
+	return t.subword.produces(core)
+}
+
+// Describe says what the tokenizer does: its options that are set, and
+// its subword model.
+func (t *Tokenizer) Describe() string {
+	o := t.o
+	parts := []string{"mode " + o.Mode}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{
+		{o.JoinerAnnotate, "joiner_annotate"}, {o.JoinerNew, "joiner_new"}, {o.SpacerAnnotate, "spacer_annotate"},
+		{o.SpacerNew, "spacer_new"}, {o.CaseMarkup, "case_markup"}, {o.SoftCaseRegions, "soft_case_regions"},
+		{o.SegmentCase && !o.CaseMarkup, "segment_case"}, {o.SegmentNumbers, "segment_numbers"},
+		{o.SegmentAlphabetChange, "segment_alphabet_change"}, {o.PreservePlaceholders, "preserve_placeholders"},
+		{o.PreserveSegmentedTokens, "preserve_segmented_tokens"}, {o.SupportPriorJoiners, "support_prior_joiners"},
+		{o.NoSubstitution, "no_substitution"}, {o.WithSeparators, "with_separators"}, {o.AllowIsolatedMarks, "allow_isolated_marks"},
+	} {
+		if f.on {
+			parts = append(parts, f.name)
+		}
+	}
+	if o.Joiner != JoinerMarker {
+		parts = append(parts, fmt.Sprintf("joiner %q", o.Joiner))
+	}
+	if len(o.SegmentAlphabet) > 0 {
+		parts = append(parts, "segment_alphabet "+strings.Join(o.SegmentAlphabet, ","))
+	}
+	if o.Lang != "" {
+		parts = append(parts, "lang "+o.Lang)
+	}
+	s := "the OpenNMT Tokenizer (" + strings.Join(parts, ", ") + ")"
+	switch sw := t.subword.(type) {
+	case *BPE:
+		s += fmt.Sprintf(" with BPE, %d merges", len(sw.codes))
+	case spSubword:
+		s += " with SentencePiece"
+	}
+	return s
 }

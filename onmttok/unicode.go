@@ -261,3 +261,5 @@ func scriptOf(r rune, previous int) int {
 	}
 	return code
 }
+
+func goUnicodeVersion() string { return unicode.Version }

@@ -58,7 +58,7 @@ func OpenOpenNMT(c onmttok.Config, dir string) (Tokenizer, error) {
 				return nil, err
 			}
 		}
-		sw = onmttok.SentencePiece(sp)
+		sw = onmttok.SentencePiece(sp, func(p string) bool { return Produces(sp, p) })
 	}
 	t, err := onmttok.New(c.Options, sw)
 	if err != nil {

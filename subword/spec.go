@@ -274,6 +274,10 @@ func Describe(t Tokenizer) string {
 		return fmt.Sprintf("subword-nmt BPE, %d merges, joiner %q", len(t.ranks), t.sep)
 	case ChatbotWords:
 		return "the PyTorch chatbot tutorial's normalizeString, then words"
+	case newlines:
+		return Describe(t.Tokenizer)
+	case *onmttok.Tokenizer:
+		return t.Describe()
 	}
 	return fmt.Sprintf("%T", t)
 }
@@ -333,6 +337,10 @@ func Produces(t Tokenizer, piece string) bool {
 		return ok
 	case ChatbotWords:
 		return chatbotWord.MatchString(piece)
+	case newlines:
+		return t.Produces(piece)
+	case *onmttok.Tokenizer:
+		return t.Produces(piece)
 	}
 	return false
 }

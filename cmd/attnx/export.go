@@ -9,6 +9,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
+	"github.com/attnx/attnx/onmttok"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/subword"
 )
@@ -68,7 +69,11 @@ output (sacremoses' rules; JoeyNMT's pretokenizer: moses). The kind is
 told from the file's content. The file is checked against the vocabulary
 (most of the vocabulary's tokens must be pieces it produces) and copied into
 the model directory; translate, serve and the viewer then take raw text and
-give raw text back.
+give raw text back. --onmttok KWARGS tokenizes with the OpenNMT Tokenizer
+(OpenNMT-py's onmt_tokenize transform) instead, for a checkpoint whose
+options lack it: KWARGS are its options as -src_onmttok_kwargs gives them
+("{'mode': 'aggressive', 'joiner_annotate': True}"), and the tokenizer
+files, if any, its subword models.
 
 Example:
   attnx export model.pt -o model/ --src-vocab src.json --tgt-vocab tgt.json --greedy --beam
@@ -154,6 +159,7 @@ func runExport(args []string) error {
 	bothTok := fs.String("tokenizer", "", "one subword tokenizer `FILE` for both sides (a joint SentencePiece model or BPE codes)")
 	bpeSep := fs.String("bpe-separator", subword.DefaultSeparator, "subword-nmt's joiner (apply_bpe --separator)")
 	bpeGloss := fs.StringArray("bpe-glossary", nil, "a subword-nmt glossary (regular expression of words never split; repeatable)")
+	onmtKw := fs.String("onmttok", "", "tokenize with the OpenNMT Tokenizer (OpenNMT-py's onmt_tokenize) of these `KWARGS`: pyonmttok's keyword arguments as a Python dict or JSON, as -src_onmttok_kwargs takes them; the tokenizer files become its subword models (SentencePiece or BPE, told from their content)")
 	mosesLang := fs.String("moses", "", "run the Moses tokenizer of `LANG` (en, de, fr, ...) before the subword tokenizer and its detokenizer after (JoeyNMT's pretokenizer: moses)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -213,6 +219,11 @@ func runExport(args []string) error {
 			spec.Pretokenizer, spec.Lang = subword.PretokenizeMoses, *mosesLang
 		}
 		*t.dst = &spec
+	}
+	if *onmtKw != "" {
+		if err := onmtTokenizers(&opt, *onmtKw, *srcTok, *tgtTok, *mosesLang != "" || *bpeSep != subword.DefaultSeparator || len(*bpeGloss) > 0); err != nil {
+			return err
+		}
 	}
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
@@ -427,4 +438,41 @@ func humanBytes(n int64) string {
 		f, suffix = f/unit, s
 	}
 	return fmt.Sprintf("%.1f %s", f, suffix)
+}
+
+// onmtTokenizers makes both sides' tokenizers the OpenNMT Tokenizer of
+// kwargs, with the tokenizer files as their subword models.
+func onmtTokenizers(opt *modeldir.Options, kwargs, src, tgt string, otherFlags bool) error {
+	if otherFlags {
+		return &usageError{"--onmttok takes its options from KWARGS: --moses, --bpe-separator and --bpe-glossary are subword-nmt's and JoeyNMT's"}
+	}
+	kw, err := onmttok.ParseKwargs(kwargs)
+	if err != nil {
+		return &usageError{"--onmttok: " + err.Error()}
+	}
+	o, err := onmttok.FromKwargs(kw)
+	if err == nil {
+		err = o.Check()
+	}
+	if err != nil {
+		return &usageError{"--onmttok: " + err.Error()}
+	}
+	for _, side := range []struct {
+		path, flag string
+		dst        **subword.Spec
+	}{{src, "--src-tokenizer", &opt.SrcTokenizer}, {tgt, "--tgt-tokenizer", &opt.TgtTokenizer}} {
+		c := onmttok.Config{Options: o, SubwordType: onmttok.SubwordNone}
+		if side.path != "" {
+			spec, err := subword.Detect(side.path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", side.flag, err)
+			}
+			c.SubwordType, c.SubwordModel = onmttok.SubwordBPE, side.path
+			if spec.Kind == subword.KindSentencePiece {
+				c.SubwordType = onmttok.SubwordSentencePiece
+			}
+		}
+		*side.dst = &subword.Spec{Kind: subword.KindOpenNMT, OpenNMT: &c}
+	}
+	return nil
 }
