@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // BPE is the Tokenizer's BPE: merges from a codes file of subword-nmt's
@@ -142,40 +143,59 @@ func (b *BPE) adjust(o *resolved) {
 	}
 }
 
-// initialPieces are a word's characters, combining marks and escapes
-// kept with the character before them, lower-cased for a case-insensitive
-// model.
-func initialPieces(cs []char, lower bool) []string {
-	pieces := make([]string, 0, len(cs)+1)
+// span is a piece of the word being merged: its bytes in the working
+// string.
+type span struct{ s, e int }
+
+// initialSpans are a word's characters, combining marks and escapes kept
+// with the character before them, as spans of w: the word itself, or its
+// lower-cased pieces joined for a case-insensitive model.
+func initialSpans(word string, cs []char, lower bool) (w string, spans []span) {
+	spans = make([]span, 0, len(cs)+2)
+	var buf []byte
+	if lower {
+		buf = make([]byte, 0, len(word))
+	}
+	pos := 0 // in w
 	escaped := 0
+	add := func(c char, newPiece bool) {
+		n := len(c.s)
+		if lower {
+			if c.cas == caseUpper && newPiece && escaped == 0 {
+				before := len(buf)
+				buf = utf8.AppendRune(buf, unicode.ToLower(c.v))
+				n = len(buf) - before
+			} else {
+				buf = append(buf, c.s...)
+			}
+		} else {
+			pos = c.off
+		}
+		if newPiece {
+			spans = append(spans, span{pos, pos + n})
+		} else {
+			spans[len(spans)-1].e = pos + n
+		}
+		pos += n
+	}
 	for _, c := range cs {
 		switch {
 		case escaped > 0:
-			pieces[len(pieces)-1] += c.s
 			escaped--
+			add(c, false)
 		case c.v == 0xFF05: // ％
-			pieces = append(pieces, c.s)
+			add(c, true)
 			escaped = 4
 		case c.typ == ctMark:
-			if len(pieces) == 0 {
-				pieces = append(pieces, c.s)
-			} else {
-				pieces[len(pieces)-1] += c.s
-			}
-		case lower && c.cas == caseUpper:
-			pieces = append(pieces, string(unicode.ToLower(c.v)))
+			add(c, len(spans) == 0)
 		default:
-			pieces = append(pieces, c.s)
+			add(c, true)
 		}
 	}
-	return pieces
-}
-
-func (b *BPE) score(a, c string) int {
-	if r, ok := b.codes[a+c]; ok {
-		return r
+	if lower {
+		return string(buf), spans
 	}
-	return int(^uint(0) >> 1)
+	return word, spans
 }
 
 const noMerge = int(^uint(0) >> 1)
@@ -191,29 +211,45 @@ func (b *BPE) encode(s string) []string {
 }
 
 func (b *BPE) encodeWord(s string) []string {
-	info := chars(s, nil)
-	cs := initialPieces(info, b.caseInsensitive)
-	if len(cs) == 1 {
+	pooled := charPool.Get().(*[]char)
+	info := chars(s, (*pooled)[:0])
+	defer func() { *pooled = info[:0]; charPool.Put(pooled) }()
+	w, sp := initialSpans(s, info, b.caseInsensitive)
+	if len(sp) == 1 {
 		return []string{s}
 	}
-	if len(cs) == 0 {
+	if len(sp) == 0 {
 		return nil
 	}
-	if b.version != [2]int{0, 0} {
-		if b.version == [2]int{0, 1} {
-			cs = append(cs, b.eow)
-		} else {
-			cs[len(cs)-1] += b.eow
-		}
-	} else {
-		if b.prefix {
-			cs = append([]string{b.bow}, cs...)
-		}
+	// The word's end (and start) markers join the working string, so that
+	// every pair of neighbours is a substring of it.
+	n := len(w)
+	switch {
+	case b.version == [2]int{0, 1}:
+		w += b.eow
+		sp = append(sp, span{n, n + len(b.eow)})
+	case b.version == [2]int{0, 2}:
+		w += b.eow
+		sp[len(sp)-1].e = n + len(b.eow)
+	default:
 		if b.suffix {
-			cs = append(cs, b.eow)
+			w += b.eow
+			sp = append(sp, span{n, n + len(b.eow)})
+		}
+		if b.prefix {
+			w = b.bow + w
+			for i := range sp {
+				sp[i].s += len(b.bow)
+				sp[i].e += len(b.bow)
+			}
+			sp = append([]span{{0, len(b.bow)}}, sp...)
 		}
 	}
-	cs = b.merge(cs)
+	sp = b.merge(w, sp)
+	cs := make([]string, len(sp))
+	for i, x := range sp {
+		cs[i] = w[x.s:x.e]
+	}
 	if b.prefix && strings.HasPrefix(cs[0], b.bow) {
 		if cs[0] == b.bow {
 			cs = cs[1:]
@@ -235,17 +271,25 @@ func (b *BPE) encodeWord(s string) []string {
 		out := make([]string, 0, len(cs))
 		ci := 0
 		for _, lc := range cs {
-			var w strings.Builder
+			start := -1
+			end := 0
 			for n := 0; ci < len(info) && n < len(lc); ci++ {
 				c := info[ci]
 				if c.cas == caseUpper {
-					n += len(string(unicode.ToLower(c.v)))
+					n += utf8.RuneLen(unicode.ToLower(c.v))
 				} else {
 					n += len(c.s)
 				}
-				w.WriteString(c.s)
+				if start < 0 {
+					start = c.off
+				}
+				end = c.off + len(c.s)
 			}
-			out = append(out, w.String())
+			if start < 0 {
+				out = append(out, "")
+			} else {
+				out = append(out, s[start:end])
+			}
 		}
 		cs = out
 	}
@@ -253,10 +297,16 @@ func (b *BPE) encodeWord(s string) []string {
 }
 
 // merge applies the merges, best rank first (leftmost among equals).
-func (b *BPE) merge(cs []string) []string {
-	scores := make([]int, 0, len(cs))
-	for i := 0; i+1 < len(cs); i++ {
-		scores = append(scores, b.score(cs[i], cs[i+1]))
+func (b *BPE) merge(w string, sp []span) []span {
+	score := func(i int) int {
+		if r, ok := b.codes[w[sp[i].s:sp[i+1].e]]; ok {
+			return r
+		}
+		return noMerge
+	}
+	scores := make([]int, 0, len(sp))
+	for i := 0; i+1 < len(sp); i++ {
+		scores = append(scores, score(i))
 	}
 	for {
 		best, index := noMerge, 0
@@ -268,29 +318,29 @@ func (b *BPE) merge(cs []string) []string {
 		if best == noMerge {
 			break
 		}
-		cs[index] += cs[index+1]
-		cs = append(cs[:index+1], cs[index+2:]...)
-		if len(cs) == 1 {
+		sp[index].e = sp[index+1].e
+		sp = append(sp[:index+1], sp[index+2:]...)
+		if len(sp) == 1 {
 			break
 		}
 		if index > 0 {
-			scores[index-1] = b.score(cs[index-1], cs[index])
+			scores[index-1] = score(index - 1)
 		}
-		if index+1 < len(cs) {
-			scores[index] = b.score(cs[index], cs[index+1])
+		if index+1 < len(sp) {
+			scores[index] = score(index)
 		}
 		k := index + 1
-		if len(cs)-1 < k {
-			k = len(cs) - 1
+		if len(sp)-1 < k {
+			k = len(sp) - 1
 		}
 		scores = append(scores[:k], scores[k+1:]...)
 	}
-	return cs
+	return sp
 }
 
-func (b *BPE) annotate(t token) []token {
+func (b *BPE) annotate(t token, out []token) []token {
 	enc := b.encode(t.surface)
-	toks := make([]token, 0, len(enc))
+	first := len(out)
 	for j, p := range enc {
 		sub := token{surface: p}
 		if j == 0 {
@@ -303,13 +353,14 @@ func (b *BPE) annotate(t token) []token {
 			sub.joinRight = t.joinRight
 			sub.preserve = sub.preserve || (t.joinRight && t.preserve)
 		}
-		toks = append(toks, sub)
+		out = append(out, sub)
 	}
 	if b.vocab != nil {
-		toks = b.checkVocab(toks)
+		pieces := b.checkVocab(out[first:])
+		out = append(out[:first], pieces...)
 	}
-	propagate(t, toks)
-	return toks
+	propagate(t, out[first:])
+	return out
 }
 
 func (b *BPE) inVocab(t *token, first, last bool) bool {
@@ -413,7 +464,7 @@ func propagate(t token, toks []token) {
 }
 
 func (b *BPE) produces(core string) bool {
-	if len(initialPieces(chars(core, nil), false)) == 1 {
+	if _, sp := initialSpans(core, chars(core, nil), false); len(sp) == 1 {
 		return true
 	}
 	for _, s := range []string{core, core + b.eow, b.bow + core, b.bow + core + b.eow} {

@@ -3,6 +3,7 @@ package onmttok
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/language"
@@ -51,30 +52,29 @@ func updateCasing(cur Casing, c caseType, index int) Casing {
 func lowercaseToken(s, lang string) (string, Casing) {
 	casing := CasingNone
 	index := 0
-	cs := chars(s, nil)
-	if lang != "" {
-		for _, c := range cs {
-			if c.typ == ctLetter {
-				casing = updateCasing(casing, c.cas, index)
-				index++
-			}
+	upper := false
+	forChars(s, func(r rune, _ int) {
+		if t, cs := classify(r); t == ctLetter {
+			casing = updateCasing(casing, cs, index)
+			index++
+			upper = upper || cs == caseUpper
 		}
+	})
+	if lang != "" {
 		return cases.Lower(language.Make(lang)).String(s), casing
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, c := range cs {
-		if c.typ == ctLetter {
-			casing = updateCasing(casing, c.cas, index)
-			index++
-			if c.cas == caseUpper {
-				b.WriteRune(unicode.ToLower(c.v))
-				continue
-			}
-		}
-		b.WriteString(c.s)
+	if !upper {
+		return s, casing
 	}
-	return b.String(), casing
+	b := make([]byte, 0, len(s))
+	forChars(s, func(r rune, n int) {
+		if t, cs := classify(r); t == ctLetter && cs == caseUpper {
+			b = utf8.AppendRune(b, unicode.ToLower(r))
+		} else {
+			b = utf8.AppendRune(b, r)
+		}
+	})
+	return string(b), casing
 }
 
 // restoreCasing gives a lower-case token its casing back. The Tokenizer

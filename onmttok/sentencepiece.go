@@ -1,6 +1,10 @@
 package onmttok
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/attnx/attnx/internal/wordcache"
+)
 
 // PieceEncoder segments text into SentencePiece pieces ("▁" marking a
 // space): package subword's SentencePiece.
@@ -11,11 +15,23 @@ type PieceEncoder interface {
 // SentencePiece applies a SentencePiece model to each token after the
 // Tokenizer's own tokenization, as pyonmttok with sp_model_path does; has
 // tells whether the model has a piece (for Produces).
-func SentencePiece(e PieceEncoder, has func(piece string) bool) Subword { return spSubword{e, has} }
+func SentencePiece(e PieceEncoder, has func(piece string) bool) Subword {
+	return spSubword{e, has, wordcache.New(wordcache.Bytes)}
+}
 
 type spSubword struct {
-	e   PieceEncoder
-	has func(string) bool
+	e     PieceEncoder
+	has   func(string) bool
+	cache *wordcache.Cache // a token's pieces
+}
+
+func (s spSubword) encode(text string) []string {
+	if p, ok := s.cache.Get(text); ok {
+		return p
+	}
+	p := s.e.Encode(text)
+	s.cache.Add(text, p)
+	return p
 }
 
 func (s spSubword) produces(core string) bool {
@@ -31,12 +47,9 @@ func (s spSubword) adjust(o *resolved) {
 	}
 }
 
-func (s spSubword) annotate(t token) []token {
-	pieces := s.e.Encode(t.surface)
-	if len(pieces) == 0 {
-		return []token{t}
-	}
-	toks := make([]token, 0, len(pieces))
+func (s spSubword) annotate(t token, out []token) []token {
+	pieces := s.encode(t.surface)
+	first := len(out)
 	spaceNext := false
 	for _, p := range pieces {
 		if strings.HasPrefix(p, SpacerMarker) {
@@ -44,30 +57,31 @@ func (s spSubword) annotate(t token) []token {
 				spaceNext = true // a lone spacer marks the next piece
 				continue
 			}
-			toks = append(toks, token{surface: p[len(SpacerMarker):], spacer: true})
+			out = append(out, token{surface: p[len(SpacerMarker):], spacer: true})
 			continue
 		}
 		sub := token{surface: p}
 		if spaceNext {
 			sub.spacer, sub.preserve = true, true
 			spaceNext = false
-		} else if len(toks) > 0 {
+		} else if len(out) > first {
 			sub.joinLeft = true
 		}
-		toks = append(toks, sub)
+		out = append(out, sub)
 	}
-	if len(toks) == 0 { // only spacers
-		return []token{t}
+	if len(out) == first { // no pieces, or only spacers: the token as it is
+		return append(out, t)
 	}
-	first, last := &toks[0], &toks[len(toks)-1]
-	first.joinLeft = t.joinLeft
+	toks := out[first:]
+	head, last := &toks[0], &toks[len(toks)-1]
+	head.joinLeft = t.joinLeft
 	last.joinRight = t.joinRight
 	if t.joinLeft && t.preserve {
-		first.preserve = true
+		head.preserve = true
 	}
 	if t.joinRight && t.preserve {
 		last.preserve = true
 	}
 	propagate(t, toks)
-	return toks
+	return out
 }

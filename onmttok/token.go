@@ -64,53 +64,92 @@ var substitutes = map[rune]string{
 	0xFF1A: ":", // ：
 }
 
-// builder accumulates tokens, as the Tokenizer's TokensBuilder.
+// builder accumulates tokens, as the Tokenizer's TokensBuilder. A token
+// made of consecutive characters of the text is a substring of it; one
+// with substitutions or escapes is copied into buf.
 type builder struct {
 	tokens         []token
 	noSubstitution bool
+	text           string
 	cur            token
 	curLen         int
-	buf            strings.Builder
+	start, end     int    // the current token's bytes in text, while it is a substring
+	buf            []byte // the current token, once it is not
+	copied         bool
 }
 
-func (b *builder) appendString(s string) {
-	b.buf.WriteString(s)
-	b.curLen++
-}
-
-func (b *builder) isNewToken() bool { return b.buf.Len() == 0 }
+func (b *builder) isNewToken() bool { return b.start == b.end && !b.copied }
 
 func (b *builder) previous() *token { return &b.tokens[len(b.tokens)-1] }
 
 func (b *builder) segment() {
-	if b.buf.Len() > 0 {
-		b.cur.surface = b.buf.String()
-		b.tokens = append(b.tokens, b.cur)
-		b.cur = token{}
-		b.buf.Reset()
-		b.curLen = 0
+	if b.isNewToken() {
+		return
 	}
+	if b.copied {
+		b.cur.surface = string(b.buf)
+	} else {
+		b.cur.surface = b.text[b.start:b.end]
+	}
+	b.tokens = append(b.tokens, b.cur)
+	b.cur = token{}
+	b.buf = b.buf[:0]
+	b.copied = false
+	b.start, b.end = 0, 0
+	b.curLen = 0
+}
+
+// copyOut moves the current token into buf.
+func (b *builder) copyOut() {
+	if !b.copied {
+		b.buf = append(b.buf[:0], b.text[b.start:b.end]...)
+		b.copied = true
+	}
+}
+
+// appendString appends text that is not the text's own bytes.
+func (b *builder) appendString(s string) {
+	b.copyOut()
+	b.buf = append(b.buf, s...)
+	b.curLen++
+}
+
+// appendChar appends one character of the text.
+func (b *builder) appendChar(c char) {
+	b.curLen++
+	if !b.copied {
+		if b.start == b.end {
+			b.start, b.end = c.off, c.off+len(c.s)
+			return
+		}
+		if b.end == c.off {
+			b.end += len(c.s)
+			return
+		}
+		b.copyOut()
+	}
+	b.buf = append(b.buf, c.s...)
 }
 
 func (b *builder) appendChars(cs []char) {
 	for _, c := range cs {
-		b.appendString(c.s)
+		b.appendChar(c)
 	}
 }
 
 func (b *builder) safeAppend(c char) {
-	if !b.noSubstitution {
+	if !b.noSubstitution && (c.v == 0x2581 || c.v >= 0xFF03) {
 		if s, ok := substitutes[c.v]; ok {
 			b.appendString(s)
 			return
 		}
 	}
-	b.appendString(c.s)
+	b.appendChar(c)
 }
 
 func (b *builder) escapeAppend(c char) {
 	if b.noSubstitution {
-		b.appendString(c.s)
+		b.appendChar(c)
 		return
 	}
 	b.appendString(escapePrefix + hex4(c.v))

@@ -9,7 +9,8 @@ import (
 // subword encoders do; BPE is this package's, and a SentencePiece model
 // comes wrapped by SentencePiece.
 type Subword interface {
-	annotate(t token) []token
+	// annotate appends a token's pieces to out.
+	annotate(t token, out []token) []token
 	// adjust changes the options as the encoder's
 	// update_tokenization_options does.
 	adjust(o *resolved)
@@ -71,7 +72,7 @@ func (t *Tokenizer) annotated(text string) []token {
 				out = append(out, tk)
 				continue
 			}
-			out = append(out, t.subword.annotate(tk)...)
+			out = t.subword.annotate(tk, out)
 		}
 		toks = out
 	}
@@ -79,8 +80,10 @@ func (t *Tokenizer) annotated(text string) []token {
 }
 
 func (t *Tokenizer) tokenizeOnPlaceholders(text string) []token {
-	cs := chars(text, nil)
-	b := &builder{noSubstitution: t.o.NoSubstitution}
+	pooled := charPool.Get().(*[]char)
+	cs := chars(text, (*pooled)[:0])
+	defer func() { *pooled = cs[:0]; charPool.Put(pooled) }()
+	b := &builder{noSubstitution: t.o.NoSubstitution, text: text}
 	inPlaceholder, inFeatures := false, false
 	for i, c := range cs {
 		if !inPlaceholder {
@@ -106,7 +109,7 @@ func (t *Tokenizer) tokenizeOnPlaceholders(text string) []token {
 					}
 					b.segment()
 				}
-				b.appendString(c.s)
+				b.appendChar(c)
 				inPlaceholder = true
 			case t.o.mode == modeSpace:
 				switch {
@@ -125,7 +128,7 @@ func (t *Tokenizer) tokenizeOnPlaceholders(text string) []token {
 		} else if c.typ == ctSeparator {
 			b.escapeAppend(c)
 		} else {
-			b.appendString(c.s)
+			b.appendChar(c)
 			if c.v == 0xFF60 { // ｠
 				if i+1 < len(cs) && cs[i+1].typ != ctSeparator {
 					b.cur.joinRight = true
@@ -179,17 +182,23 @@ func (t *Tokenizer) nextMainChar(cs []char, scripts []int, offset int) int {
 }
 
 func (t *Tokenizer) tokenizeText(text string) []token {
-	cs := chars(text, nil)
+	pooled := charPool.Get().(*[]char)
+	cs := chars(text, (*pooled)[:0])
+	defer func() { *pooled = cs[:0]; charPool.Put(pooled) }()
+	// Scripts tell letters' alphabets apart, which only the segmentation by
+	// alphabet looks at: without it every letter is of alphabet 0.
 	scripts := make([]int, len(cs))
-	prevScript := -1
-	for i, c := range cs {
-		s := scriptOf(c.v, prevScript)
-		scripts[i] = s
-		if s != -1 {
-			prevScript = s
+	if t.o.SegmentAlphabetChange || len(t.o.segmentScripts) > 0 {
+		prevScript := -1
+		for i, c := range cs {
+			s := scriptOf(c.v, prevScript)
+			scripts[i] = s
+			if s != -1 {
+				prevScript = s
+			}
 		}
 	}
-	b := &builder{noSubstitution: t.o.NoSubstitution}
+	b := &builder{noSubstitution: t.o.NoSubstitution, text: text}
 	st := stSpace
 	prevAlphabet := -1
 	for i := 0; i < len(cs); i++ {
@@ -208,7 +217,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 		case st == stPlaceholder:
 			switch {
 			case v == 0xFF60:
-				b.appendString(c.s)
+				b.appendChar(c)
 				if t.o.PreservePlaceholders {
 					b.cur.preserve = true
 				}
@@ -217,7 +226,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 			case c.typ == ctSeparator:
 				b.escapeAppend(c)
 			default:
-				b.appendString(c.s)
+				b.appendChar(c)
 			}
 		case v == 0xFF5F:
 			if st != stSpace {
@@ -228,7 +237,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 					b.previous().joinRight = true
 				}
 			}
-			b.appendString(c.s)
+			b.appendChar(c)
 			st = stPlaceholder
 		case c.typ == ctSeparator:
 			if marks {
@@ -246,7 +255,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 					b.segment()
 				}
 				if t.o.WithSeparators {
-					b.appendString(c.s)
+					b.appendChar(c)
 					if nextC == nil || nextC.typ != ctSeparator {
 						b.segment()
 					}

@@ -5,6 +5,7 @@ package onmttok
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -35,6 +36,7 @@ const (
 // and classes.
 type char struct {
 	s   string
+	off int // where s starts in the text
 	v   rune
 	typ charType
 	cas caseType
@@ -80,18 +82,45 @@ func chars(text string, out []char) []char {
 	if i := strings.IndexByte(text, 0); i >= 0 {
 		text = text[:i]
 	}
+	if cap(out) < len(text) {
+		out = make([]char, 0, len(text))
+	}
 	for i := 0; i < len(text); {
+		if c := text[i]; c < 0x80 {
+			t, cs := classify(rune(c))
+			out = append(out, char{s: text[i : i+1], off: i, v: rune(c), typ: t, cas: cs})
+			i++
+			continue
+		}
 		r, n := utf8.DecodeRuneInString(text[i:])
 		if r == utf8.RuneError && n == 1 {
 			i++
 			continue
 		}
 		t, c := classify(r)
-		out = append(out, char{s: text[i : i+n], v: r, typ: t, cas: c})
+		out = append(out, char{s: text[i : i+n], off: i, v: r, typ: t, cas: c})
 		i += n
 	}
 	return out
 }
+
+// forChars calls f with each character chars would find (its code point
+// and byte length), without making the slice.
+func forChars(s string, f func(r rune, n int)) {
+	for i := 0; i < len(s); {
+		if s[i] == 0 {
+			return
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !(r == utf8.RuneError && n == 1) {
+			f(r, n)
+		}
+		i += n
+	}
+}
+
+// charPool holds the character slices of texts being tokenized.
+var charPool = sync.Pool{New: func() any { return new([]char) }}
 
 // utf8Len is the number of characters chars finds.
 func utf8Len(s string) int {
