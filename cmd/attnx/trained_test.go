@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,8 +10,11 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/serve"
+	"github.com/attnx/attnx/subword"
+	"github.com/attnx/attnx/translate"
 )
 
 // nearTie is the relative score gap (testdata/toolkits/onmt_run.py's
@@ -39,6 +43,64 @@ func TestOpenNMTTrainedModels(t *testing.T) {
 				t.Fatalf("export %s with no flags: exit %d: %s", fx.ckpt, code, stderr)
 			}
 			runVariants(t, filepath.Join(src, "variants.tsv"), src, model, "onmt_translate")
+		})
+	}
+}
+
+// TestOpenNMTTokenizerModels exports the models OpenNMT-py 3.5.1 trained
+// through its onmt_tokenize transform (testdata/toolkits/onmt-tok-*: the
+// OpenNMT Tokenizer aggressive with joiners and BPE, conservative with
+// case markup and SentencePiece; make_onmt_tok.sh) with no flags: the
+// tokenizer comes from the checkpoint's options, and translate (beam 5,
+// greedy), serve and the Go API turn raw text into onmt_translate's
+// detokenized lines.
+func TestOpenNMTTokenizerModels(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	for _, name := range []string{"onmt-tok-bpe", "onmt-tok-sp"} {
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join("..", "..", "testdata", "toolkits", name)
+			model := filepath.Join(t.TempDir(), "m")
+			code, stdout, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", model)
+			if code != 0 {
+				t.Fatalf("export model.pt with no flags: exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout+stderr, "the OpenNMT Tokenizer (onmt_tokenize)") {
+				t.Errorf("export's notes do not name the OpenNMT Tokenizer:\n%s%s", stdout, stderr)
+			}
+			info, err := modeldir.ReadInfo(filepath.Join(model, "attnx.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*subword.Spec{info.SrcTokenizer, info.TgtTokenizer} {
+				if s == nil || s.Kind != subword.KindOpenNMT || s.OpenNMT == nil || s.OpenNMT.SubwordModel == "" {
+					t.Fatalf("attnx.json's tokenizers: %+v, %+v; want onmt_tokenize with its subword model", info.SrcTokenizer, info.TgtTokenizer)
+				}
+			}
+			runVariants(t, filepath.Join(src, "variants.tsv"), src, model, "onmt_translate")
+			lines := readToolkitLines(t, filepath.Join(src, "test.src"))
+			want := readToolkitLines(t, filepath.Join(src, "expected", "default.txt"))
+			hs := serveModel(t, serve.Config{Models: []serve.ModelDir{{Name: "m", Dir: model}}, Batching: true})
+			code, sr, raw := postTranslate(t, hs, map[string]any{"inputs": lines})
+			if code != 200 || len(sr.Results) != len(lines) {
+				t.Fatalf("serve: status %d: %s", code, raw)
+			}
+			tr, err := translate.Open(model, translate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			api, err := tr.Translate(context.Background(), lines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range lines {
+				if sr.Results[i].Text != want[i] {
+					t.Errorf("line %d: serve %q, onmt_translate %q", i+1, sr.Results[i].Text, want[i])
+				}
+				if api[i].Text != want[i] {
+					t.Errorf("line %d: Translate %q, onmt_translate %q", i+1, api[i].Text, want[i])
+				}
+			}
 		})
 	}
 }
@@ -360,8 +422,9 @@ func TestFairseqRefusals(t *testing.T) {
 // TestVerifySrcToolkitBeam: verify --src on a toolkit model decodes the
 // file as translate --src does by default, on both sides: the model's
 // search and rules (OpenNMT-py's beam 5 keeping one hypothesis for
-// onmt-sp, fairseq's for fairseq-long, JoeyNMT's greedy decoding for
-// joey-sp) and each sentence's own output limit (the toolkit's batch's).
+// onmt-sp and onmt-tok-bpe, whose text goes through the OpenNMT Tokenizer,
+// fairseq's for fairseq-long, JoeyNMT's greedy decoding for joey-sp) and
+// each sentence's own output limit (the toolkit's batch's).
 // Its attnx lines are translate --src's, line for line, and every one
 // equals PyTorch's. Before, it decoded with a limit of its own (2n+10 of
 // the longest source) and OpenNMT-py's search keeping K hypotheses: 18 of
@@ -372,6 +435,7 @@ func TestVerifySrcToolkitBeam(t *testing.T) {
 		{"onmt-sp", "model.pt", "test.src", "beam search K=5 under opennmt rules, alpha 1"},
 		{"fairseq-long", "checkpoint_best.pt", "test.raw.en", "beam search K=5 under fairseq rules, alpha 1"},
 		{"joey-sp", "model/best.ckpt", "test.en", "greedy decoding"},
+		{"onmt-tok-bpe", "model.pt", "test.src", "beam search K=5 under opennmt rules, alpha 1"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			src := filepath.Join("..", "..", "testdata", "toolkits", c.dir)
@@ -389,8 +453,8 @@ func TestVerifySrcToolkitBeam(t *testing.T) {
 			if err := json.Unmarshal([]byte(js), &o); err != nil || code != 0 {
 				t.Fatalf("verify --src --json: exit %d, %v\n%s", code, err, stderr)
 			}
-			if o.Decoding != c.decoding || o.Identical != 48 || !o.OK {
-				t.Errorf("verify --src: %s, %d of 48 identical to PyTorch's, ok %v; want %s, 48", o.Decoding, o.Identical, o.OK, c.decoding)
+			if o.Decoding != c.decoding || o.Identical != len(cli) || !o.OK {
+				t.Errorf("verify --src: %s, %d of %d identical to PyTorch's, ok %v; want %s, all", o.Decoding, o.Identical, len(cli), o.OK, c.decoding)
 			}
 			same := 0
 			for i := range cli {
@@ -436,5 +500,40 @@ func TestOpenNMTSummaryServe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExportOnmttokFlag: export --onmttok KWARGS with the subword models
+// as --src-tokenizer/--tgt-tokenizer gives the tokenizer the checkpoint's
+// options would (onmt-tok-bpe translates as onmt_translate did), and
+// options pyonmttok refuses are a usage error naming them.
+func TestExportOnmttokFlag(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	src := filepath.Join("..", "..", "testdata", "toolkits", "onmt-tok-bpe")
+	model := filepath.Join(t.TempDir(), "m")
+	kw := `{"mode": "aggressive", "joiner_annotate": true, "preserve_placeholders": true, "segment_numbers": true, "segment_alphabet_change": true}`
+	if code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", model, "--onmttok", kw,
+		"--src-tokenizer", filepath.Join(src, "tok_src.bpe"), "--tgt-tokenizer", filepath.Join(src, "tok_tgt.bpe")); code != 0 {
+		t.Fatalf("export --onmttok: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out.txt")
+	if code, _, stderr := attnx("translate", "--model", model, "--src", filepath.Join(src, "test.src"), "--output", out, "--beam", "1"); code != 0 {
+		t.Fatalf("translate: exit %d: %s", code, stderr)
+	}
+	got, want := readToolkitLines(t, out), readToolkitLines(t, filepath.Join(src, "expected", "greedy.txt"))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %q, onmt_translate %q", i+1, got[i], want[i])
+		}
+	}
+	for _, c := range []struct{ kw, msg string }{
+		{"{'mode': 'bogus'}", `invalid tokenization mode: "bogus"`},
+		{"{'mode': 'none'", "want ',' or '}'"},
+		{"{'joiner_new': True}", "joiner_new requires joiner_annotate"},
+	} {
+		code, _, stderr := attnx("export", filepath.Join(src, "model.pt"), "-o", filepath.Join(t.TempDir(), "x"), "--onmttok", c.kw)
+		if code != 2 || !strings.Contains(stderr, "--onmttok: ") || !strings.Contains(stderr, c.msg) {
+			t.Errorf("--onmttok %s: exit %d, %q; want a usage error with %q", c.kw, code, stderr, c.msg)
+		}
 	}
 }
