@@ -90,16 +90,17 @@ func restoreCasing(s string, casing Casing, lang string) string {
 		}
 		return cases.Upper(tag).String(s)
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, c := range chars(s, nil) {
-		if b.Len() == 0 || casing == CasingUppercase {
-			b.WriteRune(unicode.ToUpper(c.v))
+	b := make([]byte, 0, len(s)+4)
+	first := true
+	forChars(s, func(r rune, _ int) {
+		if first || casing == CasingUppercase {
+			b = utf8.AppendRune(b, unicode.ToUpper(r))
 		} else {
-			b.WriteString(c.s)
+			b = utf8.AppendRune(b, r)
 		}
-	}
-	return b.String()
+		first = false
+	})
+	return string(b)
 }
 
 // titleWhole titlecases a string as one word (ICU's

@@ -429,7 +429,12 @@ func (t *Tokenizer) finalize(toks []token) []string {
 // Detokenize joins tokens into text, as pyonmttok's detokenize.
 func (t *Tokenizer) Detokenize(words []string) string {
 	toks := t.parse(words)
+	n := len(toks)
+	for i := range toks {
+		n += len(toks[i].surface)
+	}
 	var line strings.Builder
+	line.Grow(n)
 	for i := range toks {
 		tk := &toks[i]
 		if !t.o.WithSeparators && i > 0 && !toks[i-1].joinRight && !tk.joinLeft {
