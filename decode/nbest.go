@@ -113,6 +113,16 @@ func (t *topK[T]) push(c T) {
 	}
 }
 
+// threshold returns the value that comes last among the n kept, once n
+// are (what a new value must come before to enter).
+func (t *topK[T]) threshold() (T, bool) {
+	if len(t.h) < t.n || t.n == 0 {
+		var zero T
+		return zero, false
+	}
+	return t.h[0], true
+}
+
 // result returns the values kept, first in order first (a view, valid
 // until the next reset).
 func (t *topK[T]) result() []T {

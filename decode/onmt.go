@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/attnx/attnx/attention"
+	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
 // OpenNMT length penalties (-length_penalty).
@@ -273,23 +274,7 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if b.Rules != nil {
 			b.Rules.Apply(lp, b.steps, b.EOS, true)
 		}
-		V := len(lp)
-		for v, x := range lp {
-			switch {
-			case int64(v) == b.EOS && length <= b.MinLen:
-				x = onmtMasked
-			case int64(v) == b.UNK && b.BanUNK:
-				x = onmtMasked
-			}
-			c := x + h.score
-			if pen != 1 {
-				c /= pen32
-			}
-			if forbidden != nil && forbidden[int64(v)] {
-				c = onmtBlocked
-			}
-			b.sel.push(onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
-		}
+		b.pushRow(lp, i, h, length, pen, pen32, forbidden)
 	}
 	picks := b.sel.result()
 	b.steps++
@@ -360,6 +345,81 @@ func (b *OpenNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.live)
+}
+
+// pushRow offers live hypothesis i's candidates (its running score plus
+// each log-prob, masked, divided by the length penalty, blocked) to the
+// step's selection. Rows come in torch.topk's index order, so a candidate
+// that does not beat the K-th kept score comes after it and cannot enter;
+// once K are kept, the vector scan skips every log-prob whose candidate
+// cannot beat it (scores only grow with the log-prob, and masking or
+// blocking only lowers them), and only the others are scored.
+func (b *OpenNMTBeam) pushRow(lp []float32, i int, h onmtLive, length int, pen float64, pen32 float32, forbidden map[int64]bool) {
+	V := len(lp)
+	score := func(x float32) float32 {
+		c := x + h.score
+		if pen != 1 {
+			c /= pen32
+		}
+		return c
+	}
+	exact := func(v int) {
+		x := lp[v]
+		switch {
+		case int64(v) == b.EOS && length <= b.MinLen:
+			x = onmtMasked
+		case int64(v) == b.UNK && b.BanUNK:
+			x = onmtMasked
+		}
+		c := score(x)
+		if forbidden != nil && forbidden[int64(v)] {
+			c = onmtBlocked
+		}
+		b.sel.push(onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
+	}
+	for v := 0; v < V; {
+		thr, ok := b.sel.threshold()
+		// The scan needs K kept and a kept score that the masked and
+		// blocked values do not beat (a NaN one comes after every number).
+		if !ok || thr.score != thr.score || !(thr.score > onmtBlocked) || score(onmtMasked) > thr.score {
+			exact(v)
+			v++
+			continue
+		}
+		t := rawBound(thr.score, h.score, pen32, pen != 1)
+		v += kernel.FirstAboveOrNaN(lp[v:], t)
+		if v < V {
+			exact(v)
+			v++
+		}
+	}
+}
+
+// rawBound returns a log-prob t whose candidate (t + h, divided by pen
+// when divide) does not exceed thr, so that every log-prob up to t scores
+// at most thr (the score is monotonic in the log-prob): the algebraic
+// inverse, stepped down past its rounding (-Inf, which bounds nothing,
+// if that takes long).
+func rawBound(thr, h, pen float32, divide bool) float32 {
+	score := func(x float32) float32 {
+		c := x + h
+		if divide {
+			c /= pen
+		}
+		return c
+	}
+	t := thr
+	if divide {
+		t *= pen
+	}
+	t -= h
+	for n := 0; t != t || score(t) > thr; n++ {
+		if n == 64 || t != t {
+			return float32(math.Inf(-1))
+		}
+		t = math.Nextafter32(t, float32(math.Inf(-1)))
+	}
+	return t
 }
 
 // forbidden is blockedNgrams under the beam's -block_ngram_repeat.

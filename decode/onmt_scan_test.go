@@ -1,0 +1,89 @@
+package decode
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestOpenNMTPushRowScan: the vector scan that skips candidates which
+// cannot enter selects exactly what offering every candidate selects
+// (torch.topk's order, ties by index), on rows with ties, NaN, -Inf,
+// values below the masked one, masked EOS and UNK, blocked tokens, and
+// each length penalty.
+func TestOpenNMTPushRowScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	for trial := range 3000 {
+		V := 1 + rng.IntN(300)
+		K := 1 + rng.IntN(8)
+		rows := 1 + rng.IntN(5)
+		b := &OpenNMTBeam{K: K, EOS: int64(rng.IntN(V)), UNK: int64(rng.IntN(V)), BanUNK: rng.IntN(2) == 0, MinLen: rng.IntN(3)}
+		length := 1 + rng.IntN(3)
+		pen := []float64{1, 0.5, 1.7, float64(length + 1)}[rng.IntN(4)]
+		lps := make([][]float32, rows)
+		hs := make([]onmtLive, rows)
+		forb := make([]map[int64]bool, rows)
+		for r := range rows {
+			lp := make([]float32, V)
+			for v := range lp {
+				switch rng.IntN(20) {
+				case 0:
+					lp[v] = float32(math.Inf(-1))
+				case 1:
+					lp[v] = -70000
+				case 2:
+					if trial%5 == 0 {
+						lp[v] = float32(math.NaN())
+					}
+				case 3, 4, 5:
+					lp[v] = -float32(rng.IntN(4)) // ties
+				default:
+					lp[v] = -float32(rng.ExpFloat64() * 4)
+				}
+			}
+			lps[r] = lp
+			hs[r] = onmtLive{score: -float32(rng.ExpFloat64() * 3), pos: int32(r)}
+			if rng.IntN(3) == 0 {
+				hs[r].score = float32(math.Inf(-1))
+			}
+			if rng.IntN(2) == 0 {
+				forb[r] = map[int64]bool{int64(rng.IntN(V)): true, int64(rng.IntN(V)): true}
+			}
+		}
+		// The reference: every candidate offered.
+		var ref topK[onmtCand]
+		ref.reset(K, onmtOrder)
+		for r := range rows {
+			for v, x := range lps[r] {
+				switch {
+				case int64(v) == b.EOS && length <= b.MinLen:
+					x = onmtMasked
+				case int64(v) == b.UNK && b.BanUNK:
+					x = onmtMasked
+				}
+				c := x + hs[r].score
+				if pen != 1 {
+					c /= float32(pen)
+				}
+				if forb[r] != nil && forb[r][int64(v)] {
+					c = onmtBlocked
+				}
+				ref.push(onmtCand{score: c, i: int32(r), v: int32(v), flat: int64(hs[r].pos)*int64(V) + int64(v)})
+			}
+		}
+		b.sel.reset(K, onmtOrder)
+		for r := range rows {
+			b.pushRow(lps[r], r, hs[r], length, pen, float32(pen), forb[r])
+		}
+		want, got := slices.Clone(ref.result()), b.sel.result()
+		same := len(want) == len(got)
+		for j := 0; same && j < len(want); j++ {
+			w, g := want[j], got[j]
+			same = w.i == g.i && w.v == g.v && w.flat == g.flat && (w.score == g.score || (w.score != w.score && g.score != g.score))
+		}
+		if !same {
+			t.Fatalf("trial %d (V %d, K %d, pen %g): scan %+v, every candidate %+v", trial, V, K, pen, got, want)
+		}
+	}
+}
