@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"math"
 
 	"github.com/attnx/attnx/attention"
@@ -225,19 +226,22 @@ func (b *Beam) selectTop(s Slots, limit int) {
 		if len(h) < limit {
 			continue
 		}
-		worst := h[0].score
-		for ; v < len(lp); v++ {
+		// Only a candidate above the worst kept score can enter (ties rank
+		// after the kept one): the vector scan skips the log-probs whose
+		// candidates cannot be (while the worst kept one is a number).
+		for v < len(lp) {
+			if worst := h[0].score; worst == worst {
+				v += kernel.FirstAboveOrNaN(lp[v:], rawBound(worst, base, 1, false))
+				if v == len(lp) {
+					break
+				}
+			}
 			x := base + lp[v]
-			if x <= worst {
-				continue // ties rank after the kept one
+			if c := (beamCand{x, int32(i), int32(v)}); !(x <= h[0].score) && h[0].after(c) {
+				h[0] = c
+				heapDown(h, 0)
 			}
-			c := beamCand{x, int32(i), int32(v)}
-			if !h[0].after(c) {
-				continue
-			}
-			h[0] = c
-			heapDown(h, 0)
-			worst = h[0].score
+			v++
 		}
 	}
 	// Sort best first: repeatedly move the worst to the end.

@@ -77,6 +77,7 @@ type FairseqBeam struct {
 	finished
 	tree  tree
 	cands []fairseqCand
+	sel   topK[fairseqCand]
 }
 
 type fairseqLive struct {
@@ -140,6 +141,11 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	}
 	step, last := b.steps, b.MaxLen-1
 	b.cands = b.cands[:0]
+	if !b.Sampling {
+		// torch.topk of min(2K, candidates - 1): "-1 so we never select
+		// pad"; equal scores in index order, the order they are offered in.
+		b.sel.reset(min(2*b.k, len(b.live)*s.Vocab()-1), fairseqOrder)
+	}
 	for i, h := range b.live {
 		lp := b.prepare(s.LogProbs(i), step, last)
 		switch {
@@ -154,18 +160,17 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			b.cands = append(b.cands, fairseqCand{score: lp[v] + h.score, i: int32(i), v: int32(v)})
 		default:
 			V := len(lp)
-			for v, x := range lp {
-				b.cands = append(b.cands, fairseqCand{score: x + h.score, i: int32(i), v: int32(v), flat: int64(i)*int64(V) + int64(v)})
-			}
+			scanRow(lp, h.score, 1, false, func() (float32, bool) {
+				thr, ok := b.sel.threshold()
+				return thr.score, ok && thr.score == thr.score
+			}, func(v int) {
+				b.sel.push(fairseqCand{score: lp[v] + h.score, i: int32(i), v: int32(v), flat: int64(i)*int64(V) + int64(v)})
+			})
 		}
 	}
 	cands := b.cands
 	if !b.Sampling {
-		// torch.topk of min(2K, candidates - 1): "-1 so we never select
-		// pad".
-		cands = best(b.cands, min(2*b.k, len(b.cands)-1), func(x, y fairseqCand) int {
-			return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
-		})
+		cands = b.sel.result()
 	}
 	b.steps++
 	// eos_mask: a finite </s> candidate, but not at a position that
@@ -214,6 +219,12 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.live)
+}
+
+// fairseqOrder ranks candidates as torch.topk does: higher scores first,
+// equal scores in index order.
+func fairseqOrder(x, y fairseqCand) int {
+	return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.flat, y.flat))
 }
 
 // prepare applies the step's rules to a hypothesis' log-probs, in place,

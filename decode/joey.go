@@ -50,7 +50,7 @@ type JoeyBeam struct {
 	fin   []bool // a position has finished once
 	tree  tree
 	hyps  []joeyHyp
-	cands []joeyCand
+	sel   topK[joeyCand]
 	done  bool
 }
 
@@ -112,7 +112,9 @@ func (b *JoeyBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		pen = math.Pow((5.0+float64(b.steps+1))/6.0, b.Alpha)
 	}
 	pen32 := float32(pen)
-	b.cands = b.cands[:0]
+	// torch.topk over the flattened positions x vocabulary: the K highest,
+	// equal scores in index order, the order they are offered in.
+	b.sel.reset(b.K, joeyOrder)
 	for p, h := range b.pos {
 		lp := s.LogProbs(p)
 		if b.Repeats.active() {
@@ -121,19 +123,18 @@ func (b *JoeyBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if b.Rules != nil {
 			b.Rules.Apply(lp, b.steps, b.EOS, true)
 		}
-		for v, x := range lp {
-			c := x + h.score
+		scanRow(lp, h.score, pen32, b.Alpha > 0, func() (float32, bool) {
+			thr, ok := b.sel.threshold()
+			return thr.score, ok && thr.score == thr.score
+		}, func(v int) {
+			c := lp[v] + h.score
 			if b.Alpha > 0 {
 				c /= pen32
 			}
-			b.cands = append(b.cands, joeyCand{score: c, p: int32(p), v: int32(v)})
-		}
+			b.sel.push(joeyCand{score: c, p: int32(p), v: int32(v)})
+		})
 	}
-	// torch.topk over the flattened positions x vocabulary: the K highest,
-	// equal scores in index order.
-	picks := best(b.cands, b.K, func(x, y joeyCand) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.p, y.p), cmp.Compare(x.v, y.v))
-	})
+	picks := b.sel.result()
 	b.steps++
 	atMax := b.steps >= b.MaxLen
 	b.next = b.next[:0]
@@ -174,6 +175,12 @@ func (b *JoeyBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		inputs[j], parents[j] = b.tree.next(h.node)
 	}
 	return len(b.pos)
+}
+
+// joeyOrder ranks candidates as torch.topk does: higher scores first,
+// equal scores in index order (position, then token).
+func joeyOrder(x, y joeyCand) int {
+	return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.p, y.p), cmp.Compare(x.v, y.v))
 }
 
 // finish orders the recorded hypotheses by score, stably, as sorted()
@@ -230,6 +237,6 @@ func (b *JoeyBeam) Attention(i int) [][]float32 {
 // Reset forgets the row, keeping the buffers and the settings.
 func (b *JoeyBeam) Reset() {
 	b.steps, b.done = 0, false
-	b.pos, b.next, b.hyps, b.cands = b.pos[:0], b.next[:0], b.hyps[:0], b.cands[:0]
+	b.pos, b.next, b.hyps = b.pos[:0], b.next[:0], b.hyps[:0]
 	b.tree.reset()
 }

@@ -1,7 +1,10 @@
 package decode
 
 import (
+	"math"
+
 	"cmp"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"slices"
 )
 
@@ -59,33 +62,8 @@ func (f *finished) list(t *tree, n, nBest int) []Hypothesis {
 // reset forgets the hypotheses, keeping the buffer.
 func (f *finished) reset() { f.fin, f.done = f.fin[:0], false }
 
-// best reorders c so that its first n elements (all of c when it has
-// fewer) are its n first in the order order (a total order: negative when
-// a comes first), sorted, and returns them: torch.topk over a step's
-// candidates, without sorting all of them. A bounded heap keeps the n
-// best so far, the one that comes last on top; each other candidate costs
-// one comparison unless it enters.
-func best[T any](c []T, n int, order func(a, b T) int) []T {
-	n = max(0, min(n, len(c)))
-	if n == 0 {
-		return c[:0]
-	}
-	h := c[:n]
-	for j := n/2 - 1; j >= 0; j-- {
-		siftLast(h, j, order)
-	}
-	for i := n; i < len(c); i++ {
-		if order(c[i], h[0]) < 0 {
-			h[0], c[i] = c[i], h[0]
-			siftLast(h, 0, order)
-		}
-	}
-	slices.SortFunc(h, order)
-	return h
-}
-
 // topK keeps the n first values pushed to it in order (a total order):
-// best's selection over a stream, holding n values, not all of them.
+// torch.topk over a stream, holding n values, not all of them.
 type topK[T any] struct {
 	h     []T
 	n     int
@@ -146,4 +124,55 @@ func siftLast[T any](h []T, j int, order func(a, b T) int) {
 		h[j], h[k] = h[k], h[j]
 		j = k
 	}
+}
+
+// scanRow offers the indices of one hypothesis' log-probs whose candidate
+// scores (the log-prob plus h, divided by pen when divide) may enter a
+// selection, in index order: all of them while bound reports no
+// threshold, and then only those above it, which the vector scan finds.
+// bound returns the score a candidate must beat, given that every later
+// one with an equal or lower score cannot enter (candidates come in the
+// selection's order among equals), and that no rule the caller applies
+// raises a score; it must not return NaN.
+func scanRow(lp []float32, h, pen float32, divide bool, bound func() (float32, bool), offer func(v int)) {
+	for v := 0; v < len(lp); {
+		thr, ok := bound()
+		if !ok {
+			offer(v)
+			v++
+			continue
+		}
+		v += kernel.FirstAboveOrNaN(lp[v:], rawBound(thr, h, pen, divide))
+		if v < len(lp) {
+			offer(v)
+			v++
+		}
+	}
+}
+
+// rawBound returns a log-prob t whose candidate (t + h, divided by pen
+// when divide) does not exceed thr, so that every log-prob up to t scores
+// at most thr (the score is monotonic in the log-prob): the algebraic
+// inverse, stepped down past its rounding (-Inf, which bounds nothing,
+// if that takes long).
+func rawBound(thr, h, pen float32, divide bool) float32 {
+	score := func(x float32) float32 {
+		c := x + h
+		if divide {
+			c /= pen
+		}
+		return c
+	}
+	t := thr
+	if divide {
+		t *= pen
+	}
+	t -= h
+	for n := 0; t != t || score(t) > thr; n++ {
+		if n == 64 || t != t {
+			return float32(math.Inf(-1))
+		}
+		t = math.Nextafter32(t, float32(math.Inf(-1)))
+	}
+	return t
 }

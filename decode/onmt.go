@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
 // OpenNMT length penalties (-length_penalty).
@@ -377,49 +376,12 @@ func (b *OpenNMTBeam) pushRow(lp []float32, i int, h onmtLive, length int, pen f
 		}
 		b.sel.push(onmtCand{score: c, i: int32(i), v: int32(v), flat: int64(h.pos)*int64(V) + int64(v)})
 	}
-	for v := 0; v < V; {
-		thr, ok := b.sel.threshold()
+	scanRow(lp, h.score, pen32, pen != 1, func() (float32, bool) {
 		// The scan needs K kept and a kept score that the masked and
 		// blocked values do not beat (a NaN one comes after every number).
-		if !ok || thr.score != thr.score || !(thr.score > onmtBlocked) || score(onmtMasked) > thr.score {
-			exact(v)
-			v++
-			continue
-		}
-		t := rawBound(thr.score, h.score, pen32, pen != 1)
-		v += kernel.FirstAboveOrNaN(lp[v:], t)
-		if v < V {
-			exact(v)
-			v++
-		}
-	}
-}
-
-// rawBound returns a log-prob t whose candidate (t + h, divided by pen
-// when divide) does not exceed thr, so that every log-prob up to t scores
-// at most thr (the score is monotonic in the log-prob): the algebraic
-// inverse, stepped down past its rounding (-Inf, which bounds nothing,
-// if that takes long).
-func rawBound(thr, h, pen float32, divide bool) float32 {
-	score := func(x float32) float32 {
-		c := x + h
-		if divide {
-			c /= pen
-		}
-		return c
-	}
-	t := thr
-	if divide {
-		t *= pen
-	}
-	t -= h
-	for n := 0; t != t || score(t) > thr; n++ {
-		if n == 64 || t != t {
-			return float32(math.Inf(-1))
-		}
-		t = math.Nextafter32(t, float32(math.Inf(-1)))
-	}
-	return t
+		thr, ok := b.sel.threshold()
+		return thr.score, ok && thr.score == thr.score && thr.score > onmtBlocked && !(score(onmtMasked) > thr.score)
+	}, exact)
 }
 
 // forbidden is blockedNgrams under the beam's -block_ngram_repeat.

@@ -81,9 +81,9 @@ func TestOpenNMTSamplePaths(t *testing.T) {
 	}
 }
 
-// TestBest: best's first n are a full sort's first n, in order, for every
-// n, with ties broken by the order's second key and NaN scores (last).
-func TestBest(t *testing.T) {
+// TestTopK: topK keeps a full sort's first n, in order, for every n,
+// with ties broken by the order's second key and NaN scores (last).
+func TestTopK(t *testing.T) {
 	type c struct {
 		s float32
 		i int
@@ -114,7 +114,12 @@ func TestBest(t *testing.T) {
 		want := slices.Clone(all)
 		slices.SortFunc(want, order)
 		for _, n := range []int{0, 1, 3, 10, size - 1, size, size + 4} {
-			got := best(slices.Clone(all), n, order)
+			var sel topK[c]
+			sel.reset(n, order)
+			for _, x := range all {
+				sel.push(x)
+			}
+			got := sel.result()
 			k := max(0, min(n, size))
 			if len(got) != k {
 				t.Fatalf("size %d n %d: %d returned", size, n, len(got))

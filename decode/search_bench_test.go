@@ -50,3 +50,11 @@ func BenchmarkOpenNMTBeamSearch(b *testing.B) {
 func BenchmarkSpecBeamSearch(b *testing.B) {
 	benchSearch(b, &Beam{K: 5, MaxLen: 31, SOS: 2, EOS: 3, LengthPenalty: 1})
 }
+
+func BenchmarkJoeyBeamSearch(b *testing.B) {
+	benchSearch(b, &JoeyBeam{K: 5, NBest: 1, MaxLen: 31, SOS: 2, EOS: 3, Alpha: 1})
+}
+
+func BenchmarkFairseqBeamSearch(b *testing.B) {
+	benchSearch(b, &FairseqBeam{K: 5, NBest: 1, MaxLen: 31, SOS: 2, EOS: 3, LenPen: 1})
+}
