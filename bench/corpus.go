@@ -49,6 +49,11 @@ type CorpusConfig struct {
 	// Backends lists the engines attnx runs on ("ort", "go"); nil means
 	// onnxrun.DefaultBackend alone.
 	Backends []string
+	// Rules is the search attnx runs (translate.Options.Rules); "" means
+	// the architecture's toolkit's, what attnx translate uses by default
+	// for that toolkit's models (OpenNMT-py's for onmt-*, JoeyNMT's for
+	// joey-*, fairseq's for fairseq-*, the spec's for the others).
+	Rules string
 	// Summary makes the model OpenNMT-py's RNN summarization recipe's
 	// (config-rnn-summarization.yml): embeddings of 128, the relu bridge,
 	// copy attention reusing the decoder's, coverage_attn; Hidden, Layers
@@ -60,11 +65,14 @@ type CorpusConfig struct {
 type CorpusRow struct {
 	Engine string `json:"engine"` // attnx or pytorch
 	// Backend is the attnx row's engine: ort or go.
-	Backend string  `json:"backend,omitempty"`
-	Weights string  `json:"weights"`
-	Beam    int     `json:"beam"`
-	Threads int     `json:"threads"`
-	Lanes   int     `json:"lanes,omitempty"`
+	Backend string `json:"backend,omitempty"`
+	Weights string `json:"weights"`
+	Beam    int    `json:"beam"`
+	Threads int    `json:"threads"`
+	Lanes   int    `json:"lanes,omitempty"`
+	// Rules is the search the attnx row ran (spec, opennmt, joeynmt,
+	// fairseq).
+	Rules   string  `json:"rules,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// SentencesPerS and TokensPerS are output rates over the whole set.
 	SentencesPerS float64 `json:"sentences_per_s"`
@@ -92,6 +100,22 @@ type CorpusReport struct {
 	Rows      []CorpusRow      `json:"rows"`
 	Torch     string           `json:"torch,omitempty"`
 	BLAS      *BLASInfo        `json:"blas,omitempty"`
+}
+
+// rules is the search attnx runs: Rules, or the architecture's toolkit's.
+func (c *CorpusConfig) rules() string {
+	if c.Rules != "" {
+		return c.Rules
+	}
+	switch c.Arch.Toolkit() {
+	case "OpenNMT-py":
+		return translate.RulesOpenNMT
+	case "JoeyNMT":
+		return translate.RulesJoeyNMT
+	case "fairseq":
+		return translate.RulesFairseq
+	}
+	return translate.RulesSpec
 }
 
 func (c *CorpusConfig) logf(format string, args ...any) {
@@ -226,10 +250,10 @@ func (c *CorpusConfig) backends() []string {
 }
 
 func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64, beam, threads, lanes int, backend string) (CorpusRow, error) {
-	r := CorpusRow{Engine: "attnx", Backend: backend, Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes}
-	c.logf("bench: attnx %s on %s, beam %d, %d threads on %d lanes", w, backend, beam, threads, lanes)
+	r := CorpusRow{Engine: "attnx", Backend: backend, Weights: string(w), Beam: beam, Threads: threads, Lanes: lanes, Rules: c.rules()}
+	c.logf("bench: attnx %s on %s, beam %d under %s rules, %d threads on %d lanes", w, backend, beam, r.Rules, threads, lanes)
 	resetPeakRSS()
-	opt := translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam, NoModelDefaults: true}
+	opt := translate.Options{Backend: backend, Threads: max(1, threads/lanes), MaxLen: c.OutLen, BatchSize: c.BatchSents, Beam: beam, NoModelDefaults: true, Rules: r.Rules}
 	if c.Summary {
 		// The recipe's onmt_translate flags: -stepwise_penalty
 		// -coverage_penalty summary -beta 5 -length_penalty wu -alpha 0.9
@@ -317,7 +341,7 @@ func WriteCorpusTable(w io.Writer, rep *CorpusReport) {
 		}
 		fmt.Fprintf(w, "PyTorch %s on %s BLAS, batches of sentences sorted by length as OpenNMT-py's translator makes them\n", rep.Torch, blas)
 	}
-	fmt.Fprintf(w, "%-9s %-7s %4s %7s %5s %9s %10s %10s %9s %10s %s\n", "engine", "weights", "beam", "threads", "lanes", "seconds", "sent/s", "tokens/s", "vs torch", "identical", "peak RSS")
+	fmt.Fprintf(w, "%-9s %-7s %4s %-8s %7s %5s %9s %10s %10s %9s %10s %s\n", "engine", "weights", "beam", "rules", "threads", "lanes", "seconds", "sent/s", "tokens/s", "vs torch", "identical", "peak RSS")
 	for _, r := range rep.Rows {
 		vs, ident, lanes := "", "", ""
 		if r.VsPyTorch > 0 {
@@ -331,6 +355,10 @@ func WriteCorpusTable(w io.Writer, rep *CorpusReport) {
 		if r.Backend != "" {
 			engine += "-" + r.Backend
 		}
-		fmt.Fprintf(w, "%-9s %-7s %4d %7d %5s %9.2f %10.1f %10.0f %9s %10s %.0f MiB\n", engine, r.Weights, r.Beam, r.Threads, lanes, r.Seconds, r.SentencesPerS, r.TokensPerS, vs, ident, r.PeakRSSMB)
+		rules := r.Rules
+		if rules == "" {
+			rules = "-" // PyTorch's reference search
+		}
+		fmt.Fprintf(w, "%-9s %-7s %4d %-8s %7d %5s %9.2f %10.1f %10.0f %9s %10s %.0f MiB\n", engine, r.Weights, r.Beam, rules, r.Threads, lanes, r.Seconds, r.SentencesPerS, r.TokensPerS, vs, ident, r.PeakRSSMB)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/translate"
 )
 
 func init() {
@@ -72,7 +73,10 @@ search of each --beam width (default 5), at each --threads count and
 has (attnx-ort and attnx-go rows; --engines attnx-steps-lean or
 attnx-steps-lean-go picks one, pytorch keeps PyTorch). The table gives
 sentences/s, tokens/s, the speed-up over PyTorch, the sentences whose
-tokens equal PyTorch's, and peak RSS.
+tokens equal PyTorch's, and peak RSS. attnx decodes under the
+architecture's toolkit's rules, as attnx translate does that toolkit's
+models by default (OpenNMT-py's beam search for onmt-*); --rules picks
+another search, and the table's rules column says which ran.
 
 The model is --checkpoint or a random one per --arch and --cell. To make
 every engine decode exactly --steps steps, the benchmarked copy of the
@@ -140,6 +144,7 @@ func runBench(args []string) error {
 	corpusLen := fs.String("corpus-src-len", "10-40", "--corpus: source lengths, MIN-MAX tokens")
 	outLen := fs.Int("out-len", 31, "--corpus: output tokens per sentence (max_len; EOS is suppressed)")
 	batchSents := fs.Int("batch-sents", 30, "--corpus: sentences per batch (OpenNMT-py's default batch_size)")
+	corpusRules := fs.String("rules", "", "--corpus: the search attnx runs: spec, opennmt, joeynmt or fairseq (default: the architecture's toolkit's, as attnx translate decodes that toolkit's models)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -155,7 +160,7 @@ func runBench(args []string) error {
 				*outLen = 60
 			}
 		}
-		return runBenchCorpus(fs, *corpus, *corpusLen, *outLen, *batchSents, *quiet, *asJSON, *jsonOut, *summary)
+		return runBenchCorpus(fs, *corpus, *corpusLen, *outLen, *batchSents, *quiet, *asJSON, *jsonOut, *summary, *corpusRules)
 	}
 	c := def
 	c.Checkpoint, c.Hidden, c.Vocab, c.Layers, c.Steps = *ckpt, *hidden, *vocab, *layers, *steps
@@ -225,7 +230,7 @@ func runBench(args []string) error {
 }
 
 // runBenchCorpus is attnx bench --corpus N.
-func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents int, quiet, asJSON bool, jsonOut string, summary bool) error {
+func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents int, quiet, asJSON bool, jsonOut string, summary bool, rules string) error {
 	get := func(name string) string { return fs.Lookup(name).Value.String() }
 	changed := fs.Changed
 	c := bench.CorpusConfig{Arch: attention.Arch("onmt-general"), Hidden: 512, Layers: 2, Vocab: 16000, Sentences: n,
@@ -262,6 +267,12 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 	}
 	if c.MaxSrc, err = strconv.Atoi(hi); err != nil || c.MinSrc < 1 || c.MaxSrc < c.MinSrc {
 		return &usageError{fmt.Sprintf("--corpus-src-len %q: want MIN-MAX with 1 <= MIN <= MAX", srcLen)}
+	}
+	switch rules {
+	case "", translate.RulesSpec, translate.RulesOpenNMT, translate.RulesJoeyNMT, translate.RulesFairseq:
+		c.Rules = rules
+	default:
+		return &usageError{fmt.Sprintf("--rules %q: want spec, opennmt, joeynmt or fairseq", rules)}
 	}
 	if outLen < 1 || batchSents < 1 || c.Vocab < 5 {
 		return &usageError{"--out-len and --batch-sents must be >= 1, --vocab >= 5"}
