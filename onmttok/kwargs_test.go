@@ -1,9 +1,14 @@
 package onmttok
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
 )
 
 func TestParseKwargs(t *testing.T) {
@@ -82,5 +87,32 @@ func TestOptionErrors(t *testing.T) {
 func TestUnicodeVersion(t *testing.T) {
 	if !strings.HasPrefix(goUnicodeVersion(), unicodeVersion) {
 		t.Fatalf("Go's unicode tables are Unicode %s, the generated ones ICU's Unicode %s: run go generate ./onmttok (it checks every code point)", goUnicodeVersion(), unicodeVersion)
+	}
+}
+
+// TestScriptsTableFresh: scripts_table.go is what its generator writes
+// from this machine's ICU (whose Unicode version must be Go's), as a
+// protobuf binding is what protoc writes.
+func TestScriptsTableFresh(t *testing.T) {
+	testenv.Command(t, "cc", "gcc")
+	if _, err := os.Stat("/usr/include/unicode/uscript.h"); err != nil {
+		testenv.Missing(t, "ICU's headers", "apt-get install libicu-dev", err)
+	}
+	out := filepath.Join(t.TempDir(), "scripts_table.go")
+	cmd := exec.Command("sh", "internal/icugen/gen.sh")
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen.sh: %v\n%s", err, b)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("scripts_table.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatal("scripts_table.go is stale: run go generate ./onmttok")
 	}
 }

@@ -313,6 +313,12 @@ func printTokenizers(w io.Writer, dir string, src, tgt *subword.Spec) {
 		if t.spec.File != "" {
 			what = t.spec.File + ": " + what
 		}
+		if c := t.spec.OpenNMT; c != nil && c.SubwordModel != "" {
+			what = c.SubwordModel + ": " + what
+			if c.Vocabulary != "" {
+				extra += fmt.Sprintf(", pieces kept to %s (counted %d or more)", c.Vocabulary, c.VocabularyThreshold)
+			}
+		}
 		fmt.Fprintf(w, "  %-8s %s%s\n", t.label, what, extra)
 	}
 }
