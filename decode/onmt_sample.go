@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"math"
 	"math/rand/v2"
 
@@ -168,11 +169,15 @@ func (b *OpenNMTSample) Advance(s Slots, inputs []int64, parents []int) int {
 // TopP, then TopK, with its score lp / Temp.
 func (b *OpenNMTSample) pick(lp []float32) (int, float32) {
 	if b.Temp == 0 || b.TopK == 1 {
+		// The first largest value, a NaN never taken over a number (the
+		// vector scan from each best so far to the next value above it).
 		best := 0
-		for v, x := range lp {
-			if x > lp[best] {
-				best = v
+		for j := 1; j < len(lp); {
+			i := j + kernel.FirstBeyond(lp[j:], lp[best], false)
+			if i >= len(lp) {
+				break
 			}
+			best, j = i, i+1
 		}
 		if b.Temp > 0 {
 			return best, lp[best] / float32(b.Temp)

@@ -87,3 +87,33 @@ func TestOpenNMTPushRowScan(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNMTSamplePickArgmax: the greedy pick (Temp 0 or TopK 1) is the
+// first largest value, a NaN never taken over a number and a leading NaN
+// kept, as the scalar comparison x > lp[best] gives.
+func TestOpenNMTSamplePickArgmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	b := &OpenNMTSample{TopK: 1}
+	for trial := range 2000 {
+		lp := make([]float32, 1+rng.IntN(70))
+		for v := range lp {
+			switch rng.IntN(10) {
+			case 0:
+				lp[v] = float32(math.NaN())
+			case 1:
+				lp[v] = float32(math.Inf(-1))
+			default:
+				lp[v] = -float32(rng.IntN(5))
+			}
+		}
+		want := 0
+		for v, x := range lp {
+			if x > lp[want] {
+				want = v
+			}
+		}
+		if got, _ := b.pick(slices.Clone(lp)); got != want {
+			t.Fatalf("trial %d: %v: picked %d, want %d", trial, lp, got, want)
+		}
+	}
+}

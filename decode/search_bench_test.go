@@ -58,3 +58,13 @@ func BenchmarkJoeyBeamSearch(b *testing.B) {
 func BenchmarkFairseqBeamSearch(b *testing.B) {
 	benchSearch(b, &FairseqBeam{K: 5, NBest: 1, MaxLen: 31, SOS: 2, EOS: 3, LenPen: 1})
 }
+
+// BenchmarkOpenNMTGreedySearch: onmt_translate's greedy decoding (its
+// sampling search with topk 1), per sentence.
+func BenchmarkOpenNMTGreedySearch(b *testing.B) {
+	benchSearch(b, &OpenNMTSample{K: 1, NBest: 1, MaxLen: 31, SOS: 2, EOS: 3, UNK: 0, Penalty: "avg", Alpha: 1, TopK: 1})
+}
+
+func BenchmarkGreedySearch(b *testing.B) {
+	benchSearch(b, &Greedy{MaxLen: 31, SOS: 2, EOS: 3})
+}
