@@ -213,6 +213,14 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 			nextC = &cs[next]
 		}
 		marks := next != i+1
+		// withMarks appends the character's combining marks to the token
+		// and moves past them.
+		withMarks := func() {
+			if marks {
+				b.appendChars(cs[i+1 : next])
+				i = next - 1
+			}
+		}
 		switch {
 		case st == stPlaceholder:
 			switch {
@@ -323,10 +331,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 					}
 				}
 				b.safeAppend(c)
-				if marks {
-					b.appendChars(cs[i+1 : next])
-					i = next - 1
-				}
+				withMarks()
 				st = stLetter
 				prevAlphabet = alphabet
 			case isNumber && t.o.mode != modeChar:
@@ -345,10 +350,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 					b.previous().joinRight = true
 				}
 				b.safeAppend(c)
-				if marks {
-					b.appendChars(cs[i+1 : next])
-					i = next - 1
-				}
+				withMarks()
 				st = stNumber
 			default:
 				if st != stSpace {
@@ -359,10 +361,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 					}
 				}
 				b.safeAppend(c)
-				if marks {
-					b.appendChars(cs[i+1 : next])
-					i = next - 1
-				}
+				withMarks()
 				b.segment()
 				st = stOther
 			}

@@ -179,33 +179,26 @@ func init() {
 		if !ok {
 			panic("onmttok: Go's unicode has script " + name + ", which ICU's table lacks: regenerate scripts_table.go")
 		}
-		for _, r := range t.R16 {
-			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
-				scriptRanges = appendRange(scriptRanges, lo, code)
-				if r.Stride == 1 {
-					scriptRanges[len(scriptRanges)-1].hi = rune(r.Hi)
-					break
-				}
+		add := func(lo, hi, stride rune) {
+			if stride == 1 {
+				scriptRanges = append(scriptRanges, scriptRange{lo: lo, hi: hi, code: int16(code)})
+				return
+			}
+			for ; lo <= hi; lo += stride {
+				scriptRanges = append(scriptRanges, scriptRange{lo: lo, hi: lo, code: int16(code)})
 			}
 		}
+		for _, r := range t.R16 {
+			add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
+		}
 		for _, r := range t.R32 {
-			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
-				scriptRanges = appendRange(scriptRanges, lo, code)
-				if r.Stride == 1 {
-					scriptRanges[len(scriptRanges)-1].hi = rune(r.Hi)
-					break
-				}
-			}
+			add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
 		}
 	}
 	sort.Slice(scriptRanges, func(i, j int) bool { return scriptRanges[i].lo < scriptRanges[j].lo })
 	for r := rune(0); r < 256; r++ {
 		latin1Scripts[r] = int16(lookupScript(r))
 	}
-}
-
-func appendRange(rs []scriptRange, lo rune, code int) []scriptRange {
-	return append(rs, scriptRange{lo: lo, hi: lo, code: int16(code)})
 }
 
 // looseName is a property value name as ICU matches it: case, spaces,
