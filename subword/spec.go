@@ -126,8 +126,8 @@ func (s Spec) Check() error {
 // side, specials included: a Restricted tokenizer keeps to it.
 func Open(s Spec, dir string, vocab []string) (Tokenizer, error) {
 	if s.Kind == KindOpenNMT {
-		if err := checkOpenNMT(s); err != nil {
-			return nil, err
+		if s.OpenNMT == nil {
+			return nil, fmt.Errorf("kind %s needs its onmttok configuration", KindOpenNMT)
 		}
 		return OpenOpenNMT(*s.OpenNMT, dir)
 	}

@@ -89,8 +89,14 @@ func TestOpenNMTTokenizerModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			api, err := tr.Translate(context.Background(), lines)
-			if err != nil {
+			// The lines as a test set (TranslateCorpus; Translate gives each
+			// row the output limit of its own length, onmt_translate that of
+			// its batch's longest source).
+			api := make([]translate.Result, len(lines))
+			if _, err := tr.TranslateCorpus(context.Background(), lines, 1, translate.CorpusOptions{}, func(i int, r translate.Result) error {
+				api[i] = r
+				return nil
+			}, nil); err != nil {
 				t.Fatal(err)
 			}
 			for i := range lines {
@@ -98,7 +104,7 @@ func TestOpenNMTTokenizerModels(t *testing.T) {
 					t.Errorf("line %d: serve %q, onmt_translate %q", i+1, sr.Results[i].Text, want[i])
 				}
 				if api[i].Text != want[i] {
-					t.Errorf("line %d: Translate %q, onmt_translate %q", i+1, api[i].Text, want[i])
+					t.Errorf("line %d: TranslateCorpus %q, onmt_translate %q", i+1, api[i].Text, want[i])
 				}
 			}
 		})
