@@ -230,13 +230,18 @@ func (m *Info) Tokenizers(dir string) (src, tgt subword.Tokenizer, err error) {
 }
 
 // controlSymbol reports a vocabulary entry that is a toolkit's control
-// symbol, never a tokenizer's piece: <s>, </s>, <pad>, <unk>, <blank> and
-// fairseq's madeupwordNNNN dictionary padding.
+// symbol, never a tokenizer's piece: <s>, </s>, <pad>, <unk>, <blank>,
+// fairseq's madeupwordNNNN dictionary padding and OpenNMT-py's
+// averyunlikelytokenNNNN vocabulary padding (-vocab_size_multiple).
 func controlSymbol(v string) bool {
 	switch v {
 	case "<s>", "</s>", "<pad>", "<unk>", "<blank>":
 		return true
 	}
-	digits, ok := strings.CutPrefix(v, "madeupword")
-	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+	for _, pad := range []string{"madeupword", "averyunlikelytoken"} {
+		if digits, ok := strings.CutPrefix(v, pad); ok && digits != "" && strings.Trim(digits, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -242,3 +242,16 @@ func TestJoeyDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestControlSymbol: the toolkits' control symbols and vocabulary padding
+// are told from pieces.
+func TestControlSymbol(t *testing.T) {
+	for v, want := range map[string]bool{
+		"<s>": true, "</s>": true, "<blank>": true, "madeupword0003": true, "averyunlikelytoken0": true, "averyunlikelytoken12": true,
+		"averyunlikelytoken": false, "averyunlikelytokenx": false, "madeupword": false, "token0": false, "▁the": false,
+	} {
+		if got := controlSymbol(v); got != want {
+			t.Errorf("controlSymbol(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
