@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -221,85 +222,83 @@ func (b *BPE) encodeWord(s string) []string {
 	if len(sp) == 0 {
 		return nil
 	}
-	// The word's end (and start) markers join the working string, so that
-	// every pair of neighbours is a substring of it.
-	n := len(w)
+	// The word's end (and start) markers join the working bytes, so that
+	// every pair of neighbours is a run of them.
+	bufp := bytePool.Get().(*[]byte)
+	defer bytePool.Put(bufp)
+	buf := (*bufp)[:0]
+	off := 0
 	switch {
 	case b.version == [2]int{0, 1}:
-		w += b.eow
-		sp = append(sp, span{n, n + len(b.eow)})
+		sp = append(sp, span{len(w), len(w) + len(b.eow)})
 	case b.version == [2]int{0, 2}:
-		w += b.eow
-		sp[len(sp)-1].e = n + len(b.eow)
+		sp[len(sp)-1].e += len(b.eow)
 	default:
 		if b.suffix {
-			w += b.eow
-			sp = append(sp, span{n, n + len(b.eow)})
+			sp = append(sp, span{len(w), len(w) + len(b.eow)})
 		}
 		if b.prefix {
-			w = b.bow + w
+			off = len(b.bow)
 			for i := range sp {
-				sp[i].s += len(b.bow)
-				sp[i].e += len(b.bow)
+				sp[i].s += off
+				sp[i].e += off
 			}
-			sp = append([]span{{0, len(b.bow)}}, sp...)
+			sp = append([]span{{0, off}}, sp...)
+			buf = append(buf, b.bow...)
 		}
 	}
-	sp = b.merge(w, sp)
-	cs := make([]string, len(sp))
-	for i, x := range sp {
-		cs[i] = w[x.s:x.e]
+	buf = append(buf, w...)
+	if b.version != [2]int{0, 0} || b.suffix {
+		buf = append(buf, b.eow...)
 	}
-	if b.prefix && strings.HasPrefix(cs[0], b.bow) {
-		if cs[0] == b.bow {
-			cs = cs[1:]
-		} else {
-			cs[0] = cs[0][len(b.bow):]
+	*bufp = buf
+	sp = b.merge(buf, sp)
+	// The pieces without the markers (a marker alone is no piece), as
+	// bytes of the word: a start marker opens the first piece and an end
+	// marker closes the last.
+	lo, hi := off, off+len(w)
+	out := make([]string, 0, len(sp))
+	ci := 0
+	for _, x := range sp {
+		a, e := max(x.s, lo), min(x.e, hi)
+		if a >= e {
+			continue
 		}
-	}
-	if b.suffix && len(cs) > 0 && strings.HasSuffix(cs[len(cs)-1], b.eow) {
-		last := cs[len(cs)-1]
-		if last == b.eow {
-			cs = cs[:len(cs)-1]
-		} else {
-			cs[len(cs)-1] = last[:len(last)-len(b.eow)]
+		if !b.caseInsensitive {
+			out = append(out, s[a-off:e-off])
+			continue
 		}
-	}
-	if b.caseInsensitive {
-		// The pieces in their true case: the input's characters, as many
-		// as make up each lower-case piece's bytes.
-		out := make([]string, 0, len(cs))
-		ci := 0
-		for _, lc := range cs {
-			start := -1
-			end := 0
-			for n := 0; ci < len(info) && n < len(lc); ci++ {
-				c := info[ci]
-				if c.cas == caseUpper {
-					n += utf8.RuneLen(unicode.ToLower(c.v))
-				} else {
-					n += len(c.s)
-				}
-				if start < 0 {
-					start = c.off
-				}
-				end = c.off + len(c.s)
+		// A case-insensitive model's pieces are lower-cased: take the
+		// input's characters, as many as make up the piece's bytes.
+		start, end := -1, 0
+		for n := 0; ci < len(info) && n < e-a; ci++ {
+			c := info[ci]
+			if c.cas == caseUpper {
+				n += utf8.RuneLen(unicode.ToLower(c.v))
+			} else {
+				n += len(c.s)
 			}
 			if start < 0 {
-				out = append(out, "")
-			} else {
-				out = append(out, s[start:end])
+				start = c.off
 			}
+			end = c.off + len(c.s)
 		}
-		cs = out
+		if start < 0 {
+			out = append(out, "")
+		} else {
+			out = append(out, s[start:end])
+		}
 	}
-	return cs
+	return out
 }
 
+// bytePool holds the working bytes of words being merged.
+var bytePool = sync.Pool{New: func() any { return new([]byte) }}
+
 // merge applies the merges, best rank first (leftmost among equals).
-func (b *BPE) merge(w string, sp []span) []span {
+func (b *BPE) merge(w []byte, sp []span) []span {
 	score := func(i int) int {
-		if r, ok := b.codes[w[sp[i].s:sp[i+1].e]]; ok {
+		if r, ok := b.codes[string(w[sp[i].s:sp[i+1].e])]; ok {
 			return r
 		}
 		return noMerge

@@ -4,12 +4,15 @@ testdata/toolkits/build_toolkit_deps.sh, ICU 72.1):
 
   bpe.codes       BPE codes learned by pyonmttok.BPELearner (aggressive,
                   joiner_annotate; 600 symbols) on corpus.txt
+  bpe_v01.codes,  the same merges in subword-nmt 0.1's format and in the
+  bpe_lua.codes   Lua learner's (v3 header: prefix, suffix, case
+                  insensitive; merges of the start marker added)
   bpe.vocab       the tokenized corpus's pieces with their counts (for the
                   vocabulary-restricted sets), from pyonmttok.Vocab
   sp.model        a SentencePiece model learned by
                   pyonmttok.SentencePieceLearner (conservative; unigram,
                   400 pieces) on corpus.txt
-  random.jsonl    the same for 19 of the sets on 400 random texts
+  random.jsonl    the same for 22 of the sets on 400 random texts
   expected.jsonl  for each option set: its keyword arguments, and for each
                   test text the tokens pyonmttok's Tokenizer gives and the
                   text its detokenize gives back; then detokenize cases of
@@ -66,6 +69,29 @@ sp_learner = pyonmttok.SentencePieceLearner(
     tokenizer=pyonmttok.Tokenizer("conservative"), vocab_size=400, character_coverage=1.0, model_type="unigram")
 sp_learner.ingest_file(corpus)
 sp_learner.learn(os.path.join(here, "sp.model"))
+
+# The same merges in the two other codes formats the Tokenizer reads:
+# subword-nmt 0.1's (the end of a word a symbol of its own) and the Lua
+# learner's v3 header (prefix, suffix, case insensitive), with merges of
+# the start marker added.
+merges = [l for l in open(os.path.join(here, "bpe.codes"), encoding="utf-8").read().split("\n")[1:] if l]
+with open(os.path.join(here, "bpe_v01.codes"), "w", encoding="utf-8") as f:
+    f.write("#version: 0.1\n")
+    for m in merges:
+        a, b = m.split(" ")
+        if b.endswith("</w>") and len(b) > 4:
+            f.write("%s %s\n%s%s </w>\n" % (a, b[:-4], a, b[:-4]))
+        else:
+            f.write(m + "\n")
+with open(os.path.join(here, "bpe_lua.codes"), "w", encoding="utf-8") as f:
+    f.write("v3;true;true;true;<w>;</w>\n")
+    for m in merges[:300]:
+        a, b = m.split(" ")
+        f.write("%s %s\n" % (a.lower(), b.lower()))
+    for c in "tasmcpbdfwhino":
+        f.write("<w> %s\n" % c)
+    for m in merges[300:]:
+        f.write(m.lower() + "\n")
 
 # The vocabulary of the corpus tokenized with the BPE (joiner_annotate):
 # "token count" lines, for vocabulary_path.
@@ -132,6 +158,10 @@ sets = [
     ("bpe_preserve", {"mode": "aggressive", "joiner_annotate": True, "preserve_segmented_tokens": True,
                       "segment_case": True, "preserve_placeholders": True, "bpe_model_path": B}),
     ("bpe_none", {"mode": "none", "bpe_model_path": B}),
+    ("bpe_v01", {"mode": "aggressive", "joiner_annotate": True, "bpe_model_path": "bpe_v01.codes"}),
+    ("bpe_lua", {"mode": "aggressive", "joiner_annotate": True, "bpe_model_path": "bpe_lua.codes"}),
+    ("bpe_lua_case_markup", {"mode": "conservative", "joiner_annotate": True, "case_markup": True, "bpe_model_path": "bpe_lua.codes"}),
+    ("bpe_lua_vocab", {"mode": "aggressive", "joiner_annotate": True, "bpe_model_path": "bpe_lua.codes", "vocabulary_path": V, "vocabulary_threshold": 3}),
     ("bpe_vocab", {"mode": "aggressive", "joiner_annotate": True, "bpe_model_path": B, "vocabulary_path": V, "vocabulary_threshold": 5}),
     ("bpe_vocab_spacer", {"mode": "aggressive", "spacer_annotate": True, "bpe_model_path": B, "vocabulary_path": V, "vocabulary_threshold": 20}),
     ("sp_none", {"mode": "none", "sp_model_path": S}),
@@ -191,7 +221,8 @@ random_texts = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 24))) for
 random_sets = [("random_" + n, kw) for n, kw in sets if n in (
     "aggressive", "conservative", "joiner_annotate", "spacer_annotate", "joiner_new", "spacer_new", "none", "space",
     "char_joiner", "onmt_docs", "soft_case_regions", "support_prior_joiners", "preserve_segmented_tokens",
-    "segment_alphabet", "allow_isolated_marks_change", "bpe_case_markup", "sp_fixture_model", "with_separators", "bpe_vocab")]
+    "segment_alphabet", "allow_isolated_marks_change", "bpe_case_markup", "sp_fixture_model", "with_separators", "bpe_vocab",
+    "bpe_v01", "bpe_lua", "bpe_lua_vocab")]
 with open(os.path.join(here, "random.jsonl"), "w", encoding="utf-8") as f:
     for name, kw in random_sets:
         tok = make(kw)
