@@ -3,6 +3,7 @@ package decode
 import (
 	"cmp"
 	"fmt"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"math"
 	"math/rand/v2"
 
@@ -236,10 +237,13 @@ func (b *FairseqBeam) prepare(lp []float32, step, last int) []float32 {
 	if t := b.Temperature; t > 0 && t != 1 {
 		tempered(lp, float32(t))
 	}
-	for v, x := range lp {
-		if x != x {
-			lp[v] = inf
+	// NaN to -inf: the vector scan finds each (every number is <= +Inf).
+	for j := 0; ; j++ {
+		j += kernel.FirstAboveOrNaN(lp[j:], float32(math.Inf(1)))
+		if j >= len(lp) {
+			break
 		}
+		lp[j] = inf
 	}
 	b.Rules.Apply(lp, step, b.EOS, true)
 	if b.UNK >= 0 && int(b.UNK) < len(lp) && b.UnkPen != 0 {

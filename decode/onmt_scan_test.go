@@ -117,3 +117,35 @@ func TestOpenNMTSamplePickArgmax(t *testing.T) {
 		}
 	}
 }
+
+// TestFairseqPrepareNaN: every NaN log-prob becomes -Inf (first, last and
+// runs of them), and nothing else changes.
+func TestFairseqPrepareNaN(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	b := &FairseqBeam{EOS: 2, UNK: -1}
+	for _, n := range []int{1, 7, 8, 9, 33, 100} {
+		for trial := range 20 {
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(trial)))
+			lp := make([]float32, n)
+			for v := range lp {
+				if rng.IntN(4) == 0 {
+					lp[v] = nan
+				} else {
+					lp[v] = -float32(rng.IntN(50))
+				}
+			}
+			want := slices.Clone(lp)
+			for v, x := range want {
+				if x != x {
+					want[v] = inf
+				}
+			}
+			got := b.prepare(lp, 0, 10)
+			for v := range want {
+				if got[v] != want[v] {
+					t.Fatalf("n %d trial %d: [%d] = %v, want %v", n, trial, v, got[v], want[v])
+				}
+			}
+		}
+	}
+}
