@@ -228,9 +228,29 @@ func (m *Model) RunOrdered(in []*Tensor) (out []*Tensor, err error) {
 	return m.RunContext(context.Background(), in)
 }
 
+// RunInto is RunOrdered with destinations for float32 outputs: where
+// dst[i] has the length of output i, the node that computes it may write
+// it there, and out[i].Data is then dst[i] itself (OutputIn says whether
+// it is); the caller copies the others. A destination is never kept or
+// reused by the model.
+func (m *Model) RunInto(in []*Tensor, dst [][]float32) (out []*Tensor, err error) {
+	return m.run(context.Background(), in, dst)
+}
+
+// OutputIn reports whether t's data is dst's buffer (RunInto wrote the
+// output in place).
+func OutputIn(t *Tensor, dst []float32) bool {
+	d, ok := t.Data.([]float32)
+	return ok && len(d) == len(dst) && len(d) > 0 && &d[0] == &dst[0]
+}
+
 // RunContext is RunOrdered until ctx is done: the run stops before its
 // next node (or Loop iteration) and returns ctx's error.
 func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, err error) {
+	return m.run(ctx, in, nil)
+}
+
+func (m *Model) run(ctx context.Context, in []*Tensor, dst [][]float32) (out []*Tensor, err error) {
 	if len(in) != len(m.inputs) {
 		return nil, fmt.Errorf("native evaluator: %s: %d inputs for %d", m.name, len(in), len(m.inputs))
 	}
@@ -260,6 +280,7 @@ func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, er
 		}
 		m.arenas.put(a)
 	}()
+	r.dst = dst
 	out, err = m.main.run(r, in, nil)
 	if err != nil {
 		return nil, fmt.Errorf("native evaluator: %s: %w", m.name, err)
@@ -328,6 +349,10 @@ type runner struct {
 	// budget is the bytes the run may still allocate; maxLoop bounds a
 	// Loop's iterations.
 	budget, maxLoop int64
+	// dst are RunInto's destinations (by output), dest the one the running
+	// node may take.
+	dst  [][]float32
+	dest []float32
 	// temp is the bytes of the running node's temporary buffers (tmp),
 	// given back to budget when the node returns.
 	temp int64
@@ -470,9 +495,16 @@ func (a *arena) put(b []float32) {
 }
 
 // f32 returns an owned float32 tensor of shape from the arena; its contents
-// are not zeroed.
+// are not zeroed. While a node that computes a graph output with a
+// destination runs, its first tensor of the destination's length is the
+// destination itself, not owned (the arena never takes it).
 func (r *runner) f32(shape []int64) *Tensor {
-	return &Tensor{DType: dtFloat, Shape: shape, Data: r.arena.get(r, numel(shape)), owned: true}
+	n := numel(shape)
+	if d := r.dest; d != nil && len(d) == n {
+		r.dest = nil
+		return &Tensor{DType: dtFloat, Shape: shape, Data: d}
+	}
+	return &Tensor{DType: dtFloat, Shape: shape, Data: r.arena.get(r, n), owned: true}
 }
 
 // alloc returns a zeroed tensor of dt and shape.

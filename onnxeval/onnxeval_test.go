@@ -311,3 +311,71 @@ func TestLoopReturningCapturedValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInto: an output with a destination is computed in it (the
+// buffer the caller gave, never taken by the arena, so a later run's
+// values do not land in it unasked), with RunOrdered's values; a wrong
+// length leaves the output in the arena's buffer.
+func TestRunInto(t *testing.T) {
+	m, want := mlp(t)
+	x := []float32{1, 2, 3, 4, 5, -1, -2, -3, -4, -5}
+	in := []*onnxeval.Tensor{onnxeval.New([]int64{2, 5}, x)}
+	dst := make([]float32, 6)
+	out, err := m.RunInto(in, [][]float32{dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !onnxeval.OutputIn(out[0], dst) {
+		t.Fatal("the output was not computed in its destination")
+	}
+	for i, w := range want(x) {
+		if math.Abs(float64(dst[i]-w)) > 1e-5 {
+			t.Fatalf("y[%d] = %v, want %v", i, dst[i], w)
+		}
+	}
+	m.Recycle(out...) // not the arena's: nothing
+	kept := append([]float32(nil), dst...)
+	for range 3 {
+		o, err := m.RunOrdered([]*onnxeval.Tensor{onnxeval.New([]int64{2, 5}, []float32{9, 9, 9, 9, 9, 9, 9, 9, 9, 9})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o[0].Data.([]float32); &got[0] == &dst[0] {
+			t.Fatal("a later run wrote into the destination")
+		}
+		m.Recycle(o...)
+	}
+	for i := range kept {
+		if dst[i] != kept[i] {
+			t.Fatalf("the destination changed after later runs: %v, was %v", dst, kept)
+		}
+	}
+	short := make([]float32, 5)
+	out, err = m.RunInto(in, [][]float32{short})
+	if err != nil || onnxeval.OutputIn(out[0], short) {
+		t.Fatalf("a destination of the wrong length: %v, in place %v", err, err == nil && onnxeval.OutputIn(out[0], short))
+	}
+}
+
+// TestRunIntoTwoOutputsOfOneNode: a node that computes two graph outputs
+// of one length gets no destination (it might put one in the other's);
+// both come out right through the copy.
+func TestRunIntoTwoOutputsOfOneNode(t *testing.T) {
+	g := builder.New("split")
+	x := g.Input("x", builder.Float, builder.Dims(2, 4))
+	parts := ops.Split(x, nil, 1, 2)
+	g.Output("a", parts[0])
+	g.Output("b", parts[1])
+	m := open(t, g)
+	da, db := make([]float32, 4), make([]float32, 4)
+	out, err := m.RunInto([]*onnxeval.Tensor{onnxeval.New([]int64{2, 4}, []float32{1, 2, 3, 4, 5, 6, 7, 8})}, [][]float32{da, db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onnxeval.OutputIn(out[0], da) || onnxeval.OutputIn(out[1], db) || onnxeval.OutputIn(out[0], db) || onnxeval.OutputIn(out[1], da) {
+		t.Fatal("a node with two outputs wrote into a destination")
+	}
+	if a, b := out[0].Data.([]float32), out[1].Data.([]float32); !slices.Equal(a, []float32{1, 2, 5, 6}) || !slices.Equal(b, []float32{3, 4, 7, 8}) {
+		t.Fatalf("a %v, b %v", a, b)
+	}
+}

@@ -25,6 +25,10 @@ type plan struct {
 	consts   []constSlot
 	captures []capture // values of enclosing graphs a subgraph reads
 	steps    []step
+	// producer is, for each output slot, the step that computes its
+	// buffer (through aliasing operators): -1 for an input or a constant,
+	// and for the outputs of a step that computes more than one.
+	producer map[int]int
 }
 
 type constSlot struct {
@@ -281,6 +285,31 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 			p.steps[i].free = append(p.steps[i].free, r)
 		}
 	}
+	// The step that fills each output's buffer: its root's producer.
+	made := map[int]int{}
+	for i, st := range p.steps {
+		for _, k := range st.out {
+			if k >= 0 {
+				made[k] = i
+			}
+		}
+	}
+	p.producer = map[int]int{}
+	steps := map[int]int{} // graph outputs per producing step
+	for _, k := range p.outputs {
+		p.producer[k] = -1
+		if i, ok := made[root[k]]; ok && p.steps[i].op != "Constant" {
+			p.producer[k] = i
+			steps[i]++
+		}
+	}
+	for k, i := range p.producer {
+		if i >= 0 && steps[i] > 1 {
+			// A step that computes two outputs (or one twice) might put
+			// one in the other's destination: it gets none.
+			p.producer[k] = -1
+		}
+	}
 	p.dropPrepared(prepared, constOf, outputSlots(p))
 	// Constant nodes become constants: their steps do nothing at run time.
 	for i := range p.steps {
@@ -332,7 +361,12 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 		// body nodes inside it, each on its own) and given back after.
 		temp := r.temp
 		r.temp = 0
+		r.dest = nil
+		if outer == nil && r.dst != nil {
+			r.dest = p.destFor(i, r.dst)
+		}
 		err := st.fn(f, ins, outs)
+		r.dest = nil
 		r.budget += r.temp
 		r.temp = temp
 		if err != nil {
@@ -356,6 +390,21 @@ func (p *plan) run(r *runner, in []*Tensor, outer *frame) ([]*Tensor, error) {
 		res[i] = t
 	}
 	return res, nil
+}
+
+// destFor is the destination of the graph output that step i computes
+// (its first output, or the buffer an aliasing output views), nil when it
+// computes none that has one.
+func (p *plan) destFor(i int, dst [][]float32) []float32 {
+	for o, k := range p.outputs {
+		if o >= len(dst) || dst[o] == nil {
+			continue
+		}
+		if p.producer[k] == i {
+			return dst[o]
+		}
+	}
+	return nil
 }
 
 func (p *plan) ops(seen map[string]bool) {

@@ -92,7 +92,12 @@ func (b *Binding) runNative() error {
 		}
 		in[i] = et
 	}
-	out, err := s.native.RunOrdered(in)
+	// float32 outputs may be written straight into their bound tensors.
+	dsts := make([][]float32, len(b.out))
+	for i, t := range b.out {
+		dsts[i], _ = t.Data.([]float32)
+	}
+	out, err := s.native.RunInto(in, dsts)
 	if err != nil {
 		return fmt.Errorf("onnxrun: running %s: %w", s.name, err)
 	}
@@ -100,6 +105,9 @@ func (b *Binding) runNative() error {
 		dst := b.out[i]
 		if !slices.Equal(dst.Shape, o.Shape) || dst.DType() != DType(o.DType) {
 			return fmt.Errorf("onnxrun: running %s: output %q is %v%s, the bound tensor %s", s.name, s.outputs[i].Name, o.DType, formatDims(o.Shape, nil), dst)
+		}
+		if dsts[i] != nil && onnxeval.OutputIn(o, dsts[i]) {
+			continue // computed in place
 		}
 		if !copySame(dst.Data, o.Data) {
 			return fmt.Errorf("onnxrun: running %s: output %q: cannot copy %T into %T", s.name, s.outputs[i].Name, o.Data, dst.Data)
