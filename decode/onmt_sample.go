@@ -131,8 +131,13 @@ func (b *OpenNMTSample) Advance(s Slots, inputs []int64, parents []int) int {
 		if slot >= s.Len() {
 			return b.finish()
 		}
-		lp := append(b.scores[:0], s.LogProbs(slot)...)
-		b.scores = lp
+		// One path works on its slot's log-probs in place (a Search may);
+		// K paths copy them, as at the first step they all read slot 0.
+		lp := s.LogProbs(slot)
+		if b.K > 1 {
+			lp = append(b.scores[:0], lp...)
+			b.scores = lp
+		}
 		if b.Rules != nil {
 			b.Rules.Apply(lp, length-1, b.EOS, false)
 		}
