@@ -185,8 +185,8 @@ func joeyTokenizer(s joeySide, side, dir string) (*TokenizerRef, error) {
 	return r, nil
 }
 
-// Missing describes what of an onmt_tokenize tokenizer could not be found
-// ("" when nothing is missing).
+// Missing describes what of a tokenizer could not be found (for an
+// onmt_tokenize one, its subword model or vocabulary), "" when nothing is.
 func (r *TokenizerRef) Missing() string {
 	c := r.OpenNMT
 	if c == nil {

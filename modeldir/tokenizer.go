@@ -63,8 +63,7 @@ func configTokenizers(opt *Options, refs [2]*checkpoint.TokenizerRef) []string {
 			opt.fromConfig[i] = true
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s", side, r.Option))
 		case r.Path == "":
-			notes = append(notes, fmt.Sprintf("%s tokenizer: %s names %s %q, which is not at %s: pass %s FILE to translate raw text",
-				side, r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "), flag))
+			notes = append(notes, fmt.Sprintf("%s tokenizer: %s: pass %s FILE to translate raw text", side, r.Missing(), flag))
 		case r.Pretokenizer != "" && r.Pretokenizer != subword.PretokenizeNone && r.Pretokenizer != subword.PretokenizeMoses:
 			notes = append(notes, fmt.Sprintf("%s tokenizer: %s's pretokenizer %q is not implemented in attnx, so the tokenizer is not recorded: pass %s %s to apply it to text you pretokenise yourself",
 				side, r.Option, r.Pretokenizer, flag, r.Path))

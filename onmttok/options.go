@@ -235,7 +235,7 @@ func (o Options) validate() (resolved, error) {
 		r.segmentScripts[c] = true
 	}
 	if r.Lang != "" {
-		if _, err := language.Parse(r.Lang); err != nil || !validLanguage(r.Lang) {
+		if !validLanguage(r.Lang) {
 			return r, fmt.Errorf("lang is not a valid ISO language code: %s", r.Lang)
 		}
 	}

@@ -186,9 +186,11 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 	cs := chars(text, (*pooled)[:0])
 	defer func() { *pooled = cs[:0]; charPool.Put(pooled) }()
 	// Scripts tell letters' alphabets apart, which only the segmentation by
-	// alphabet looks at: without it every letter is of alphabet 0.
-	scripts := make([]int, len(cs))
+	// alphabet looks at: without it (scripts nil) every letter is of
+	// alphabet 0.
+	var scripts []int
 	if t.o.SegmentAlphabetChange || len(t.o.segmentScripts) > 0 {
+		scripts = make([]int, len(cs))
 		prevScript := -1
 		for i, c := range cs {
 			s := scriptOf(c.v, prevScript)
@@ -288,7 +290,10 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 			if isNumber {
 				alphabet = numberAlphabet
 			} else if isLetter {
-				alphabet = scripts[i]
+				alphabet = 0
+				if scripts != nil {
+					alphabet = scripts[i]
+				}
 			}
 			if t.o.mode == modeConservative {
 				if isNumber || v == '_' || (st == stLetter && v == '-') ||

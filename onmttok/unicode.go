@@ -125,16 +125,7 @@ var charPool = sync.Pool{New: func() any { return new([]char) }}
 // utf8Len is the number of characters chars finds.
 func utf8Len(s string) int {
 	n := 0
-	for i := 0; i < len(s); {
-		if s[i] == 0 {
-			break
-		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if !(r == utf8.RuneError && w == 1) {
-			n++
-		}
-		i += w
-	}
+	forChars(s, func(rune, int) { n++ })
 	return n
 }
 
@@ -224,19 +215,6 @@ func scriptCode(name string) int {
 	return -1
 }
 
-// scriptName is a script code's name, as the Tokenizer's alphabets name it.
-func scriptName(code int) string {
-	switch {
-	case code == scriptKangxi:
-		return "Kangxi"
-	case code == scriptKanbun:
-		return "Kanbun"
-	case code >= 0 && code < len(icuScripts):
-		return icuScripts[code][0]
-	}
-	return ""
-}
-
 // unknownScript is ICU's code for unassigned code points (Zzzz).
 var unknownScript = scriptCode("Zzzz")
 
@@ -283,5 +261,3 @@ func scriptOf(r rune, previous int) int {
 	}
 	return code
 }
-
-func goUnicodeVersion() string { return unicode.Version }

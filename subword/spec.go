@@ -115,7 +115,7 @@ func (s Spec) Check() error {
 	default:
 		return fmt.Errorf("kind %q: want %q, %q, %q or %q", s.Kind, KindSentencePiece, KindSubwordNMT, KindChatbot, KindOpenNMT)
 	}
-	if s.File == "" || strings.ContainsAny(s.File, "/\\\x00") || s.File == "." || s.File == ".." {
+	if !plainName(s.File) {
 		return fmt.Errorf("file %q: must be a plain file name inside the model directory", s.File)
 	}
 	return nil
