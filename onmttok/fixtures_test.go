@@ -130,3 +130,21 @@ func checkFixtures(t *testing.T, path string, minSets, minLines int) {
 		t.Errorf("%d sets and %d lines read: the fixture is short", tokenSets, lines)
 	}
 }
+
+// TestWrappedCacheStats: the tokenizer OpenNMT-py's newline handling
+// wraps still reports its cache (translate's TokenizerCache, /metrics).
+func TestWrappedCacheStats(t *testing.T) {
+	tok, err := subword.OpenOpenNMT(onmttok.Config{Options: onmttok.Options{Mode: onmttok.ModeConservative}, SubwordType: onmttok.SubwordSentencePiece,
+		SubwordModel: "testdata/sp.model", NewlinePlaceholder: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Encode("hello world")
+	c, ok := tok.(interface{ CacheStats() subword.CacheStats })
+	if !ok {
+		t.Fatalf("%T has no CacheStats", tok)
+	}
+	if st := c.CacheStats(); st.Misses != 2 || st.Entries != 2 {
+		t.Errorf("stats %+v: want the two words counted", st)
+	}
+}

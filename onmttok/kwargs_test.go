@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/internal/wordcache"
 )
 
 func TestParseKwargs(t *testing.T) {
@@ -115,5 +116,27 @@ func TestScriptsTableFresh(t *testing.T) {
 	}
 	if string(got) != string(want) {
 		t.Fatal("scripts_table.go is stale: run go generate ./onmttok")
+	}
+}
+
+// TestCacheStats: a tokenizer's subword cache is counted (what /metrics
+// shows), and bounded by wordcache.Bytes.
+func TestCacheStats(t *testing.T) {
+	b, err := LoadBPE("testdata/bpe.codes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := New(Options{Mode: ModeAggressive, JoinerAnnotate: true}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Tokenize("the president said the president")
+	st := tok.CacheStats()
+	if st.Entries != 3 || st.Hits != 2 || st.Misses != 3 || st.MaxBytes != wordcache.Bytes || st.Bytes <= 0 {
+		t.Errorf("stats %+v: want 3 words held, 2 hits, 3 misses, bounded by %d bytes", st, wordcache.Bytes)
+	}
+	plain, _ := New(Options{}, nil)
+	if st := plain.CacheStats(); st != (wordcache.Stats{}) {
+		t.Errorf("no subword model: %+v", st)
 	}
 }

@@ -3,6 +3,8 @@ package onmttok
 import (
 	"fmt"
 	"strings"
+
+	"github.com/attnx/attnx/internal/wordcache"
 )
 
 // Subword segments one token's text into pieces, as the Tokenizer's
@@ -631,4 +633,16 @@ func (t *Tokenizer) Describe() string {
 		s += " with SentencePiece"
 	}
 	return s
+}
+
+// CacheStats counts the subword model's cache of segmented words (zero
+// without a subword model): what /metrics shows of a tokenizer.
+func (t *Tokenizer) CacheStats() wordcache.Stats {
+	switch sw := t.subword.(type) {
+	case *BPE:
+		return sw.cache.Stats()
+	case spSubword:
+		return sw.cache.Stats()
+	}
+	return wordcache.Stats{}
 }
