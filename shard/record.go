@@ -1,0 +1,358 @@
+package shard
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/internal/atomicfile"
+)
+
+// Part returns the file a shard's translation is written to: output with
+// ".shard-K-of-N" appended, in output's directory.
+func Part(output string, s Spec) string {
+	return fmt.Sprintf("%s.shard-%d-of-%d", output, s.K, s.N)
+}
+
+// RecordFile returns the record of the part file part: part + ".json".
+func RecordFile(part string) string { return part + ".json" }
+
+// Record says what a translated shard holds. It is written beside the part
+// file once the part is complete, and Merge checks the parts against it.
+type Record struct {
+	// Shard is "K/N".
+	Shard string `json:"shard"`
+	// Source is the source file as named on the command line, SourceSize
+	// its size in bytes, and [Start, End) the shard's bytes of it, whose
+	// SHA-256 is SourceSHA256.
+	Source       string `json:"source"`
+	SourceSize   int64  `json:"source_size"`
+	Start        int64  `json:"start"`
+	End          int64  `json:"end"`
+	SourceSHA256 string `json:"source_sha256"`
+	// Sentences counts the shard's source lines, Lines the part's lines
+	// (Sentences x LinesPerSentence), Bytes its size and PartSHA256 its
+	// SHA-256.
+	Sentences        int    `json:"sentences"`
+	LinesPerSentence int    `json:"lines_per_sentence"`
+	Lines            int    `json:"lines"`
+	Bytes            int64  `json:"bytes"`
+	PartSHA256       string `json:"part_sha256"`
+	// Settings identifies the model and the decoding settings (a digest
+	// the caller makes): shards translated with different ones do not
+	// merge, and a shard is not skipped when they changed.
+	Settings string `json:"settings"`
+}
+
+// Source is the shard of a file being read.
+type Source struct {
+	Path       string
+	Spec       Spec
+	Size       int64
+	Start, End int64
+	f          *os.File
+	sum        hash.Hash
+}
+
+// OpenSource opens path and finds shard s of it (Bounds). Read its bytes
+// with Reader, then SHA256 gives their digest; Close closes the file.
+func OpenSource(path string, s Spec) (*Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file: a shard is a byte range of a file, found without reading the rest (give a file, not a pipe)", path)
+	}
+	var start, end int64
+	if err == nil {
+		start, end, err = Bounds(f, st.Size(), s)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shard %v of %s: %w", s, path, err)
+	}
+	return &Source{Path: path, Spec: s, Size: st.Size(), Start: start, End: end, f: f, sum: sha256.New()}, nil
+}
+
+// Reader reads the shard's bytes once, hashing them.
+func (s *Source) Reader() io.Reader {
+	return io.TeeReader(io.NewSectionReader(s.f, s.Start, s.End-s.Start), s.sum)
+}
+
+// SHA256 is the hex digest of the bytes read through Reader.
+func (s *Source) SHA256() string { return hex.EncodeToString(s.sum.Sum(nil)) }
+
+// Close closes the file.
+func (s *Source) Close() error { return s.f.Close() }
+
+// LinesBefore counts the lines of the file before the shard (for error
+// messages that name a line of the whole file); it reads the bytes before
+// the shard.
+func (s *Source) LinesBefore() (int, error) {
+	n := 0
+	buf := make([]byte, 256<<10)
+	r := io.NewSectionReader(s.f, 0, s.Start)
+	for {
+		k, err := r.Read(buf)
+		for _, b := range buf[:k] {
+			if b == '\n' {
+				n++
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Record returns the record of the shard as read, for a part of the given
+// settings; the caller fills in the part's counts once written.
+func (s *Source) Record(settings string, sentences, linesPerSentence int) Record {
+	return Record{Shard: s.Spec.String(), Source: s.Path, SourceSize: s.Size, Start: s.Start, End: s.End,
+		SourceSHA256: s.SHA256(), Sentences: sentences, LinesPerSentence: linesPerSentence, Lines: sentences * linesPerSentence, Settings: settings}
+}
+
+// Finished reports whether part holds the translation want describes: its
+// record says the same shard of the same source bytes with the same
+// settings, and the part file is whole (its size and digest are the
+// record's). When it is not, why says what differs ("" when there is no
+// record: the shard was never finished).
+func Finished(part string, want Record) (done bool, why string, err error) {
+	have, err := readRecord(RecordFile(part))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	switch {
+	case have.Shard != want.Shard || have.SourceSize != want.SourceSize || have.Start != want.Start || have.End != want.End || have.SourceSHA256 != want.SourceSHA256:
+		return false, "its source bytes differ from the record's (the source file changed)", nil
+	case have.Settings != want.Settings:
+		return false, "it was translated with other settings or another model", nil
+	case have.LinesPerSentence != want.LinesPerSentence || have.Sentences != want.Sentences:
+		return false, "its record counts other lines", nil
+	}
+	if err := checkPart(part, have); err != nil {
+		return false, err.Error(), nil
+	}
+	return true, "", nil
+}
+
+// Counter counts the lines, bytes and digest of a part as it is written.
+type Counter struct {
+	W     io.Writer
+	Lines int
+	Bytes int64
+	sum   hash.Hash
+}
+
+// NewCounter wraps w.
+func NewCounter(w io.Writer) *Counter { return &Counter{W: w, sum: sha256.New()} }
+
+func (c *Counter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.sum.Write(p[:n])
+	c.Bytes += int64(n)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			c.Lines++
+		}
+	}
+	return n, err
+}
+
+// SHA256 is the hex digest of what was written.
+func (c *Counter) SHA256() string { return hex.EncodeToString(c.sum.Sum(nil)) }
+
+// WriteRecord completes rec with the part's counts from c, checks that the
+// part has the lines the record expects, and writes the record beside the
+// part (atomically): from then on the shard counts as done.
+func WriteRecord(part string, rec Record, c *Counter) error {
+	if c.Lines != rec.Lines {
+		return fmt.Errorf("shard %s: %d lines written to %s, want %d (%d sentences x %d)", rec.Shard, c.Lines, part, rec.Lines, rec.Sentences, rec.LinesPerSentence)
+	}
+	rec.Bytes, rec.PartSHA256 = c.Bytes, c.SHA256()
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(RecordFile(part), append(data, '\n'), 0o644)
+}
+
+func readRecord(path string) (Record, error) {
+	var r Record
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("%s: not a shard record: %w", path, err)
+	}
+	return r, nil
+}
+
+// checkPart checks a part file against its record: size, digest and lines.
+func checkPart(part string, rec Record) error {
+	f, err := os.Open(part)
+	if err != nil {
+		return fmt.Errorf("its part file is missing: %w", err)
+	}
+	defer f.Close()
+	c := NewCounter(io.Discard)
+	if _, err := io.Copy(c, f); err != nil {
+		return fmt.Errorf("reading %s: %w", part, err)
+	}
+	if c.Bytes != rec.Bytes || c.SHA256() != rec.PartSHA256 || c.Lines != rec.Lines {
+		return fmt.Errorf("%s has %d bytes in %d lines, not the %d bytes in %d lines its record %s says (changed since it was written)", part, c.Bytes, c.Lines, rec.Bytes, rec.Lines, RecordFile(part))
+	}
+	return nil
+}
+
+var partRecord = regexp.MustCompile(`\.shard-([0-9]+)-of-([0-9]+)\.json$`)
+
+// Merged sums up a Merge.
+type Merged struct {
+	Shards, Sentences, Lines int
+	Bytes                    int64
+	Source                   string
+}
+
+// Merge joins the parts of output's N shards, in order, into output
+// (atomically), after checking that they are all there and fit together:
+// one record per shard from 1/N to N/N, the same source and settings,
+// byte ranges that tile the source from its first byte to its last, and
+// part files whole (size, digest and lines as recorded). The parts are
+// left in place.
+func Merge(output string) (Merged, error) {
+	var m Merged
+	matches, err := filepath.Glob(globEscape(output) + ".shard-*-of-*.json")
+	if err != nil {
+		return m, err
+	}
+	byN := map[int]map[int]string{}
+	for _, path := range matches {
+		g := partRecord.FindStringSubmatch(path)
+		if g == nil || path != output+g[0] {
+			continue
+		}
+		k, _ := strconv.Atoi(g[1])
+		n, _ := strconv.Atoi(g[2])
+		if k < 1 || k > n {
+			continue
+		}
+		if byN[n] == nil {
+			byN[n] = map[int]string{}
+		}
+		byN[n][k] = path
+	}
+	switch len(byN) {
+	case 0:
+		return m, fmt.Errorf("%s: no finished shards (no %s.shard-K-of-N.json beside it): translate them first (attnx translate --src FILE --output %s --shard K/N)", output, filepath.Base(output), output)
+	case 1:
+	default:
+		var ns []string
+		for n := range byN {
+			ns = append(ns, strconv.Itoa(n))
+		}
+		slices.Sort(ns)
+		return m, fmt.Errorf("%s: parts of %s shards: a run with another N left its parts; remove the stale ones", output, strings.Join(ns, " and of "))
+	}
+	var n int
+	for n = range byN {
+	}
+	var missing []string
+	for k := 1; k <= n; k++ {
+		if byN[n][k] == "" {
+			missing = append(missing, Spec{k, n}.String())
+		}
+	}
+	if len(missing) > 0 {
+		return m, fmt.Errorf("%s: %d of %d shards not finished: %s (no %s.shard-K-of-%d.json for them): run them, then merge again", output, len(missing), n, strings.Join(missing, ", "), filepath.Base(output), n)
+	}
+	recs := make([]Record, n+1)
+	for k := 1; k <= n; k++ {
+		r, err := readRecord(byN[n][k])
+		if err != nil {
+			return m, err
+		}
+		if r.Shard != (Spec{k, n}).String() {
+			return m, fmt.Errorf("%s records shard %s, not %d/%d", byN[n][k], r.Shard, k, n)
+		}
+		recs[k] = r
+	}
+	first := recs[1]
+	for k := 1; k <= n; k++ {
+		r := recs[k]
+		switch {
+		case r.Settings != first.Settings:
+			return m, fmt.Errorf("shard %s was translated with other settings or another model than shard 1/%d: translate it again with theirs (remove %s)", r.Shard, n, byN[n][k])
+		case r.SourceSize != first.SourceSize || r.Source != first.Source:
+			return m, fmt.Errorf("shard %s is of %s (%d bytes), shard 1/%d of %s (%d bytes): not the same source", r.Shard, r.Source, r.SourceSize, n, first.Source, first.SourceSize)
+		case k == 1 && r.Start != 0, k > 1 && r.Start != recs[k-1].End, k == n && r.End != r.SourceSize:
+			return m, fmt.Errorf("shard %s holds bytes %d-%d of %s, which do not follow on from the shards before it (the source changed between shards?): translate the shards again", r.Shard, r.Start, r.End, r.Source)
+		}
+		if err := checkPart(Part(output, Spec{k, n}), r); err != nil {
+			return m, fmt.Errorf("shard %s: %w", r.Shard, err)
+		}
+	}
+	err = atomicfile.Write(output, 0o644, func(w io.Writer) error {
+		for k := 1; k <= n; k++ {
+			part := Part(output, Spec{k, n})
+			f, err := os.Open(part)
+			if err != nil {
+				return err
+			}
+			c := NewCounter(w)
+			_, err = io.Copy(c, f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("copying %s: %w", part, err)
+			}
+			if c.SHA256() != recs[k].PartSHA256 {
+				return fmt.Errorf("%s changed while it was merged", part)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	m = Merged{Shards: n, Source: first.Source}
+	for k := 1; k <= n; k++ {
+		m.Sentences += recs[k].Sentences
+		m.Lines += recs[k].Lines
+		m.Bytes += recs[k].Bytes
+	}
+	return m, nil
+}
+
+// globEscape escapes filepath.Match's metacharacters in a literal path.
+func globEscape(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
