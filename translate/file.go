@@ -104,15 +104,24 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 // however attnx batches it; nil when the model's limit does not depend on
 // batches.
 func (t *Translator) corpusLens(rows [][]int64, co CorpusOptions) []int {
-	d := t.info.Defaults
-	if d == nil || d.Batching == nil || t.opt.MaxLen != 0 && t.opt.MaxLenRatio == nil {
+	if !t.BatchDependentLimits() {
 		return nil
 	}
-	b := *d.Batching
+	b := *t.info.Defaults.Batching
 	if tb := co.ToolkitBatches; tb != nil && tb.Size > 0 {
 		b.Size, b.Tokens = tb.Size, tb.Tokens
 	}
 	return batchLongest(rows, &b)
+}
+
+// BatchDependentLimits reports whether a test set's output limits depend
+// on the toolkit's batches (attnx.json's defaults.batching, and no fixed
+// Options.MaxLen): a sentence's limit then depends on the sentences
+// batched with it, so translating a part of a test set alone can give a
+// sentence near the part's edge another limit than the whole file does.
+func (t *Translator) BatchDependentLimits() bool {
+	d := t.info.Defaults
+	return d != nil && d.Batching != nil && (t.opt.MaxLen == 0 || t.opt.MaxLenRatio != nil)
 }
 
 // CorpusLimits returns the output limit, EOS included, that

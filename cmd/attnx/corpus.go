@@ -12,6 +12,7 @@ import (
 
 	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"
 	"github.com/schollz/progressbar/v3"
 )
@@ -26,6 +27,10 @@ type corpusJob struct {
 	withScore   bool   // plain lines end with a tab and the score
 	plot        string
 	opts        translate.CorpusOptions
+	// shard, when set, is the shard of src being translated, whose lines
+	// are read already: output is its part file, which gets its record.
+	shard *shardJob
+	lines []string
 }
 
 // corpusLanes chooses the lanes and the ONNX Runtime threads of each: by
@@ -58,14 +63,27 @@ func noteSegmented(tr *translate.Translator, inputs []string) {
 	}
 }
 
+// corpusEmitted, when set (by tests), hears each sentence of --src once
+// it is written.
+var corpusEmitted func(i int)
+
 func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
-	lines, err := readSegments(job.src)
-	if err != nil {
-		return fmt.Errorf("--src: %w", err)
+	lines := job.lines
+	if job.shard == nil {
+		if lines, err = readSegments(job.src); err != nil {
+			return fmt.Errorf("--src: %w", err)
+		}
+	} else {
+		job.output = job.shard.part
+		if tr.BatchDependentLimits() {
+			fmt.Fprintf(stderr, "attnx translate: note: the model's output limits depend on its toolkit's batches (attnx.json's defaults.batching): shard %s is batched as the toolkit would batch it alone, so a sentence near its edges may get another limit than in one run over the whole file; --max-len N gives every sentence the same limit in any shard\n",
+				job.shard.rec.Shard)
+		}
 	}
 	noteSegmented(tr, lines)
 	var w *bufio.Writer
 	var af *atomicfile.File
+	var counted *shard.Counter
 	if job.output != "" {
 		if af, err = atomicfile.Create(job.output, 0o644); err != nil {
 			return fmt.Errorf("--output: %w", err)
@@ -75,7 +93,12 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 				af.Discard()
 			}
 		}()
-		w = bufio.NewWriterSize(af, 1<<16)
+		var dst io.Writer = af
+		if job.shard != nil {
+			counted = shard.NewCounter(af)
+			dst = counted
+		}
+		w = bufio.NewWriterSize(dst, 1<<16)
 	} else {
 		w = bufio.NewWriter(stdout)
 	}
@@ -93,6 +116,9 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 		if err := write(); err != nil {
 			return err
 		}
+		if corpusEmitted != nil {
+			corpusEmitted(i)
+		}
 		if job.plot != "" && res.Tokens != nil {
 			if err := plot.Add(lines[i], res.SourceTokens, res.OutputTokens, res.Attention); err != nil {
 				return err
@@ -108,6 +134,9 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	})
 	bar.finish()
 	if err != nil {
+		if job.shard != nil {
+			err = job.shard.lineInFile(err)
+		}
 		return translateCLIError(fmt.Errorf("%s %w", job.src, err))
 	}
 	if err := w.Flush(); err != nil {
@@ -115,6 +144,12 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	}
 	if af != nil {
 		if err := af.Commit(); err != nil {
+			return err
+		}
+	}
+	if job.shard != nil {
+		// The part is complete: its record makes the shard done.
+		if err := shard.WriteRecord(job.shard.part, job.shard.rec, counted); err != nil {
 			return err
 		}
 	}

@@ -39,6 +39,7 @@ func init() {
 	commands = []command{
 		{name: "conformance", summary: "run the ONNX backend test data through export and ONNX Runtime", usage: "[flags] [dir...]", run: runConformance},
 		{name: "translate", summary: "greedy-decode or beam-search text or token ids with a model directory", usage: "--model DIR [flags] [--ids \"5 9 2\"]... [TEXT...]", run: runTranslate},
+		{name: "merge", summary: "join the parts of a test set translated in shards (translate --shard K/N), checking that every line is there", usage: "OUTPUT", run: runMerge},
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file, a model directory, or what export makes of a checkpoint", usage: "[--json] [--config FILE] FILE.onnx|DIR|CHECKPOINT", run: runInspect},
 		{name: "score", summary: "corpus BLEU and chrF of translations against references, as sacreBLEU computes them", usage: "--ref REF [--ref REF2]... [HYP]", run: runScore},

@@ -132,6 +132,7 @@ func runTranslate(args []string) error {
 	output := fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	batchTokens := fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
 	lanes := fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
+	shardFlag := fs.String("shard", "", "with --src FILE and --output OUT: translate shard `K/N` of FILE's lines (GNU split -n l/K/N's) into OUT.shard-K-of-N, skipped when done already; auto (a Slurm array task's) or auto/N (a Kubernetes Indexed Job pod's, N its completions); attnx merge OUT joins the parts")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -210,8 +211,18 @@ func runTranslate(args []string) error {
 	case *format == formatFairseq && *rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--format fairseq writes fairseq's scores, which its search records: it goes with fairseq's rules (the default of a fairseq model), not --rules %s", *rules)}
 	}
-	if *src == "" && (*output != "" || *batchTokens != 0 || *lanes != 0) {
-		return &usageError{"--output, --batch-tokens and --lanes go with --src FILE"}
+	if *src == "" && (*output != "" || *batchTokens != 0 || *lanes != 0 || *shardFlag != "") {
+		return &usageError{"--output, --batch-tokens, --lanes and --shard go with --src FILE"}
+	}
+	if *shardFlag != "" {
+		switch {
+		case *src == stdinName || *output == "" || *output == stdinName:
+			return &usageError{"--shard K/N reads a byte range of --src FILE and writes its part beside --output OUT: give both as files (not -)"}
+		case *format != formatPlain:
+			return &usageError{fmt.Sprintf("--format %s numbers the sentences from the start of what it reads, which a shard cannot know: use the plain format or --json with --shard", *format)}
+		case *plotPath != "":
+			return &usageError{"--plot goes without --shard (a shard's heat maps would be numbered from its own first line)"}
+		}
 	}
 	if *src != "" && (len(ids) > 0 || fs.NArg() > 0) {
 		return &usageError{"give --src FILE or inputs (TEXT arguments, --ids), not both"}
@@ -267,6 +278,23 @@ func runTranslate(args []string) error {
 		topt.MaxLenRatio = maxLenRatio
 	}
 	var fileLanes int
+	var sj *shardJob
+	var shardLines []string
+	if *shardFlag != "" {
+		settings, err := shardSettings(*model, topt, translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens}, corpusJob{json: *jsonOut, attention: *withAttention, nBest: *nBest, withScore: *withScore})
+		if err != nil {
+			return err
+		}
+		perSentence := *nBest
+		if *jsonOut {
+			perSentence = 1
+		}
+		var skip bool
+		if sj, shardLines, skip, err = openShard(*shardFlag, *src, *output, settings, perSentence); err != nil || skip {
+			return err
+		}
+		defer sj.src.Close()
+	}
 	if *src != "" {
 		fileLanes, topt.Threads = corpusLanes(*lanes, *threads)
 		if *batchTokens > 0 {
@@ -298,7 +326,7 @@ func runTranslate(args []string) error {
 		case fs.Changed("batch"):
 			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
 		}
-		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co})
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co, shard: sj, lines: shardLines})
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
