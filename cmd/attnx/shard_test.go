@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/shard"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // demoLuong exports the trained demo model (Luong, character-level dates),
@@ -58,19 +62,25 @@ func shardCorpus(t *testing.T, n int) string {
 	return path
 }
 
-// TestShardHelperProcess runs attnx's main with ATTNX_SHARD_ARGS (JSON);
+// TestShardHelperProcess runs attnx's main with ATTNX_SHARD_ARGS (JSON),
+// or with ATTNX_SHARD_HELPER=argv the arguments after the test binary's
+// own and "--" (a stand-in attnx for scripts);
 // with ATTNX_STALL_AFTER=I it stops for good once sentence I of its test
 // set is written, after creating the file ATTNX_STALLED, so that a test
 // can kill it mid-shard.
 func TestShardHelperProcess(t *testing.T) {
 	args := os.Getenv("ATTNX_SHARD_ARGS")
-	if args == "" {
-		t.Skip("helper process for the shard tests")
-	}
 	var argv []string
-	if err := json.Unmarshal([]byte(args), &argv); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(99)
+	switch {
+	case os.Getenv("ATTNX_SHARD_HELPER") == "argv":
+		argv = flag.Args() // after the test binary's flags and --
+	case args == "":
+		t.Skip("helper process for the shard tests")
+	default:
+		if err := json.Unmarshal([]byte(args), &argv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(99)
+		}
 	}
 	if s := os.Getenv("ATTNX_STALL_AFTER"); s != "" {
 		at, _ := strconv.Atoi(s)
@@ -220,5 +230,165 @@ func TestTranslateShardErrors(t *testing.T) {
 	}
 	if code, _, errs := attnx("merge"); code != 2 || !strings.Contains(errs, "want one OUTPUT") {
 		t.Errorf("merge without OUTPUT: exit %d, %q", code, errs)
+	}
+}
+
+// jobCommand reads a Job manifest of deploy/ and returns its container's
+// arguments with each volume's mount path replaced by the local directory
+// mounts gives for the volume's claim.
+func jobCommand(t *testing.T, path string, mounts map[string]string) []string {
+	t.Helper()
+	var job batchv1.Job
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	claims := map[string]string{}
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	args := append([]string(nil), c.Args...)
+	for _, vm := range c.VolumeMounts {
+		local := mounts[claims[vm.Name]]
+		if local == "" {
+			t.Fatalf("%s mounts claim %q, which the test does not provide", path, claims[vm.Name])
+		}
+		for i, a := range args {
+			if rest, ok := strings.CutPrefix(a, vm.MountPath+"/"); ok {
+				args[i] = filepath.Join(local, rest)
+			}
+		}
+	}
+	return args
+}
+
+// TestIndexedJobLocally runs deploy/translate-job.yaml as Kubernetes
+// would, here: one process per completion index, each with its
+// JOB_COMPLETION_INDEX and the manifest's own arguments (the claims'
+// mount paths pointing at local directories: the demo model, a test set),
+// then deploy/merge-job.yaml's command; the merged file is the one run's.
+func TestIndexedJobLocally(t *testing.T) {
+	data, models := t.TempDir(), t.TempDir()
+	if err := os.CopyFS(filepath.Join(models, "dates"), os.DirFS(demoLuong(t))); err != nil {
+		t.Fatal(err)
+	}
+	corpus, _ := os.ReadFile(shardCorpus(t, 1500))
+	os.WriteFile(filepath.Join(data, "corpus.txt"), corpus, 0o644)
+	os.Mkdir(filepath.Join(data, "out"), 0o755)
+	mounts := map[string]string{"attnx-data": data, "attnx-models": models}
+	args := jobCommand(t, "../../deploy/translate-job.yaml", mounts)
+	var job batchv1.Job
+	raw, _ := os.ReadFile("../../deploy/translate-job.yaml")
+	yaml.Unmarshal(raw, &job)
+	n := int(*job.Spec.Completions)
+	var cmds []*exec.Cmd
+	var logs = make([]strings.Builder, n)
+	for i := range n {
+		c := shardProcess(t, args, fmt.Sprintf("%s=%d", shard.EnvJobIndex, i))
+		c.Stderr = &logs[i]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("pod %d: %v\n%s", i, err, logs[i].String())
+		}
+	}
+	merge := jobCommand(t, "../../deploy/merge-job.yaml", mounts)
+	if code, _, errs := attnx(merge...); code != 0 {
+		t.Fatalf("attnx %q: %s", merge, errs)
+	}
+	one := filepath.Join(t.TempDir(), "one.txt")
+	if code, _, errs := attnx("translate", "--model", flagAfter(args, "--model"), "--src", flagAfter(args, "--src"), "--output", one); code != 0 {
+		t.Fatal(errs)
+	}
+	a, _ := os.ReadFile(one)
+	b, err := os.ReadFile(merge[1])
+	if err != nil || len(a) == 0 || string(a) != string(b) {
+		t.Errorf("the Job's merged output (%d bytes, %v) differs from one run's (%d bytes)", len(b), err, len(a))
+	}
+}
+
+func flagAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// TestSlurmArrayLocally runs deploy/translate.sbatch as a Slurm array
+// would: once per task of its #SBATCH --array range, with the variables
+// Slurm sets (SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _MAX,
+// SLURM_CPUS_PER_TASK), under bash, with a stand-in srun that runs its
+// command here and attnx standing for the binary; then the merge its
+// comment gives. The merged file is the one run's.
+func TestSlurmArrayLocally(t *testing.T) {
+	bash := testenv.Command(t, "bash", "bash")
+	script, err := filepath.Abs("../../deploy/translate.sbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi, cpus int
+	for _, l := range strings.Split(string(text), "\n") {
+		fmt.Sscanf(l, "#SBATCH --array=%d-%d", &lo, &hi)
+		fmt.Sscanf(l, "#SBATCH --cpus-per-task=%d", &cpus)
+	}
+	if hi < lo || cpus < 1 {
+		t.Fatalf("%s: --array=%d-%d, --cpus-per-task=%d", script, lo, hi, cpus)
+	}
+	bin := t.TempDir()
+	self, _ := filepath.Abs(os.Args[0])
+	stubs := map[string]string{
+		// srun runs a job step: here, the command after srun's options.
+		"srun":  "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n",
+		"attnx": fmt.Sprintf("#!/bin/sh\nATTNX_SHARD_HELPER=argv exec %q -test.run='^TestShardHelperProcess$' -- \"$@\"\n", self),
+	}
+	for name, body := range stubs {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := t.TempDir()
+	model := demoLuong(t)
+	src := shardCorpus(t, 1300)
+	out := filepath.Join(work, "out", "corpus.txt")
+	for id := lo; id <= hi; id++ {
+		cmd := exec.Command(bash, script)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "MODEL="+model, "SRC="+src, "OUT="+out,
+			fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id), fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%d", hi-lo+1),
+			fmt.Sprintf("SLURM_ARRAY_TASK_MIN=%d", lo), fmt.Sprintf("SLURM_ARRAY_TASK_MAX=%d", hi), fmt.Sprintf("SLURM_CPUS_PER_TASK=%d", cpus))
+		if log, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(log), fmt.Sprintf("-> %s", shard.Part(out, shard.Spec{K: id - lo + 1, N: hi - lo + 1}))) {
+			t.Fatalf("task %d: %v\n%s", id, err, log)
+		}
+	}
+	if !strings.Contains(string(text), `--wrap "attnx merge out/corpus.txt"`) {
+		t.Fatalf("%s: the merge command its comment gives changed; update this test", script)
+	}
+	if code, _, errs := attnx("merge", out); code != 0 {
+		t.Fatal(errs)
+	}
+	one := filepath.Join(work, "one.txt")
+	if code, _, errs := attnx("translate", "--model", model, "--src", src, "--output", one); code != 0 {
+		t.Fatal(errs)
+	}
+	a, _ := os.ReadFile(one)
+	b, _ := os.ReadFile(out)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("the array's merged output (%d bytes) differs from one run's (%d bytes)", len(b), len(a))
 	}
 }
