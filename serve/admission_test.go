@@ -359,3 +359,44 @@ func serveLoopback(t *testing.T, cfg Config) *serving {
 	waitFor(t, "readiness", s.Ready)
 	return sv
 }
+
+// TestReadinessSaturated: readiness fails while a model's queue is full
+// (the next request would get 429), naming the model, and comes back when
+// the queue has room; attnx_serve_rows_in_flight counts the rows of the
+// admitted requests, waiting or decoding.
+func TestReadinessSaturated(t *testing.T) {
+	b := newBlockingBackend()
+	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), MaxConcurrent: 1, MaxQueue: 2})
+	url := hs.URL + PathTranslate
+	rows := func() float64 { return gathered(t, s, MetricRowsInFlight, nil).GetGauge().GetValue() }
+	first := postAsync(t, url, `{"ids": [[3, 4], [5]]}`)
+	<-b.entered
+	second := postAsync(t, url, `{"ids": [[5]]}`)
+	waitFor(t, "the second request to queue", func() bool { return s.models["m"].lim.depth() == 1 })
+	if code, body := get(t, hs.URL+PathReady); code != 200 || body != `{"status":"ready"}`+"\n" {
+		t.Errorf("readyz with room in the queue: %d %s", code, body)
+	}
+	third := postAsync(t, url, `{"ids": [[6], [7], [8]]}`)
+	waitFor(t, "the third request to queue", func() bool { return s.models["m"].lim.depth() == 2 })
+	if code, body := get(t, hs.URL+PathReady); code != 503 || body != `{"model":"m","queue_depth":2,"status":"saturated"}`+"\n" {
+		t.Errorf("readyz with the queue full: %d %s", code, body)
+	}
+	if r := rows(); r != 6 {
+		t.Errorf("%s = %v with 2+1+3 rows admitted, want 6", MetricRowsInFlight, r)
+	}
+	b.release <- struct{}{}
+	<-b.entered
+	waitFor(t, "room in the queue", func() bool { return s.models["m"].lim.depth() == 1 })
+	if code, body := get(t, hs.URL+PathReady); code != 200 {
+		t.Errorf("readyz once the queue has room: %d %s", code, body)
+	}
+	b.release <- struct{}{}
+	<-b.entered
+	b.release <- struct{}{}
+	for i, ch := range []<-chan answer{first, second, third} {
+		if a := <-ch; a.code != 200 {
+			t.Errorf("request %d: %d %s", i+1, a.code, a.body)
+		}
+	}
+	waitFor(t, "no rows in flight", func() bool { return rows() == 0 })
+}

@@ -20,7 +20,8 @@ const (
 	// PathHealth answers 200 while the process is alive (liveness).
 	PathHealth = "/healthz"
 	// PathReady answers 200 once every model is loaded and until shutdown
-	// begins, 503 otherwise (readiness).
+	// begins, while no model's queue is full (Server.Saturated); 503
+	// otherwise (readiness).
 	PathReady = "/readyz"
 	// PathMetrics serves Prometheus metrics in the text format.
 	PathMetrics = "/metrics"

@@ -11,7 +11,8 @@
 //	GET  /                          the attention viewer
 //	GET  /healthz                   200 while the process runs (liveness)
 //	GET  /readyz                    200 once every model is loaded and until
-//	                                shutdown begins, else 503 (readiness)
+//	                                shutdown begins, while no model's queue
+//	                                is full; else 503 (readiness)
 //	GET  /metrics                   Prometheus text format
 //
 // A request gives texts or token id rows, at most Config.MaxInputs, and
@@ -87,7 +88,9 @@
 // (answers 200), attnx_serve_batch_rows{model} (rows decoded together: per
 // decoder step with batching on, per Translator call with it off),
 // attnx_serve_tokens_decoded_total{model}, attnx_serve_inputs_translated_total{model},
-// attnx_serve_queue_depth{model}, attnx_serve_requests_in_flight, with
+// attnx_serve_queue_depth{model}, attnx_serve_requests_in_flight,
+// attnx_serve_rows_in_flight (the inputs of the requests admitted and not
+// yet answered: the load deploy/hpa.yaml scales on), with
 // batching on attnx_serve_rows_joined_total{model} and
 // attnx_serve_rows_removed_total{model} (rows that left the batch
 // unfinished: cancelled or timed out), and the Go and process collectors.

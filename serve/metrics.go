@@ -17,7 +17,11 @@ const (
 	MetricInputs     = "attnx_serve_inputs_translated_total"
 	MetricQueueDepth = "attnx_serve_queue_depth"
 	MetricInFlight   = "attnx_serve_requests_in_flight"
-	MetricRowsJoined = "attnx_serve_rows_joined_total"
+	// MetricRowsInFlight is the inputs (sentences) of the translation
+	// requests admitted and not yet answered, waiting or decoding: the
+	// load deploy/hpa.yaml scales on.
+	MetricRowsInFlight = "attnx_serve_rows_in_flight"
+	MetricRowsJoined   = "attnx_serve_rows_joined_total"
 	// MetricRowsRemoved counts rows that left the batch unfinished.
 	MetricRowsRemoved = "attnx_serve_rows_removed_total"
 	// MetricBindingLookups counts the decoder batch's runs by whether
@@ -50,6 +54,8 @@ type metrics struct {
 	tokens   *prometheus.CounterVec
 	inputs   *prometheus.CounterVec
 	inFlight prometheus.Gauge
+	// rowsInFlight: see MetricRowsInFlight.
+	rowsInFlight prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -82,7 +88,11 @@ func newMetrics() *metrics {
 			Help: "Translation requests being handled (waiting or decoding).",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.batch, m.tokens, m.inputs, m.inFlight,
+	m.rowsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: MetricRowsInFlight,
+		Help: "Inputs (sentences) of the translation requests admitted and not yet answered, waiting for their turn or decoding, all models together: the load per replica that an autoscaler scales on.",
+	})
+	m.reg.MustRegister(m.requests, m.latency, m.batch, m.tokens, m.inputs, m.inFlight, m.rowsInFlight,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: MetricIdleBufferBytes,
 			Help: "Bytes the process holds in idle buffers for the next calls (evaluator arenas, decoding executors): bounded by --max-idle-memory, counted in --max-memory, dropped after --idle-release without requests.",

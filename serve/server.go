@@ -170,6 +170,33 @@ func (s *Server) cutReaders() {
 }
 
 // servedModel is one served model.
+// queue returns the requests waiting for their turn (the limiter's, or
+// with batching on the scheduler's) and the scheduler's counters.
+func (m *servedModel) queue() (int, decode.SchedulerStats) {
+	d := m.lim.depth()
+	var st decode.SchedulerStats
+	if m.loaded.Load() {
+		if sb, ok := m.backend.(SchedulingBackend); ok {
+			st = sb.Stats()
+			d += st.Queued
+		}
+	}
+	return d, st
+}
+
+// Saturated returns a model whose queue is full (Config.MaxQueue
+// requests waiting: the next one would be refused with 429) and its
+// depth; "" when none is. Readiness fails while one is, so that a load
+// balancer sends new requests to other replicas until the queue drains.
+func (s *Server) Saturated() (model string, depth int) {
+	for _, m := range s.models {
+		if d, _ := m.queue(); d >= s.cfg.MaxQueue {
+			return m.name, d
+		}
+	}
+	return "", 0
+}
+
 type servedModel struct {
 	name, dir string
 	lim       *limiter
@@ -200,17 +227,7 @@ func New(cfg Config) (*Server, error) {
 		m := &servedModel{name: md.Name, dir: md.Dir, lim: newLimiter(cfg.MaxConcurrent, cfg.MaxQueue)}
 		s.models[m.name] = m
 		s.order = append(s.order, m)
-		s.metrics.addModel(m.name, func() (int, decode.SchedulerStats) {
-			d := m.lim.depth()
-			var st decode.SchedulerStats
-			if m.loaded.Load() {
-				if sb, ok := m.backend.(SchedulingBackend); ok {
-					st = sb.Stats()
-					d += st.Queued
-				}
-			}
-			return d, st
-		})
+		s.metrics.addModel(m.name, m.queue)
 		s.metrics.addTokenizerCache(m.name, func() subword.CacheStats {
 			if c, ok := m.backend.(interface{ TokenizerCache() subword.CacheStats }); ok && m.loaded.Load() {
 				return c.TokenizerCache()
@@ -383,6 +400,10 @@ func (s *Server) routes() http.Handler {
 		case !s.ready.Load():
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading models"})
 		default:
+			if model, depth := s.Saturated(); model != "" {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "saturated", "model": model, "queue_depth": depth})
+				return
+			}
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		}
 	})
@@ -543,6 +564,10 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	}
 	release = func() { s.budget.release(need) }
 
+	// The rows of admitted requests, waiting or decoding: the load an
+	// autoscaler scales on (deploy/hpa.yaml).
+	s.metrics.rowsInFlight.Add(float64(n))
+	defer s.metrics.rowsInFlight.Sub(float64(n))
 	var res []translate.Result
 	decode := func() (err error) {
 		res, err = m.backend.Translate(ctx, job)
