@@ -77,6 +77,13 @@ func loopbackHosts(addr net.Addr, extra []string) map[string]bool {
 // text/plain to any address without asking).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.closing.Load() {
+			// Draining: the answer closes its connection, so that a
+			// client's next request opens one to a replica still
+			// ready, instead of finding this one closed when the
+			// server stops.
+			w.Header().Set("Connection", "close")
+		}
 		if s.hosts != nil {
 			host := r.Host
 			if h, _, err := net.SplitHostPort(host); err == nil {
@@ -184,12 +191,12 @@ func (m *servedModel) queue() (int, decode.SchedulerStats) {
 	return d, st
 }
 
-// Saturated returns a model whose queue is full (Config.MaxQueue
+// Saturated returns the first model whose queue is full (Config.MaxQueue
 // requests waiting: the next one would be refused with 429) and its
 // depth; "" when none is. Readiness fails while one is, so that a load
 // balancer sends new requests to other replicas until the queue drains.
 func (s *Server) Saturated() (model string, depth int) {
-	for _, m := range s.models {
+	for _, m := range s.order {
 		if d, _ := m.queue(); d >= s.cfg.MaxQueue {
 			return m.name, d
 		}
