@@ -102,9 +102,9 @@
 // SIGTERM or Ctrl-C), readiness fails at once, the listener stays open for
 // Config.DrainDelay (so that a load balancer stops sending requests; each
 // answer then closes its connection, so that a client's next request goes
-// to another replica instead of meeting this one's close), then closes; requests in flight, and any that reached a handler, are answered
-// within Config.ShutdownTimeout; then the backends close and Serve returns
-// nil.
+// to another replica instead of meeting this one's close), then closes;
+// requests in flight, and any that reached a handler, are answered within
+// Config.ShutdownTimeout; then the backends close and Serve returns nil.
 //
 // # Load tests
 //
