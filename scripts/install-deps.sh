@@ -10,6 +10,8 @@
 #   sentencepiece (spm_train/spm_encode/spm_decode: package subword's tests
 #   compare with SentencePiece itself)
 #   curl (a test runs the README's serve example as written)
+#   ko (github.com/google/ko, built with go install) -> .deps/bin/ko: make
+#   image builds the static image with it, and a test checks that image
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,6 +42,13 @@ if ((${#need[@]})); then
 	say "installing Debian packages: ${need[*]} (python3-torch is about 160 MB, chromium about 350 MB installed)"
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- ko ----------------------------------------------------------------------
+KO_VERSION=v0.19.1
+if [ "$(.deps/bin/ko version 2>/dev/null)" != "$KO_VERSION" ]; then
+	say "installing ko $KO_VERSION into .deps/bin (go install github.com/google/ko@$KO_VERSION)"
+	GOBIN="$PWD/.deps/bin" go install "github.com/google/ko@$KO_VERSION"
 fi
 
 # --- ONNX Runtime ----------------------------------------------------------
