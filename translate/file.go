@@ -29,6 +29,13 @@ type CorpusOptions struct {
 	// and -batch_type would: the batches that decide the sentences' output
 	// limits. It changes nothing for a model without defaults.batching.
 	ToolkitBatches *ToolkitBatches
+	// WithoutAttention leaves Result.Attention empty (as
+	// CallOptions.WithoutAttention does), for a caller that writes only
+	// the translations: a result waits, attention and all, until the
+	// sentences before it are done, which for a test set sorted by length
+	// is most of the run, so on a large corpus the attention is most of
+	// the memory.
+	WithoutAttention bool
 }
 
 // ToolkitBatches is a toolkit's batch size: Size sentences, or with Tokens
@@ -209,7 +216,7 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 				}
 				var res []Result
 				err := panics.Call(func() (err error) {
-					res, err = t.translateIDs(ctx, src, lens)
+					res, err = t.translateIDs(ctx, src, lens, co.WithoutAttention)
 					return err
 				}, "translating sentences %s", sentenceList(idx))
 				mu.Lock()

@@ -64,7 +64,7 @@ func TestTranslateCorpus(t *testing.T) {
 		}
 		want = append(want, r[0])
 	}
-	for _, co := range []CorpusOptions{{BatchSize: 8}, {BatchSize: 5, Lanes: 3}, {BatchTokens: 30, Lanes: 2}} {
+	for _, co := range []CorpusOptions{{BatchSize: 8}, {BatchSize: 5, Lanes: 3}, {BatchTokens: 30, Lanes: 2}, {BatchSize: 8, WithoutAttention: true}} {
 		var order []int
 		var got []Result
 		progressCalls := 0
@@ -82,6 +82,9 @@ func TestTranslateCorpus(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got[i].Tokens, want[i].Tokens) || got[i].Text != want[i].Text {
 				t.Errorf("%+v: line %d %q: %v, alone %v", co, i+1, lines[i], got[i].Tokens, want[i].Tokens)
+			}
+			if hasAtt := len(got[i].Attention) > 0; hasAtt != (len(want[i].Tokens) > 0 && !co.WithoutAttention) {
+				t.Errorf("%+v: line %d has attention %v", co, i+1, hasAtt)
 			}
 		}
 		if st.Sentences != len(lines) || st.Empty != 5 || st.Batches == 0 || progressCalls != st.Batches {

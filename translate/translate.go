@@ -716,14 +716,14 @@ func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces b
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
-	return t.translateIDs(ctx, sources, nil)
+	return t.translateIDs(ctx, sources, nil, false)
 }
 
 // translateIDs is TranslateIDs with lens, when not nil, the n of each
 // row's output limit (searchOpts.lens).
-func (t *Translator) translateIDs(ctx context.Context, sources [][]int64, lens []int) ([]Result, error) {
+func (t *Translator) translateIDs(ctx context.Context, sources [][]int64, lens []int, noAttention bool) ([]Result, error) {
 	so := t.searchOptions()
-	so.lens = lens
+	so.lens, so.noAttention = lens, noAttention
 	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) {
 		switch {
 		case t.engine == EngineLoop && t.beam() > 1:

@@ -65,7 +65,7 @@ func TestTranslateSrcFile(t *testing.T) {
 		want string
 	}{
 		{[]string{"--src", filepath.Join(tmp, "nope.txt")}, "--src: open"},
-		{[]string{"--output", pred}, "--output, --batch-tokens and --lanes go with --src FILE"},
+		{[]string{"--output", pred}, "--output, --batch-tokens, --lanes and --shard go with --src FILE"},
 		{[]string{"--src", src, "abc"}, "give --src FILE or inputs"},
 	} {
 		code, _, errOut := attnx(append([]string{"translate", "--model", model}, c.args...)...)

@@ -317,7 +317,10 @@ func runTranslate(args []string) error {
 	noteSegmented(tr, fs.Args())
 
 	if *src != "" {
-		co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes}
+		// Attention only where it is written: a result waits for the
+		// sentences before it, and on a large corpus its attention would
+		// be most of the memory.
+		co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes, WithoutAttention: !(*jsonOut && *withAttention) && *plotPath == ""}
 		// --batch and --batch-tokens stand for the toolkit's -batch_size
 		// and -batch_type, whose batches decide its output limits.
 		switch {
