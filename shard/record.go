@@ -356,3 +356,19 @@ func globEscape(p string) string {
 	}
 	return b.String()
 }
+
+// RemoveParts removes the n parts of output and their records (after a
+// Merge, when the parts are not wanted any more): records first, so that
+// a part is never left counted as done without its file.
+func RemoveParts(output string, n int) error {
+	var errs []error
+	for k := 1; k <= n; k++ {
+		part := Part(output, Spec{k, n})
+		for _, p := range []string{RecordFile(part), part} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -89,6 +89,13 @@ func TestMerge(t *testing.T) {
 	if m.Shards != 4 || m.Sentences != 101 || m.Lines != 202 || m.Bytes != int64(len(got)) {
 		t.Errorf("Merge = %+v, want 4 shards, 101 sentences, 202 lines, %d bytes", m, len(got))
 	}
+	if err := RemoveParts(out, m.Shards); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "out*"))
+	if len(left) != 1 || left[0] != out {
+		t.Errorf("after RemoveParts: %q, want the merged file alone", left)
+	}
 }
 
 func TestMergeRefuses(t *testing.T) {

@@ -24,7 +24,8 @@ into OUTPUT, in order, after checking that all N shards are finished, that
 they are of the same source file, with the same model and settings, that
 their byte ranges follow on from each other over the whole file, and that
 each part has the lines and the bytes its record says. OUTPUT appears
-complete or not at all; the parts are left in place.`
+complete or not at all. The parts are left in place, or with
+--remove-parts removed once OUTPUT is written.`
 }
 
 // shardJob is translate --src FILE --shard K/N: the shard being read and
@@ -137,6 +138,7 @@ func shardSettings(model string, topt translate.Options, co translate.CorpusOpti
 
 func runMerge(args []string) error {
 	fs := newFlagSet("merge")
+	remove := fs.Bool("remove-parts", false, "remove the parts and their records once OUTPUT is written")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -149,5 +151,8 @@ func runMerge(args []string) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "attnx merge: %d shards of %s, %d sentences, %d lines (%d bytes) -> %s\n", m.Shards, m.Source, m.Sentences, m.Lines, m.Bytes, out)
+	if *remove {
+		return shard.RemoveParts(out, m.Shards)
+	}
 	return nil
 }

@@ -379,8 +379,11 @@ func TestSlurmArrayLocally(t *testing.T) {
 	if !strings.Contains(string(text), `--wrap "attnx merge out/corpus.txt"`) {
 		t.Fatalf("%s: the merge command its comment gives changed; update this test", script)
 	}
-	if code, _, errs := attnx("merge", out); code != 0 {
+	if code, _, errs := attnx("merge", "--remove-parts", out); code != 0 {
 		t.Fatal(errs)
+	}
+	if left, _ := filepath.Glob(out + ".shard-*"); len(left) > 0 {
+		t.Errorf("merge --remove-parts left %q", left)
 	}
 	one := filepath.Join(work, "one.txt")
 	if code, _, errs := attnx("translate", "--model", model, "--src", src, "--output", one); code != 0 {
