@@ -145,11 +145,7 @@ func TestReadmeServeQuickStart(t *testing.T) {
 	if serveCmd == nil || curlCmd == nil {
 		t.Fatalf("the README's serve example: serve %q, curl %q", serveCmd, curlCmd)
 	}
-	model := filepath.Join(t.TempDir(), "luong")
-	if _, err := modeldir.Export("../../testdata/demo/luong.pt", model, modeldir.Options{Greedy: true,
-		SrcVocab: "../../testdata/demo/src_vocab.json", TgtVocab: "../../testdata/demo/tgt_vocab.json"}); err != nil {
-		t.Fatal(err)
-	}
+	model := demoLuong(t)
 	cfg, addr, err := serveConfig(serveCmd[1:])
 	if err != nil {
 		t.Fatalf("attnx %s: %v", strings.Join(serveCmd, " "), err)
