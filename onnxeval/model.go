@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"runtime"
 	"sort"
 	"strings"
@@ -113,6 +114,9 @@ func OpenBytes(data []byte, opt Options) (*Model, error) {
 // FromGraph plans g (a main graph read by onnxfile.ReadGraph) for running,
 // with the operators' semantics of g.Opset (17 when 0). name labels errors.
 func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
+	if err := kernel.PathError(); err != nil {
+		return nil, err
+	}
 	opset := g.Opset
 	if opset == 0 {
 		opset = 17

@@ -62,20 +62,20 @@ func shardCorpus(t *testing.T, n int) string {
 	return path
 }
 
-// TestShardHelperProcess runs attnx's main with ATTNX_SHARD_ARGS (JSON),
-// or with ATTNX_SHARD_HELPER=argv the arguments after the test binary's
+// TestAttnxHelperProcess runs attnx's main with ATTNX_HELPER_ARGS (JSON),
+// or with ATTNX_HELPER_ARGV=1 the arguments after the test binary's
 // own and "--" (a stand-in attnx for scripts);
 // with ATTNX_STALL_AFTER=I it stops for good once sentence I of its test
 // set is written, after creating the file ATTNX_STALLED, so that a test
 // can kill it mid-shard.
-func TestShardHelperProcess(t *testing.T) {
-	args := os.Getenv("ATTNX_SHARD_ARGS")
+func TestAttnxHelperProcess(t *testing.T) {
+	args := os.Getenv("ATTNX_HELPER_ARGS")
 	var argv []string
 	switch {
-	case os.Getenv("ATTNX_SHARD_HELPER") == "argv":
+	case os.Getenv("ATTNX_HELPER_ARGV") == "1":
 		argv = flag.Args() // after the test binary's flags and --
 	case args == "":
-		t.Skip("helper process for the shard tests")
+		t.Skip("helper process for tests that run attnx in a process of its own")
 	default:
 		if err := json.Unmarshal([]byte(args), &argv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -94,16 +94,16 @@ func TestShardHelperProcess(t *testing.T) {
 	os.Exit(run(argv))
 }
 
-// shardProcess starts attnx with args in a process of its own, with env
+// attnxProcess starts attnx with args in a process of its own, with env
 // added to its environment.
-func shardProcess(t *testing.T, args []string, env ...string) *exec.Cmd {
+func attnxProcess(t *testing.T, args []string, env ...string) *exec.Cmd {
 	t.Helper()
 	argv, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShardHelperProcess$")
-	cmd.Env = append(append(os.Environ(), "ATTNX_SHARD_ARGS="+string(argv)), env...)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAttnxHelperProcess$")
+	cmd.Env = append(append(os.Environ(), "ATTNX_HELPER_ARGS="+string(argv)), env...)
 	return cmd
 }
 
@@ -126,7 +126,7 @@ func TestTranslateShards(t *testing.T) {
 
 	// Shard 2/4 (index 1) killed once it has written sentence 100.
 	stalled := filepath.Join(dir, "stalled")
-	cmd := shardProcess(t, args, shard.EnvJobIndex+"=1", "ATTNX_STALL_AFTER=100", "ATTNX_STALLED="+stalled)
+	cmd := attnxProcess(t, args, shard.EnvJobIndex+"=1", "ATTNX_STALL_AFTER=100", "ATTNX_STALLED="+stalled)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestTranslateShards(t *testing.T) {
 		cmds := make([]*exec.Cmd, 4)
 		logs := make([]strings.Builder, 4)
 		for i := range cmds {
-			cmds[i] = shardProcess(t, args, fmt.Sprintf("%s=%d", shard.EnvJobIndex, i))
+			cmds[i] = attnxProcess(t, args, fmt.Sprintf("%s=%d", shard.EnvJobIndex, i))
 			cmds[i].Stderr = &logs[i]
 			if err := cmds[i].Start(); err != nil {
 				t.Fatal(err)
@@ -290,7 +290,7 @@ func TestIndexedJobLocally(t *testing.T) {
 	var cmds []*exec.Cmd
 	var logs = make([]strings.Builder, n)
 	for i := range n {
-		c := shardProcess(t, args, fmt.Sprintf("%s=%d", shard.EnvJobIndex, i))
+		c := attnxProcess(t, args, fmt.Sprintf("%s=%d", shard.EnvJobIndex, i))
 		c.Stderr = &logs[i]
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
@@ -355,7 +355,7 @@ func TestSlurmArrayLocally(t *testing.T) {
 	stubs := map[string]string{
 		// srun runs a job step: here, the command after srun's options.
 		"srun":  "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\nexec \"$@\"\n",
-		"attnx": fmt.Sprintf("#!/bin/sh\nATTNX_SHARD_HELPER=argv exec %q -test.run='^TestShardHelperProcess$' -- \"$@\"\n", self),
+		"attnx": fmt.Sprintf("#!/bin/sh\nATTNX_HELPER_ARGV=1 exec %q -test.run='^TestAttnxHelperProcess$' -- \"$@\"\n", self),
 	}
 	for name, body := range stubs {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {

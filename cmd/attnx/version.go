@@ -58,6 +58,12 @@ type versionReport struct {
 	Backends []string `json:"backends"`
 	Default  string   `json:"default_backend"`
 	Kernels  string   `json:"native_kernels"`
+	// KernelPath is the native kernels' path (kernel.Path: the best this
+	// CPU runs, or ATTNX_KERNELS's), KernelPaths those the CPU runs, and
+	// KernelError an ATTNX_KERNELS value that cannot be honoured.
+	KernelPath  string   `json:"native_kernel_path"`
+	KernelPaths []string `json:"native_kernel_paths"`
+	KernelError string   `json:"native_kernel_error,omitempty"`
 	// ORT is the ONNX Runtime library found, or why none was.
 	ORT versionORT `json:"onnxruntime"`
 }
@@ -126,6 +132,10 @@ func writeVersion(w io.Writer, rep versionReport) {
 	}
 	fmt.Fprintf(w, "  go           %s %s\n", rep.Go, rep.Platform)
 	fmt.Fprintf(w, "  backends     %s (default %s; native kernels %s)\n", strings.Join(rep.Backends, ", "), rep.Default, rep.Kernels)
+	fmt.Fprintf(w, "  kernel path  %s (this CPU runs %s; %s picks one)\n", rep.KernelPath, strings.Join(rep.KernelPaths, ", "), kernel.EnvPath)
+	if rep.KernelError != "" {
+		fmt.Fprintf(w, "  kernel error %s\n", rep.KernelError)
+	}
 	if rep.ORT.Error != "" {
 		fmt.Fprintf(w, "  onnxruntime  not loaded: %s\n", rep.ORT.Error)
 		return
@@ -144,6 +154,10 @@ func runVersion(args []string) error {
 	}
 	rep := buildVersion(debug.ReadBuildInfo())
 	rep.Backends, rep.Default, rep.Kernels = []string{onnxrun.BackendGo}, onnxrun.DefaultBackend, kernel.Accelerated()
+	rep.KernelPath, rep.KernelPaths = kernel.Path(), kernel.Paths()
+	if err := kernel.PathError(); err != nil {
+		rep.KernelError = err.Error()
+	}
 	if onnxrun.HasORT {
 		rep.Backends = []string{onnxrun.BackendGo, onnxrun.BackendORT}
 	}

@@ -49,12 +49,13 @@ func TestWriteVersion(t *testing.T) {
 		want string
 	}{
 		{versionReport{Version: "v1.2.0", Revision: "0123abc", Time: "2026-01-02T03:04:05Z", Modified: true, Go: "go1.26.8", Platform: "linux/amd64",
-			Backends: []string{"ort", "go"}, Default: "ort", Kernels: "avx2+fma",
+			Backends: []string{"ort", "go"}, Default: "ort", Kernels: "avx2+fma", KernelPath: "avx2", KernelPaths: []string{"avx2", "go"},
 			ORT: versionORT{Path: "/opt/ort/libonnxruntime.so.1", Version: "1.24.1"}},
-			"attnx v1.2.0\n  commit       0123abc (2026-01-02T03:04:05Z, modified)\n  go           go1.26.8 linux/amd64\n  backends     ort, go (default ort; native kernels avx2+fma)\n  onnxruntime  1.24.1 /opt/ort/libonnxruntime.so.1\n"},
-		{versionReport{Version: "(devel)", Go: "go1.26.8", Platform: "linux/arm64", Backends: []string{"go"}, Default: "go", Kernels: "go",
-			ORT: versionORT{Error: "ONNX Runtime shared library not found; searched X"}},
-			"attnx (devel)\n  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n  go           go1.26.8 linux/arm64\n  backends     go (default go; native kernels go)\n  onnxruntime  not loaded: ONNX Runtime shared library not found; searched X\n"},
+			"attnx v1.2.0\n  commit       0123abc (2026-01-02T03:04:05Z, modified)\n  go           go1.26.8 linux/amd64\n  backends     ort, go (default ort; native kernels avx2+fma)\n  kernel path  avx2 (this CPU runs avx2, go; ATTNX_KERNELS picks one)\n  onnxruntime  1.24.1 /opt/ort/libonnxruntime.so.1\n"},
+		{versionReport{Version: "(devel)", Go: "go1.26.8", Platform: "linux/arm64", Backends: []string{"go"}, Default: "go", Kernels: "go", KernelPath: "go", KernelPaths: []string{"go"},
+			KernelError: `ATTNX_KERNELS="avx2": this CPU (or this build) cannot run that path; it can run go`,
+			ORT:         versionORT{Error: "ONNX Runtime shared library not found; searched X"}},
+			"attnx (devel)\n  commit       not recorded (built outside a git clone, in a worktree, or with -buildvcs=false)\n  go           go1.26.8 linux/arm64\n  backends     go (default go; native kernels go)\n  kernel path  go (this CPU runs go; ATTNX_KERNELS picks one)\n  kernel error ATTNX_KERNELS=\"avx2\": this CPU (or this build) cannot run that path; it can run go\n  onnxruntime  not loaded: ONNX Runtime shared library not found; searched X\n"},
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
@@ -129,5 +130,39 @@ func TestVersionMissingORT(t *testing.T) {
 			t.Errorf("attnx %s: stdout\n%s", args, s)
 		}
 		badNoTrace(t, s)
+	}
+}
+
+// TestKernelPathEnv runs attnx with ATTNX_KERNELS set (it is read when the
+// process starts): version reports the path, a path this CPU runs decodes
+// as the default does, and a bad value fails the native backend with the
+// variable and the paths named.
+func TestKernelPathEnv(t *testing.T) {
+	model := demoLuong(t)
+	run := func(env string, args ...string) (int, string) {
+		cmd := attnxProcess(t, args, env)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	for _, p := range kernel.Paths() {
+		code, out := run("ATTNX_KERNELS="+p, "translate", "--model", model, "3rd of March 2021")
+		if code != 0 || !strings.Contains(out, "3rd of March 2021 -> 2021-03-03") {
+			t.Errorf("ATTNX_KERNELS=%s: exit %d, %s", p, code, out)
+		}
+		code, out = run("ATTNX_KERNELS="+p, "version", "--json")
+		var rep versionReport
+		if i := strings.Index(out, "{"); code != 0 || i < 0 || json.Unmarshal([]byte(out[i:]), &rep) != nil || rep.KernelPath != p || rep.KernelError != "" {
+			t.Errorf("ATTNX_KERNELS=%s version: exit %d, %s", p, code, out)
+		}
+	}
+	code, out := run("ATTNX_KERNELS=sse4", "translate", "--model", model, "3rd of March 2021")
+	if code != 1 || !strings.Contains(out, `ATTNX_KERNELS="sse4": want auto, avx512-vnni, avx512f, avx2, go`) {
+		t.Errorf("ATTNX_KERNELS=sse4: exit %d, %s", code, out)
 	}
 }

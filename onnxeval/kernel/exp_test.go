@@ -37,7 +37,7 @@ func TestExp(t *testing.T) {
 // ExpVec, Tanh, Sigmoid, ExpSum and Max, on whichever path this build and
 // CPU take (the assembly clamps dropped NaN in its first eight lanes:
 // Tanh(NaN) = 1, Sigmoid(NaN) = 4.2e-39, Exp(NaN) = 2.4e38). make test runs
-// it on every path: AVX-512, AVX2 (GODEBUG=cpu.avx512f=off) and purego.
+// it on every path: AVX-512, AVX2 (ATTNX_KERNELS=avx2) and purego.
 func TestNaNPropagates(t *testing.T) {
 	nan := float32(math.NaN())
 	t.Logf("kernels: %s", Accelerated())

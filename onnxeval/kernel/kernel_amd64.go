@@ -2,11 +2,36 @@
 
 package kernel
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
 
-// useAsm: the assembly needs AVX2 and FMA (and the OS saving YMM registers,
-// which x/sys/cpu checks).
-var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	"golang.org/x/sys/cpu"
+)
+
+// canPaths are the kernel paths this CPU runs, best first: the assembly
+// needs AVX2 and FMA (and the OS saving YMM registers, which x/sys/cpu
+// checks), the packed products AVX-512F, the 8-bit kernels AVX-512 (F,
+// BW) with VNNI.
+var canPaths = func() []string {
+	var p []string
+	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	avx512 := avx2 && cpu.X86.HasAVX512F
+	if avx512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
+		p = append(p, PathVNNI)
+	}
+	if avx512 {
+		p = append(p, PathAVX512)
+	}
+	if avx2 {
+		p = append(p, PathAVX2)
+	}
+	return append(p, PathGo)
+}()
+
+// useAsm: the AVX2 + FMA kernels; usePanels: the packed products
+// (AVX-512F); useVNNI: the 8-bit kernels (AVX-512 VNNI). The path
+// EnvPath picks, else the best.
+var useAsm, usePanels, useVNNI, path, pathErr = choosePath(os.Getenv(EnvPath), canPaths)
 
 // dotAsm returns sum a[i]*b[i] for i < n; n is a multiple of 16.
 //
@@ -36,9 +61,6 @@ func axpyAsm(alpha float32, x, y *float32, n int)
 //go:noescape
 func gemvAsm(a, b *float32, k, n, ldb int, c *float32)
 
-// useVNNI: the 8-bit kernels need AVX-512 (F, BW) with VNNI.
-var useVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
-
 //go:noescape
 func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32)
 
@@ -47,9 +69,6 @@ func expSumAsm(x *float32, n int, m float32) float64
 
 //go:noescape
 func dots4U8S8Asm(a *uint8, b *int8, k, n, ldb int, c *int32)
-
-// usePanels: the packed products need AVX-512F.
-var usePanels = cpu.X86.HasAVX512F
 
 //go:noescape
 func gemmPanel4Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)

@@ -2,7 +2,14 @@
 
 package kernel
 
+import "os"
+
 const useAsm = false
+
+// canPaths: no assembly in this build (another GOARCH, or -tags purego).
+var canPaths = []string{PathGo}
+
+var _, _, _, path, pathErr = choosePath(os.Getenv(EnvPath), canPaths)
 
 func dotAsm(a, b *float32, n int) float32                { panic("no assembly") }
 func dot4Asm(a, b *float32, ldb, n int, out *[4]float32) { panic("no assembly") }
