@@ -4,8 +4,6 @@
 // everywhere else, and when the CPU lacks those, in Go.
 package kernel
 
-import "sync"
-
 // Dot returns sum a[i]*b[i] over len(a) elements (b at least as long).
 func Dot(a, b []float32) float32 {
 	if len(a) == 0 {
@@ -120,31 +118,6 @@ const minWork = 1 << 17
 // called on ranges lo..hi covering 0..n, each once.
 func Parallel(n, threads, work int, f func(lo, hi int)) {
 	parallel(n, min(threads, n, work/minWork), f)
-}
-
-// parallel splits 0..n into t ranges of about equal size and calls f on
-// each, the last on the calling goroutine, the others on their own; it
-// returns when all have.
-func parallel(n, t int, f func(lo, hi int)) {
-	if t <= 1 {
-		f(0, n)
-		return
-	}
-	per := (n + t - 1) / t
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		hi := min(n, lo+per)
-		if hi == n {
-			f(lo, hi)
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
 }
 
 // gemmNT computes columns j0..j1 of C = A B^T. It walks B's rows in

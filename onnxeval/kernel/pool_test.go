@@ -1,0 +1,82 @@
+package kernel
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestParallelCovers: from many goroutines at once (lanes, requests), each
+// split covers its range exactly once, whatever helpers are free, and
+// returns only when every part is done.
+func TestParallelCovers(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for it := range 300 {
+				n := 1 + (g*31+it*7)%97
+				parts := 1 + it%5
+				hits := make([]atomic.Int32, n)
+				parallel(n, parts, func(lo, hi int) {
+					if it%50 == 0 {
+						time.Sleep(100 * time.Microsecond) // a slow part
+					}
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if h := hits[i].Load(); h != 1 {
+						t.Errorf("n %d in %d parts: element %d done %d times", n, parts, i, h)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	idleMu.Lock()
+	defer idleMu.Unlock()
+	if helpers > maxHelpers() {
+		t.Errorf("%d helpers started, bound %d", helpers, maxHelpers())
+	}
+}
+
+// TestParallelPanic: a part's panic reaches the caller (where the
+// evaluator turns it into the run's error), and the helpers go on.
+func TestParallelPanic(t *testing.T) {
+	for range 3 {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), "part 0") {
+					t.Errorf("recovered %v, want the first part's panic", r)
+				}
+			}()
+			parallel(100, 4, func(lo, hi int) {
+				if lo == 0 {
+					panic("part 0")
+				}
+			})
+		}()
+	}
+	var sum atomic.Int64
+	parallel(100, 4, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+	if sum.Load() != 100 {
+		t.Errorf("after panics, a split covers %d of 100", sum.Load())
+	}
+}
+
+// BenchmarkParallelSmall: the cost of splitting a small product in two,
+// as a decoder step at batch 1 does several times.
+func BenchmarkParallelSmall(b *testing.B) {
+	x := make([]float32, 4096)
+	for b.Loop() {
+		parallel(len(x), 2, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				x[i] += 1
+			}
+		})
+	}
+}
