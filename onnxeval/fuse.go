@@ -334,17 +334,18 @@ func (fz *rowInt8Fusion) quantizeRow(row []float32, q []uint8) float32 {
 	return s
 }
 
-// quantProductOf prepares the fused node's product for the VNNI kernels
-// when the CPU has them and its constants allow: W [K, N] constant with a
+// quantProductOf prepares the fused node's product for the 8-bit kernels
+// (VNNI, or AVX2 with the activations' zero point 128) when the CPU has
+// them and its constants allow: W [K, N] constant with a
 // constant scalar zero point (or none), W less it within int8, and one
 // scale per column. It returns nil otherwise (MatMulInteger's own kernels
 // then serve).
 func quantProductOf(n *node) *kernel.QuantProduct {
-	if !kernel.HasInt8() {
-		return nil
-	}
 	w, za, sc := n.consts[1], n.consts[2], n.consts[4]
 	if w == nil || len(w.Shape) != 2 || za == nil || za.Len() != 1 || sc == nil || sc.DType != builder.Float {
+		return nil
+	}
+	if !kernel.QuantProductFast(intsOf(za)[0]) {
 		return nil
 	}
 	var wz int32

@@ -82,6 +82,12 @@ func expVecAsm(x, z *float32, n int)
 //go:noescape
 func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
+// madd4x16Asm: QuantProduct's 4 rows x 16 columns on AVX2
+// (kernel_amd64.s).
+//
+//go:noescape
+func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+
 //go:noescape
 func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32)
 

@@ -1621,3 +1621,93 @@ ssloop:
 ssdone:
 	VZEROUPPER
 	RET
+
+// MADD4 adds one group of 4 values of k of row pointer p (broadcast, its
+// bytes less 128 by the sign flip in Y15) times the 16 columns' weights
+// (Y8, Y9; their magnitudes Y10, Y11) into accumulators lo and hi:
+// VPSIGNB moves each weight's sign onto the activation, VPMADDUBSW
+// multiplies magnitude (unsigned, at most 128) by signed activation (at
+// most 127 in magnitude) and adds pairs, which stay below 2^15, and
+// VPMADDWD by ones (Y14) adds the pairs into int32: exact sums.
+#define MADD4(p, lo, hi) \
+	VPBROADCASTD p, Y12 \
+	VPXOR        Y15, Y12, Y12 \
+	VPSIGNB      Y8, Y12, Y13 \
+	VPMADDUBSW   Y13, Y10, Y13 \
+	VPMADDWD     Y14, Y13, Y13 \
+	VPADDD       Y13, lo, lo \
+	VPSIGNB      Y9, Y12, Y13 \
+	VPMADDUBSW   Y13, Y11, Y13 \
+	VPMADDWD     Y14, Y13, Y13 \
+	VPADDD       Y13, hi, hi
+
+// MOUT finishes one row's 16 sums (lo, hi) as QuantProduct's epilogue
+// does, ((float32(s) * sc[j]) * rs) [+ bias[j]], and stores them at y.
+#define MOUT(lo, hi, rsoff, y) \
+	VCVTDQ2PS    lo, lo \
+	VCVTDQ2PS    hi, hi \
+	VMULPS       (AX), lo, lo \
+	VMULPS       32(AX), hi, hi \
+	VBROADCASTSS rsoff(DX), Y12 \
+	VMULPS       Y12, lo, lo \
+	VMULPS       Y12, hi, hi \
+	TESTQ        CX, CX \
+	JZ           3(PC) \
+	VADDPS       (CX), lo, lo \
+	VADDPS       32(CX), hi, hi \
+	VMOVUPS      lo, (y) \
+	VMOVUPS      hi, 32(y)
+
+// func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+// QuantProduct's product on AVX2: 4 rows (lda apart) by 16 columns, whose
+// weights are 64 bytes of each 256-byte group of a VNNI panel (bp, groups
+// 256 bytes apart), k4 groups. The rows' bytes must not be 0 (then
+// byte - 128 lies in [-127, 127]); the sums are those of byte - 128.
+TEXT ·madd4x16Asm(SB), NOSPLIT, $0-72
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	LEAQ (SI)(DX*2), R8
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPCMPEQW Y14, Y14, Y14
+	VPSRLW   $15, Y14, Y14
+	MOVL     $0x80808080, AX
+	MOVD     AX, X15
+	VPBROADCASTD X15, Y15
+m4loop:
+	VMOVDQU (DI), Y8
+	VMOVDQU 32(DI), Y9
+	VPABSB  Y8, Y10
+	VPABSB  Y9, Y11
+	MADD4((SI), Y0, Y1)
+	MADD4((SI)(DX*1), Y2, Y3)
+	MADD4((R8), Y4, Y5)
+	MADD4((R8)(DX*1), Y6, Y7)
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  m4loop
+	MOVQ sc+32(FP), AX
+	MOVQ rs+40(FP), DX
+	MOVQ y+48(FP), BX
+	MOVQ ldy+56(FP), R9
+	SHLQ $2, R9
+	MOVQ bias+64(FP), CX
+	MOUT(Y0, Y1, 0, BX)
+	ADDQ R9, BX
+	MOUT(Y2, Y3, 4, BX)
+	ADDQ R9, BX
+	MOUT(Y4, Y5, 8, BX)
+	ADDQ R9, BX
+	MOUT(Y6, Y7, 12, BX)
+	VZEROUPPER
+	RET

@@ -62,3 +62,7 @@ func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
 }
 func firstBeyondAsm(x *float32, n int, t float32, mode int) int { panic("no assembly") }
 func subSubAsm(x *float32, a, b float32, z *float32, n int)     { panic("no assembly") }
+
+func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
+	panic("no assembly")
+}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 )
@@ -31,6 +32,12 @@ type QuantProduct struct {
 	sc     []float32 // the column scales, padded with zeros to nb*64
 	bias   []float32 // nil, or the biases padded to nb*64
 	plainW []int8    // W as rows, for the Go loop (CPUs without VNNI)
+	azp    int32     // the activations' zero point
+	// avx2: on CPUs with AVX2 but not VNNI, the panels p serve the AVX2
+	// kernel, exact for rows whose bytes are not 0 when azp is 128 (as
+	// the fused row quantization makes them: bytes 1 to 255 unless the
+	// row holds NaN or infinities). Other rows take the Go loop.
+	avx2 bool
 }
 
 const qBlock = 64 // columns of a block
@@ -42,7 +49,7 @@ func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantPr
 	if len(w) < n*k || len(sc) < n || bias != nil && len(bias) < n {
 		panic(fmt.Sprintf("kernel.NewQuantProduct: %d weights and %d scales for %d x %d", len(w), len(sc), n, k))
 	}
-	q := &QuantProduct{N: n, K: k, k4: (k + 3) / 4, nb: (n + qBlock - 1) / qBlock}
+	q := &QuantProduct{N: n, K: k, k4: (k + 3) / 4, nb: (n + qBlock - 1) / qBlock, azp: azp}
 	q.corr = make([]int32, q.nb*qBlock)
 	q.sc = make([]float32, q.nb*qBlock)
 	copy(q.sc, sc[:n])
@@ -57,9 +64,13 @@ func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantPr
 		}
 		q.corr[j] = azp * s
 	}
-	if !useVNNI {
-		q.plainW = w[:n*k]
+	q.plainW = w[:n*k]
+	q.avx2 = !useVNNI && useAsm && azp == 128
+	if !useVNNI && !q.avx2 {
 		return q
+	}
+	if useVNNI {
+		q.plainW = nil
 	}
 	q.p = make([]int8, q.nb*q.k4*4*qBlock)
 	for j := 0; j < n; j++ {
@@ -96,12 +107,96 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 		}
 		return
 	}
+	if q.avx2 {
+		q.runAVX2(m, a, lda, rs, y, ldy, threads)
+		return
+	}
 	if !useVNNI {
-		q.runGo(m, a, lda, rs, y, ldy)
+		q.runGo(0, m, a, lda, rs, y, ldy)
 		return
 	}
 	t := min(threads, q.nb, m*q.N*q.K/(4*minWork))
 	parallel(q.nb, t, func(b0, b1 int) { q.run(b0, b1, m, a, lda, rs, y, ldy) })
+}
+
+// runAVX2 is Run on the AVX2 kernel: rows whose bytes are all non-zero
+// go through it four at a time (a last group of fewer padded with rows of
+// 128, whose products are 0); the others through the Go loop.
+func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []float32, ldy int, threads int) {
+	stride := q.Stride()
+	ok := make([]int, 0, m) // the rows the kernel takes
+	for i := 0; i < m; i++ {
+		if bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
+			ok = append(ok, i)
+		} else {
+			q.runGo(i, i+1, a, lda, rs, y, ldy)
+		}
+	}
+	if len(ok) == 0 {
+		return
+	}
+	// The kernel's rows: a's own where four consecutive rows are all
+	// taken, else copied into groups of four (padded with 128s).
+	type group struct {
+		a    []uint8
+		lda  int
+		rs   [4]float32
+		rows [4]int // -1: padding
+	}
+	var groups []group
+	for g := 0; g < len(ok); {
+		if g+4 <= len(ok) && ok[g+3] == ok[g]+3 {
+			i := ok[g]
+			groups = append(groups, group{a: a[i*lda:], lda: lda, rs: [4]float32(rs[i : i+4]), rows: [4]int{i, i + 1, i + 2, i + 3}})
+			g += 4
+			continue
+		}
+		gr := group{a: make([]uint8, 4*stride), lda: stride, rows: [4]int{-1, -1, -1, -1}}
+		for r := 0; r < 4; r++ {
+			if g < len(ok) && r < 4 {
+				i := ok[g]
+				copy(gr.a[r*stride:], a[i*lda:i*lda+stride])
+				gr.rs[r], gr.rows[r] = rs[i], i
+				g++
+			} else {
+				for l := range stride {
+					gr.a[r*stride+l] = 128
+				}
+			}
+		}
+		groups = append(groups, gr)
+	}
+	t := min(threads, q.nb, m*q.N*q.K/(4*minWork))
+	parallel(q.nb, t, func(b0, b1 int) {
+		var tmp [4 * 16]float32
+		for b := b0; b < b1; b++ {
+			for sub := 0; sub < qBlock/16; sub++ {
+				j0 := b*qBlock + sub*16
+				if j0 >= q.N {
+					break
+				}
+				bp := &q.p[b*q.k4*4*qBlock+sub*64]
+				var bias *float32
+				if q.bias != nil {
+					bias = &q.bias[j0]
+				}
+				for gi := range groups {
+					gr := &groups[gi]
+					direct := j0+16 <= q.N && gr.rows[3] == gr.rows[0]+3 && gr.rows[0] >= 0
+					if direct {
+						madd4x16Asm(&gr.a[0], gr.lda, q.k4, bp, &q.sc[j0], &gr.rs[0], &y[gr.rows[0]*ldy+j0], ldy, bias)
+						continue
+					}
+					madd4x16Asm(&gr.a[0], gr.lda, q.k4, bp, &q.sc[j0], &gr.rs[0], &tmp[0], 16, bias)
+					for r, i := range gr.rows {
+						if i >= 0 {
+							copy(y[i*ldy+j0:i*ldy+min(q.N, j0+16)], tmp[r*16:])
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 // run computes the column blocks b0..b1 for every row: each block's
@@ -139,10 +234,10 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 	}
 }
 
-// runGo is Run's integer loop, on CPUs without VNNI.
-func (q *QuantProduct) runGo(m int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
+// runGo is Run's integer loop for rows i0..i1, on CPUs without VNNI.
+func (q *QuantProduct) runGo(i0, i1 int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
 	K := q.K
-	for i := 0; i < m; i++ {
+	for i := i0; i < i1; i++ {
 		row := a[i*lda : i*lda+K]
 		for j := 0; j < q.N; j++ {
 			w := q.plainW[j*K : (j+1)*K]

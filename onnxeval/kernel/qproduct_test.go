@@ -76,6 +76,71 @@ func TestQuantProduct(t *testing.T) {
 	}
 }
 
+// TestQuantProductRowQuantized is TestQuantProduct on activations as the
+// fused row quantization makes them (zero point 128, bytes 1 to 255), the
+// AVX2 kernel's case on CPUs without VNNI: weights of -128 and 127 and
+// rows of bytes 1 and 255 at the extremes of its int16 pairs, rows with a
+// 0 byte (a NaN or infinite row) among them taking the Go loop, groups of
+// four rows taken in place or copied, partial blocks of 16 columns.
+func TestQuantProductRowQuantized(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, c := range []struct{ m, n, k, extra int }{
+		{1, 1, 1, 0}, {4, 16, 4, 0}, {5, 17, 3, 1}, {9, 65, 257, 2}, {8, 130, 768, 0}, {13, 1000, 64, 5}, {3, 48, 512, 0},
+	} {
+		w := make([]int8, c.n*c.k)
+		for i := range w {
+			w[i] = []int8{-128, 127, int8(r.IntN(256) - 128)}[r.IntN(3)]
+		}
+		sc := make([]float32, c.n)
+		for j := range sc {
+			sc[j] = r.Float32() / 100
+		}
+		bias := make([]float32, c.n)
+		for j := range bias {
+			bias[j] = r.Float32() - 0.5
+		}
+		for _, b := range [][]float32{nil, bias} {
+			q := NewQuantProduct(w, c.n, c.k, 128, sc, b)
+			if want := Path() == PathAVX2 || Path() == PathAVX512; q.avx2 != want {
+				t.Fatalf("path %s: the AVX2 kernel taken %v", Path(), q.avx2)
+			}
+			lda := q.Stride() + c.extra
+			a := make([]uint8, (c.m-1)*lda+q.Stride())
+			for i := range a {
+				a[i] = []uint8{1, 255, uint8(1 + r.IntN(255))}[r.IntN(3)]
+			}
+			if c.m > 4 {
+				a[2*lda] = 0 // row 2: a NaN row's byte
+			}
+			rs := make([]float32, c.m)
+			for i := range rs {
+				rs[i] = r.Float32()
+			}
+			ldy := c.n + c.extra
+			y := make([]float32, (c.m-1)*ldy+c.n)
+			for _, threads := range []int{1, 2} {
+				clear(y)
+				q.Run(c.m, a, lda, rs, y, ldy, threads)
+				for i := 0; i < c.m; i++ {
+					for j := 0; j < c.n; j++ {
+						var s int32
+						for l := 0; l < c.k; l++ {
+							s += (int32(a[i*lda+l]) - 128) * int32(w[j*c.k+l])
+						}
+						want := (float32(s) * sc[j]) * rs[i]
+						if b != nil {
+							want += b[j]
+						}
+						if got := y[i*ldy+j]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%+v bias %v threads %d: y[%d][%d] = %v, want %v", c, b != nil, threads, i, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestAbsMaxAndQuantizeU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
@@ -124,8 +189,9 @@ func TestAbsMaxAndQuantizeU8(t *testing.T) {
 	}
 }
 
-func BenchmarkQuantProduct32(b *testing.B) { benchQuant(b, 32) }
-func BenchmarkQuantProduct1(b *testing.B)  { benchQuant(b, 1) }
+func BenchmarkQuantProduct150(b *testing.B) { benchQuant(b, 150) }
+func BenchmarkQuantProduct32(b *testing.B)  { benchQuant(b, 32) }
+func BenchmarkQuantProduct1(b *testing.B)   { benchQuant(b, 1) }
 
 func benchQuant(b *testing.B, m int) {
 	const n, k = 10000, 256
@@ -139,6 +205,9 @@ func benchQuant(b *testing.B, m int) {
 	}
 	q := NewQuantProduct(w, n, k, 128, sc, nil)
 	a := make([]uint8, m*k)
+	for i := range a {
+		a[i] = uint8(1 + i%255) // row-quantized bytes: the AVX2 kernel takes them
+	}
 	rs := make([]float32, m)
 	y := make([]float32, m*n)
 	b.SetBytes(int64(n * k))
