@@ -24,7 +24,16 @@ type part struct {
 	f      func(lo, hi int)
 	lo, hi int
 	left   *atomic.Int32 // parts of the loop not yet done
+	done   chan struct{} // the part that brings left to 0 sends on it
 	panic  *atomic.Value // the first part's panic, for the caller
+}
+
+// finish counts a part done; the last one wakes a caller that stopped
+// spinning.
+func (p *part) finish() {
+	if p.left.Add(-1) == 0 {
+		p.done <- struct{}{}
+	}
 }
 
 type helper struct {
@@ -80,7 +89,7 @@ func (h *helper) loop() {
 		idleMu.Unlock()
 		// Done only once the helper is idle again: the caller's next
 		// split finds it.
-		p.left.Add(-1)
+		p.finish()
 	}
 }
 
@@ -134,6 +143,7 @@ func parallel(n, t int, f func(lo, hi int)) {
 	per := (n + t - 1) / t
 	var left atomic.Int32
 	var pv atomic.Value
+	done := make(chan struct{}, 1)
 	for lo := 0; lo < n; lo += per {
 		hi := min(n, lo+per)
 		if hi == n {
@@ -141,24 +151,26 @@ func parallel(n, t int, f func(lo, hi int)) {
 			break
 		}
 		left.Add(1)
-		p := &part{f: f, lo: lo, hi: hi, left: &left, panic: &pv}
+		p := &part{f: f, lo: lo, hi: hi, left: &left, done: done, panic: &pv}
 		if h := takeHelper(); h != nil {
 			h.give(p)
 			continue
 		}
 		go func() {
 			runPart(p)
-			left.Add(-1)
+			p.finish()
 		}()
 	}
+	// Spin while the helpers' parts are likely to end soon, then block
+	// until the last one does.
 	start := time.Now()
 	for i := 0; left.Load() > 0; i++ {
 		if i%64 == 63 {
 			if time.Since(start) > spinFor {
-				time.Sleep(5 * time.Microsecond)
-			} else {
-				runtime.Gosched()
+				<-done
+				break
 			}
+			runtime.Gosched()
 		}
 	}
 	if r, ok := pv.Load().(panicValue); ok {
