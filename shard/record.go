@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -107,11 +108,7 @@ func (s *Source) LinesBefore() (int, error) {
 	r := io.NewSectionReader(s.f, 0, s.Start)
 	for {
 		k, err := r.Read(buf)
-		for _, b := range buf[:k] {
-			if b == '\n' {
-				n++
-			}
-		}
+		n += bytes.Count(buf[:k], newline)
 		if errors.Is(err, io.EOF) {
 			return n, nil
 		}
@@ -155,6 +152,8 @@ func Finished(part string, want Record) (done bool, why string, err error) {
 	return true, "", nil
 }
 
+var newline = []byte{'\n'}
+
 // Counter counts the lines, bytes and digest of a part as it is written.
 type Counter struct {
 	W     io.Writer
@@ -170,11 +169,7 @@ func (c *Counter) Write(p []byte) (int, error) {
 	n, err := c.W.Write(p)
 	c.sum.Write(p[:n])
 	c.Bytes += int64(n)
-	for _, b := range p[:n] {
-		if b == '\n' {
-			c.Lines++
-		}
-	}
+	c.Lines += bytes.Count(p[:n], newline)
 	return n, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"
 )
@@ -43,6 +44,12 @@ func openShard(flag, src, output, settings string, linesPerSentence int) (job *s
 	if err != nil {
 		return nil, nil, false, &usageError{"--" + err.Error()}
 	}
+	part := shard.Part(output, spec)
+	for _, p := range []string{part, shard.RecordFile(part)} {
+		if err := atomicfile.SameFile(p, src); err != nil {
+			return nil, nil, false, &usageError{"--shard: " + err.Error()}
+		}
+	}
 	in, err := shard.OpenSource(src, spec)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("--src: %w", err)
@@ -52,7 +59,7 @@ func openShard(flag, src, output, settings string, linesPerSentence int) (job *s
 		in.Close()
 		return nil, nil, false, fmt.Errorf("--src: %w", err)
 	}
-	job = &shardJob{src: in, rec: in.Record(settings, len(lines), linesPerSentence), part: shard.Part(output, spec)}
+	job = &shardJob{src: in, rec: in.Record(settings, len(lines), linesPerSentence), part: part}
 	done, why, err := shard.Finished(job.part, job.rec)
 	if err != nil {
 		in.Close()

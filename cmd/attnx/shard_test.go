@@ -228,7 +228,16 @@ func TestTranslateShardErrors(t *testing.T) {
 	if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
 		t.Errorf("failed runs left %q", m)
 	}
-	if code, _, errs := attnx("merge"); code != 2 || !strings.Contains(errs, "want one OUTPUT") {
+	// A part that would be the source itself is refused before anything
+	// is written.
+	dir := t.TempDir()
+	named := filepath.Join(dir, "x.txt.shard-1-of-2")
+	os.WriteFile(named, data, 0o644)
+	code, _, errs := attnx("translate", "--model", model, "--src", named, "--output", filepath.Join(dir, "x.txt"), "--shard", "1/2")
+	if after, _ := os.ReadFile(named); code != 2 || !strings.Contains(errs, "is the input") || string(after) != string(data) {
+		t.Errorf("a part that is the source: exit %d, %q, source kept %v", code, errs, string(after) == string(data))
+	}
+	if code, _, errs = attnx("merge"); code != 2 || !strings.Contains(errs, "want one OUTPUT") {
 		t.Errorf("merge without OUTPUT: exit %d, %q", code, errs)
 	}
 }
