@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,9 +42,9 @@ func choosePath(want string, can []string) (asm, panels, vnni bool, path string,
 	want = strings.ToLower(strings.TrimSpace(want))
 	switch {
 	case want == "" || want == "auto":
-	case !contains(allPaths, want):
+	case !slices.Contains(allPaths, want):
 		err = fmt.Errorf("%s=%q: want auto, %s", EnvPath, want, strings.Join(allPaths, ", "))
-	case !contains(can, want):
+	case !slices.Contains(can, want):
 		err = fmt.Errorf("%s=%s: this CPU (or this build) cannot run that path; it can run %s", EnvPath, want, strings.Join(can, ", "))
 	default:
 		path = want
@@ -57,15 +58,6 @@ func choosePath(want string, can []string) (asm, panels, vnni bool, path string,
 		asm = true
 	}
 	return asm, panels, vnni, path, err
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Path returns the kernel path in use: the best the CPU runs, or the one

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,7 @@ func TestPathInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Path()
-	if !contains(Paths(), p) || useAsm != (p != PathGo) || usePanels != (p == PathAVX512 || p == PathVNNI) || useVNNI != (p == PathVNNI) || HasInt8() != useVNNI {
+	if !slices.Contains(Paths(), p) || useAsm != (p != PathGo) || usePanels != (p == PathAVX512 || p == PathVNNI) || useVNNI != (p == PathVNNI) || HasInt8() != useVNNI {
 		t.Errorf("path %s of %v: asm %v, panels %v, vnni %v", p, Paths(), useAsm, usePanels, useVNNI)
 	}
 	if want := strings.TrimSpace(strings.ToLower(os.Getenv(EnvPath))); want != "" && want != "auto" && want != p {

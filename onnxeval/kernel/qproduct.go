@@ -31,7 +31,7 @@ type QuantProduct struct {
 	corr   []int32   // azp * sum_l W[j][l], padded to nb*64
 	sc     []float32 // the column scales, padded with zeros to nb*64
 	bias   []float32 // nil, or the biases padded to nb*64
-	plainW []int8    // W as rows, for the Go loop (CPUs without VNNI)
+	plainW []int8    // W as rows for the Go loop, when there are no panels
 	azp    int32     // the activations' zero point
 	// avx2: on CPUs with AVX2 but not VNNI, the panels p serve the AVX2
 	// kernel, exact for rows whose bytes are not 0 when azp is 128 (as
@@ -64,13 +64,10 @@ func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantPr
 		}
 		q.corr[j] = azp * s
 	}
-	q.plainW = w[:n*k]
 	q.avx2 = !useVNNI && useAsm && azp == 128
 	if !useVNNI && !q.avx2 {
+		q.plainW = w[:n*k]
 		return q
-	}
-	if useVNNI {
-		q.plainW = nil
 	}
 	q.p = make([]int8, q.nb*q.k4*4*qBlock)
 	for j := 0; j < n; j++ {
@@ -153,7 +150,7 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 		}
 		gr := group{a: make([]uint8, 4*stride), lda: stride, rows: [4]int{-1, -1, -1, -1}}
 		for r := 0; r < 4; r++ {
-			if g < len(ok) && r < 4 {
+			if g < len(ok) {
 				i := ok[g]
 				copy(gr.a[r*stride:], a[i*lda:i*lda+stride])
 				gr.rs[r], gr.rows[r] = rs[i], i
@@ -234,16 +231,24 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 	}
 }
 
-// runGo is Run's integer loop for rows i0..i1, on CPUs without VNNI.
+// runGo is Run's integer loop for rows i0..i1: on CPUs without VNNI or
+// AVX2, and for the rows the AVX2 kernel cannot take (their weights then
+// read from its panels, kept alone).
 func (q *QuantProduct) runGo(i0, i1 int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
 	K := q.K
 	for i := i0; i < i1; i++ {
 		row := a[i*lda : i*lda+K]
 		for j := 0; j < q.N; j++ {
-			w := q.plainW[j*K : (j+1)*K]
 			var s int32
-			for l, v := range row {
-				s += int32(v) * int32(w[l])
+			if q.plainW != nil {
+				for l, v := range q.plainW[j*K : (j+1)*K] {
+					s += int32(row[l]) * int32(v)
+				}
+			} else {
+				base := (j/qBlock)*q.k4*4*qBlock + 4*(j%qBlock)
+				for l, v := range row {
+					s += int32(v) * int32(q.p[base+(l/4)*4*qBlock+l%4])
+				}
 			}
 			y[i*ldy+j] = q.finish(s, i, j, rs)
 		}
