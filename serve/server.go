@@ -177,6 +177,22 @@ func (s *Server) cutReaders() {
 }
 
 // servedModel is one served model.
+type servedModel struct {
+	name, dir string
+	lim       *limiter
+	loaded    atomic.Bool // backend and info are set
+	backend   Backend
+	info      ModelInfo
+	// defaults is how a request that sets nothing is decoded: the model's
+	// attnx.json defaults under the server's decoding flags.
+	defaults Job
+	// srcTokenizer is the kind of the model's source subword tokenizer
+	// ("": none), and batchLimits says its output limits follow its
+	// toolkit's batches: read from attnx.json once, at load.
+	srcTokenizer string
+	batchLimits  bool
+}
+
 // queue returns the requests waiting for their turn (the limiter's, or
 // with batching on the scheduler's) and the scheduler's counters.
 func (m *servedModel) queue() (int, decode.SchedulerStats) {
@@ -202,22 +218,6 @@ func (s *Server) Saturated() (model string, depth int) {
 		}
 	}
 	return "", 0
-}
-
-type servedModel struct {
-	name, dir string
-	lim       *limiter
-	loaded    atomic.Bool // backend and info are set
-	backend   Backend
-	info      ModelInfo
-	// defaults is how a request that sets nothing is decoded: the model's
-	// attnx.json defaults under the server's decoding flags.
-	defaults Job
-	// srcTokenizer is the kind of the model's source subword tokenizer
-	// ("": none), and batchLimits says its output limits follow its
-	// toolkit's batches: read from attnx.json once, at load.
-	srcTokenizer string
-	batchLimits  bool
 }
 
 // New checks cfg and returns a Server whose models are not loaded yet.
