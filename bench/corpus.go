@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
@@ -59,6 +61,10 @@ type CorpusConfig struct {
 	// copy attention reusing the decoder's, coverage_attn; Hidden, Layers
 	// and Vocab (shared) stay as set.
 	Summary bool
+	// CPUProfile, when set, is the prefix of one CPU profile per attnx row
+	// on the native backend: PREFIX.WEIGHTS-beamK-Tt-Ll.pprof (weights,
+	// beam, threads, lanes), of the timed translation alone.
+	CPUProfile string
 }
 
 // CorpusRow is one measured configuration.
@@ -275,20 +281,57 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 		return r, err
 	}
 	r.tokens = make([][]int64, len(rows))
+	stopProfile, err := c.startProfile(r)
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	st, err := tr.TranslateCorpusIDs(context.Background(), rows, co, func(i int, res translate.Result) error {
 		r.tokens[i] = res.Tokens
 		return nil
 	}, nil)
-	if err != nil {
-		return r, err
-	}
 	r.Seconds = time.Since(start).Seconds()
+	if perr := stopProfile(err == nil); err != nil {
+		return r, err
+	} else if perr != nil {
+		return r, perr
+	}
 	r.SentencesPerS = float64(len(rows)) / r.Seconds
 	r.TokensPerS = float64(st.OutputTokens) / r.Seconds
 	r.PeakRSSMB = peakRSSMB()
 	r.Note += "engine " + tr.Engine()
 	return r, nil
+}
+
+// startProfile starts the CPU profile of row r when CPUProfile asks for
+// one (native rows only: ONNX Runtime's time shows as one cgo call) and
+// returns what ends it: stop(true) writes the profile, stop(false) (the
+// translation failed) leaves no file.
+func (c *CorpusConfig) startProfile(r CorpusRow) (stop func(keep bool) error, err error) {
+	if c.CPUProfile == "" || r.Backend != onnxrun.BackendGo {
+		return func(bool) error { return nil }, nil
+	}
+	path := fmt.Sprintf("%s.%s-beam%d-%dt-%dl.pprof", c.CPUProfile, r.Weights, r.Beam, r.Threads, r.Lanes)
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Discard()
+		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	}
+	c.logf("bench: CPU profile of this row to %s", path)
+	return func(keep bool) error {
+		pprof.StopCPUProfile()
+		if !keep {
+			f.Discard()
+			return nil
+		}
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("bench: CPU profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 func (c *CorpusConfig) pytorchCorpus(ckpt, in string, beam, threads, n int) (CorpusRow, pyTorchInfo, error) {

@@ -2,6 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,11 +39,22 @@ func TestCorpusSources(t *testing.T) {
 func TestRunCorpusSmall(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	testenv.Torch(t)
+	prof := filepath.Join(t.TempDir(), "cpu")
 	rep, err := RunCorpus(CorpusConfig{Arch: attention.Arch("onmt-general"), Hidden: 16, Layers: 2, Vocab: 60, Sentences: 23,
 		MinSrc: 3, MaxSrc: 9, OutLen: 6, BatchSents: 5, Beams: []int{1, 3}, Threads: []int{1, 2},
-		Weights: []quant.Precision{quant.PrecisionFP32, quant.PrecisionInt8}, Seed: 3, Python: testenv.Python})
+		Weights: []quant.Precision{quant.PrecisionFP32, quant.PrecisionInt8}, Seed: 3, Python: testenv.Python, CPUProfile: prof})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// a CPU profile per native row, named for it
+	for _, r := range rep.Rows {
+		if r.Engine != "attnx" || r.Backend != onnxrun.BackendGo {
+			continue
+		}
+		p := fmt.Sprintf("%s.%s-beam%d-%dt-%dl.pprof", prof, r.Weights, r.Beam, r.Threads, r.Lanes)
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("row %s beam %d %dt %dl: no CPU profile at %s (%v)", r.Weights, r.Beam, r.Threads, r.Lanes, p, err)
+		}
 	}
 	// per beam: PyTorch at 1 and 2 threads; attnx at 1 thread (1 lane)
 	// and at 2 (2 lanes, 1 lane), per precision

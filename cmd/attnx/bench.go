@@ -136,7 +136,7 @@ func runBench(args []string) error {
 	python := fs.String("python", def.Python, "Python with torch 1.13 and onnx (Debian's)")
 	refDir := fs.String("ref-dir", def.RefDir, "directory of reference.py and bench.py (default: the PyTorch reference embedded in attnx)")
 	workDir := fs.String("work-dir", "", "keep the models and inputs here (default: a temporary directory, removed)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) here")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the lean step loop (batch 1, 1 thread) to `FILE`; with --corpus, one per native row's timed translation to FILE.WEIGHTS-beamK-Tt-Ll.pprof")
 	seed := fs.Uint64("seed", def.Seed, "seed of the random models and inputs")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	corpus := fs.Int("corpus", 0, "measure file translation instead: a test set of `N` sentences (see above)")
@@ -293,6 +293,7 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 			return &usageError{"-weights: " + err.Error()}
 		}
 	}
+	c.CPUProfile = get("cpuprofile")
 	c.SkipPyTorch = c.SkipPyTorch || changed("engines") && !strings.Contains(get("engines"), bench.EnginePyTorch)
 	// attnx on each backend this binary can run: --engines names them
 	// as the step engines do (attnx-steps-lean: ORT, attnx-steps-lean-go:
