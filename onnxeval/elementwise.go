@@ -494,6 +494,13 @@ func init() {
 			ic, ix, iy := bcastIndex(f.r, shape, c.Shape), bcastIndex(f.r, shape, x.Shape), bcastIndex(f.r, shape, y.Shape)
 			cond := get[bool](c)
 			n := numel(shape)
+			if x.DType == dtFloat {
+				// float32 (attention masks): picked in one pass.
+				o := f.r.f32(shape)
+				whereF32(get[bool](c), get[float32](x), get[float32](y), get[float32](o), ic, ix, iy)
+				out[0] = o
+				return nil
+			}
 			pick := tmp[int32](f.r, n) // >= 0: index into x; < 0: -1-index into y
 			for i := 0; i < n; i++ {
 				jc, jx, jy := i, i, i
@@ -651,6 +658,28 @@ func whereT[T element](x, y, z []T, pick []int32) {
 			z[i] = x[p]
 		} else {
 			z[i] = y[-1-p]
+		}
+	}
+}
+
+// whereF32 sets z[i] to x's or y's element as cond's says, each operand's
+// element at i or, where it is broadcast, at its index map's entry.
+func whereF32(cond []bool, x, y, z []float32, ic, ix, iy []int32) {
+	for i := range z {
+		jc, jx, jy := i, i, i
+		if ic != nil {
+			jc = int(ic[i])
+		}
+		if ix != nil {
+			jx = int(ix[i])
+		}
+		if iy != nil {
+			jy = int(iy[i])
+		}
+		if cond[jc] {
+			z[i] = x[jx]
+		} else {
+			z[i] = y[jy]
 		}
 	}
 }

@@ -652,6 +652,32 @@ func transpose(r *runner, t *Tensor, perm, shape []int64) (*Tensor, error) {
 		st[i] = ts[p]
 	}
 	n := numel(shape)
+	// The trailing output axes whose input elements lie together (a
+	// permutation that keeps the last axes, as moving the batch and
+	// direction axes of an RNN's output does) are copied as runs.
+	run, inner := 1, rank
+	for inner > 0 && st[inner-1] == run {
+		inner--
+		run *= int(shape[inner])
+	}
+	if run >= 8 && n > 0 {
+		o := newLike(r, t.DType, shape)
+		ctr := make([]int64, inner)
+		pos := 0
+		for out := 0; out < n; out += run {
+			copyBlock(o.Data, out, t.Data, pos, run)
+			for d := inner - 1; d >= 0; d-- {
+				ctr[d]++
+				pos += st[d]
+				if ctr[d] < shape[d] {
+					break
+				}
+				pos -= st[d] * int(shape[d])
+				ctr[d] = 0
+			}
+		}
+		return o, nil
+	}
 	idx := make([]int32, n)
 	ctr := make([]int64, rank)
 	pos := 0
