@@ -386,7 +386,7 @@ func init() {
 		int8A := n.int("accuracy_level", 0) == 4
 		var w, wScale []float32
 		var nib *nibbleWeights
-		if int8A && bits == 4 && kernel.HasInt8() && block%8 == 0 {
+		if int8A && bits == 4 && kernel.NibbleProductFast() && block%8 == 0 {
 			nib = newNibbleWeights(bw)
 		} else if int8A {
 			// ONNX Runtime's accuracy level 4 quantizes A block-wise to
@@ -544,9 +544,9 @@ func (q *int8Weights) run(a *Tensor, za int32, m int, res []int32) {
 	}
 }
 
-// nibbleWeights is MatMulNBits' 4-bit B at accuracy level 4 on the VNNI
-// kernel (kernel.NibbleProduct: the weights stay 4-bit), with a scratch
-// pool for A's quantized blocks.
+// nibbleWeights is MatMulNBits' 4-bit B at accuracy level 4 on the VNNI or
+// AVX2 kernels (kernel.NibbleProduct: the weights stay 4-bit), with a
+// scratch pool for A's quantized blocks.
 type nibbleWeights struct {
 	prod    *kernel.NibbleProduct
 	scratch sync.Pool // of *nibbleScratch

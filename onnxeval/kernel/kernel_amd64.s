@@ -1711,3 +1711,135 @@ m4loop:
 	MOUT(Y6, Y7, 12, BX)
 	VZEROUPPER
 	RET
+
+// nibconst: 32 bytes of 0x0f (a nibble's mask), then 16 int16 ones
+// (VPMADDWD's pair sum), for nib4x16Avx2Asm, whose 16 registers are all
+// taken.
+DATA nibconst<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibconst<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibconst<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibconst<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibconst<>+32(SB)/8, $0x0001000100010001
+DATA nibconst<>+40(SB)/8, $0x0001000100010001
+DATA nibconst<>+48(SB)/8, $0x0001000100010001
+DATA nibconst<>+56(SB)/8, $0x0001000100010001
+GLOBL nibconst<>(SB), RODATA|NOPTR, $64
+
+// NIBAVX2 adds one row's group of 8 values of k (its bytes at p0 and p4,
+// broadcast) times the 16 columns' 4-bit weights (low nibbles Y10, Y11
+// for k..k+3, high nibbles Y8, Y9 for k+4..k+7) into lo and hi:
+// VPMADDUBSW multiplies the weights (unsigned, at most 15) by the row's
+// int8 values and adds pairs (at most 3,840 in magnitude), VPADDW adds
+// the two halves' (7,680), VPMADDWD by ones adds pairs into int32: exact.
+#define NIBAVX2(p0, p4, lo, hi) \
+	VPBROADCASTD p0, Y12 \
+	VPBROADCASTD p4, Y13 \
+	VPMADDUBSW   Y12, Y10, Y14 \
+	VPMADDUBSW   Y13, Y8, Y15 \
+	VPADDW       Y15, Y14, Y14 \
+	VPMADDWD     nibconst<>+32(SB), Y14, Y14 \
+	VPADDD       Y14, lo, lo \
+	VPMADDUBSW   Y12, Y11, Y14 \
+	VPMADDUBSW   Y13, Y9, Y15 \
+	VPADDW       Y15, Y14, Y14 \
+	VPMADDWD     nibconst<>+32(SB), Y14, Y14 \
+	VPADDD       Y14, hi, hi
+
+// NIBOUTAVX2 is NIBOUT on 8 columns: y + (as * ws) * (float32(acc) - zp *
+// su), as in Y12 and su in Y13, the block's scales at off(R11) and zero
+// points at off(R12); the accumulator is zeroed.
+#define NIBOUTAVX2(acc, off) \
+	VCVTDQ2PS acc, acc \
+	VMULPS    off(R12), Y13, Y15 \
+	VSUBPS    Y15, acc, acc \
+	VMULPS    off(R11), Y12, Y15 \
+	VMULPS    Y15, acc, acc \
+	VADDPS    off(AX), acc, acc \
+	VMOVUPS   acc, off(AX) \
+	VPXOR     acc, acc, acc
+
+// NIBROWAVX2: NIBOUTAVX2 for a row's two accumulators, its scale and sum
+// at (R9) and (R10), then the next row's (CX bytes on) and tile row.
+#define NIBROWAVX2(lo, hi) \
+	VBROADCASTSS (R9), Y12 \
+	VBROADCASTSS (R10), Y13 \
+	NIBOUTAVX2(lo, 0) \
+	NIBOUTAVX2(hi, 32) \
+	ADDQ CX, R9 \
+	ADDQ CX, R10 \
+	ADDQ R14, AX
+
+// func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+// NibbleProduct on AVX2: four rows of aq (lda apart) by 16 columns, whose
+// weights are 64 bytes of each 256-byte group of the VNNI layout (bp,
+// groups 256 bytes apart; ws and zp the 16 columns' of the first block,
+// blocks 64 values apart): nb blocks of ppb groups of 8 values; the tile
+// y (4 rows of 16, ldy apart) is zeroed, then gets each block's term in
+// nib4x64Asm's order.
+TEXT ·nib4x16Avx2Asm(SB), NOSPLIT, $0-88
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ bp+16(FP), DI
+	MOVQ nb+24(FP), BX
+	MOVQ as+40(FP), R9
+	MOVQ su+48(FP), R10
+	MOVQ ws+56(FP), R11
+	MOVQ zp+64(FP), R12
+	MOVQ y+72(FP), R13
+	MOVQ ldy+80(FP), R14
+	SHLQ $2, R14
+	LEAQ (SI)(DX*2), R8
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ R13, AX
+	MOVQ $4, CX
+na2zero:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y0, 32(AX)
+	ADDQ R14, AX
+	DECQ CX
+	JNZ  na2zero
+na2block:
+	MOVQ ppb+32(FP), CX
+na2group:
+	VMOVDQU (DI), Y8
+	VMOVDQU 32(DI), Y9
+	VPAND   nibconst<>(SB), Y8, Y10
+	VPAND   nibconst<>(SB), Y9, Y11
+	VPSRLW  $4, Y8, Y8
+	VPSRLW  $4, Y9, Y9
+	VPAND   nibconst<>(SB), Y8, Y8
+	VPAND   nibconst<>(SB), Y9, Y9
+	NIBAVX2((SI), 4(SI), Y0, Y1)
+	NIBAVX2((SI)(DX*1), 4(SI)(DX*1), Y2, Y3)
+	NIBAVX2((R8), 4(R8), Y4, Y5)
+	NIBAVX2((R8)(DX*1), 4(R8)(DX*1), Y6, Y7)
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  na2group
+	MOVQ nb+24(FP), CX
+	SHLQ $2, CX
+	MOVQ R13, AX
+	NIBROWAVX2(Y0, Y1)
+	NIBROWAVX2(Y2, Y3)
+	NIBROWAVX2(Y4, Y5)
+	NIBROWAVX2(Y6, Y7)
+	SHLQ $2, CX
+	SUBQ CX, R9
+	SUBQ CX, R10
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $256, R11
+	ADDQ $256, R12
+	DECQ BX
+	JNZ  na2block
+	VZEROUPPER
+	RET

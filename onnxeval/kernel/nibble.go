@@ -40,7 +40,7 @@ func NewNibbleProduct(w []uint8, n, k, block int, scales, zps []float32) *Nibble
 		panic(fmt.Sprintf("kernel.NewNibbleProduct: %d values, %d scales, %d zero points for %d x %d in blocks of %d", len(w), len(scales), len(zps), n, k, block))
 	}
 	q := &NibbleProduct{N: n, K: k, Block: block, nb: nb, ppb: block / 8, ncb: (n + qBlock - 1) / qBlock}
-	if !useVNNI {
+	if !NibbleProductFast() {
 		q.vals, q.wsRows, q.zpRows = w[:n*k], scales[:n*nb], zps[:n*nb]
 		return q
 	}
@@ -86,12 +86,80 @@ func (q *NibbleProduct) Run(m int, aq []int8, lda int, as, su []float32, y []flo
 	if lda < q.Stride() || len(aq) < (m-1)*lda+q.Stride() || len(as) < m*q.nb || len(su) < m*q.nb || len(y) < (m-1)*ldy+q.N {
 		panic(fmt.Sprintf("kernel.NibbleProduct.Run: %d rows (stride %d, %d values), %d scales, %d sums, %d outputs (stride %d) for %d x %d", m, lda, len(aq), len(as), len(su), len(y), ldy, q.N, q.K))
 	}
-	if !useVNNI {
-		q.runGo(m, aq, lda, as, su, y, ldy)
-		return
-	}
 	t := min(threads, q.ncb, m*q.N*q.K/(4*minWork))
-	parallel(q.ncb, t, func(b0, b1 int) { q.run(b0, b1, m, aq, lda, as, su, y, ldy) })
+	switch {
+	case useVNNI:
+		parallel(q.ncb, t, func(b0, b1 int) { q.run(b0, b1, m, aq, lda, as, su, y, ldy) })
+	case useAsm:
+		pad := q.padRows(m, aq, lda, as, su)
+		parallel(q.ncb, t, func(b0, b1 int) { q.runAVX2(b0, b1, m, aq, lda, as, su, y, ldy, pad) })
+	default:
+		q.runGo(m, aq, lda, as, su, y, ldy)
+	}
+}
+
+// NibbleProductFast reports whether NibbleProduct runs in assembly on this
+// path (AVX-512 VNNI or AVX2) rather than in Go: where it does not,
+// MatMulNBits is faster on float32 kernels.
+func NibbleProductFast() bool { return useVNNI || useAsm }
+
+// nibblePad holds the rows left over from the blocks of four, padded with
+// zero rows (zero scales and sums), for the AVX2 kernel.
+type nibblePad struct {
+	first  int // the first row left over
+	aq     []int8
+	as, su []float32
+}
+
+func (q *NibbleProduct) padRows(m int, aq []int8, lda int, as, su []float32) *nibblePad {
+	m4 := m &^ 3
+	if m4 == m {
+		return nil
+	}
+	stride := q.Stride()
+	p := &nibblePad{first: m4, aq: make([]int8, 4*stride), as: make([]float32, 4*q.nb), su: make([]float32, 4*q.nb)}
+	for r := 0; r < m-m4; r++ {
+		copy(p.aq[r*stride:(r+1)*stride], aq[(m4+r)*lda:])
+		copy(p.as[r*q.nb:(r+1)*q.nb], as[(m4+r)*q.nb:])
+		copy(p.su[r*q.nb:(r+1)*q.nb], su[(m4+r)*q.nb:])
+	}
+	return p
+}
+
+// runAVX2 computes the column blocks b0..b1 on AVX2, 4 rows by 16 columns
+// at a time from the VNNI layout; the rows beyond the blocks of four come
+// from pad. Each value is computed as nib4x64Asm computes it.
+func (q *NibbleProduct) runAVX2(b0, b1, m int, aq []int8, lda int, as, su []float32, y []float32, ldy int, pad *nibblePad) {
+	var tmp [4 * 16]float32
+	pairs, nb := q.nb*q.ppb, q.nb
+	m4 := m &^ 3
+	for b := b0; b < b1; b++ {
+		for p := 0; p < qBlock/16; p++ {
+			j0 := b*qBlock + p*16
+			if j0 >= q.N {
+				break
+			}
+			bp := &q.p[b*pairs*256+p*64]
+			ws, zp := &q.ws[b*nb*qBlock+p*16], &q.zp[b*nb*qBlock+p*16]
+			full := j0+16 <= q.N
+			for i := 0; i < m4; i += 4 {
+				if full {
+					nib4x16Avx2Asm(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &y[i*ldy+j0], ldy)
+					continue
+				}
+				nib4x16Avx2Asm(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &tmp[0], 16)
+				for r := 0; r < 4; r++ {
+					copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*16:(r+1)*16])
+				}
+			}
+			if pad != nil {
+				nib4x16Avx2Asm(&pad.aq[0], q.Stride(), bp, nb, q.ppb, &pad.as[0], &pad.su[0], ws, zp, &tmp[0], 16)
+				for r := pad.first; r < m; r++ {
+					copy(y[r*ldy+j0:r*ldy+q.N], tmp[(r-pad.first)*16:(r-pad.first+1)*16])
+				}
+			}
+		}
+	}
 }
 
 func (q *NibbleProduct) run(b0, b1, m int, aq []int8, lda int, as, su []float32, y []float32, ldy int) {
@@ -124,7 +192,7 @@ func (q *NibbleProduct) run(b0, b1, m int, aq []int8, lda int, as, su []float32,
 	}
 }
 
-// runGo is Run's loop on CPUs without VNNI.
+// runGo is Run's loop in Go (no assembly on this path).
 func (q *NibbleProduct) runGo(m int, aq []int8, lda int, as, su []float32, y []float32, ldy int) {
 	K, nb, blk := q.K, q.nb, q.Block
 	for i := 0; i < m; i++ {

@@ -10,18 +10,26 @@ import (
 // CPU has them: 4-row and 1-row kernels, a partial last column block, a
 // partial last block along k) with the integer sums and the block terms
 // written out in order, bit for bit, scales holding NaN, infinities and
-// subnormals included.
+// subnormals included; one case at the extremes (weights 15, row values
+// -128 and 127), where a 16-bit partial sum of the AVX2 kernel is largest.
 func TestNibbleProduct(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
 	special := []float32{float32(math.NaN()), float32(math.Inf(1)), 1e-45, 0, -3e38}
-	for _, c := range []struct{ m, n, k, block, extra int }{
-		{1, 64, 128, 128, 0}, {4, 64, 128, 128, 0}, {5, 70, 256, 128, 8}, {32, 1000, 512, 128, 0},
-		{3, 17, 40, 16, 0}, {9, 130, 200, 32, 16}, {2, 1, 8, 8, 0}, {7, 129, 512, 64, 0},
+	for _, c := range []struct {
+		m, n, k, block, extra int
+		extreme               bool
+	}{
+		{1, 64, 128, 128, 0, false}, {4, 64, 128, 128, 0, false}, {5, 70, 256, 128, 8, false}, {32, 1000, 512, 128, 0, false},
+		{3, 17, 40, 16, 0, false}, {9, 130, 200, 32, 16, false}, {2, 1, 8, 8, 0, false}, {7, 129, 512, 64, 0, false},
+		{6, 40, 96, 32, 0, true},
 	} {
 		nb := (c.k + c.block - 1) / c.block
 		w := make([]uint8, c.n*c.k)
 		for i := range w {
 			w[i] = uint8(r.IntN(16))
+			if c.extreme {
+				w[i] = 15
+			}
 		}
 		ws, zp := make([]float32, c.n*nb), make([]float32, c.n*nb)
 		for i := range ws {
@@ -37,6 +45,9 @@ func TestNibbleProduct(t *testing.T) {
 		for i := 0; i < c.m; i++ {
 			for k := 0; k < c.k; k++ {
 				aq[i*lda+k] = int8(r.IntN(256) - 128)
+				if c.extreme {
+					aq[i*lda+k] = int8(127 - 255*((i+k/8)%2))
+				}
 			}
 		}
 		as, su := make([]float32, c.m*nb), make([]float32, c.m*nb)

@@ -78,3 +78,31 @@ func BenchmarkPackedGemvCold(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkPackedRecipe multiplies at the shapes of a beam-5 step of the
+// OpenNMT-py recipe model (bench --corpus: batches of 30 sentences, 150
+// hypotheses, H=512, 16,000 target words) and of its encoder's recurrence
+// (30 rows, 256 per direction), where the operands no longer fit in the
+// first-level cache as BenchmarkPackedGemm32's do.
+func BenchmarkPackedRecipe(b *testing.B) {
+	for _, s := range []struct {
+		name    string
+		m, n, k int
+	}{
+		{"gates-input-150x1024x2048", 150, 2048, 1024},
+		{"gates-hidden-150x512x2048", 150, 2048, 512},
+		{"attn-out-150x1024x512", 150, 512, 1024},
+		{"generator-150x512x16000", 150, 16000, 512},
+		{"encoder-30x256x1024", 30, 1024, 256},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 6))
+			p := Pack(randVec(r, s.n*s.k), s.n, s.k)
+			a, c := randVec(r, s.m*s.k), make([]float32, s.m*s.n)
+			for b.Loop() {
+				p.Mul(s.m, a, s.k, c, s.n, 1)
+			}
+			b.ReportMetric(float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
