@@ -138,5 +138,10 @@ func firstBeyondAsm(x *float32, n int, t float32, mode int) int
 //go:noescape
 func peakAsm(n int, vnni bool)
 
+// peakAVX2Asm runs BenchmarkPeak's loop on 256-bit registers.
+//
+//go:noescape
+func peakAVX2Asm(n int, kind int)
+
 //go:noescape
 func subSubAsm(x *float32, a, b float32, z *float32, n int)

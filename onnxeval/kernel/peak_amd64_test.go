@@ -8,8 +8,29 @@ import "testing"
 // products' own instructions, from registers alone (16 independent
 // accumulators, so that throughput, not latency, bounds it): float32
 // VFMADD231PS (16 multiply-adds each) and VNNI VPDPBUSD (64 byte
-// products each). The kernels' GMAC/s are read against these.
+// products each); and the AVX2 path's on 256-bit registers: VFMADD231PS
+// (8), the 8-bit kernel's VPMADDUBSW, VPMADDWD, VPADDD (32 byte products
+// per three instructions) and the 4-bit kernel's two VPMADDUBSW, VPADDW,
+// VPMADDWD, VPADDD (64 per five). The kernels' GMAC/s are read against
+// these.
 func BenchmarkPeak(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		kind int
+		macs float64 // per group
+		per  float64 // groups per iteration
+	}{{"avx2-fma-f32", 0, 8, 12}, {"avx2-maddubs-u8s8", 1, 32, 6}, {"avx2-maddubs-nibble", 2, 64, 4}} {
+		b.Run(c.name, func(b *testing.B) {
+			if !useAsm {
+				b.Skip("needs AVX2")
+			}
+			const n = 1 << 16
+			for b.Loop() {
+				peakAVX2Asm(n, c.kind)
+			}
+			b.ReportMetric(float64(b.N)*n*c.per*c.macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
 	for _, c := range []struct {
 		name string
 		vnni bool
