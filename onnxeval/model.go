@@ -94,7 +94,14 @@ func Open(path string, opt Options) (*Model, error) {
 	// Likewise the protobuf message, now that g holds the tensors.
 	mp = nil
 	runtime.GC()
-	return FromGraph(path, g, opt)
+	m, err := FromGraph(path, g, opt)
+	// And the decoded tensors, now that the kernels hold their layouts:
+	// without this collection the collector's next goal stays at GOGC
+	// percent above the loading's peak (file tensors and packed weights
+	// at once), and garbage from the first runs fills the heap up to it.
+	g = nil
+	runtime.GC()
+	return m, err
 }
 
 // OpenBytes loads a model from the bytes of an .onnx file (without external
