@@ -16,8 +16,9 @@ const (
 	// PathAVX512: AVX-512F: the packed float32 products and the vector
 	// passes on 16 lanes; MatMulInteger on the float32 kernels.
 	PathAVX512 = "avx512f"
-	// PathAVX2: AVX2 and FMA: dot products, gemv and the vector passes on
-	// 8 lanes.
+	// PathAVX2: AVX2 and FMA: the packed float32 products, dot products,
+	// gemv and the vector passes on 8 lanes, the fused int8 product and
+	// the 4-bit product on VPMADDUBSW.
 	PathAVX2 = "avx2"
 	// PathGo: the Go version of every kernel (any CPU, any GOARCH; the
 	// purego build tag gives the same).

@@ -138,6 +138,15 @@ func firstBeyondAsm(x *float32, n int, t float32, mode int) int
 //go:noescape
 func peakAsm(n int, vnni bool)
 
+// gemmPanel4Avx2Asm and gemvPanelAvx2Asm: Packed's products on AVX2
+// (kernel_amd64.s).
+//
+//go:noescape
+func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+
+//go:noescape
+func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32)
+
 // peakAVX2Asm runs BenchmarkPeak's loop on 256-bit registers.
 //
 //go:noescape

@@ -1925,3 +1925,173 @@ pa2nib:
 	JNZ  pa2nib
 	VZEROUPPER
 	RET
+
+// func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+// C[0:4, 0:16] = A[0:4, 0:k] times a packed panel bp (k rows of 16
+// floats) on AVX2: each output's multiply-adds in order of k into one
+// accumulator (VFMADD231PS), as gemvPanelAvx2Asm adds them, so that a
+// row's sums do not depend on its batch-mates.
+TEXT ·gemmPanel4Avx2Asm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k+16(FP), CX
+	MOVQ bp+24(FP), DI
+	MOVQ c+32(FP), R10
+	MOVQ ldc+40(FP), R11
+	SHLQ $2, DX
+	SHLQ $2, R11
+	LEAQ (SI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ   pa4store
+pa4loop:
+	VMOVUPS      (DI), Y8
+	VMOVUPS      32(DI), Y9
+	VBROADCASTSS (SI), Y10
+	VBROADCASTSS (R8), Y11
+	VBROADCASTSS (R9), Y12
+	VBROADCASTSS (R12), Y13
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ $64, DI
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  pa4loop
+pa4store:
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	ADDQ    R11, R10
+	VMOVUPS Y2, (R10)
+	VMOVUPS Y3, 32(R10)
+	ADDQ    R11, R10
+	VMOVUPS Y4, (R10)
+	VMOVUPS Y5, 32(R10)
+	ADDQ    R11, R10
+	VMOVUPS Y6, (R10)
+	VMOVUPS Y7, 32(R10)
+	VZEROUPPER
+	RET
+
+// func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32)
+// c[16p:16p+16] = a[0:k] times packed panel p (k rows of 16 floats,
+// panels one after another), for p < np, on AVX2: six panels at a time
+// (twelve accumulators, six streams of weights in flight), then one; each
+// output's multiply-adds in order of k into one accumulator, as
+// gemmPanel4Avx2Asm adds them.
+TEXT ·gemvPanelAvx2Asm(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ k+8(FP), CX
+	MOVQ bp+16(FP), DI
+	MOVQ np+24(FP), R11
+	MOVQ c+32(FP), R10
+	MOVQ CX, R12
+	SHLQ $6, R12
+gva6:
+	CMPQ R11, $6
+	JLT  gva1
+	MOVQ SI, AX
+	MOVQ CX, BX
+	MOVQ DI, R8
+	LEAQ (DI)(R12*1), R9
+	LEAQ (R9)(R12*1), R13
+	LEAQ (R13)(R12*1), R14
+	LEAQ (R14)(R12*1), R15
+	LEAQ (R15)(R12*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ BX, BX
+	JZ   gva6store
+gva6loop:
+	VBROADCASTSS (AX), Y15
+	VFMADD231PS  (R8), Y15, Y0
+	VFMADD231PS  32(R8), Y15, Y1
+	VFMADD231PS  (R9), Y15, Y2
+	VFMADD231PS  32(R9), Y15, Y3
+	VFMADD231PS  (R13), Y15, Y4
+	VFMADD231PS  32(R13), Y15, Y5
+	VFMADD231PS  (R14), Y15, Y6
+	VFMADD231PS  32(R14), Y15, Y7
+	VFMADD231PS  (R15), Y15, Y8
+	VFMADD231PS  32(R15), Y15, Y9
+	VFMADD231PS  (DX), Y15, Y10
+	VFMADD231PS  32(DX), Y15, Y11
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R13
+	ADDQ $64, R14
+	ADDQ $64, R15
+	ADDQ $64, DX
+	ADDQ $4, AX
+	DECQ BX
+	JNZ  gva6loop
+gva6store:
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, 128(R10)
+	VMOVUPS Y5, 160(R10)
+	VMOVUPS Y6, 192(R10)
+	VMOVUPS Y7, 224(R10)
+	VMOVUPS Y8, 256(R10)
+	VMOVUPS Y9, 288(R10)
+	VMOVUPS Y10, 320(R10)
+	VMOVUPS Y11, 352(R10)
+	ADDQ $384, R10
+	MOVQ DX, DI
+	SUBQ $6, R11
+	JMP  gva6
+gva1:
+	TESTQ R11, R11
+	JZ   gvadone
+	MOVQ SI, AX
+	MOVQ CX, BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	TESTQ BX, BX
+	JZ   gva1store
+gva1loop:
+	VBROADCASTSS (AX), Y15
+	VFMADD231PS  (DI), Y15, Y0
+	VFMADD231PS  32(DI), Y15, Y1
+	ADDQ $64, DI
+	ADDQ $4, AX
+	DECQ BX
+	JNZ  gva1loop
+gva1store:
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	ADDQ $64, R10
+	DECQ R11
+	JMP  gva1
+gvadone:
+	VZEROUPPER
+	RET

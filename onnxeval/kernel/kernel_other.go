@@ -56,6 +56,10 @@ func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, z
 func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }
+func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
+	panic("no assembly")
+}
+func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32) { panic("no assembly") }
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32) {
 	panic("no assembly")
 }

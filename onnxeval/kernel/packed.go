@@ -4,11 +4,11 @@ package kernel
 const panel = 16
 
 // Packed is a constant matrix W (n x k, the weights of a product A W^T)
-// laid out for the products: on CPUs with AVX-512, panels of 16 rows of W
-// interleaved along k (panel p holds, for each k, W[16p..16p+15][k]
+// laid out for the products: on CPUs with AVX-512 or AVX2, panels of 16
+// rows of W interleaved along k (panel p holds, for each k, W[16p..16p+15][k]
 // together), so that a step multiplies 16 outputs at once and the whole
-// matrix is read in one sequential pass; elsewhere W as it is, for GemmNT.
-// Either way it holds one copy of W.
+// matrix is read in one sequential pass; without assembly W as it is, for
+// GemmNT. Either way it holds one copy of W.
 type Packed struct {
 	N, K  int
 	p     []float32 // panels, ceil(N/16) of 16*K (padded with zeros)
@@ -16,9 +16,9 @@ type Packed struct {
 }
 
 // Pack lays out w (n x k, rows k apart) for the products. w is kept as
-// is (not copied) when the CPU has no AVX-512.
+// is (not copied) when the path has no assembly.
 func Pack(w []float32, n, k int) *Packed {
-	if !usePanels || k == 0 || n == 0 {
+	if !useAsm || k == 0 || n == 0 {
 		return &Packed{N: n, K: k, plain: w[:n*k]}
 	}
 	np := (n + panel - 1) / panel
@@ -73,6 +73,11 @@ func (w *Packed) Mul(m int, a []float32, lda int, c []float32, ldc int, threads 
 	_ = a[(m-1)*lda+w.K-1]
 	_ = c[(m-1)*ldc+w.N-1]
 	np := (w.N + panel - 1) / panel
+	if !usePanels {
+		t := min(threads, np, m*w.N*w.K/minWork)
+		parallel(np, t, func(p0, p1 int) { w.mulAVX2(p0, p1, m, a, lda, c, ldc) })
+		return
+	}
 	// Two or three rows left over from the blocks of four: the 4-row
 	// kernel takes them with zero rows (a row's sums do not depend on the
 	// others'), from this copy shared by the threads; one row alone takes
@@ -141,6 +146,43 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int, 
 			}
 			gemvPanelAsm(&a[i*lda], K, bp, 1, &tmp[0])
 			copy(c[i*ldc+j0:i*ldc+N], tmp[:])
+		}
+	}
+}
+
+// mulAVX2 is mul on AVX2: blocks of four rows by one panel, then the rows
+// left over one at a time across the panels (three at once); both kernels
+// add each output's products in order of k into one accumulator, so a
+// row's sums do not depend on the rows beside it.
+func (w *Packed) mulAVX2(p0, p1, m int, a []float32, lda int, c []float32, ldc int) {
+	K, N := w.K, w.N
+	var tmp [4 * panel]float32
+	full := p1 // panels whose 16 columns all exist
+	if p1*panel > N {
+		full = p1 - 1
+	}
+	m4 := m &^ 3
+	for p := p0; p < p1; p++ {
+		bp := &w.p[p*panel*K]
+		j0 := p * panel
+		for i := 0; i < m4; i += 4 {
+			if p < full {
+				gemmPanel4Avx2Asm(&a[i*lda], lda, K, bp, &c[i*ldc+j0], ldc)
+				continue
+			}
+			gemmPanel4Avx2Asm(&a[i*lda], lda, K, bp, &tmp[0], panel)
+			for r := 0; r < 4; r++ {
+				copy(c[(i+r)*ldc+j0:(i+r)*ldc+N], tmp[r*panel:(r+1)*panel])
+			}
+		}
+	}
+	for i := m4; i < m; i++ {
+		if full > p0 {
+			gemvPanelAvx2Asm(&a[i*lda], K, &w.p[p0*panel*K], full-p0, &c[i*ldc+p0*panel])
+		}
+		if full < p1 {
+			gemvPanelAvx2Asm(&a[i*lda], K, &w.p[full*panel*K], 1, &tmp[0])
+			copy(c[i*ldc+full*panel:i*ldc+N], tmp[:panel])
 		}
 	}
 }
