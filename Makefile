@@ -44,11 +44,13 @@ test: deps vet
 
 # test-kernel-paths runs the native evaluator's and its kernels' tests on
 # the other paths this CPU offers (ATTNX_KERNELS picks one, as a user can):
-# AVX-512 without VNNI (the 8-bit and 4-bit products' fallbacks), AVX2
-# without AVX-512, and pure Go (-tags purego, the build other GOARCHes
-# get); ./... above took the best.
+# AVX-512 without VNNI (the 8-bit and 4-bit products' fallbacks), AVX-VNNI
+# without AVX-512 where the CPU has AVX-VNNI, AVX2 alone, and pure Go
+# (-tags purego, the build other GOARCHes get); ./... above took the best.
 test-kernel-paths:
 	ATTNX_KERNELS=avx512f $(GO) test -count=1 ./onnxeval/... ./decode
+	if grep -qw avx_vnni /proc/cpuinfo 2>/dev/null; then ATTNX_KERNELS=avx-vnni $(GO) test -count=1 ./onnxeval/... ./decode; \
+	else echo "test-kernel-paths: no AVX-VNNI on this CPU: the avx-vnni path is not tested here"; fi
 	ATTNX_KERNELS=avx2 $(GO) test -count=1 ./onnxeval/... ./decode
 	$(GO) test -count=1 -tags purego ./onnxeval/... ./decode
 

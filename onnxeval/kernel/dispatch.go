@@ -16,6 +16,11 @@ const (
 	// PathAVX512: AVX-512F: the packed float32 products and the vector
 	// passes on 16 lanes; MatMulInteger on the float32 kernels.
 	PathAVX512 = "avx512f"
+	// PathAVXVNNI: AVX2, FMA and AVX-VNNI (VPDPBUSD in its VEX form, on
+	// CPUs that have it without AVX-512, as Intel's cores since Alder
+	// Lake do): everything of PathAVX2, the fused int8 product on
+	// VPDPBUSD over 8 lanes.
+	PathAVXVNNI = "avx-vnni"
 	// PathAVX2: AVX2 and FMA: the packed float32 products, dot products,
 	// gemv and the vector passes on 8 lanes, the fused int8 product and
 	// the 4-bit product on VPMADDUBSW.
@@ -33,7 +38,7 @@ const (
 // test-kernel-paths) and for CPUs where a path misbehaves.
 const EnvPath = "ATTNX_KERNELS"
 
-var allPaths = []string{PathVNNI, PathAVX512, PathAVX2, PathGo}
+var allPaths = []string{PathVNNI, PathAVX512, PathAVXVNNI, PathAVX2, PathGo}
 
 // choosePath returns the dispatch for the value of EnvPath given the paths
 // the CPU and the build can run (best first): the flags of the chosen
@@ -55,7 +60,7 @@ func choosePath(want string, can []string) (asm, panels, vnni bool, path string,
 		asm, panels, vnni = true, true, true
 	case PathAVX512:
 		asm, panels = true, true
-	case PathAVX2:
+	case PathAVXVNNI, PathAVX2:
 		asm = true
 	}
 	return asm, panels, vnni, path, err

@@ -8,7 +8,7 @@ import (
 )
 
 func TestChoosePath(t *testing.T) {
-	all := []string{PathVNNI, PathAVX512, PathAVX2, PathGo}
+	all := []string{PathVNNI, PathAVX512, PathAVXVNNI, PathAVX2, PathGo}
 	avx2 := []string{PathAVX2, PathGo}
 	for _, c := range []struct {
 		want              string
@@ -20,12 +20,14 @@ func TestChoosePath(t *testing.T) {
 		{"auto", avx2, true, false, false, PathAVX2, ""},
 		{"avx512f", all, true, true, false, PathAVX512, ""},
 		{" AVX2 ", all, true, false, false, PathAVX2, ""},
+		{"avx-vnni", all, true, false, false, PathAVXVNNI, ""},
+		{"avx-vnni", avx2, true, false, false, PathAVX2, "ATTNX_KERNELS=avx-vnni: this CPU (or this build) cannot run that path; it can run avx2, go"},
 		{"go", all, false, false, false, PathGo, ""},
 		{"go", []string{PathGo}, false, false, false, PathGo, ""},
 		// Not runnable here, or not a path: the best runs, and the
 		// error names the variable and the paths there are.
 		{"avx512-vnni", avx2, true, false, false, PathAVX2, "ATTNX_KERNELS=avx512-vnni: this CPU (or this build) cannot run that path; it can run avx2, go"},
-		{"sse", all, true, true, true, PathVNNI, `ATTNX_KERNELS="sse": want auto, avx512-vnni, avx512f, avx2, go`},
+		{"sse", all, true, true, true, PathVNNI, `ATTNX_KERNELS="sse": want auto, avx512-vnni, avx512f, avx-vnni, avx2, go`},
 	} {
 		asm, panels, vnni, path, err := choosePath(c.want, c.can)
 		if asm != c.asm || panels != c.panels || vnni != c.vnni || path != c.path {
@@ -45,7 +47,7 @@ func TestPathInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Path()
-	if !slices.Contains(Paths(), p) || useAsm != (p != PathGo) || usePanels != (p == PathAVX512 || p == PathVNNI) || useVNNI != (p == PathVNNI) || HasInt8() != useVNNI {
+	if !slices.Contains(Paths(), p) || useAsm != (p != PathGo) || usePanels != (p == PathAVX512 || p == PathVNNI) || useVNNI != (p == PathVNNI) || useVexVNNI != (p == PathAVXVNNI) || HasInt8() != useVNNI {
 		t.Errorf("path %s of %v: asm %v, panels %v, vnni %v", p, Paths(), useAsm, usePanels, useVNNI)
 	}
 	if want := strings.TrimSpace(strings.ToLower(os.Getenv(EnvPath))); want != "" && want != "auto" && want != p {

@@ -42,7 +42,7 @@ func DotsU8S8(a []uint8, b []int8, blk, nblk, n, ldb int, c []int32) {
 func HasInt8() bool { return useVNNI }
 
 // QuantProductFast reports whether a QuantProduct with activations' zero
-// point azp runs in assembly: on AVX-512 VNNI, or with zero point 128 on
-// AVX2 (rows with a 0 byte then take the Go loop: the fused row
-// quantization gives those only for rows holding NaN or infinities).
-func QuantProductFast(azp int32) bool { return useVNNI || useAsm && azp == 128 }
+// point azp runs in assembly: on AVX-512 VNNI or AVX-VNNI, or with zero
+// point 128 on AVX2 (rows with a 0 byte then take the Go loop: the fused
+// row quantization gives those only for rows holding NaN or infinities).
+func QuantProductFast(azp int32) bool { return useVNNI || useVexVNNI || useAsm && azp == 128 }

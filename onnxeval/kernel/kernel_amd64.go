@@ -11,7 +11,7 @@ import (
 // canPaths are the kernel paths this CPU runs, best first: the assembly
 // needs AVX2 and FMA (and the OS saving YMM registers, which x/sys/cpu
 // checks), the packed products AVX-512F, the 8-bit kernels AVX-512 (F,
-// BW) with VNNI.
+// BW) with VNNI, or AVX-VNNI for the 8-lane one.
 var canPaths = func() []string {
 	var p []string
 	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
@@ -21,6 +21,9 @@ var canPaths = func() []string {
 	}
 	if avx512 {
 		p = append(p, PathAVX512)
+	}
+	if avx2 && cpu.X86.HasAVXVNNI {
+		p = append(p, PathAVXVNNI)
 	}
 	if avx2 {
 		p = append(p, PathAVX2)
@@ -32,6 +35,10 @@ var canPaths = func() []string {
 // (AVX-512F); useVNNI: the 8-bit kernels (AVX-512 VNNI). The path
 // EnvPath picks, else the best.
 var useAsm, usePanels, useVNNI, path, pathErr = choosePath(os.Getenv(EnvPath), canPaths)
+
+// useVexVNNI: the 8-bit kernel on AVX-VNNI's VEX VPDPBUSD (the avx-vnni
+// path; with AVX-512 VNNI the 64-column kernels take the products).
+var useVexVNNI = path == PathAVXVNNI
 
 // dotAsm returns sum a[i]*b[i] for i < n; n is a multiple of 16.
 //
@@ -137,6 +144,12 @@ func firstBeyondAsm(x *float32, n int, t float32, mode int) int
 //
 //go:noescape
 func peakAsm(n int, vnni bool)
+
+// vexVNNI4x16Asm: QuantProduct's 4 rows x 16 columns on AVX-VNNI
+// (kernel_amd64.s).
+//
+//go:noescape
+func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
 // gemmPanel4Avx2Asm and gemvPanelAvx2Asm: Packed's products on AVX2
 // (kernel_amd64.s).

@@ -1844,13 +1844,27 @@ na2group:
 	VZEROUPPER
 	RET
 
+// VEXDPBUSD is VPDPBUSD in its VEX form (AVX-VNNI: CPUs with it but not
+// AVX-512, where the EVEX form Go's assembler writes would fault), which
+// the assembler does not write: the bytes of VPDPBUSD ymm(d), ymm(v),
+// ymm(s) for an accumulator d < 8, a row's broadcast v in Y8-Y11 and the
+// weights s in Y12-Y13: C4, C2 (R and X not extended, B extended), vvvv
+// inverted with L=1 and pp=66, opcode 50, ModRM 11 d s.
+#define VEXDPBUSD(vvvv, modrm) \
+	BYTE $0xC4 \
+	BYTE $0xC2 \
+	BYTE vvvv \
+	BYTE $0x50 \
+	BYTE modrm
+
 // func peakAVX2Asm(n int, kind int)
 // n iterations of register-only work on 256-bit registers, AVX2's peak for
 // BenchmarkPeak: kind 0, 12 independent VFMADD231PS; kind 1, 6
 // independent products of 32 bytes as the AVX2 8-bit kernel computes them
 // (VPMADDUBSW, VPMADDWD by ones, VPADDD into an accumulator); kind 2, 4 of
 // 64 bytes as the AVX2 4-bit kernel does (two VPMADDUBSW added by VPADDW
-// before VPMADDWD and VPADDD).
+// before VPMADDWD and VPADDD); kind 3, 8 independent VEX VPDPBUSD (32
+// byte products each: AVX-VNNI).
 TEXT ·peakAVX2Asm(SB), NOSPLIT, $0-16
 	MOVQ n+0(FP), CX
 	MOVQ kind+8(FP), AX
@@ -1859,7 +1873,11 @@ TEXT ·peakAVX2Asm(SB), NOSPLIT, $0-16
 	VPXOR Y14, Y14, Y14
 	CMPQ AX, $1
 	JEQ  pa2int8
-	JGT  pa2nib
+	CMPQ AX, $3
+	JEQ  pa2vex
+	JGT  pa2done
+	CMPQ AX, $2
+	JEQ  pa2nib
 pa2fma:
 	VFMADD231PS Y12, Y13, Y0
 	VFMADD231PS Y12, Y13, Y1
@@ -1923,6 +1941,21 @@ pa2nib:
 	VPADDD     Y10, Y3, Y3
 	DECQ CX
 	JNZ  pa2nib
+	VZEROUPPER
+	RET
+pa2vex:
+	VPXOR Y8, Y8, Y8
+	VEXDPBUSD($0x3D, $0xC4)
+	VEXDPBUSD($0x3D, $0xCC)
+	VEXDPBUSD($0x3D, $0xD4)
+	VEXDPBUSD($0x3D, $0xDC)
+	VEXDPBUSD($0x3D, $0xE4)
+	VEXDPBUSD($0x3D, $0xEC)
+	VEXDPBUSD($0x3D, $0xF4)
+	VEXDPBUSD($0x3D, $0xFC)
+	DECQ CX
+	JNZ  pa2vex
+pa2done:
 	VZEROUPPER
 	RET
 
@@ -2093,5 +2126,82 @@ gva1store:
 	DECQ R11
 	JMP  gva1
 gvadone:
+	VZEROUPPER
+	RET
+
+// VOUT finishes one row's 16 sums (lo, hi) as QuantProduct's epilogue
+// does, ((float32(s - corr[j]) * sc[j]) * rs) [+ bias[j]], and stores them
+// at y: corr at (R10), sc at (AX), bias at (CX) or none.
+#define VOUT(lo, hi, rsoff, y) \
+	VPSUBD       (R10), lo, lo \
+	VPSUBD       32(R10), hi, hi \
+	VCVTDQ2PS    lo, lo \
+	VCVTDQ2PS    hi, hi \
+	VMULPS       (AX), lo, lo \
+	VMULPS       32(AX), hi, hi \
+	VBROADCASTSS rsoff(DX), Y12 \
+	VMULPS       Y12, lo, lo \
+	VMULPS       Y12, hi, hi \
+	TESTQ        CX, CX \
+	JZ           3(PC) \
+	VADDPS       (CX), lo, lo \
+	VADDPS       32(CX), hi, hi \
+	VMOVUPS      lo, (y) \
+	VMOVUPS      hi, 32(y)
+
+// func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+// QuantProduct's product on AVX-VNNI: 4 rows (lda apart) by 16 columns,
+// whose weights are 64 bytes of each 256-byte group of a VNNI panel (bp,
+// groups 256 bytes apart), k4 groups: VPDPBUSD of each row's 4 bytes
+// (unsigned) by the weights (signed) into int32, exact; then vnni4x64Asm's
+// epilogue.
+TEXT ·vexVNNI4x16Asm(SB), NOSPLIT, $0-80
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	LEAQ (SI)(DX*2), R8
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+vx4loop:
+	VMOVDQU      (DI), Y12
+	VMOVDQU      32(DI), Y13
+	VPBROADCASTD (SI), Y8
+	VPBROADCASTD (SI)(DX*1), Y9
+	VPBROADCASTD (R8), Y10
+	VPBROADCASTD (R8)(DX*1), Y11
+	VEXDPBUSD($0x3D, $0xC4) // Y0 += Y8 . Y12
+	VEXDPBUSD($0x3D, $0xCD) // Y1 += Y8 . Y13
+	VEXDPBUSD($0x35, $0xD4) // Y2 += Y9 . Y12
+	VEXDPBUSD($0x35, $0xDD) // Y3 += Y9 . Y13
+	VEXDPBUSD($0x2D, $0xE4) // Y4 += Y10 . Y12
+	VEXDPBUSD($0x2D, $0xED) // Y5 += Y10 . Y13
+	VEXDPBUSD($0x25, $0xF4) // Y6 += Y11 . Y12
+	VEXDPBUSD($0x25, $0xFD) // Y7 += Y11 . Y13
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  vx4loop
+	MOVQ corr+32(FP), R10
+	MOVQ sc+40(FP), AX
+	MOVQ rs+48(FP), DX
+	MOVQ y+56(FP), BX
+	MOVQ ldy+64(FP), R9
+	SHLQ $2, R9
+	MOVQ bias+72(FP), CX
+	VOUT(Y0, Y1, 0, BX)
+	ADDQ R9, BX
+	VOUT(Y2, Y3, 4, BX)
+	ADDQ R9, BX
+	VOUT(Y4, Y5, 8, BX)
+	ADDQ R9, BX
+	VOUT(Y6, Y7, 12, BX)
 	VZEROUPPER
 	RET

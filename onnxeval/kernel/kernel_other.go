@@ -22,6 +22,8 @@ func gemvAsm(a, b *float32, k, n, ldb int, c *float32) { panic("no assembly") }
 
 const useVNNI = false
 
+const useVexVNNI = false
+
 func dotsU8S8Asm(a *uint8, b *int8, blk, nblk, n, ldb int, c *int32) { panic("no assembly") }
 
 func expSumAsm(x *float32, n int, m float32) float64 { panic("no assembly") }
@@ -60,6 +62,9 @@ func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 	panic("no assembly")
 }
 func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32) { panic("no assembly") }
+func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
+	panic("no assembly")
+}
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32) {
 	panic("no assembly")
 }

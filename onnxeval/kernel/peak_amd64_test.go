@@ -2,7 +2,10 @@
 
 package kernel
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // BenchmarkPeak measures one core's peak multiply-add rate with the
 // products' own instructions, from registers alone (16 independent
@@ -11,18 +14,18 @@ import "testing"
 // products each); and the AVX2 path's on 256-bit registers: VFMADD231PS
 // (8), the 8-bit kernel's VPMADDUBSW, VPMADDWD, VPADDD (32 byte products
 // per three instructions) and the 4-bit kernel's two VPMADDUBSW, VPADDW,
-// VPMADDWD, VPADDD (64 per five). The kernels' GMAC/s are read against
-// these.
+// VPMADDWD, VPADDD (64 per five), and AVX-VNNI's VEX VPDPBUSD (32). The
+// kernels' GMAC/s are read against these.
 func BenchmarkPeak(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		kind int
 		macs float64 // per group
 		per  float64 // groups per iteration
-	}{{"avx2-fma-f32", 0, 8, 12}, {"avx2-maddubs-u8s8", 1, 32, 6}, {"avx2-maddubs-nibble", 2, 64, 4}} {
+	}{{"avx2-fma-f32", 0, 8, 12}, {"avx2-maddubs-u8s8", 1, 32, 6}, {"avx2-maddubs-nibble", 2, 64, 4}, {"avx-vnni-u8s8", 3, 32, 8}} {
 		b.Run(c.name, func(b *testing.B) {
-			if !useAsm {
-				b.Skip("needs AVX2")
+			if !useAsm || c.kind == 3 && !slices.Contains(Paths(), PathAVXVNNI) {
+				b.Skip("needs AVX2 (and AVX-VNNI)")
 			}
 			const n = 1 << 16
 			for b.Loop() {

@@ -38,6 +38,9 @@ type QuantProduct struct {
 	// the fused row quantization makes them: bytes 1 to 255 unless the
 	// row holds NaN or infinities). Other rows take the Go loop.
 	avx2 bool
+	// vex: on the avx-vnni path, the panels p serve the AVX-VNNI kernel
+	// (every row, any azp: the correction corr is applied as with VNNI).
+	vex bool
 }
 
 const qBlock = 64 // columns of a block
@@ -64,8 +67,9 @@ func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantPr
 		}
 		q.corr[j] = azp * s
 	}
-	q.avx2 = !useVNNI && useAsm && azp == 128
-	if !useVNNI && !q.avx2 {
+	q.vex = useVexVNNI
+	q.avx2 = !useVNNI && !q.vex && useAsm && azp == 128
+	if !useVNNI && !q.avx2 && !q.vex {
 		q.plainW = w[:n*k]
 		return q
 	}
@@ -104,7 +108,7 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 		}
 		return
 	}
-	if q.avx2 {
+	if q.avx2 || q.vex {
 		q.runAVX2(m, a, lda, rs, y, ldy, threads)
 		return
 	}
@@ -116,14 +120,15 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 	parallel(q.nb, t, func(b0, b1 int) { q.run(b0, b1, m, a, lda, rs, y, ldy) })
 }
 
-// runAVX2 is Run on the AVX2 kernel: rows whose bytes are all non-zero
-// go through it four at a time (a last group of fewer padded with rows of
-// 128, whose products are 0); the others through the Go loop.
+// runAVX2 is Run on the 8-lane kernels, AVX2's or AVX-VNNI's: rows go
+// through them four at a time (a last group of fewer padded with rows of
+// 128, whose results are dropped); on AVX2 only the rows whose bytes are
+// all non-zero, the others through the Go loop.
 func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []float32, ldy int, threads int) {
 	stride := q.Stride()
 	ok := make([]int, 0, m) // the rows the kernel takes
 	for i := 0; i < m; i++ {
-		if bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
+		if q.vex || bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
 			ok = append(ok, i)
 		} else {
 			q.runGo(i, i+1, a, lda, rs, y, ldy)
@@ -166,6 +171,13 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	t := min(threads, q.nb, m*q.N*q.K/(4*minWork))
 	parallel(q.nb, t, func(b0, b1 int) {
 		var tmp [4 * 16]float32
+		kernel := func(a *uint8, lda int, j0 int, bp *int8, rs *float32, y *float32, ldy int, bias *float32) {
+			if q.vex {
+				vexVNNI4x16Asm(a, lda, q.k4, bp, &q.corr[j0], &q.sc[j0], rs, y, ldy, bias)
+				return
+			}
+			madd4x16Asm(a, lda, q.k4, bp, &q.sc[j0], rs, y, ldy, bias)
+		}
 		for b := b0; b < b1; b++ {
 			for sub := 0; sub < qBlock/16; sub++ {
 				j0 := b*qBlock + sub*16
@@ -181,10 +193,10 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 					gr := &groups[gi]
 					direct := j0+16 <= q.N && gr.rows[3] == gr.rows[0]+3 && gr.rows[0] >= 0
 					if direct {
-						madd4x16Asm(&gr.a[0], gr.lda, q.k4, bp, &q.sc[j0], &gr.rs[0], &y[gr.rows[0]*ldy+j0], ldy, bias)
+						kernel(&gr.a[0], gr.lda, j0, bp, &gr.rs[0], &y[gr.rows[0]*ldy+j0], ldy, bias)
 						continue
 					}
-					madd4x16Asm(&gr.a[0], gr.lda, q.k4, bp, &q.sc[j0], &gr.rs[0], &tmp[0], 16, bias)
+					kernel(&gr.a[0], gr.lda, j0, bp, &gr.rs[0], &tmp[0], 16, bias)
 					for r, i := range gr.rows {
 						if i >= 0 {
 							copy(y[i*ldy+j0:i*ldy+min(q.N, j0+16)], tmp[r*16:])
