@@ -491,6 +491,12 @@ func init() {
 			if err != nil {
 				return err
 			}
+			if x.DType == dtFloat {
+				if o := whereRunsF32(f.r, c, x, y, shape); o != nil {
+					out[0] = o
+					return nil
+				}
+			}
 			ic, ix, iy := bcastIndex(f.r, shape, c.Shape), bcastIndex(f.r, shape, x.Shape), bcastIndex(f.r, shape, y.Shape)
 			cond := get[bool](c)
 			n := numel(shape)
@@ -660,6 +666,55 @@ func whereT[T element](x, y, z []T, pick []int32) {
 			z[i] = y[-1-p]
 		}
 	}
+}
+
+// whereRunsF32 is float32 Where when X and Y each have the output's shape
+// or one element, and the condition is the same along the output's last
+// axes (a mask over positions applied to their vectors, as an encoder
+// masks its padded outputs): each run of the output is a copy of X's or
+// Y's, without index maps. It returns nil for other shapes.
+func whereRunsF32(r *runner, c, x, y *Tensor, shape []int64) *Tensor {
+	n := numel(shape)
+	fullOrOne := func(t *Tensor) bool { return sameShape(t.Shape, shape) || t.Len() == 1 }
+	if !fullOrOne(x) || !fullOrOne(y) || n == 0 {
+		return nil
+	}
+	// run: the output's trailing axes along which the condition is
+	// broadcast (its dimension 1, or absent); inner: the cond's shape
+	// without them must then match the output's leading axes exactly.
+	rank, off := len(shape), len(shape)-len(c.Shape)
+	run, lead := 1, rank
+	for lead > 0 && (lead-1 < off || c.Shape[lead-1-off] == 1) {
+		lead--
+		run *= int(shape[lead])
+	}
+	if run < 8 {
+		return nil
+	}
+	for d := 0; d < lead; d++ {
+		if d < off || c.Shape[d-off] != shape[d] {
+			return nil // the condition is also broadcast along a leading axis
+		}
+	}
+	cond := get[bool](c)
+	xs, ys := get[float32](x), get[float32](y)
+	o := r.f32(shape)
+	z := get[float32](o)
+	for k, pick := range cond[:n/run] {
+		seg := z[k*run : (k+1)*run]
+		src, one := xs, len(xs) == 1
+		if !pick {
+			src, one = ys, len(ys) == 1
+		}
+		if one {
+			for i := range seg {
+				seg[i] = src[0]
+			}
+		} else {
+			copy(seg, src[k*run:(k+1)*run])
+		}
+	}
+	return o
 }
 
 // whereF32 sets z[i] to x's or y's element as cond's says, each operand's

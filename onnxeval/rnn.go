@@ -235,8 +235,20 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	// directions of a bidirectional layer are independent, and run side
 	// by side when the run has two threads or more (each with its own
 	// scratch; their outputs are disjoint).
+	// The input projections (the largest scratch, written whole by the
+	// product) come from the run's arena, taken here, before the
+	// directions may run side by side, and given back after both.
+	xws := make([][]float32, D)
+	for d := range xws {
+		xws[d] = r.arena.get(r, S*B*G*H)
+	}
+	defer func() {
+		for _, b := range xws {
+			r.arena.put(b)
+		}
+	}()
 	direction := func(d, threads int) {
-		xw := make([]float32, S*B*G*H)
+		xw := xws[d]
 		hr := make([]float32, B*G*H)
 		hs := make([]float32, B*H)
 		cs := make([]float32, B*H)
@@ -316,9 +328,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			copy(yc[d*B*H:(d+1)*B*H], cs)
 		}
 	}
-	// Each direction's scratch (xw, hr, hs, cs, gbuf), for both when they
-	// run side by side.
-	r.chargeTemp(4 * int64(D) * (int64(S)*int64(B)*int64(G)*int64(H) + int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
+	// Each direction's other scratch (hr, hs, cs, gbuf), for both when
+	// they run side by side (xw was charged by the arena).
+	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		done := make(chan any, 1)
 		go func() {

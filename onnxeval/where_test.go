@@ -50,3 +50,61 @@ func TestWhereF32MatchesPick(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereRunsF32 checks Where's run path against the definition: a
+// condition over leading axes (an encoder's mask over positions and batch
+// rows, batch 1 included) with X and Y of the output's shape or one
+// element; and that it declines shapes it does not cover.
+func TestWhereRunsF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct {
+		out, cs, xs, ys []int64
+		takes           bool
+	}{
+		{[]int64{7, 3, 16}, []int64{7, 3, 1}, []int64{7, 3, 16}, []int64{}, true},
+		{[]int64{7, 1, 16}, []int64{7, 1, 1}, []int64{1}, []int64{7, 1, 16}, true},
+		{[]int64{5, 2, 4, 8}, []int64{5, 2}, []int64{5, 2, 4, 8}, []int64{5, 2, 4, 8}, false}, // cond aligned to the last axes
+		{[]int64{5, 2, 8}, []int64{5, 1, 1}, []int64{5, 2, 8}, []int64{1}, true},
+		{[]int64{5, 2, 8}, []int64{1, 2, 1}, []int64{5, 2, 8}, []int64{1}, false}, // broadcast along a leading axis
+		{[]int64{5, 2, 8}, []int64{5, 2, 1}, []int64{1, 2, 8}, []int64{1}, false}, // X broadcast
+		{[]int64{5, 2, 3}, []int64{5, 2, 1}, []int64{5, 2, 3}, []int64{1}, false}, // runs too short
+	} {
+		cond := make([]bool, numel(c.cs))
+		for i := range cond {
+			cond[i] = rng.IntN(2) == 0
+		}
+		x, y := make([]float32, numel(c.xs)), make([]float32, numel(c.ys))
+		for i := range x {
+			x[i] = rng.Float32()
+		}
+		for i := range y {
+			y[i] = -rng.Float32()
+		}
+		r := &runner{arena: &arena{}, budget: 1 << 30}
+		o := whereRunsF32(r, &Tensor{DType: dtBool, Shape: c.cs, Data: cond}, &Tensor{DType: dtFloat, Shape: c.xs, Data: x},
+			&Tensor{DType: dtFloat, Shape: c.ys, Data: y}, c.out)
+		if (o != nil) != c.takes {
+			t.Fatalf("%+v: took it %v", c, o != nil)
+		}
+		if o == nil {
+			continue
+		}
+		ic, ix, iy := bcastIndex(r, c.out, c.cs), bcastIndex(r, c.out, c.xs), bcastIndex(r, c.out, c.ys)
+		at := func(idx []int32, i int) int {
+			if idx == nil {
+				return i
+			}
+			return int(idx[i])
+		}
+		z := o.Data.([]float32)
+		for i := range z {
+			want := y[at(iy, i)]
+			if cond[at(ic, i)] {
+				want = x[at(ix, i)]
+			}
+			if z[i] != want {
+				t.Fatalf("%+v: z[%d] = %v, want %v", c, i, z[i], want)
+			}
+		}
+	}
+}
