@@ -128,6 +128,11 @@ func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, z
 //go:noescape
 func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
 
+// nib4x16VexAsm: the same on AVX-VNNI (kernel_amd64.s).
+//
+//go:noescape
+func nib4x16VexAsm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+
 //go:noescape
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32)
 

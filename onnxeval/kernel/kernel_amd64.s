@@ -2205,3 +2205,88 @@ vx4loop:
 	VOUT(Y6, Y7, 12, BX)
 	VZEROUPPER
 	RET
+
+// NIBVEX adds one row's group of 8 values of k (its bytes at p0 and p4,
+// broadcast into Y12 and Y13) times the 16 columns' 4-bit weights (low
+// nibbles Y8, Y9 for k..k+3, high nibbles Y10, Y11 for k+4..k+7) into its
+// accumulators, by VEX VPDPBUSD (weights unsigned, the row's values
+// signed): m0..m3 are the ModRM bytes for lo += Y8.Y12, lo += Y10.Y13,
+// hi += Y9.Y12, hi += Y11.Y13.
+#define NIBVEX(p0, p4, m0, m1, m2, m3) \
+	VPBROADCASTD p0, Y12 \
+	VPBROADCASTD p4, Y13 \
+	VEXDPBUSD($0x3D, m0) \
+	VEXDPBUSD($0x2D, m1) \
+	VEXDPBUSD($0x35, m2) \
+	VEXDPBUSD($0x25, m3)
+
+// func nib4x16VexAsm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+// nib4x16Avx2Asm with VEX VPDPBUSD (AVX-VNNI) for the products: the same
+// layout, tile and block terms; the integer sums are exact either way.
+TEXT ·nib4x16VexAsm(SB), NOSPLIT, $0-88
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ bp+16(FP), DI
+	MOVQ nb+24(FP), BX
+	MOVQ as+40(FP), R9
+	MOVQ su+48(FP), R10
+	MOVQ ws+56(FP), R11
+	MOVQ zp+64(FP), R12
+	MOVQ y+72(FP), R13
+	MOVQ ldy+80(FP), R14
+	SHLQ $2, R14
+	LEAQ (SI)(DX*2), R8
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ R13, AX
+	MOVQ $4, CX
+nvzero:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y0, 32(AX)
+	ADDQ R14, AX
+	DECQ CX
+	JNZ  nvzero
+nvblock:
+	MOVQ ppb+32(FP), CX
+nvgroup:
+	VMOVDQU (DI), Y10
+	VMOVDQU 32(DI), Y11
+	VPAND   nibconst<>(SB), Y10, Y8
+	VPAND   nibconst<>(SB), Y11, Y9
+	VPSRLW  $4, Y10, Y10
+	VPSRLW  $4, Y11, Y11
+	VPAND   nibconst<>(SB), Y10, Y10
+	VPAND   nibconst<>(SB), Y11, Y11
+	NIBVEX((SI), 4(SI), $0xC4, $0xC5, $0xCC, $0xCD)
+	NIBVEX((SI)(DX*1), 4(SI)(DX*1), $0xD4, $0xD5, $0xDC, $0xDD)
+	NIBVEX((R8), 4(R8), $0xE4, $0xE5, $0xEC, $0xED)
+	NIBVEX((R8)(DX*1), 4(R8)(DX*1), $0xF4, $0xF5, $0xFC, $0xFD)
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  nvgroup
+	MOVQ nb+24(FP), CX
+	SHLQ $2, CX
+	MOVQ R13, AX
+	NIBROWAVX2(Y0, Y1)
+	NIBROWAVX2(Y2, Y3)
+	NIBROWAVX2(Y4, Y5)
+	NIBROWAVX2(Y6, Y7)
+	SHLQ $2, CX
+	SUBQ CX, R9
+	SUBQ CX, R10
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $256, R11
+	ADDQ $256, R12
+	DECQ BX
+	JNZ  nvblock
+	VZEROUPPER
+	RET
