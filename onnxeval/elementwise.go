@@ -64,15 +64,7 @@ func bcastIndex(r *runner, out, in []int64) []int32 {
 	pos := 0
 	for o := 0; o < n; o++ {
 		idx[o] = int32(pos)
-		for d := rank - 1; d >= 0; d-- {
-			ctr[d]++
-			pos += st[d]
-			if ctr[d] < out[d] {
-				break
-			}
-			pos -= st[d] * int(out[d])
-			ctr[d] = 0
-		}
+		pos = nextPosition(ctr, out, st, pos)
 	}
 	return idx
 }
@@ -498,34 +490,7 @@ func init() {
 				}
 			}
 			ic, ix, iy := bcastIndex(f.r, shape, c.Shape), bcastIndex(f.r, shape, x.Shape), bcastIndex(f.r, shape, y.Shape)
-			cond := get[bool](c)
-			n := numel(shape)
-			if x.DType == dtFloat {
-				// float32 (attention masks): picked in one pass.
-				o := f.r.f32(shape)
-				whereF32(get[bool](c), get[float32](x), get[float32](y), get[float32](o), ic, ix, iy)
-				out[0] = o
-				return nil
-			}
-			pick := tmp[int32](f.r, n) // >= 0: index into x; < 0: -1-index into y
-			for i := 0; i < n; i++ {
-				jc, jx, jy := i, i, i
-				if ic != nil {
-					jc = int(ic[i])
-				}
-				if ix != nil {
-					jx = int(ix[i])
-				}
-				if iy != nil {
-					jy = int(iy[i])
-				}
-				if cond[jc] {
-					pick[i] = int32(jx)
-				} else {
-					pick[i] = int32(-1 - jy)
-				}
-			}
-			o, err := where(f.r, x, y, shape, pick)
+			o, err := where(f.r, get[bool](c), x, y, shape, ic, ix, iy)
 			out[0] = o
 			return err
 		}, nil
@@ -658,12 +623,24 @@ func copyData(dst, src any) {
 	}
 }
 
-func whereT[T element](x, y, z []T, pick []int32) {
-	for i, p := range pick {
-		if p >= 0 {
-			z[i] = x[p]
+// whereT sets z[i] to x's or y's element as cond's says, each operand's
+// element at i or, where it is broadcast, at its index map's entry.
+func whereT[T element](cond []bool, x, y, z []T, ic, ix, iy []int32) {
+	for i := range z {
+		jc, jx, jy := i, i, i
+		if ic != nil {
+			jc = int(ic[i])
+		}
+		if ix != nil {
+			jx = int(ix[i])
+		}
+		if iy != nil {
+			jy = int(iy[i])
+		}
+		if cond[jc] {
+			z[i] = x[jx]
 		} else {
-			z[i] = y[-1-p]
+			z[i] = y[jy]
 		}
 	}
 }
@@ -717,53 +694,31 @@ func whereRunsF32(r *runner, c, x, y *Tensor, shape []int64) *Tensor {
 	return o
 }
 
-// whereF32 sets z[i] to x's or y's element as cond's says, each operand's
-// element at i or, where it is broadcast, at its index map's entry.
-func whereF32(cond []bool, x, y, z []float32, ic, ix, iy []int32) {
-	for i := range z {
-		jc, jx, jy := i, i, i
-		if ic != nil {
-			jc = int(ic[i])
-		}
-		if ix != nil {
-			jx = int(ix[i])
-		}
-		if iy != nil {
-			jy = int(iy[i])
-		}
-		if cond[jc] {
-			z[i] = x[jx]
-		} else {
-			z[i] = y[jy]
-		}
-	}
-}
-
-func where(r *runner, x, y *Tensor, shape []int64, pick []int32) (*Tensor, error) {
+func where(r *runner, cond []bool, x, y *Tensor, shape []int64, ic, ix, iy []int32) (*Tensor, error) {
 	o := newLike(r, x.DType, shape)
 	switch z := o.Data.(type) {
 	case []float32:
-		whereT(x.Data.([]float32), y.Data.([]float32), z, pick)
+		whereT(cond, x.Data.([]float32), y.Data.([]float32), z, ic, ix, iy)
 	case []float64:
-		whereT(x.Data.([]float64), y.Data.([]float64), z, pick)
+		whereT(cond, x.Data.([]float64), y.Data.([]float64), z, ic, ix, iy)
 	case []int64:
-		whereT(x.Data.([]int64), y.Data.([]int64), z, pick)
+		whereT(cond, x.Data.([]int64), y.Data.([]int64), z, ic, ix, iy)
 	case []int32:
-		whereT(x.Data.([]int32), y.Data.([]int32), z, pick)
+		whereT(cond, x.Data.([]int32), y.Data.([]int32), z, ic, ix, iy)
 	case []int16:
-		whereT(x.Data.([]int16), y.Data.([]int16), z, pick)
+		whereT(cond, x.Data.([]int16), y.Data.([]int16), z, ic, ix, iy)
 	case []int8:
-		whereT(x.Data.([]int8), y.Data.([]int8), z, pick)
+		whereT(cond, x.Data.([]int8), y.Data.([]int8), z, ic, ix, iy)
 	case []uint8:
-		whereT(x.Data.([]uint8), y.Data.([]uint8), z, pick)
+		whereT(cond, x.Data.([]uint8), y.Data.([]uint8), z, ic, ix, iy)
 	case []uint16:
-		whereT(x.Data.([]uint16), y.Data.([]uint16), z, pick)
+		whereT(cond, x.Data.([]uint16), y.Data.([]uint16), z, ic, ix, iy)
 	case []uint32:
-		whereT(x.Data.([]uint32), y.Data.([]uint32), z, pick)
+		whereT(cond, x.Data.([]uint32), y.Data.([]uint32), z, ic, ix, iy)
 	case []uint64:
-		whereT(x.Data.([]uint64), y.Data.([]uint64), z, pick)
+		whereT(cond, x.Data.([]uint64), y.Data.([]uint64), z, ic, ix, iy)
 	case []bool:
-		whereT(x.Data.([]bool), y.Data.([]bool), z, pick)
+		whereT(cond, x.Data.([]bool), y.Data.([]bool), z, ic, ix, iy)
 	default:
 		return nil, errType("Where", x.DType)
 	}

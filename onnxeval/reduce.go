@@ -199,15 +199,7 @@ func reduceT[T number](r *runner, t *Tensor, mask []bool, keep bool, kind reduce
 		}
 		count[pos]++
 		_ = i
-		for d := rank - 1; d >= 0; d-- {
-			ctr[d]++
-			pos += ost[d]
-			if ctr[d] < t.Shape[d] {
-				break
-			}
-			pos -= ost[d] * int(t.Shape[d])
-			ctr[d] = 0
-		}
+		pos = nextPosition(ctr, t.Shape, ost, pos)
 	}
 	for p := range z {
 		if !seen[p] {

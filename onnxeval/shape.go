@@ -666,15 +666,7 @@ func transpose(r *runner, t *Tensor, perm, shape []int64) (*Tensor, error) {
 		pos := 0
 		for out := 0; out < n; out += run {
 			copyBlock(o.Data, out, t.Data, pos, run)
-			for d := inner - 1; d >= 0; d-- {
-				ctr[d]++
-				pos += st[d]
-				if ctr[d] < shape[d] {
-					break
-				}
-				pos -= st[d] * int(shape[d])
-				ctr[d] = 0
-			}
+			pos = nextPosition(ctr, shape[:inner], st[:inner], pos)
 		}
 		return o, nil
 	}
@@ -683,15 +675,23 @@ func transpose(r *runner, t *Tensor, perm, shape []int64) (*Tensor, error) {
 	pos := 0
 	for i := 0; i < n; i++ {
 		idx[i] = int32(pos)
-		for d := rank - 1; d >= 0; d-- {
-			ctr[d]++
-			pos += st[d]
-			if ctr[d] < shape[d] {
-				break
-			}
-			pos -= st[d] * int(shape[d])
-			ctr[d] = 0
-		}
+		pos = nextPosition(ctr, shape, st, pos)
 	}
 	return take(r, t, shape, idx)
+}
+
+// nextPosition steps the counter ctr (an index into shape, last axis
+// fastest) to the next element and returns pos, that element's position in
+// a tensor whose axes lie strides apart (0 for an axis broadcast).
+func nextPosition(ctr, shape []int64, strides []int, pos int) int {
+	for d := len(ctr) - 1; d >= 0; d-- {
+		ctr[d]++
+		pos += strides[d]
+		if ctr[d] < shape[d] {
+			return pos
+		}
+		pos -= strides[d] * int(shape[d])
+		ctr[d] = 0
+	}
+	return pos
 }

@@ -1,15 +1,16 @@
 package onnxeval
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// TestWhereF32MatchesPick checks Where's float32 pass against the
-// definition, element by element through the broadcast of each operand:
-// shapes as attention masks take them (a mask over rows and source
-// positions, a scalar fill), and others.
-func TestWhereF32MatchesPick(t *testing.T) {
+// TestWhereMatchesDefinition checks Where's pass over index maps against
+// the definition, element by element through the broadcast of each
+// operand: shapes as attention masks take them (a mask over rows and
+// source positions, a scalar fill), and others.
+func TestWhereMatchesDefinition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, c := range []struct{ out, cs, xs, ys []int64 }{
 		{[]int64{3, 1, 9}, []int64{3, 1, 9}, []int64{3, 1, 9}, []int64{}},
@@ -18,35 +19,50 @@ func TestWhereF32MatchesPick(t *testing.T) {
 		{[]int64{4, 7}, []int64{4, 7}, []int64{}, []int64{4, 7}},
 	} {
 		n := numel(c.out)
-		cond := make([]bool, numel(c.cs))
-		for i := range cond {
-			cond[i] = rng.IntN(2) == 0
-		}
-		x, y := make([]float32, numel(c.xs)), make([]float32, numel(c.ys))
-		for i := range x {
-			x[i] = rng.Float32()
-		}
-		for i := range y {
-			y[i] = -rng.Float32()
-		}
+		cond, x, y := whereOperands(rng, c.cs, c.xs, c.ys)
 		r := &runner{arena: &arena{}, budget: 1 << 30}
 		ic, ix, iy := bcastIndex(r, c.out, c.cs), bcastIndex(r, c.out, c.xs), bcastIndex(r, c.out, c.ys)
 		z := make([]float32, n)
-		whereF32(cond, x, y, z, ic, ix, iy)
-		at := func(idx []int32, i int) int {
-			if idx == nil {
-				return i
-			}
-			return int(idx[i])
+		whereT(cond, x, y, z, ic, ix, iy)
+		checkWhere(t, fmt.Sprintf("%+v", c), z, cond, x, y, ic, ix, iy)
+	}
+}
+
+// whereOperands returns a random condition and operands of these shapes,
+// X's values positive and Y's negative.
+func whereOperands(rng *rand.Rand, cs, xs, ys []int64) (cond []bool, x, y []float32) {
+	cond = make([]bool, numel(cs))
+	for i := range cond {
+		cond[i] = rng.IntN(2) == 0
+	}
+	x, y = make([]float32, numel(xs)), make([]float32, numel(ys))
+	for i := range x {
+		x[i] = rng.Float32()
+	}
+	for i := range y {
+		y[i] = -rng.Float32()
+	}
+	return cond, x, y
+}
+
+// checkWhere fails t unless z[i] is x's element where cond's is true and
+// y's where it is false, each operand's element reached through its index
+// map (nil: the output's own index).
+func checkWhere(t *testing.T, what string, z []float32, cond []bool, x, y []float32, ic, ix, iy []int32) {
+	t.Helper()
+	at := func(idx []int32, i int) int {
+		if idx == nil {
+			return i
 		}
-		for i := range z {
-			want := y[at(iy, i)]
-			if cond[at(ic, i)] {
-				want = x[at(ix, i)]
-			}
-			if z[i] != want {
-				t.Fatalf("%+v: z[%d] = %v, want %v", c, i, z[i], want)
-			}
+		return int(idx[i])
+	}
+	for i := range z {
+		want := y[at(iy, i)]
+		if cond[at(ic, i)] {
+			want = x[at(ix, i)]
+		}
+		if z[i] != want {
+			t.Fatalf("%s: z[%d] = %v, want %v", what, i, z[i], want)
 		}
 	}
 }
@@ -69,17 +85,7 @@ func TestWhereRunsF32(t *testing.T) {
 		{[]int64{5, 2, 8}, []int64{5, 2, 1}, []int64{1, 2, 8}, []int64{1}, false}, // X broadcast
 		{[]int64{5, 2, 3}, []int64{5, 2, 1}, []int64{5, 2, 3}, []int64{1}, false}, // runs too short
 	} {
-		cond := make([]bool, numel(c.cs))
-		for i := range cond {
-			cond[i] = rng.IntN(2) == 0
-		}
-		x, y := make([]float32, numel(c.xs)), make([]float32, numel(c.ys))
-		for i := range x {
-			x[i] = rng.Float32()
-		}
-		for i := range y {
-			y[i] = -rng.Float32()
-		}
+		cond, x, y := whereOperands(rng, c.cs, c.xs, c.ys)
 		r := &runner{arena: &arena{}, budget: 1 << 30}
 		o := whereRunsF32(r, &Tensor{DType: dtBool, Shape: c.cs, Data: cond}, &Tensor{DType: dtFloat, Shape: c.xs, Data: x},
 			&Tensor{DType: dtFloat, Shape: c.ys, Data: y}, c.out)
@@ -90,21 +96,6 @@ func TestWhereRunsF32(t *testing.T) {
 			continue
 		}
 		ic, ix, iy := bcastIndex(r, c.out, c.cs), bcastIndex(r, c.out, c.xs), bcastIndex(r, c.out, c.ys)
-		at := func(idx []int32, i int) int {
-			if idx == nil {
-				return i
-			}
-			return int(idx[i])
-		}
-		z := o.Data.([]float32)
-		for i := range z {
-			want := y[at(iy, i)]
-			if cond[at(ic, i)] {
-				want = x[at(ix, i)]
-			}
-			if z[i] != want {
-				t.Fatalf("%+v: z[%d] = %v, want %v", c, i, z[i], want)
-			}
-		}
+		checkWhere(t, fmt.Sprintf("%+v", c), o.Data.([]float32), cond, x, y, ic, ix, iy)
 	}
 }
