@@ -122,16 +122,11 @@ func sigmoidAsm(x, z *float32, n int)
 //go:noescape
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
 
-// nib4x16Avx2Asm: NibbleProduct's 4 rows x 16 columns on AVX2
-// (kernel_amd64.s).
+// nib4x16Asm: NibbleProduct's 4 rows x 16 columns on AVX2, or with vex
+// on AVX-VNNI (kernel_amd64.s).
 //
 //go:noescape
-func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
-
-// nib4x16VexAsm: the same on AVX-VNNI (kernel_amd64.s).
-//
-//go:noescape
-func nib4x16VexAsm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
+func nib4x16Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int, vex bool)
 
 //go:noescape
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32)

@@ -1713,7 +1713,7 @@ m4loop:
 	RET
 
 // nibconst: 32 bytes of 0x0f (a nibble's mask), then 16 int16 ones
-// (VPMADDWD's pair sum), for nib4x16Avx2Asm, whose 16 registers are all
+// (VPMADDWD's pair sum), for nib4x16Asm, whose 16 registers are all
 // taken.
 DATA nibconst<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA nibconst<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -1726,21 +1726,21 @@ DATA nibconst<>+56(SB)/8, $0x0001000100010001
 GLOBL nibconst<>(SB), RODATA|NOPTR, $64
 
 // NIBAVX2 adds one row's group of 8 values of k (its bytes at p0 and p4,
-// broadcast) times the 16 columns' 4-bit weights (low nibbles Y10, Y11
-// for k..k+3, high nibbles Y8, Y9 for k+4..k+7) into lo and hi:
+// broadcast) times the 16 columns' 4-bit weights (low nibbles Y8, Y9
+// for k..k+3, high nibbles Y10, Y11 for k+4..k+7) into lo and hi:
 // VPMADDUBSW multiplies the weights (unsigned, at most 15) by the row's
 // int8 values and adds pairs (at most 3,840 in magnitude), VPADDW adds
 // the two halves' (7,680), VPMADDWD by ones adds pairs into int32: exact.
 #define NIBAVX2(p0, p4, lo, hi) \
 	VPBROADCASTD p0, Y12 \
 	VPBROADCASTD p4, Y13 \
-	VPMADDUBSW   Y12, Y10, Y14 \
-	VPMADDUBSW   Y13, Y8, Y15 \
+	VPMADDUBSW   Y12, Y8, Y14 \
+	VPMADDUBSW   Y13, Y10, Y15 \
 	VPADDW       Y15, Y14, Y14 \
 	VPMADDWD     nibconst<>+32(SB), Y14, Y14 \
 	VPADDD       Y14, lo, lo \
-	VPMADDUBSW   Y12, Y11, Y14 \
-	VPMADDUBSW   Y13, Y9, Y15 \
+	VPMADDUBSW   Y12, Y9, Y14 \
+	VPMADDUBSW   Y13, Y11, Y15 \
 	VPADDW       Y15, Y14, Y14 \
 	VPMADDWD     nibconst<>+32(SB), Y14, Y14 \
 	VPADDD       Y14, hi, hi
@@ -1769,14 +1769,42 @@ GLOBL nibconst<>(SB), RODATA|NOPTR, $64
 	ADDQ CX, R10 \
 	ADDQ R14, AX
 
-// func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
-// NibbleProduct on AVX2: four rows of aq (lda apart) by 16 columns, whose
-// weights are 64 bytes of each 256-byte group of the VNNI layout (bp,
-// groups 256 bytes apart; ws and zp the 16 columns' of the first block,
-// blocks 64 values apart): nb blocks of ppb groups of 8 values; the tile
-// y (4 rows of 16, ldy apart) is zeroed, then gets each block's term in
-// nib4x64Asm's order.
-TEXT ·nib4x16Avx2Asm(SB), NOSPLIT, $0-88
+// VEXDPBUSD is VPDPBUSD in its VEX form (AVX-VNNI: CPUs with it but not
+// AVX-512, where the EVEX form Go's assembler writes would fault), which
+// the assembler does not write: the bytes of VPDPBUSD ymm(d), ymm(v),
+// ymm(s) for an accumulator d < 8, a row's broadcast v in Y8-Y11 and the
+// weights s in Y12-Y13: C4, C2 (R and X not extended, B extended), vvvv
+// inverted with L=1 and pp=66, opcode 50, ModRM 11 d s.
+#define VEXDPBUSD(vvvv, modrm) \
+	BYTE $0xC4 \
+	BYTE $0xC2 \
+	BYTE vvvv \
+	BYTE $0x50 \
+	BYTE modrm
+
+// NIBVEX adds one row's group of 8 values of k (its bytes at p0 and p4,
+// broadcast into Y12 and Y13) times the 16 columns' 4-bit weights (low
+// nibbles Y8, Y9 for k..k+3, high nibbles Y10, Y11 for k+4..k+7) into its
+// accumulators, by VEX VPDPBUSD (weights unsigned, the row's values
+// signed): m0..m3 are the ModRM bytes for lo += Y8.Y12, lo += Y10.Y13,
+// hi += Y9.Y12, hi += Y11.Y13.
+#define NIBVEX(p0, p4, m0, m1, m2, m3) \
+	VPBROADCASTD p0, Y12 \
+	VPBROADCASTD p4, Y13 \
+	VEXDPBUSD($0x3D, m0) \
+	VEXDPBUSD($0x2D, m1) \
+	VEXDPBUSD($0x35, m2) \
+	VEXDPBUSD($0x25, m3)
+
+// func nib4x16Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int, vex bool)
+// NibbleProduct on 8 lanes: four rows of aq (lda apart) by 16 columns,
+// whose weights are 64 bytes of each 256-byte group of the VNNI layout
+// (bp, groups 256 bytes apart; ws and zp the 16 columns' of the first
+// block, blocks 64 values apart): nb blocks of ppb groups of 8 values;
+// the tile y (4 rows of 16, ldy apart) is zeroed, then gets each block's
+// term in nib4x64Asm's order. The products on AVX2 (NIBAVX2), or with vex
+// on AVX-VNNI (NIBVEX): the integer sums are exact either way.
+TEXT ·nib4x16Asm(SB), NOSPLIT, $0-89
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), DX
 	MOVQ bp+16(FP), DI
@@ -1808,18 +1836,27 @@ na2zero:
 na2block:
 	MOVQ ppb+32(FP), CX
 na2group:
-	VMOVDQU (DI), Y8
-	VMOVDQU 32(DI), Y9
-	VPAND   nibconst<>(SB), Y8, Y10
-	VPAND   nibconst<>(SB), Y9, Y11
-	VPSRLW  $4, Y8, Y8
-	VPSRLW  $4, Y9, Y9
-	VPAND   nibconst<>(SB), Y8, Y8
-	VPAND   nibconst<>(SB), Y9, Y9
+	VMOVDQU (DI), Y10
+	VMOVDQU 32(DI), Y11
+	VPAND   nibconst<>(SB), Y10, Y8
+	VPAND   nibconst<>(SB), Y11, Y9
+	VPSRLW  $4, Y10, Y10
+	VPSRLW  $4, Y11, Y11
+	VPAND   nibconst<>(SB), Y10, Y10
+	VPAND   nibconst<>(SB), Y11, Y11
+	CMPB    vex+88(FP), $0
+	JNE     na2vex
 	NIBAVX2((SI), 4(SI), Y0, Y1)
 	NIBAVX2((SI)(DX*1), 4(SI)(DX*1), Y2, Y3)
 	NIBAVX2((R8), 4(R8), Y4, Y5)
 	NIBAVX2((R8)(DX*1), 4(R8)(DX*1), Y6, Y7)
+	JMP     na2next
+na2vex:
+	NIBVEX((SI), 4(SI), $0xC4, $0xC5, $0xCC, $0xCD)
+	NIBVEX((SI)(DX*1), 4(SI)(DX*1), $0xD4, $0xD5, $0xDC, $0xDD)
+	NIBVEX((R8), 4(R8), $0xE4, $0xE5, $0xEC, $0xED)
+	NIBVEX((R8)(DX*1), 4(R8)(DX*1), $0xF4, $0xF5, $0xFC, $0xFD)
+na2next:
 	ADDQ $8, SI
 	ADDQ $8, R8
 	ADDQ $256, DI
@@ -1843,19 +1880,6 @@ na2group:
 	JNZ  na2block
 	VZEROUPPER
 	RET
-
-// VEXDPBUSD is VPDPBUSD in its VEX form (AVX-VNNI: CPUs with it but not
-// AVX-512, where the EVEX form Go's assembler writes would fault), which
-// the assembler does not write: the bytes of VPDPBUSD ymm(d), ymm(v),
-// ymm(s) for an accumulator d < 8, a row's broadcast v in Y8-Y11 and the
-// weights s in Y12-Y13: C4, C2 (R and X not extended, B extended), vvvv
-// inverted with L=1 and pp=66, opcode 50, ModRM 11 d s.
-#define VEXDPBUSD(vvvv, modrm) \
-	BYTE $0xC4 \
-	BYTE $0xC2 \
-	BYTE vvvv \
-	BYTE $0x50 \
-	BYTE modrm
 
 // func peakAVX2Asm(n int, kind int)
 // n iterations of register-only work on 256-bit registers, AVX2's peak for
@@ -2203,90 +2227,5 @@ vx4loop:
 	VOUT(Y4, Y5, 8, BX)
 	ADDQ R9, BX
 	VOUT(Y6, Y7, 12, BX)
-	VZEROUPPER
-	RET
-
-// NIBVEX adds one row's group of 8 values of k (its bytes at p0 and p4,
-// broadcast into Y12 and Y13) times the 16 columns' 4-bit weights (low
-// nibbles Y8, Y9 for k..k+3, high nibbles Y10, Y11 for k+4..k+7) into its
-// accumulators, by VEX VPDPBUSD (weights unsigned, the row's values
-// signed): m0..m3 are the ModRM bytes for lo += Y8.Y12, lo += Y10.Y13,
-// hi += Y9.Y12, hi += Y11.Y13.
-#define NIBVEX(p0, p4, m0, m1, m2, m3) \
-	VPBROADCASTD p0, Y12 \
-	VPBROADCASTD p4, Y13 \
-	VEXDPBUSD($0x3D, m0) \
-	VEXDPBUSD($0x2D, m1) \
-	VEXDPBUSD($0x35, m2) \
-	VEXDPBUSD($0x25, m3)
-
-// func nib4x16VexAsm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
-// nib4x16Avx2Asm with VEX VPDPBUSD (AVX-VNNI) for the products: the same
-// layout, tile and block terms; the integer sums are exact either way.
-TEXT ·nib4x16VexAsm(SB), NOSPLIT, $0-88
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), DX
-	MOVQ bp+16(FP), DI
-	MOVQ nb+24(FP), BX
-	MOVQ as+40(FP), R9
-	MOVQ su+48(FP), R10
-	MOVQ ws+56(FP), R11
-	MOVQ zp+64(FP), R12
-	MOVQ y+72(FP), R13
-	MOVQ ldy+80(FP), R14
-	SHLQ $2, R14
-	LEAQ (SI)(DX*2), R8
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	MOVQ R13, AX
-	MOVQ $4, CX
-nvzero:
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y0, 32(AX)
-	ADDQ R14, AX
-	DECQ CX
-	JNZ  nvzero
-nvblock:
-	MOVQ ppb+32(FP), CX
-nvgroup:
-	VMOVDQU (DI), Y10
-	VMOVDQU 32(DI), Y11
-	VPAND   nibconst<>(SB), Y10, Y8
-	VPAND   nibconst<>(SB), Y11, Y9
-	VPSRLW  $4, Y10, Y10
-	VPSRLW  $4, Y11, Y11
-	VPAND   nibconst<>(SB), Y10, Y10
-	VPAND   nibconst<>(SB), Y11, Y11
-	NIBVEX((SI), 4(SI), $0xC4, $0xC5, $0xCC, $0xCD)
-	NIBVEX((SI)(DX*1), 4(SI)(DX*1), $0xD4, $0xD5, $0xDC, $0xDD)
-	NIBVEX((R8), 4(R8), $0xE4, $0xE5, $0xEC, $0xED)
-	NIBVEX((R8)(DX*1), 4(R8)(DX*1), $0xF4, $0xF5, $0xFC, $0xFD)
-	ADDQ $8, SI
-	ADDQ $8, R8
-	ADDQ $256, DI
-	DECQ CX
-	JNZ  nvgroup
-	MOVQ nb+24(FP), CX
-	SHLQ $2, CX
-	MOVQ R13, AX
-	NIBROWAVX2(Y0, Y1)
-	NIBROWAVX2(Y2, Y3)
-	NIBROWAVX2(Y4, Y5)
-	NIBROWAVX2(Y6, Y7)
-	SHLQ $2, CX
-	SUBQ CX, R9
-	SUBQ CX, R10
-	ADDQ $4, R9
-	ADDQ $4, R10
-	ADDQ $256, R11
-	ADDQ $256, R12
-	DECQ BX
-	JNZ  nvblock
 	VZEROUPPER
 	RET

@@ -55,7 +55,7 @@ func sigmoidAsm(x, z *float32, n int)                             { panic("no as
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }
-func nib4x16Avx2Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
+func nib4x16Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int, vex bool) {
 	panic("no assembly")
 }
 func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
@@ -63,9 +63,6 @@ func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 }
 func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32) { panic("no assembly") }
 func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
-	panic("no assembly")
-}
-func nib4x16VexAsm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32) {

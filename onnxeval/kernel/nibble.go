@@ -133,10 +133,6 @@ func (q *NibbleProduct) runAVX2(b0, b1, m int, aq []int8, lda int, as, su []floa
 	var tmp [4 * 16]float32
 	pairs, nb := q.nb*q.ppb, q.nb
 	m4 := m &^ 3
-	kernel := nib4x16Avx2Asm
-	if useVexVNNI {
-		kernel = nib4x16VexAsm
-	}
 	for b := b0; b < b1; b++ {
 		for p := 0; p < qBlock/16; p++ {
 			j0 := b*qBlock + p*16
@@ -148,16 +144,16 @@ func (q *NibbleProduct) runAVX2(b0, b1, m int, aq []int8, lda int, as, su []floa
 			full := j0+16 <= q.N
 			for i := 0; i < m4; i += 4 {
 				if full {
-					kernel(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &y[i*ldy+j0], ldy)
+					nib4x16Asm(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &y[i*ldy+j0], ldy, useVexVNNI)
 					continue
 				}
-				kernel(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &tmp[0], 16)
+				nib4x16Asm(&aq[i*lda], lda, bp, nb, q.ppb, &as[i*nb], &su[i*nb], ws, zp, &tmp[0], 16, useVexVNNI)
 				for r := 0; r < 4; r++ {
 					copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*16:(r+1)*16])
 				}
 			}
 			if pad != nil {
-				kernel(&pad.aq[0], q.Stride(), bp, nb, q.ppb, &pad.as[0], &pad.su[0], ws, zp, &tmp[0], 16)
+				nib4x16Asm(&pad.aq[0], q.Stride(), bp, nb, q.ppb, &pad.as[0], &pad.su[0], ws, zp, &tmp[0], 16, useVexVNNI)
 				for r := pad.first; r < m; r++ {
 					copy(y[r*ldy+j0:r*ldy+q.N], tmp[(r-pad.first)*16:(r-pad.first+1)*16])
 				}
