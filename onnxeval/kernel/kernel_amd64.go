@@ -89,11 +89,11 @@ func expVecAsm(x, z *float32, n int)
 //go:noescape
 func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
-// madd4x16Asm: QuantProduct's 4 rows x 16 columns on AVX2
-// (kernel_amd64.s).
+// q8x16Asm: QuantProduct's 4 rows x 16 columns on AVX2, or with vex on
+// AVX-VNNI (kernel_amd64.s).
 //
 //go:noescape
-func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+func q8x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32, vex bool)
 
 //go:noescape
 func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32)
@@ -144,12 +144,6 @@ func firstBeyondAsm(x *float32, n int, t float32, mode int) int
 //
 //go:noescape
 func peakAsm(n int, vnni bool)
-
-// vexVNNI4x16Asm: QuantProduct's 4 rows x 16 columns on AVX-VNNI
-// (kernel_amd64.s).
-//
-//go:noescape
-func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
 // gemmPanel4Avx2Asm and gemvPanelAvx2Asm: Packed's products on AVX2
 // (kernel_amd64.s).

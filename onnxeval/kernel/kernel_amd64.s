@@ -1622,6 +1622,19 @@ ssdone:
 	VZEROUPPER
 	RET
 
+// VEXDPBUSD is VPDPBUSD in its VEX form (AVX-VNNI: CPUs with it but not
+// AVX-512, where the EVEX form Go's assembler writes would fault), which
+// the assembler does not write: the bytes of VPDPBUSD ymm(d), ymm(v),
+// ymm(s) for an accumulator d < 8, a row's broadcast v in Y8-Y11 and the
+// weights s in Y12-Y13: C4, C2 (R and X not extended, B extended), vvvv
+// inverted with L=1 and pp=66, opcode 50, ModRM 11 d s.
+#define VEXDPBUSD(vvvv, modrm) \
+	BYTE $0xC4 \
+	BYTE $0xC2 \
+	BYTE vvvv \
+	BYTE $0x50 \
+	BYTE modrm
+
 // MADD4 adds one group of 4 values of k of row pointer p (broadcast, its
 // bytes less 128 by the sign flip in Y15) times the 16 columns' weights
 // (Y8, Y9; their magnitudes Y10, Y11) into accumulators lo and hi:
@@ -1658,12 +1671,15 @@ ssdone:
 	VMOVUPS      lo, (y) \
 	VMOVUPS      hi, 32(y)
 
-// func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
-// QuantProduct's product on AVX2: 4 rows (lda apart) by 16 columns, whose
-// weights are 64 bytes of each 256-byte group of a VNNI panel (bp, groups
-// 256 bytes apart), k4 groups. The rows' bytes must not be 0 (then
-// byte - 128 lies in [-127, 127]); the sums are those of byte - 128.
-TEXT ·madd4x16Asm(SB), NOSPLIT, $0-72
+// func q8x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32, vex bool)
+// QuantProduct's product on 8 lanes: 4 rows (lda apart) by 16 columns,
+// whose weights are 64 bytes of each 256-byte group of a VNNI panel (bp,
+// groups 256 bytes apart), k4 groups, into int32, exact. On AVX2 (MADD4)
+// the rows' bytes must not be 0 (then byte - 128 lies in [-127, 127]) and
+// the sums are those of byte - 128; with vex, on AVX-VNNI, VPDPBUSD sums
+// the bytes themselves, and corr (the zero point's correction, per
+// column) comes off them first. Then the epilogue, MOUT's.
+TEXT ·q8x16Asm(SB), NOSPLIT, $0-81
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), DX
 	MOVQ k4+16(FP), CX
@@ -1677,12 +1693,14 @@ TEXT ·madd4x16Asm(SB), NOSPLIT, $0-72
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
+	CMPB vex+80(FP), $0
+	JNE  q8vex
 	VPCMPEQW Y14, Y14, Y14
 	VPSRLW   $15, Y14, Y14
 	MOVL     $0x80808080, AX
 	MOVD     AX, X15
 	VPBROADCASTD X15, Y15
-m4loop:
+q8loop:
 	VMOVDQU (DI), Y8
 	VMOVDQU 32(DI), Y9
 	VPABSB  Y8, Y10
@@ -1695,13 +1713,46 @@ m4loop:
 	ADDQ $4, R8
 	ADDQ $256, DI
 	DECQ CX
-	JNZ  m4loop
-	MOVQ sc+32(FP), AX
-	MOVQ rs+40(FP), DX
-	MOVQ y+48(FP), BX
-	MOVQ ldy+56(FP), R9
+	JNZ  q8loop
+	JMP  q8out
+q8vex:
+	VMOVDQU      (DI), Y12
+	VMOVDQU      32(DI), Y13
+	VPBROADCASTD (SI), Y8
+	VPBROADCASTD (SI)(DX*1), Y9
+	VPBROADCASTD (R8), Y10
+	VPBROADCASTD (R8)(DX*1), Y11
+	VEXDPBUSD($0x3D, $0xC4) // Y0 += Y8 . Y12
+	VEXDPBUSD($0x3D, $0xCD) // Y1 += Y8 . Y13
+	VEXDPBUSD($0x35, $0xD4) // Y2 += Y9 . Y12
+	VEXDPBUSD($0x35, $0xDD) // Y3 += Y9 . Y13
+	VEXDPBUSD($0x2D, $0xE4) // Y4 += Y10 . Y12
+	VEXDPBUSD($0x2D, $0xED) // Y5 += Y10 . Y13
+	VEXDPBUSD($0x25, $0xF4) // Y6 += Y11 . Y12
+	VEXDPBUSD($0x25, $0xFD) // Y7 += Y11 . Y13
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q8vex
+	MOVQ corr+32(FP), R10
+	VMOVDQU (R10), Y8
+	VMOVDQU 32(R10), Y9
+	VPSUBD  Y8, Y0, Y0
+	VPSUBD  Y9, Y1, Y1
+	VPSUBD  Y8, Y2, Y2
+	VPSUBD  Y9, Y3, Y3
+	VPSUBD  Y8, Y4, Y4
+	VPSUBD  Y9, Y5, Y5
+	VPSUBD  Y8, Y6, Y6
+	VPSUBD  Y9, Y7, Y7
+q8out:
+	MOVQ sc+40(FP), AX
+	MOVQ rs+48(FP), DX
+	MOVQ y+56(FP), BX
+	MOVQ ldy+64(FP), R9
 	SHLQ $2, R9
-	MOVQ bias+64(FP), CX
+	MOVQ bias+72(FP), CX
 	MOUT(Y0, Y1, 0, BX)
 	ADDQ R9, BX
 	MOUT(Y2, Y3, 4, BX)
@@ -1768,19 +1819,6 @@ GLOBL nibconst<>(SB), RODATA|NOPTR, $64
 	ADDQ CX, R9 \
 	ADDQ CX, R10 \
 	ADDQ R14, AX
-
-// VEXDPBUSD is VPDPBUSD in its VEX form (AVX-VNNI: CPUs with it but not
-// AVX-512, where the EVEX form Go's assembler writes would fault), which
-// the assembler does not write: the bytes of VPDPBUSD ymm(d), ymm(v),
-// ymm(s) for an accumulator d < 8, a row's broadcast v in Y8-Y11 and the
-// weights s in Y12-Y13: C4, C2 (R and X not extended, B extended), vvvv
-// inverted with L=1 and pp=66, opcode 50, ModRM 11 d s.
-#define VEXDPBUSD(vvvv, modrm) \
-	BYTE $0xC4 \
-	BYTE $0xC2 \
-	BYTE vvvv \
-	BYTE $0x50 \
-	BYTE modrm
 
 // NIBVEX adds one row's group of 8 values of k (its bytes at p0 and p4,
 // broadcast into Y12 and Y13) times the 16 columns' 4-bit weights (low
@@ -2153,79 +2191,3 @@ gvadone:
 	VZEROUPPER
 	RET
 
-// VOUT finishes one row's 16 sums (lo, hi) as QuantProduct's epilogue
-// does, ((float32(s - corr[j]) * sc[j]) * rs) [+ bias[j]], and stores them
-// at y: corr at (R10), sc at (AX), bias at (CX) or none.
-#define VOUT(lo, hi, rsoff, y) \
-	VPSUBD       (R10), lo, lo \
-	VPSUBD       32(R10), hi, hi \
-	VCVTDQ2PS    lo, lo \
-	VCVTDQ2PS    hi, hi \
-	VMULPS       (AX), lo, lo \
-	VMULPS       32(AX), hi, hi \
-	VBROADCASTSS rsoff(DX), Y12 \
-	VMULPS       Y12, lo, lo \
-	VMULPS       Y12, hi, hi \
-	TESTQ        CX, CX \
-	JZ           3(PC) \
-	VADDPS       (CX), lo, lo \
-	VADDPS       32(CX), hi, hi \
-	VMOVUPS      lo, (y) \
-	VMOVUPS      hi, 32(y)
-
-// func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
-// QuantProduct's product on AVX-VNNI: 4 rows (lda apart) by 16 columns,
-// whose weights are 64 bytes of each 256-byte group of a VNNI panel (bp,
-// groups 256 bytes apart), k4 groups: VPDPBUSD of each row's 4 bytes
-// (unsigned) by the weights (signed) into int32, exact; then vnni4x64Asm's
-// epilogue.
-TEXT ·vexVNNI4x16Asm(SB), NOSPLIT, $0-80
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), DX
-	MOVQ k4+16(FP), CX
-	MOVQ bp+24(FP), DI
-	LEAQ (SI)(DX*2), R8
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-vx4loop:
-	VMOVDQU      (DI), Y12
-	VMOVDQU      32(DI), Y13
-	VPBROADCASTD (SI), Y8
-	VPBROADCASTD (SI)(DX*1), Y9
-	VPBROADCASTD (R8), Y10
-	VPBROADCASTD (R8)(DX*1), Y11
-	VEXDPBUSD($0x3D, $0xC4) // Y0 += Y8 . Y12
-	VEXDPBUSD($0x3D, $0xCD) // Y1 += Y8 . Y13
-	VEXDPBUSD($0x35, $0xD4) // Y2 += Y9 . Y12
-	VEXDPBUSD($0x35, $0xDD) // Y3 += Y9 . Y13
-	VEXDPBUSD($0x2D, $0xE4) // Y4 += Y10 . Y12
-	VEXDPBUSD($0x2D, $0xED) // Y5 += Y10 . Y13
-	VEXDPBUSD($0x25, $0xF4) // Y6 += Y11 . Y12
-	VEXDPBUSD($0x25, $0xFD) // Y7 += Y11 . Y13
-	ADDQ $4, SI
-	ADDQ $4, R8
-	ADDQ $256, DI
-	DECQ CX
-	JNZ  vx4loop
-	MOVQ corr+32(FP), R10
-	MOVQ sc+40(FP), AX
-	MOVQ rs+48(FP), DX
-	MOVQ y+56(FP), BX
-	MOVQ ldy+64(FP), R9
-	SHLQ $2, R9
-	MOVQ bias+72(FP), CX
-	VOUT(Y0, Y1, 0, BX)
-	ADDQ R9, BX
-	VOUT(Y2, Y3, 4, BX)
-	ADDQ R9, BX
-	VOUT(Y4, Y5, 8, BX)
-	ADDQ R9, BX
-	VOUT(Y6, Y7, 12, BX)
-	VZEROUPPER
-	RET

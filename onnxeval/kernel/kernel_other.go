@@ -62,9 +62,6 @@ func gemmPanel4Avx2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 	panic("no assembly")
 }
 func gemvPanelAvx2Asm(a *float32, k int, bp *float32, np int, c *float32) { panic("no assembly") }
-func vexVNNI4x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
-	panic("no assembly")
-}
 func nib1x64Asm(a *int8, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32) {
 	panic("no assembly")
 }
@@ -75,6 +72,6 @@ func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
 func firstBeyondAsm(x *float32, n int, t float32, mode int) int { panic("no assembly") }
 func subSubAsm(x *float32, a, b float32, z *float32, n int)     { panic("no assembly") }
 
-func madd4x16Asm(a *uint8, lda, k4 int, bp *int8, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
+func q8x16Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32, vex bool) {
 	panic("no assembly")
 }

@@ -172,11 +172,7 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	parallel(q.nb, t, func(b0, b1 int) {
 		var tmp [4 * 16]float32
 		kernel := func(a *uint8, lda int, j0 int, bp *int8, rs *float32, y *float32, ldy int, bias *float32) {
-			if q.vex {
-				vexVNNI4x16Asm(a, lda, q.k4, bp, &q.corr[j0], &q.sc[j0], rs, y, ldy, bias)
-				return
-			}
-			madd4x16Asm(a, lda, q.k4, bp, &q.sc[j0], rs, y, ldy, bias)
+			q8x16Asm(a, lda, q.k4, bp, &q.corr[j0], &q.sc[j0], rs, y, ldy, bias, q.vex)
 		}
 		for b := b0; b < b1; b++ {
 			for sub := 0; sub < qBlock/16; sub++ {
