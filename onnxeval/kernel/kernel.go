@@ -165,14 +165,18 @@ func gemmNT(j0, j1, m, k int, a []float32, lda int, b []float32, ldb int, c []fl
 }
 
 // Accelerated reports the kernels dispatched on this CPU: "go" without
-// assembly, else "avx2+fma" and, where the CPU has them, "avx512f" (the
-// packed float32 products) and "avx512-vnni" (the 8-bit and 4-bit
-// products), joined with commas.
+// assembly, else "avx2+fma" and, where the path has them, "avx-vnni" (the
+// 8-bit and 4-bit products on VEX VPDPBUSD), "avx512f" (the packed
+// float32 products on 16 lanes) and "avx512-vnni" (the 8-bit and 4-bit
+// products on 64 columns), joined with commas.
 func Accelerated() string {
 	if !useAsm {
 		return "go"
 	}
 	k := "avx2+fma"
+	if useVexVNNI {
+		k += ", avx-vnni"
+	}
 	if usePanels {
 		k += ", avx512f"
 	}
