@@ -99,12 +99,12 @@ func (q *NibbleProduct) Run(m int, aq []int8, lda int, as, su []float32, y []flo
 }
 
 // NibbleProductFast reports whether NibbleProduct runs in assembly on this
-// path (AVX-512 VNNI or AVX2) rather than in Go: where it does not,
+// path (AVX-512 VNNI, AVX-VNNI or AVX2) rather than in Go: where it does not,
 // MatMulNBits is faster on float32 kernels.
 func NibbleProductFast() bool { return useVNNI || useAsm }
 
 // nibblePad holds the rows left over from the blocks of four, padded with
-// zero rows (zero scales and sums), for the AVX2 kernel.
+// zero rows (zero scales and sums), for the 8-lane kernel.
 type nibblePad struct {
 	first  int // the first row left over
 	aq     []int8
@@ -127,8 +127,8 @@ func (q *NibbleProduct) padRows(m int, aq []int8, lda int, as, su []float32) *ni
 }
 
 // runAVX2 computes the column blocks b0..b1 on AVX2 (or AVX-VNNI), 4 rows
-// by 16 columns at a time from the VNNI layout; the rows beyond the blocks of four come
-// from pad. Each value is computed as nib4x64Asm computes it.
+// by 16 columns at a time from the VNNI layout; the rows beyond the blocks
+// of four come from pad. Each value is computed as nib4x64Asm computes it.
 func (q *NibbleProduct) runAVX2(b0, b1, m int, aq []int8, lda int, as, su []float32, y []float32, ldy int, pad *nibblePad) {
 	var tmp [4 * 16]float32
 	pairs, nb := q.nb*q.ppb, q.nb
