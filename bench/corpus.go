@@ -8,14 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
-	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/cpuprofile"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
@@ -281,9 +280,16 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 		return r, err
 	}
 	r.tokens = make([][]int64, len(rows))
-	stopProfile, err := c.startProfile(r)
-	if err != nil {
-		return r, err
+	// A CPU profile of the timed translation, native rows only (ONNX
+	// Runtime's time shows as one cgo call).
+	var prof *cpuprofile.Profile
+	if c.CPUProfile != "" && r.Backend == onnxrun.BackendGo {
+		path := fmt.Sprintf("%s.%s-beam%d-%dt-%dl.pprof", c.CPUProfile, r.Weights, r.Beam, r.Threads, r.Lanes)
+		if prof, err = cpuprofile.Start(path); err != nil {
+			return r, fmt.Errorf("bench: %w", err)
+		}
+		defer prof.Discard()
+		c.logf("bench: CPU profile of this row to %s", path)
 	}
 	start := time.Now()
 	st, err := tr.TranslateCorpusIDs(context.Background(), rows, co, func(i int, res translate.Result) error {
@@ -291,47 +297,19 @@ func (c *CorpusConfig) attnxCorpus(dir string, w quant.Precision, rows [][]int64
 		return nil
 	}, nil)
 	r.Seconds = time.Since(start).Seconds()
-	if perr := stopProfile(err == nil); err != nil {
+	if err != nil {
 		return r, err
-	} else if perr != nil {
-		return r, perr
+	}
+	if prof != nil {
+		if err := prof.Stop(); err != nil {
+			return r, fmt.Errorf("bench: %w", err)
+		}
 	}
 	r.SentencesPerS = float64(len(rows)) / r.Seconds
 	r.TokensPerS = float64(st.OutputTokens) / r.Seconds
 	r.PeakRSSMB = peakRSSMB()
 	r.Note += "engine " + tr.Engine()
 	return r, nil
-}
-
-// startProfile starts the CPU profile of row r when CPUProfile asks for
-// one (native rows only: ONNX Runtime's time shows as one cgo call) and
-// returns what ends it: stop(true) writes the profile, stop(false) (the
-// translation failed) leaves no file.
-func (c *CorpusConfig) startProfile(r CorpusRow) (stop func(keep bool) error, err error) {
-	if c.CPUProfile == "" || r.Backend != onnxrun.BackendGo {
-		return func(bool) error { return nil }, nil
-	}
-	path := fmt.Sprintf("%s.%s-beam%d-%dt-%dl.pprof", c.CPUProfile, r.Weights, r.Beam, r.Threads, r.Lanes)
-	f, err := atomicfile.Create(path, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("bench: CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Discard()
-		return nil, fmt.Errorf("bench: CPU profile: %w", err)
-	}
-	c.logf("bench: CPU profile of this row to %s", path)
-	return func(keep bool) error {
-		pprof.StopCPUProfile()
-		if !keep {
-			f.Discard()
-			return nil
-		}
-		if err := f.Commit(); err != nil {
-			return fmt.Errorf("bench: CPU profile: %w", err)
-		}
-		return nil
-	}, nil
 }
 
 func (c *CorpusConfig) pytorchCorpus(ckpt, in string, beam, threads, n int) (CorpusRow, pyTorchInfo, error) {

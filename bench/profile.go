@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime/pprof"
 	"time"
 
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/cpuprofile"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
@@ -56,28 +55,23 @@ func (c *Config) profile(m *model, S int, backend, path string) (*ProfileSummary
 			return nil, err
 		}
 	}
-	f, err := atomicfile.Create(path, 0o644)
+	prof, err := cpuprofile.Start(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	defer f.Discard()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, fmt.Errorf("bench: CPU profile: %w", err)
-	}
+	defer prof.Discard()
 	dur := max(3*c.MinTime, 100*time.Millisecond)
 	start := time.Now()
 	n := 0
 	for time.Since(start) < dur {
 		if _, _, err := l.run(ctx, nil); err != nil {
-			pprof.StopCPUProfile()
 			return nil, err
 		}
 		n++
 	}
-	pprof.StopCPUProfile()
 	secs := time.Since(start).Seconds()
-	if err := f.Commit(); err != nil {
-		return nil, fmt.Errorf("bench: CPU profile: %w", err)
+	if err := prof.Stop(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	// The argmax alone, on a first step's log_probs.
 	l.batch.Reset()

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/cpuprofile"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/translate"
@@ -117,17 +116,12 @@ func runLoadtest(args []string) (err error) {
 	}
 
 	if *cpuProfile != "" {
-		f, err := atomicfile.Create(*cpuProfile, 0o644)
+		prof, err := cpuprofile.Start(*cpuProfile)
 		if err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		defer f.Discard() // no-op once committed
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
 		defer func() {
-			pprof.StopCPUProfile()
-			if cerr := f.Commit(); err == nil && cerr != nil {
+			if cerr := prof.Stop(); err == nil && cerr != nil {
 				err = fmt.Errorf("--cpuprofile: %w", cerr)
 			}
 		}()
