@@ -101,7 +101,7 @@ func (q *NibbleProduct) Run(m int, aq []int8, lda int, as, su []float32, y []flo
 // NibbleProductFast reports whether NibbleProduct runs in assembly on this
 // path (AVX-512 VNNI, AVX-VNNI or AVX2) rather than in Go: where it does not,
 // MatMulNBits is faster on float32 kernels.
-func NibbleProductFast() bool { return useVNNI || useAsm }
+func NibbleProductFast() bool { return useAsm }
 
 // nibblePad holds the rows left over from the blocks of four, padded with
 // zero rows (zero scales and sums), for the 8-lane kernel.

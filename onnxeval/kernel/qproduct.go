@@ -33,14 +33,13 @@ type QuantProduct struct {
 	bias   []float32 // nil, or the biases padded to nb*64
 	plainW []int8    // W as rows for the Go loop, when there are no panels
 	azp    int32     // the activations' zero point
-	// avx2: on CPUs with AVX2 but not VNNI, the panels p serve the AVX2
-	// kernel, exact for rows whose bytes are not 0 when azp is 128 (as
-	// the fused row quantization makes them: bytes 1 to 255 unless the
-	// row holds NaN or infinities). Other rows take the Go loop.
-	avx2 bool
-	// vex: on the avx-vnni path, the panels p serve the AVX-VNNI kernel
-	// (every row, any azp: the correction corr is applied as with VNNI).
-	vex bool
+	// lanes8: without AVX-512 VNNI, the panels p serve the 8-lane kernel:
+	// on the avx-vnni path for every row and any azp (the correction corr
+	// applied as with VNNI); on AVX2 when azp is 128, exact for rows whose
+	// bytes are not 0 (as the fused row quantization makes them: bytes 1
+	// to 255 unless the row holds NaN or infinities), other rows taking
+	// the Go loop.
+	lanes8 bool
 }
 
 const qBlock = 64 // columns of a block
@@ -67,9 +66,8 @@ func NewQuantProduct(w []int8, n, k int, azp int32, sc, bias []float32) *QuantPr
 		}
 		q.corr[j] = azp * s
 	}
-	q.vex = useVexVNNI
-	q.avx2 = !useVNNI && !q.vex && useAsm && azp == 128
-	if !useVNNI && !q.avx2 && !q.vex {
+	q.lanes8 = !useVNNI && (useVexVNNI || useAsm && azp == 128)
+	if !useVNNI && !q.lanes8 {
 		q.plainW = w[:n*k]
 		return q
 	}
@@ -108,7 +106,7 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 		}
 		return
 	}
-	if q.avx2 || q.vex {
+	if q.lanes8 {
 		q.runAVX2(m, a, lda, rs, y, ldy, threads)
 		return
 	}
@@ -128,7 +126,7 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	stride := q.Stride()
 	ok := make([]int, 0, m) // the rows the kernel takes
 	for i := 0; i < m; i++ {
-		if q.vex || bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
+		if useVexVNNI || bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
 			ok = append(ok, i)
 		} else {
 			q.runGo(i, i+1, a, lda, rs, y, ldy)
@@ -172,7 +170,7 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	parallel(q.nb, t, func(b0, b1 int) {
 		var tmp [4 * 16]float32
 		kernel := func(a *uint8, lda int, j0 int, bp *int8, rs *float32, y *float32, ldy int, bias *float32) {
-			q8x16Asm(a, lda, q.k4, bp, &q.corr[j0], &q.sc[j0], rs, y, ldy, bias, q.vex)
+			q8x16Asm(a, lda, q.k4, bp, &q.corr[j0], &q.sc[j0], rs, y, ldy, bias, useVexVNNI)
 		}
 		for b := b0; b < b1; b++ {
 			for sub := 0; sub < qBlock/16; sub++ {

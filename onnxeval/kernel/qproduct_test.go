@@ -101,8 +101,8 @@ func TestQuantProductRowQuantized(t *testing.T) {
 		}
 		for _, b := range [][]float32{nil, bias} {
 			q := NewQuantProduct(w, c.n, c.k, 128, sc, b)
-			if want := Path() == PathAVX2 || Path() == PathAVX512; q.avx2 != want {
-				t.Fatalf("path %s: the AVX2 kernel taken %v", Path(), q.avx2)
+			if want := Path() == PathAVX2 || Path() == PathAVX512 || Path() == PathAVXVNNI; q.lanes8 != want {
+				t.Fatalf("path %s: the 8-lane kernel taken %v", Path(), q.lanes8)
 			}
 			lda := q.Stride() + c.extra
 			a := make([]uint8, (c.m-1)*lda+q.Stride())
