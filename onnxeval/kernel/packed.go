@@ -151,7 +151,7 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int, 
 }
 
 // mulAVX2 is mul on AVX2: blocks of four rows by one panel, then the rows
-// left over one at a time across the panels (three at once); both kernels
+// left over one at a time across the panels (six at once); both kernels
 // add each output's products in order of k into one accumulator, so a
 // row's sums do not depend on the rows beside it.
 func (w *Packed) mulAVX2(p0, p1, m int, a []float32, lda int, c []float32, ldc int) {
