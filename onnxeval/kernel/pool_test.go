@@ -80,3 +80,72 @@ func BenchmarkParallelSmall(b *testing.B) {
 		})
 	}
 }
+
+// awake counts the idle helpers not parked.
+func awake() int {
+	idleMu.Lock()
+	defer idleMu.Unlock()
+	n := 0
+	for _, h := range idle {
+		if !h.asleep.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond for up to a second (far beyond spinFor on any
+// machine), reporting whether it came true.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestHold: under a hold for two threads, one idle helper (and no more)
+// stays awake long past spinFor, where without a hold every helper
+// parks; after the release it parks too, and a second release changes
+// nothing.
+func TestHold(t *testing.T) {
+	split := func() {
+		// Four helpers busy at once, so that four are idle after.
+		parallel(5, 5, func(lo, hi int) { time.Sleep(time.Millisecond) })
+	}
+	split()
+	if !waitFor(func() bool { return awake() == 0 }) {
+		t.Fatalf("without a hold, %d idle helpers still awake after a second", awake())
+	}
+	release := Hold(2)
+	split()
+	time.Sleep(20 * spinFor)
+	// One helper spins for the hold; the others park after spinFor.
+	if !waitFor(func() bool { return awake() <= 1 }) {
+		t.Errorf("under Hold(2), %d idle helpers awake after a second, want at most 1", awake())
+	}
+	for range 5 {
+		if n := awake(); n != 1 {
+			t.Fatalf("under Hold(2), %d idle helpers awake %v after the split, want 1", n, 20*spinFor)
+		}
+		time.Sleep(10 * spinFor)
+	}
+	release()
+	release()
+	if w := holdWant.Load(); w != 0 {
+		t.Errorf("after release (twice), holds want %d helpers, want 0", w)
+	}
+	if !waitFor(func() bool { return awake() == 0 }) {
+		t.Errorf("after release, %d idle helpers still awake after a second", awake())
+	}
+	if s := holdSpin.Load(); s != 0 {
+		t.Errorf("after release, %d helpers counted spinning for a hold", s)
+	}
+	if r := Hold(1); r != nil {
+		r()
+		if w := holdWant.Load(); w != 0 {
+			t.Errorf("Hold(1) wants %d helpers, want 0 (one thread has none)", w)
+		}
+	}
+}
