@@ -332,15 +332,17 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	// they run side by side (xw was charged by the arena).
 	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
-		done := make(chan any, 1)
-		go func() {
-			defer func() { done <- recover() }()
-			direction(1, r.threads/2)
-		}()
-		direction(0, r.threads-r.threads/2)
-		if p := <-done; p != nil {
-			panic(p) // a kernel's panic becomes the run's error, as on one goroutine
-		}
+		// On the products' helpers, not a goroutine of its own: a helper
+		// spinning for the run (kernel.Hold) would keep a new goroutine
+		// waiting for a thread until this one finished its direction. A
+		// kernel's panic comes back here, and becomes the run's error.
+		kernel.Parallel(2, 2, 2*minParallelWork, func(lo, _ int) {
+			if lo == 0 {
+				direction(1, r.threads/2)
+			} else {
+				direction(0, r.threads-r.threads/2)
+			}
+		})
 	} else {
 		for d := 0; d < D; d++ {
 			direction(d, r.threads)
