@@ -272,10 +272,6 @@ func (m *Model) run(ctx context.Context, in []*Tensor, dst [][]float32) (out []*
 	}
 	a := m.arenas.get()
 	r := &runner{ctx: ctx, arena: a, threads: m.threads, budget: m.maxRunBytes, maxLoop: m.maxLoop}
-	// The products' helpers stay awake for the whole run: the serial
-	// nodes between two products (a step's cells, attention, softmax)
-	// often outlast their spin, and waking them took as long as their part.
-	defer kernel.Hold(m.threads)()
 	defer func() {
 		if p := recover(); p != nil {
 			// A refused shape or limit met inside a kernel: the run fails

@@ -333,9 +333,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		// On the products' helpers, not a goroutine of its own: a helper
-		// spinning for the run (kernel.Hold) would keep a new goroutine
-		// waiting for a thread until this one finished its direction. A
-		// kernel's panic comes back here, and becomes the run's error.
+		// spinning after its last part (and yielding its thread to the
+		// scheduler's global queue, where it finds itself again) kept a
+		// new goroutine, queued on this goroutine's thread, waiting until
+		// this direction was done. A kernel's panic comes back here, and
+		// becomes the run's error.
 		kernel.Parallel(2, 2, 2*minParallelWork, func(lo, _ int) {
 			if lo == 0 {
 				direction(1, r.threads/2)

@@ -16,55 +16,22 @@ import (
 // finds it, and only then parks until work comes.
 
 // spinFor is how long an idle helper, and a caller waiting for its
-// helpers, spin before they park.
-const spinFor = 50 * time.Microsecond
-
-// holdWant is the helpers the callers between Hold and its release may
-// use at once (threads-1 each); holdSpin is how many idle helpers are
-// spinning past spinFor on their behalf (never more than holdWant).
-var holdWant, holdSpin atomic.Int32
-
-// Hold keeps up to threads-1 idle helpers spinning, not parked, until
-// the release it returns is called: for a caller about to split many
-// products among threads goroutines with serial work between them that
-// may outlast spinFor, such as a decoder step at batch 1 (its cells,
-// attention, log-softmax and the Loop's own work come between the
-// classifier of one step and the cell of the next). A parked helper
-// takes tens of microseconds to wake, as long as its part of a small
-// product, so without a hold two threads gained little on such a run.
-// Spinning helpers yield their thread to any other goroutine every few
-// iterations. Holds may overlap; release is idempotent.
-func Hold(threads int) (release func()) {
-	n := int32(max(threads-1, 0))
-	if n == 0 {
-		return func() {}
-	}
-	holdWant.Add(n)
-	var once sync.Once
-	return func() { once.Do(func() { holdWant.Add(-n) }) }
-}
-
-// keepSpinning reports whether an idle helper past spinFor goes on
-// spinning for a hold; spinning says whether it holds a slot already,
-// which it gives up when the holds no longer want it.
-func keepSpinning(spinning bool) bool {
-	if spinning {
-		if holdSpin.Load() <= holdWant.Load() {
-			return true
-		}
-		holdSpin.Add(-1)
-		return false
-	}
-	for {
-		n := holdSpin.Load()
-		if n >= holdWant.Load() {
-			return false
-		}
-		if holdSpin.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+// helpers, spin before they park. It outlasts the serial work between
+// two products of a decoder step at batch 1 (the cells, attention,
+// log-softmax, the search or a Loop's own work: often more than 50 us),
+// so that the next product finds its helper awake: waking a parked one
+// took as long as its part, and a bound of 50 us left a step's LSTM
+// products no faster on two threads than on one. Measured on 2 cores,
+// the recipe model, runs of 50, 100 and 150 us interleaved in one
+// process: 150 us took greedy int8 at batch 1 from 8.65 to 6.24 ms a
+// sentence, beam 5 from 13.9 to 10.2, float32 greedy from 50.1 to 42.1,
+// and a scheduler serving 8 clients from 171-192 to 213-231 sentences/s
+// (p99 56-66 -> 43-51 ms). Longer spins gained no more: helpers kept
+// awake for a whole run, or for 300 us or 1 ms, gained as much at batch
+// 1, but in the same runs a request of 15 ms now and then took 120-140
+// (on this shared virtual machine, spinning seems to cost the time
+// slices the work needed).
+const spinFor = 150 * time.Microsecond
 
 // part is one range of a split loop given to a helper.
 type part struct {
@@ -144,19 +111,13 @@ func (h *helper) loop() {
 func (h *helper) await() *part {
 	for {
 		start := time.Now()
-		spinning := false // holding a slot of holdSpin
 		for i := 0; ; i++ {
 			if p := h.next.Swap(nil); p != nil {
-				if spinning {
-					holdSpin.Add(-1)
-				}
 				return p
 			}
 			if i%64 == 63 {
 				if time.Since(start) > spinFor {
-					if spinning = keepSpinning(spinning); !spinning {
-						break
-					}
+					break
 				}
 				runtime.Gosched() // let a goroutine with work have this thread
 			}
@@ -214,12 +175,12 @@ func parallel(n, t int, f func(lo, hi int)) {
 			p.finish()
 		}()
 	}
-	// Spin while the helpers' parts are likely to end soon (all along
-	// under a hold), then block until the last one does.
+	// Spin while the helpers' parts are likely to end soon, then block
+	// until the last one does.
 	start := time.Now()
 	for i := 0; left.Load() > 0; i++ {
 		if i%64 == 63 {
-			if holdWant.Load() == 0 && time.Since(start) > spinFor {
+			if time.Since(start) > spinFor {
 				<-done
 				break
 			}
