@@ -144,8 +144,9 @@ func runBoth(t *testing.T, fused, nodes *onnxeval.Model, in map[string]*onnxeval
 }
 
 // TestBidirectionalThreadsAgree: a bidirectional encoder's two directions
-// run side by side with two threads; the outputs are bit for bit those of
-// one thread (OpenNMT-py's recipe shape: two bidirectional LSTM layers).
+// run side by side with two threads (and split their own products with
+// four); the outputs are bit for bit those of one thread (OpenNMT-py's
+// recipe shape: two bidirectional LSTM layers).
 func TestBidirectionalThreadsAgree(t *testing.T) {
 	dir := t.TempDir()
 	cfg := bench.ToolkitConfig(attention.Config{Arch: attention.Arch("onmt-general"), Cell: attention.LSTM, Hidden: 64, Layers: 2, SrcVocab: 50, TgtVocab: 40})
@@ -172,7 +173,8 @@ func TestBidirectionalThreadsAgree(t *testing.T) {
 	}
 	in := map[string]*onnxeval.Tensor{attention.InSourceIDs: onnxeval.New([]int64{B, S}, ids), attention.InSourceLengths: onnxeval.New([]int64{B}, lens)}
 	var outs []map[string]*onnxeval.Tensor
-	for _, threads := range []int{1, 2} {
+	threadCounts := []int{1, 2, 4} // 4: each direction splits its own products
+	for _, threads := range threadCounts {
 		m, err := onnxeval.Open(filepath.Join(md, modeldir.EncoderFile), onnxeval.Options{Threads: threads})
 		if err != nil {
 			t.Fatal(err)
@@ -183,15 +185,17 @@ func TestBidirectionalThreadsAgree(t *testing.T) {
 		}
 		outs = append(outs, o)
 	}
-	for name, a := range outs[0] {
-		x, _ := onnxeval.Float32Data(a)
-		y, _ := onnxeval.Float32Data(outs[1][name])
-		if len(x) == 0 || len(x) != len(y) {
-			t.Fatalf("%s: %d and %d values", name, len(x), len(y))
-		}
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				t.Fatalf("%s[%d]: %v with one thread, %v with two", name, i, x[i], y[i])
+	for k := 1; k < len(outs); k++ {
+		for name, a := range outs[0] {
+			x, _ := onnxeval.Float32Data(a)
+			y, _ := onnxeval.Float32Data(outs[k][name])
+			if len(x) == 0 || len(x) != len(y) {
+				t.Fatalf("%s: %d and %d values", name, len(x), len(y))
+			}
+			for i := range x {
+				if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+					t.Fatalf("%s[%d]: %v with one thread, %v with %d", name, i, x[i], y[i], threadCounts[k])
+				}
 			}
 		}
 	}
