@@ -260,10 +260,16 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		if op.rp == nil || op.kind == cellGRU && !op.lbr {
 			rd = get[float32](rr)[d*G*H*H : (d+1)*G*H*H]
 		}
-		var wb, rb, pd []float32
+		var wb, rb, bs, pd []float32
 		if bias != nil {
 			bb := get[float32](bias)[d*2*G*H : (d+1)*2*G*H]
 			wb, rb = bb[:G*H], bb[G*H:]
+			if op.kind == cellLSTM {
+				// Wb + Rb once for all steps: each step adds it to its
+				// gates, as it added wb[i] + rb[i] element by element.
+				bs = make([]float32, G*H)
+				kernel.Arith(kernel.Add, wb, rb, bs)
+			}
 		}
 		if peep != nil {
 			pd = get[float32](peep)[d*3*H : (d+1)*3*H]
@@ -305,7 +311,7 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 					gx := xw[(t*B+b)*G*H : (t*B+b+1)*G*H]
 					gh := hr[b*G*H : (b+1)*G*H]
 					h := hs[b*H : (b+1)*H]
-					op.cell(d, g, gx, gh, wb, rb, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
+					op.cell(d, g, gx, gh, wb, rb, bs, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
 					copy(y[((t*D+d)*B+b)*H:], h)
 				}
 			}
@@ -328,9 +334,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			copy(yc[d*B*H:(d+1)*B*H], cs)
 		}
 	}
-	// Each direction's other scratch (hr, hs, cs, gbuf), for both when
+	// Each direction's other scratch (hr, hs, cs, gbuf, bs), for both when
 	// they run side by side (xw was charged by the arena).
-	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + int64(G)*int64(H)))
+	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + 2*int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		// On the products' helpers, not a goroutine of its own: a helper
 		// spinning after its last part (and yielding its thread to the
@@ -369,8 +375,9 @@ func (op *rnnOp) clipped(x []float32) {
 
 // cell advances one batch row by one step: gx are its input projections,
 // gh its recurrent ones (without biases), h and c its states, updated in
-// place. g is scratch of G*H; rh is a GRU's Rh (for linear_before_reset=0).
-func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
+// place. g is scratch of G*H; rh is a GRU's Rh (for linear_before_reset=0);
+// bs is an LSTM's wb + rb (nil without biases).
+func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 	H := op.hidden
 	switch op.kind {
 	case cellRNN:
@@ -422,11 +429,12 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
 			h[i] = (1-z[i])*hh[i] + z[i]*h[i]
 		}
 	case cellLSTM:
-		for i := 0; i < 4*H; i++ {
-			g[i] = gx[i] + gh[i]
-			if wb != nil {
-				g[i] += wb[i] + rb[i]
-			}
+		// The same float32 operations as element loops would do, each
+		// rounded (no fused multiply-add), on vectors: (gx + gh) + (wb +
+		// rb); c = f*c + i*g; h = o*h(c).
+		kernel.Arith(kernel.Add, gx[:4*H], gh[:4*H], g[:4*H])
+		if bs != nil {
+			kernel.Arith(kernel.Add, g[:4*H], bs, g[:4*H])
 		}
 		ig, og, fg, cg := g[:H], g[H:2*H], g[2*H:3*H], g[3*H:]
 		if p != nil {
@@ -439,9 +447,9 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
 		op.f[d](ig)
 		op.f[d](fg)
 		op.g[d](cg)
-		for i := 0; i < H; i++ {
-			c[i] = fg[i]*c[i] + ig[i]*cg[i]
-		}
+		kernel.Arith(kernel.Mul, fg, c, c)
+		kernel.Arith(kernel.Mul, ig, cg, ig) // i is not needed after
+		kernel.Arith(kernel.Add, c, ig, c)
 		if p != nil {
 			for i := 0; i < H; i++ {
 				og[i] += p[H+i] * c[i]
@@ -453,8 +461,6 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, p, rh, h, c []float32) {
 		hc := g[3*H : 4*H]
 		copy(hc, c)
 		op.h[d](hc)
-		for i := 0; i < H; i++ {
-			h[i] = og[i] * hc[i]
-		}
+		kernel.Arith(kernel.Mul, og, hc, h)
 	}
 }

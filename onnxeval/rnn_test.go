@@ -1,0 +1,84 @@
+package onnxeval
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLSTMCellMatchesElementLoop: an LSTM cell step on vectors gives, bit
+// for bit, what the element loop of its definition gives, each product
+// and sum rounded to float32 on its own: the gates (gx + gh) + (wb + rb),
+// i, f, o = σ, c = f*c + i*tanh(g), h = o*tanh(c); sizes that are no
+// multiple of the vector width, values that include NaN, infinities,
+// zeros, huge and tiny ones, with biases and without.
+func TestLSTMCellMatchesElementLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	odd := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 3e38, -3e38, 1e-40, 90, -90}
+	vals := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			if rng.IntN(6) == 0 {
+				x[i] = odd[rng.IntN(len(odd))]
+			} else {
+				x[i] = float32(rng.NormFloat64() * 3)
+			}
+		}
+		return x
+	}
+	sig, err := actByName("sigmoid", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tnh, err := actByName("tanh", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(f act, v float32) float32 {
+		x := []float32{v}
+		f(x)
+		return x[0]
+	}
+	for _, H := range []int{1, 7, 16, 37} {
+		for _, biased := range []bool{true, false} {
+			op := &rnnOp{kind: cellLSTM, hidden: H, dirs: 1, f: []act{sig}, g: []act{tnh}, h: []act{tnh}}
+			gx, gh, h, c := vals(4*H), vals(4*H), vals(H), vals(H)
+			var wb, rb, bs []float32
+			if biased {
+				wb, rb = vals(4*H), vals(4*H)
+				bs = make([]float32, 4*H)
+				for i := range bs {
+					bs[i] = wb[i] + rb[i]
+				}
+			}
+			// The definition, element by element (ONNX's gate blocks i, o, f, c).
+			gate := func(i int) float32 {
+				v := gx[i] + gh[i]
+				if biased {
+					v += float32(wb[i] + rb[i])
+				}
+				return v
+			}
+			wantC, wantH := make([]float32, H), make([]float32, H)
+			for k := range H {
+				ig, og, fg := one(sig, gate(k)), one(sig, gate(H+k)), one(sig, gate(2*H+k))
+				cg := one(tnh, gate(3*H+k))
+				// Conversions keep each product rounded (no fused multiply-add).
+				wantC[k] = float32(fg*c[k]) + float32(ig*cg)
+				hc := one(tnh, wantC[k])
+				wantH[k] = og * hc
+			}
+			op.cell(0, make([]float32, 4*H), gx, gh, wb, rb, bs, nil, nil, h, c)
+			for k := range H {
+				for _, p := range []struct {
+					what      string
+					got, want float32
+				}{{"c", c[k], wantC[k]}, {"h", h[k], wantH[k]}} {
+					if math.Float32bits(p.got) != math.Float32bits(p.want) && !(p.got != p.got && p.want != p.want) {
+						t.Fatalf("H %d biased %v: %s[%d] = %v, want %v", H, biased, p.what, k, p.got, p.want)
+					}
+				}
+			}
+		}
+	}
+}
