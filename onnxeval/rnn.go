@@ -264,9 +264,10 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		if bias != nil {
 			bb := get[float32](bias)[d*2*G*H : (d+1)*2*G*H]
 			wb, rb = bb[:G*H], bb[G*H:]
-			if op.kind == cellLSTM {
+			if op.kind != cellRNN {
 				// Wb + Rb once for all steps: each step adds it to its
-				// gates, as it added wb[i] + rb[i] element by element.
+				// gates (a GRU's z and r), as it added wb[i] + rb[i]
+				// element by element.
 				bs = make([]float32, G*H)
 				kernel.Arith(kernel.Add, wb, rb, bs)
 			}
@@ -376,7 +377,7 @@ func (op *rnnOp) clipped(x []float32) {
 // cell advances one batch row by one step: gx are its input projections,
 // gh its recurrent ones (without biases), h and c its states, updated in
 // place. g is scratch of G*H; rh is a GRU's Rh (for linear_before_reset=0);
-// bs is an LSTM's wb + rb (nil without biases).
+// bs is wb + rb for an LSTM or a GRU (nil without biases).
 func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 	H := op.hidden
 	switch op.kind {
@@ -391,24 +392,37 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 		op.f[d](g[:H])
 		copy(h, g[:H])
 	case cellGRU:
-		// z and r gates
-		for i := 0; i < 2*H; i++ {
-			g[i] = gx[i] + gh[i]
-			if wb != nil {
-				g[i] += wb[i] + rb[i]
-			}
+		// On vectors, the element loops' float32 operations in their
+		// order, each rounded: the z and r gates (gx + gh) + (wb + rb);
+		// with linear_before_reset hh = (gx + r*(gh + rbh)) + wbh (+0
+		// without biases, as the loop added: it keeps the signs of zeros);
+		// h = (1-z)*hh + z*h.
+		kernel.Arith(kernel.Add, gx[:2*H], gh[:2*H], g[:2*H])
+		if bs != nil {
+			kernel.Arith(kernel.Add, g[:2*H], bs[:2*H], g[:2*H])
 		}
 		op.clipped(g[:2*H])
 		op.f[d](g[:2*H])
 		z, rg, hh := g[:H], g[H:2*H], g[2*H:3*H]
-		for i := 0; i < H; i++ {
-			var wbh, rbh float32
+		if op.lbr {
 			if wb != nil {
-				wbh, rbh = wb[2*H+i], rb[2*H+i]
-			}
-			if op.lbr {
-				hh[i] = gx[2*H+i] + rg[i]*(gh[2*H+i]+rbh) + wbh
+				kernel.Arith(kernel.Add, gh[2*H:3*H], rb[2*H:3*H], hh)
 			} else {
+				kernel.ArithScalar(kernel.Add, gh[2*H:3*H], 0, hh, false)
+			}
+			kernel.Arith(kernel.Mul, rg, hh, hh)
+			kernel.Arith(kernel.Add, gx[2*H:3*H], hh, hh)
+			if wb != nil {
+				kernel.Arith(kernel.Add, hh, wb[2*H:3*H], hh)
+			} else {
+				kernel.ArithScalar(kernel.Add, hh, 0, hh, false)
+			}
+		} else {
+			for i := 0; i < H; i++ {
+				var wbh, rbh float32
+				if wb != nil {
+					wbh, rbh = wb[2*H+i], rb[2*H+i]
+				}
 				hh[i] = gx[2*H+i] + wbh + rbh // + (r*h) Rh added below
 			}
 		}
@@ -425,9 +439,10 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 		}
 		op.clipped(hh)
 		op.g[d](hh)
-		for i := 0; i < H; i++ {
-			h[i] = (1-z[i])*hh[i] + z[i]*h[i]
-		}
+		kernel.ArithScalar(kernel.Sub, z, 1, rg, true) // 1 - z, in r's place
+		kernel.Arith(kernel.Mul, rg, hh, rg)
+		kernel.Arith(kernel.Mul, z, h, h)
+		kernel.Arith(kernel.Add, rg, h, h)
 	case cellLSTM:
 		// The same float32 operations as element loops would do, each
 		// rounded (no fused multiply-add), on vectors: (gx + gh) + (wb +

@@ -1,6 +1,7 @@
 package onnxeval
 
 import (
+	"github.com/attnx/attnx/onnxeval/kernel"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -82,3 +83,85 @@ func TestLSTMCellMatchesElementLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestGRUCellMatchesElementLoop: a GRU cell step on vectors gives, bit for
+// bit, the element loop of its definition (ONNX's gate blocks z, r, h):
+// z, r = σ((gx + gh) + (wb + rb)); with linear_before_reset hh =
+// tanh((gx + r*(gh + rbh)) + wbh), without it tanh((gx + wbh + rbh) +
+// (r*h)·Rh); h = (1-z)*hh + z*h; without biases the loop's +0 included.
+func TestGRUCellMatchesElementLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	odd := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-40, 90, -90}
+	vals := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			if rng.IntN(6) == 0 {
+				x[i] = odd[rng.IntN(len(odd))]
+			} else {
+				x[i] = float32(rng.NormFloat64() * 3)
+			}
+		}
+		return x
+	}
+	sig, _ := actByName("sigmoid", 0, 0)
+	tnh, _ := actByName("tanh", 0, 0)
+	one := func(f act, v float32) float32 {
+		x := []float32{v}
+		f(x)
+		return x[0]
+	}
+	for _, H := range []int{1, 7, 16, 37} {
+		for _, biased := range []bool{true, false} {
+			for _, lbr := range []bool{true, false} {
+				op := &rnnOp{kind: cellGRU, hidden: H, dirs: 1, lbr: lbr, f: []act{sig}, g: []act{tnh}}
+				gx, gh, h, rh := vals(3*H), vals(3*H), vals(H), vals(H*H)
+				var wb, rb, bs []float32
+				var wbh, rbh []float32 // the candidate's biases, zeros without
+				wbh, rbh = make([]float32, H), make([]float32, H)
+				if biased {
+					wb, rb = vals(3*H), vals(3*H)
+					bs = make([]float32, 3*H)
+					for i := range bs {
+						bs[i] = wb[i] + rb[i]
+					}
+					copy(wbh, wb[2*H:])
+					copy(rbh, rb[2*H:])
+				}
+				gate := func(i int) float32 {
+					v := gx[i] + gh[i]
+					if biased {
+						v += float32(wb[i] + rb[i])
+					}
+					return one(sig, v)
+				}
+				want := make([]float32, H)
+				rhv := make([]float32, H)
+				for k := range H {
+					rhv[k] = gate(H+k) * h[k]
+				}
+				for k := range H {
+					z, r := gate(k), gate(H+k)
+					var hh float32
+					if lbr {
+						hh = float32(gx[2*H+k]+float32(r*float32(gh[2*H+k]+rbh[k]))) + wbh[k]
+					} else {
+						hh = gx[2*H+k] + wbh[k] + rbh[k]
+						hh += dotRef(rhv, rh[k*H:(k+1)*H])
+					}
+					hh = one(tnh, hh)
+					want[k] = float32((1-z)*hh) + float32(z*h[k])
+				}
+				op.cell(0, make([]float32, 3*H), gx, gh, wb, rb, bs, nil, rh, h, nil)
+				for k := range H {
+					if math.Float32bits(h[k]) != math.Float32bits(want[k]) && !(h[k] != h[k] && want[k] != want[k]) {
+						t.Fatalf("H %d biased %v lbr %v: h[%d] = %v, want %v", H, biased, lbr, k, h[k], want[k])
+					}
+				}
+			}
+		}
+	}
+}
+
+// dotRef is kernel.Dot, which the cell's Rh product of a gated state
+// calls (its sums' order is the kernel's own).
+func dotRef(a, b []float32) float32 { return kernel.Dot(a, b) }
