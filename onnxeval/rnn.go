@@ -238,20 +238,29 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 	// The input projections (the largest scratch, written whole by the
 	// product) come from the run's arena, taken here, before the
 	// directions may run side by side, and given back after both.
-	xws := make([][]float32, D)
+	// So do the recurrent projections of a step (written whole by theirs).
+	xws, hrs := make([][]float32, D), make([][]float32, D)
 	for d := range xws {
 		xws[d] = r.arena.get(r, S*B*G*H)
+		hrs[d] = r.arena.get(r, B*G*H)
 	}
 	defer func() {
-		for _, b := range xws {
-			r.arena.put(b)
+		for d := range xws {
+			r.arena.put(xws[d])
+			r.arena.put(hrs[d])
 		}
 	}()
 	direction := func(d, threads int) {
-		xw := xws[d]
-		hr := make([]float32, B*G*H)
-		hs := make([]float32, B*H)
-		cs := make([]float32, B*H)
+		xw, hr := xws[d], hrs[d]
+		// The states are updated in place in the outputs' rows for the
+		// direction: the last step's are Y_h and Y_c, with no copy.
+		hs := yh[d*B*H : (d+1)*B*H]
+		var cs []float32
+		if yc != nil {
+			cs = yc[d*B*H : (d+1)*B*H]
+		} else {
+			cs = make([]float32, B*H) // a cell state the cell does not use
+		}
 		gbuf := make([]float32, G*H)
 		var wd, rd []float32
 		if op.wp == nil {
@@ -330,14 +339,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 				cells(0, B, gbuf)
 			}
 		}
-		copy(yh[d*B*H:(d+1)*B*H], hs)
-		if yc != nil {
-			copy(yc[d*B*H:(d+1)*B*H], cs)
-		}
 	}
-	// Each direction's other scratch (hr, hs, cs, gbuf, bs), for both when
-	// they run side by side (xw was charged by the arena).
-	r.chargeTemp(4 * int64(D) * (int64(B)*int64(G)*int64(H) + 2*int64(B)*int64(H) + 2*int64(G)*int64(H)))
+	// Each direction's other scratch (gbuf, bs; a GRU's or an RNN's unused
+	// cell state), for both when they run side by side (xw and hr were
+	// charged by the arena).
+	r.chargeTemp(4 * int64(D) * (int64(B)*int64(H) + 2*int64(G)*int64(H)))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		// On the products' helpers, not a goroutine of its own: a helper
 		// spinning after its last part (and yielding its thread to the
