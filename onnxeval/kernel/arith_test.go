@@ -67,6 +67,34 @@ func TestArith(t *testing.T) {
 	}
 }
 
+// TestActivationsPositionFree: Sigmoid, Tanh and ExpVec give an element
+// the same bits wherever it stands in its slice (in a group of eight, in
+// the last partial group, alone): a row's activations do not depend on
+// the length of the tensor it is part of. (Exp itself, Go's arithmetic
+// without fused multiply-adds, may differ in the last bit.)
+func TestActivationsPositionFree(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, f := range []struct {
+		name string
+		fn   func(x, z []float32)
+	}{{"Sigmoid", Sigmoid}, {"Tanh", Tanh}, {"ExpVec", ExpVec}} {
+		for _, n := range []int{1, 3, 8, 13, 16, 37} {
+			for range 200 {
+				x := oddValues(r, n)
+				z := make([]float32, n)
+				f.fn(x, z)
+				for i := range x {
+					one := []float32{0}
+					f.fn(x[i:i+1], one)
+					if !sameBits(one[0], z[i]) {
+						t.Fatalf("%s(%v): %v as element %d of %d, %v alone", f.name, x[i], z[i], i, n, one[0])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestTanhSigmoidSteps: the one-pass assembly of Tanh and Sigmoid gives
 // the same bits as their three steps (scale, ExpVec, finish), and Max
 // finds a NaN wherever it is.

@@ -44,7 +44,10 @@ func ExpSum(x []float32, m float32) float64 {
 
 // Exp is e^x in float32 arithmetic to about one ulp: x = n ln2 + r with
 // |r| <= ln2/2, e^r by a degree-6 polynomial (Cephes' expf coefficients),
-// scaled by 2^n through the exponent bits; the assembly computes the same.
+// scaled by 2^n through the exponent bits. The assembly (ExpVec, Tanh,
+// Sigmoid and ExpSum on CPUs with AVX2) evaluates the same steps with
+// fused multiply-adds, so its results may differ from Exp's in the last
+// bit.
 func Exp(x float32) float32 {
 	switch {
 	case x > 88.72283:
@@ -69,14 +72,31 @@ func Exp(x float32) float32 {
 // ExpVec writes e^x[i] to z[i] (len(z) >= len(x); z may be x), x clamped
 // below at -87.33654 and above at 88.37626 (the largest finite result).
 func ExpVec(x, z []float32) {
-	n := len(x) &^ 7
-	if useAsm && n >= 8 {
-		expVecAsm(&x[0], &z[0], n)
-	} else {
-		n = 0
+	if useAsm {
+		lanes8(expVecAsm, x, z)
+		return
 	}
-	for i := n; i < len(x); i++ {
+	for i := range x {
 		z[i] = Exp(max(-87.33654, min(88.37626, x[i])))
+	}
+}
+
+// lanes8 runs f, an assembly kernel of eight lanes at a time, over x into
+// z (as long; z may be x), the last len(x) mod 8 elements through a copy
+// padded with zeros: the assembly's polynomials use fused multiply-adds,
+// which Go's own arithmetic does not, so an element's bits would
+// otherwise depend on whether it fell in the last partial group of its
+// slice (on the length of a row, or of a tensor).
+func lanes8(f func(x, z *float32, n int), x, z []float32) {
+	n := len(x) &^ 7
+	if n > 0 {
+		f(&x[0], &z[0], n)
+	}
+	if r := len(x) - n; r > 0 {
+		var t [8]float32
+		copy(t[:], x[n:])
+		f(&t[0], &t[0], 8)
+		copy(z[n:len(x)], t[:r])
 	}
 }
 
@@ -85,16 +105,15 @@ func ExpVec(x, z []float32) {
 // 1 exactly).
 func Tanh(x, z []float32) {
 	z = z[:len(x)]
-	n := 0
-	if useAsm && len(x) >= 8 {
-		n = len(x) &^ 7
-		tanhAsm(&x[0], &z[0], n)
+	if useAsm {
+		lanes8(tanhAsm, x, z)
+		return
 	}
-	for i := n; i < len(x); i++ {
+	for i := range x {
 		z[i] = 2 * x[i]
 	}
-	ExpVec(z[n:], z[n:])
-	for i := n; i < len(x); i++ {
+	ExpVec(z, z)
+	for i := range x {
 		z[i] = 1 - 2/(z[i]+1)
 	}
 }
@@ -102,16 +121,15 @@ func Tanh(x, z []float32) {
 // Sigmoid writes 1/(1+e^-x[i]) to z[i] (z may be x).
 func Sigmoid(x, z []float32) {
 	z = z[:len(x)]
-	n := 0
-	if useAsm && len(x) >= 8 {
-		n = len(x) &^ 7
-		sigmoidAsm(&x[0], &z[0], n)
+	if useAsm {
+		lanes8(sigmoidAsm, x, z)
+		return
 	}
-	for i := n; i < len(x); i++ {
+	for i := range x {
 		z[i] = -x[i]
 	}
-	ExpVec(z[n:], z[n:])
-	for i := n; i < len(x); i++ {
+	ExpVec(z, z)
+	for i := range x {
 		z[i] = 1 / (1 + z[i])
 	}
 }
