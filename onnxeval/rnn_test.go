@@ -1,22 +1,20 @@
 package onnxeval
 
 import (
-	"github.com/attnx/attnx/onnxeval/kernel"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/attnx/attnx/onnxeval/kernel"
 )
 
-// TestLSTMCellMatchesElementLoop: an LSTM cell step on vectors gives, bit
-// for bit, what the element loop of its definition gives, each product
-// and sum rounded to float32 on its own: the gates (gx + gh) + (wb + rb),
-// i, f, o = σ, c = f*c + i*tanh(g), h = o*tanh(c); sizes that are no
-// multiple of the vector width, values that include NaN, infinities,
-// zeros, huge and tiny ones, with biases and without.
-func TestLSTMCellMatchesElementLoop(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	odd := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 3e38, -3e38, 1e-40, 90, -90}
-	vals := func(n int) []float32 {
+// cellInputs returns a generator of test vectors (one in six elements
+// NaN, an infinity, a zero of either sign, a huge, tiny or saturating
+// value, the rest normal around 0), and the sigmoid and tanh activations.
+func cellInputs(seed uint64) (vals func(n int) []float32, sig, tnh act) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	odd := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-40, 90, -90}
+	vals = func(n int) []float32 {
 		x := make([]float32, n)
 		for i := range x {
 			if rng.IntN(6) == 0 {
@@ -27,19 +25,26 @@ func TestLSTMCellMatchesElementLoop(t *testing.T) {
 		}
 		return x
 	}
-	sig, err := actByName("sigmoid", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tnh, err := actByName("tanh", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := func(f act, v float32) float32 {
-		x := []float32{v}
-		f(x)
-		return x[0]
-	}
+	sig, _ = actByName("sigmoid", 0, 0)
+	tnh, _ = actByName("tanh", 0, 0)
+	return vals, sig, tnh
+}
+
+// applyOne is f of one value.
+func applyOne(f act, v float32) float32 {
+	x := []float32{v}
+	f(x)
+	return x[0]
+}
+
+// TestLSTMCellMatchesElementLoop: an LSTM cell step on vectors gives, bit
+// for bit, what the element loop of its definition gives, each product
+// and sum rounded to float32 on its own: the gates (gx + gh) + (wb + rb),
+// i, f, o = σ, c = f*c + i*tanh(g), h = o*tanh(c); sizes that are no
+// multiple of the vector width, values that include NaN, infinities,
+// zeros, huge and tiny ones, with biases and without.
+func TestLSTMCellMatchesElementLoop(t *testing.T) {
+	vals, sig, tnh := cellInputs(21)
 	for _, H := range []int{1, 7, 16, 37} {
 		for _, biased := range []bool{true, false} {
 			op := &rnnOp{kind: cellLSTM, hidden: H, dirs: 1, f: []act{sig}, g: []act{tnh}, h: []act{tnh}}
@@ -62,11 +67,11 @@ func TestLSTMCellMatchesElementLoop(t *testing.T) {
 			}
 			wantC, wantH := make([]float32, H), make([]float32, H)
 			for k := range H {
-				ig, og, fg := one(sig, gate(k)), one(sig, gate(H+k)), one(sig, gate(2*H+k))
-				cg := one(tnh, gate(3*H+k))
+				ig, og, fg := applyOne(sig, gate(k)), applyOne(sig, gate(H+k)), applyOne(sig, gate(2*H+k))
+				cg := applyOne(tnh, gate(3*H+k))
 				// Conversions keep each product rounded (no fused multiply-add).
 				wantC[k] = float32(fg*c[k]) + float32(ig*cg)
-				hc := one(tnh, wantC[k])
+				hc := applyOne(tnh, wantC[k])
 				wantH[k] = og * hc
 			}
 			op.cell(0, make([]float32, 4*H), gx, gh, wb, rb, bs, nil, nil, h, c)
@@ -90,26 +95,7 @@ func TestLSTMCellMatchesElementLoop(t *testing.T) {
 // tanh((gx + r*(gh + rbh)) + wbh), without it tanh((gx + wbh + rbh) +
 // (r*h)·Rh); h = (1-z)*hh + z*h; without biases the loop's +0 included.
 func TestGRUCellMatchesElementLoop(t *testing.T) {
-	rng := rand.New(rand.NewPCG(23, 24))
-	odd := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-40, 90, -90}
-	vals := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			if rng.IntN(6) == 0 {
-				x[i] = odd[rng.IntN(len(odd))]
-			} else {
-				x[i] = float32(rng.NormFloat64() * 3)
-			}
-		}
-		return x
-	}
-	sig, _ := actByName("sigmoid", 0, 0)
-	tnh, _ := actByName("tanh", 0, 0)
-	one := func(f act, v float32) float32 {
-		x := []float32{v}
-		f(x)
-		return x[0]
-	}
+	vals, sig, tnh := cellInputs(23)
 	for _, H := range []int{1, 7, 16, 37} {
 		for _, biased := range []bool{true, false} {
 			for _, lbr := range []bool{true, false} {
@@ -132,7 +118,7 @@ func TestGRUCellMatchesElementLoop(t *testing.T) {
 					if biased {
 						v += float32(wb[i] + rb[i])
 					}
-					return one(sig, v)
+					return applyOne(sig, v)
 				}
 				want := make([]float32, H)
 				rhv := make([]float32, H)
@@ -148,7 +134,7 @@ func TestGRUCellMatchesElementLoop(t *testing.T) {
 						hh = gx[2*H+k] + wbh[k] + rbh[k]
 						hh += dotRef(rhv, rh[k*H:(k+1)*H])
 					}
-					hh = one(tnh, hh)
+					hh = applyOne(tnh, hh)
 					want[k] = float32((1-z)*hh) + float32(z*h[k])
 				}
 				op.cell(0, make([]float32, 3*H), gx, gh, wb, rb, bs, nil, rh, h, nil)
