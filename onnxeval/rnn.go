@@ -255,11 +255,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		// The states are updated in place in the outputs' rows for the
 		// direction: the last step's are Y_h and Y_c, with no copy.
 		hs := yh[d*B*H : (d+1)*B*H]
-		var cs []float32
+		var cs []float32 // an LSTM's (the other cells have none)
 		if yc != nil {
 			cs = yc[d*B*H : (d+1)*B*H]
-		} else {
-			cs = make([]float32, B*H) // a cell state the cell does not use
 		}
 		gbuf := make([]float32, G*H)
 		var wd, rd []float32
@@ -273,13 +271,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		if bias != nil {
 			bb := get[float32](bias)[d*2*G*H : (d+1)*2*G*H]
 			wb, rb = bb[:G*H], bb[G*H:]
-			if op.kind != cellRNN {
-				// Wb + Rb once for all steps: each step adds it to its
-				// gates (a GRU's z and r), as it added wb[i] + rb[i]
-				// element by element.
-				bs = make([]float32, G*H)
-				kernel.Arith(kernel.Add, wb, rb, bs)
-			}
+			// Wb + Rb once for all steps: each step adds it to its
+			// gates (a GRU's z and r), as it added wb[i] + rb[i] element
+			// by element.
+			bs = make([]float32, G*H)
+			kernel.Arith(kernel.Add, wb, rb, bs)
 		}
 		if peep != nil {
 			pd = get[float32](peep)[d*3*H : (d+1)*3*H]
@@ -321,7 +317,11 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 					gx := xw[(t*B+b)*G*H : (t*B+b+1)*G*H]
 					gh := hr[b*G*H : (b+1)*G*H]
 					h := hs[b*H : (b+1)*H]
-					op.cell(d, g, gx, gh, wb, rb, bs, pd, rd[min(2*H*H, len(rd)):], h, cs[b*H:(b+1)*H])
+					var c []float32
+					if cs != nil {
+						c = cs[b*H : (b+1)*H]
+					}
+					op.cell(d, g, gx, gh, wb, rb, bs, pd, rd[min(2*H*H, len(rd)):], h, c)
 					copy(y[((t*D+d)*B+b)*H:], h)
 				}
 			}
@@ -340,10 +340,9 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 			}
 		}
 	}
-	// Each direction's other scratch (gbuf, bs; a GRU's or an RNN's unused
-	// cell state), for both when they run side by side (xw and hr were
-	// charged by the arena).
-	r.chargeTemp(4 * int64(D) * (int64(B)*int64(H) + 2*int64(G)*int64(H)))
+	// Each direction's other scratch (gbuf, bs), for both when they run
+	// side by side (xw and hr were charged by the arena).
+	r.chargeTemp(4 * int64(D) * 2 * int64(G) * int64(H))
 	if D == 2 && r.threads >= 2 && S*B*G*H*(I+H) >= 4*minParallelWork {
 		// On the products' helpers, not a goroutine of its own: a helper
 		// spinning after its last part (and yielding its thread to the
@@ -351,7 +350,7 @@ func (op *rnnOp) run(f *frame, in, out []*Tensor) error {
 		// new goroutine, queued on this goroutine's thread, waiting until
 		// this direction was done. A kernel's panic comes back here, and
 		// becomes the run's error.
-		kernel.Parallel(2, 2, 2*minParallelWork, func(lo, _ int) {
+		kernel.Parallel(2, 2, S*B*G*H*(I+H), func(lo, _ int) {
 			if lo == 0 {
 				direction(1, r.threads/2)
 			} else {
@@ -380,33 +379,35 @@ func (op *rnnOp) clipped(x []float32) {
 	}
 }
 
+// gates writes the pre-activations of len(g) gates to g: (gx + gh) + bs,
+// each sum rounded (bs, Wb + Rb, omitted when nil).
+func gates(g, gx, gh, bs []float32) {
+	n := len(g)
+	kernel.Arith(kernel.Add, gx[:n], gh[:n], g)
+	if bs != nil {
+		kernel.Arith(kernel.Add, g, bs[:n], g)
+	}
+}
+
 // cell advances one batch row by one step: gx are its input projections,
 // gh its recurrent ones (without biases), h and c its states, updated in
 // place. g is scratch of G*H; rh is a GRU's Rh (for linear_before_reset=0);
-// bs is wb + rb for an LSTM or a GRU (nil without biases).
+// bs is wb + rb (nil without biases).
 func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 	H := op.hidden
 	switch op.kind {
 	case cellRNN:
-		for i := 0; i < H; i++ {
-			g[i] = gx[i] + gh[i]
-			if wb != nil {
-				g[i] += wb[i] + rb[i]
-			}
-		}
+		gates(g[:H], gx, gh, bs)
 		op.clipped(g[:H])
 		op.f[d](g[:H])
 		copy(h, g[:H])
 	case cellGRU:
 		// On vectors, the element loops' float32 operations in their
-		// order, each rounded: the z and r gates (gx + gh) + (wb + rb);
-		// with linear_before_reset hh = (gx + r*(gh + rbh)) + wbh (+0
-		// without biases, as the loop added: it keeps the signs of zeros);
+		// order, each rounded: the z and r gates; with
+		// linear_before_reset hh = (gx + r*(gh + rbh)) + wbh (without
+		// biases, adding 0 as the loop did, which decides a zero's sign);
 		// h = (1-z)*hh + z*h.
-		kernel.Arith(kernel.Add, gx[:2*H], gh[:2*H], g[:2*H])
-		if bs != nil {
-			kernel.Arith(kernel.Add, g[:2*H], bs[:2*H], g[:2*H])
-		}
+		gates(g[:2*H], gx, gh, bs)
 		op.clipped(g[:2*H])
 		op.f[d](g[:2*H])
 		z, rg, hh := g[:H], g[H:2*H], g[2*H:3*H]
@@ -451,12 +452,9 @@ func (op *rnnOp) cell(d int, g, gx, gh, wb, rb, bs, p, rh, h, c []float32) {
 		kernel.Arith(kernel.Add, rg, h, h)
 	case cellLSTM:
 		// The same float32 operations as element loops would do, each
-		// rounded (no fused multiply-add), on vectors: (gx + gh) + (wb +
-		// rb); c = f*c + i*g; h = o*h(c).
-		kernel.Arith(kernel.Add, gx[:4*H], gh[:4*H], g[:4*H])
-		if bs != nil {
-			kernel.Arith(kernel.Add, g[:4*H], bs, g[:4*H])
-		}
+		// rounded (no fused multiply-add), on vectors: the gates; c = f*c
+		// + i*g; h = o*h(c).
+		gates(g[:4*H], gx, gh, bs)
 		ig, og, fg, cg := g[:H], g[H:2*H], g[2*H:3*H], g[3*H:]
 		if p != nil {
 			for i := 0; i < H; i++ {
