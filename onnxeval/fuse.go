@@ -36,6 +36,9 @@ var fusionOff bool
 type planNode struct {
 	onnxfile.GraphNode
 	rowInt8 *rowInt8Fusion
+	// logSoftmax, when set, is a LogSoftmax node folded into this one (a
+	// Gemm, or a fused rowInt8 product): see foldLogSoftmax.
+	logSoftmax *onnxfile.GraphNode
 }
 
 // rowInt8Fusion is one matched rowInt8 pattern: the fused node's inputs are
@@ -247,7 +250,95 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 			out = append(out, planNode{GraphNode: n})
 		}
 	}
+	return foldLogSoftmax(out, uses)
+}
+
+// foldLogSoftmax folds each LogSoftmax whose input is a classifier's
+// logits into the node computing them: a Gemm, or a fused rowInt8 product
+// (with its bias), when the LogSoftmax is the logits' only reader (uses
+// counts every read: g's nodes, its subgraphs' and its outputs). The
+// folded node writes the log-probabilities over the logits, in the same
+// buffer, each row right after its logits are final where the product
+// allows (the Gemm's bias row): [rows, V] is made once instead of twice,
+// and a row is still in cache when its three passes (maximum, sum of
+// exponentials, subtraction) read it. The arithmetic is the nodes', in
+// their order: bit for bit what they compute.
+func foldLogSoftmax(nodes []planNode, uses map[string]int) []planNode {
+	at := map[string]int{} // value -> the index in nodes of its producer
+	for i, n := range nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				at[o] = i
+			}
+		}
+	}
+	folded := map[int]bool{}
+	for i, ls := range nodes {
+		if ls.Op != "LogSoftmax" || (ls.Domain != "" && ls.Domain != "ai.onnx") || len(ls.Inputs) != 1 || len(ls.Outputs) != 1 || ls.Outputs[0] == "" {
+			continue
+		}
+		x := ls.Inputs[0]
+		j, ok := at[x]
+		if !ok || uses[x] != 1 {
+			continue
+		}
+		p := &nodes[j]
+		if len(p.Outputs) != 1 || p.logSoftmax != nil {
+			continue
+		}
+		gemm := p.Op == "Gemm" && (p.Domain == "" || p.Domain == "ai.onnx")
+		if !gemm && p.rowInt8 == nil {
+			continue
+		}
+		if gemm {
+			p.Domain = "attnx.fused"
+		}
+		lsNode := ls.GraphNode
+		p.logSoftmax = &lsNode
+		p.Op += "LogSoftmax"
+		p.Name += "/fused-log-softmax"
+		p.Outputs = []string{ls.Outputs[0]}
+		folded[i] = true
+	}
+	if len(folded) == 0 {
+		return nodes
+	}
+	out := nodes[:0:0]
+	for i, n := range nodes {
+		if !folded[i] {
+			out = append(out, n)
+		}
+	}
 	return out
+}
+
+// compileNode compiles one node of a plan: a file's node by its
+// operator's compile function, a fused one by its own.
+func compileNode(n *node, pn planNode) (opFunc, error) {
+	if pn.logSoftmax == nil {
+		if pn.rowInt8 != nil {
+			return compileRowInt8(n, pn.rowInt8)
+		}
+		return compile(n)
+	}
+	ls := &node{GraphNode: *pn.logSoftmax, c: n.c}
+	ax := softmaxAxisOf(ls)
+	if pn.rowInt8 == nil { // a Gemm: its bias and the log-softmax row by row
+		return gemmOp(n, &ax)
+	}
+	fn, err := compileRowInt8(n, pn.rowInt8)
+	if err != nil {
+		return nil, err
+	}
+	return func(f *frame, in, out []*Tensor) error {
+		if err := fn(f, in, out); err != nil {
+			return err
+		}
+		if err := ax.apply(f, out[0], out[0], true); err != nil {
+			return ls.errorf("folded into %s: %v", nodeName(pn.Name), err)
+		}
+		return nil
+	}, nil
 }
 
 // compileRowInt8 compiles a fused rowInt8 node: its product is

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/attnx/attnx/attention"
@@ -18,20 +19,27 @@ import (
 
 const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
 
-// TestFusedRowInt8MatchesNodes: the fused per-row int8 product computes,
-// bit for bit, what the nodes it replaces compute: every output of
-// encoder.onnx, decoder.onnx, greedy.onnx and beam.onnx (whose Loop
-// bodies fuse too),
-// on sizes whose inner dimension suits the VNNI kernel (64) and sizes that
-// take the integer loop (40), with states holding NaN, infinities, zeros
-// and huge values. Run it with -tags purego for the portable kernels.
+// TestFusedRowInt8MatchesNodes: the fused per-row int8 product, and the
+// classifier's log-softmax folded into its product (int8's, or float32's
+// Gemm), compute bit for bit what the nodes they replace compute: every
+// output of encoder.onnx, decoder.onnx, greedy.onnx and beam.onnx (whose
+// Loop bodies fuse too), on sizes whose inner dimension suits the VNNI
+// kernel (64) and sizes that take the integer loop (40), with states
+// holding NaN, infinities, zeros and huge values. Run it with -tags purego
+// for the portable kernels.
 func TestFusedRowInt8MatchesNodes(t *testing.T) {
 	dir := t.TempDir()
-	for i, cfg := range []attention.Config{
-		{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37},
-		{Arch: attention.Bahdanau, Cell: attention.GRU, Hidden: 40, Embedding: 24, Layers: 1, SrcVocab: 29, TgtVocab: 33},
+	type model struct {
+		cfg     attention.Config
+		weights quant.Precision
+	}
+	for i, mc := range []model{
+		{attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37}, quant.PrecisionInt8},
+		{attention.Config{Arch: attention.Bahdanau, Cell: attention.GRU, Hidden: 40, Embedding: 24, Layers: 1, SrcVocab: 29, TgtVocab: 33}, quant.PrecisionInt8},
+		{attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37}, quant.PrecisionFP32},
 	} {
-		t.Run(fmt.Sprintf("%s-%s-H%d", cfg.Arch, cfg.Cell, cfg.Hidden), func(t *testing.T) {
+		cfg := mc.cfg
+		t.Run(fmt.Sprintf("%s-%s-H%d-%s", cfg.Arch, cfg.Cell, cfg.Hidden, mc.weights), func(t *testing.T) {
 			sd, err := bench.RandomStateDict(cfg, uint64(40+i))
 			if err != nil {
 				t.Fatal(err)
@@ -41,7 +49,7 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			md := filepath.Join(dir, fmt.Sprint(i))
-			if _, err := modeldir.Export(ckpt, md, modeldir.Options{Greedy: true, Beam: true, Weights: quant.PrecisionInt8}); err != nil {
+			if _, err := modeldir.Export(ckpt, md, modeldir.Options{Greedy: true, Beam: true, Weights: mc.weights}); err != nil {
 				t.Fatal(err)
 			}
 			open := func(file string, off bool) *onnxeval.Model {
@@ -56,14 +64,18 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 			}
 			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile, modeldir.BeamFile} {
 				ops := open(file, false).OpsDeep()
-				if !slices.Contains(ops, fusedRowInt8) {
-					t.Errorf("%s: no fused per-row int8 product in its plan", file)
+				classifier := "attnx.fused.GemmLogSoftmax"
+				if mc.weights == quant.PrecisionInt8 {
+					if !slices.Contains(ops, fusedRowInt8) {
+						t.Errorf("%s: no fused per-row int8 product in its plan", file)
+					}
+					classifier = fusedRowInt8 + "AddLogSoftmax"
 				}
-				if !slices.Contains(ops, fusedRowInt8+"Add") {
-					t.Errorf("%s: the classifier's bias is not fused into its product", file)
+				if !slices.Contains(ops, classifier) {
+					t.Errorf("%s: the classifier's bias and log-softmax are not folded into its product (%s): %v", file, classifier, ops)
 				}
-				if slices.Contains(open(file, true).OpsDeep(), fusedRowInt8) {
-					t.Errorf("%s: fused with fusion off", file)
+				if off := open(file, true).OpsDeep(); slices.ContainsFunc(off, func(op string) bool { return strings.HasPrefix(op, "attnx.fused.") }) {
+					t.Errorf("%s: fused with fusion off: %v", file, off)
 				}
 			}
 			rng := rand.New(rand.NewPCG(uint64(i), 9))

@@ -190,7 +190,14 @@ func matmulGeneric[T int64 | int32 | float64](r *runner, a, b *Tensor) (*Tensor,
 	return o, nil
 }
 
-func compileGemm(n *node) (opFunc, error) {
+func compileGemm(n *node) (opFunc, error) { return gemmOp(n, nil) }
+
+// gemmOp compiles a Gemm node; with ls, a LogSoftmax folded into it
+// (foldLogSoftmax), whose log-probabilities it writes over its result. A
+// row's bias and log-softmax then run one after the other while the row
+// is in cache, the rows split among the run's threads as LogSoftmax
+// splits them.
+func gemmOp(n *node, ls *softmaxAxis) (opFunc, error) {
 	if err := n.needInputs(2, 3); err != nil {
 		return nil, err
 	}
@@ -241,6 +248,16 @@ func compileGemm(n *node) (opFunc, error) {
 				C[i] *= alpha
 			}
 		}
+		// The log-softmax along the rows of C (its axis 1 in either
+		// opset's reading) follows each row's bias.
+		rowLS := false
+		if ls != nil {
+			k, err := normAxis(ls.axis, 2, "axis")
+			if err != nil {
+				return fmt.Errorf("the folded %s: %w", ls.op, err)
+			}
+			rowLS = k == 1
+		}
 		if len(in) > 2 && in[2] != nil && beta != 0 {
 			bias := in[2]
 			if bias.DType != builder.Float {
@@ -252,6 +269,16 @@ func compileGemm(n *node) (opFunc, error) {
 			}
 			bv := get[float32](bias)
 			switch {
+			case len(bv) == N && beta == 1 && rowLS: // a classifier's
+				kernel.Parallel(M, f.r.threads, 4*M*N, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						row := C[i*N : (i+1)*N]
+						kernel.Axpy(1, bv, row)
+						softmaxRow32(row, row, true)
+					}
+				})
+				out[0] = o
+				return nil
 			case len(bv) == N && beta == 1: // a bias row, the usual case
 				for i := 0; i < M; i++ {
 					kernel.Axpy(1, bv, C[i*N:(i+1)*N])
@@ -265,6 +292,11 @@ func compileGemm(n *node) (opFunc, error) {
 					}
 					C[i] += beta * bv[j]
 				}
+			}
+		}
+		if ls != nil {
+			if err := ls.apply(f, o, o, true); err != nil {
+				return fmt.Errorf("the folded %s: %w", ls.op, err)
 			}
 		}
 		out[0] = o

@@ -215,13 +215,7 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 				lastUse[root[cp.outer]] = i
 			}
 		}
-		var fn opFunc
-		var err error
-		if fz := nodes[i].rowInt8; fz != nil {
-			fn, err = compileRowInt8(n, fz)
-		} else {
-			fn, err = compile(n)
-		}
+		fn, err := compileNode(n, nodes[i])
 		if err != nil {
 			return nil, err
 		}

@@ -283,46 +283,69 @@ func argT[T number](t *Tensor, k int, keep, largest, last bool) *Tensor {
 }
 
 func softmaxOp(n *node, logOut bool) (opFunc, error) {
+	ax := softmaxAxisOf(n)
+	return func(f *frame, in, out []*Tensor) error {
+		t := in[0]
+		o := newLike(f.r, t.DType, cloneShape(t.Shape))
+		if err := ax.apply(f, t, o, logOut); err != nil {
+			return err
+		}
+		out[0] = o
+		return nil
+	}, nil
+}
+
+// softmaxAxis is a Softmax or LogSoftmax node's axis and how it reads it:
+// before opset 13 the input is coerced to 2-D at the axis (default 1),
+// from 13 on the axis alone is normalised (default -1).
+type softmaxAxis struct {
+	op     string // the node's operator, for errors
+	axis   int64
+	legacy bool
+}
+
+func softmaxAxisOf(n *node) softmaxAxis {
 	legacy := n.c.opset < 13
 	def := int64(-1)
 	if legacy {
 		def = 1
 	}
-	axis := n.int("axis", def)
-	return func(f *frame, in, out []*Tensor) error {
-		t := in[0]
-		if t.DType != builder.Float && t.DType != builder.Double {
-			return errType(n.Op, t.DType)
+	return softmaxAxis{op: n.Op, axis: n.int("axis", def), legacy: legacy}
+}
+
+// apply writes the softmax (or log-softmax) of t along the axis into o, a
+// tensor of t's type and shape; o may be t itself (every element is read
+// before it is written, by the same pass).
+func (ax softmaxAxis) apply(f *frame, t, o *Tensor, logOut bool) error {
+	if t.DType != builder.Float && t.DType != builder.Double {
+		return errType(ax.op, t.DType)
+	}
+	k, err := normAxis(ax.axis, len(t.Shape), "axis")
+	if err != nil {
+		return err
+	}
+	outer, dim, inner := numel(t.Shape[:k]), int(t.Shape[k]), numel(t.Shape[k+1:])
+	if ax.legacy { // opset < 13: the input is coerced to 2-D at axis
+		dim, inner = numel(t.Shape[k:]), 1
+	}
+	switch x := t.Data.(type) {
+	case []float32:
+		z := o.Data.([]float32)
+		if inner == 1 {
+			// Rows are independent: split among the run's threads
+			// when there is enough of them (a classifier's [rows, V]).
+			kernel.Parallel(outer, f.r.threads, 4*outer*dim, func(lo, hi int) {
+				for a := lo; a < hi; a++ {
+					softmaxRow32(x[a*dim:(a+1)*dim], z[a*dim:(a+1)*dim], logOut)
+				}
+			})
+		} else {
+			softmaxStrided(x, z, outer, dim, inner, logOut)
 		}
-		k, err := normAxis(axis, len(t.Shape), "axis")
-		if err != nil {
-			return err
-		}
-		outer, dim, inner := numel(t.Shape[:k]), int(t.Shape[k]), numel(t.Shape[k+1:])
-		if legacy { // opset < 13: the input is coerced to 2-D at axis
-			dim, inner = numel(t.Shape[k:]), 1
-		}
-		o := newLike(f.r, t.DType, cloneShape(t.Shape))
-		switch x := t.Data.(type) {
-		case []float32:
-			z := o.Data.([]float32)
-			if inner == 1 {
-				// Rows are independent: split among the run's threads
-				// when there is enough of them (a classifier's [rows, V]).
-				kernel.Parallel(outer, f.r.threads, 4*outer*dim, func(lo, hi int) {
-					for a := lo; a < hi; a++ {
-						softmaxRow32(x[a*dim:(a+1)*dim], z[a*dim:(a+1)*dim], logOut)
-					}
-				})
-			} else {
-				softmaxStrided(x, z, outer, dim, inner, logOut)
-			}
-		case []float64:
-			softmaxStrided(x, o.Data.([]float64), outer, dim, inner, logOut)
-		}
-		out[0] = o
-		return nil
-	}, nil
+	case []float64:
+		softmaxStrided(x, o.Data.([]float64), outer, dim, inner, logOut)
+	}
+	return nil
 }
 
 // softmaxRow32 is softmax (or log-softmax) of one contiguous row, summed in
