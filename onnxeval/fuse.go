@@ -11,7 +11,10 @@ import (
 
 // Plan-time fusion. The planner recognises, in the graphs attnx writes,
 // node patterns whose intermediate tensors a single kernel need not make,
-// and runs them as one step computing bit for bit what the nodes compute.
+// and runs them as one step computing bit for bit what the nodes compute:
+// the per-row int8 product (below), the elementwise half of a quantized
+// LSTM cell (lstmGates, fuse_lstm.go) and a classifier's LogSoftmax folded
+// into the product making its logits (foldLogSoftmax).
 //
 // rowInt8 is qlayer's per-row symmetric int8 product (its DynamicInt8
 // form's default): the scale of each row of x is max|x| / 127 (at least
@@ -39,6 +42,7 @@ type planNode struct {
 	// logSoftmax, when set, is a LogSoftmax node folded into this one (a
 	// Gemm, or a fused rowInt8 product): see foldLogSoftmax.
 	logSoftmax *onnxfile.GraphNode
+	lstmGates  *lstmGates
 }
 
 // rowInt8Fusion is one matched rowInt8 pattern: the fused node's inputs are
@@ -250,7 +254,7 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 			out = append(out, planNode{GraphNode: n})
 		}
 	}
-	return foldLogSoftmax(out, uses)
+	return foldLogSoftmax(fuseLSTMGates(out, uses, known), uses)
 }
 
 // foldLogSoftmax folds each LogSoftmax whose input is a classifier's
@@ -315,6 +319,9 @@ func foldLogSoftmax(nodes []planNode, uses map[string]int) []planNode {
 // compileNode compiles one node of a plan: a file's node by its
 // operator's compile function, a fused one by its own.
 func compileNode(n *node, pn planNode) (opFunc, error) {
+	if pn.lstmGates != nil {
+		return compileLSTMGates(n, pn.lstmGates)
+	}
 	if pn.logSoftmax == nil {
 		if pn.rowInt8 != nil {
 			return compileRowInt8(n, pn.rowInt8)

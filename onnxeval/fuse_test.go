@@ -70,6 +70,9 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 						t.Errorf("%s: no fused per-row int8 product in its plan", file)
 					}
 					classifier = fusedRowInt8 + "AddLogSoftmax"
+					if cfg.Cell == attention.LSTM && !slices.Contains(ops, "attnx.fused.LSTMGates") {
+						t.Errorf("%s: the LSTM cells' gates are not fused: %v", file, ops)
+					}
 				}
 				if !slices.Contains(ops, classifier) {
 					t.Errorf("%s: the classifier's bias and log-softmax are not folded into its product (%s): %v", file, classifier, ops)
