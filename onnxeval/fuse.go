@@ -40,10 +40,20 @@ type planNode struct {
 	onnxfile.GraphNode
 	rowInt8 *rowInt8Fusion
 	// logSoftmax, when set, is a LogSoftmax node folded into this one (a
-	// Gemm, or a fused rowInt8 product): see foldLogSoftmax.
-	logSoftmax *onnxfile.GraphNode
+	// product): see foldLogSoftmax.
+	logSoftmax *foldedLogSoftmax
 	lstmGates  *lstmGates
 }
+
+// foldedLogSoftmax is a LogSoftmax folded into the product before it.
+type foldedLogSoftmax struct {
+	ls         onnxfile.GraphNode // the LogSoftmax node
+	op, domain string             // the product's own operator
+}
+
+// logitsMakers are the products a LogSoftmax folds into (besides the
+// fused rowInt8 ones): each writes its result into a tensor of its own.
+var logitsMakers = map[string]bool{"Gemm": true, "com.microsoft.MatMulNBits": true}
 
 // rowInt8Fusion is one matched rowInt8 pattern: the fused node's inputs are
 // x, W, zp, wzp ("" when none), scales and, when an Add of a constant
@@ -258,8 +268,9 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 }
 
 // foldLogSoftmax folds each LogSoftmax whose input is a classifier's
-// logits into the node computing them: a Gemm, or a fused rowInt8 product
-// (with its bias), when the LogSoftmax is the logits' only reader (uses
+// logits into the node computing them: a Gemm, a 4-bit MatMulNBits or a
+// fused rowInt8 product (with its bias), when the LogSoftmax is the
+// logits' only reader (uses
 // counts every read: g's nodes, its subgraphs' and its outputs). The
 // folded node writes the log-probabilities over the logits, in the same
 // buffer, each row right after its logits are final where the product
@@ -290,16 +301,12 @@ func foldLogSoftmax(nodes []planNode, uses map[string]int) []planNode {
 		if len(p.Outputs) != 1 || p.logSoftmax != nil {
 			continue
 		}
-		gemm := p.Op == "Gemm" && (p.Domain == "" || p.Domain == "ai.onnx")
-		if !gemm && p.rowInt8 == nil {
+		pn := &node{GraphNode: p.GraphNode}
+		if !logitsMakers[pn.opName()] && p.rowInt8 == nil {
 			continue
 		}
-		if gemm {
-			p.Domain = "attnx.fused"
-		}
-		lsNode := ls.GraphNode
-		p.logSoftmax = &lsNode
-		p.Op += "LogSoftmax"
+		p.logSoftmax = &foldedLogSoftmax{ls: ls.GraphNode, op: p.Op, domain: p.Domain}
+		p.Op, p.Domain = p.Op+"LogSoftmax", "attnx.fused"
 		p.Name += "/fused-log-softmax"
 		p.Outputs = []string{ls.Outputs[0]}
 		folded[i] = true
@@ -328,12 +335,26 @@ func compileNode(n *node, pn planNode) (opFunc, error) {
 		}
 		return compile(n)
 	}
-	ls := &node{GraphNode: *pn.logSoftmax, c: n.c}
+	fl := pn.logSoftmax
+	ls := &node{GraphNode: fl.ls, c: n.c}
 	ax := softmaxAxisOf(ls)
-	if pn.rowInt8 == nil { // a Gemm: its bias and the log-softmax row by row
+	var fn opFunc
+	var err error
+	switch {
+	case pn.rowInt8 != nil:
+		fn, err = compileRowInt8(n, pn.rowInt8)
+	case fl.op == "Gemm": // its bias and the log-softmax row by row
 		return gemmOp(n, &ax)
+	default: // the product's own compile function, on the node as it was
+		p := &node{GraphNode: n.GraphNode, c: n.c, consts: n.consts}
+		p.Op, p.Domain = fl.op, fl.domain
+		fn, err = compile(p)
+		for j, prep := range p.prepared {
+			if prep {
+				n.prepare(j)
+			}
+		}
 	}
-	fn, err := compileRowInt8(n, pn.rowInt8)
 	if err != nil {
 		return nil, err
 	}

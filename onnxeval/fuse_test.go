@@ -37,6 +37,7 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 		{attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37}, quant.PrecisionInt8},
 		{attention.Config{Arch: attention.Bahdanau, Cell: attention.GRU, Hidden: 40, Embedding: 24, Layers: 1, SrcVocab: 29, TgtVocab: 33}, quant.PrecisionInt8},
 		{attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37}, quant.PrecisionFP32},
+		{attention.Config{Arch: attention.LuongGeneral, Cell: attention.LSTM, Hidden: 64, Embedding: 64, Layers: 2, SrcVocab: 31, TgtVocab: 37}, quant.PrecisionInt4},
 	} {
 		cfg := mc.cfg
 		t.Run(fmt.Sprintf("%s-%s-H%d-%s", cfg.Arch, cfg.Cell, cfg.Hidden, mc.weights), func(t *testing.T) {
@@ -65,6 +66,12 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 			for _, file := range []string{modeldir.DecoderFile, modeldir.GreedyFile, modeldir.BeamFile} {
 				ops := open(file, false).OpsDeep()
 				classifier := "attnx.fused.GemmLogSoftmax"
+				if mc.weights == quant.PrecisionInt4 {
+					classifier = "attnx.fused.MatMulNBitsLogSoftmax"
+					if !slices.Contains(ops, "attnx.fused.LSTMGates") {
+						t.Errorf("%s: the LSTM cells' gates are not fused: %v", file, ops)
+					}
+				}
 				if mc.weights == quant.PrecisionInt8 {
 					if !slices.Contains(ops, fusedRowInt8) {
 						t.Errorf("%s: no fused per-row int8 product in its plan", file)
