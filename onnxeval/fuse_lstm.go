@@ -148,6 +148,15 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		if !ok || tcv != nodes[tc].Outputs[0] {
 			continue
 		}
+		// The fused node takes h2's Mul's place, the pattern's last node:
+		// c2's other readers must come after it.
+		early := false
+		for _, r := range readers[c2] {
+			early = early || r != tc && r < mo
+		}
+		if early {
+			continue
+		}
 		g.hidden, g.swap = H, [4]bool{sw0, sw1, sw2, sw3}
 		pre := s1.Inputs[0]
 		in := []string{pre, "", c, s1.Inputs[1], nodes[s2].Inputs[1]}
@@ -168,9 +177,8 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		for _, k := range members {
 			removed[k] = true
 		}
-		// The fused node takes the last member's place: every input of
-		// the pattern is defined before it, and its outputs are read only
-		// after it.
+		// Every input of the pattern is defined before its members, so
+		// before the last one, mo, whose place the fused node takes.
 		delete(removed, mo)
 		gcopy := g
 		replaced[mo] = planNode{GraphNode: fused, lstmGates: &gcopy}
@@ -241,7 +249,7 @@ func compileLSTMGates(n *node, g *lstmGates) (opFunc, error) {
 		}
 		out[0], out[1] = vals[n.Outputs[0]], vals[n.Outputs[1]]
 		for _, t := range temps {
-			if t != out[0] && t != out[1] {
+			if t != out[0] && t != out[1] && !slices.Contains(in, t) {
 				f.r.release(t)
 			}
 		}

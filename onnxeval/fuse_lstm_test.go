@@ -10,6 +10,7 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/onnxeval"
 	"github.com/attnx/attnx/onnxfile"
+	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/quant/qlayer"
 )
 
@@ -157,4 +158,73 @@ func lstmFirst(w qlayer.RNNWeights, feeds map[string]*onnxeval.Tensor, H, in int
 	i, o, f, g := sig(gate(0)), sig(gate(1)), sig(gate(2)), math.Tanh(gate(3))
 	c2 := f*float64(c[0]) + i*g
 	return float32(o * math.Tanh(c2))
+}
+
+// TestLSTMGatesOrder: the fused node takes the place of the pattern's last
+// node (h2's Mul), so a pattern whose c2 is read by a node placed before
+// that Mul stays unfused (and runs); the same cell written in that order
+// with c2's reader last fuses, and both give qlayer's order's result.
+func TestLSTMGatesOrder(t *testing.T) {
+	const H, rows = 8, 3
+	rng := rand.New(rand.NewPCG(3, 3))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32()*4 - 2
+		}
+		return v
+	}
+	pre, cv := vals(rows*4*H), vals(rows*H)
+	build := func(readEarly bool) []byte {
+		g := builder.New("gates")
+		p := g.Input("pre", builder.Float, builder.Dims(rows, 4*H))
+		c := g.Input("c", builder.Float, builder.Dims(rows, H))
+		sizes := func(name string, s ...int64) *builder.Value {
+			return g.Init(name, builder.Int64Tensor([]int64{int64(len(s))}, s))
+		}
+		parts := ops.Split(p, sizes("s1", 3*H, H), -1, 2)
+		ifo := ops.Split(ops.Sigmoid(parts[0]), sizes("s2", H, H, H), -1, 3)
+		c2 := ops.Add(ops.Mul(ifo[1], c), ops.Mul(ifo[0], ops.Tanh(parts[1])))
+		var early *builder.Value
+		if readEarly {
+			early = ops.Neg(c2)
+		}
+		h2 := ops.Mul(ifo[2], ops.Tanh(c2))
+		if !readEarly {
+			early = ops.Neg(c2)
+		}
+		g.Output("h2", h2)
+		g.Output("negc2", early)
+		data, err := onnxfile.Marshal(builder.NewModel(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	feeds := map[string]*onnxeval.Tensor{"pre": onnxeval.New([]int64{rows, 4 * H}, pre), "c": onnxeval.New([]int64{rows, H}, cv)}
+	var results []map[string]*onnxeval.Tensor
+	for _, early := range []bool{true, false} {
+		data := build(early)
+		open := func(fuse bool) *onnxeval.Model {
+			onnxeval.SetFusion(fuse)
+			defer onnxeval.SetFusion(true)
+			m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		f := open(true)
+		if got := slices.Contains(f.OpsDeep(), "attnx.fused.LSTMGates"); got == early {
+			t.Fatalf("c2 read early = %v: fused = %v (plan %v)", early, got, f.OpsDeep())
+		}
+		results = append(results, runBoth(t, f, open(false), feeds, fmt.Sprintf("c2 read early = %v", early)))
+	}
+	for _, name := range []string{"h2", "negc2"} {
+		a, _ := onnxeval.Float32Data(results[0][name])
+		b, _ := onnxeval.Float32Data(results[1][name])
+		if !slices.Equal(a, b) {
+			t.Fatalf("%s differs between the two orders: %v, %v", name, a, b)
+		}
+	}
 }
