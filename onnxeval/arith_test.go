@@ -160,3 +160,73 @@ func TestArgMaxScanMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryBroadcastMatchesIndexMaps: binaryT's broadcast paths (both
+// inputs repeated along some axes, one a suffix, one a scalar) give what
+// the element-by-element index maps give, for a comparison (int64 to bool,
+// an attention mask's Less) and a float32 operation, on shapes with zero
+// and one lengths.
+func TestBinaryBroadcastMatchesIndexMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pairs := [][2][]int64{
+		{{1, 25}, {150, 1}},
+		{{2, 1, 5}, {1, 3, 1}},
+		{{4, 1, 1, 6}, {1, 5, 3, 1}},
+		{{1, 3, 1}, {2, 1, 9}},
+		{{2, 3, 0}, {1, 3, 1}},
+		{{3, 1}, {1, 1, 4}},
+		{{6, 1, 8}, {8}},
+		{{32, 100}, {32, 1}},
+		{{7}, {}},
+		{{1}, {5, 1}},
+	}
+	for _, p := range pairs {
+		for _, swap := range []bool{false, true} {
+			as, bs := p[0], p[1]
+			if swap {
+				as, bs = bs, as
+			}
+			ai, bi := make([]int64, numel(as)), make([]int64, numel(bs))
+			for i := range ai {
+				ai[i] = rng.Int64N(9)
+			}
+			for i := range bi {
+				bi[i] = rng.Int64N(9)
+			}
+			r := &runner{arena: &arena{}, budget: 1 << 30}
+			got, err := binaryT(r, New(as, ai), New(bs, bi), func(x, y int64) bool { return x < y })
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape, _ := broadcastShape(as, bs)
+			ia, ib := bcastIndex(r, shape, as), bcastIndex(r, shape, bs)
+			at := func(idx []int32, i int) int {
+				if idx == nil {
+					return i
+				}
+				return int(idx[i])
+			}
+			g := get[bool](got)
+			if !sameShape(got.Shape, shape) || len(g) != numel(shape) {
+				t.Fatalf("%v < %v: shape %v, want %v", as, bs, got.Shape, shape)
+			}
+			for i := range g {
+				if want := ai[at(ia, i)] < bi[at(ib, i)]; g[i] != want {
+					t.Fatalf("%v < %v: [%d] = %v, want %v", as, bs, i, g[i], want)
+				}
+			}
+			af, bf := New(as, randomOdd(rng, numel(as))), New(bs, randomOdd(rng, numel(bs)))
+			fz, err := binaryT(r, af, bf, func(x, y float32) float32 { return x - 2*y })
+			if err != nil {
+				t.Fatal(err)
+			}
+			xs, ys, zs := get[float32](af), get[float32](bf), get[float32](fz)
+			for i := range zs {
+				want := xs[at(ia, i)] - 2*ys[at(ib, i)]
+				if math.Float32bits(zs[i]) != math.Float32bits(want) && !(want != want && zs[i] != zs[i]) {
+					t.Fatalf("%v - 2 %v: [%d] = %v, want %v", as, bs, i, zs[i], want)
+				}
+			}
+		}
+	}
+}

@@ -113,17 +113,31 @@ func binaryT[T element, R element](r *runner, a, b *Tensor, f func(x, y T) R) (*
 		for i := range y {
 			z[i] = f(x[i%len(x)], y[i])
 		}
-	default:
-		ia, ib := bcastIndex(r, shape, a.Shape), bcastIndex(r, shape, b.Shape)
-		for i := range z {
-			ja, jb := i, i
-			if ia != nil {
-				ja = int(ia[i])
+	case len(z) > 0:
+		// Both broadcast (a mask: positions [1, S] against lengths
+		// [B, 1]): the last axis in a loop, each input's position
+		// stepped by its strides (0 where it repeats), the other axes
+		// counted off; no index maps.
+		rank := len(shape)
+		sx, sy := bcastStrides(a.Shape, rank), bcastStrides(b.Shape, rank)
+		n, ix, iy := int(shape[rank-1]), sx[rank-1], sy[rank-1]
+		ctr := make([]int64, rank-1)
+		ox, oy := 0, 0
+		for oz := 0; oz < len(z); oz += n {
+			for i := range n {
+				z[oz+i] = f(x[ox+i*ix], y[oy+i*iy])
 			}
-			if ib != nil {
-				jb = int(ib[i])
+			for k := rank - 2; k >= 0; k-- {
+				ctr[k]++
+				ox += sx[k]
+				oy += sy[k]
+				if ctr[k] < shape[k] {
+					break
+				}
+				ox -= sx[k] * int(shape[k])
+				oy -= sy[k] * int(shape[k])
+				ctr[k] = 0
 			}
-			z[i] = f(x[ja], y[jb])
 		}
 	}
 	return out, nil
