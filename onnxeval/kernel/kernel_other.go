@@ -40,6 +40,9 @@ func expVecAsm(x, z *float32, n int) { panic("no assembly") }
 func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
 	panic("no assembly")
 }
+func vnni6x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32) {
+	panic("no assembly")
+}
 func vnni1x64Asm(a *uint8, k4 int, bp *int8, corr *int32, sc *float32, rs float32, y *float32, bias *float32) {
 	panic("no assembly")
 }

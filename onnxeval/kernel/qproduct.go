@@ -19,9 +19,10 @@ import (
 // W is laid out for AVX-512 VNNI (VPDPBUSD): blocks of 64 columns, and in
 // each, for every group of 4 values of k, the 4 bytes of each of the 64
 // columns together (256 bytes), so that one broadcast of 4 bytes of a row
-// of A meets 64 columns in four instructions, and a block of 4 rows by
-// 64 columns keeps 16 accumulators in registers, the weights read once per
-// 4 rows. Sums stay in registers to the end: the zero point's correction,
+// of A meets 64 columns in four instructions, and a block of 6 rows by
+// 64 columns keeps 24 accumulators in registers, the weights read once per
+// 6 rows (then 4 rows and 16 accumulators, then one row, for the rows
+// left). Sums stay in registers to the end: the zero point's correction,
 // the conversion and both scales are applied as they are stored.
 type QuantProduct struct {
 	N, K   int
@@ -205,7 +206,7 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 // run computes the column blocks b0..b1 for every row: each block's
 // weights (k4*256 bytes) stay in cache while the rows go through them.
 func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
-	var tmp [4 * qBlock]float32
+	var tmp [6 * qBlock]float32
 	for b := b0; b < b1; b++ {
 		bp := &q.p[b*q.k4*4*qBlock]
 		j0 := b * qBlock
@@ -216,6 +217,16 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 			bias = &q.bias[j0]
 		}
 		i := 0
+		for ; i+6 <= m; i += 6 {
+			if full {
+				vnni6x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
+				continue
+			}
+			vnni6x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
+			for r := 0; r < 6; r++ {
+				copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
+			}
+		}
 		for ; i+4 <= m; i += 4 {
 			if full {
 				vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)

@@ -7,7 +7,8 @@ import (
 )
 
 // TestQuantProduct compares QuantProduct.Run (the VNNI blocks where the
-// CPU has them, with their partial last block and leftover rows) with the
+// CPU has them, with their partial last block and the rows left to the
+// four- and one-row kernels after the six-row one's) with the
 // integer sums and the two roundings written out, bit for bit, scales
 // holding NaN, infinities and subnormals included.
 func TestQuantProduct(t *testing.T) {
@@ -16,6 +17,7 @@ func TestQuantProduct(t *testing.T) {
 	for _, c := range []struct{ m, n, k, extra int }{
 		{1, 1, 1, 0}, {1, 64, 4, 0}, {4, 64, 256, 0}, {5, 65, 3, 1}, {3, 130, 5, 7},
 		{32, 1000, 256, 0}, {9, 200, 257, 3}, {8, 10000 % 256, 64, 0}, {2, 17, 768, 0}, {7, 129, 2, 0},
+		{11, 70, 9, 2}, {12, 128, 64, 0}, {10, 64, 256, 5}, {6, 200, 20, 1},
 	} {
 		for trial, azp := range []int32{128, 0, 3} {
 			w := make([]int8, c.n*c.k)
@@ -51,6 +53,9 @@ func TestQuantProduct(t *testing.T) {
 			}
 			if c.m > 2 {
 				rs[1] = float32(math.NaN())
+			}
+			if c.m > 5 { // in the six-row kernel's last row
+				rs[5] = float32(math.Inf(-1))
 			}
 			ldy := c.n + c.extra
 			y := make([]float32, (c.m-1)*ldy+c.n)
