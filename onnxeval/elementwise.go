@@ -127,17 +127,7 @@ func binaryT[T element, R element](r *runner, a, b *Tensor, f func(x, y T) R) (*
 			for i := range n {
 				z[oz+i] = f(x[ox+i*ix], y[oy+i*iy])
 			}
-			for k := rank - 2; k >= 0; k-- {
-				ctr[k]++
-				ox += sx[k]
-				oy += sy[k]
-				if ctr[k] < shape[k] {
-					break
-				}
-				ox -= sx[k] * int(shape[k])
-				oy -= sy[k] * int(shape[k])
-				ctr[k] = 0
-			}
+			ox, oy = nextRun(ctr, shape, sx, sy, ox, oy)
 		}
 	}
 	return out, nil
@@ -326,18 +316,26 @@ func arithRuns(op kernel.Op, x, y, z []float32, xs, ys, out []int64) {
 				zr[i] = v
 			}
 		}
-		for k := d - 1; k >= 0; k-- {
-			ctr[k]++
-			ox += sx[k]
-			oy += sy[k]
-			if ctr[k] < out[k] {
-				break
-			}
-			ox -= sx[k] * int(out[k])
-			oy -= sy[k] * int(out[k])
-			ctr[k] = 0
-		}
+		ox, oy = nextRun(ctr, out, sx, sy, ox, oy)
 	}
+}
+
+// nextRun counts the outer axes ctr (the first len(ctr) of out) on by one
+// run and returns the two inputs' positions ox and oy stepped with them
+// by their strides sx and sy.
+func nextRun(ctr, out []int64, sx, sy []int, ox, oy int) (int, int) {
+	for k := len(ctr) - 1; k >= 0; k-- {
+		ctr[k]++
+		ox += sx[k]
+		oy += sy[k]
+		if ctr[k] < out[k] {
+			break
+		}
+		ox -= sx[k] * int(out[k])
+		oy -= sy[k] * int(out[k])
+		ctr[k] = 0
+	}
+	return ox, oy
 }
 
 // bcastStrides is the element stride of in (right-aligned to rank axes)

@@ -99,16 +99,7 @@ func TestFoldedLogSoftmax(t *testing.T) {
 			}
 			in[0] = onnxeval.New([]int64{int64(c.M), int64(c.K)}, xs)
 			for _, threads := range []int{1, 2} {
-				open := func(fuse bool) *onnxeval.Model {
-					onnxeval.SetFusion(fuse)
-					defer onnxeval.SetFusion(true)
-					m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: threads})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return m
-				}
-				fused, nodes := open(true), open(false)
+				fused, nodes := openBoth(t, data, threads)
 				want := !c.logitsOut && !c.softmaxOnly
 				if got := slices.Contains(fused.OpsDeep(), folded); got != want {
 					t.Fatalf("folded = %v (plan %v), want %v", got, fused.OpsDeep(), want)

@@ -100,16 +100,7 @@ func TestFusedLSTMGates(t *testing.T) {
 				"c": onnxeval.New(slices.Clone(c.cShape), cv),
 			}
 			for _, threads := range []int{1, 2} {
-				open := func(fuse bool) *onnxeval.Model {
-					onnxeval.SetFusion(fuse)
-					defer onnxeval.SetFusion(true)
-					m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: threads})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return m
-				}
-				f, n := open(true), open(false)
+				f, n := openBoth(t, data, threads)
 				if got := slices.Contains(f.OpsDeep(), fused); got != c.wantFused {
 					t.Fatalf("fused = %v (plan %v), want %v", got, f.OpsDeep(), c.wantFused)
 				}
@@ -204,21 +195,11 @@ func TestLSTMGatesOrder(t *testing.T) {
 	feeds := map[string]*onnxeval.Tensor{"pre": onnxeval.New([]int64{rows, 4 * H}, pre), "c": onnxeval.New([]int64{rows, H}, cv)}
 	var results []map[string]*onnxeval.Tensor
 	for _, early := range []bool{true, false} {
-		data := build(early)
-		open := func(fuse bool) *onnxeval.Model {
-			onnxeval.SetFusion(fuse)
-			defer onnxeval.SetFusion(true)
-			m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		f := open(true)
+		f, n := openBoth(t, build(early), 1)
 		if got := slices.Contains(f.OpsDeep(), "attnx.fused.LSTMGates"); got == early {
 			t.Fatalf("c2 read early = %v: fused = %v (plan %v)", early, got, f.OpsDeep())
 		}
-		results = append(results, runBoth(t, f, open(false), feeds, fmt.Sprintf("c2 read early = %v", early)))
+		results = append(results, runBoth(t, f, n, feeds, fmt.Sprintf("c2 read early = %v", early)))
 	}
 	for _, name := range []string{"h2", "negc2"} {
 		a, _ := onnxeval.Float32Data(results[0][name])

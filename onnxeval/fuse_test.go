@@ -132,6 +132,22 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 	}
 }
 
+// openBoth opens the model file data twice, with plan-time fusion and
+// without, each running on threads.
+func openBoth(t *testing.T, data []byte, threads int) (fused, nodes *onnxeval.Model) {
+	t.Helper()
+	open := func(fuse bool) *onnxeval.Model {
+		onnxeval.SetFusion(fuse)
+		defer onnxeval.SetFusion(true)
+		m, err := onnxeval.OpenBytes(data, onnxeval.Options{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	return open(true), open(false)
+}
+
 // runBoth runs the fused and the unfused model on in and checks that every
 // output is the same, bit for bit; it returns the fused model's outputs.
 func runBoth(t *testing.T, fused, nodes *onnxeval.Model, in map[string]*onnxeval.Tensor, what string) map[string]*onnxeval.Tensor {

@@ -203,6 +203,13 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	})
 }
 
+// vnniTiles are the VNNI kernels that take several rows of one 64-column
+// block, widest first.
+var vnniTiles = []struct {
+	rows int
+	f    func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+}{{6, vnni6x64Asm}, {4, vnni4x64Asm}}
+
 // run computes the column blocks b0..b1 for every row: each block's
 // weights (k4*256 bytes) stay in cache while the rows go through them.
 func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []float32, ldy int) {
@@ -217,24 +224,16 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 			bias = &q.bias[j0]
 		}
 		i := 0
-		for ; i+6 <= m; i += 6 {
-			if full {
-				vnni6x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
-				continue
-			}
-			vnni6x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
-			for r := 0; r < 6; r++ {
-				copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
-			}
-		}
-		for ; i+4 <= m; i += 4 {
-			if full {
-				vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
-				continue
-			}
-			vnni4x64Asm(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
-			for r := 0; r < 4; r++ {
-				copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
+		for _, tile := range vnniTiles {
+			for ; i+tile.rows <= m; i += tile.rows {
+				if full {
+					tile.f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
+					continue
+				}
+				tile.f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
+				for r := 0; r < tile.rows; r++ {
+					copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
+				}
 			}
 		}
 		for ; i < m; i++ {
