@@ -279,14 +279,7 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 // exponentials, subtraction) read it. The arithmetic is the nodes', in
 // their order: bit for bit what they compute.
 func foldLogSoftmax(nodes []planNode, uses map[string]int) []planNode {
-	at := map[string]int{} // value -> the index in nodes of its producer
-	for i, n := range nodes {
-		for _, o := range n.Outputs {
-			if o != "" {
-				at[o] = i
-			}
-		}
-	}
+	at := indexPlan(nodes, uses).at
 	folded := map[int]bool{}
 	for i, ls := range nodes {
 		if ls.Op != "LogSoftmax" || (ls.Domain != "" && ls.Domain != "ai.onnx") || len(ls.Inputs) != 1 || len(ls.Outputs) != 1 || ls.Outputs[0] == "" {
@@ -321,6 +314,47 @@ func foldLogSoftmax(nodes []planNode, uses map[string]int) []planNode {
 		}
 	}
 	return out
+}
+
+// planIndex indexes a plan's nodes for the fusions that work on them
+// (after rowInt8's): each value's producer and its readers.
+type planIndex struct {
+	nodes   []planNode
+	uses    map[string]int   // every read of a value (fuseNodes' count)
+	at      map[string]int   // value -> the index of the node making it
+	readers map[string][]int // value -> the nodes reading it
+}
+
+func indexPlan(nodes []planNode, uses map[string]int) *planIndex {
+	x := &planIndex{nodes: nodes, uses: uses, at: map[string]int{}, readers: map[string][]int{}}
+	for i, n := range nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				x.at[o] = i
+			}
+		}
+		for _, in := range n.Inputs {
+			x.readers[in] = append(x.readers[in], i)
+		}
+	}
+	return x
+}
+
+// plain reports whether n is op of the default domain, not fused, with
+// ins inputs and outs outputs.
+func (x *planIndex) plain(n planNode, op string, ins, outs int) bool {
+	return n.Op == op && (n.Domain == "" || n.Domain == "ai.onnx") && n.rowInt8 == nil && n.logSoftmax == nil &&
+		n.lstmGates == nil && len(n.Inputs) == ins && len(n.Outputs) == outs
+}
+
+// only is the index of the one node reading value when it is a plain op
+// (with ins inputs and one output) and nothing else reads value.
+func (x *planIndex) only(value, op string, ins int) (int, bool) {
+	if x.uses[value] != 1 || len(x.readers[value]) != 1 {
+		return 0, false
+	}
+	i := x.readers[value][0]
+	return i, x.plain(x.nodes[i], op, ins, 1)
 }
 
 // compileNode compiles one node of a plan: a file's node by its

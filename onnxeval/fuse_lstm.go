@@ -37,31 +37,8 @@ type lstmGates struct {
 // whose outputs are h2 and c2. Every value in between must have no reader
 // outside the pattern (uses counts every read).
 func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Tensor) []planNode {
-	at := map[string]int{}
-	readers := map[string][]int{}
-	for i, n := range nodes {
-		for _, o := range n.Outputs {
-			if o != "" {
-				at[o] = i
-			}
-		}
-		for _, in := range n.Inputs {
-			readers[in] = append(readers[in], i)
-		}
-	}
-	plain := func(n planNode, op string, ins, outs int) bool {
-		return n.Op == op && (n.Domain == "" || n.Domain == "ai.onnx") && n.rowInt8 == nil && n.logSoftmax == nil &&
-			len(n.Inputs) == ins && len(n.Outputs) == outs
-	}
-	// only is the index of the one node reading value when it is op (with
-	// ins inputs and one output) and nothing else reads value.
-	only := func(value, op string, ins int) (int, bool) {
-		if uses[value] != 1 || len(readers[value]) != 1 {
-			return 0, false
-		}
-		i := readers[value][0]
-		return i, plain(nodes[i], op, ins, 1)
-	}
+	x := indexPlan(nodes, uses)
+	readers, plain, only := x.readers, x.plain, x.only
 	// splitLast reports whether node n splits its input along the last
 	// axis into the constant sizes want.
 	splitLast := func(n planNode, want ...int64) bool {
@@ -161,7 +138,7 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		pre := s1.Inputs[0]
 		in := []string{pre, "", c, s1.Inputs[1], nodes[s2].Inputs[1]}
 		members := []int{si, sg, tt, s2, mf, mi, ad, tc, mo}
-		if a, ok := at[pre]; ok && uses[pre] == 1 && plain(nodes[a], "Add", 2, 1) && !removed[a] {
+		if a, ok := x.at[pre]; ok && uses[pre] == 1 && plain(nodes[a], "Add", 2, 1) && !removed[a] {
 			g.add = true
 			in[0], in[1] = nodes[a].Inputs[0], nodes[a].Inputs[1]
 			members = append([]int{a}, members...)

@@ -19,8 +19,9 @@ import (
 
 const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
 
-// TestFusedRowInt8MatchesNodes: the fused per-row int8 product, and the
-// classifier's log-softmax folded into its product (int8's, or float32's
+// TestFusedRowInt8MatchesNodes: the fused per-row int8 product, the
+// quantized LSTM cells' gates, and the classifier's
+// log-softmax folded into its product (int8's, int4's, or float32's
 // Gemm), compute bit for bit what the nodes they replace compute: every
 // output of encoder.onnx, decoder.onnx, greedy.onnx and beam.onnx (whose
 // Loop bodies fuse too), on sizes whose inner dimension suits the VNNI
