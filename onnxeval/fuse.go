@@ -270,9 +270,9 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 // foldLogSoftmax folds each LogSoftmax whose input is a classifier's
 // logits into the node computing them: a Gemm, a 4-bit MatMulNBits or a
 // fused rowInt8 product (with its bias), when the LogSoftmax is the
-// logits' only reader (uses
-// counts every read: g's nodes, its subgraphs' and its outputs). The
-// folded node writes the log-probabilities over the logits, in the same
+// logits' only reader (uses counts every read: g's nodes, its subgraphs'
+// and its outputs). The folded node writes the log-probabilities over the
+// logits, in the same
 // buffer, each row right after its logits are final where the product
 // allows (the Gemm's bias row): [rows, V] is made once instead of twice,
 // and a row is still in cache when its three passes (maximum, sum of

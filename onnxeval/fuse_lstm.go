@@ -98,7 +98,7 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		var g lstmGates
 		c, sw0, ok1 := other(nodes[mf], ifo[1])
 		tv, sw1, ok2 := other(nodes[mi], ifo[0])
-		if !ok1 || !ok2 || tv != nodes[tt].Outputs[0] {
+		if !ok1 || !ok2 || tv != nodes[tt].Outputs[0] || uses[tv] != 1 {
 			continue
 		}
 		ad, ok := only(nodes[mf].Outputs[0], "Add", 2)

@@ -31,7 +31,7 @@ func TestFusedLSTMGates(t *testing.T) {
 		two       bool
 		int8      bool
 		cShape    []int64 // the cell state's shape
-		leakGates bool    // the sigmoid's output is a graph output too
+		leak      string  // a value made a graph output too: the first Sigmoid's or Tanh's, or "pre", the gates' sum
 		wantFused bool
 	}
 	cases := []tc{
@@ -42,7 +42,9 @@ func TestFusedLSTMGates(t *testing.T) {
 		{name: "states with a leading one", rows: 4, H: 13, two: true, cShape: []int64{1, 4, 13}, wantFused: true},
 		{name: "one row", rows: 1, H: 9, two: true, cShape: []int64{1, 9}, wantFused: true},
 		{name: "c broadcast along the rows", rows: 4, H: 16, two: true, cShape: []int64{16}, wantFused: true},
-		{name: "gates read twice", rows: 4, H: 16, two: true, cShape: []int64{4, 16}, leakGates: true},
+		{name: "gates read twice", rows: 4, H: 16, two: true, cShape: []int64{4, 16}, leak: "Sigmoid"},
+		{name: "tanh of the candidate read twice", rows: 4, H: 16, two: true, cShape: []int64{4, 16}, leak: "Tanh"},
+		{name: "the gates' sum read twice", rows: 4, H: 16, two: true, cShape: []int64{4, 16}, leak: "pre", wantFused: true},
 	}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,11 +74,14 @@ func TestFusedLSTMGates(t *testing.T) {
 			h2, c2, _ := qlayer.LSTMCell(g, "cell", x, h, cs, w, s, qlayer.CellOpts{TwoProducts: c.two})
 			g.Output("h2", h2)
 			g.Output("c2", c2)
-			if c.leakGates {
-				for _, n := range g.Nodes() {
-					if n.OpType == "Sigmoid" {
-						g.Output("gates", n.Outputs[0])
-					}
+			for _, n := range g.Nodes() {
+				if n.OpType == c.leak {
+					g.Output("leaked", n.Outputs[0])
+					break
+				}
+				if c.leak == "pre" && n.OpType == "Split" { // the first Split's input
+					g.Output("leaked", n.Inputs[0])
+					break
 				}
 			}
 			data, err := onnxfile.Marshal(builder.NewModel(g))
