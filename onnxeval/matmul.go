@@ -203,6 +203,9 @@ func gemmOp(n *node, ls *softmaxAxis) (opFunc, error) {
 	}
 	transA, transB := n.int("transA", 0) == 1, n.int("transB", 0) == 1
 	alpha, beta := n.float("alpha", 1), n.float("beta", 1)
+	// A folded log-softmax along C's rows (axis 1, or -1, in either
+	// opset's reading of a 2-D tensor) follows each row's bias.
+	rowLS := ls != nil && (ls.axis == 1 || ls.axis == -1)
 	var packed *kernel.Packed
 	if c := n.consts[1]; c != nil && c.DType == builder.Float && len(c.Shape) == 2 {
 		p := packConst(get[float32](c), int(c.Shape[0]), int(c.Shape[1]), transB)
@@ -248,16 +251,6 @@ func gemmOp(n *node, ls *softmaxAxis) (opFunc, error) {
 				C[i] *= alpha
 			}
 		}
-		// The log-softmax along the rows of C (its axis 1 in either
-		// opset's reading) follows each row's bias.
-		rowLS := false
-		if ls != nil {
-			k, err := normAxis(ls.axis, 2, "axis")
-			if err != nil {
-				return fmt.Errorf("the folded %s: %w", ls.op, err)
-			}
-			rowLS = k == 1
-		}
 		if len(in) > 2 && in[2] != nil && beta != 0 {
 			bias := in[2]
 			if bias.DType != builder.Float {
@@ -270,13 +263,7 @@ func gemmOp(n *node, ls *softmaxAxis) (opFunc, error) {
 			bv := get[float32](bias)
 			switch {
 			case len(bv) == N && beta == 1 && rowLS: // a classifier's
-				kernel.Parallel(M, f.r.threads, 4*M*N, func(lo, hi int) {
-					for i := lo; i < hi; i++ {
-						row := C[i*N : (i+1)*N]
-						kernel.Axpy(1, bv, row)
-						softmaxRow32(row, row, true)
-					}
-				})
+				softmaxRows(f, C, C, M, N, true, func(row []float32) { kernel.Axpy(1, bv, row) })
 				out[0] = o
 				return nil
 			case len(bv) == N && beta == 1: // a bias row, the usual case

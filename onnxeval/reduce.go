@@ -332,13 +332,7 @@ func (ax softmaxAxis) apply(f *frame, t, o *Tensor, logOut bool) error {
 	case []float32:
 		z := o.Data.([]float32)
 		if inner == 1 {
-			// Rows are independent: split among the run's threads
-			// when there is enough of them (a classifier's [rows, V]).
-			kernel.Parallel(outer, f.r.threads, 4*outer*dim, func(lo, hi int) {
-				for a := lo; a < hi; a++ {
-					softmaxRow32(x[a*dim:(a+1)*dim], z[a*dim:(a+1)*dim], logOut)
-				}
-			})
+			softmaxRows(f, x, z, outer, dim, logOut, nil)
 		} else {
 			softmaxStrided(x, z, outer, dim, inner, logOut)
 		}
@@ -346,6 +340,23 @@ func (ax softmaxAxis) apply(f *frame, t, o *Tensor, logOut bool) error {
 		softmaxStrided(x, o.Data.([]float64), outer, dim, inner, logOut)
 	}
 	return nil
+}
+
+// softmaxRows writes the softmax (or log-softmax) of each of x's rows
+// (dim wide) into z's (z may be x). Rows are independent: they are split
+// among the run's threads when there is enough of them (a classifier's
+// [rows, V]). prep, when set, first changes a row of x in place (a Gemm's
+// bias, added while the row is in cache).
+func softmaxRows(f *frame, x, z []float32, rows, dim int, logOut bool, prep func(row []float32)) {
+	kernel.Parallel(rows, f.r.threads, 4*rows*dim, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			row := x[a*dim : (a+1)*dim]
+			if prep != nil {
+				prep(row)
+			}
+			softmaxRow32(row, z[a*dim:(a+1)*dim], logOut)
+		}
+	})
 }
 
 // softmaxRow32 is softmax (or log-softmax) of one contiguous row, summed in
