@@ -46,13 +46,7 @@ func TestFoldedLogSoftmax(t *testing.T) {
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 41))
-			vals := func(n int, scale float32) []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = (rng.Float32()*2 - 1) * scale
-				}
-				return v
-			}
+			vals := func(n int, scale float32) []float32 { return uniform(rng, n, scale) }
 			g := builder.New("classifier")
 			x := g.Input("x", builder.Float, builder.Dims(int64(c.M), int64(c.K)))
 			in := []*onnxeval.Tensor{nil}

@@ -49,13 +49,7 @@ func TestFusedLSTMGates(t *testing.T) {
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 7))
-			vals := func(n int, scale float32) []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = (rng.Float32()*2 - 1) * scale
-				}
-				return v
-			}
+			vals := func(n int, scale float32) []float32 { return uniform(rng, n, scale) }
 			const in = 11
 			H := c.H
 			w := qlayer.RNNWeights{W: vals(4*H*in, 0.5), R: vals(4*H*H, 0.5), B: vals(8*H, 1), In: in, Hidden: H}
@@ -163,14 +157,7 @@ func lstmFirst(w qlayer.RNNWeights, feeds map[string]*onnxeval.Tensor, H, in int
 func TestLSTMGatesOrder(t *testing.T) {
 	const H, rows = 8, 3
 	rng := rand.New(rand.NewPCG(3, 3))
-	vals := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = rng.Float32()*4 - 2
-		}
-		return v
-	}
-	pre, cv := vals(rows*4*H), vals(rows*H)
+	pre, cv := uniform(rng, rows*4*H, 2), uniform(rng, rows*H, 2)
 	build := func(readEarly bool) []byte {
 		g := builder.New("gates")
 		p := g.Input("pre", builder.Float, builder.Dims(rows, 4*H))

@@ -133,6 +133,15 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 	}
 }
 
+// uniform is n values drawn uniformly from [-scale, scale).
+func uniform(rng *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = (rng.Float32()*2 - 1) * scale
+	}
+	return v
+}
+
 // openBoth opens the model file data twice, with plan-time fusion and
 // without, each running on threads.
 func openBoth(t *testing.T, data []byte, threads int) (fused, nodes *onnxeval.Model) {
