@@ -15,11 +15,13 @@ import (
 
 // exampleModelDir exports the fixture checkpoint
 // testdata/fixtures/bahdanau_b1_l1 (a small random Bahdanau model, Vs=19,
-// Vt=23) with made-up character vocabularies, as `attnx export` does.
-func exampleModelDir() (string, error) {
+// Vt=23) with made-up character vocabularies, as `attnx export` does. The
+// model lies in a subfolder of root, beside the vocabularies; the caller
+// removes root.
+func exampleModelDir() (dir, root string, err error) {
 	tmp, err := os.MkdirTemp("", "attnx-example-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	vocab := func(name string, n int) (string, error) {
 		v := []string{"<pad>", "<sos>", "<eos>", "<unk>"}
@@ -35,24 +37,24 @@ func exampleModelDir() (string, error) {
 	}
 	src, err := vocab("src.json", 19)
 	if err != nil {
-		return "", err
+		return "", tmp, err
 	}
 	tgt, err := vocab("tgt.json", 23)
 	if err != nil {
-		return "", err
+		return "", tmp, err
 	}
-	dir := filepath.Join(tmp, "model")
+	dir = filepath.Join(tmp, "model")
 	_, err = modeldir.Export("../testdata/fixtures/bahdanau_b1_l1/checkpoint.pt", dir, modeldir.Options{SrcVocab: src, TgtVocab: tgt})
-	return dir, err
+	return dir, tmp, err
 }
 
 // Without MaxLen, a row of n tokens decodes at most 2n+10 tokens.
 func ExampleOpen() {
-	dir, err := exampleModelDir()
+	dir, root, err := exampleModelDir()
+	defer os.RemoveAll(root)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
 
 	tr, err := translate.Open(dir, translate.Options{Threads: 1})
 	if err != nil {
@@ -79,11 +81,11 @@ func ExampleOpen() {
 // EOS emitted, each row stops at MaxLen tokens. PAD (id 0) is left out of
 // Text.
 func ExampleTranslator_Translate() {
-	dir, err := exampleModelDir()
+	dir, root, err := exampleModelDir()
+	defer os.RemoveAll(root)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
 
 	tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 8})
 	if err != nil {
@@ -111,11 +113,11 @@ func ExampleTranslator_Translate() {
 // and Text is the best one's. Here beam search finds an output the model
 // gives a higher probability than greedy decoding's "lfffffff".
 func ExampleOptions_beam() {
-	dir, err := exampleModelDir()
+	dir, root, err := exampleModelDir()
+	defer os.RemoveAll(root)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
 
 	tr, err := translate.Open(dir, translate.Options{Threads: 1, MaxLen: 8, Beam: 3, NBest: 2})
 	if err != nil {
