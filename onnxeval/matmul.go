@@ -145,26 +145,41 @@ func matmulF32(r *runner, a, b *Tensor) (*Tensor, error) {
 	}
 	o := r.f32(shape)
 	x, y, z := get[float32](a), get[float32](b), get[float32](o)
+	// The batch's products are independent and each is computed the same
+	// way wherever it runs: with a batch at least as large as the run's
+	// threads (attention's scores and contexts, one product per
+	// hypothesis), the batch is split among the threads and each product
+	// runs on one; otherwise each product may split its own columns.
+	inner := r.threads
+	split := func(f func(lo, hi int)) { f(0, len(ia)) }
+	if r.threads > 1 && len(ia) >= r.threads {
+		inner = 1
+		split = func(f func(lo, hi int)) { kernel.Parallel(len(ia), r.threads, len(ia)*m*k*n, f) }
+	}
 	if n == 1 && k > 0 {
 		// B is a column (attention's scoring vector): one dot product per
 		// row of A, A's rows read in order.
-		for p := range ia {
-			kernel.GemmNT(1, m, k, y[int(ib[p])*k:], k, x[int(ia[p])*m*k:], k, z[p*m:], m, false, r.threads)
-		}
+		split(func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				kernel.GemmNT(1, m, k, y[int(ib[p])*k:], k, x[int(ia[p])*m*k:], k, z[p*m:], m, false, inner)
+			}
+		})
 		return o, nil
 	}
-	clear(z)
-	for p := range ia {
-		ap, bp, cp := x[int(ia[p])*m*k:], y[int(ib[p])*k*n:], z[p*m*n:]
-		for i := 0; i < m; i++ {
-			ci := cp[i*n : (i+1)*n]
-			for l := 0; l < k; l++ {
-				if v := ap[i*k+l]; v != 0 {
-					kernel.Axpy(v, bp[l*n:(l+1)*n], ci)
+	split(func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			ap, bp, cp := x[int(ia[p])*m*k:], y[int(ib[p])*k*n:], z[p*m*n:(p+1)*m*n]
+			clear(cp)
+			for i := 0; i < m; i++ {
+				ci := cp[i*n : (i+1)*n]
+				for l := 0; l < k; l++ {
+					if v := ap[i*k+l]; v != 0 {
+						kernel.Axpy(v, bp[l*n:(l+1)*n], ci)
+					}
 				}
 			}
 		}
-	}
+	})
 	return o, nil
 }
 
