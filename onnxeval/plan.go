@@ -16,6 +16,23 @@ type opFunc func(f *frame, in, out []*Tensor) error
 // another shape.
 var aliasing = map[string]bool{"Reshape": true, "Squeeze": true, "Unsqueeze": true, "Identity": true, "Flatten": true}
 
+// viewsInput reports whether node n's output j is a view of its first
+// input's buffer: the aliasing operators' output, and the parts of it
+// that are contiguous whatever the shapes, which Split along axis 0 and
+// Gather of one constant index along axis 0 return as views (a decoder's
+// states split into layers, the top layer's state taken out).
+func viewsInput(n *node, j int) bool {
+	switch {
+	case aliasing[n.Op]:
+		return j == 0
+	case n.Op == "Split" && (n.Domain == "" || n.Domain == "ai.onnx"):
+		return splitViews(n)
+	case n.Op == "Gather" && (n.Domain == "" || n.Domain == "ai.onnx"):
+		return j == 0 && gatherViews(n)
+	}
+	return false
+}
+
 // plan is a graph made ready to run: a slot per value, the steps in order,
 // and after each step the slots whose buffers are dead.
 type plan struct {
@@ -240,7 +257,7 @@ func (c *compiler) plan(g *onnxfile.Graph, parent *scope, inputs []string) (*pla
 			}
 			k := s.newSlot(name)
 			st.out = append(st.out, k)
-			if j == 0 && aliasing[n.Op] && len(st.in) > 0 && st.in[0] >= 0 {
+			if viewsInput(n, j) && len(st.in) > 0 && st.in[0] >= 0 {
 				root[k] = root[st.in[0]]
 				lastUse[root[k]] = i
 			} else {

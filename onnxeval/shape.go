@@ -78,6 +78,48 @@ func view(t *Tensor, shape []int64) *Tensor {
 	return &Tensor{DType: t.DType, Shape: shape, Data: t.Data}
 }
 
+// subView is a view of elements lo..hi of t's buffer, with shape.
+func subView(t *Tensor, shape []int64, lo, hi int) *Tensor {
+	var d any
+	switch x := t.Data.(type) {
+	case []float32:
+		d = x[lo:hi:hi]
+	case []float64:
+		d = x[lo:hi:hi]
+	case []int64:
+		d = x[lo:hi:hi]
+	case []int32:
+		d = x[lo:hi:hi]
+	case []int16:
+		d = x[lo:hi:hi]
+	case []int8:
+		d = x[lo:hi:hi]
+	case []uint8:
+		d = x[lo:hi:hi]
+	case []uint16:
+		d = x[lo:hi:hi]
+	case []uint32:
+		d = x[lo:hi:hi]
+	case []uint64:
+		d = x[lo:hi:hi]
+	case []bool:
+		d = x[lo:hi:hi]
+	default:
+		panic(fmt.Sprintf("onnxeval: no view of %T", t.Data))
+	}
+	return &Tensor{DType: t.DType, Shape: shape, Data: d}
+}
+
+// splitViews reports whether a Split node returns views of its input: along
+// axis 0 each output is one contiguous run of it.
+func splitViews(n *node) bool { return n.int("axis", 0) == 0 }
+
+// gatherViews reports whether a Gather node returns a view of its data: one
+// constant index (a scalar) along axis 0 picks one contiguous run of it.
+func gatherViews(n *node) bool {
+	return n.int("axis", 0) == 0 && len(n.consts) > 1 && n.consts[1] != nil && len(n.consts[1].Shape) == 0
+}
+
 // axesInput reads axes from input i (opset 13+) or attribute "axes".
 func axesOf(n *node, in []*Tensor, i int) ([]int64, bool, error) {
 	if i < len(in) && in[i] != nil {
@@ -288,6 +330,7 @@ func init() {
 	})
 	register("Gather", func(n *node) (opFunc, error) {
 		axis := n.int("axis", 0)
+		views := gatherViews(n)
 		return func(f *frame, in, out []*Tensor) error {
 			data := in[0]
 			idx, err := ints(in[1], "indices")
@@ -300,8 +343,21 @@ func init() {
 			}
 			dim := data.Shape[k]
 			shape := append(append(cloneShape(data.Shape[:k]), in[1].Shape...), data.Shape[k+1:]...)
-			o := newLike(f.r, data.DType, shape)
 			outer, inner := numel(data.Shape[:k]), numel(data.Shape[k+1:])
+			if views {
+				// One constant index along axis 0: its run of the data
+				// (the plan knows it views the data: viewsInput).
+				ix := idx[0]
+				if ix < 0 {
+					ix += dim
+				}
+				if ix < 0 || ix >= dim {
+					return fmt.Errorf("index %d is out of range for axis %d of size %d", idx[0], k, dim)
+				}
+				out[0] = subView(data, shape, int(ix)*inner, int(ix+1)*inner)
+				return nil
+			}
+			o := newLike(f.r, data.DType, shape)
 			for a := 0; a < outer; a++ {
 				for j, ix := range idx {
 					if ix < 0 {
@@ -502,6 +558,7 @@ func init() {
 	})
 	register("Split", func(n *node) (opFunc, error) {
 		axis := n.int("axis", 0)
+		views := splitViews(n)
 		splitAttr, hasAttr := n.ints("split")
 		numOut := len(n.Outputs)
 		return func(f *frame, in, out []*Tensor) error {
@@ -540,6 +597,13 @@ func init() {
 			for i, s := range sizes {
 				shape := cloneShape(t.Shape)
 				shape[k] = s
+				if views {
+					// Axis 0: the part is a run of the input (the plan
+					// knows it views the input: viewsInput).
+					out[i] = subView(t, shape, int(off)*inner, int(off+s)*inner)
+					off += s
+					continue
+				}
 				o := newLike(f.r, t.DType, shape)
 				w := int(s) * inner
 				for a := 0; a < outer; a++ {
