@@ -43,6 +43,7 @@ type planNode struct {
 	// product): see foldLogSoftmax.
 	logSoftmax *foldedLogSoftmax
 	lstmGates  *lstmGates
+	attention  *attention
 }
 
 // foldedLogSoftmax is a LogSoftmax folded into the product before it.
@@ -264,7 +265,7 @@ func fuseNodes(g *onnxfile.Graph, constant func(name string) *Tensor) []planNode
 			out = append(out, planNode{GraphNode: n})
 		}
 	}
-	return foldLogSoftmax(fuseLSTMGates(out, uses, known), uses)
+	return foldLogSoftmax(fuseAttention(fuseLSTMGates(out, uses, known), uses, known), uses)
 }
 
 // foldLogSoftmax folds each LogSoftmax whose input is a classifier's
@@ -344,7 +345,7 @@ func indexPlan(nodes []planNode, uses map[string]int) *planIndex {
 // ins inputs and outs outputs.
 func (x *planIndex) plain(n planNode, op string, ins, outs int) bool {
 	return n.Op == op && (n.Domain == "" || n.Domain == "ai.onnx") && n.rowInt8 == nil && n.logSoftmax == nil &&
-		n.lstmGates == nil && len(n.Inputs) == ins && len(n.Outputs) == outs
+		n.lstmGates == nil && n.attention == nil && len(n.Inputs) == ins && len(n.Outputs) == outs
 }
 
 // only is the index of the one node reading value when it is a plain op
@@ -362,6 +363,9 @@ func (x *planIndex) only(value, op string, ins int) (int, bool) {
 func compileNode(n *node, pn planNode) (opFunc, error) {
 	if pn.lstmGates != nil {
 		return compileLSTMGates(n, pn.lstmGates)
+	}
+	if pn.attention != nil {
+		return compileAttention(n, pn.attention)
 	}
 	if pn.logSoftmax == nil {
 		if pn.rowInt8 != nil {

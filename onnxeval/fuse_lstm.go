@@ -178,59 +178,9 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 // compileLSTMGates compiles a fused lstmGates node (inputs gx, gh or pre,
 // "", c and the two Splits' sizes; outputs h2 and c2).
 func compileLSTMGates(n *node, g *lstmGates) (opFunc, error) {
-	// The nodes replaced, compiled, for shapes the fused loop does not
-	// take: their constants are the fused node's.
-	constOf := map[string]*Tensor{}
-	for j, name := range n.Inputs {
-		if name != "" && n.consts[j] != nil {
-			constOf[name] = n.consts[j]
-		}
-	}
-	type step struct {
-		fn      opFunc
-		in, out []string
-	}
-	var steps []step
-	for _, pn := range g.nodes {
-		m := &node{GraphNode: pn.GraphNode, c: n.c}
-		for _, in := range pn.Inputs {
-			m.consts = append(m.consts, constOf[in])
-		}
-		fn, err := compile(m)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, step{fn, pn.Inputs, pn.Outputs})
-	}
-	byNodes := func(f *frame, in, out []*Tensor) error {
-		vals := map[string]*Tensor{}
-		for j, name := range n.Inputs {
-			if name != "" {
-				vals[name] = in[j]
-			}
-		}
-		var temps []*Tensor
-		for _, st := range steps {
-			args := make([]*Tensor, len(st.in))
-			for j, name := range st.in {
-				args[j] = vals[name]
-			}
-			res := make([]*Tensor, len(st.out))
-			if err := st.fn(f, args, res); err != nil {
-				return err
-			}
-			for j, name := range st.out {
-				vals[name] = res[j]
-				temps = append(temps, res[j])
-			}
-		}
-		out[0], out[1] = vals[n.Outputs[0]], vals[n.Outputs[1]]
-		for _, t := range temps {
-			if t != out[0] && t != out[1] && !slices.Contains(in, t) {
-				f.r.release(t)
-			}
-		}
-		return nil
+	byNodes, err := compileChain(n, g.nodes)
+	if err != nil {
+		return nil, err
 	}
 	H := int(g.hidden)
 	var pool sync.Pool
@@ -303,4 +253,70 @@ func trimOnes(shape []int64) []int64 {
 		shape = shape[1:]
 	}
 	return shape
+}
+
+// compileChain compiles the nodes a fusion replaced, for the shapes its
+// fused loop does not take: the returned function runs them one after
+// another on the fused node n's inputs (their constants are n's) and
+// gives n's outputs, releasing the values in between.
+func compileChain(n *node, nodes []planNode) (opFunc, error) {
+	constOf := map[string]*Tensor{}
+	for j, name := range n.Inputs {
+		if name != "" && n.consts[j] != nil {
+			constOf[name] = n.consts[j]
+		}
+	}
+	type step struct {
+		fn      opFunc
+		in, out []string
+	}
+	var steps []step
+	for _, pn := range nodes {
+		m := &node{GraphNode: pn.GraphNode, c: n.c}
+		for _, in := range pn.Inputs {
+			m.consts = append(m.consts, constOf[in])
+		}
+		fn, err := compile(m)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, step{fn, pn.Inputs, pn.Outputs})
+	}
+	return func(f *frame, in, out []*Tensor) error {
+		vals := map[string]*Tensor{}
+		for j, name := range n.Inputs {
+			if name != "" {
+				vals[name] = in[j]
+			}
+		}
+		var temps []*Tensor
+		for _, st := range steps {
+			args := make([]*Tensor, len(st.in))
+			for j, name := range st.in {
+				args[j] = vals[name]
+			}
+			res := make([]*Tensor, len(st.out))
+			if err := st.fn(f, args, res); err != nil {
+				return err
+			}
+			for j, name := range st.out {
+				vals[name] = res[j]
+				temps = append(temps, res[j])
+			}
+		}
+		for j, name := range n.Outputs {
+			out[j] = vals[name]
+		}
+		// A value in between goes back to the arena unless an output or
+		// an input is, or views, its buffer.
+		shares := func(t *Tensor) func(*Tensor) bool {
+			return func(u *Tensor) bool { return u == t || u != nil && overlaps(t, u) }
+		}
+		for _, t := range temps {
+			if !slices.ContainsFunc(out, shares(t)) && !slices.ContainsFunc(in, shares(t)) {
+				f.r.release(t)
+			}
+		}
+		return nil
+	}, nil
 }

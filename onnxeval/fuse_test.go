@@ -20,7 +20,8 @@ import (
 const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
 
 // TestFusedRowInt8MatchesNodes: the fused per-row int8 product, the
-// quantized LSTM cells' gates, and the classifier's
+// quantized LSTM cells' gates, the attention (Luong's scores, mask,
+// softmax and context), and the classifier's
 // log-softmax folded into its product (int8's, int4's, or float32's
 // Gemm), compute bit for bit what the nodes they replace compute: every
 // output of encoder.onnx, decoder.onnx, greedy.onnx and beam.onnx (whose
@@ -81,6 +82,9 @@ func TestFusedRowInt8MatchesNodes(t *testing.T) {
 					if cfg.Cell == attention.LSTM && !slices.Contains(ops, "attnx.fused.LSTMGates") {
 						t.Errorf("%s: the LSTM cells' gates are not fused: %v", file, ops)
 					}
+				}
+				if cfg.Arch == attention.LuongGeneral && !slices.Contains(ops, "attnx.fused.Attention") {
+					t.Errorf("%s: the attention is not fused: %v", file, ops)
 				}
 				if !slices.Contains(ops, classifier) {
 					t.Errorf("%s: the classifier's bias and log-softmax are not folded into its product (%s): %v", file, classifier, ops)
