@@ -1520,6 +1520,73 @@ e16done:
 	MOVSD X8, ret+24(FP)
 	RET
 
+// func sigmoid16Asm(x, z *float32, n int)
+// sigmoidAsm on sixteen lanes (n a multiple of 16): the same steps in the
+// same order, so each element's bits are sigmoidAsm's.
+TEXT ·sigmoid16Asm(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ z+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	EXPCONST16
+	MOVL $0x42b0c0a5, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z31
+	TESTQ CX, CX
+	JZ   sg16done
+sg16loop:
+	VMOVUPS (SI), Z0
+	VPXORD Z30, Z0, Z0
+	VMINPS Z0, Z29, Z0
+	EXP16
+	VADDPS Z31, Z4, Z4
+	VDIVPS Z4, Z31, Z4
+	VMOVUPS Z4, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  sg16loop
+sg16done:
+	VZEROUPPER
+	RET
+
+// func tanh16Asm(x, z *float32, n int)
+// tanhAsm on sixteen lanes (n a multiple of 16): the same steps in the
+// same order, so each element's bits are tanhAsm's.
+TEXT ·tanh16Asm(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ z+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	EXPCONST16
+	MOVL $0x42b0c0a5, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x40000000, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z31
+	TESTQ CX, CX
+	JZ   th16done
+th16loop:
+	VMOVUPS (SI), Z0
+	VMULPS Z30, Z0, Z0
+	VMINPS Z0, Z29, Z0
+	EXP16
+	VADDPS Z31, Z4, Z4
+	VDIVPS Z4, Z30, Z4
+	VSUBPS Z4, Z31, Z4
+	VMOVUPS Z4, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  th16loop
+th16done:
+	VZEROUPPER
+	RET
+
 // G43ROW: one k step of gemmPanel4x3Asm for one row: its element at
 // off(reg) broadcast into Z27 (Z28 for odd steps' rows, so that the
 // broadcasts overlap), times the three panels' rows in Z24-Z26.

@@ -55,6 +55,8 @@ func arithVVAsm(op int, x, y, z *float32, n int)                  { panic("no as
 func arithVSAsm(op int, x *float32, v float32, z *float32, n int) { panic("no assembly") }
 func tanhAsm(x, z *float32, n int)                                { panic("no assembly") }
 func sigmoidAsm(x, z *float32, n int)                             { panic("no assembly") }
+func tanh16Asm(x, z *float32, n int)                              { panic("no assembly") }
+func sigmoid16Asm(x, z *float32, n int)                           { panic("no assembly") }
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }

@@ -100,13 +100,27 @@ func lanes8(f func(x, z *float32, n int), x, z []float32) {
 	}
 }
 
+// lanes16 runs f, the sixteen-lane (AVX-512) form of an eight-lane kernel
+// (the same steps, so the same bits), over the first len(x) &^ 15
+// elements of x into z, and returns how many it took: none without
+// AVX-512.
+func lanes16(f func(x, z *float32, n int), x, z []float32) int {
+	n := len(x) &^ 15
+	if !usePanels || n == 0 {
+		return 0
+	}
+	f(&x[0], &z[0], n)
+	return n
+}
+
 // Tanh writes tanh(x[i]) to z[i] (z may be x): 1 - 2/(e^(2x)+1), to an
 // absolute error of about 1e-7 (e^(2x) clamped, the result reaches -1 and
 // 1 exactly).
 func Tanh(x, z []float32) {
 	z = z[:len(x)]
 	if useAsm {
-		lanes8(tanhAsm, x, z)
+		n := lanes16(tanh16Asm, x, z)
+		lanes8(tanhAsm, x[n:], z[n:])
 		return
 	}
 	for i := range x {
@@ -122,7 +136,8 @@ func Tanh(x, z []float32) {
 func Sigmoid(x, z []float32) {
 	z = z[:len(x)]
 	if useAsm {
-		lanes8(sigmoidAsm, x, z)
+		n := lanes16(sigmoid16Asm, x, z)
+		lanes8(sigmoidAsm, x[n:], z[n:])
 		return
 	}
 	for i := range x {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -100,5 +101,43 @@ func TestVectorActivations(t *testing.T) {
 	Sigmoid(big, z)
 	if z[0] != 1 || z[1] > 1e-30 || z[4] != 0.5 {
 		t.Errorf("Sigmoid(%v) = %v", big, z)
+	}
+}
+
+// TestActivationsLanes: with AVX-512, Tanh and Sigmoid take sixteen
+// elements at a time and the rest eight at a time; each element's bits
+// are the eight-lane kernel's whichever group it falls in (NaN,
+// infinities, zeros of both signs, subnormals, the clamps' edges and
+// ordinary values), so a value's activation does not depend on the
+// length of its row or its place in it.
+func TestActivationsLanes(t *testing.T) {
+	if !useAsm {
+		t.Skip("no assembly on this path")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		1e-40, -1e-40, 88.37626, 88.5, -87.33654, -88.5, 44.2, -44.2, 1e-8, -1e-8, 3e38, -3e38}
+	x := make([]float32, 0, 1003)
+	x = append(x, special...)
+	for len(x) < cap(x) {
+		x = append(x, (r.Float32()*2-1)*float32(math.Pow(10, float64(r.IntN(4)-1))))
+	}
+	for _, c := range []struct {
+		name  string
+		f     func(x, z []float32)
+		eight func(x, z *float32, n int)
+	}{{"Tanh", Tanh, tanhAsm}, {"Sigmoid", Sigmoid, sigmoidAsm}} {
+		want := make([]float32, len(x))
+		lanes8(c.eight, x, want)
+		for shift := 0; shift < 17; shift++ {
+			got := make([]float32, len(x)-shift)
+			c.f(x[shift:], got)
+			for i, v := range got {
+				w := want[shift+i]
+				if math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+					t.Fatalf("%s(%v) at %d of a row of %d: %v, eight lanes at a time %v", c.name, x[shift+i], i, len(got), v, w)
+				}
+			}
+		}
 	}
 }
