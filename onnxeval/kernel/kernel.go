@@ -107,6 +107,12 @@ func GemmNT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32
 		return
 	}
 	t := min(threads, n/16, m*n*k/minWork)
+	if t <= 1 {
+		// No closure for one thread: the attention calls this once per
+		// row and step, and a closure handed to parallel is allocated.
+		gemmNT(0, n, m, k, a, lda, b, ldb, c, ldc, acc)
+		return
+	}
 	parallel(n, t, func(j0, j1 int) { gemmNT(j0, j1, m, k, a, lda, b, ldb, c, ldc, acc) })
 }
 
