@@ -278,8 +278,12 @@ func runBenchCorpus(fs *pflag.FlagSet, n int, srcLen string, outLen, batchSents 
 		return &usageError{"--out-len and --batch-sents must be >= 1, --vocab >= 5"}
 	}
 	if changed("beam") {
-		if c.Beams, err = intList("beam", get("beam")); err != nil {
-			return err
+		// none: greedy decoding only, as without --corpus.
+		c.Beams = nil
+		if get("beam") != "none" {
+			if c.Beams, err = intList("beam", get("beam")); err != nil {
+				return err
+			}
 		}
 	}
 	c.Beams = append([]int{1}, slices.DeleteFunc(c.Beams, func(k int) bool { return k <= 1 })...)

@@ -108,3 +108,31 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("targets without PyTorch and torch-onnx: %+v, want the loop and floor ones and int8 vs fp32 for each attnx engine", rep.Targets)
 	}
 }
+
+// TestBenchCorpusGreedyOnly: --beam none with --corpus measures greedy
+// decoding alone, as it does without --corpus (it was refused as not a
+// list of widths).
+func TestBenchCorpusGreedyOnly(t *testing.T) {
+	code, out, errs := attnx("bench", "-q", "--json", "--corpus", "3", "--hidden", "8", "--layers", "1", "--vocab", "20", "--out-len", "3",
+		"--threads", "1", "--weights", "fp32", "--engines", "attnx-steps-lean-go", "--beam", "none", "--work-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Rows []struct {
+			Beam    int    `json:"beam"`
+			Backend string `json:"backend"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) == 0 {
+		t.Fatalf("no rows: %s", out)
+	}
+	for _, r := range rep.Rows {
+		if r.Beam != 1 {
+			t.Errorf("a beam %d row (%s) with --beam none", r.Beam, r.Backend)
+		}
+	}
+}
