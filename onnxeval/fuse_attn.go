@@ -164,19 +164,7 @@ func fuseAttention(nodes []planNode, uses map[string]int, known func(string) *Te
 		fcopy := fa
 		replaced[cs] = planNode{GraphNode: fused, attention: &fcopy}
 	}
-	if len(replaced) == 0 {
-		return nodes
-	}
-	out := make([]planNode, 0, len(nodes))
-	for i, n := range nodes {
-		switch {
-		case replaced[i].attention != nil:
-			out = append(out, replaced[i])
-		case !removed[i]:
-			out = append(out, n)
-		}
-	}
-	return out
+	return replaceNodes(nodes, removed, replaced)
 }
 
 // compileAttention compiles a fused attention node (inputs enc, q, the

@@ -160,15 +160,20 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		gcopy := g
 		replaced[mo] = planNode{GraphNode: fused, lstmGates: &gcopy}
 	}
+	return replaceNodes(nodes, removed, replaced)
+}
+
+// replaceNodes is nodes with the fused nodes of replaced in their places
+// and the nodes removed left out.
+func replaceNodes(nodes []planNode, removed map[int]bool, replaced map[int]planNode) []planNode {
 	if len(replaced) == 0 {
 		return nodes
 	}
 	out := make([]planNode, 0, len(nodes))
 	for i, n := range nodes {
-		switch {
-		case replaced[i].lstmGates != nil:
-			out = append(out, replaced[i])
-		case !removed[i]:
+		if r, ok := replaced[i]; ok {
+			out = append(out, r)
+		} else if !removed[i] {
 			out = append(out, n)
 		}
 	}

@@ -3,6 +3,7 @@ package onnxeval
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/attnx/attnx/builder"
 )
@@ -80,34 +81,7 @@ func view(t *Tensor, shape []int64) *Tensor {
 
 // subView is a view of elements lo..hi of t's buffer, with shape.
 func subView(t *Tensor, shape []int64, lo, hi int) *Tensor {
-	var d any
-	switch x := t.Data.(type) {
-	case []float32:
-		d = x[lo:hi:hi]
-	case []float64:
-		d = x[lo:hi:hi]
-	case []int64:
-		d = x[lo:hi:hi]
-	case []int32:
-		d = x[lo:hi:hi]
-	case []int16:
-		d = x[lo:hi:hi]
-	case []int8:
-		d = x[lo:hi:hi]
-	case []uint8:
-		d = x[lo:hi:hi]
-	case []uint16:
-		d = x[lo:hi:hi]
-	case []uint32:
-		d = x[lo:hi:hi]
-	case []uint64:
-		d = x[lo:hi:hi]
-	case []bool:
-		d = x[lo:hi:hi]
-	default:
-		panic(fmt.Sprintf("onnxeval: no view of %T", t.Data))
-	}
-	return &Tensor{DType: t.DType, Shape: shape, Data: d}
+	return &Tensor{DType: t.DType, Shape: shape, Data: reflect.ValueOf(t.Data).Slice3(lo, hi, hi).Interface()}
 }
 
 // splitViews reports whether a Split node returns views of its input: along
