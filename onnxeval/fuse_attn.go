@@ -157,12 +157,8 @@ func fuseAttention(nodes []planNode, uses map[string]int, known func(string) *Te
 			}
 		}
 		fused.Outputs = []string{a, nodes[cs].Outputs[0]}
-		for _, k := range members {
-			removed[k] = true
-		}
-		delete(removed, cs)
 		fcopy := fa
-		replaced[cs] = planNode{GraphNode: fused, attention: &fcopy}
+		fuseAt(removed, replaced, members, cs, planNode{GraphNode: fused, attention: &fcopy})
 	}
 	return replaceNodes(nodes, removed, replaced)
 }

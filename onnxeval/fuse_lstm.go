@@ -151,16 +151,22 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		fused.Op, fused.Domain = "LSTMGates", "attnx.fused"
 		fused.Inputs = in
 		fused.Outputs = []string{nodes[mo].Outputs[0], c2}
-		for _, k := range members {
-			removed[k] = true
-		}
 		// Every input of the pattern is defined before its members, so
 		// before the last one, mo, whose place the fused node takes.
-		delete(removed, mo)
 		gcopy := g
-		replaced[mo] = planNode{GraphNode: fused, lstmGates: &gcopy}
+		fuseAt(removed, replaced, members, mo, planNode{GraphNode: fused, lstmGates: &gcopy})
 	}
 	return replaceNodes(nodes, removed, replaced)
+}
+
+// fuseAt records that the fused node pn replaces the nodes members, in
+// the place of the last of them.
+func fuseAt(removed map[int]bool, replaced map[int]planNode, members []int, last int, pn planNode) {
+	for _, k := range members {
+		removed[k] = true
+	}
+	delete(removed, last)
+	replaced[last] = pn
 }
 
 // replaceNodes is nodes with the fused nodes of replaced in their places
