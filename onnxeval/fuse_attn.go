@@ -32,9 +32,10 @@ type attention struct {
 
 // fuseAttention replaces each attention pattern in nodes by one node whose
 // inputs are enc, q, the mask and the fill value ("" when not masked) and
-// the members' other inputs (the axes), and whose outputs are a and c. The values in between must have no reader
-// outside the pattern; a may have others, after the pattern's last node
-// (whose place the fused node takes).
+// the members' other inputs (the axes), and whose outputs are a and c.
+// The values in between must have no reader outside the pattern; a may
+// have others, after the pattern's last node (whose place the fused node
+// takes).
 func fuseAttention(nodes []planNode, uses map[string]int, known func(string) *Tensor) []planNode {
 	x := indexPlan(nodes, uses)
 	// axesAre reports whether the Squeeze or Unsqueeze node n (opset 13's
