@@ -587,9 +587,14 @@ func runQuantProduct(qp *kernel.QuantProduct, fz *rowInt8Fusion) opFunc {
 		if len(sp.rowScale) < rows {
 			sp.rowScale = make([]float32, rows)
 		}
-		for r := range rows {
-			sp.rowScale[r] = fz.quantizeRow(xs[r*K:(r+1)*K], sp.xq[r*stride:r*stride+K])
-		}
+		// Rows are quantized independently: split among the threads
+		// like the rows of the node before (whose rows a thread then
+		// reads from its own cache, when that node split them too).
+		kernel.Parallel(rows, f.r.threads, 2*rows*K, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				sp.rowScale[r] = fz.quantizeRow(xs[r*K:(r+1)*K], sp.xq[r*stride:r*stride+K])
+			}
+		})
 		shape := cloneShape(x.Shape)
 		shape[rank-1] = int64(qp.N)
 		y := f.r.f32(shape)

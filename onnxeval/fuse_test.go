@@ -11,10 +11,13 @@ import (
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/bench"
+	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxeval"
+	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/quant"
+	"github.com/attnx/attnx/quant/qlayer"
 )
 
 const fusedRowInt8 = "attnx.fused.RowInt8MatMul"
@@ -250,5 +253,38 @@ func TestBidirectionalThreadsAgree(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFusedRowInt8ManyRows: with enough rows the fused per-row int8
+// product quantizes its rows on the run's threads, each row as alone,
+// bit for bit the nodes' result (rows holding NaN, infinities, zeros and
+// huge values among them), at one thread and two.
+func TestFusedRowInt8ManyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(77, 78))
+	const rows, in, out = 300, 512, 96
+	g := builder.New("linear")
+	x := g.Input("x", builder.Float, builder.Dims(rows, in))
+	l := qlayer.Linear(g, "fc", x, qlayer.Layer{W: uniform(rng, out*in, 0.1), B: uniform(rng, out, 1), Out: out, In: in}, qlayer.Scheme{Form: qlayer.DynamicInt8})
+	g.Output("y", l.Y)
+	data, err := onnxfile.Marshal(builder.NewModel(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := uniform(rng, rows*in, 2)
+	for r, v := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 3e38} {
+		row := 37*r + 5
+		for k := range in {
+			if v == 0 || k%9 == 0 {
+				xs[row*in+k] = v
+			}
+		}
+	}
+	for _, threads := range []int{1, 2} {
+		fused, nodes := openBoth(t, data, threads)
+		if !slices.Contains(fused.OpsDeep(), fusedRowInt8+"Add") {
+			t.Fatalf("not fused: %v", fused.OpsDeep())
+		}
+		runBoth(t, fused, nodes, map[string]*onnxeval.Tensor{"x": onnxeval.New([]int64{rows, in}, xs)}, fmt.Sprintf("%d threads", threads))
 	}
 }
