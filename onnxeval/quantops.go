@@ -589,22 +589,25 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32, threads int) {
 		sc.aScale, sc.aSum = make([]float32, M*nb), make([]float32, M*nb)
 	}
 	aq, aScale, aSum := sc.aq[:M*stride], sc.aScale[:M*nb], sc.aSum[:M*nb]
-	for m := 0; m < M; m++ {
-		row := a[m*K : (m+1)*K]
-		q := aq[m*stride : m*stride+K]
-		for t := 0; t < nb; t++ {
-			lo, hi := t*blk, min(K, (t+1)*blk)
-			scale, inv := int8BlockScale(row[lo:hi])
-			aScale[m*nb+t] = scale
-			var sum int32
-			for k := lo; k < hi; k++ {
-				v := int8(saturate(roundEven(row[k]*inv), -128, 127))
-				q[k] = v
-				sum += int32(v)
+	// Rows are quantized independently, on the run's threads.
+	kernel.Parallel(M, threads, 4*M*K, func(m0, m1 int) {
+		for m := m0; m < m1; m++ {
+			row := a[m*K : (m+1)*K]
+			q := aq[m*stride : m*stride+K]
+			for t := 0; t < nb; t++ {
+				lo, hi := t*blk, min(K, (t+1)*blk)
+				scale, inv := int8BlockScale(row[lo:hi])
+				aScale[m*nb+t] = scale
+				var sum int32
+				for k := lo; k < hi; k++ {
+					v := int8(saturate(roundEven(row[k]*inv), -128, 127))
+					q[k] = v
+					sum += int32(v)
+				}
+				aSum[m*nb+t] = float32(sum)
 			}
-			aSum[m*nb+t] = float32(sum)
 		}
-	}
+	})
 	p.Run(M, aq, stride, aScale, aSum, c, N, threads)
 }
 
@@ -624,10 +627,8 @@ func zeroPointAt(zps []int32, i int) int32 {
 // MatMulNBits' accuracy level 4 (max|x| / 127) and its inverse (0 for an
 // all-zero block), as ONNX Runtime quantizes A.
 func int8BlockScale(x []float32) (scale, inv float32) {
-	var amax float32
-	for _, v := range x {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
+	// The largest |x|, NaN when x holds one (x is not empty: a block).
+	amax := kernel.AbsMax(x)
 	scale = amax / 127
 	if scale != 0 {
 		inv = 1 / scale
