@@ -256,10 +256,10 @@ func TestBidirectionalThreadsAgree(t *testing.T) {
 	}
 }
 
-// TestFusedRowInt8ManyRows: with enough rows the fused per-row int8
-// product quantizes its rows on the run's threads, each row as alone,
-// bit for bit the nodes' result (rows holding NaN, infinities, zeros and
-// huge values among them), at one thread and two.
+// TestFusedRowInt8ManyRows: the fused per-row int8 product of 300 rows,
+// its columns split among two threads, gives bit for bit the nodes'
+// result (rows holding NaN, infinities, zeros and huge values among
+// them), at one thread and two.
 func TestFusedRowInt8ManyRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(77, 78))
 	const rows, in, out = 300, 512, 96
