@@ -238,6 +238,17 @@ func compileLSTMGates(n *node, g *lstmGates) (opFunc, error) {
 			u := (*sp)[8*H : 9*H]
 			for r := lo; r < hi; r++ {
 				pre := x[r*4*H : (r+1)*4*H]
+				cr, c2r, h2r := cs[r*H:(r+1)*H], cd[r*H:(r+1)*H], hd[r*H:(r+1)*H]
+				// With AVX-512 and H a multiple of 16, one pass over the
+				// row in registers (the same values: IEEE products and
+				// sums do not depend on their operands' order).
+				var gh []float32
+				if g.add {
+					gh = y[r*4*H : (r+1)*4*H]
+				}
+				if kernel.LSTMGates(pre, gh, cr, h2r, c2r) {
+					continue
+				}
 				if g.add {
 					kernel.Arith(kernel.Add, pre, y[r*4*H:(r+1)*4*H], sum)
 					pre = sum
@@ -245,7 +256,6 @@ func compileLSTMGates(n *node, g *lstmGates) (opFunc, error) {
 				kernel.Sigmoid(pre[:3*H], sg)
 				kernel.Tanh(pre[3*H:], t)
 				i, fg, o := sg[:H], sg[H:2*H], sg[2*H:]
-				cr, c2r, h2r := cs[r*H:(r+1)*H], cd[r*H:(r+1)*H], hd[r*H:(r+1)*H]
 				binary(kernel.Mul, fg, cr, u, g.swap[0]) // f * c
 				binary(kernel.Mul, i, t, t, g.swap[1])   // i * tanh(t)
 				binary(kernel.Add, u, t, c2r, g.swap[2]) // c2

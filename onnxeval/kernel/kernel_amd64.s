@@ -1587,6 +1587,113 @@ th16done:
 	VZEROUPPER
 	RET
 
+// SIG16: Z4 = sigmoid(Z0), sigmoid16Asm's steps (Z29 its clamp, Z30 the
+// sign bit, Z31 one; EXP16's registers).
+#define SIG16 \
+	VPXORD Z30, Z0, Z0 \
+	VMINPS Z0, Z29, Z0 \
+	EXP16 \
+	VADDPS Z31, Z4, Z4 \
+	VDIVPS Z4, Z31, Z4
+
+// TANH16: Z4 = tanh(Z0), tanh16Asm's steps (Z15 two, Z29 the clamp, Z31
+// one; EXP16's registers).
+#define TANH16 \
+	VMULPS Z15, Z0, Z0 \
+	VMINPS Z0, Z29, Z0 \
+	EXP16 \
+	VADDPS Z31, Z4, Z4 \
+	VDIVPS Z4, Z15, Z4 \
+	VSUBPS Z4, Z31, Z4
+
+// LGCELL: sixteen elements of the state update from the gates i (Z6), f
+// (Z7), o (Z8) and tanh of the candidate (Z4): c2 = f*c + i*tanh(t) at
+// (R12), h2 = o*tanh(c2) at (R11), c read at (R10); each product and the
+// sum rounded on its own, as the nodes compute them.
+#define LGCELL \
+	VMULPS (R10), Z7, Z10 \
+	VMULPS Z4, Z6, Z11 \
+	VADDPS Z11, Z10, Z10 \
+	VMOVUPS Z10, (R12) \
+	VMOVAPS Z10, Z0 \
+	TANH16 \
+	VMULPS Z4, Z8, Z4 \
+	VMOVUPS Z4, (R11) \
+	ADDQ $64, SI \
+	ADDQ $64, R10 \
+	ADDQ $64, R11 \
+	ADDQ $64, R12
+
+// func lstmGates16Asm(x, y, c, h2, c2 *float32, h int)
+// One row of an LSTM cell's state update, sixteen elements at a time (h a
+// multiple of 16): the gates' pre-activations x (plus y when y is not
+// nil), [i f o t] of h each, the cell state c; writes c2 and h2. Every
+// value is computed by the steps of sigmoid16Asm, tanh16Asm and the
+// vector products and sums, in the nodes' order: bit for bit theirs.
+TEXT ·lstmGates16Asm(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DX
+	MOVQ c+16(FP), R10
+	MOVQ h2+24(FP), R11
+	MOVQ c2+32(FP), R12
+	MOVQ h+40(FP), CX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	SHRQ $4, CX
+	EXPCONST16
+	MOVL $0x42b0c0a5, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x40000000, AX
+	VPBROADCASTD AX, Z15
+	TESTQ CX, CX
+	JZ   lgdone
+	TESTQ DX, DX
+	JZ   lgloop1
+lgloop2:
+	VMOVUPS (SI), Z0
+	VADDPS (DX), Z0, Z0
+	SIG16
+	VMOVAPS Z4, Z6
+	VMOVUPS (SI)(R8*1), Z0
+	VADDPS (DX)(R8*1), Z0, Z0
+	SIG16
+	VMOVAPS Z4, Z7
+	VMOVUPS (SI)(R8*2), Z0
+	VADDPS (DX)(R8*2), Z0, Z0
+	SIG16
+	VMOVAPS Z4, Z8
+	VMOVUPS (SI)(R9*1), Z0
+	VADDPS (DX)(R9*1), Z0, Z0
+	TANH16
+	LGCELL
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  lgloop2
+	JMP  lgdone
+lgloop1:
+	VMOVUPS (SI), Z0
+	SIG16
+	VMOVAPS Z4, Z6
+	VMOVUPS (SI)(R8*1), Z0
+	SIG16
+	VMOVAPS Z4, Z7
+	VMOVUPS (SI)(R8*2), Z0
+	SIG16
+	VMOVAPS Z4, Z8
+	VMOVUPS (SI)(R9*1), Z0
+	TANH16
+	LGCELL
+	DECQ CX
+	JNZ  lgloop1
+lgdone:
+	VZEROUPPER
+	RET
+
 // G43ROW: one k step of gemmPanel4x3Asm for one row: its element at
 // off(reg) broadcast into Z27 (Z28 for odd steps' rows, so that the
 // broadcasts overlap), times the three panels' rows in Z24-Z26.

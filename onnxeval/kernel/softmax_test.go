@@ -141,3 +141,68 @@ func TestActivationsLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestLSTMGatesOnePass: the one-pass state update gives, bit for bit,
+// what the cell's steps give one after another (Sigmoid of the three
+// gates, Tanh of the candidate, the products and the sum, Tanh of the new
+// cell state), with the gates' sum taken first or given, over gates and
+// states holding NaN, infinities, zeros of both signs and huge values.
+func TestLSTMGatesOnePass(t *testing.T) {
+	if !usePanels {
+		if LSTMGates(make([]float32, 64), nil, make([]float32, 16), make([]float32, 16), make([]float32, 16)) {
+			t.Fatal("LSTMGates ran without AVX-512")
+		}
+		t.Skip("no AVX-512 on this path")
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-40, 90, -90}
+	for _, H := range []int{16, 32, 48, 512} {
+		x, y, c := make([]float32, 4*H), make([]float32, 4*H), make([]float32, H)
+		for i := range x {
+			x[i], y[i] = (r.Float32()*2-1)*6, (r.Float32()*2-1)*6
+		}
+		for i := range c {
+			c[i] = (r.Float32()*2 - 1) * 4
+		}
+		for i, v := range special {
+			x[(i*37)%(4*H)] = v
+			y[(i*53+5)%(4*H)] = v
+			c[(i*11+3)%H] = v
+		}
+		for _, add := range []bool{false, true} {
+			// The steps one after another.
+			pre := append([]float32(nil), x...)
+			if add {
+				Arith(Add, x, y, pre)
+			}
+			sg, tt := make([]float32, 3*H), make([]float32, H)
+			Sigmoid(pre[:3*H], sg)
+			Tanh(pre[3*H:], tt)
+			u, wantC, wantH := make([]float32, H), make([]float32, H), make([]float32, H)
+			Arith(Mul, sg[H:2*H], c, u)
+			Arith(Mul, sg[:H], tt, tt)
+			Arith(Add, u, tt, wantC)
+			Tanh(wantC, u)
+			Arith(Mul, sg[2*H:], u, wantH)
+			var yy []float32
+			if add {
+				yy = y
+			}
+			h2, c2 := make([]float32, H), make([]float32, H)
+			if !LSTMGates(x, yy, c, h2, c2) {
+				t.Fatalf("H=%d: LSTMGates did not run", H)
+			}
+			for name, p := range map[string][2][]float32{"c2": {c2, wantC}, "h2": {h2, wantH}} {
+				for i, v := range p[0] {
+					w := p[1][i]
+					if math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+						t.Fatalf("H=%d add=%v: %s[%d] = %v, the steps give %v", H, add, name, i, v, w)
+					}
+				}
+			}
+		}
+	}
+	if LSTMGates(make([]float32, 4*20), nil, make([]float32, 20), make([]float32, 20), make([]float32, 20)) {
+		t.Fatal("LSTMGates took H=20, not a multiple of 16")
+	}
+}
