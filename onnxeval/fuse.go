@@ -358,6 +358,16 @@ func (x *planIndex) only(value, op string, ins int) (int, bool) {
 	return i, x.plain(x.nodes[i], op, ins, 1)
 }
 
+// from is the index of the node making value when it is a plain op (with
+// ins inputs and one output) and nothing else reads value.
+func (x *planIndex) from(value, op string, ins int) (int, bool) {
+	i, ok := x.at[value]
+	if !ok || x.uses[value] != 1 {
+		return 0, false
+	}
+	return i, x.plain(x.nodes[i], op, ins, 1)
+}
+
 // compileNode compiles one node of a plan: a file's node by its
 // operator's compile function, a fused one by its own.
 func compileNode(n *node, pn planNode) (opFunc, error) {

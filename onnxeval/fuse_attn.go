@@ -58,15 +58,13 @@ func fuseAttention(nodes []planNode, uses map[string]int, known func(string) *Te
 		}
 		return len(axes) == 1 && slices.Contains(want, axes[0])
 	}
-	// one is the node making value when it is a plain op (with one
-	// output) and value has no other reader.
-	one := func(value, op string) (int, bool) {
-		i, ok := x.at[value]
-		if !ok || x.uses[value] != 1 {
-			return 0, false
+	// fromAxes is x.from for Squeeze and Unsqueeze, whose axes are an
+	// input from opset 13 and an attribute before.
+	fromAxes := func(value, op string) (int, bool) {
+		if i, ok := x.from(value, op, 2); ok {
+			return i, true
 		}
-		n := nodes[i]
-		return i, x.plain(n, op, len(n.Inputs), 1) && len(n.Inputs) >= 1
+		return x.from(value, op, 1)
 	}
 	removed := map[int]bool{}
 	replaced := map[int]planNode{}
@@ -79,21 +77,21 @@ func fuseAttention(nodes []planNode, uses map[string]int, known func(string) *Te
 		fa := attention{}
 		s := sm.Inputs[0]
 		var cond, fill string
-		if wi, ok := one(s, "Where"); ok && len(nodes[wi].Inputs) == 3 {
+		if wi, ok := x.from(s, "Where", 3); ok {
 			fa.masked = true
 			cond, s, fill = nodes[wi].Inputs[0], nodes[wi].Inputs[1], nodes[wi].Inputs[2]
 			members = append(members, wi)
 		}
-		sq, ok := one(s, "Squeeze")
+		sq, ok := fromAxes(s, "Squeeze")
 		if !ok || !axesAre(nodes[sq], 2, -1) {
 			continue
 		}
-		mm, ok := one(nodes[sq].Inputs[0], "MatMul")
-		if !ok || len(nodes[mm].Inputs) != 2 {
+		mm, ok := x.from(nodes[sq].Inputs[0], "MatMul", 2)
+		if !ok {
 			continue
 		}
 		enc, u := nodes[mm].Inputs[0], nodes[mm].Inputs[1]
-		un, ok := one(u, "Unsqueeze")
+		un, ok := fromAxes(u, "Unsqueeze")
 		if !ok || !axesAre(nodes[un], 2, -1) {
 			continue
 		}

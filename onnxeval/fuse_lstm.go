@@ -138,7 +138,7 @@ func fuseLSTMGates(nodes []planNode, uses map[string]int, known func(string) *Te
 		pre := s1.Inputs[0]
 		in := []string{pre, "", c, s1.Inputs[1], nodes[s2].Inputs[1]}
 		members := []int{si, sg, tt, s2, mf, mi, ad, tc, mo}
-		if a, ok := x.at[pre]; ok && uses[pre] == 1 && plain(nodes[a], "Add", 2, 1) && !removed[a] {
+		if a, ok := x.from(pre, "Add", 2); ok && !removed[a] {
 			g.add = true
 			in[0], in[1] = nodes[a].Inputs[0], nodes[a].Inputs[1]
 			members = append([]int{a}, members...)

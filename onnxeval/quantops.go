@@ -473,7 +473,7 @@ func matMulBlockInt8(r *runner, a []float32, M, N, K, blk int, wq, wScale []floa
 			scale, inv := int8BlockScale(a[m*K+lo : m*K+hi])
 			aScale[m*nb+b] = scale
 			for k := lo; k < hi; k++ {
-				aq[m*K+k] = saturate(roundEven(a[m*K+k]*inv), -128, 127)
+				aq[m*K+k] = quantBlockValue(a[m*K+k], inv)
 			}
 		}
 	}
@@ -600,7 +600,7 @@ func (w *nibbleWeights) run(a []float32, M int, c []float32, threads int) {
 				aScale[m*nb+t] = scale
 				var sum int32
 				for k := lo; k < hi; k++ {
-					v := int8(saturate(roundEven(row[k]*inv), -128, 127))
+					v := int8(quantBlockValue(row[k], inv))
 					q[k] = v
 					sum += int32(v)
 				}
@@ -635,3 +635,7 @@ func int8BlockScale(x []float32) (scale, inv float32) {
 	}
 	return scale, inv
 }
+
+// quantBlockValue is v quantized to int8 in its block (inv the block's
+// int8BlockScale inverse): rounded half to even, saturated.
+func quantBlockValue(v, inv float32) float32 { return saturate(roundEven(v*inv), -128, 127) }
