@@ -92,6 +92,15 @@ func vnni4x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *
 //go:noescape
 func vnni6x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 
+//go:noescape
+func vnni5x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+
+//go:noescape
+func vnni3x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+
+//go:noescape
+func vnni2x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+
 // q8x16Asm: QuantProduct's 4 rows x 16 columns on AVX2, or with vex on
 // AVX-VNNI (kernel_amd64.s).
 //

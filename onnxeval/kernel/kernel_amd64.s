@@ -782,25 +782,73 @@ v4bias:
 	V6OUTB(a2, Z26, Z30, 128) \
 	V6OUTB(a3, Z27, Z31, 192)
 
-// V6STORE stores vnni6x64Asm's six rows with ROW (V6ROW or V6ROWB), each
-// row's scale at (R12) on, the rows R9 bytes apart from BX.
-#define V6STORE(ROW) \
+// V6NEXT moves the epilogue of vnni6x64Asm and its narrower forms to the
+// next row: its outputs R9 bytes on, its scale 4 bytes on.
+#define V6NEXT \
+	ADDQ R9, BX \
+	ADDQ $4, R12
+
+// V6STORE2, 3, 5 and V6STORE store the first two, three, five and six
+// rows' accumulators with ROW (V6ROW or V6ROWB), each row's scale at (R12)
+// on, the rows R9 bytes apart from BX.
+#define V6STORE2(ROW) \
 	ROW(Z0, Z1, Z2, Z3) \
-	ADDQ R9, BX \
-	ADDQ $4, R12 \
-	ROW(Z4, Z5, Z6, Z7) \
-	ADDQ R9, BX \
-	ADDQ $4, R12 \
-	ROW(Z8, Z9, Z10, Z11) \
-	ADDQ R9, BX \
-	ADDQ $4, R12 \
+	V6NEXT \
+	ROW(Z4, Z5, Z6, Z7)
+
+#define V6STORE3(ROW) \
+	V6STORE2(ROW) \
+	V6NEXT \
+	ROW(Z8, Z9, Z10, Z11)
+
+#define V6STORE5(ROW) \
+	V6STORE3(ROW) \
+	V6NEXT \
 	ROW(Z12, Z13, Z14, Z15) \
-	ADDQ R9, BX \
-	ADDQ $4, R12 \
-	ROW(Z16, Z17, Z18, Z19) \
-	ADDQ R9, BX \
-	ADDQ $4, R12 \
+	V6NEXT \
+	ROW(Z16, Z17, Z18, Z19)
+
+#define V6STORE(ROW) \
+	V6STORE5(ROW) \
+	V6NEXT \
 	ROW(Z20, Z21, Z22, Z23)
+
+// V6EPILOGUE loads vnni6x64Asm's (and its narrower forms') corrections
+// into Z24-Z27 and column scales into Z28-Z31, the row scales' address
+// into R12, y into BX, ldy in bytes into R9 and bias into CX, and sets
+// the flags from bias (JNZ: there is one).
+#define V6EPILOGUE \
+	MOVQ corr+32(FP), AX \
+	VMOVDQU32 (AX), Z24 \
+	VMOVDQU32 64(AX), Z25 \
+	VMOVDQU32 128(AX), Z26 \
+	VMOVDQU32 192(AX), Z27 \
+	MOVQ sc+40(FP), AX \
+	VMOVUPS (AX), Z28 \
+	VMOVUPS 64(AX), Z29 \
+	VMOVUPS 128(AX), Z30 \
+	VMOVUPS 192(AX), Z31 \
+	MOVQ rs+48(FP), R12 \
+	MOVQ y+56(FP), BX \
+	MOVQ ldy+64(FP), R9 \
+	SHLQ $2, R9 \
+	MOVQ bias+72(FP), CX \
+	TESTQ CX, CX
+
+// V6LOADW loads a group's four panels of 64 columns into Z24-Z27.
+#define V6LOADW \
+	VMOVDQU32 (DI), Z24 \
+	VMOVDQU32 64(DI), Z25 \
+	VMOVDQU32 128(DI), Z26 \
+	VMOVDQU32 192(DI), Z27
+
+// V6DOTS adds a row's broadcast group (b) times the panels in Z24-Z27 to
+// its accumulators a0-a3.
+#define V6DOTS(b, a0, a1, a2, a3) \
+	VPDPBUSD Z24, b, a0 \
+	VPDPBUSD Z25, b, a1 \
+	VPDPBUSD Z26, b, a2 \
+	VPDPBUSD Z27, b, a3
 
 // func vnni6x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
 // vnni4x64Asm on six rows: 24 accumulators, each group's four panels
@@ -856,28 +904,121 @@ v6loop:
 	ADDQ $256, DI
 	DECQ CX
 	JNZ  v6loop
-	MOVQ corr+32(FP), AX
-	VMOVDQU32 (AX), Z24
-	VMOVDQU32 64(AX), Z25
-	VMOVDQU32 128(AX), Z26
-	VMOVDQU32 192(AX), Z27
-	MOVQ sc+40(FP), AX
-	VMOVUPS (AX), Z28
-	VMOVUPS 64(AX), Z29
-	VMOVUPS 128(AX), Z30
-	VMOVUPS 192(AX), Z31
-	MOVQ rs+48(FP), R12
-	MOVQ y+56(FP), BX
-	MOVQ ldy+64(FP), R9
-	SHLQ $2, R9
-	MOVQ bias+72(FP), CX
-	TESTQ CX, CX
+	V6EPILOGUE
 	JNZ  v6bias
 	V6STORE(V6ROW)
 	VZEROUPPER
 	RET
 v6bias:
 	V6STORE(V6ROWB)
+	VZEROUPPER
+	RET
+
+// func vnni5x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+// vnni6x64Asm on five rows (20 accumulators): a beam of five
+// hypotheses, or what six-row tiles leave, in one pass over the block's
+// weights instead of the four-row kernel's and the one-row kernel's.
+TEXT ·vnni5x64Asm(SB), NOSPLIT, $0-80
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	LEAQ (SI)(DX*2), R8
+	LEAQ (SI)(DX*4), R10
+	ZERO16
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+v5loop:
+	V6LOADW
+	VPBROADCASTD (SI), Z28
+	VPBROADCASTD (SI)(DX*1), Z29
+	VPBROADCASTD (R8), Z30
+	VPBROADCASTD (R8)(DX*1), Z31
+	V6DOTS(Z28, Z0, Z1, Z2, Z3)
+	V6DOTS(Z29, Z4, Z5, Z6, Z7)
+	VPBROADCASTD (R10), Z28
+	V6DOTS(Z30, Z8, Z9, Z10, Z11)
+	V6DOTS(Z31, Z12, Z13, Z14, Z15)
+	V6DOTS(Z28, Z16, Z17, Z18, Z19)
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $4, R10
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  v5loop
+	V6EPILOGUE
+	JNZ  v5bias
+	V6STORE5(V6ROW)
+	VZEROUPPER
+	RET
+v5bias:
+	V6STORE5(V6ROWB)
+	VZEROUPPER
+	RET
+
+// func vnni3x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+// vnni6x64Asm on three rows (12 accumulators).
+TEXT ·vnni3x64Asm(SB), NOSPLIT, $0-80
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	LEAQ (SI)(DX*2), R8
+	ZERO8
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+v3loop:
+	V6LOADW
+	VPBROADCASTD (SI), Z28
+	VPBROADCASTD (SI)(DX*1), Z29
+	VPBROADCASTD (R8), Z30
+	V6DOTS(Z28, Z0, Z1, Z2, Z3)
+	V6DOTS(Z29, Z4, Z5, Z6, Z7)
+	V6DOTS(Z30, Z8, Z9, Z10, Z11)
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  v3loop
+	V6EPILOGUE
+	JNZ  v3bias
+	V6STORE3(V6ROW)
+	VZEROUPPER
+	RET
+v3bias:
+	V6STORE3(V6ROWB)
+	VZEROUPPER
+	RET
+
+// func vnni2x64Asm(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
+// vnni6x64Asm on two rows (8 accumulators).
+TEXT ·vnni2x64Asm(SB), NOSPLIT, $0-80
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k4+16(FP), CX
+	MOVQ bp+24(FP), DI
+	ZERO8
+v2loop:
+	V6LOADW
+	VPBROADCASTD (SI), Z28
+	VPBROADCASTD (SI)(DX*1), Z29
+	V6DOTS(Z28, Z0, Z1, Z2, Z3)
+	V6DOTS(Z29, Z4, Z5, Z6, Z7)
+	ADDQ $4, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  v2loop
+	V6EPILOGUE
+	JNZ  v2bias
+	V6STORE2(V6ROW)
+	VZEROUPPER
+	RET
+v2bias:
+	V6STORE2(V6ROWB)
 	VZEROUPPER
 	RET
 

@@ -21,8 +21,8 @@ import (
 // columns together (256 bytes), so that one broadcast of 4 bytes of a row
 // of A meets 64 columns in four instructions, and a block of 6 rows by
 // 64 columns keeps 24 accumulators in registers, the weights read once per
-// 6 rows (then 4 rows and 16 accumulators, then one row, for the rows
-// left). Sums stay in registers to the end: the zero point's correction,
+// 6 rows (the rows left, two to five, in one tile of their own, a last
+// single row by the one-row kernel). Sums stay in registers to the end: the zero point's correction,
 // the conversion and both scales are applied as they are stored.
 type QuantProduct struct {
 	N, K   int
@@ -203,12 +203,16 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 	})
 }
 
-// vnniTiles are the VNNI kernels that take several rows of one 64-column
-// block, widest first.
-var vnniTiles = []struct {
-	rows int
-	f    func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32)
-}{{6, vnni6x64Asm}, {4, vnni4x64Asm}}
+// vnniTiles are the VNNI kernels taking several rows of one 64-column
+// block, by their number of rows: six at a time, then one kernel for the
+// rest (two to five; one row has its own kernel). One tile reads a
+// block's weights once for all its rows, where each row through the
+// one-row kernel reads them again, bound by those loads: five rows as
+// four and one, or three as three single rows, took up to a third longer
+// than six rows in one tile (16,000 columns, K = 1,024, one thread).
+var vnniTiles = [6]func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32){
+	2: vnni2x64Asm, 3: vnni3x64Asm, 4: vnni4x64Asm, 5: vnni5x64Asm,
+}
 
 // run computes the column blocks b0..b1 for every row: each block's
 // weights (k4*256 bytes) stay in cache while the rows go through them.
@@ -217,32 +221,37 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 	for b := b0; b < b1; b++ {
 		bp := &q.p[b*q.k4*4*qBlock]
 		j0 := b * qBlock
-		full := j0+qBlock <= q.N
+		cols := min(qBlock, q.N-j0) // the block's columns: whole but the last
 		corr, sc := &q.corr[j0], &q.sc[j0]
 		var bias *float32
 		if q.bias != nil {
 			bias = &q.bias[j0]
 		}
-		i := 0
-		for _, tile := range vnniTiles {
-			for ; i+tile.rows <= m; i += tile.rows {
-				if full {
-					tile.f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
-					continue
+		for i := 0; i < m; {
+			n := min(6, m-i)
+			if n == 1 {
+				if cols == qBlock {
+					vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &y[i*ldy+j0], bias)
+				} else {
+					vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &tmp[0], bias)
+					copy(y[i*ldy+j0:i*ldy+j0+cols], tmp[:])
 				}
-				tile.f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
-				for r := 0; r < tile.rows; r++ {
-					copy(y[(i+r)*ldy+j0:(i+r)*ldy+q.N], tmp[r*qBlock:])
-				}
-			}
-		}
-		for ; i < m; i++ {
-			if full {
-				vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &y[i*ldy+j0], bias)
+				i++
 				continue
 			}
-			vnni1x64Asm(&a[i*lda], q.k4, bp, corr, sc, rs[i], &tmp[0], bias)
-			copy(y[i*ldy+j0:i*ldy+q.N], tmp[:])
+			f := vnni6x64Asm
+			if n < 6 {
+				f = vnniTiles[n]
+			}
+			if cols == qBlock {
+				f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
+			} else {
+				f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &tmp[0], qBlock, bias)
+				for r := range n {
+					copy(y[(i+r)*ldy+j0:(i+r)*ldy+j0+cols], tmp[r*qBlock:])
+				}
+			}
+			i += n
 		}
 	}
 }
