@@ -159,6 +159,9 @@ func expSum16Asm(x *float32, n int, m float32) float64
 func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
 
 //go:noescape
+func gemmPanel5x2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+
+//go:noescape
 func firstBeyondAsm(x *float32, n int, t float32, mode int) int
 
 // peakAsm runs the register-only loop BenchmarkPeak times.

@@ -2635,3 +2635,96 @@ gvadone:
 	VZEROUPPER
 	RET
 
+// G52ROW: one k step of gemmPanel5x2Asm for one row: its element at
+// src broadcast into bc, times the two panels' rows in Z24 and Z25.
+#define G52ROW(src, bc, a0, a1) \
+	VBROADCASTSS src, bc \
+	VFMADD231PS Z24, bc, a0 \
+	VFMADD231PS Z25, bc, a1
+
+// G52STEP is one k step of gemmPanel5x2Asm for its five rows, the
+// elements off bytes into each row, into the accumulators from a0 on
+// (a0..a0+9, named one by one).
+#define G52STEP(off, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+	G52ROW(off(SI), Z27, a0, a1) \
+	G52ROW(off(R8), Z28, a2, a3) \
+	G52ROW(off(R9), Z29, a4, a5) \
+	G52ROW(off(R12), Z30, a6, a7) \
+	G52ROW(off(R10), Z31, a8, a9)
+
+// func gemmPanel5x2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int)
+// C[0:5, 0:32] = A[0:5, 0:k] times two consecutive packed panels at bp:
+// five rows (a beam of five for one sentence) in one pass over the
+// panels, where four rows and one read them twice. Even steps of k into
+// Z0-Z9, odd ones into Z10-Z19, summed at the end: each row's sums in the
+// order of gemmPanel4x3Asm and gemvPanelAsm, bit for bit theirs.
+TEXT ·gemmPanel5x2Asm(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), DX
+	MOVQ k+16(FP), CX
+	MOVQ bp+24(FP), DI
+	SHLQ $2, DX
+	LEAQ (SI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R12
+	LEAQ (R12)(DX*1), R10
+	MOVQ CX, AX
+	SHLQ $6, AX
+	LEAQ (DI)(AX*1), R13
+	ZERO16
+	ZERO16TO23
+	MOVQ CX, BX
+	SHRQ $1, BX
+	JZ   g52tail
+g52loop:
+	VMOVUPS (DI), Z24
+	VMOVUPS (R13), Z25
+	G52STEP(0, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9)
+	VMOVUPS 64(DI), Z24
+	VMOVUPS 64(R13), Z25
+	G52STEP(4, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	ADDQ $128, DI
+	ADDQ $128, R13
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	ADDQ $8, R12
+	ADDQ $8, R10
+	DECQ BX
+	JNZ  g52loop
+g52tail:
+	TESTQ $1, CX
+	JZ   g52store
+	VMOVUPS (DI), Z24
+	VMOVUPS (R13), Z25
+	G52STEP(0, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9)
+g52store:
+	VADDPS Z10, Z0, Z0
+	VADDPS Z11, Z1, Z1
+	VADDPS Z12, Z2, Z2
+	VADDPS Z13, Z3, Z3
+	VADDPS Z14, Z4, Z4
+	VADDPS Z15, Z5, Z5
+	VADDPS Z16, Z6, Z6
+	VADDPS Z17, Z7, Z7
+	VADDPS Z18, Z8, Z8
+	VADDPS Z19, Z9, Z9
+	MOVQ c+32(FP), R10
+	MOVQ ldc+40(FP), R11
+	SHLQ $2, R11
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	VZEROUPPER
+	RET

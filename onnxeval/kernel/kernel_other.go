@@ -84,6 +84,9 @@ func expSum16Asm(x *float32, n int, m float32) float64 { panic("no assembly") }
 func gemmPanel4x3Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
 	panic("no assembly")
 }
+func gemmPanel5x2Asm(a *float32, lda, k int, bp *float32, c *float32, ldc int) {
+	panic("no assembly")
+}
 func firstBeyondAsm(x *float32, n int, t float32, mode int) int { panic("no assembly") }
 func subSubAsm(x *float32, a, b float32, z *float32, n int)     { panic("no assembly") }
 

@@ -98,17 +98,26 @@ func (w *Packed) Mul(m int, a []float32, lda int, c []float32, ldc int, threads 
 // mul computes the columns of panels p0..p1; pad, when not nil, holds the
 // rows left over from the blocks of four, padded to four with zeros.
 func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int, pad []float32) {
-	K, N := w.K, w.N
+	K := w.K
 	full := p1 // panels whose 16 columns all exist
-	if p1*panel > N {
+	if p1*panel > w.N {
 		full = p1 - 1
 	}
-	var tmp [4 * panel]float32
+	p := p0
+	if m == 5 {
+		// Five rows (a beam of five for one sentence): two panels at a
+		// time in one tile, where four rows and one would read every
+		// panel twice.
+		for ; p+2 <= full; p += 2 {
+			gemmPanel5x2Asm(&a[0], lda, K, &w.p[p*panel*K], &c[p*panel], ldc)
+		}
+		w.mulPanels(p, p1, full, m, a, lda, c, ldc)
+		return
+	}
 	// Three full panels at a time for blocks of four rows: each A element
 	// broadcast once for 48 columns. Every row's sums are in the same
 	// order whichever kernel computes them.
 	m4 := m &^ 3
-	p := p0
 	var tile [4 * 3 * panel]float32
 	for ; p+3 <= full && (m4 > 0 || pad != nil); p += 3 {
 		bp := &w.p[p*panel*K]
@@ -127,6 +136,15 @@ func (w *Packed) mul(p0, p1, m int, a []float32, lda int, c []float32, ldc int, 
 			gemvPanelAsm(&a[i*lda], K, bp, 3, &c[i*ldc+j0])
 		}
 	}
+	w.mulPanels(p, p1, full, m, a, lda, c, ldc)
+}
+
+// mulPanels computes the columns of panels p..p1 one panel at a time
+// (panels from full on lack some of their 16 columns): blocks of four
+// rows, then single rows.
+func (w *Packed) mulPanels(p, p1, full, m int, a []float32, lda int, c []float32, ldc int) {
+	K, N := w.K, w.N
+	var tmp [4 * panel]float32
 	for ; p < p1; p++ {
 		bp := &w.p[p*panel*K]
 		j0 := p * panel
