@@ -2079,8 +2079,8 @@ ssdone:
 	BYTE $0x50 \
 	BYTE modrm
 
-// MADD4 adds one group of 4 values of k of row pointer p (broadcast, its
-// bytes less 128 by the sign flip in Y15) times the 16 columns' weights
+// MADD4 adds one group of 4 values of k of row pointer p (broadcast:
+// signed bytes, the row's bytes less 128) times the 16 columns' weights
 // (Y8, Y9; their magnitudes Y10, Y11) into accumulators lo and hi:
 // VPSIGNB moves each weight's sign onto the activation, VPMADDUBSW
 // multiplies magnitude (unsigned, at most 128) by signed activation (at
@@ -2088,7 +2088,6 @@ ssdone:
 // VPMADDWD by ones (Y14) adds the pairs into int32: exact sums.
 #define MADD4(p, lo, hi) \
 	VPBROADCASTD p, Y12 \
-	VPXOR        Y15, Y12, Y12 \
 	VPSIGNB      Y8, Y12, Y13 \
 	VPMADDUBSW   Y13, Y10, Y13 \
 	VPMADDWD     Y14, Y13, Y13 \
@@ -2119,8 +2118,8 @@ ssdone:
 // QuantProduct's product on 8 lanes: 4 rows (lda apart) by 16 columns,
 // whose weights are 64 bytes of each 256-byte group of a VNNI panel (bp,
 // groups 256 bytes apart), k4 groups, into int32, exact. On AVX2 (MADD4)
-// the rows' bytes must not be 0 (then byte - 128 lies in [-127, 127]) and
-// the sums are those of byte - 128; with vex, on AVX-VNNI, VPDPBUSD sums
+// the rows are signed bytes in [-127, 127] (the row quantization's
+// bytes, which must not be 0, less 128) and the sums are theirs; with vex, on AVX-VNNI, VPDPBUSD sums
 // the bytes themselves, and corr (the zero point's correction, per
 // column) comes off them first. Then the epilogue, MOUT's.
 TEXT ·q8x16Asm(SB), NOSPLIT, $0-81
@@ -2141,9 +2140,6 @@ TEXT ·q8x16Asm(SB), NOSPLIT, $0-81
 	JNE  q8vex
 	VPCMPEQW Y14, Y14, Y14
 	VPSRLW   $15, Y14, Y14
-	MOVL     $0x80808080, AX
-	MOVD     AX, X15
-	VPBROADCASTD X15, Y15
 q8loop:
 	VMOVDQU (DI), Y8
 	VMOVDQU 32(DI), Y9

@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // QuantProduct is a dequantized 8-bit product with constant int8 weights
@@ -120,12 +122,14 @@ func (q *QuantProduct) Run(m int, a []uint8, lda int, rs []float32, y []float32,
 }
 
 // runAVX2 is Run on the 8-lane kernels, AVX2's or AVX-VNNI's: rows go
-// through them four at a time (a last group of fewer padded with rows of
-// 128, whose results are dropped); on AVX2 only the rows whose bytes are
-// all non-zero, the others through the Go loop.
+// through them four at a time from one copy (a last group of fewer padded
+// with rows whose results are dropped); on AVX2 only the rows whose bytes
+// are all non-zero, the others through the Go loop.
 func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []float32, ldy int, threads int) {
 	stride := q.Stride()
-	ok := make([]int, 0, m) // the rows the kernel takes
+	sc := avx2Scratch.Get().(*avx2Rows)
+	defer avx2Scratch.Put(sc)
+	ok := sc.ok[:0] // the rows the kernel takes
 	for i := 0; i < m; i++ {
 		if useVexVNNI || bytes.IndexByte(a[i*lda:i*lda+stride], 0) < 0 {
 			ok = append(ok, i)
@@ -133,39 +137,37 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 			q.runGo(i, i+1, a, lda, rs, y, ldy)
 		}
 	}
+	sc.ok = ok
 	if len(ok) == 0 {
 		return
 	}
-	// The kernel's rows: a's own where four consecutive rows are all
-	// taken, else copied into groups of four (padded with 128s).
-	type group struct {
-		a    []uint8
-		lda  int
-		rs   [4]float32
-		rows [4]int // -1: padding
-	}
-	var groups []group
-	for g := 0; g < len(ok); {
-		if g+4 <= len(ok) && ok[g+3] == ok[g]+3 {
-			i := ok[g]
-			groups = append(groups, group{a: a[i*lda:], lda: lda, rs: [4]float32(rs[i : i+4]), rows: [4]int{i, i + 1, i + 2, i + 3}})
-			g += 4
+	// The kernel's rows, copied four by four: on AVX2 each byte less 128
+	// as a signed byte (the byte XOR 0x80), which the kernel multiplies as
+	// it is, where flipping every broadcast in the kernel cost one
+	// instruction in eleven; padding rows are zeros there, the zero point
+	// 128 on AVX-VNNI, which takes the bytes themselves.
+	n4 := (len(ok) + 3) &^ 3
+	sc.rows = grow(sc.rows, n4*stride)
+	sc.groups = grow(sc.groups, n4/4)
+	rows, groups := sc.rows, sc.groups
+	for g := range n4 {
+		gr, r, dst := &groups[g/4], g%4, rows[g*stride:(g+1)*stride]
+		if g >= len(ok) {
+			gr.rows[r] = -1
+			if useVexVNNI {
+				fill(dst, 128)
+			} else {
+				clear(dst)
+			}
 			continue
 		}
-		gr := group{a: make([]uint8, 4*stride), lda: stride, rows: [4]int{-1, -1, -1, -1}}
-		for r := 0; r < 4; r++ {
-			if g < len(ok) {
-				i := ok[g]
-				copy(gr.a[r*stride:], a[i*lda:i*lda+stride])
-				gr.rs[r], gr.rows[r] = rs[i], i
-				g++
-			} else {
-				for l := range stride {
-					gr.a[r*stride+l] = 128
-				}
-			}
+		i := ok[g]
+		gr.rs[r], gr.rows[r] = rs[i], i
+		if useVexVNNI {
+			copy(dst, a[i*lda:])
+		} else {
+			xorCopy(dst, a[i*lda:], 0x80)
 		}
-		groups = append(groups, gr)
 	}
 	t := min(threads, q.nb, m*q.N*q.K/(4*minWork))
 	parallel(q.nb, t, func(b0, b1 int) {
@@ -185,13 +187,13 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 					bias = &q.bias[j0]
 				}
 				for gi := range groups {
-					gr := &groups[gi]
+					gr, ga := &groups[gi], &rows[gi*4*stride]
 					direct := j0+16 <= q.N && gr.rows[3] == gr.rows[0]+3 && gr.rows[0] >= 0
 					if direct {
-						kernel(&gr.a[0], gr.lda, j0, bp, &gr.rs[0], &y[gr.rows[0]*ldy+j0], ldy, bias)
+						kernel(ga, stride, j0, bp, &gr.rs[0], &y[gr.rows[0]*ldy+j0], ldy, bias)
 						continue
 					}
-					kernel(&gr.a[0], gr.lda, j0, bp, &gr.rs[0], &tmp[0], 16, bias)
+					kernel(ga, stride, j0, bp, &gr.rs[0], &tmp[0], 16, bias)
 					for r, i := range gr.rows {
 						if i >= 0 {
 							copy(y[i*ldy+j0:i*ldy+min(q.N, j0+16)], tmp[r*16:])
@@ -201,6 +203,53 @@ func (q *QuantProduct) runAVX2(m int, a []uint8, lda int, rs []float32, y []floa
 			}
 		}
 	})
+}
+
+// avx2Rows is runAVX2's scratch, reused through avx2Scratch: the rows the
+// kernel takes, their copy, and its groups of four.
+type avx2Rows struct {
+	ok     []int
+	rows   []uint8
+	groups []avx2Group
+}
+
+// avx2Group is four rows of avx2Rows.rows: their scales and their indices
+// in the product (-1: padding).
+type avx2Group struct {
+	rs   [4]float32
+	rows [4]int
+}
+
+var avx2Scratch = sync.Pool{New: func() any { return new(avx2Rows) }}
+
+// grow returns b resliced to n elements, reallocated when its capacity is
+// smaller.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// xorCopy copies len(dst) bytes of src to dst, each XOR x, eight at a
+// time.
+func xorCopy(dst, src []uint8, x uint8) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 7
+	x8 := uint64(x) * 0x0101010101010101
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^x8)
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = src[i] ^ x
+	}
+}
+
+// fill sets every byte of b to v.
+func fill(b []uint8, v uint8) {
+	for i := range b {
+		b[i] = v
+	}
 }
 
 // vnniTiles are the VNNI kernels taking several rows of one 64-column
