@@ -15,7 +15,8 @@ import (
 func TestPacked(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, c := range []struct{ m, n, k, threads int }{{1, 16, 8, 1}, {1, 37, 33, 1}, {3, 50, 64, 1}, {4, 16, 1, 1}, {5, 100, 256, 2}, {32, 1000, 256, 2}, {9, 31, 7, 1},
-		{4, 48, 5, 1}, {8, 97, 3, 1}, {6, 160, 65, 2}, {12, 47, 16, 1}, {7, 100, 33, 1}, {31, 96, 512, 2}, {2, 160, 40, 2}, {5, 161, 33, 1}} {
+		{4, 48, 5, 1}, {8, 97, 3, 1}, {6, 160, 65, 2}, {12, 47, 16, 1}, {7, 100, 33, 1}, {31, 96, 512, 2}, {2, 160, 40, 2}, {5, 161, 33, 1},
+		{9, 200, 37, 2}, {13, 100, 16, 1}, {17, 400, 9, 2}, {25, 130, 64, 1}, {9, 31, 8, 1}} {
 		w := randVec(r, c.n*c.k)
 		p := Pack(w, c.n, c.k)
 		if got := p.Unpacked(); !slices.Equal(got, w) {
@@ -23,8 +24,14 @@ func TestPacked(t *testing.T) {
 		}
 		lda, ldc := c.k+1, c.n+2
 		a := randVec(r, c.m*lda)
-		out := make([]float32, c.m*ldc)
-		p.Mul(c.m, a, lda, out, ldc, c.threads)
+		const guard = 4 * panel // after the last row: must stay zero
+		out := make([]float32, c.m*ldc+guard)
+		p.Mul(c.m, a, lda, out[:c.m*ldc], ldc, c.threads)
+		for j, v := range out[c.m*ldc:] {
+			if v != 0 {
+				t.Fatalf("%+v: wrote %d past the last row", c, j)
+			}
+		}
 		for i := 0; i < c.m; i++ {
 			for j := 0; j < c.n; j++ {
 				var want float64
