@@ -24,8 +24,9 @@ import (
 // of A meets 64 columns in four instructions, and a block of 6 rows by
 // 64 columns keeps 24 accumulators in registers, the weights read once per
 // 6 rows (the rows left, two to five, in one tile of their own, a last
-// single row by the one-row kernel). Sums stay in registers to the end: the zero point's correction,
-// the conversion and both scales are applied as they are stored.
+// single row by the one-row kernel). Sums stay in registers to the end:
+// the zero point's correction, the conversion and both scales are applied
+// as they are stored.
 type QuantProduct struct {
 	N, K   int
 	k4     int       // groups of 4 values along k (K rounded up, over 4)
@@ -254,13 +255,13 @@ func fill(b []uint8, v uint8) {
 
 // vnniTiles are the VNNI kernels taking several rows of one 64-column
 // block, by their number of rows: six at a time, then one kernel for the
-// rest (two to five; one row has its own kernel). One tile reads a
+// rest (two to five; one row has its own kernel, with its scale by value). One tile reads a
 // block's weights once for all its rows, where each row through the
 // one-row kernel reads them again, bound by those loads: five rows as
 // four and one, or three as three single rows, took up to a third longer
 // than six rows in one tile (16,000 columns, K = 1,024, one thread).
-var vnniTiles = [6]func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32){
-	2: vnni2x64Asm, 3: vnni3x64Asm, 4: vnni4x64Asm, 5: vnni5x64Asm,
+var vnniTiles = [7]func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32){
+	2: vnni2x64Asm, 3: vnni3x64Asm, 4: vnni4x64Asm, 5: vnni5x64Asm, 6: vnni6x64Asm,
 }
 
 // run computes the column blocks b0..b1 for every row: each block's
@@ -288,10 +289,7 @@ func (q *QuantProduct) run(b0, b1, m int, a []uint8, lda int, rs []float32, y []
 				i++
 				continue
 			}
-			f := vnni6x64Asm
-			if n < 6 {
-				f = vnniTiles[n]
-			}
+			f := vnniTiles[n]
 			if cols == qBlock {
 				f(&a[i*lda], lda, q.k4, bp, corr, sc, &rs[i], &y[i*ldy+j0], ldy, bias)
 			} else {
