@@ -155,7 +155,13 @@ func parallel(n, t int, f func(lo, hi int)) {
 		return
 	}
 	per := (n + t - 1) / t
+	// Every part but the last (the caller's) is counted before any is
+	// handed out: counted one by one, a part ending before the next was
+	// counted brought left to 0 early, and two parts then sent on done,
+	// the second blocking its helper forever (and the next split given
+	// that helper with it).
 	var left atomic.Int32
+	left.Store(int32((n+per-1)/per - 1))
 	var pv atomic.Value
 	done := make(chan struct{}, 1)
 	for lo := 0; lo < n; lo += per {
@@ -164,7 +170,6 @@ func parallel(n, t int, f func(lo, hi int)) {
 			f(lo, hi)
 			break
 		}
-		left.Add(1)
 		p := &part{f: f, lo: lo, hi: hi, left: &left, done: done, panic: &pv}
 		if h := takeHelper(); h != nil {
 			h.give(p)

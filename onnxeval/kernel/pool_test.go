@@ -44,6 +44,35 @@ func TestParallelCovers(t *testing.T) {
 	}
 }
 
+// TestParallelQuickParts: parts that end before the caller has handed out
+// the next (instant parts, three to eight of them) must still let every
+// split return. A split once counted its parts as it handed them out, so
+// that a quick first part brought the count to zero early and signalled
+// twice: the second signal blocked its helper forever, and the next split
+// given that helper waited forever.
+func TestParallelQuickParts(t *testing.T) {
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for it := range 3000 {
+					parallel(64, 3+(g+it)%6, func(lo, hi int) {})
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	// Far longer than the splits take (well under a second here): only a
+	// split that never returns reaches it.
+	select {
+	case <-finished:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a split of instant parts did not return in 2 minutes")
+	}
+}
+
 // TestParallelPanic: a part's panic reaches the caller (where the
 // evaluator turns it into the run's error), and the helpers go on.
 func TestParallelPanic(t *testing.T) {
