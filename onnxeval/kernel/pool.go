@@ -133,13 +133,16 @@ func (h *helper) await() *part {
 }
 
 // runPart runs a part, recording a panic for the caller to raise.
-func runPart(p *part) {
+func runPart(p *part) { runRange(p.f, p.lo, p.hi, p.panic) }
+
+// runRange calls f(lo, hi), recording a panic in pv (the first one only).
+func runRange(f func(lo, hi int), lo, hi int, pv *atomic.Value) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.panic.CompareAndSwap(nil, panicValue{r})
+			pv.CompareAndSwap(nil, panicValue{r})
 		}
 	}()
-	p.f(p.lo, p.hi)
+	f(lo, hi)
 }
 
 // panicValue wraps a recovered value (atomic.Value needs one type).
@@ -148,7 +151,8 @@ type panicValue struct{ v any }
 // parallel splits 0..n into t ranges of about equal size and calls f on
 // each, the last on the calling goroutine, the others on helpers (a
 // goroutine of their own when every helper is busy); it returns when all
-// have, and a part's panic is raised again on the calling goroutine.
+// have, and a part's panic (the first recorded) is raised again on the
+// calling goroutine once every part has ended.
 func parallel(n, t int, f func(lo, hi int)) {
 	if t <= 1 {
 		f(0, n)
@@ -166,8 +170,8 @@ func parallel(n, t int, f func(lo, hi int)) {
 	done := make(chan struct{}, 1)
 	for lo := 0; lo < n; lo += per {
 		hi := min(n, lo+per)
-		if hi == n {
-			f(lo, hi)
+		if hi == n { // the caller's part: a panic waits for the others
+			runRange(f, lo, hi, &pv)
 			break
 		}
 		p := &part{f: f, lo: lo, hi: hi, left: &left, done: done, panic: &pv}

@@ -97,6 +97,31 @@ func TestParallelPanic(t *testing.T) {
 	}
 }
 
+// TestParallelPanicWaits: when the caller's own part panics, the split
+// still waits for the helpers' parts before the panic goes on: the
+// evaluator turns it into an error and reuses the run's buffers, which a
+// part still running would write into.
+func TestParallelPanicWaits(t *testing.T) {
+	var done atomic.Int32
+	func() {
+		defer func() {
+			if r := recover(); r != "last part" {
+				t.Errorf("recovered %v, want the last part's panic", r)
+			}
+		}()
+		parallel(100, 4, func(lo, hi int) {
+			if hi == 100 { // the caller's part
+				panic("last part")
+			}
+			time.Sleep(5 * time.Millisecond)
+			done.Add(1)
+		})
+	}()
+	if n := done.Load(); n != 3 {
+		t.Errorf("the panic went on with %d of the 3 other parts done", n)
+	}
+}
+
 // BenchmarkParallelSmall: the cost of splitting a small product in two,
 // as a decoder step at batch 1 does several times.
 func BenchmarkParallelSmall(b *testing.B) {
