@@ -154,7 +154,7 @@ type panicValue struct{ v any }
 // have, and a part's panic (the first recorded) is raised again on the
 // calling goroutine once every part has ended.
 func parallel(n, t int, f func(lo, hi int)) {
-	if t <= 1 {
+	if t <= 1 || n <= 1 {
 		f(0, n)
 		return
 	}

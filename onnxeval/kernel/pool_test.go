@@ -90,6 +90,18 @@ func TestParallelPanic(t *testing.T) {
 			})
 		}()
 	}
+	for _, n := range []int{0, 1} { // fewer elements than threads
+		var calls atomic.Int32
+		parallel(n, 3, func(lo, hi int) {
+			if lo != 0 || hi != n {
+				t.Errorf("parallel(%d, 3) called f(%d, %d)", n, lo, hi)
+			}
+			calls.Add(1)
+		})
+		if calls.Load() != 1 {
+			t.Errorf("parallel(%d, 3) called f %d times", n, calls.Load())
+		}
+	}
 	var sum atomic.Int64
 	parallel(100, 4, func(lo, hi int) { sum.Add(int64(hi - lo)) })
 	if sum.Load() != 100 {
