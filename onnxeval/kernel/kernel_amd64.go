@@ -117,6 +117,12 @@ func absMaxAsm(x *float32, n int) (m float32, nan bool)
 func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool)
 
 //go:noescape
+func absMax8Asm(x *float32, n int) (m float32, nan bool)
+
+//go:noescape
+func quantizeU8x8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool)
+
+//go:noescape
 func maxNaNAsm(x *float32, n int) (m float32, nan bool)
 
 //go:noescape

@@ -1167,6 +1167,92 @@ q1loop:
 	VZEROUPPER
 	RET
 
+// func absMax8Asm(x *float32, n int) (m float32, nan bool)
+// absMaxAsm on eight lanes (AVX2): n a multiple of 8, at least 8.
+TEXT ·absMax8Asm(SB), NOSPLIT, $0-21
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3
+	MOVL $0xff800000, AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS Y2, Y2, Y2
+am8loop:
+	VMOVUPS (SI), Y1
+	VCMPPS $3, Y1, Y1, Y4
+	VORPS Y4, Y2, Y2
+	VANDPS Y3, Y1, Y1
+	VMAXPS Y1, Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  am8loop
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS X1, X0, X0
+	MOVSS X0, m+16(FP)
+	VMOVMSKPS Y2, AX
+	TESTL AX, AX
+	SETNE nan+20(FP)
+	VZEROUPPER
+	RET
+
+// QUANTFINISH8 is QUANTFINISH on eight lanes: the clamped values
+// truncated to int32 and packed with unsigned saturation to 8 bytes (NaN's
+// conversion, the most negative int32, saturates to 0).
+#define QUANTFINISH8 \
+	VROUNDPS $8, Y1, Y1 \
+	VADDPS Y6, Y1, Y1 \
+	VMINPS Y1, Y7, Y1 \
+	VMAXPS Y1, Y8, Y1 \
+	VCVTTPS2DQ Y1, Y1 \
+	VEXTRACTI128 $1, Y1, X2 \
+	VPACKUSDW X2, X1, X1 \
+	VPACKUSWB X1, X1, X1 \
+	VMOVQ X1, (DI) \
+	ADDQ $32, SI \
+	ADDQ $8, DI
+
+// func quantizeU8x8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool)
+// quantizeU8Asm on eight lanes (AVX2): n a multiple of 8, at least 8.
+TEXT ·quantizeU8x8Asm(SB), NOSPLIT, $0-41
+	MOVQ x+0(FP), SI
+	VBROADCASTSS s+8(FP), Y4
+	VBROADCASTSS one+12(FP), Y5
+	VBROADCASTSS zp+16(FP), Y6
+	MOVQ q+24(FP), DI
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	MOVL $0x437f0000, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7
+	VXORPS Y8, Y8, Y8
+	MOVBLZX single+40(FP), AX
+	TESTQ AX, AX
+	JNZ  q81loop
+q8loop:
+	VMOVUPS (SI), Y1
+	VDIVPS Y4, Y1, Y1
+	VDIVPS Y5, Y1, Y1
+	QUANTFINISH8
+	DECQ CX
+	JNZ  q8loop
+	VZEROUPPER
+	RET
+q81loop:
+	VMOVUPS (SI), Y1
+	VDIVPS Y4, Y1, Y1
+	QUANTFINISH8
+	DECQ CX
+	JNZ  q81loop
+	VZEROUPPER
+	RET
+
 // func maxNaNAsm(x *float32, n int) (m float32, nan bool)
 // m = the largest of x[i] over n (a multiple of 8) elements, nan whether
 // one of them is NaN (VMAXPS alone drops NaNs).

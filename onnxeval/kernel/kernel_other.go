@@ -59,6 +59,10 @@ func absMaxAsm(x *float32, n int) (m float32, nan bool) { panic("no assembly") }
 func quantizeU8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool) {
 	panic("no assembly")
 }
+func absMax8Asm(x *float32, n int) (m float32, nan bool) { panic("no assembly") }
+func quantizeU8x8Asm(x *float32, s, one, zp float32, q *uint8, n int, single bool) {
+	panic("no assembly")
+}
 func maxNaNAsm(x *float32, n int) (m float32, nan bool)           { panic("no assembly") }
 func arithVVAsm(op int, x, y, z *float32, n int)                  { panic("no assembly") }
 func arithVSAsm(op int, x *float32, v float32, z *float32, n int) { panic("no assembly") }

@@ -341,13 +341,17 @@ func (q *QuantProduct) finish(s int32, i, j int, rs []float32) float32 {
 func AbsMax(x []float32) float32 {
 	m := float32(math.Inf(-1))
 	done := 0
-	if useVNNI && len(x) >= 16 {
+	var nan bool
+	switch {
+	case usePanels && len(x) >= 16:
 		done = len(x) &^ 15
-		var nan bool
 		m, nan = absMaxAsm(&x[0], done)
-		if nan {
-			return float32(math.NaN())
-		}
+	case useAsm && len(x) >= 8:
+		done = len(x) &^ 7
+		m, nan = absMax8Asm(&x[0], done)
+	}
+	if nan {
+		return float32(math.NaN())
 	}
 	for _, v := range x[done:] {
 		if a := max(v, -v); a > m || a != a {
@@ -363,9 +367,13 @@ func AbsMax(x []float32) float32 {
 func QuantizeU8(x []float32, s, one, zp float32, q []uint8) {
 	q = q[:len(x)]
 	done := 0
-	if useVNNI && len(x) >= 16 {
+	switch {
+	case usePanels && len(x) >= 16:
 		done = len(x) &^ 15
 		quantizeU8Asm(&x[0], s, one, zp, &q[0], done, one == 1)
+	case useAsm && len(x) >= 8:
+		done = len(x) &^ 7
+		quantizeU8x8Asm(&x[0], s, one, zp, &q[0], done, one == 1)
 	}
 	for i, v := range x[done:] {
 		q[done+i] = quantU8(v, s, one, zp)

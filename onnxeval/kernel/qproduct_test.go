@@ -149,7 +149,7 @@ func TestQuantProductRowQuantized(t *testing.T) {
 func TestAbsMaxAndQuantizeU8(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
-	for _, n := range []int{0, 1, 15, 16, 17, 64, 100, 256, 1000} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 24, 31, 64, 100, 256, 1000} {
 		for trial := 0; trial < 4; trial++ {
 			x := make([]float32, n)
 			for i := range x {
