@@ -220,12 +220,16 @@ func (d *Defaults) check() error {
 		return fmt.Errorf("rules_version %d: only OpenNMT-py's rules have another, 2", d.RulesVersion)
 	case d.Rules != "opennmt" && d.LengthPenaltyForm != "" && d.LengthPenaltyForm != "power" && d.LengthPenaltyForm != "wu":
 		return fmt.Errorf("length_penalty_form %q: want \"power\" or \"wu\"", d.LengthPenaltyForm)
-	case d.NoRepeatNgram < 0 || math.IsNaN(d.RepetitionPenalty) || math.IsInf(d.RepetitionPenalty, 0) || d.RepetitionPenalty < 0:
-		return fmt.Errorf("no_repeat_ngram %d, repetition_penalty %v: want values >= 0", d.NoRepeatNgram, d.RepetitionPenalty)
+	case d.NoRepeatNgram < 0:
+		return fmt.Errorf("no_repeat_ngram %d: must not be negative", d.NoRepeatNgram)
+	case math.IsNaN(d.RepetitionPenalty) || math.IsInf(d.RepetitionPenalty, 0) || d.RepetitionPenalty < 0:
+		return fmt.Errorf("repetition_penalty %v: want a finite value >= 0", d.RepetitionPenalty)
 	case d.MinLen < 0:
 		return fmt.Errorf("min_len %d: must not be negative", d.MinLen)
-	case d.MaxLen < 0 || math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:
-		return fmt.Errorf("max_len %d, max_len_factor %v: want values >= 0", d.MaxLen, d.MaxLenFactor)
+	case d.MaxLen < 0:
+		return fmt.Errorf("max_len %d: must not be negative", d.MaxLen)
+	case math.IsNaN(d.MaxLenFactor) || math.IsInf(d.MaxLenFactor, 0) || d.MaxLenFactor < 0:
+		return fmt.Errorf("max_len_factor %v: want a finite value >= 0", d.MaxLenFactor)
 	case math.IsNaN(d.MaxLenAdd) || math.IsInf(d.MaxLenAdd, 0) || d.MaxLenAdd < 0 || (d.MaxLenAdd > 0 && d.MaxLenFactor == 0):
 		return fmt.Errorf("max_len_add %v: want a value >= 0, with max_len_factor", d.MaxLenAdd)
 	}

@@ -3,6 +3,7 @@ package modeldir
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -233,4 +234,40 @@ func FuzzReadVocab(f *testing.F) {
 			t.Fatalf("%d tokens read, want %d or an error", len(toks), want)
 		}
 	})
+}
+
+// TestDefaultsCheck: each bad decoding default is refused by its own
+// attnx.json name, without naming the others beside it.
+func TestDefaultsCheck(t *testing.T) {
+	cases := []struct {
+		name  string
+		d     Defaults
+		want  string
+		other string // a field the message must not name
+	}{
+		{"beam", Defaults{Beam: -1}, "beam -1: want 1 (greedy) or more", "n_best"},
+		{"no_repeat_ngram", Defaults{NoRepeatNgram: -2, RepetitionPenalty: 1.5}, "no_repeat_ngram -2: must not be negative", "repetition_penalty"},
+		{"repetition_penalty", Defaults{NoRepeatNgram: 3, RepetitionPenalty: -1}, "repetition_penalty -1: want a finite value >= 0", "no_repeat_ngram"},
+		{"repetition_penalty NaN", Defaults{RepetitionPenalty: math.NaN()}, "repetition_penalty NaN", "no_repeat_ngram"},
+		{"min_len", Defaults{MinLen: -1}, "min_len -1: must not be negative", "max_len"},
+		{"max_len", Defaults{MaxLen: -4, MaxLenFactor: 1.5}, "max_len -4: must not be negative", "max_len_factor"},
+		{"max_len_factor", Defaults{MaxLen: 100, MaxLenFactor: -1}, "max_len_factor -1: want a finite value >= 0", "max_len "},
+		{"max_len_factor Inf", Defaults{MaxLenFactor: math.Inf(1)}, "max_len_factor +Inf", "max_len "},
+		{"max_len_add alone", Defaults{MaxLenAdd: 5}, "max_len_add 5: want a value >= 0, with max_len_factor", "max_len "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.d.check()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("check() = %v, want %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), c.other) {
+				t.Errorf("check() = %q names %q too", err, c.other)
+			}
+		})
+	}
+	ok := Defaults{Beam: 5, NBest: 2, NoRepeatNgram: 3, RepetitionPenalty: 1.2, MaxLen: 100, MaxLenFactor: 1.5, MaxLenAdd: 5}
+	if err := ok.check(); err != nil {
+		t.Errorf("valid defaults: %v", err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -166,9 +165,6 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	if err := t.callToolkitOptions(opt, &so); err != nil {
 		return searchOpts{}, err
-	}
-	if p := so.repPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || so.noRepeat < 0 {
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", so.noRepeat, p)
 	}
 	switch {
 	case opt.MinLen < 0:

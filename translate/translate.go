@@ -528,8 +528,11 @@ func checkOptions(opt Options) error {
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
 		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
 	}
-	if p := opt.RepetitionPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || opt.NoRepeatNgram < 0 {
-		return fmt.Errorf("translate: NoRepeatNgram %d, RepetitionPenalty %v: want values >= 0", opt.NoRepeatNgram, p)
+	if p := opt.RepetitionPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
+		return fmt.Errorf("translate: RepetitionPenalty = %v: want a finite value >= 0", p)
+	}
+	if opt.NoRepeatNgram < 0 {
+		return fmt.Errorf("translate: NoRepeatNgram = %d: must not be negative", opt.NoRepeatNgram)
 	}
 	if (opt.BlockNgram != 0 || len(opt.IgnoreWhenBlocking) > 0) && opt.Rules != RulesOpenNMT {
 		return fmt.Errorf("translate: BlockNgram %d and IgnoreWhenBlocking %q go with Rules %q (OpenNMT-py's -block_ngram_repeat)", opt.BlockNgram, opt.IgnoreWhenBlocking, RulesOpenNMT)

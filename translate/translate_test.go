@@ -372,6 +372,9 @@ func TestOpenErrors(t *testing.T) {
 		{"unknown engine", func(t *testing.T) string { return good }, Options{Engine: "fast"}, []string{`unknown engine "fast"`}},
 		{"unknown device", func(t *testing.T) string { return good }, Options{Device: "tpu"}, []string{`unknown device "tpu"`}},
 		{"negative max len", func(t *testing.T) string { return good }, Options{MaxLen: -1}, []string{"MaxLen = -1: must not be negative"}},
+		{"negative repetition penalty", func(t *testing.T) string { return good }, Options{Beam: 2, RepetitionPenalty: -1}, []string{"RepetitionPenalty = -1: want a finite value >= 0"}},
+		{"NaN repetition penalty", func(t *testing.T) string { return good }, Options{Beam: 2, RepetitionPenalty: math.NaN()}, []string{"RepetitionPenalty = NaN"}},
+		{"negative no-repeat n-gram", func(t *testing.T) string { return good }, Options{Beam: 2, NoRepeatNgram: -3}, []string{"NoRepeatNgram = -3: must not be negative"}},
 		{"cuda", func(t *testing.T) string { return good }, Options{Device: "cuda"}, []string{`the cuda device was asked for but CUDA cannot be used`}},
 	}
 	for _, c := range cases {
@@ -407,6 +410,42 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%s: default engine %q, want %q", dir, tr.Engine(), want)
 		}
 		tr.Close()
+	}
+}
+
+// TestCheckCallErrors: a call's bad setting is refused by its own
+// CallOptions name, without naming the setting beside it.
+func TestCheckCallErrors(t *testing.T) {
+	dir, _ := fixtureModel(t, fixtures.List(t)[0])
+	tr, err := Open(dir, Options{Threads: 1, Backend: "go", Engine: EngineSteps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	cases := []struct {
+		name        string
+		opt         CallOptions
+		want, other string
+	}{
+		{"negative no-repeat n-gram", CallOptions{Beam: 2, NoRepeatNgram: new(-2), RepetitionPenalty: new(1.5)}, "NoRepeatNgram = -2: must not be negative", "RepetitionPenalty"},
+		{"negative repetition penalty", CallOptions{Beam: 2, NoRepeatNgram: new(3), RepetitionPenalty: new(-1.0)}, "RepetitionPenalty = -1: want a finite value >= 0", "NoRepeatNgram"},
+		{"infinite repetition penalty", CallOptions{Beam: 2, RepetitionPenalty: new(math.Inf(1))}, "RepetitionPenalty = +Inf", "NoRepeatNgram"},
+		{"negative max len", CallOptions{MaxLen: -1}, "CallOptions.MaxLen = -1: must not be negative", "MinLen"},
+		{"negative min len", CallOptions{MinLen: -1}, "CallOptions.MinLen = -1: must not be negative", "MaxLen"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := tr.CheckCall(c.opt)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckCall = %v, want %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), c.other) {
+				t.Errorf("CheckCall = %q names %s too", err, c.other)
+			}
+		})
+	}
+	if err := tr.CheckCall(CallOptions{Beam: 2, NoRepeatNgram: new(3), RepetitionPenalty: new(1.2)}); err != nil {
+		t.Errorf("valid call: %v", err)
 	}
 }
 
