@@ -2,6 +2,20 @@
 
 #include "textflag.h"
 
+// MAXNAN8RESULT returns (m float32, nan bool) at 16(FP) and 20(FP): the
+// largest of Y0's eight lanes, and whether any lane of the mask Y2 is set.
+#define MAXNAN8RESULT \
+	VEXTRACTF128 $1, Y0, X1 \
+	VMAXPS X1, X0, X0 \
+	VPERMILPS $0x4E, X0, X1 \
+	VMAXPS X1, X0, X0 \
+	VPERMILPS $0xB1, X0, X1 \
+	VMAXPS X1, X0, X0 \
+	MOVSS X0, m+16(FP) \
+	VMOVMSKPS Y2, AX \
+	TESTL AX, AX \
+	SETNE nan+20(FP)
+
 // ZERO8 and ZERO16 zero the accumulators Z0-Z7 and Z0-Z15, ZERO16TO23
 // Z16-Z23.
 #define ZERO8 \
@@ -1189,16 +1203,7 @@ am8loop:
 	ADDQ $32, SI
 	DECQ CX
 	JNZ  am8loop
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VMAXPS X1, X0, X0
-	MOVSS X0, m+16(FP)
-	VMOVMSKPS Y2, AX
-	TESTL AX, AX
-	SETNE nan+20(FP)
+	MAXNAN8RESULT
 	VZEROUPPER
 	RET
 
@@ -1274,16 +1279,7 @@ mnloop:
 	DECQ CX
 	JNZ  mnloop
 mnreduce:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VMAXPS X1, X0, X0
-	MOVSS X0, m+16(FP)
-	VMOVMSKPS Y2, AX
-	TESTL AX, AX
-	SETNE nan+20(FP)
+	MAXNAN8RESULT
 	VZEROUPPER
 	RET
 
