@@ -129,10 +129,17 @@ func load(path string, torchOnly bool) (*StateDict, error) {
 	case kindTar:
 		return nil, fmt.Errorf("%s: %w", path, errTar)
 	}
-	if torchOnly {
-		return nil, fmt.Errorf("%s: not a torch.save checkpoint (neither a zip archive nor the legacy format)", path)
+	// An ONNX file given where the checkpoint goes (a model directory's
+	// graph, or torch.onnx's export): say so, since the reader cannot
+	// tell from the bytes alone (a protobuf has no magic number).
+	onnx := ""
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		onnx = ": by its name an ONNX model (what export writes), not a checkpoint; give the PyTorch checkpoint the model was saved in"
 	}
-	return nil, fmt.Errorf("%s: not a PyTorch zip checkpoint or safetensors file (nor torch.save's legacy format)", path)
+	if torchOnly {
+		return nil, fmt.Errorf("%s: not a torch.save checkpoint (neither a zip archive nor the legacy format)%s", path, onnx)
+	}
+	return nil, fmt.Errorf("%s: not a PyTorch zip checkpoint or safetensors file (nor torch.save's legacy format)%s", path, onnx)
 }
 
 // LoadSafetensors reads a safetensors file.

@@ -118,6 +118,7 @@ func TestBadFiles(t *testing.T) {
 		{"random bytes", "x.pt", random, "not a PyTorch zip checkpoint or safetensors file"},
 		{"empty", "x.pt", nil, "not a PyTorch zip checkpoint or safetensors file"},
 		{"tiny safetensors", "x.safetensors", []byte{1, 2, 3}, "not a PyTorch zip checkpoint or safetensors file"},
+		{"an ONNX model", "encoder.onnx", []byte("\x08\x08\x12\x07pytorch"), "not a PyTorch zip checkpoint or safetensors file (nor torch.save's legacy format): by its name an ONNX model (what export writes), not a checkpoint; give the PyTorch checkpoint the model was saved in"},
 
 		// Zip level.
 		{"truncated half", "x.pt", linear[:len(linear)/2], "pytorch: corrupt or truncated zip archive: zip: not a valid zip file"},
