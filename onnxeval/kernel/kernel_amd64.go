@@ -147,6 +147,9 @@ func sigmoid16Asm(x, z *float32, n int)
 func lstmGates16Asm(x, y, c, h2, c2 *float32, h int)
 
 //go:noescape
+func lstmGates8Asm(x, y, c, h2, c2 *float32, h int)
+
+//go:noescape
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int)
 
 // nib4x16Asm: NibbleProduct's 4 rows x 16 columns on AVX2, or with vex

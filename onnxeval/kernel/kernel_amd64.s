@@ -1917,6 +1917,113 @@ lgdone:
 	VZEROUPPER
 	RET
 
+// SIG8: Y4 = sigmoid(Y0), sigmoidAsm's steps (Y15 its clamp, Y14 the sign
+// bit, Y13 one; EXP8's registers).
+#define SIG8 \
+	VXORPS Y14, Y0, Y0 \
+	VMINPS Y0, Y15, Y0 \
+	EXP8 \
+	VADDPS Y13, Y4, Y4 \
+	VDIVPS Y4, Y13, Y4
+
+// TANH8: Y4 = tanh(Y0), tanhAsm's steps (Y12 two, Y15 the clamp, Y13 one;
+// EXP8's registers).
+#define TANH8 \
+	VMULPS Y12, Y0, Y0 \
+	VMINPS Y0, Y15, Y0 \
+	EXP8 \
+	VADDPS Y13, Y4, Y4 \
+	VDIVPS Y4, Y12, Y4 \
+	VSUBPS Y4, Y13, Y4
+
+// LGCELL8 is LGCELL on eight elements: gates i (Y6), f (Y7), o (Y8),
+// tanh of the candidate in Y4; c read at (R10), c2 stored at (R12), h2 at
+// (R11).
+#define LGCELL8 \
+	VMULPS (R10), Y7, Y10 \
+	VMULPS Y4, Y6, Y11 \
+	VADDPS Y11, Y10, Y10 \
+	VMOVUPS Y10, (R12) \
+	VMOVAPS Y10, Y0 \
+	TANH8 \
+	VMULPS Y4, Y8, Y4 \
+	VMOVUPS Y4, (R11) \
+	ADDQ $32, SI \
+	ADDQ $32, R10 \
+	ADDQ $32, R11 \
+	ADDQ $32, R12
+
+// func lstmGates8Asm(x, y, c, h2, c2 *float32, h int)
+// lstmGates16Asm on eight lanes (AVX2; h a multiple of 8): every value
+// by the steps of sigmoidAsm, tanhAsm and the vector products and sums,
+// bit for bit theirs.
+TEXT ·lstmGates8Asm(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DX
+	MOVQ c+16(FP), R10
+	MOVQ h2+24(FP), R11
+	MOVQ c2+32(FP), R12
+	MOVQ h+40(FP), CX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	SHRQ $3, CX
+	MOVL $0x42b0c0a5, AX
+	MOVD AX, X15
+	VBROADCASTSS X15, Y15
+	MOVL $0x80000000, AX
+	MOVD AX, X14
+	VBROADCASTSS X14, Y14
+	MOVL $0x3f800000, AX
+	MOVD AX, X13
+	VBROADCASTSS X13, Y13
+	MOVL $0x40000000, AX
+	MOVD AX, X12
+	VBROADCASTSS X12, Y12
+	TESTQ CX, CX
+	JZ   lg8done
+	TESTQ DX, DX
+	JZ   lg8loop1
+lg8loop2:
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	SIG8
+	VMOVAPS Y4, Y6
+	VMOVUPS (SI)(R8*1), Y0
+	VADDPS (DX)(R8*1), Y0, Y0
+	SIG8
+	VMOVAPS Y4, Y7
+	VMOVUPS (SI)(R8*2), Y0
+	VADDPS (DX)(R8*2), Y0, Y0
+	SIG8
+	VMOVAPS Y4, Y8
+	VMOVUPS (SI)(R9*1), Y0
+	VADDPS (DX)(R9*1), Y0, Y0
+	TANH8
+	LGCELL8
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  lg8loop2
+	JMP  lg8done
+lg8loop1:
+	VMOVUPS (SI), Y0
+	SIG8
+	VMOVAPS Y4, Y6
+	VMOVUPS (SI)(R8*1), Y0
+	SIG8
+	VMOVAPS Y4, Y7
+	VMOVUPS (SI)(R8*2), Y0
+	SIG8
+	VMOVAPS Y4, Y8
+	VMOVUPS (SI)(R9*1), Y0
+	TANH8
+	LGCELL8
+	DECQ CX
+	JNZ  lg8loop1
+lg8done:
+	VZEROUPPER
+	RET
+
 // G43ROW: one k step of gemmPanel4x3Asm for one row: its element at
 // off(reg) broadcast into Z27 (Z28 for odd steps' rows, so that the
 // broadcasts overlap), times the three panels' rows in Z24-Z26.

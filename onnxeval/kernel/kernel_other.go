@@ -71,6 +71,7 @@ func sigmoidAsm(x, z *float32, n int)                             { panic("no as
 func tanh16Asm(x, z *float32, n int)                              { panic("no assembly") }
 func sigmoid16Asm(x, z *float32, n int)                           { panic("no assembly") }
 func lstmGates16Asm(x, y, c, h2, c2 *float32, h int)              { panic("no assembly") }
+func lstmGates8Asm(x, y, c, h2, c2 *float32, h int)               { panic("no assembly") }
 func nib4x64Asm(a *int8, lda int, bp *uint8, nb, ppb int, as, su *float32, ws, zp *float32, y *float32, ldy int) {
 	panic("no assembly")
 }

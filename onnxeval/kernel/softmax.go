@@ -149,16 +149,18 @@ func Sigmoid(x, z []float32) {
 	}
 }
 
-// LSTMGates computes one row of an LSTM cell's state update in one pass
-// with AVX-512: from the gates' pre-activations x (plus y when y is not
-// nil), [i f o t] of H = len(c) values each, and the cell state c, it
-// writes c2 = f*c + i*tanh(t) and h2 = o*tanh(c2) with i, f, o the
-// sigmoids of their gates, every value bit for bit what Sigmoid, Tanh
-// and Arith's products and sums give. It reports false, doing nothing,
-// without AVX-512 or when H is not a multiple of 16.
+// LSTMGates computes one row of an LSTM cell's state update in one pass:
+// from the gates' pre-activations x (plus y when y is not nil), [i f o t]
+// of H = len(c) values each, and the cell state c, it writes c2 = f*c +
+// i*tanh(t) and h2 = o*tanh(c2) with i, f, o the sigmoids of their gates,
+// every value bit for bit what Sigmoid, Tanh and Arith's products and
+// sums give. Sixteen lanes at a time with AVX-512 when H is a multiple of
+// 16, else eight with AVX2 when H is a multiple of 8; it reports false,
+// doing nothing, otherwise (the Go path, or other H).
 func LSTMGates(x, y, c, h2, c2 []float32) bool {
 	H := len(c)
-	if !usePanels || H == 0 || H%16 != 0 {
+	lanes16 := usePanels && H%16 == 0
+	if H == 0 || !lanes16 && !(useAsm && H%8 == 0) {
 		return false
 	}
 	_, _, _ = x[4*H-1], h2[H-1], c2[H-1]
@@ -167,6 +169,10 @@ func LSTMGates(x, y, c, h2, c2 []float32) bool {
 		_ = y[4*H-1]
 		yp = &y[0]
 	}
-	lstmGates16Asm(&x[0], yp, &c[0], &h2[0], &c2[0], H)
+	if lanes16 {
+		lstmGates16Asm(&x[0], yp, &c[0], &h2[0], &c2[0], H)
+	} else {
+		lstmGates8Asm(&x[0], yp, &c[0], &h2[0], &c2[0], H)
+	}
 	return true
 }
