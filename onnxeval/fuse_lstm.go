@@ -239,9 +239,10 @@ func compileLSTMGates(n *node, g *lstmGates) (opFunc, error) {
 			for r := lo; r < hi; r++ {
 				pre := x[r*4*H : (r+1)*4*H]
 				cr, c2r, h2r := cs[r*H:(r+1)*H], cd[r*H:(r+1)*H], hd[r*H:(r+1)*H]
-				// With AVX-512 and H a multiple of 16, one pass over the
-				// row in registers (the same values: IEEE products and
-				// sums do not depend on their operands' order).
+				// With AVX-512 and H a multiple of 16, or AVX2 and H a
+				// multiple of 8, one pass over the row in registers (the
+				// same values: IEEE products and sums do not depend on
+				// their operands' order).
 				var gh []float32
 				if g.add {
 					gh = y[r*4*H : (r+1)*4*H]

@@ -39,8 +39,9 @@ func TestFusedLSTMGates(t *testing.T) {
 		{name: "two products", rows: 5, H: 24, two: true, cShape: []int64{5, 24}, wantFused: true},
 		{name: "int8 two products", rows: 6, H: 19, two: true, int8: true, cShape: []int64{6, 19}, wantFused: true},
 		{name: "int8 one product", rows: 3, H: 64, int8: true, cShape: []int64{3, 64}, wantFused: true},
-		// H a multiple of 16: the one-pass kernel with AVX-512, the gates'
-		// sum taken in it (two products) or given (one).
+		// H a multiple of 16: the one-pass kernel on 16 lanes with
+		// AVX-512 (H 24 above: on 8 lanes, AVX2's kernel), the gates' sum
+		// taken in it (two products) or given (one).
 		{name: "two products, H 32", rows: 5, H: 32, two: true, cShape: []int64{5, 32}, wantFused: true},
 		{name: "int8 two products, H 48", rows: 7, H: 48, two: true, int8: true, cShape: []int64{7, 48}, wantFused: true},
 		{name: "one product, H 16", rows: 3, H: 16, cShape: []int64{3, 16}, wantFused: true},
