@@ -267,15 +267,21 @@ func (c *loadClient) send(ctx context.Context, body []byte) (int, error) {
 
 // countTokens returns the number of output tokens of a one-result answer
 // without decoding the rest (mostly attention weights): the elements of
-// its one "tokens" array. The key cannot occur inside a JSON string, where
-// its quotes would be escaped.
+// the result's "tokens" array, the first after the result's start (a beam
+// search's result lists its hypotheses after it, each with tokens of its
+// own). Neither key can occur inside a JSON string, where its quotes
+// would be escaped.
 func countTokens(answer []byte) (int, error) {
-	key := []byte(`"tokens":[`)
-	i := bytes.Index(answer, key)
-	if i < 0 || bytes.Contains(answer[i+len(key):], key) {
+	start, key := []byte(`{"input":`), []byte(`"tokens":[`)
+	i := bytes.Index(answer, start)
+	if i < 0 || bytes.Contains(answer[i+len(start):], start) {
 		return 0, fmt.Errorf("answer %.200q: want one result with tokens", answer)
 	}
-	list := answer[i+len(key):]
+	j := bytes.Index(answer[i:], key)
+	if j < 0 {
+		return 0, fmt.Errorf("answer %.200q: want one result with tokens", answer)
+	}
+	list := answer[i+j+len(key):]
 	end := bytes.IndexByte(list, ']')
 	switch {
 	case end < 0:

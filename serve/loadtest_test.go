@@ -37,14 +37,29 @@ func TestRunLoad(t *testing.T) {
 		t.Errorf("batch sizes %v for %d requests from %d clients", r.BatchRows, r.Requests, r.Clients)
 	}
 
+	// A server whose default is beam search (a toolkit model's, or
+	// --beam) answers with the result's n-best hypotheses too.
+	three, two := 3, 2
+	_, bs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: demoModel(t)}}, Decoding: Decoding{Beam: &three, NBest: &two}})
+	rb, err := RunLoad(context.Background(), LoadConfig{
+		URL: bs.URL, Sentences: demoInputs(t), Clients: 1, Warmup: 50 * time.Millisecond, Duration: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("beam search by default: %v", err)
+	}
+	if rb.Requests == 0 || rb.Failed != 0 || rb.TokensPerSec < 6*rb.SentencesPerSec {
+		t.Errorf("beam search by default: %d requests, %d failed (%s), %.1f tokens/s at %.1f sentences/s", rb.Requests, rb.Failed, rb.FirstError, rb.TokensPerSec, rb.SentencesPerSec)
+	}
+
 	_, err = RunLoad(context.Background(), LoadConfig{URL: hs.URL, Model: "nope", Sentences: []string{"1"}, Clients: 1, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), `first request: 404 Not Found: {"error":"unknown model \"nope\"`) {
 		t.Errorf("unknown model: %v", err)
 	}
 }
 
-// TestCountTokens: the load test's token count reads the one "tokens"
-// array of an answer, whatever the other fields hold.
+// TestCountTokens: the load test's token count reads the "tokens" array
+// of an answer's one result, whatever the other fields hold, its
+// hypotheses' tokens (beam search) included.
 func TestCountTokens(t *testing.T) {
 	cases := []struct {
 		answer string
@@ -52,11 +67,15 @@ func TestCountTokens(t *testing.T) {
 		err    string
 	}{
 		{`{"model":"m","results":[{"input":"a","source_ids":[4],"tokens":[5,6,2],"text":"xy","attention":[[1],[1],[1]]}]}`, 3, ""},
-		{`{"results":[{"input":"\"tokens\":[1,2]","tokens":[7],"text":""}]}`, 1, ""},
-		{`{"results":[{"tokens":[],"attention":[]}]}`, 0, ""},
-		{`{"results":[{"tokens":[1]},{"tokens":[2]}]}`, 0, "want one result with tokens"},
+		{`{"results":[{"input":"\"tokens\":[1,2] {\"input\":","tokens":[7],"text":""}]}`, 1, ""},
+		{`{"results":[{"input":"","tokens":[],"attention":[]}]}`, 0, ""},
+		// A beam search's answer: the result's tokens, then its n-best.
+		{`{"model":"m","results":[{"input":"a","source_ids":[4],"tokens":[5,6,2],"text":"xy","hypotheses":[{"tokens":[5,6,2],"text":"xy","score":-1.5}],"score_base":"e"}]}`, 3, ""},
+		{`{"results":[{"input":"a","tokens":[5,2],"text":"x","hypotheses":[{"tokens":[5,2],"text":"x"},{"tokens":[6,7,8,2],"text":"yzw"}]}]}`, 2, ""},
+		{`{"results":[{"input":"a","tokens":[1]},{"input":"b","tokens":[2]}]}`, 0, "want one result with tokens"},
 		{`{"results":[]}`, 0, "want one result with tokens"},
-		{`{"results":[{"tokens":[1,2`, 0, "the tokens array does not end"},
+		{`{"results":[{"input":"a","text":""}]}`, 0, "want one result with tokens"},
+		{`{"results":[{"input":"a","tokens":[1,2`, 0, "the tokens array does not end"},
 	}
 	for _, c := range cases {
 		n, err := countTokens([]byte(c.answer))
