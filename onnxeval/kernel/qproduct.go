@@ -255,11 +255,12 @@ func fill(b []uint8, v uint8) {
 
 // vnniTiles are the VNNI kernels taking several rows of one 64-column
 // block, by their number of rows: six at a time, then one kernel for the
-// rest (two to five; one row has its own kernel, with its scale by value). One tile reads a
-// block's weights once for all its rows, where each row through the
-// one-row kernel reads them again, bound by those loads: five rows as
-// four and one, or three as three single rows, took up to a third longer
-// than six rows in one tile (16,000 columns, K = 1,024, one thread).
+// rest (two to five; one row has its own kernel, with its scale by
+// value). One tile reads a block's weights once for all its rows, where
+// each row through the one-row kernel reads them again, bound by those
+// loads: five rows as four and one, or three as three single rows, took
+// up to a third longer than six rows in one tile (16,000 columns, K =
+// 1,024, one thread).
 var vnniTiles = [7]func(a *uint8, lda, k4 int, bp *int8, corr *int32, sc *float32, rs *float32, y *float32, ldy int, bias *float32){
 	2: vnni2x64Asm, 3: vnni3x64Asm, 4: vnni4x64Asm, 5: vnni5x64Asm, 6: vnni6x64Asm,
 }
