@@ -49,73 +49,71 @@ var fairseqSpecials = []string{"<s>", "<pad>", "</s>", "<unk>"}
 
 // ReadFairseq reads a fairseq checkpoint's options from its Origin and
 // finds its dictionaries, dict.SRC.txt and dict.TGT.txt: in files.DataDir
-// when given, else beside the checkpoint at path, in a data-bin directory
-// there, then in the directories cfg.task.data names (relative to the
-// checkpoint first). srcRows and tgtRows are the embeddings' rows, which
-// tell source from target when the checkpoint names no language pair.
+// when given, else where fairseqDataDirs says. srcRows and tgtRows are
+// the embeddings' rows, which tell source from target when the
+// checkpoint names no language pair.
 func ReadFairseq(o *Origin, path string, files FairseqFiles, srcRows, tgtRows int) (*Fairseq, error) {
 	f := &Fairseq{Args: fairseqModelArgs(o)}
 	if f.Args == nil {
 		return nil, fmt.Errorf("%s: a fairseq checkpoint whose cfg has no model section and which has no args: nothing says what model it holds", path)
 	}
 	task := fairseqSection(o, "task")
-	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	str := stringEntry
 	f.SrcLang, f.TgtLang = firstNonEmpty(files.SrcLang, str(task, "source_lang"), str(f.Args, "source_lang")), firstNonEmpty(files.TgtLang, str(task, "target_lang"), str(f.Args, "target_lang"))
 	dir := filepath.Dir(path)
 
-	var dirs []string
-	if files.DataDir != "" {
-		dirs = []string{files.DataDir}
-	} else {
-		dirs = []string{dir, filepath.Join(dir, "data-bin")}
-		data := firstNonEmpty(str(task, "data"), str(f.Args, "data"))
-		for _, d := range strings.Split(data, ":") {
-			if d == "" {
-				continue
-			}
-			if !filepath.IsAbs(d) {
-				dirs = append(dirs, filepath.Join(dir, d), filepath.Join(dir, filepath.Base(d)))
-			}
-			dirs = append(dirs, d)
-		}
-		dirs = uniqueStrings(dirs)
-	}
+	dirs, outside := fairseqDataDirs(o, f.Args, dir, files.DataDir)
 	var tried []string
-	found := ""
-	for _, d := range dirs {
+	var found *dataDir
+	var paths []string // the dictionaries found
+	for i, d := range dirs {
 		if f.SrcLang != "" && f.TgtLang != "" {
-			s, t := filepath.Join(d, "dict."+f.SrcLang+".txt"), filepath.Join(d, "dict."+f.TgtLang+".txt")
+			s, t := filepath.Join(d.dir, "dict."+f.SrcLang+".txt"), filepath.Join(d.dir, "dict."+f.TgtLang+".txt")
 			tried = append(tried, s, t)
-			if isFile(s) && isFile(t) {
-				found = d
+			if d.file(s, &outside) && d.file(t, &outside) {
+				found, paths = &dirs[i], []string{s, t}
 				break
 			}
 			continue
 		}
-		tried = append(tried, filepath.Join(d, "dict.*.txt"))
-		if m, _ := filepath.Glob(filepath.Join(d, "dict.*.txt")); len(m) > 0 {
-			found = d
+		tried = append(tried, filepath.Join(d.dir, "dict.*.txt"))
+		m, _ := filepath.Glob(filepath.Join(d.dir, "dict.*.txt"))
+		for _, p := range m {
+			if d.file(p, &outside) {
+				paths = append(paths, p)
+			}
+		}
+		if len(paths) > 0 {
+			found = &dirs[i]
 			break
 		}
 	}
-	if found == "" {
+	if found == nil {
 		pair := "its language pair's"
 		if f.SrcLang != "" && f.TgtLang != "" {
 			pair = f.SrcLang + "-" + f.TgtLang
 		}
-		return nil, fmt.Errorf("%s is a fairseq checkpoint: its vocabularies are the dictionaries (dict.SRC.txt, dict.TGT.txt) of its data-bin directory, and %s are not there (pass --data DIR); tried %s", path, pair, strings.Join(tried, ", "))
+		why := ""
+		if len(outside) > 0 {
+			why = "; not read, as attnx reads the files a checkpoint names only inside the checkpoint's folder (and the cfg's task.data in the folder fairseq-train ran in, above it): " + strings.Join(outside, "; ")
+		}
+		return nil, fmt.Errorf("%s is a fairseq checkpoint: its vocabularies are the dictionaries (dict.SRC.txt, dict.TGT.txt) of its data-bin directory, and %s are not there (pass --data DIR); tried %s%s", path, pair, strings.Join(tried, ", "), why)
 	}
 	var read map[string][]string // the dictionaries inferPair read, by language
 	if f.SrcLang == "" || f.TgtLang == "" {
 		var err error
-		if read, err = f.inferPair(found, srcRows, tgtRows); err != nil {
+		if read, err = f.inferPair(found.dir, paths, srcRows, tgtRows); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	for i, lang := range []string{f.SrcLang, f.TgtLang} {
-		p := filepath.Join(found, "dict."+lang+".txt")
+		p := filepath.Join(found.dir, "dict."+lang+".txt")
 		d, ok := read[lang]
 		if !ok {
+			var why []string
+			if !found.file(p, &why) && len(why) > 0 {
+				return nil, fmt.Errorf("%s: fairseq dictionary %s is not read: %s (pass --data DIR)", path, p, why[0])
+			}
 			var err error
 			if d, err = ReadFairseqDict(p); err != nil {
 				return nil, err
@@ -135,13 +133,96 @@ func ReadFairseq(o *Origin, path string, files FairseqFiles, srcRows, tgtRows in
 	return f, nil
 }
 
-// inferPair finds the language pair from the dictionaries in dir when the
-// checkpoint names none (fairseq-train infers it from the data files'
-// names, which a model directory seldom keeps): two dictionaries, the
-// source the one with the encoder embedding's rows. It returns the
-// dictionaries it read, by language.
-func (f *Fairseq) inferPair(dir string, srcRows, tgtRows int) (map[string][]string, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "dict.*.txt"))
+// stringEntry is the string m[k], "" when it is none.
+func stringEntry(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// A dataDir is a directory that may hold a fairseq checkpoint's
+// dictionaries, and the folder they must be inside (nil for --data, the
+// user's choice, read as given).
+type dataDir struct {
+	dir string
+	in  *folder
+}
+
+// file reports whether p, in d, is a dictionary file that may be read,
+// adding to outside where p leads out of d's folder.
+func (d dataDir) file(p string, outside *[]string) bool {
+	if d.in == nil {
+		return isFile(p)
+	}
+	ok, why := d.in.file(p)
+	if why != "" {
+		*outside = append(*outside, why)
+	}
+	return ok
+}
+
+// fairseqDataDirs are the directories ReadFairseq looks for a
+// checkpoint's dictionaries in, in order: data (export's --data) alone
+// when given; else inside the checkpoint's folder dir (beside the
+// checkpoint, its data-bin, the cfg's task.data relative to it and its
+// base name there), and task.data in the folder fairseq-train ran in,
+// which the cfg's save_dir (relative to it, fairseq's default
+// checkpoints) places above dir: fairseq's own layout, checkpoints/ beside
+// data-bin/. A task.data that leads out of them is not looked in; outside
+// says so.
+func fairseqDataDirs(o *Origin, args map[string]any, dir, data string) (dirs []dataDir, outside []string) {
+	if data != "" {
+		return []dataDir{{dir: data}}, nil
+	}
+	str := stringEntry
+	ck := folderOf(dir)
+	var run *folder
+	if save := firstNonEmpty(str(fairseqSection(o, "checkpoint"), "save_dir"), str(args, "save_dir"), "checkpoints"); !leaves(save) {
+		up := ck
+		for range strings.Split(filepath.Clean(save), string(filepath.Separator)) {
+			up = up.parent()
+		}
+		run = &up
+	}
+	dirs = []dataDir{{dir, &ck}, {filepath.Join(dir, "data-bin"), &ck}}
+	option, names := "cfg.task.data", str(fairseqSection(o, "task"), "data")
+	if names == "" {
+		option, names = "args.data", str(args, "data")
+	}
+	for _, d := range strings.Split(names, ":") {
+		switch {
+		case d == "":
+			continue
+		case leaves(d):
+			outside = append(outside, fmt.Sprintf("%s names %q, outside %s", option, d, dir))
+		default:
+			dirs = append(dirs, dataDir{filepath.Join(dir, d), &ck})
+			if run != nil {
+				dirs = append(dirs, dataDir{filepath.Join(run.dir, d), run})
+			}
+		}
+		if base := filepath.Base(d); base != "." && base != ".." && base != string(filepath.Separator) {
+			dirs = append(dirs, dataDir{filepath.Join(dir, base), &ck})
+		}
+	}
+	seen := map[string]bool{}
+	out := dirs[:0]
+	for _, d := range dirs {
+		if !seen[d.dir] {
+			seen[d.dir] = true
+			out = append(out, d)
+		}
+	}
+	return out, outside
+}
+
+// inferPair finds the language pair from the dictionaries in dir (m,
+// its dict.*.txt files that may be read) when the checkpoint names none
+// (fairseq-train infers it from the data files' names, which a model
+// directory seldom keeps): two dictionaries, the source the one with the
+// encoder embedding's rows. It returns the dictionaries it read, by
+// language.
+func (f *Fairseq) inferPair(dir string, m []string, srcRows, tgtRows int) (map[string][]string, error) {
+	m = slices.Clone(m)
 	slices.Sort(m)
 	var langs []string
 	dicts := map[string][]string{}
@@ -235,11 +316,15 @@ func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
 		r.Kind, r.Option, r.Named = TokenizerSentencePiece, option+".sentencepiece_model", model
 	case "":
 		for _, h := range []struct{ file, kind string }{{"bpecodes", TokenizerSubwordNMT}, {"code", TokenizerSubwordNMT}, {"sentencepiece.bpe.model", TokenizerSentencePiece}} {
-			if p := filepath.Join(dir, h.file); isFile(p) {
-				r.Kind, r.Option, r.Named, r.Path, r.Tried = h.kind, "fairseq hub's file", h.file, p, []string{p}
-				f.Notes = append(f.Notes, fmt.Sprintf("fairseq BPE: the cfg names none; %s beside the checkpoint is taken as %s codes, as fairseq's hub takes it (--tokenizer overrides)", h.file, h.kind))
-				break
+			l := findBeside(h.file, dir)
+			if l.path == "" && len(l.outside) == 0 {
+				continue
 			}
+			r.Kind, r.Option, r.Named, r.Path, r.Tried, r.Outside = h.kind, "fairseq hub's file", h.file, l.path, l.tried, l.outside
+			if l.path != "" {
+				f.Notes = append(f.Notes, fmt.Sprintf("fairseq BPE: the cfg names none; %s beside the checkpoint is taken as %s codes, as fairseq's hub takes it (--tokenizer overrides)", h.file, h.kind))
+			}
+			break
 		}
 		if r.Kind == "" {
 			f.Notes = append(f.Notes, fmt.Sprintf("fairseq BPE: the cfg names none and no bpecodes, code or sentencepiece.bpe.model is beside the checkpoint in %s: if the model was trained on BPE pieces (prepare-*.sh's codes, fairseq's --bpe), add its codes with --tokenizer FILE (fairseq applies one BPE to both sides), or translate text segmented already with --pretokenized", dir))
@@ -254,8 +339,8 @@ func (f *Fairseq) tokenizers(o *Origin, dir string) ([2]*TokenizerRef, error) {
 	if r.Named == "" {
 		return refs, fmt.Errorf("fairseq --bpe %s names no file (%s)", name, r.Option)
 	}
-	if r.Path == "" {
-		r.Path, r.Tried = findBeside(r.Named, dir)
+	if r.Path == "" && r.Outside == nil {
+		r.find(dir)
 	}
 	if r.Kind == TokenizerSentencePiece {
 		// fairseq's SentencepieceBPE.decode joins the pieces itself: an

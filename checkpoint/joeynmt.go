@@ -123,10 +123,10 @@ type joeySide struct {
 }
 
 // ReadJoeyNMT reads a JoeyNMT model's config.yaml and the vocabulary files
-// it names, found by findBeside's rule: beside the config first (relative
-// to its directory, the base name there, then src_vocab.txt and
-// trg_vocab.txt, which JoeyNMT copies into its model directory), then as
-// written; the error names every path tried.
+// it names, found by findBeside's rule: inside the config's folder
+// (relative to it, the base name there, then src_vocab.txt and
+// trg_vocab.txt, which JoeyNMT copies into its model directory), never
+// outside it; the error names every path tried.
 func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 	data, err := os.ReadFile(configPath)
 	if err != nil {
@@ -156,10 +156,11 @@ func ReadJoeyNMT(configPath string) (*JoeyNMT, error) {
 		{"data.trg.voc_file", firstNonEmpty(c.Data.Trg.VocFile, c.Data.TrgVocab), "trg_vocab.txt", &j.TrgVocab},
 	}
 	for i, s := range sides {
-		found, tried := findBeside(s.file, dir, s.fallback)
-		if found == "" {
-			return nil, fmt.Errorf("JoeyNMT config %s: the vocabulary of %s (%q) is not there; tried %s", configPath, s.what, s.file, strings.Join(tried, ", "))
+		l := findBeside(s.file, dir, s.fallback)
+		if l.path == "" {
+			return nil, fmt.Errorf("JoeyNMT config %s: %s names the vocabulary %q%s", configPath, s.what, s.file, notFound(l.tried, l.outside))
 		}
+		found := l.path
 		toks, err := readJoeyVocab(found, j.Specials)
 		if err != nil {
 			return nil, err

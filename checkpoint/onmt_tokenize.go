@@ -40,13 +40,14 @@ func (o *OpenNMT) onmtTokenizers(path string) (refs [2]*TokenizerRef, notes []st
 				return nil, fmt.Errorf("opt.%s_subword_type is %s but opt.%s_subword_model names no model", s, typ, s)
 			}
 			r.Option, r.Named = "opt."+s+"_subword_model", model
-			r.Path, r.Tried = findBeside(model, dir)
+			r.find(dir)
 			c.SubwordModel = r.Path
 			if threshold := optInt(o.Opt[s+"_vocab_threshold"]); threshold > 0 {
 				if v, _ := o.Opt[s+"_subword_vocab"].(string); v != "" {
 					c.VocabularyThreshold = threshold
-					r.VocabNamed = v
-					c.Vocabulary, r.VocabTried = findBeside(v, dir)
+					r.VocabOption, r.VocabNamed = "opt."+s+"_subword_vocab", v
+					l := findBeside(v, dir)
+					c.Vocabulary, r.VocabTried, r.VocabOutside = l.path, l.tried, l.outside
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/attnx/attnx/onmttok"
 )
@@ -25,9 +24,12 @@ type TokenizerRef struct {
 	// Option names the configuration entry ("opt.src_subword_model",
 	// "data.src.tokenizer_cfg.model_file") and Named is its value.
 	Option, Named string
-	// Path is the file found, "" when none of Tried exists.
-	Path  string
-	Tried []string
+	// Path is the file found, "" when none of Tried exists; Outside says
+	// where the name led out of the checkpoint's folder (findBeside):
+	// nothing there is read.
+	Path    string
+	Tried   []string
+	Outside []string
 	// Separator, Lowercase, Restricted and Pretokenizer are the options
 	// of package subword's Spec.
 	Separator    string
@@ -46,48 +48,18 @@ type TokenizerRef struct {
 	// OpenNMT is the onmt_tokenize transform's tokenizer (Kind
 	// TokenizerOpenNMT): its options, and its subword model and
 	// vocabulary as found (Path is the subword model, "" when it has none
-	// or it was not found; VocabNamed the vocabulary the options name and
-	// VocabTried the paths tried for it).
-	OpenNMT    *onmttok.Config
-	VocabNamed string
-	VocabTried []string
+	// or it was not found; VocabOption names the option of the
+	// vocabulary, VocabNamed its value, VocabTried and VocabOutside are
+	// as Tried and Outside).
+	OpenNMT                  *onmttok.Config
+	VocabOption, VocabNamed  string
+	VocabTried, VocabOutside []string
 }
 
 // isFile reports whether p names a regular file.
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
-}
-
-// findBeside looks for a file a checkpoint or configuration names, by one
-// rule for every toolkit: beside it first (the toolkits copy tokenizers and
-// vocabularies into their model directories, and a path recorded at
-// training time may name another machine's file): named relative to dir,
-// its base name in dir, then each of fallbacks (base names in dir), and
-// only then named as written (absolute, or relative to the working
-// directory). It returns the file found ("" for none) and every path
-// tried, in order.
-func findBeside(named, dir string, fallbacks ...string) (string, []string) {
-	var tried []string
-	if named != "" {
-		if !filepath.IsAbs(named) {
-			tried = append(tried, filepath.Join(dir, named))
-		}
-		tried = append(tried, filepath.Join(dir, filepath.Base(named)))
-	}
-	for _, f := range fallbacks {
-		tried = append(tried, filepath.Join(dir, f))
-	}
-	if named != "" {
-		tried = append(tried, named)
-	}
-	tried = uniqueStrings(tried)
-	for _, p := range tried {
-		if isFile(p) {
-			return p, tried
-		}
-	}
-	return "", tried
 }
 
 // OpenNMTTokenizers returns the subword tokenizers an OpenNMT-py
@@ -128,7 +100,7 @@ func (o *OpenNMT) Tokenizers(path string) (refs [2]*TokenizerRef, notes []string
 			continue
 		}
 		r := &TokenizerRef{Kind: kind, Option: side.option, Named: side.named}
-		r.Path, r.Tried = findBeside(side.named, filepath.Dir(path))
+		r.find(filepath.Dir(path))
 		refs[i] = r
 	}
 	return refs, notes
@@ -181,25 +153,34 @@ func joeyTokenizer(s joeySide, side, dir string) (*TokenizerRef, error) {
 	if r.Named == "" {
 		return nil, fmt.Errorf("data.%s: level bpe with %s names no file (%s)", side, kind, r.Option)
 	}
-	r.Path, r.Tried = findBeside(r.Named, dir)
+	r.find(dir)
 	return r, nil
 }
 
+// find looks for the file r names in the folder dir (findBeside),
+// setting Path, Tried and Outside.
+func (r *TokenizerRef) find(dir string) {
+	l := findBeside(r.Named, dir)
+	r.Path, r.Tried, r.Outside = l.path, l.tried, l.outside
+}
+
 // Missing describes what of a tokenizer could not be found (for an
-// onmt_tokenize one, its subword model or vocabulary), "" when nothing is.
+// onmt_tokenize one, its subword model or vocabulary), or was not read
+// because its name leads out of the checkpoint's folder; "" when
+// nothing is missing.
 func (r *TokenizerRef) Missing() string {
 	c := r.OpenNMT
 	if c == nil {
 		if r.Path == "" {
-			return fmt.Sprintf("%s names %s %q, which is not at %s", r.Option, r.Kind, r.Named, strings.Join(r.Tried, ", "))
+			return fmt.Sprintf("%s names %s %q%s", r.Option, r.Kind, r.Named, notFound(r.Tried, r.Outside))
 		}
 		return ""
 	}
 	if c.SubwordType != onmttok.SubwordNone && c.SubwordModel == "" {
-		return fmt.Sprintf("%s names %s model %q, which is not at %s", r.Option, c.SubwordType, r.Named, strings.Join(r.Tried, ", "))
+		return fmt.Sprintf("%s names %s model %q%s", r.Option, c.SubwordType, r.Named, notFound(r.Tried, r.Outside))
 	}
 	if r.VocabNamed != "" && c.Vocabulary == "" {
-		return fmt.Sprintf("its subword vocabulary %q is not at %s", r.VocabNamed, strings.Join(r.VocabTried, ", "))
+		return fmt.Sprintf("%s names subword vocabulary %q%s", r.VocabOption, r.VocabNamed, notFound(r.VocabTried, r.VocabOutside))
 	}
 	return ""
 }

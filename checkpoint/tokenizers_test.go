@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,9 +110,9 @@ func TestJoeyNMTTokenizers(t *testing.T) {
 }
 
 // TestFindBesideFirst: a file a checkpoint names is looked up beside the
-// checkpoint before the working directory, for OpenNMT-py's tokenizers and
-// JoeyNMT's vocabularies alike: a same-named file where attnx runs no
-// longer wins silently.
+// checkpoint, for OpenNMT-py's tokenizers and JoeyNMT's vocabularies
+// alike, and never in the working directory: a same-named file where
+// attnx runs is not read.
 func TestFindBesideFirst(t *testing.T) {
 	model, wd := t.TempDir(), t.TempDir()
 	for _, d := range []string{model, wd} {
@@ -121,18 +122,82 @@ func TestFindBesideFirst(t *testing.T) {
 	}
 	t.Chdir(wd)
 	for _, named := range []string{"spm.model", "data/spm.model", "/elsewhere/spm.model"} {
-		got, tried := findBeside(named, model)
-		if got != filepath.Join(model, "spm.model") {
-			t.Errorf("%s: found %s (tried %v), want the one beside the checkpoint", named, got, tried)
+		if l := findBeside(named, model); l.path != filepath.Join(model, "spm.model") {
+			t.Errorf("%s: found %s (tried %v), want the one beside the checkpoint", named, l.path, l.tried)
 		}
 	}
-	// Only where nothing is beside it, the name as written.
 	os.Remove(filepath.Join(model, "spm.model"))
-	if got, _ := findBeside("spm.model", model); got != "spm.model" {
-		t.Errorf("nothing beside: found %q, want spm.model in the working directory", got)
+	if l := findBeside("spm.model", model); l.path != "" || !slices.Equal(l.tried, []string{filepath.Join(model, "spm.model")}) {
+		t.Errorf("nothing beside: found %q, tried %q; want nothing, and the working directory's spm.model not tried", l.path, l.tried)
 	}
-	got, tried := findBeside("v.txt", model, "src_vocab.txt")
-	if got != "" || strings.Join(tried, " ") != filepath.Join(model, "v.txt")+" "+filepath.Join(model, "src_vocab.txt")+" v.txt" {
-		t.Errorf("tried %v", tried)
+	l := findBeside("v.txt", model, "src_vocab.txt")
+	if l.path != "" || !slices.Equal(l.tried, []string{filepath.Join(model, "v.txt"), filepath.Join(model, "src_vocab.txt")}) {
+		t.Errorf("tried %v", l.tried)
+	}
+}
+
+// TestFindBesideStaysInside (issue 53, item 2): a name that leads out of
+// the checkpoint's folder, absolute, through "..", or through a link in
+// the folder (to a file or to a directory), finds nothing, though the
+// file it leads to exists; the lookup says where it led. A link that
+// stays inside, and a folder reached through a link, are followed.
+func TestFindBesideStaysInside(t *testing.T) {
+	root := t.TempDir()
+	model, elsewhere := filepath.Join(root, "model"), filepath.Join(root, "elsewhere")
+	for _, d := range []string{model, elsewhere, filepath.Join(model, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(elsewhere, "secret.txt")
+	for _, p := range []string{secret, filepath.Join(model, "sub", "inside.txt")} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"link.txt": secret, "out": elsewhere, "in.txt": filepath.Join("sub", "inside.txt")} {
+		if err := os.Symlink(target, filepath.Join(model, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(model, filepath.Join(root, "via")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	for _, c := range []struct {
+		named, dir string
+		path       string // found
+		outside    string // in the lookup's outside
+	}{
+		{secret, model, "", `"` + secret + `" is outside ` + model},
+		{"../elsewhere/secret.txt", model, "", `"../elsewhere/secret.txt" is outside ` + model},
+		{"sub/../../elsewhere/secret.txt", model, "", "is outside " + model},
+		{"link.txt", model, "", filepath.Join(model, "link.txt") + " is a link to " + secret + ", outside " + model},
+		{"out/secret.txt", model, "", filepath.Join(model, "out", "secret.txt") + " resolves to " + secret + ", outside " + model},
+		{"..", model, "", `".." is outside ` + model},
+		{"in.txt", model, filepath.Join(model, "in.txt"), ""},
+		{"sub/inside.txt", filepath.Join(root, "via"), filepath.Join(root, "via", "sub", "inside.txt"), ""},
+		{"in.txt", "model", filepath.Join("model", "in.txt"), ""}, // relative to the working directory
+		{"link.txt", "model", "", filepath.Join("model", "link.txt") + " is a link to " + secret},
+	} {
+		l := findBeside(c.named, c.dir)
+		if l.path != c.path || (c.outside == "") != (len(l.outside) == 0) || c.outside != "" && !strings.Contains(strings.Join(l.outside, "; "), c.outside) {
+			t.Errorf("%s in %s: found %q, outside %q; want %q, outside %q", c.named, c.dir, l.path, l.outside, c.path, c.outside)
+		}
+	}
+	// The OpenNMT-py options that name such files: the tokenizer is not
+	// found, and Missing names the option, the path and why.
+	o := &OpenNMT{Opt: map[string]any{"transforms": []any{"onmt_tokenize"}, "src_subword_type": "bpe", "src_subword_model": "link.txt",
+		"tgt_subword_type": "bpe", "tgt_subword_model": "in.txt", "tgt_subword_vocab": secret, "tgt_vocab_threshold": int64(1)}}
+	refs, _ := o.Tokenizers(filepath.Join(model, "model.pt"))
+	for i, want := range []string{
+		`opt.src_subword_model names bpe model "link.txt", which attnx does not read: ` + filepath.Join(model, "link.txt") + " is a link to " + secret,
+		`opt.tgt_subword_vocab names subword vocabulary "` + secret + `", which attnx does not read: "` + secret + `" is outside ` + model,
+	} {
+		if refs[i] == nil {
+			t.Errorf("side %d: no tokenizer", i)
+		} else if m := refs[i].Missing(); !strings.Contains(m, want) {
+			t.Errorf("side %d: %+v: Missing %q, want %q", i, refs[i], m, want)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func TestReadJoeyNMT(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ReadJoeyNMT(p)
-	for _, want := range []string{`data.src.voc_file ("data/vocab.de") is not there`, filepath.Join(dir, "data/vocab.de"), filepath.Join(dir, "src_vocab.txt")} {
+	for _, want := range []string{`data.src.voc_file names the vocabulary "data/vocab.de", which is not at`, filepath.Join(dir, "data/vocab.de"), filepath.Join(dir, "src_vocab.txt")} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
 		}
