@@ -136,6 +136,9 @@ type FileInfo struct {
 	Bytes int64 `json:"bytes"`
 	// Nodes counts the graph's nodes, subgraphs included (0 for attnx.json).
 	Nodes int `json:"nodes,omitempty"`
+	// From is the file a copied file (a tokenizer's) was copied from, as
+	// found or given; "" for the files export writes.
+	From string `json:"from,omitempty"`
 }
 
 // Result describes a written model directory.

@@ -207,7 +207,7 @@ func copyTokenizers(dir string, copies []tokenizerCopy) ([]FileInfo, error) {
 		if err := atomicfile.WriteFile(filepath.Join(dir, c.name), data, 0o644); err != nil {
 			return nil, err
 		}
-		out = append(out, FileInfo{Role: "tokenizer", Name: c.name, Bytes: int64(len(data))})
+		out = append(out, FileInfo{Role: "tokenizer", Name: c.name, Bytes: int64(len(data)), From: c.from})
 	}
 	return out, nil
 }

@@ -420,3 +420,39 @@ func TestExportFairseqDictionariesStayInside(t *testing.T) {
 		})
 	}
 }
+
+// TestExportSummaryNamesCopiedFiles: export's summary names, for each
+// tokenizer file it copied into the model directory, where it came from:
+// the checkpoint's folder for the files its options name, the path given
+// for a flag's.
+func TestExportSummaryNamesCopiedFiles(t *testing.T) {
+	tk := filepath.Join("..", "..", "testdata", "toolkits")
+	onmt := copyFiles(t, filepath.Join(tk, "onmt-tok-bpe"), "model.pt", "tok_src.bpe", "tok_tgt.bpe")
+	moses := filepath.Join(tk, "fairseq-moses")
+	for _, c := range []struct {
+		args  []string
+		files map[string]string // copied file: its source
+	}{
+		{[]string{filepath.Join(onmt, "model.pt")},
+			map[string]string{"source.bpe": filepath.Join(onmt, "tok_src.bpe"), "target.bpe": filepath.Join(onmt, "tok_tgt.bpe")}},
+		{[]string{filepath.Join(moses, "checkpoint_best.pt"), "--tokenizer", filepath.Join(moses, "moses.codes")},
+			map[string]string{"bpe.codes": filepath.Join(moses, "moses.codes")}},
+	} {
+		code, stdout, stderr := attnx(append([]string{"export", "-o", filepath.Join(t.TempDir(), "m")}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("export %q: exit %d: %s", c.args, code, stderr)
+		}
+		files := stdout[strings.Index(stdout, "\n  files\n"):]
+		for name, from := range c.files {
+			found := false
+			for _, line := range strings.Split(files, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+					found = strings.HasSuffix(line, " from "+from)
+				}
+			}
+			if !found {
+				t.Errorf("export %q: the summary's files do not say %s came from %s:\n%s", c.args, name, from, files)
+			}
+		}
+	}
+}

@@ -280,7 +280,11 @@ func printExport(w io.Writer, source string, res *modeldir.Result) {
 		if f.Nodes > 0 {
 			nodes = fmt.Sprintf("  %d nodes", f.Nodes)
 		}
-		fmt.Fprintf(w, "    %-13s %10s%s\n", f.Name, humanBytes(f.Bytes), nodes)
+		from := ""
+		if f.From != "" {
+			from = "  from " + f.From
+		}
+		fmt.Fprintf(w, "    %-13s %10s%s%s\n", f.Name, humanBytes(f.Bytes), nodes, from)
 	}
 }
 
