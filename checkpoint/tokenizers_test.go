@@ -201,3 +201,49 @@ func TestFindBesideStaysInside(t *testing.T) {
 		}
 	}
 }
+
+// TestJoeyVocabStaysInside: a JoeyNMT config whose voc_file names a file
+// outside the config's folder (absolute, or a link in the folder), with
+// no src_vocab.txt there, is an error naming the option, the path and
+// why; the file's lines are not read.
+func TestJoeyVocabStaysInside(t *testing.T) {
+	cfg, err := os.ReadFile(toolkitFile("joey/config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab, err := os.ReadFile(toolkitFile("joey/src_vocab.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret_vocab.txt")
+	if err := os.WriteFile(secret, vocab, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, vocFile, link, want string
+	}{
+		{"absolute", secret, "", `data.src.voc_file names the vocabulary "` + secret + `", which attnx does not read: "` + secret + `" is outside `},
+		{"a link", "src_vocab.txt", "src_vocab.txt", " is a link to " + secret},
+	} {
+		dir := t.TempDir()
+		trg, _ := os.ReadFile(toolkitFile("joey/trg_vocab.txt"))
+		os.WriteFile(filepath.Join(dir, "trg_vocab.txt"), trg, 0o644)
+		if c.link != "" {
+			if err := os.Symlink(secret, filepath.Join(dir, c.link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := filepath.Join(dir, "config.yaml")
+		text := strings.Replace(string(cfg), `voc_file: "src_vocab.txt"`, `voc_file: "`+c.vocFile+`"`, 1)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if j, err := ReadJoeyNMT(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			var read any
+			if j != nil {
+				read = j.VocabFiles
+			}
+			t.Errorf("%s: read %v, error %v; want %q", c.name, read, err, c.want)
+		}
+	}
+}
