@@ -313,18 +313,25 @@ func higher(x, y float32) bool {
 	return x > y
 }
 
-// normalized is float32(score / len ** alpha) computed in float64, as the
-// reference computes it, or with PenaltyWu score / ((5 + len) / 6) **
-// alpha; a hypothesis without tokens keeps its score.
+// normalized is hypothesis h's Normalize.
 func (b *Beam) normalized(h beamLive) float32 {
-	n := b.length(h)
+	return Normalize(h.score, b.length(h), b.LengthPenalty, b.PenaltyWu)
+}
+
+// Normalize is the spec's normalised score of a hypothesis of n tokens
+// with score (the float32 sum of their log-probs): float32(score / n **
+// alpha) computed in float64, as the reference computes it, or with wu
+// score / ((5 + n) / 6) ** alpha; a hypothesis without tokens keeps its
+// score. Beam ranks by it, and a greedy row's score is normalised by it
+// as a beam of one's would be.
+func Normalize(score float32, n int, alpha float64, wu bool) float32 {
 	if n == 0 {
-		return h.score
+		return score
 	}
-	if b.PenaltyWu {
-		return float32(float64(h.score) / math.Pow((5+float64(n))/6, b.LengthPenalty))
+	if wu {
+		return float32(float64(score) / math.Pow((5+float64(n))/6, alpha))
 	}
-	return float32(float64(h.score) / math.Pow(float64(n), b.LengthPenalty))
+	return float32(float64(score) / math.Pow(float64(n), alpha))
 }
 
 func (b *Beam) length(h beamLive) int { return b.tree.depth(h.node) }

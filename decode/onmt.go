@@ -219,6 +219,29 @@ func onmtPenalty(penalty string, alpha float64, curLen int) float64 {
 	return 1
 }
 
+// OpenNMTScores returns the scores OpenNMT-py's BeamSearch gives a beam
+// of one (onmt_translate -beam_size 1, which runs BeamSearch, not
+// GreedySearch) whose tokens had these log-probs (natural log, one per
+// token, EOS included): raw, its running score (Hypothesis.Score), and
+// norm, the score divided by the -length_penalty penalty with -alpha
+// alpha that it ranks by and prints (PRED SCORE). The float32 steps are
+// OpenNMTBeam's: each step divides the running score plus the log-prob by
+// the step's penalty, and multiplies it back for the next step. It has no
+// coverage penalty.
+func OpenNMTScores(penalty string, alpha float64, logProbs []float32) (raw, norm float32) {
+	for step, x := range logProbs {
+		// OpenNMTBeam's pen at steps = step: penalty(steps + 2).
+		pen := onmtPenalty(penalty, alpha, step+2)
+		norm = x + raw
+		raw = norm
+		if pen != 1 {
+			norm /= float32(pen)
+			raw = norm * float32(pen)
+		}
+	}
+	return raw, norm
+}
+
 // Advance picks the step's K candidates, finishes the EOS ones (all of
 // them at MaxLen) and writes the live ones' tokens and slots to inputs and
 // parents. It returns 0 when the row is finished.

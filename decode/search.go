@@ -113,8 +113,8 @@ func Argmax(row []float32) int64 {
 // Greedy is the spec's greedy decoding of one row: each step feeds back the
 // argmax of log_probs; the row stops after EOS (which is part of its
 // output) or after MaxLen tokens. Set the exported fields, then hand it to a
-// Batch; read Tokens and Attention when the row is finished. Reset makes it
-// ready for another row without allocating.
+// Batch; read Tokens, Scores and Attention when the row is finished. Reset
+// makes it ready for another row without allocating.
 type Greedy struct {
 	// SOS is the first input token, EOS the token that ends the row.
 	SOS, EOS int64
@@ -131,6 +131,7 @@ type Greedy struct {
 	Copy *CopyMap
 
 	tokens []int64
+	scores []float32 // each token's log-prob, after the rules
 	attn   []float32 // len(tokens) rows of srcLen weights, back to back
 	srcLen int
 }
@@ -149,11 +150,13 @@ func (g *Greedy) Advance(s Slots, inputs []int64, parents []int) int {
 	}
 	if g.tokens == nil {
 		g.tokens = make([]int64, 0, min(g.MaxLen, 256))
+		g.scores = make([]float32, 0, cap(g.tokens))
 	}
 	lp := s.LogProbs(0)
 	g.Rules.Apply(lp, len(g.tokens), g.EOS, false)
 	tok := Argmax(lp)
 	g.tokens = append(g.tokens, tok)
+	g.scores = append(g.scores, lp[tok])
 	if g.KeepAttention {
 		g.srcLen = s.SourceLength()
 		g.attn = append(g.attn, s.Attention(0)...)
@@ -168,6 +171,12 @@ func (g *Greedy) Advance(s Slots, inputs []int64, parents []int) int {
 // Tokens returns the tokens produced so far (a view; copy it to keep it
 // past Reset).
 func (g *Greedy) Tokens() []int64 { return g.tokens }
+
+// Scores returns each token's log-prob (natural log), as the step's
+// log_probs gave it after the rules' bans, one per token of Tokens (a
+// view, as Tokens is). Their float32 sum is the row's score, a beam of
+// one's (Beam with K = 1).
+func (g *Greedy) Scores() []float32 { return g.scores }
 
 // Attention returns one row of weights over the row's source per token,
 // as new slices. It is empty unless KeepAttention was set.
@@ -186,7 +195,7 @@ func (g *Greedy) Attention() [][]float32 {
 
 // Reset forgets the row's output, keeping the buffers and the settings.
 func (g *Greedy) Reset() {
-	g.tokens, g.attn, g.srcLen = g.tokens[:0], g.attn[:0], 0
+	g.tokens, g.scores, g.attn, g.srcLen = g.tokens[:0], g.scores[:0], g.attn[:0], 0
 }
 
 func (g *Greedy) copyMap() *CopyMap { return g.Copy }
