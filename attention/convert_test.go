@@ -428,7 +428,7 @@ func graphsBuild(t *testing.T, cfg Config, opt BuildOptions) {
 			return Greedy(w, Special{SOS: 1, EOS: 2, PAD: 0, UNK: -1}, o)
 		},
 			"source_ids:int64[batch,src_len] source_lengths:int64[batch] max_len:int64[]",
-			"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len]"},
+			"output_ids:int64[batch,out_len] attention:float32[batch,out_len,src_len] token_log_probs:float32[batch,out_len]"},
 	} {
 		m, err := tc.build(w, opt)
 		if err != nil {

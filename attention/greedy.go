@@ -12,6 +12,10 @@ const (
 	InMaxLen      = "max_len"
 	OutOutputIDs  = "output_ids"
 	OutAttentions = "attention"
+	// OutTokenLogProbs is greedy.onnx's float32 [batch, out_len]: each
+	// chosen token's log-prob (natural log, after the rules' bans), 0
+	// after the row's EOS.
+	OutTokenLogProbs = "token_log_probs"
 	// DimOutLen is the symbolic number of decoded steps.
 	DimOutLen = "out_len"
 )
@@ -20,9 +24,11 @@ const (
 // docs/models.md in one graph, with the decoder step inside an ONNX
 // Loop. Inputs: source_ids int64 [batch, src_len], source_lengths int64
 // [batch] and max_len, an int64 scalar. Outputs: output_ids int64 [batch,
-// out_len] and attention float32 [batch, out_len, src_len]; a row that has
-// emitted EOS is padded with sp.PAD and its attention rows with zeros, and
-// the loop ends when every row has emitted EOS or after max_len steps.
+// out_len], attention float32 [batch, out_len, src_len] and
+// token_log_probs float32 [batch, out_len] (each token's log-prob, whose
+// sum is the row's score); a row that has emitted EOS is padded with
+// sp.PAD, its attention rows and log-probs with zeros, and the loop ends
+// when every row has emitted EOS or after max_len steps.
 // opt chooses the weights' precision.
 //
 // What does not change between steps is computed once, before the loop:
@@ -79,15 +85,18 @@ func Greedy(wt *Weights, sp Special, opt BuildOptions) (*builder.Model, error) {
 			next := ops.ArgMax(out.logProbs, -1, ops.ArgOpts{NoKeepDims: true}) // [batch]
 			token := ops.Where(done, pad, next)
 			attnOut := ops.Where(ops.Unsqueeze(done, axis1), zero, out.attn)
+			chosen := ops.Squeeze(ops.GatherElements(out.logProbs, ops.Unsqueeze(next, axis1), 1), axis1) // [batch]
+			lpOut := ops.Where(done, zero, chosen)
 			nowDone := ops.Or(done, ops.Equal(next, eos))
 			// Go on while any row is still running.
 			running := ops.ReduceMax(ops.Cast(ops.Not(nowDone), builder.Int64), ops.ReduceOpts{NoKeepDims: true})
 			carriedOut := append([]*builder.Value{next}, out.states...)
-			return ops.Cast(running, builder.Bool), append(carriedOut, nowDone), []*builder.Value{token, attnOut}
+			return ops.Cast(running, builder.Bool), append(carriedOut, nowDone), []*builder.Value{token, attnOut, lpOut}
 		}, ops.LoopOpts{CarriedShapes: shapes})
-	if len(scans) == 2 {
+	if len(scans) == 3 {
 		g.OutputAs(OutOutputIDs, ops.Transpose(scans[0], []int64{1, 0}), builder.Dims(DimBatch, DimOutLen))
 		g.OutputAs(OutAttentions, ops.Transpose(scans[1], []int64{1, 0, 2}), builder.Dims(DimBatch, DimOutLen, DimSrcLen))
+		g.OutputAs(OutTokenLogProbs, ops.Transpose(scans[2], []int64{1, 0}), builder.Dims(DimBatch, DimOutLen))
 	}
 	m, err := s.finish(fmt.Sprintf("attnx %s greedy decoding in one graph (%s)", s.cfg.Arch, s.cfg))
 	if err != nil {

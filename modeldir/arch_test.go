@@ -42,7 +42,7 @@ func TestExportEveryArchAndCell(t *testing.T) {
 			for _, g := range []struct{ file, in, out string }{
 				{EncoderFile, "source_ids source_lengths", "encoder_outputs hidden" + cellIO},
 				{DecoderFile, "input_ids hidden" + cellIO + " encoder_outputs source_lengths", "log_probs next_hidden" + nextCell + " attention"},
-				{GreedyFile, "source_ids source_lengths max_len", "output_ids attention"},
+				{GreedyFile, "source_ids source_lengths max_len", "output_ids attention token_log_probs"},
 				{BeamFile, "source_ids source_lengths max_len beam_size length_penalty", "output_ids lengths scores normalized_scores attention"},
 			} {
 				mp, err := onnxfile.Load(filepath.Join(dir, g.file))
