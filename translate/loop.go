@@ -47,19 +47,30 @@ func (t *Translator) runLoop(ctx context.Context, rows [][]int64, so searchOpts)
 			outOutputIDs, ot, outGreedyAtt, at, B, S, B, B, S)
 	}
 	T := int(ot.Shape[1])
+	lt := out[attention.OutTokenLogProbs]
+	lp, err := lt.Float32s()
+	if err != nil {
+		return nil, fmt.Errorf("translate: greedy output %q: %w", attention.OutTokenLogProbs, err)
+	}
+	if len(lt.Shape) != 2 || lt.Shape[0] != int64(B) || lt.Shape[1] != int64(T) {
+		return nil, fmt.Errorf("translate: greedy returned %s %s for %s %s; want [%d,%d]", attention.OutTokenLogProbs, lt, outOutputIDs, ot, B, T)
+	}
 	eos := t.info.Special.EOS
 	res := make([]Result, B)
 	for r := range rows {
 		n := int(lens[r])
+		var scores []float32
 		for j := 0; j < T && j < limits[r]; j++ {
 			id := tok[r*T+j]
 			res[r].Tokens = append(res[r].Tokens, id)
+			scores = append(scores, lp[r*T+j])
 			base := (r*T + j) * S
 			res[r].Attention = append(res[r].Attention, append([]float32(nil), att[base:base+n]...))
 			if id == eos {
 				break
 			}
 		}
+		res[r].Hypotheses = []Hypothesis{greedyHypothesis(so, res[r].Tokens, scores)}
 	}
 	return res, nil
 }

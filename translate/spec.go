@@ -87,8 +87,21 @@ func (t *Translator) greedySpec() graphSpec {
 		outputs: []ioSpec{
 			{name: outOutputIDs, dtype: onnxrun.Int64, dims: []int64{-1, -1}},
 			{name: outGreedyAtt, dtype: onnxrun.Float32, dims: []int64{-1, -1, -1}},
+			// Absent from the greedy.onnx of attnx before it recorded
+			// greedy scores: Open decides what to do without it.
+			{name: attention.OutTokenLogProbs, dtype: onnxrun.Float32, dims: []int64{-1, -1}, optional: true},
 		},
 		allowExtraOutput: true}
+}
+
+// hasOutput reports whether s has an output named name.
+func hasOutput(s *onnxrun.Session, name string) bool {
+	for _, io := range s.Outputs() {
+		if io.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // check compares the session's declared inputs and outputs with the spec.

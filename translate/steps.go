@@ -17,15 +17,6 @@ import (
 
 // runSearch decodes one batch on the decoding core, as so says.
 func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpts) ([]Result, error) {
-	if so.fairseq && so.rules != nil && so.rules.EOSFromStep > 0 {
-		// fairseq asserts min_len <= max_len: a row whose limit leaves no
-		// room for min_len would end empty.
-		for r, row := range rows {
-			if n := t.rowLimit(so, r, row); so.rules.EOSFromStep >= n {
-				return nil, &InputError{Row: r, Position: -1, Msg: fmt.Sprintf("min_len %d is at or above this input's output limit of %d tokens, EOS included (fairseq asserts min_len <= max_len): lower min_len or raise max_len", so.rules.EOSFromStep, n)}
-			}
-		}
-	}
 	if err := t.checkCopySearch(so); err != nil {
 		return nil, err
 	}
@@ -79,21 +70,17 @@ type searchOpts struct {
 	seed           uint64
 	maxLenA        float64
 	maxLenRatio    *float64
+	// maxLenCap, above 0, bounds every row's limit (CallOptions.MaxLenCap).
+	maxLenCap int
 	// lens, when not nil, holds the n of each row's output limit: the
 	// longest source of the toolkit batch the row is in
 	// (modeldir.Defaults.Batching), in place of the row's own length.
 	lens []int
 }
 
-// rowLimit is the output limit of row r (source row) for its n (its own
-// length, or so.lens'): limitFor's, with the call's maxLen in place of
-// Options.MaxLen.
+// rowLimit is the output limit of row r (source row): its Limits' Max.
 func (t *Translator) rowLimit(so searchOpts, r int, row []int64) int {
-	n := len(row)
-	if so.lens != nil && so.lens[r] > 0 {
-		n = so.lens[r]
-	}
-	return t.limitFor(n, so)
+	return t.rowLimitsOf(so, r, row).Max
 }
 
 // searchOptions returns the Translator's own search settings.
@@ -116,8 +103,11 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	if opt.MaxLen < 0 {
 		return searchOpts{}, fmt.Errorf("translate: CallOptions.MaxLen = %d: must not be negative", opt.MaxLen)
 	}
+	if opt.MaxLenCap < 0 {
+		return searchOpts{}, fmt.Errorf("translate: CallOptions.MaxLenCap = %d: must not be negative", opt.MaxLenCap)
+	}
 	so := t.searchOptions()
-	so.maxLen = opt.MaxLen
+	so.maxLen, so.maxLenCap = opt.MaxLen, opt.MaxLenCap
 	so.noAttention = opt.WithoutAttention
 	if opt.Beam != 0 {
 		so.beam, so.nBest = opt.Beam, 1
@@ -368,6 +358,7 @@ func searchResults(ss []decode.Search, so searchOpts) []Result {
 		switch s := s.(type) {
 		case *decode.Greedy:
 			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
+			res[r].Hypotheses = []Hypothesis{greedyHypothesis(so, res[r].Tokens, slices.Clone(s.Scores()))}
 		case nBestSearch:
 			for k, h := range s.Hypotheses(so.nBest) {
 				hyp := Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore, PositionalScores: h.Positional}
@@ -382,6 +373,30 @@ func searchResults(ss []decode.Search, so searchOpts) []Result {
 		}
 	}
 	return res
+}
+
+// greedyHypothesis is a greedy row's one hypothesis: tokens, each one's
+// log-prob (natural log, after the rules), Score their float32 sum and
+// NormalizedScore the score the rules' toolkit gives its greedy search:
+// under OpenNMT-py's, onmt_translate -beam_size 1's (a BeamSearch of one:
+// decode.OpenNMTScores, with -length_penalty and -alpha); under
+// JoeyNMT's, the sum (its greedy search reports token scores, with no
+// length penalty); else the spec's beam of one's, Score / len ** alpha
+// (decode.Normalize, with LengthPenaltyWu's form).
+func greedyHypothesis(so searchOpts, tokens []int64, logProbs []float32) Hypothesis {
+	h := Hypothesis{Tokens: tokens, PositionalScores: logProbs}
+	for _, x := range logProbs {
+		h.Score += x
+	}
+	switch {
+	case so.openNMT:
+		h.Score, h.NormalizedScore = decode.OpenNMTScores(so.onmtPen, so.alpha, logProbs)
+	case so.joey:
+		h.NormalizedScore = h.Score
+	default:
+		h.NormalizedScore = decode.Normalize(h.Score, len(tokens), so.alpha, so.wu)
+	}
+	return h
 }
 
 // decodeSteps decodes rows with their searches on an executor from the
@@ -457,5 +472,5 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 	return checkOptions(Options{Engine: EngineSteps, Rules: rules, Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
 		MaxLenA: so.maxLenA, MaxLenRatio: so.maxLenRatio, BlockNgram: so.blockNgram, IgnoreWhenBlocking: opt.IgnoreWhenBlocking, Ratio: so.ratio,
 		CoveragePenalty: so.covPen, Beta: so.beta, StepwisePenalty: so.stepwise,
-		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty})
+		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty, LengthPenaltyWu: so.wu})
 }

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -220,11 +219,17 @@ type Result struct {
 	// Attention holds one row per output token, each with one weight per
 	// source token of this input (its own length, not the padded one).
 	Attention [][]float32
-	// Hypotheses is beam search's n-best list (Options.Beam > 1), best
-	// first: Options.NBest entries, fewer when the vocabulary ran out.
-	// Tokens, OutputTokens, Text and Attention are the first one's. It is
-	// nil for greedy decoding.
+	// Hypotheses is the n-best list, best first: beam search's
+	// Options.NBest entries (fewer when the vocabulary ran out), greedy
+	// decoding's one. Tokens, OutputTokens, Text and Attention are the
+	// first one's. It is never empty in a result that was decoded.
 	Hypotheses []Hypothesis
+	// Score, NormalizedScore and PositionalScores are the first
+	// hypothesis' (see Hypothesis), whatever the search: the score in
+	// natural log, summed over the tokens and normalised as the search's
+	// rules rank.
+	Score, NormalizedScore float32
+	PositionalScores       []float32
 }
 
 // Hypothesis is one entry of a beam search's n-best list.
@@ -405,6 +410,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
 	}
+	if t.engine == EngineLoop && t.beam() == 1 {
+		if err := t.openGreedy(ropt, opt.Engine == ""); err != nil {
+			return fail(err)
+		}
+	}
 	if t.engine == EngineSteps {
 		if t.enc, err = t.openRole("encoder", ropt, t.encoderSpec()); err != nil {
 			return fail(err)
@@ -421,12 +431,35 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if t.beamGraph, err = t.openRole(modeldir.RoleBeam, ropt, t.beamSpec()); err != nil {
 			return fail(err)
 		}
-	} else {
-		if t.greedy, err = t.openRole("greedy", ropt, t.greedySpec()); err != nil {
-			return fail(err)
-		}
 	}
 	return t, nil
+}
+
+// openGreedy opens greedy.onnx for the loop engine. A greedy.onnx without
+// token_log_probs (exported by an attnx that did not record greedy
+// scores) cannot give a result its score: with fallback (the engine left
+// to Open) the Translator decodes on the steps engine instead, with a
+// note; else it is an error.
+func (t *Translator) openGreedy(ropt onnxrun.Options, fallback bool) error {
+	notes := len(t.notes)
+	s, err := t.openRole("greedy", ropt, t.greedySpec())
+	if err != nil {
+		return err
+	}
+	if hasOutput(s, attention.OutTokenLogProbs) {
+		t.greedy = s
+		return nil
+	}
+	s.Close()
+	t.notes = t.notes[:notes]
+	path := filepath.Join(t.dir, t.info.Files["greedy"])
+	if !fallback {
+		return fmt.Errorf("translate: engine %q: %s has no output %q, so its results would have no score: it was exported by an earlier attnx; export the model again (attnx export) or use engine %q",
+			EngineLoop, path, attention.OutTokenLogProbs, EngineSteps)
+	}
+	t.engine = EngineSteps
+	t.notes = append(t.notes, fmt.Sprintf("greedy decoding on the steps engine: %s has no %s output (an earlier attnx's export), so the loop engine could not score its results; export the model again for the loop engine", path, attention.OutTokenLogProbs))
+	return nil
 }
 
 // LoopGraphError is Open's error for the loop engine asked of a model
@@ -562,6 +595,9 @@ func checkOptions(opt Options) error {
 	}
 	if opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen {
 		return fmt.Errorf("translate: MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
+	}
+	if err := checkRules(opt); err != nil {
+		return err
 	}
 	return checkBeamOptions(opt)
 }
@@ -754,15 +790,19 @@ func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 	return t.mu.RUnlock, nil
 }
 
-// decodeBatches checks every row of sources, then decodes them with run in
-// batches of at most Options.BatchSize, in order (each with its part of
-// so.lens), and finishes the results.
+// decodeBatches checks every row of sources and its output limits
+// (rowLimits), then decodes them with run in batches of at most
+// Options.BatchSize, in order (each with its part of so.lens), and
+// finishes the results.
 func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(rows [][]int64, so searchOpts) ([]Result, error)) ([]Result, error) {
 	release, err := t.acquire(sources)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if _, err := t.rowLimits(sources, so); err != nil {
+		return nil, err
+	}
 	bs := t.batchSize()
 	out := make([]Result, 0, len(sources))
 	for start := 0; start < len(sources); start += bs {
@@ -826,43 +866,11 @@ func (t *Translator) checkRows(sources [][]int64) error {
 	return nil
 }
 
-// Limit returns the output length limit of a source of n tokens:
-// Options.MaxLen, else the model's own (attnx.json's defaults), else
-// DefaultMaxLen.
+// Limit returns the output length limit of a source of n tokens under
+// the Translator's own settings (OutputLimits' Max for a call that sets
+// nothing): Options.MaxLen, MaxLenA or MaxLenRatio, else the model's own
+// (attnx.json's defaults), else DefaultMaxLen.
 func (t *Translator) Limit(n int) int { return t.limit(n) }
-
-// limit is Limit.
-func (t *Translator) limit(n int) int { return t.limitFor(n, t.searchOptions()) }
-
-// limitFor is the output limit for n source tokens: Options.MaxLenRatio's
-// when set, else Options.MaxLen, else
-// the model's own (attnx.json's defaults), else onmt_translate's under
-// OpenNMT-py's rules (openNMT), else DefaultMaxLen.
-func (t *Translator) limitFor(n int, so searchOpts) int {
-	openNMT := so.openNMT
-	maxLen := cmp.Or(so.maxLen, t.opt.MaxLen) // the call's, else Options'
-	if r := so.maxLenRatio; r != nil {
-		// onmt_translate's limit with this -max_length_ratio, and
-		// -max_length MaxLen or its default.
-		onmt := modeldir.OpenNMTTranslate()
-		return (&modeldir.Defaults{MaxLen: cmp.Or(maxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
-	}
-	if a := so.maxLenA; a > 0 {
-		// fairseq's min(int(a x src_len + b), max_len - 1), then </s>.
-		b := cmp.Or(maxLen, fairseqMaxLen) - 1
-		return min(int(a*float64(n)+float64(b)), fairseqPositions-1) + 1
-	}
-	if maxLen > 0 {
-		return maxLen
-	}
-	if l := t.info.OutputLimit(n); l > 0 {
-		return l
-	}
-	if openNMT {
-		return openNMTMaxLen(n)
-	}
-	return DefaultMaxLen(n)
-}
 
 // fairseq-interactive's limit (--max-len-b 200, then </s>) and fairseq's
 // LSTM's max_target_positions.
@@ -897,18 +905,26 @@ func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
 	if so.replaceUnk {
 		r.Text = t.replaceUnk(r.Tokens, r.Attention, vocabTokens, r.OutputTokens, r.Text, cm)
 	}
+	att := r.Attention
 	if so.noAttention {
 		r.Attention = nil
 	}
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]
 		h.OutputTokens, h.Text = output(h.Tokens)
+		if h.attention == nil && i == 0 {
+			h.attention = att // greedy decoding's one hypothesis: the result's
+		}
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
 			h.Text = t.replaceUnk(h.Tokens, h.attention, vocabTokens, h.OutputTokens, h.Text, cm)
 		}
 		h.attention = nil
+	}
+	if len(r.Hypotheses) > 0 {
+		best := r.Hypotheses[0]
+		r.Score, r.NormalizedScore, r.PositionalScores = best.Score, best.NormalizedScore, best.PositionalScores
 	}
 }
 
