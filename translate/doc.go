@@ -49,6 +49,19 @@
 // hypotheses and scores as the steps engine. Beam = 1 (or 0) is greedy
 // decoding.
 //
+// # Scores
+//
+// Every decoded Result carries its score, whatever the search: Hypotheses
+// is never empty (greedy decoding lists its one hypothesis), and
+// Result.Score, NormalizedScore and PositionalScores are the best
+// hypothesis'. Scores are natural logs: Score sums the tokens' log-probs,
+// NormalizedScore is what the search ranks by. A greedy result's
+// PositionalScores are its tokens' log-probs and its NormalizedScore the
+// one its rules' toolkit prints for greedy decoding: under OpenNMT-py's,
+// onmt_translate -beam_size 1's PRED SCORE (a BeamSearch of one, after
+// -length_penalty); under JoeyNMT's the sum (its greedy search reports
+// token scores); else the spec's beam of one's, score / len ** alpha.
+//
 // # Inputs
 //
 // TranslateIDs takes token ids. Ragged batches are padded with source id 0

@@ -121,7 +121,8 @@ type Options struct {
 	NBest int
 	// LengthPenalty is alpha of beam search's normalised score
 	// score / len ** alpha (finite, >= 0); nil means DefaultLengthPenalty.
-	// Greedy decoding ignores it.
+	// Greedy decoding chooses without it, and normalises its result's
+	// score with it as a beam of one would.
 	LengthPenalty *float64
 	// LengthPenaltyWu ranks beam search's hypotheses by score / ((5 + len)
 	// / 6) ** alpha (Wu et al.; OpenNMT-py's -length_penalty wu, JoeyNMT's
