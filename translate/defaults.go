@@ -15,8 +15,9 @@ import (
 //   - Beam 0 takes d's beam (1 is greedy decoding, asked for); NBest 0
 //     takes d's n_best unless Beam was given (a beam asked for lists one
 //     hypothesis unless NBest says otherwise);
-//   - LengthPenalty nil, MinLen 0, NoRepeatNgram 0 and RepetitionPenalty 0
-//     take d's;
+//   - LengthPenalty nil and MinLen 0 take d's, NoRepeatNgram 0 and
+//     RepetitionPenalty 0 too where the rules resolved implement them
+//     (DecodingOptions' Rules);
 //   - Rules "" takes d's rules (RulesSpec asks for attnx's own); the
 //     length penalty's form (LengthPenaltyWu, OpenNMTPenalty) and BanUNK
 //     belong to the model's rules and are taken only under them;
@@ -61,10 +62,12 @@ func ResolveDecoding(opt Options, d *modeldir.Defaults) Options {
 		opt.MinLen = d.MinLen
 	}
 	opt.ReplaceUnk = opt.ReplaceUnk || d.ReplaceUnk
-	if opt.NoRepeatNgram == 0 {
+	// The model's repetition rules are its toolkit's search's: rules
+	// asked for that lack them decode without, not refused for them.
+	if opt.NoRepeatNgram == 0 && RulesTake(opt.Rules, "NoRepeatNgram") {
 		opt.NoRepeatNgram = d.NoRepeatNgram
 	}
-	if opt.RepetitionPenalty == 0 {
+	if opt.RepetitionPenalty == 0 && RulesTake(opt.Rules, "RepetitionPenalty") {
 		opt.RepetitionPenalty = d.RepetitionPenalty
 	}
 	if opt.Rules == RulesOpenNMT && d.Rules == RulesOpenNMT && d.MaxLenFactor > 0 && opt.MaxLen > 0 && opt.MaxLenRatio == nil {
