@@ -28,6 +28,11 @@ type CallOptions struct {
 	// the Translator's limit (Options.MaxLen, else 2n+10 for a source of n
 	// tokens).
 	MaxLen int
+	// MaxLenCap, when above 0, bounds every row's output limit whatever
+	// gives it (MaxLen, MaxLenA, MaxLenRatio, the model's own limit): a
+	// server's largest output. OutputLimits reports the limit before it
+	// and the setting that gives it (Limits.Want, Limits.By).
+	MaxLenCap int
 	// Beam, NBest and LengthPenalty are as in Options, for this call: 0
 	// (nil) means the Translator's. A call that sets Beam lists one
 	// hypothesis unless it sets NBest too. A beam of K takes K of the
@@ -167,6 +172,9 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	}
 	defer release()
 	so.lens = t.testSetLens(sources, opt)
+	if _, err := t.rowLimits(sources, so); err != nil {
+		return nil, err
+	}
 	if err := t.checkCopySearch(so); err != nil {
 		return nil, err
 	}
