@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/attnx/attnx/decode"
 )
 
 // DecodingOption is one decoding setting as each surface names it: the
@@ -73,7 +75,8 @@ func checkRules(opt Options) error {
 	v := reflect.ValueOf(opt)
 	for _, o := range DecodingOptions {
 		f := v.FieldByName(o.Go)
-		if o.Takes(opt.Rules) || f.IsZero() {
+		// CoveragePenalty "none" is the penalty off, as "" is.
+		if o.Takes(opt.Rules) || f.IsZero() || o.Go == "CoveragePenalty" && f.String() == decode.CoverageNone {
 			continue
 		}
 		if f.Kind() == reflect.Pointer {

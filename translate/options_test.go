@@ -151,6 +151,7 @@ func TestRulesRefuseWhatTheyLack(t *testing.T) {
 		{Beam: 5, NoRepeatNgram: 2, RepetitionPenalty: 1.5, LengthPenaltyWu: true},
 		{Rules: RulesOpenNMT, Beam: 5, OpenNMTPenalty: "wu", BlockNgram: 2},
 		{Rules: RulesFairseq, Sampling: true, Seed: 3, Beam: 2, NBest: 2},
+		{Beam: 5, CoveragePenalty: "none"},
 	} {
 		if err := checkOptions(opt); err != nil {
 			t.Errorf("%+v: %v", opt, err)
