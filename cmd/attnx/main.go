@@ -264,6 +264,9 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 			if rest, ok := strings.CutPrefix(hint, "default: "); ok {
 				msg = fmt.Sprintf("unknown flag %s: attnx does this by default (%s)", name, rest)
 			}
+			if rest, ok := strings.CutPrefix(hint, "not supported: "); ok {
+				msg = fmt.Sprintf("unknown flag %s: not supported (%s)", name, rest)
+			}
 		}
 	}
 	return &usageError{msg}

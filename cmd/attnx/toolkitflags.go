@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -12,35 +14,45 @@ import (
 // or that attnx does it by default. A user who types their toolkit's
 // flag gets the answer, not a bare "unknown flag".
 var toolkitFlags = map[string]string{
-	"nbest":           "--n-best (fairseq's --nbest)",
-	"n-best":          "--n-best",
-	"beam-size":       "--beam (fairseq's and OpenNMT-py's beam size)",
-	"lenpen":          "--length-penalty (fairseq's --lenpen, under the model's fairseq rules)",
-	"alpha":           "--length-penalty (OpenNMT-py's -alpha)",
-	"length-penalty":  "--length-penalty-form (OpenNMT-py's -length_penalty none|avg|wu) with --length-penalty for -alpha",
-	"unkpen":          "--unk-penalty (fairseq's --unkpen)",
-	"max-len-b":       "--max-len-b",
-	"max-length":      "--max-len (OpenNMT-py's -max_length)",
-	"min-length":      "--min-len (OpenNMT-py's -min_length)",
-	"max-len-ratio":   "--max-len-ratio",
-	"replace-unk":     "--replace-unk",
-	"batch-size":      "--batch (with --src also the toolkit's batch size)",
-	"batch-type":      "--batch-tokens N (OpenNMT-py's -batch_type tokens with -batch_size N)",
-	"remove-bpe":      "default: the model's subword pieces are joined and the text detokenized as the toolkit's --remove-bpe / --bpe would",
-	"bpe":             "default: attnx export finds the model's BPE codes (--tokenizer FILE when it does not)",
-	"tokenizer":       "default: attnx export reads the model's tokenizer settings from the checkpoint",
-	"ban-unk-token":   "--ban-unk (OpenNMT-py's -ban_unk_token)",
-	"block-ngram":     "--block-ngram-repeat",
-	"random-sampling": "--sampling (with --rules opennmt: OpenNMT-py's -random_sampling_topk/-topp)",
-	"sampling":        "--sampling",
-	"gpu":             "--device cuda",
-	"cpu":             "--device cpu (the default)",
-	"model":           "--model DIR (a directory attnx export wrote, not the checkpoint)",
-	"path":            "--model DIR (a directory attnx export wrote from the checkpoint)",
-	"output":          "--output (with --src)",
-	"src":             "--src",
-	"input":           "--src FILE (or - for standard input)",
-	"verbose":         "--json (every result with its tokens and scores)",
+	"nbest":                "--n-best (fairseq's --nbest)",
+	"n-best":               "--n-best",
+	"beam-size":            "--beam (fairseq's and OpenNMT-py's beam size)",
+	"lenpen":               "--length-penalty (fairseq's --lenpen, under the model's fairseq rules)",
+	"alpha":                "--length-penalty (OpenNMT-py's -alpha)",
+	"length-penalty":       "--length-penalty-form (OpenNMT-py's -length_penalty none|avg|wu) with --length-penalty for -alpha",
+	"unkpen":               "--unk-penalty (fairseq's --unkpen)",
+	"max-len-b":            "--max-len-b",
+	"max-length":           "--max-len (OpenNMT-py's -max_length)",
+	"min-length":           "--min-len (OpenNMT-py's -min_length)",
+	"max-len-ratio":        "--max-len-ratio",
+	"replace-unk":          "--replace-unk",
+	"batch-size":           "--batch (with --src also the toolkit's batch size)",
+	"batch-type":           "--batch-tokens N (OpenNMT-py's -batch_type tokens with -batch_size N)",
+	"remove-bpe":           "default: the model's subword pieces are joined and the text detokenized as the toolkit's --remove-bpe / --bpe would",
+	"bpe":                  "default: attnx export finds the model's BPE codes (--tokenizer FILE when it does not)",
+	"tokenizer":            "default: attnx export reads the model's tokenizer settings from the checkpoint",
+	"ban-unk-token":        "--ban-unk (OpenNMT-py's -ban_unk_token)",
+	"block-ngram":          "--block-ngram-repeat",
+	"random-sampling-topk": "--sampling --sampling-topk K (with --rules opennmt: OpenNMT-py's -random_sampling_topk K; its -1, the whole distribution, is --sampling alone)",
+	"random-sampling-topp": "--sampling --sampling-topp P (with --rules opennmt: OpenNMT-py's -random_sampling_topp)",
+	"random-sampling-temp": "--sampling --temperature T (with --rules opennmt: OpenNMT-py's -random_sampling_temp)",
+	"max-length-ratio":     "--max-len-ratio (OpenNMT-py's -max_length_ratio)",
+	"no-repeat-ngram-size": "--no-repeat-ngram (JoeyNMT's no_repeat_ngram_size, with --rules spec or joeynmt; fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU, so fairseq's rules refuse it)",
+	"max-sentences":        "--batch (fairseq's --max-sentences, its --batch-size)",
+	"post-process":         "default: the model's subword pieces are joined and the text detokenized as fairseq's --post-process would",
+	"unnormalized":         "--length-penalty 0 (fairseq's --unnormalized: hypotheses ranked by their raw scores)",
+	"tgt":                  "not supported: attnx translate scores no gold target (OpenNMT-py's -tgt); attnx score compares translations with references",
+	"attn-debug":           "--json --attention (each output token's attention over the source; OpenNMT-py's -attn_debug), or --plot FILE.png",
+	"report-time":          "default: with --src a final line on stderr gives the time, sentences/s and tokens/s (OpenNMT-py's -report_time)",
+	"sampling":             "--sampling",
+	"gpu":                  "--device cuda",
+	"cpu":                  "--device cpu (the default)",
+	"model":                "--model DIR (a directory attnx export wrote, not the checkpoint)",
+	"path":                 "--model DIR (a directory attnx export wrote from the checkpoint)",
+	"output":               "--output (with --src)",
+	"src":                  "--src",
+	"input":                "--src FILE (or - for standard input)",
+	"verbose":              "--json (every result with its tokens and scores)",
 }
 
 // toolkitFlagHint returns what to use instead of an unknown flag spelled
@@ -65,4 +77,58 @@ func toolkitFlagHint(fs *pflag.FlagSet, typed string) string {
 		}
 	}
 	return hint
+}
+
+// modelFlag is translate's --model: one model directory. A second --model
+// is refused, where a string flag would silently keep the last: several
+// models are an ensemble (OpenNMT-py's -model A B, fairseq's --path A:B),
+// which attnx does not decode yet.
+type modelFlag struct {
+	dir string
+	set bool
+}
+
+func (f *modelFlag) String() string { return f.dir }
+
+// Type names the value in the help, as pflag.Value requires.
+func (f *modelFlag) Type() string { return "string" }
+
+func (f *modelFlag) Set(s string) error {
+	if f.set {
+		return fmt.Errorf("a second model, after %s: attnx decodes with one model (ensembles, as OpenNMT-py's -model A B or fairseq's --path A:B, are not supported yet)", f.dir)
+	}
+	f.dir, f.set = s, true
+	return nil
+}
+
+// checkModelArgs refuses OpenNMT-py's spelling of an ensemble, -model A B:
+// attnx's --model takes one directory, and B would be translated as a
+// sentence. B counts as a model when it names a file or directory, or a
+// checkpoint (.pt); text that does so goes after --.
+func checkModelArgs(args []string) error {
+	for i, a := range args {
+		if a == "--" {
+			return nil
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "model" {
+			continue
+		}
+		next := i + 1
+		if !hasValue {
+			value, next = "", i+2
+			if i+1 < len(args) {
+				value = args[i+1]
+			}
+		}
+		if next >= len(args) || strings.HasPrefix(args[next], "-") {
+			continue
+		}
+		b := args[next]
+		if _, err := os.Stat(b); err == nil || strings.HasSuffix(b, ".pt") {
+			typed, _, _ := strings.Cut(a, "=")
+			return &usageError{fmt.Sprintf("%s %s %s: attnx's is --model DIR, one model directory (OpenNMT-py's -model A B is an ensemble, which attnx does not decode yet); %q would be translated as a sentence: give one model, and text that names a file after --", typed, value, b, b)}
+		}
+	}
+	return nil
 }

@@ -84,8 +84,13 @@ func (f *translateIDsFlag) Set(s string) error {
 }
 
 func runTranslate(args []string) error {
+	if err := checkModelArgs(args); err != nil {
+		return err
+	}
 	fs := newFlagSet("translate")
-	model := fs.String("model", "", "model directory (`DIR` with attnx.json, encoder.onnx, decoder.onnx)")
+	var modelDir modelFlag
+	fs.Var(&modelDir, "model", "model directory (`DIR` with attnx.json, encoder.onnx, decoder.onnx); one: ensembles are not supported yet")
+	model := &modelDir.dir
 	var ids translateIDsFlag
 	fs.Var(&ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	batch := fs.Int("batch", 32, "inputs decoded together; with --src also the toolkit's -batch_size, whose batches decide a toolkit model's output limits")
@@ -166,6 +171,10 @@ func runTranslate(args []string) error {
 		return &usageError{fmt.Sprintf("--temperature %v: %v", *temperature, decode.TemperatureRange(*temperature))}
 	case *rules == translate.RulesFairseq && (*noRepeat >= 2 || *repPenalty > 1):
 		return &usageError{"--no-repeat-ngram and --repetition-penalty are JoeyNMT's rules, not fairseq's (fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU): use them with --rules spec or joeynmt"}
+	case *rules == translate.RulesFairseq && fs.Changed("length-penalty-form") && *penaltyForm != "power":
+		return &usageError{fmt.Sprintf("--length-penalty-form %s with --rules fairseq: fairseq ranks by score / len ** lenpen only (its --lenpen, attnx's --length-penalty)", *penaltyForm)}
+	case *rules == translate.RulesJoeyNMT && fs.Changed("length-penalty-form") && *penaltyForm != "wu":
+		return &usageError{fmt.Sprintf("--length-penalty-form %s with --rules joeynmt: JoeyNMT's beam_alpha is Wu's penalty only (score / ((5 + len) / 6) ** A): give wu, or --rules spec for the power form", *penaltyForm)}
 	case *rules == translate.RulesFairseq && *engine == translate.EngineLoop:
 		return &usageError{"--rules fairseq runs on the steps engine (greedy.onnx and beam.onnx have attnx's searches built in): drop --engine loop or use --engine steps"}
 	case *rules == translate.RulesJoeyNMT && *engine == translate.EngineLoop && *beam > 1:
@@ -271,8 +280,11 @@ func runTranslate(args []string) error {
 		Beam:            *beam, NBest: *nBest, LengthPenalty: alpha, LengthPenaltyWu: *penaltyForm == "wu" && *rules == translate.RulesSpec,
 		Rules: *rules, OpenNMTPenalty: onmtPenalty, BanUNK: *banUNK, BlockNgram: *blockNgram, IgnoreWhenBlocking: *ignoreBlocking, Ratio: *ratio,
 		CoveragePenalty: *covPen, Beta: *beta, StepwisePenalty: *stepwise, UnkPenalty: *unkPen, Temperature: *temperature, MaxLenA: *maxLenA,
-		Sampling: *sampling, SamplingTopK: *samplingTopK, SamplingTopP: *samplingTopP, Seed: *seed,
+		Sampling: *sampling, SamplingTopK: *samplingTopK, SamplingTopP: *samplingTopP,
 		NoRepeatNgram: *noRepeat, RepetitionPenalty: *repPenalty,
+	}
+	if *sampling {
+		topt.Seed = *seed // the draws' (--seed's default 1 seeds nothing else)
 	}
 	if fs.Changed("max-len-ratio") {
 		topt.MaxLenRatio = maxLenRatio
@@ -405,6 +417,10 @@ func translateCLIError(err error) error {
 	var mem *translate.MemoryLimitError
 	if errors.As(err, &mem) {
 		return errors.New(mem.Remedy("use a smaller --batch or --beam"))
+	}
+	var lacks *translate.RulesError
+	if errors.As(err, &lacks) {
+		return &usageError{translate.OptionNames(lacks.Error(), func(o translate.DecodingOption) string { return o.Flag })}
 	}
 	return errors.New(strings.TrimPrefix(cliText(err), "translate: "))
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestToolkitSpellingsAnswered: the toolkits' real spellings that were a
+// bare "unknown flag" get the attnx equivalent, or why attnx has none; a
+// spelling of no toolkit (-random_sampling: OpenNMT-py's flags are
+// -random_sampling_topk, _topp and _temp) gets no hint.
+func TestToolkitSpellingsAnswered(t *testing.T) {
+	model := translateTestModel(t)
+	for _, c := range []struct{ flag, want string }{
+		{"-max_length_ratio", "unknown flag -max_length_ratio: attnx's is --max-len-ratio (OpenNMT-py's -max_length_ratio)"},
+		{"-random_sampling_topk", "unknown flag -random_sampling_topk: attnx's is --sampling --sampling-topk K"},
+		{"-random_sampling_topp", "unknown flag -random_sampling_topp: attnx's is --sampling --sampling-topp P"},
+		{"-random_sampling_temp", "unknown flag -random_sampling_temp: attnx's is --sampling --temperature T"},
+		{"--no-repeat-ngram-size", "unknown flag --no-repeat-ngram-size: attnx's is --no-repeat-ngram (JoeyNMT's no_repeat_ngram_size, with --rules spec or joeynmt; fairseq 0.12.2's"},
+		{"--max-sentences", "unknown flag --max-sentences: attnx's is --batch (fairseq's --max-sentences"},
+		{"--post-process", "unknown flag --post-process: attnx does this by default (the model's subword pieces are joined"},
+		{"--unnormalized", "unknown flag --unnormalized: attnx's is --length-penalty 0"},
+		{"-tgt", "unknown flag -tgt: not supported (attnx translate scores no gold target (OpenNMT-py's -tgt)"},
+		{"-attn_debug", "unknown flag -attn_debug: attnx's is --json --attention"},
+		{"-report_time", "unknown flag -report_time: attnx does this by default (with --src a final line on stderr gives the time"},
+		{"-random_sampling", "unknown flag: -random_sampling (arguments that begin with - go after --)"},
+	} {
+		code, out, stderr := attnx("translate", "--model", model, c.flag, "2", "abc")
+		if code != 2 || out != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want %q", c.flag, code, stderr, c.want)
+		}
+	}
+}
+
+// TestModelFlagOnce: --model takes one model directory. OpenNMT-py's
+// ensemble spelling -model A B was decoded with A, B translated as a
+// sentence; a second --model silently replaced the first. Both are
+// refused, naming the ensemble attnx does not decode yet, and nothing is
+// translated; text after the directory still is.
+func TestModelFlagOnce(t *testing.T) {
+	model := translateTestModel(t)
+	other := t.TempDir()
+	ckpt := filepath.Join(other, "model_step_1000.pt")
+	os.WriteFile(ckpt, []byte("not read"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-model", model, other}, "-model " + model + " " + other + ": attnx's is --model DIR, one model directory (OpenNMT-py's -model A B is an ensemble, which attnx does not decode yet)"},
+		{[]string{"--model", model, ckpt, "--beam", "2"}, "would be translated as a sentence"},
+		{[]string{"-model=" + model, "b.pt"}, "-model " + model + " b.pt: attnx's is --model DIR"},
+		{[]string{"--model", model, "--model", other, "abc"}, `invalid argument "` + other + `" for "--model" flag: a second model, after ` + model + ": attnx decodes with one model (ensembles, as OpenNMT-py's -model A B or fairseq's --path A:B, are not supported yet)"},
+	} {
+		code, out, stderr := attnx(append([]string{"translate"}, c.args...)...)
+		if code != 2 || out != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", c.args, code, out, stderr, c.want)
+		}
+	}
+	for _, args := range [][]string{{"-model", model, "abc"}, {"-model", model, "--unk", "--", other}} {
+		if code, out, stderr := attnx(append([]string{"translate"}, args...)...); code != 0 || !strings.HasPrefix(out, args[len(args)-1]+" -> ") {
+			t.Errorf("%q: exit %d, %q %s", args, code, out, stderr)
+		}
+	}
+}
