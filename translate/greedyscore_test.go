@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +223,49 @@ func writeOldGreedy(t *testing.T, path string) {
 	g.Output(attention.OutAttentions, ops.Unsqueeze(ops.Cast(ids, builder.Float), axis))
 	if err := onnxfile.WriteFile(path, &builder.Model{Graph: g, Opset: 17}, onnxfile.WriteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCutGreedy: a greedy result cut to n tokens is the result of a
+// decode with the limit n, its hypothesis and scores included, under the
+// spec's rules and OpenNMT-py's (whose running score is rescaled at each
+// step).
+func TestCutGreedy(t *testing.T) {
+	needORT(t)
+	f := fixtures.List(t)[3]
+	dir, _ := fixtureModel(t, f)
+	src := fixtures.Load(t, f.Path(t, "")).Rows(t)
+	for _, opt := range []Options{{Engine: EngineSteps}, {Rules: RulesOpenNMT, Engine: EngineSteps}} {
+		long, err := Open(dir, Options{Threads: 1, Engine: opt.Engine, Rules: opt.Rules, MaxLen: 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer long.Close()
+		short, err := Open(dir, Options{Threads: 1, Engine: opt.Engine, Rules: opt.Rules, MaxLen: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer short.Close()
+		got, err := long.TranslateIDs(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := short.TranslateIDs(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := 0
+		for r := range got {
+			if len(got[r].Tokens) > 4 {
+				cut++
+			}
+			long.CutGreedy(&got[r], 4)
+			if !reflect.DeepEqual(got[r], want[r]) {
+				t.Errorf("rules %q row %d: cut %+v\nwant %+v", opt.Rules, r, got[r], want[r])
+			}
+		}
+		if cut == 0 {
+			t.Fatalf("rules %q: no row longer than 4 tokens: nothing was cut", opt.Rules)
+		}
 	}
 }

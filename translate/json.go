@@ -30,9 +30,17 @@ type ResultJSON struct {
 	// source token; absent when it was not asked for (attnx serve answers
 	// it only to requests with "attention": true).
 	Attention [][]float32 `json:"attention,omitempty"`
-	// Hypotheses is beam search's n-best list, best first (absent for
-	// greedy decoding); Tokens, Text and Attention are the first one's.
+	// Hypotheses is the n-best list, best first: beam search's, or
+	// greedy decoding's one hypothesis; Tokens, Text and Attention are
+	// the first one's. Absent only for a blank line, which is not
+	// decoded.
 	Hypotheses []HypothesisJSON `json:"hypotheses,omitempty"`
+	// Score, NormalizedScore and PositionalScores are the first
+	// hypothesis' (Result.Score), whatever the search; absent with
+	// Hypotheses.
+	Score            *float32  `json:"score,omitempty"`
+	NormalizedScore  *float32  `json:"normalized_score,omitempty"`
+	PositionalScores []float32 `json:"positional_scores,omitempty"`
 	// ScoreBase says the scores' logarithm base: "e", natural (fairseq
 	// prints base 2: attnx translate --format fairseq converts); set with
 	// Hypotheses.
@@ -48,10 +56,13 @@ type HypothesisJSON struct {
 	OutputTokens []string `json:"output_tokens,omitempty"`
 	Text         string   `json:"text"`
 	// Score is the raw sum of the tokens' log-probabilities;
-	// NormalizedScore is score / length ** alpha, what the list is ordered
-	// by.
-	Score           float32 `json:"score"`
-	NormalizedScore float32 `json:"normalized_score"`
+	// NormalizedScore is what the list is ordered by (score / length **
+	// alpha under the spec's rules; Hypothesis.NormalizedScore).
+	// PositionalScores holds each token's log-probability where the search
+	// records them (greedy decoding, fairseq's rules), else it is absent.
+	Score            float32   `json:"score"`
+	NormalizedScore  float32   `json:"normalized_score"`
+	PositionalScores []float32 `json:"positional_scores,omitempty"`
 }
 
 // JSON returns r's JSON form, input being the input as the caller gave it.
@@ -59,9 +70,12 @@ func (r Result) JSON(input string) ResultJSON {
 	j := ResultJSON{Input: input, SourceIDs: r.Source, SourceTokens: r.SourceTokens, Tokens: r.Tokens, OutputTokens: r.OutputTokens,
 		Text: r.Text, Attention: r.Attention}
 	for _, h := range r.Hypotheses {
-		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, OutputTokens: h.OutputTokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore})
+		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, OutputTokens: h.OutputTokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore,
+			PositionalScores: h.PositionalScores})
 	}
 	if len(j.Hypotheses) > 0 {
+		score, norm := r.Score, r.NormalizedScore
+		j.Score, j.NormalizedScore, j.PositionalScores = &score, &norm, r.PositionalScores
 		j.ScoreBase = "e"
 	}
 	// A blank line's result has no ids: empty lists, not null.
