@@ -224,13 +224,7 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 		}
 	}
 	for i := range res {
-		if r := &res[i]; len(r.Tokens) > job.MaxLen {
-			r.Tokens, r.OutputTokens = r.Tokens[:job.MaxLen], r.OutputTokens[:job.MaxLen]
-			if len(r.Attention) > job.MaxLen {
-				r.Attention = r.Attention[:job.MaxLen]
-			}
-			r.Text = b.def.TargetText(r.Tokens)
-		}
+		b.def.CutGreedy(&res[i], job.MaxLen) // its hypothesis and scores too
 	}
 	return res, nil
 }

@@ -159,16 +159,35 @@ func histogram(t *testing.T, s *Server, name string, labels map[string]string) *
 func jsonDiff(got, want translate.ResultJSON) string {
 	ga, wa := got.Attention, want.Attention
 	got.Attention, want.Attention = nil, nil
-	// Beam search scores are sums of log_probs: within 1e-5 too.
-	gh, wh := slices.Clone(got.Hypotheses), slices.Clone(want.Hypotheses)
-	for i := range min(len(gh), len(wh)) {
-		for _, p := range [][2]*float32{{&gh[i].Score, &wh[i].Score}, {&gh[i].NormalizedScore, &wh[i].NormalizedScore}} {
-			if math.Abs(float64(*p[0]-*p[1])) <= 1e-5 {
-				*p[0] = *p[1]
-			}
+	// Scores are sums of log_probs, and the tokens' log-probs come from
+	// another batch (or engine): within 1e-5 too.
+	near := func(g, w *float32) {
+		if math.Abs(float64(*g-*w)) <= 1e-5 {
+			*g = *w
 		}
 	}
+	nearAll := func(g, w []float32) []float32 {
+		g = slices.Clone(g)
+		for k := range min(len(g), len(w)) {
+			near(&g[k], &w[k])
+		}
+		return g
+	}
+	gh, wh := slices.Clone(got.Hypotheses), slices.Clone(want.Hypotheses)
+	for i := range min(len(gh), len(wh)) {
+		near(&gh[i].Score, &wh[i].Score)
+		near(&gh[i].NormalizedScore, &wh[i].NormalizedScore)
+		gh[i].PositionalScores = nearAll(gh[i].PositionalScores, wh[i].PositionalScores)
+	}
 	got.Hypotheses, want.Hypotheses = gh, wh
+	for _, p := range [][2]**float32{{&got.Score, &want.Score}, {&got.NormalizedScore, &want.NormalizedScore}} {
+		if *p[0] != nil && *p[1] != nil {
+			g := **p[0]
+			near(&g, *p[1])
+			*p[0] = &g
+		}
+	}
+	got.PositionalScores = nearAll(got.PositionalScores, want.PositionalScores)
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Sprintf("%+v, lone Translator %+v", got, want)
 	}

@@ -122,6 +122,16 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	var err error
+	if b, err = appendScore(b, `,"score":`, r.Score); err != nil {
+		return b, fmt.Errorf("score: %w", err)
+	}
+	if b, err = appendScore(b, `,"normalized_score":`, r.NormalizedScore); err != nil {
+		return b, fmt.Errorf("normalized_score: %w", err)
+	}
+	if b, err = appendFloats(b, `,"positional_scores":`, r.PositionalScores); err != nil {
+		return b, fmt.Errorf("positional_scores%w", err)
+	}
 	if r.ScoreBase != "" { // omitempty
 		b = append(b, `,"score_base":`...)
 		b = appendString(b, r.ScoreBase)
@@ -147,7 +157,37 @@ func appendHypothesis(b []byte, h *translate.HypothesisJSON) ([]byte, error) {
 	if b, err = appendFloat32(b, h.NormalizedScore); err != nil {
 		return b, fmt.Errorf("normalized_score: %w", err)
 	}
+	if b, err = appendFloats(b, `,"positional_scores":`, h.PositionalScores); err != nil {
+		return b, fmt.Errorf("positional_scores%w", err)
+	}
 	return append(b, '}'), nil
+}
+
+// appendScore appends key and *x, nothing when x is nil (omitempty).
+func appendScore(b []byte, key string, x *float32) ([]byte, error) {
+	if x == nil {
+		return b, nil
+	}
+	return appendFloat32(append(b, key...), *x)
+}
+
+// appendFloats appends key and xs as a JSON array, nothing when xs is
+// empty (omitempty); the error names the bad element's index ("[3]: ...").
+func appendFloats(b []byte, key string, xs []float32) ([]byte, error) {
+	if len(xs) == 0 {
+		return b, nil
+	}
+	b = append(append(b, key...), '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendFloat32(b, x); err != nil {
+			return b, fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // appendStrings appends xs as a JSON array of strings.

@@ -61,6 +61,11 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 			}},
 			{Input: "no hypotheses", Hypotheses: []translate.HypothesisJSON{}},
 			{Input: "based", Hypotheses: []translate.HypothesisJSON{{Tokens: []int64{2}, Score: -1}}, ScoreBase: "e"},
+			{Input: "greedy", Tokens: []int64{8, 2}, Hypotheses: []translate.HypothesisJSON{
+				{Tokens: []int64{8, 2}, Score: -0.5, NormalizedScore: -0.25, PositionalScores: []float32{-0.375, -0.125}},
+			}, Score: new(float32(-0.5)), NormalizedScore: new(float32(-0.25)), PositionalScores: []float32{-0.375, -0.125}, ScoreBase: "e"},
+			{Input: "certain", Score: new(float32(0)), NormalizedScore: new(float32(math.Copysign(0, -1))), PositionalScores: []float32{0, 1e-8}},
+			{Input: "empty positional", Hypotheses: []translate.HypothesisJSON{{PositionalScores: []float32{}}}, PositionalScores: []float32{}},
 		}},
 		{Model: `quo"te\back`, Results: []translate.ResultJSON{
 			{Input: "tab\there\nnew\rline\b\f\x01\x1f", Text: "<b>&amp;</b>"},
@@ -103,6 +108,25 @@ func TestAppendResponseRefusesNaN(t *testing.T) {
 	}
 }
 
+// TestAppendResponseRefusesNaNScores: a score that is not a JSON number
+// is named by its field, and by its index in positional_scores.
+func TestAppendResponseRefusesNaNScores(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		r    translate.ResultJSON
+		want string
+	}{
+		{translate.ResultJSON{Score: &nan}, "score: NaN is not a JSON number"},
+		{translate.ResultJSON{PositionalScores: []float32{-1, nan}}, "positional_scores[1]: NaN is not a JSON number"},
+		{translate.ResultJSON{Hypotheses: []translate.HypothesisJSON{{PositionalScores: []float32{nan}}}}, "hypotheses[0]: positional_scores[0]: NaN is not a JSON number"},
+	} {
+		_, err := appendResponse(nil, &Response{Model: "m", Results: []translate.ResultJSON{c.r}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.r, err, c.want)
+		}
+	}
+}
+
 func BenchmarkAppendResponse(b *testing.B) {
 	// One answer of the demo model: 15 source characters, 11 tokens.
 	att := make([][]float32, 11)
@@ -139,8 +163,8 @@ func BenchmarkAppendResponse(b *testing.B) {
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
 		reflect.TypeFor[Response]():                 {"model", "results", "notes"},
-		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses", "score_base"},
-		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score"},
+		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses", "score", "normalized_score", "positional_scores", "score_base"},
+		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score", "positional_scores"},
 	}
 	for typ, names := range written {
 		var have []string
