@@ -23,9 +23,13 @@
 //
 // The answer has one result per input, in order, with the fields of
 // `attnx translate --json` (translate.ResultJSON): input, source_ids,
-// tokens, text, attention, and with "beam" K > 1 (beam search) the
-// "hypotheses" list ("n_best" of them, best first, each with tokens, text,
-// score and normalized_score; "length_penalty" is the ranking's alpha).
+// tokens, text, attention, the "hypotheses" list (greedy decoding's one,
+// or with "beam" K > 1 beam search's "n_best", best first, each with
+// tokens, text, score and normalized_score; "length_penalty" is the
+// ranking's alpha), and the best one's "score", "normalized_score" and,
+// where the search records them (greedy decoding, fairseq's rules),
+// "positional_scores", each token's log-prob: natural logs ("score_base":
+// "e"), whatever the search.
 // The model is the one named in the path or the "model" field, else the
 // first one given to the server. With batching on, a beam request's rows
 // join the shared batch as any others, K slots each; with batching off it
