@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,8 +260,19 @@ func TestTranslateJSONAndPlot(t *testing.T) {
 		h[1].Text != "cjjjjjjm" || h[0].NormalizedScore != h[0].Score/8 || h[1].Score > h[0].Score || len(h[1].Tokens) != 8 {
 		t.Errorf("beam JSON %s", out)
 	}
-	if strings.Contains(lines[0], "hypotheses") {
-		t.Errorf("greedy JSON has hypotheses: %s", lines[0])
+	// Greedy decoding lists its one hypothesis, scored: natural-log
+	// token log-probs, their sum and the spec's score / len.
+	var greedy translate.ResultJSON
+	if err := json.Unmarshal([]byte(lines[0]), &greedy); err != nil {
+		t.Fatal(err)
+	}
+	var sum float32
+	for _, p := range greedy.PositionalScores {
+		sum += p
+	}
+	if h := greedy.Hypotheses; len(h) != 1 || greedy.Score == nil || *greedy.Score != sum || h[0].Score != sum || len(greedy.PositionalScores) != len(greedy.Tokens) ||
+		h[0].NormalizedScore != float32(float64(sum)/float64(len(greedy.Tokens))) || greedy.ScoreBase != "e" {
+		t.Errorf("greedy JSON %s: want one hypothesis, its score the sum %v of its log-probs", lines[0], sum)
 	}
 	// One input: the file name as given.
 	one := filepath.Join(dir, "one.png")
@@ -308,17 +320,23 @@ func TestTranslateModelDefaults(t *testing.T) {
 		code, out, errOut := attnx(append([]string{"translate", "--model", model, "--json", "--max-len", "8"}, append(args, "hello")...)...)
 		var r struct {
 			Hypotheses []json.RawMessage `json:"hypotheses"`
+			// Greedy decoding records each token's log-prob; the spec's
+			// beam search does not.
+			Positional []float32 `json:"positional_scores"`
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
 			t.Fatalf("%v: exit %d, %s %s", args, code, out, errOut)
+		}
+		if greedy := r.Positional != nil; greedy != slices.Contains(args, "1") {
+			t.Errorf("%v: positional scores %v", args, r.Positional)
 		}
 		return len(r.Hypotheses)
 	}
 	if n := hyps(); n != 2 {
 		t.Errorf("attnx.json's beam 3, n_best 2: %d hypotheses", n)
 	}
-	if n := hyps("--beam", "1"); n != 0 {
-		t.Errorf("--beam 1 over attnx.json: %d hypotheses, want greedy", n)
+	if n := hyps("--beam", "1"); n != 1 {
+		t.Errorf("--beam 1 over attnx.json: %d hypotheses, want greedy's one", n)
 	}
 	if n := hyps("--beam", "4"); n != 1 {
 		t.Errorf("--beam 4 over attnx.json: %d hypotheses, want 1 (--n-best not given)", n)
