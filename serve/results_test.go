@@ -186,10 +186,11 @@ func TestDecodingDefaults(t *testing.T) {
 					t.Errorf("defaults, result %d: %d hypotheses, tokens %v; the Translator with the same settings: %v", i, len(r.Hypotheses), r.Tokens, want[i].Tokens)
 				}
 			}
-			// A request that sets the beam lists one hypothesis; min_len 0
-			// lifts the default.
+			// A request that sets the beam lists one hypothesis (greedy
+			// decoding's, with its tokens' log-probs); min_len 0 lifts the
+			// default.
 			code, ans = post(t, hs.URL+PathTranslate, `{"inputs": ["3rd of March 2021"], "beam": 1, "min_len": 0}`)
-			if r := decodeResponse(t, ans).Results; code != 200 || len(r) != 1 || len(r[0].Hypotheses) != 0 || r[0].Text != "2021-03-03" {
+			if r := decodeResponse(t, ans).Results; code != 200 || len(r) != 1 || len(r[0].Hypotheses) != 1 || len(r[0].PositionalScores) != len(r[0].Tokens) || r[0].Text != "2021-03-03" {
 				t.Errorf("beam 1, min_len 0: %d %s", code, ans)
 			}
 			for body, msg := range map[string]string{
@@ -258,10 +259,13 @@ func TestModelDefaults(t *testing.T) {
 		flags      Decoding
 		request    string
 		hypotheses int
+		// greedy: the results carry their tokens' log-probs, as greedy
+		// decoding records them and the spec's beam search does not.
+		greedy bool
 	}{
-		{"attnx.json", Decoding{}, string(body), 2},
-		{"--beam 1 over attnx.json", Decoding{Beam: &greedy}, string(body), 0},
-		{"the request's beam over attnx.json", Decoding{}, `{"inputs": ["3rd of March 2021"], "beam": 4}`, 1},
+		{"attnx.json", Decoding{}, string(body), 2, false},
+		{"--beam 1 over attnx.json", Decoding{Beam: &greedy}, string(body), 1, true},
+		{"the request's beam over attnx.json", Decoding{}, `{"inputs": ["3rd of March 2021"], "beam": 4}`, 1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, Decoding: c.flags})
@@ -271,8 +275,8 @@ func TestModelDefaults(t *testing.T) {
 			}
 			res := decodeResponse(t, ans).Results
 			for i, r := range res {
-				if len(r.Hypotheses) != c.hypotheses {
-					t.Errorf("result %d lists %d hypotheses, want %d", i, len(r.Hypotheses), c.hypotheses)
+				if len(r.Hypotheses) != c.hypotheses || (r.PositionalScores != nil) != c.greedy {
+					t.Errorf("result %d lists %d hypotheses, positional scores %v; want %d, greedy %v", i, len(r.Hypotheses), r.PositionalScores, c.hypotheses, c.greedy)
 				}
 				if c.name == "attnx.json" && !reflect.DeepEqual(r.Tokens, want[i].Tokens) {
 					t.Errorf("result %d: %v; the Translator with attnx.json's settings: %v", i, r.Tokens, want[i].Tokens)
