@@ -126,6 +126,23 @@ var requestFields = func() string {
 	return strings.Join(names, ", ")
 }()
 
+// DecodingFields lists the JSON fields of Request that set how the
+// inputs are decoded (all but the inputs, the model, pretokenized and
+// attention), in Request's order: read from the type, so that a field
+// added there is listed where attnx serve's help names them.
+func DecodingFields() []string {
+	var names []string
+	for f := range reflect.TypeFor[Request]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "model", "inputs", "ids", "pretokenized", "attention":
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
 // Response is the answer to a successful POST /v1/translate: one result
 // per input, in input order, with the fields of `attnx translate --json`.
 type Response struct {

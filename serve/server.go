@@ -775,10 +775,25 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 			form = "wu"
 		}
 		job.Rules = *r
+		// The model's settings go on only where the rules asked for have
+		// them; the request's own are checked below.
+		if form == "wu" && !translate.RulesTake(job.Rules, "LengthPenaltyWu") && !translate.RulesTake(job.Rules, "OpenNMTPenalty") {
+			form = ""
+		}
 		job.setForm(form)
+		if !translate.RulesTake(job.Rules, "NoRepeatNgram") {
+			job.NoRepeatNgram = 0
+		}
+		if !translate.RulesTake(job.Rules, "RepetitionPenalty") {
+			job.RepetitionPenalty = 0
+		}
 	}
 	if f := req.LengthPenaltyForm; f != nil {
 		switch {
+		case job.Rules == translate.RulesFairseq && *f != "power":
+			return Job{}, fmt.Sprintf("length_penalty_form = %q with rules \"fairseq\": fairseq ranks by score / len ** lenpen only (its --lenpen, the request's length_penalty)", *f)
+		case job.Rules == translate.RulesJoeyNMT && *f != "wu":
+			return Job{}, fmt.Sprintf("length_penalty_form = %q with rules \"joeynmt\": JoeyNMT's beam_alpha is Wu's penalty only (score / ((5 + len) / 6) ** alpha): send \"wu\", or \"rules\": \"spec\" for the power form", *f)
 		case job.Rules == translate.RulesOpenNMT && (*f == "none" || *f == "avg" || *f == "wu"),
 			job.Rules != translate.RulesOpenNMT && (*f == "power" || *f == "wu"):
 			job.setForm(*f)
@@ -819,9 +834,9 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		Ratio: req.Ratio, UnkPenalty: req.UnkPenalty, Temperature: req.Temperature, MaxLenA: req.MaxLenA, Sampling: req.Sampling,
 		CoveragePenalty: req.CoveragePenalty, Beta: req.Beta, StepwisePenalty: req.StepwisePenalty,
 		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed}
-	if !reflect.ValueOf(job.Toolkit).IsZero() {
-		// Checked as translate checks them for every surface, named as
-		// the request names them.
+	if !reflect.ValueOf(job.Toolkit).IsZero() || job.NoRepeatNgram != 0 || job.RepetitionPenalty != 0 || job.PenaltyWu {
+		// Checked as translate checks them for every surface (a setting
+		// the rules lack among them), named as the request names them.
 		if c, ok := m.backend.(interface {
 			CheckCall(translate.CallOptions) error
 		}); ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/attnx/attnx/onnxrun"
@@ -20,12 +21,12 @@ func init() {
 Serves translations over HTTP with one or more model directories.
 
   POST /v1/translate   {"inputs": ["text", ...]} or {"ids": [[5, 9, 2], ...]},
-                       optional "max_len", "model" (the default model is
-                       the first --model), "attention", and the decoding
-                       fields "beam" (K), "n_best", "length_penalty",
-                       "length_penalty_form" (power or wu), "min_len" and
-                       "replace_unk", whose defaults are the flags of the
-                       same names; answers {"model": ...,
+                       optional "model" (the default model is the first
+                       --model), "pretokenized", "attention", and the
+                       decoding fields (docs/decoding.md)
+` + wrapNames(serve.DecodingFields(), strings.Repeat(" ", 23), 78) + `
+                       (absent: the flag of the same name where serve has
+                       one, else the model's default); answers {"model": ...,
                        "results": [...]}, one object per input with the
                        fields of attnx translate --json ("hypotheses" with
                        beam search). /v1/models/NAME/translate names the
@@ -223,4 +224,26 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		return fail(fmt.Sprintf("--device %q: want cpu, cuda or auto", *device))
 	}
 	return cfg, *addr, nil
+}
+
+// wrapNames writes names, quoted and separated by commas, in lines of at
+// most width columns, each beginning with indent.
+func wrapNames(names []string, indent string, width int) string {
+	var b, line strings.Builder
+	for i, n := range names {
+		word := strconv.Quote(n)
+		if i < len(names)-1 {
+			word += ","
+		}
+		if line.Len() > 0 && len(indent)+line.Len()+1+len(word) > width {
+			b.WriteString(indent + line.String() + "\n")
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(word)
+	}
+	b.WriteString(indent + line.String())
+	return b.String()
 }
