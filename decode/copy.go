@@ -1,8 +1,11 @@
 package decode
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // CopyMap is one sentence's dynamic vocabulary for a copy-attention
@@ -10,14 +13,13 @@ import (
 // with an extended id, and what each extended id becomes in the step's
 // distribution.
 //
-// OpenNMT-py builds it per sentence (text_utils._addcopykeys): the four
-// specials <unk>, <blank>, <s>, </s>, then the source's distinct tokens in
-// the order they first occur. A decoder step gives p_gen(w) over the
-// target vocabulary (already times 1 - p_copy) and p_copy times the copy
-// attention over source positions; collapse_copy_scores then makes the
-// distribution over Vt + len(Words) ids: an extended word that is in the
-// target vocabulary adds its copy probability to that word's and keeps
-// 1e-10 itself; any other extended id keeps the sum of the copy
+// OpenNMT-py builds it per sentence: its specials, then the source's
+// distinct tokens in the order of its release (CopyOrder). A decoder step
+// gives p_gen(w) over the target vocabulary (already times 1 - p_copy)
+// and p_copy times the copy attention over source positions;
+// collapse_copy_scores then makes the distribution over Vt + len(Words)
+// ids: an extended word that is in the target vocabulary adds its copy
+// probability to that word's and keeps 1e-10 itself; any other extended id keeps the sum of the copy
 // probabilities of its positions. Log of it all is what the search sees.
 // A picked extended id (>= Vt) is fed back to the decoder as UNK and
 // written as its source word.
@@ -36,14 +38,37 @@ type CopyMap struct {
 	Pos []int32
 }
 
-// CopySpecials are the first words of every OpenNMT-py dynamic
-// vocabulary, ids 0 to 3.
+// CopyOrder is how a release of OpenNMT-py orders a sentence's dynamic
+// vocabulary. The order decides nothing but the extended ids, and so
+// which of two copy candidates of exactly equal scores a search keeps.
+type CopyOrder int
+
+const (
+	// CopyFirstSeen is OpenNMT-py 3.x's (text_utils._addcopykeys, a
+	// pyonmttok vocabulary built from the Counter's keys): the four
+	// specials <unk>, <blank>, <s>, </s>, then the source's distinct
+	// tokens in the order they first occur.
+	CopyFirstSeen CopyOrder = iota
+	// CopyByCount is OpenNMT-py 2.x's (dataset_base._dynamic_dict, a
+	// torchtext Vocab of the source's Counter): the specials <unk> and
+	// <blank>, then the source's other distinct tokens by count, most
+	// first, ties in string order.
+	CopyByCount
+)
+
+// CopySpecials are the first words of every OpenNMT-py 3.x dynamic
+// vocabulary, ids 0 to 3 (CopyFirstSeen).
 var CopySpecials = []string{"<unk>", "<blank>", "<s>", "</s>"}
 
+// CopySpecials2 are the first words of every OpenNMT-py 2.x dynamic
+// vocabulary, ids 0 and 1 (CopyByCount).
+var CopySpecials2 = []string{"<unk>", "<blank>"}
+
 // NewCopyMap builds a sentence's CopyMap from its source tokens (one per
-// encoder position) and the target vocabulary's lookup (ok false for a
-// word it lacks). unk is the target vocabulary's unknown token.
-func NewCopyMap(src []string, vt int, unk int64, lookup func(string) (int64, bool)) *CopyMap {
+// encoder position) in the order of order, with the target vocabulary's
+// lookup (ok false for a word it lacks). unk is the target vocabulary's
+// unknown token.
+func NewCopyMap(src []string, vt int, unk int64, order CopyOrder, lookup func(string) (int64, bool)) *CopyMap {
 	m := &CopyMap{Vt: vt, UNK: unk, Pos: make([]int32, len(src))}
 	ids := make(map[string]int32, len(src)+len(CopySpecials))
 	add := func(w string) int32 {
@@ -60,13 +85,42 @@ func NewCopyMap(src []string, vt int, unk int64, lookup func(string) (int64, boo
 		m.Target = append(m.Target, t)
 		return id
 	}
-	for _, w := range CopySpecials {
+	specials := CopySpecials
+	if order == CopyByCount {
+		specials = CopySpecials2
+	}
+	for _, w := range specials {
 		add(w)
+	}
+	if order == CopyByCount {
+		for _, w := range byCount(src) {
+			add(w)
+		}
 	}
 	for i, w := range src {
 		m.Pos[i] = add(w)
 	}
 	return m
+}
+
+// byCount returns the distinct words of src by count, most first, ties in
+// string order (torchtext's Vocab: sorted by word, then stably by count).
+func byCount(src []string) []string {
+	count := map[string]int{}
+	var words []string
+	for _, w := range src {
+		if count[w] == 0 {
+			words = append(words, w)
+		}
+		count[w]++
+	}
+	slices.SortFunc(words, func(a, b string) int {
+		if c := cmp.Compare(count[b], count[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return words
 }
 
 // Width is the length of the sentence's extended rows: Vt + len(Words).

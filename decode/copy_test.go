@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -14,7 +15,7 @@ import (
 func TestCopyMap(t *testing.T) {
 	tgt := map[string]int64{"<unk>": 0, "<blank>": 1, "<s>": 2, "</s>": 3, "the": 4, "pays": 5, "<t>": 6}
 	lookup := func(w string) (int64, bool) { id, ok := tgt[w]; return id, ok }
-	m := NewCopyMap([]string{"Jofe", "pays", "the", "Jofe", "<unk>", "977"}, 7, 0, lookup)
+	m := NewCopyMap([]string{"Jofe", "pays", "the", "Jofe", "<unk>", "977"}, 7, 0, CopyFirstSeen, lookup)
 	if want := []string{"<unk>", "<blank>", "<s>", "</s>", "Jofe", "pays", "the", "977"}; !slices.Equal(m.Words, want) {
 		t.Errorf("Words %q, want %q", m.Words, want)
 	}
@@ -78,30 +79,32 @@ func TestCopyExtend(t *testing.T) {
 		{"mixed with a literal <unk>", []string{"x", "a", "<unk>", "y", "b", "x"}},
 		{"a literal </s>", []string{"</s>", "x"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			m := NewCopyMap(c.src, 6, 0, lookup)
-			gen := []float64{0.05, 0, 0.1, 0.15, 0.2, 0.1} // pad (1) has none
-			copyP := make([]float64, len(c.src))
-			for s := range copyP {
-				copyP[s] = 0.4 / float64(len(c.src)) * float64(s+1) / float64(len(c.src)+1) * 2
-			}
-			want := collapseReference(m, gen, copyP)
-			lp, cp := make([]float32, 6), make([]float32, len(c.src))
-			for i, g := range gen {
-				lp[i] = float32(math.Log(g))
-			}
-			for i, p := range copyP {
-				cp[i] = float32(p)
-			}
-			got := make([]float32, m.Width())
-			m.Extend(got, lp, cp, make([]float32, len(m.Words)))
-			for i := range want {
-				w, g := want[i], float64(got[i])
-				if math.IsInf(w, -1) != math.IsInf(g, -1) || !math.IsInf(w, -1) && math.Abs(w-g) > 1e-5 {
-					t.Errorf("id %d: %v, want %v", i, g, w)
+		for _, order := range []CopyOrder{CopyFirstSeen, CopyByCount} {
+			t.Run(fmt.Sprintf("%s order %d", c.name, order), func(t *testing.T) {
+				m := NewCopyMap(c.src, 6, 0, order, lookup)
+				gen := []float64{0.05, 0, 0.1, 0.15, 0.2, 0.1} // pad (1) has none
+				copyP := make([]float64, len(c.src))
+				for s := range copyP {
+					copyP[s] = 0.4 / float64(len(c.src)) * float64(s+1) / float64(len(c.src)+1) * 2
 				}
-			}
-		})
+				want := collapseReference(m, gen, copyP)
+				lp, cp := make([]float32, 6), make([]float32, len(c.src))
+				for i, g := range gen {
+					lp[i] = float32(math.Log(g))
+				}
+				for i, p := range copyP {
+					cp[i] = float32(p)
+				}
+				got := make([]float32, m.Width())
+				m.Extend(got, lp, cp, make([]float32, len(m.Words)))
+				for i := range want {
+					w, g := want[i], float64(got[i])
+					if math.IsInf(w, -1) != math.IsInf(g, -1) || !math.IsInf(w, -1) && math.Abs(w-g) > 1e-5 {
+						t.Errorf("id %d: %v, want %v", i, g, w)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -111,7 +114,7 @@ func TestCopyExtend(t *testing.T) {
 func TestCheckCopy(t *testing.T) {
 	tgt := map[string]int64{"<unk>": 0, "<blank>": 1, "<s>": 2, "</s>": 3}
 	lookup := func(w string) (int64, bool) { id, ok := tgt[w]; return id, ok }
-	m := NewCopyMap([]string{"x", "y"}, 6, 0, lookup)
+	m := NewCopyMap([]string{"x", "y"}, 6, 0, CopyFirstSeen, lookup)
 	// Extended ids: x = 6 + 4, y = 6 + 5.
 	lp := []float32{-9, float32(math.Inf(-1)), -9, -9, -9, -9}
 	out := make([]float32, m.Width())
@@ -130,5 +133,50 @@ func TestCheckCopy(t *testing.T) {
 	}
 	if err := checkCopy(true, [][]int64{{1, 2}}, []Search{&Greedy{Copy: m}}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCopyOrder: each release's dynamic vocabulary. OpenNMT-py 3.x's
+// (CopyFirstSeen) holds its four specials, then the source's words as
+// they first occur; 2.3.0's (CopyByCount, torchtext's Vocab of the
+// source's Counter) its two specials, then the words by count, ties in
+// string order, a literal special where the special is. Two candidates
+// of exactly equal copy probability then tie, and the first extended id
+// wins the argmax: a different word under each release.
+func TestCopyOrder(t *testing.T) {
+	tgt := map[string]int64{"<unk>": 0, "<blank>": 1, "<s>": 2, "</s>": 3, "the": 4}
+	lookup := func(w string) (int64, bool) { id, ok := tgt[w]; return id, ok }
+	src := []string{"Zed", "the", "Ann", "the", "<blank>", "Bo", "Ann", "Édo", "Zed", "Ann"}
+	for _, c := range []struct {
+		order CopyOrder
+		words []string
+		pos   []int32
+	}{
+		{CopyFirstSeen, []string{"<unk>", "<blank>", "<s>", "</s>", "Zed", "the", "Ann", "Bo", "Édo"}, []int32{4, 5, 6, 5, 1, 7, 6, 8, 4, 6}},
+		// Ann 3, the 2 and Zed 2 (string order), Bo and Édo 1.
+		{CopyByCount, []string{"<unk>", "<blank>", "Ann", "Zed", "the", "Bo", "Édo"}, []int32{3, 4, 2, 4, 1, 5, 2, 6, 3, 2}},
+	} {
+		m := NewCopyMap(src, 5, 0, c.order, lookup)
+		if !slices.Equal(m.Words, c.words) || !slices.Equal(m.Pos, c.pos) {
+			t.Errorf("order %d: Words %q Pos %v, want %q %v", c.order, m.Words, m.Pos, c.words, c.pos)
+		}
+	}
+
+	// A tie: two words outside the target vocabulary, each at one
+	// position with the same copy probability, the generator's words
+	// far below.
+	tie := []string{"Mo", "Al"}
+	lp := []float32{-20, -20, -20, -20, -20}
+	for _, c := range []struct {
+		order CopyOrder
+		want  string
+	}{{CopyFirstSeen, "Mo"}, {CopyByCount, "Al"}} {
+		m := NewCopyMap(tie, 5, 0, c.order, lookup)
+		out := make([]float32, m.Width())
+		m.Extend(out, lp, []float32{0.4, 0.4}, make([]float32, len(m.Words)))
+		w, ok := m.Word(Argmax(out))
+		if !ok || w != c.want {
+			t.Errorf("order %d: the tie goes to %q (%v), want %q: %v", c.order, w, ok, c.want, out)
+		}
 	}
 }

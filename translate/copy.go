@@ -1,102 +1,87 @@
 package translate
 
 import (
-	"sync"
+	"fmt"
 
 	"github.com/attnx/attnx/decode"
 )
 
-// copyGeneration is how many source words outside the vocabulary one
-// generation of a copyWords holds, copyGenerationBytes how many bytes of
-// them: at most two generations are kept.
-const (
-	copyGeneration      = 1 << 16
-	copyGenerationBytes = 4 << 20
-)
-
-// copyWords gives the source words a copy-attention model's source
-// vocabulary lacks ids of their own, above the vocabulary (Vs, Vs+1, ...),
-// so that a row of source ids still says which word each position holds:
-// the model's encoder sees them as UNK, while the copy distribution and
-// the output text use the words (decode.CopyMap). Every surface (the
-// library's calls, the corpus and stream readers, the scheduler behind
-// attnx serve) carries rows of ids, so the words travel inside them.
+// Sources are inputs tokenised for decoding (Translator.Tokenize): a row of
+// source token ids each and, for a copy-attention model, each row's own
+// words outside the source vocabulary.
 //
-// Its memory is bounded: ids are handed out in generations of
-// copyGeneration words or copyGenerationBytes bytes of them; when one
-// fills, the one before it is forgotten. A row whose words went with a
-// forgotten generation (it waited while two generations of new words
-// came) copies them as "<unk>".
-type copyWords struct {
-	base int64 // Vs
-
-	mu    sync.RWMutex
-	gen   int64            // the current generation
-	index map[string]int64 // word -> id, this generation
-	words [2][]string      // words by generation parity
-	bytes int              // the current generation's words' bytes
+// A copy-attention model copies source words into its output, those its
+// source vocabulary lacks too: its encoder sees them as the unknown token,
+// while the sentence's dynamic vocabulary (decode.CopyMap) and the output
+// text use the words. In a row of such a model, id Vs + k (Vs: the source
+// vocabulary's size, attnx.json's src_vocab_size) stands for Words[r][k],
+// the k-th distinct word of that row outside the vocabulary: ids above
+// the vocabulary are numbered per row and mean nothing outside it, so no
+// call can read another's words. A row without Words has no ids from Vs
+// up: they are refused.
+type Sources struct {
+	// Rows are the source rows, one per input.
+	Rows [][]int64
+	// Words are, per row, its words outside the source vocabulary, by
+	// id - Vs; nil when no row has any (and always for a model without
+	// copy attention).
+	Words [][]string
 }
 
-func newCopyWords(vs int) *copyWords {
-	return &copyWords{base: int64(vs), index: map[string]int64{}}
+// rowWords returns row i's words outside the vocabulary (nil: none).
+func (s Sources) rowWords(i int) []string {
+	if i < len(s.Words) {
+		return s.Words[i]
+	}
+	return nil
 }
 
-// id returns w's id, giving it one if it has none in this generation.
-func (c *copyWords) id(w string) int64 {
-	c.mu.RLock()
-	id, ok := c.index[w]
-	c.mu.RUnlock()
-	if ok {
+// part is the sources of rows [start, end).
+func (s Sources) part(start, end int) Sources {
+	p := Sources{Rows: s.Rows[start:end]}
+	if s.Words != nil {
+		p.Words = s.Words[start:end]
+	}
+	return p
+}
+
+// rowOOV returns an oov function for vocab.encode that numbers a row's
+// words outside the vocabulary from base up, in the order they first
+// occur, appending each to *words once.
+func rowOOV(base int64, words *[]string) func(string) int64 {
+	ids := map[string]int64{}
+	return func(w string) int64 {
+		if id, ok := ids[w]; ok {
+			return id
+		}
+		id := base + int64(len(*words))
+		ids[w] = id
+		*words = append(*words, w)
 		return id
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if id, ok := c.index[w]; ok {
-		return id
-	}
-	p := c.gen & 1
-	if len(c.words[p]) == copyGeneration || len(c.words[p]) > 0 && c.bytes+len(w) > copyGenerationBytes {
-		c.gen++
-		p = c.gen & 1
-		c.words[p] = c.words[p][:0:0]
-		c.index = map[string]int64{}
-		c.bytes = 0
-	}
-	id = c.base + c.gen*copyGeneration + int64(len(c.words[p]))
-	c.words[p] = append(c.words[p], w)
-	c.index[w] = id
-	c.bytes += len(w)
-	return id
 }
 
-// word returns the word of an id id gave, false when its generation is
-// forgotten or it was never given.
-func (c *copyWords) word(id int64) (string, bool) {
-	if id < c.base {
-		return "", false
+// outsideVocabMsg is the refusal of id at position j of a row: outside
+// the source vocabulary of vs tokens, and for a copy model (copyModel) not
+// a word of the row's own text either.
+func outsideVocabMsg(id int64, j int, vs int64, copyModel bool) string {
+	msg := fmt.Sprintf("token id %d at position %d is outside the source vocabulary [0, %d)", id, j, vs)
+	if copyModel && id >= vs {
+		msg += fmt.Sprintf(": ids from the vocabulary's size %d up are a copy-attention model's words outside its vocabulary, which come only from the input's own text", vs)
 	}
-	g, k := (id-c.base)/copyGeneration, (id-c.base)%copyGeneration
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if g != c.gen && g != c.gen-1 {
-		return "", false
-	}
-	ws := c.words[g&1]
-	if k >= int64(len(ws)) {
-		return "", false
-	}
-	return ws[k], true
+	return msg
 }
 
 // encoderRow is the row as the encoder sees it: words outside the source
 // vocabulary as UNK. It is row itself when it holds none.
 func (t *Translator) encoderRow(row []int64) []int64 {
-	if t.copy == nil {
+	if !t.copy {
 		return row
 	}
+	vs := int64(t.info.SrcVocab)
 	var out []int64
 	for j, id := range row {
-		if id < t.copy.base {
+		if id < vs {
 			continue
 		}
 		if out == nil {
@@ -112,7 +97,7 @@ func (t *Translator) encoderRow(row []int64) []int64 {
 
 // encoderRows is encoderRow of every row.
 func (t *Translator) encoderRows(rows [][]int64) [][]int64 {
-	if t.copy == nil {
+	if !t.copy {
 		return rows
 	}
 	out := make([][]int64, len(rows))
@@ -123,37 +108,42 @@ func (t *Translator) encoderRows(rows [][]int64) [][]int64 {
 }
 
 // sourceWords are the row's source words: the vocabulary's, and the
-// words outside it that it carries ("<unk>" for one forgotten).
-func (t *Translator) sourceWords(row []int64) []string {
+// row's own words outside it (words, by id - Vs).
+func (t *Translator) sourceWords(row []int64, words []string) []string {
 	out := t.src.strings(t.encoderRow(row))
-	if t.copy == nil {
+	if !t.copy {
 		return out
 	}
+	vs := int64(t.info.SrcVocab)
 	for j, id := range row {
-		if id >= t.copy.base {
-			if w, ok := t.copy.word(id); ok {
-				out[j] = w
-			}
+		if k := id - vs; k >= 0 && k < int64(len(words)) {
+			out[j] = words[k]
 		}
 	}
 	return out
 }
 
 // copyMap is the row's dynamic vocabulary (nil for a model without copy
-// attention).
-func (t *Translator) copyMap(row []int64) *decode.CopyMap {
-	if t.copy == nil {
+// attention); words are its own words outside the source vocabulary.
+func (t *Translator) copyMap(row []int64, words []string) *decode.CopyMap {
+	if !t.copy {
 		return nil
 	}
-	return t.copyMapOf(t.sourceWords(row))
+	return t.copyMapOf(t.sourceWords(row, words))
 }
 
-// copyMapOf is copyMap of a row whose sourceWords are words.
+// copyMapOf is copyMap of a row whose sourceWords are words, in the order
+// of the release whose rules the model follows: OpenNMT-py 2.x's
+// (attnx.json's rules_version 2) or 3.x's.
 func (t *Translator) copyMapOf(words []string) *decode.CopyMap {
-	if t.copy == nil {
+	if !t.copy {
 		return nil
 	}
-	return decode.NewCopyMap(words, t.info.TgtVocab, t.info.Special.UNK, func(w string) (int64, bool) {
+	order := decode.CopyFirstSeen
+	if t.onmtV2() {
+		order = decode.CopyByCount
+	}
+	return decode.NewCopyMap(words, t.info.TgtVocab, t.info.Special.UNK, order, func(w string) (int64, bool) {
 		id, ok := t.tgt.index[w]
 		return id, ok
 	})

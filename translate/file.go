@@ -73,12 +73,12 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
 	// Tokenise every line first: a bad line is reported before any work.
 	// Without a source vocabulary the lines are token ids, as in Stream.
-	rows := make([][]int64, len(lines))
+	src := Sources{Rows: make([][]int64, len(lines))}
 	for i, s := range lines {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		var r [][]int64
+		var r Sources
 		var err error
 		if t.src.known() {
 			r, err = t.encodeTexts(ctx, []string{s})
@@ -87,7 +87,7 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 			if ids, err = ParseIDs(s); err != nil {
 				err = &InputError{Row: 0, Position: -1, Msg: err.Error()}
 			}
-			r = [][]int64{ids}
+			r = Sources{Rows: [][]int64{ids}}
 		}
 		if err == nil {
 			err = t.checkRows(r) // ids outside the vocabulary, too long
@@ -100,9 +100,15 @@ func (t *Translator) TranslateCorpus(ctx context.Context, lines []string, first 
 			}
 			return CorpusStats{}, err
 		}
-		rows[i] = r[0]
+		src.Rows[i] = r.Rows[0]
+		if w := r.rowWords(0); w != nil {
+			if src.Words == nil {
+				src.Words = make([][]string, len(lines))
+			}
+			src.Words[i] = w
+		}
 	}
-	return t.TranslateCorpusIDs(ctx, rows, co, emit, progress)
+	return t.translateCorpus(ctx, src, co, emit, progress)
 }
 
 // corpusLens returns the n of each row's output limit when rows are a
@@ -147,9 +153,19 @@ func (t *Translator) CorpusLimits(rows [][]int64, co CorpusOptions) []int {
 }
 
 // TranslateCorpusIDs is TranslateCorpus on source rows already tokenised
-// (a nil row is a blank line: an empty result).
+// (a nil row is a blank line: an empty result). A copy-attention model's
+// ids from the source vocabulary's size up are refused, as TranslateIDs
+// refuses them.
 func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co CorpusOptions,
 	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
+	return t.translateCorpus(ctx, Sources{Rows: rows}, co, emit, progress)
+}
+
+// translateCorpus is TranslateCorpusIDs with each row's own words outside
+// the source vocabulary (Sources.Words).
+func (t *Translator) translateCorpus(ctx context.Context, sources Sources, co CorpusOptions,
+	emit func(i int, res Result) error, progress func(sentences, outTokens int)) (CorpusStats, error) {
+	rows := sources.Rows
 	st := CorpusStats{Sentences: len(rows)}
 	for _, r := range rows {
 		if r == nil {
@@ -203,13 +219,19 @@ func (t *Translator) TranslateCorpusIDs(ctx context.Context, rows [][]int64, co 
 	for range lanes {
 		wg.Go(func() {
 			for idx := range work {
-				src := make([][]int64, len(idx))
+				src := Sources{Rows: make([][]int64, len(idx))}
 				var lens []int
 				if longest != nil {
 					lens = make([]int, len(idx))
 				}
 				for k, i := range idx {
-					src[k] = rows[i]
+					src.Rows[k] = rows[i]
+					if w := sources.rowWords(i); w != nil {
+						if src.Words == nil {
+							src.Words = make([][]string, len(idx))
+						}
+						src.Words[k] = w
+					}
 					if lens != nil {
 						lens[k] = longest[i]
 					}

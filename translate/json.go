@@ -110,30 +110,45 @@ func (t *Translator) TokenizerCache() subword.CacheStats {
 	return subword.CacheStats{}
 }
 
-// SourceRows tokenises texts as Translate does (the model's tokenizer or
+// Tokenize tokenises texts as Translate does (the model's tokenizer or
 // vocabulary, and attnx.json's src_prefix and src_suffix): the source rows
-// the decoder sees, which TranslateIDs then decodes exactly as Translate
-// would the texts. A server makes its memory estimate and length limits
-// from them, since a tokenizer may give several pieces per character
-// (SentencePiece's NFKC turns U+FDFA into 8). A text that cannot be
-// tokenised is an *InputError naming its row.
-func (t *Translator) SourceRows(texts []string) ([][]int64, error) {
-	return t.encodeTexts(context.Background(), texts)
-}
-
-// SourceRowsContext is SourceRows stopping at ctx's end: it checks ctx
-// before each text and returns ctx.Err() when it is done. pretokenized
+// the decoder sees, with a copy-attention model's words outside the
+// vocabulary (Sources), which TranslateSources then decodes exactly as
+// Translate would the texts. A server makes its memory estimate and length
+// limits from them, since a tokenizer may give several pieces per
+// character (SentencePiece's NFKC turns U+FDFA into 8). It checks ctx
+// before each text and returns ctx.Err() when it is done; pretokenized
 // takes the texts as source pieces already, as Options.Pretokenized does,
-// for this call.
-func (t *Translator) SourceRowsContext(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
+// for this call. A text that cannot be tokenised is an *InputError naming
+// its row.
+func (t *Translator) Tokenize(ctx context.Context, texts []string, pretokenized bool) (Sources, error) {
 	return t.encodeTextsAs(ctx, texts, pretokenized)
 }
 
-// SourceIDs tokenises one text as Translate does (the model's tokenizer or
-// vocabulary, and attnx.json's src_prefix and src_suffix): the source row
-// the decoder sees.
+// SourceRows tokenises texts as Translate does: Tokenize's rows as the
+// encoder sees them, a copy-attention model's words outside the source
+// vocabulary as its unknown token (its own words need Tokenize's Sources).
+// TranslateIDs decodes them as Translate would the texts, except for
+// what such a model copies.
+func (t *Translator) SourceRows(texts []string) ([][]int64, error) {
+	return t.SourceRowsContext(context.Background(), texts, false)
+}
+
+// SourceRowsContext is SourceRows stopping at ctx's end, as Tokenize does.
+// pretokenized takes the texts as source pieces already, as
+// Options.Pretokenized does, for this call.
+func (t *Translator) SourceRowsContext(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
+	src, err := t.encodeTextsAs(ctx, texts, pretokenized)
+	if err != nil {
+		return nil, err
+	}
+	return t.encoderRows(src.Rows), nil
+}
+
+// SourceIDs tokenises one text as SourceRows does: the source row the
+// encoder sees.
 func (t *Translator) SourceIDs(text string) ([]int64, error) {
-	rows, err := t.encodeTexts(context.Background(), []string{text})
+	rows, err := t.SourceRows([]string{text})
 	if err != nil {
 		return nil, err
 	}

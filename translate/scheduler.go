@@ -147,11 +147,11 @@ func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error
 // Translate tokenises texts with the source vocabulary and translates
 // them; see TranslateIDs.
 func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	rows, err := s.t.encodeTexts(ctx, texts)
+	src, err := s.t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	return s.TranslateIDs(ctx, rows, opt)
+	return s.TranslateSources(ctx, src, opt)
 }
 
 // TranslateIDs translates sources, one row of source token ids each, as
@@ -159,19 +159,28 @@ func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptio
 // before anything runs. It fails at once with an error wrapping
 // decode.ErrQueueFull when the scheduler's queue is full; when ctx ends
 // first, the call's rows leave the batch at the next step boundary and it
-// returns ctx.Err().
+// returns ctx.Err(). A copy-attention model's ids from the source
+// vocabulary's size up are refused, as Translator.TranslateIDs refuses
+// them.
 func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
+	return s.TranslateSources(ctx, Sources{Rows: sources}, opt)
+}
+
+// TranslateSources is TranslateIDs with each row's own words outside the
+// source vocabulary (Sources.Words), as Translator.TranslateSources.
+func (s *Scheduler) TranslateSources(ctx context.Context, src Sources, opt CallOptions) ([]Result, error) {
 	t := s.t
 	so, err := t.callSearchOptions(opt)
 	if err != nil {
 		return nil, err
 	}
-	release, err := t.acquire(sources)
+	release, err := t.acquire(src)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	so.lens = t.testSetLens(sources, opt)
+	sources := src.Rows
+	so.lens, so.words = t.testSetLens(sources, opt), src.Words
 	if _, err := t.rowLimits(sources, so); err != nil {
 		return nil, err
 	}
@@ -187,7 +196,7 @@ func (s *Scheduler) TranslateIDs(ctx context.Context, sources [][]int64, opt Cal
 	}
 	res := searchResults(searches, so)
 	for i := range res {
-		t.finish(&res[i], sources[i], so)
+		t.finish(&res[i], sources[i], src.rowWords(i), so)
 	}
 	return res, nil
 }
@@ -212,18 +221,27 @@ func (s *Scheduler) Close() {
 // TranslateCall tokenises texts with the source vocabulary and translates
 // them; see TranslateIDsCall.
 func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	rows, err := t.encodeTexts(ctx, texts)
+	src, err := t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	return t.TranslateIDsCall(ctx, rows, opt)
+	return t.TranslateSourcesCall(ctx, src, opt)
 }
 
 // TranslateIDsCall translates sources as TranslateIDs does, alone (not in
 // a Scheduler's shared batch), with opt's settings in place of the
 // Translator's; on the steps engine only, unless opt sets nothing. Rows
-// are decoded in batches of at most Options.BatchSize.
+// are decoded in batches of at most Options.BatchSize. A copy-attention
+// model's ids from the source vocabulary's size up are refused, as
+// TranslateIDs refuses them.
 func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, opt CallOptions) ([]Result, error) {
+	return t.TranslateSourcesCall(ctx, Sources{Rows: sources}, opt)
+}
+
+// TranslateSourcesCall is TranslateIDsCall with each row's own words
+// outside the source vocabulary (Sources.Words), as TranslateSources.
+func (t *Translator) TranslateSourcesCall(ctx context.Context, src Sources, opt CallOptions) ([]Result, error) {
+	sources := src.Rows
 	// Without attention alone needs no per-call search on the loop
 	// engine: its graph computes the attention anyway, which is dropped.
 	search := opt
@@ -232,7 +250,7 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 		search.AsTestSet = false // changes nothing for this model
 	}
 	if reflect.ValueOf(search).IsZero() && (!opt.WithoutAttention || t.pool == nil) {
-		res, err := t.TranslateIDs(ctx, sources)
+		res, err := t.TranslateSources(ctx, src)
 		if err == nil && opt.WithoutAttention {
 			for i := range res {
 				res[i].Attention = nil
@@ -248,5 +266,5 @@ func (t *Translator) TranslateIDsCall(ctx context.Context, sources [][]int64, op
 		return nil, err
 	}
 	so.lens = t.testSetLens(sources, opt)
-	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) { return t.runSearch(ctx, rows, so) })
+	return t.decodeBatches(src, so, func(rows [][]int64, so searchOpts) ([]Result, error) { return t.runSearch(ctx, rows, so) })
 }

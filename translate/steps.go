@@ -76,6 +76,17 @@ type searchOpts struct {
 	// longest source of the toolkit batch the row is in
 	// (modeldir.Defaults.Batching), in place of the row's own length.
 	lens []int
+	// words, when not nil, are each row's own words outside the source
+	// vocabulary (Sources.Words), for a copy model's dynamic vocabulary.
+	words [][]string
+}
+
+// rowWords returns row r's words outside the source vocabulary.
+func (so searchOpts) rowWords(r int) []string {
+	if r < len(so.words) {
+		return so.words[r]
+	}
+	return nil
 }
 
 // rowLimit is the output limit of row r (source row): its Limits' Max.
@@ -245,7 +256,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 			ss[r] = decode.OpenNMTSample{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking,
 				Temp: cmp.Or(so.temp, 1), TopK: so.topK, TopP: so.topP, Rand: rowRand(so.seed, row),
-				KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row)}
+				KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row, so.rowWords(r))}
 			out[r] = &ss[r]
 		}
 		return out
@@ -256,7 +267,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
 				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
-				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row),
+				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row, so.rowWords(r)),
 				V2: so.openNMT && t.onmtV2(), CoveragePenalty: so.covPen, Beta: so.beta, Stepwise: so.stepwise}
 			ss[r] = &bs[r]
 		}
@@ -305,7 +316,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 	}
 	gs := make([]decode.Greedy, len(rows))
 	for r, row := range rows {
-		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.rowLimit(so, r, row), KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row)}
+		gs[r] = decode.Greedy{SOS: sp.SOS, EOS: sp.EOS, MaxLen: t.rowLimit(so, r, row), KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row, so.rowWords(r))}
 		ss[r] = &gs[r]
 	}
 	return ss
@@ -323,7 +334,7 @@ func (t *Translator) onmtV2() bool {
 // JoeyNMT's and fairseq's beam searches. OpenNMT-py's searches and greedy
 // decoding do.
 func (t *Translator) checkCopySearch(so searchOpts) error {
-	if t.copy == nil || so.openNMT || so.beam == 1 && !so.fairseq && !so.sampling {
+	if !t.copy || so.openNMT || so.beam == 1 && !so.fairseq && !so.sampling {
 		return nil
 	}
 	return fmt.Errorf("translate: %s has copy attention: decode it with OpenNMT-py's rules (Options.Rules %q, attnx translate --rules opennmt) or greedily", filepath.Join(t.dir, "attnx.json"), RulesOpenNMT)

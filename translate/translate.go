@@ -278,9 +278,9 @@ type Translator struct {
 	// unknownPieces counts the source pieces of text inputs that were not
 	// in the vocabulary and went in as UNK.
 	unknownPieces atomic.Int64
-	// copy holds the source words outside the vocabulary of a model with
-	// copy attention (nil for the others).
-	copy *copyWords
+	// copy: the model has copy attention; its rows' ids from the source
+	// vocabulary's size up are their own words outside it (Sources).
+	copy bool
 
 	mu     sync.RWMutex // read-held by calls, write-held by Close
 	closed bool
@@ -360,7 +360,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		if info.Special.UNK < 0 {
 			return nil, fmt.Errorf("translate: %s: a copy-attention model needs the unknown token its decoder is fed for copied words; attnx.json has none", infoPath)
 		}
-		t.copy = newCopyWords(info.SrcVocab)
+		t.copy = true
 	}
 	if t.ignoreBlocking, err = t.targetIDs("IgnoreWhenBlocking", opt.IgnoreWhenBlocking); err != nil {
 		return nil, err
@@ -374,14 +374,14 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if t.rules, err = t.stepRules(opt.MinLen, specBan); err != nil {
 		return nil, fmt.Errorf("translate: BanUNK: %w", err)
 	}
-	if t.copy != nil && opt.Engine == EngineLoop {
+	if t.copy && opt.Engine == EngineLoop {
 		return nil, fmt.Errorf("translate: %s has copy attention, which decodes on the %q engine only (its dynamic vocabulary is per sentence, in Go), not %q", dir, EngineSteps, EngineLoop)
 	}
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
 		onmtGreedy := opt.Rules == RulesOpenNMT && (opt.BanUNK || opt.BlockNgram > 0) || specBan
-		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 && t.copy == nil {
+		if greedyFile != "" && t.beam() == 1 && opt.MinLen == 0 && !t.copy {
 			if _, err := os.Stat(filepath.Join(dir, greedyFile)); err == nil {
 				t.engine = EngineLoop
 				switch {
@@ -712,56 +712,76 @@ func (t *Translator) closeSessions() error {
 // Translate tokenises texts with the source vocabulary and translates them;
 // see TranslateIDs.
 func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
-	rows, err := t.encodeTexts(ctx, texts)
+	src, err := t.encodeTexts(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	return t.TranslateIDs(ctx, rows)
+	return t.TranslateSources(ctx, src)
 }
 
 // encodeTexts tokenises texts with the source vocabulary, and wraps each
 // in the tokens the model saw around every sentence in training
 // (attnx.json's src_prefix and src_suffix: JoeyNMT's </s>, the chatbot's
 // EOS, bentrevett's <sos> ... <eos>).
-func (t *Translator) encodeTexts(ctx context.Context, texts []string) ([][]int64, error) {
+func (t *Translator) encodeTexts(ctx context.Context, texts []string) (Sources, error) {
 	return t.encodeTextsAs(ctx, texts, false)
 }
 
 // encodeTextsAs is encodeTexts with pieces saying the texts are source
-// pieces already (Options.Pretokenized for this call).
-func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces bool) ([][]int64, error) {
+// pieces already (Options.Pretokenized for this call). A copy-attention
+// model's words outside the source vocabulary are each row's own, with
+// ids from its size up (Sources).
+func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces bool) (Sources, error) {
 	if !t.src.known() {
-		return nil, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
+		return Sources{}, &NoSourceVocabularyError{Info: filepath.Join(t.dir, "attnx.json")}
 	}
-	rows := make([][]int64, len(texts))
+	src := Sources{Rows: make([][]int64, len(texts))}
 	for i, s := range texts {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return Sources{}, err
 		}
 		var oov func(string) int64
-		if t.copy != nil {
-			oov = t.copy.id
+		var words []string
+		if t.copy {
+			oov = rowOOV(int64(t.info.SrcVocab), &words)
 		}
 		ids, err := t.src.encode(i, s, t.opt.UnknownToUNK, t.info.Special.UNK, &t.unknownPieces, t.opt.Pretokenized || pieces, oov)
 		if err != nil {
-			return nil, err
+			return Sources{}, err
 		}
-		rows[i] = t.info.SourceIDs(ids)
+		src.Rows[i] = t.info.SourceIDs(ids)
+		if words != nil {
+			if src.Words == nil {
+				src.Words = make([][]string, len(texts))
+			}
+			src.Words[i] = words
+		}
 	}
-	return rows, nil
+	return src, nil
 }
 
 // TranslateIDs decodes sources (greedily, or with beam search when
 // Options.Beam > 1), one row of source token ids each.
 // Every row is checked before anything runs. Rows are decoded in batches of
 // at most Options.BatchSize, in order; results are in input order.
+//
+// For a model with copy attention, ids from the source vocabulary's size
+// up are refused: they stand for the words of an input's own text
+// (Sources), which TranslateSources takes.
 func (t *Translator) TranslateIDs(ctx context.Context, sources [][]int64) ([]Result, error) {
+	return t.translateIDs(ctx, Sources{Rows: sources}, nil, false)
+}
+
+// TranslateSources decodes sources as TranslateIDs does, each row with its
+// own words outside the source vocabulary (Sources.Words): what Translate
+// does with the rows Tokenize makes of texts.
+func (t *Translator) TranslateSources(ctx context.Context, sources Sources) ([]Result, error) {
 	return t.translateIDs(ctx, sources, nil, false)
 }
 
-// translateIDs is TranslateIDs with lens, when not nil, the n of each
+// translateIDs is TranslateSources with lens, when not nil, the n of each
 // row's output limit (searchOpts.lens).
-func (t *Translator) translateIDs(ctx context.Context, sources [][]int64, lens []int, noAttention bool) ([]Result, error) {
+func (t *Translator) translateIDs(ctx context.Context, sources Sources, lens []int, noAttention bool) ([]Result, error) {
 	so := t.searchOptions()
 	so.lens, so.noAttention = lens, noAttention
 	return t.decodeBatches(sources, so, func(rows [][]int64, so searchOpts) ([]Result, error) {
@@ -779,7 +799,7 @@ func (t *Translator) translateIDs(ctx context.Context, sources [][]int64, lens [
 // acquire checks every row of sources and holds the Translator open (its
 // read lock) until release is called; it fails with ErrClosed once the
 // Translator is closed.
-func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
+func (t *Translator) acquire(sources Sources) (release func(), err error) {
 	if err := t.checkRows(sources); err != nil {
 		return nil, err
 	}
@@ -795,29 +815,31 @@ func (t *Translator) acquire(sources [][]int64) (release func(), err error) {
 // (rowLimits), then decodes them with run in batches of at most
 // Options.BatchSize, in order (each with its part of so.lens), and
 // finishes the results.
-func (t *Translator) decodeBatches(sources [][]int64, so searchOpts, run func(rows [][]int64, so searchOpts) ([]Result, error)) ([]Result, error) {
+func (t *Translator) decodeBatches(sources Sources, so searchOpts, run func(rows [][]int64, so searchOpts) ([]Result, error)) ([]Result, error) {
 	release, err := t.acquire(sources)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if _, err := t.rowLimits(sources, so); err != nil {
+	if _, err := t.rowLimits(sources.Rows, so); err != nil {
 		return nil, err
 	}
 	bs := t.batchSize()
-	out := make([]Result, 0, len(sources))
-	for start := 0; start < len(sources); start += bs {
-		end := min(start+bs, len(sources))
-		rows, part := sources[start:end], so
+	out := make([]Result, 0, len(sources.Rows))
+	for start := 0; start < len(sources.Rows); start += bs {
+		end := min(start+bs, len(sources.Rows))
+		batch, part := sources.part(start, end), so
+		rows := batch.Rows
 		if so.lens != nil {
 			part.lens = so.lens[start:end]
 		}
+		part.words = batch.Words
 		res, err := run(rows, part)
 		if err != nil {
 			return nil, err
 		}
 		for i := range res {
-			t.finish(&res[i], rows[i], so)
+			t.finish(&res[i], rows[i], batch.rowWords(i), so)
 		}
 		out = append(out, res...)
 	}
@@ -840,10 +862,14 @@ func (t *Translator) maxLiveBytes() int64 {
 	return t.opt.MaxLiveBytes
 }
 
-// checkRows validates every source row.
-func (t *Translator) checkRows(sources [][]int64) error {
+// checkRows validates every source row; a copy model's ids from the
+// vocabulary's size up must be the row's own words (Sources.Words).
+func (t *Translator) checkRows(sources Sources) error {
 	vs := int64(t.info.SrcVocab)
-	for i, row := range sources {
+	if sources.Words != nil && len(sources.Words) != len(sources.Rows) {
+		return fmt.Errorf("translate: Sources: %d rows of words for %d rows of ids: want one per row", len(sources.Words), len(sources.Rows))
+	}
+	for i, row := range sources.Rows {
 		if len(row) == 0 {
 			return &InputError{Row: i, Position: -1, Msg: "empty input, nothing to translate"}
 		}
@@ -853,14 +879,13 @@ func (t *Translator) checkRows(sources [][]int64) error {
 		if err := t.info.Config.CheckSourceLength(len(row)); err != nil {
 			return &InputError{Row: i, Position: -1, Msg: err.Error()}
 		}
+		words := sources.rowWords(i)
+		if !t.copy {
+			words = nil
+		}
 		for j, id := range row {
-			if id >= vs && t.copy != nil {
-				if _, ok := t.copy.word(id); ok {
-					continue // a word outside the vocabulary, for copying
-				}
-			}
-			if id < 0 || id >= vs {
-				return &InputError{Row: i, Position: j, Msg: fmt.Sprintf("token id %d at position %d is outside the source vocabulary [0, %d)", id, j, vs)}
+			if id < 0 || id >= vs+int64(len(words)) {
+				return &InputError{Row: i, Position: j, Msg: outsideVocabMsg(id, j, vs, t.copy)}
 			}
 		}
 	}
@@ -885,14 +910,15 @@ const (
 func DefaultMaxLen(n int) int { return 2*n + 10 }
 
 // finish fills the string views of a result, replacing unknown tokens
-// and dropping the attention as so says.
-func (t *Translator) finish(r *Result, src []int64, so searchOpts) {
+// and dropping the attention as so says; words are the source row's own
+// words outside the vocabulary (Sources.Words).
+func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpts) {
 	enc := t.encoderRow(src)
 	r.Source = append([]int64(nil), enc...)
 	// replace_unk takes the source vocabulary's token, as OpenNMT-py
 	// does (a word outside it stays <unk>).
 	vocabTokens := t.src.strings(enc)
-	r.SourceTokens = t.sourceWords(src)
+	r.SourceTokens = t.sourceWords(src, words)
 	cm := t.copyMapOf(r.SourceTokens)
 	output := func(tokens []int64) ([]string, string) {
 		out := t.tgt.strings(tokens)

@@ -106,7 +106,7 @@ func pieceKind(tokens []string, special map[int64]bool, unk int64) string {
 // and pieces outside the vocabulary become UNK as the toolkits map them.
 //
 // oov, when set (a copy-attention model), gives each word outside the
-// vocabulary an id of its own above it (copyWords), never an error.
+// vocabulary an id of its own above it (rowOOV), never an error.
 func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.Int64, pretokenized bool, oov func(string) int64) ([]int64, error) {
 	var pieces []string
 	what := "word"
