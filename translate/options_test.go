@@ -1,11 +1,13 @@
 package translate
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/modeldir"
 )
 
@@ -176,5 +178,41 @@ func TestResolveDecodingRepeatsFollowRules(t *testing.T) {
 		if err := checkRules(r); err != nil {
 			t.Errorf("Rules %q: the resolved options are refused: %v", c.rules, err)
 		}
+	}
+}
+
+// TestOpenAndCallRefuseWhatRulesLack: the Go API refuses, at Open and per
+// call, NoRepeatNgram and RepetitionPenalty under OpenNMT-py's rules,
+// which decoded as without them; under attnx's rules a call takes them.
+func TestOpenAndCallRefuseWhatRulesLack(t *testing.T) {
+	dir, _ := fixtureModel(t, fixtures.List(t)[0])
+	const want = `NoRepeatNgram = 2: Rules "opennmt" do not implement it`
+	tr, err := Open(dir, Options{Threads: 1, Backend: "go", Engine: EngineSteps, Rules: RulesOpenNMT, Beam: 3, NoRepeatNgram: 2})
+	if err == nil {
+		tr.Close()
+	}
+	var re *RulesError
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &re) || re.Option.Go != "NoRepeatNgram" {
+		t.Errorf("Open: %v, want a *RulesError with %q", err, want)
+	}
+	tr, err = Open(dir, Options{Threads: 1, Backend: "go", Engine: EngineSteps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, c := range []struct {
+		opt  CallOptions
+		want string
+	}{
+		{CallOptions{Rules: RulesOpenNMT, Beam: 3, NoRepeatNgram: new(2)}, want},
+		{CallOptions{Rules: RulesOpenNMT, Beam: 3, RepetitionPenalty: new(1.5)}, `RepetitionPenalty = 1.5: Rules "opennmt" do not implement it`},
+		{CallOptions{Rules: RulesFairseq, Beam: 3, LengthPenaltyWu: new(true)}, `LengthPenaltyWu = true: Rules "fairseq" do not implement it`},
+	} {
+		if err := tr.CheckCall(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckCall(%+v) = %v, want %q", c.opt, err, c.want)
+		}
+	}
+	if err := tr.CheckCall(CallOptions{Rules: RulesSpec, Beam: 3, NoRepeatNgram: new(2), RepetitionPenalty: new(1.5)}); err != nil {
+		t.Errorf("repetition rules under spec: %v", err)
 	}
 }

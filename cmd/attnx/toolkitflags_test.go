@@ -64,3 +64,27 @@ func TestModelFlagOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateRulesLack: attnx translate refuses, by its flags, what the
+// rules chosen do not implement; --no-repeat-ngram and
+// --repetition-penalty under OpenNMT-py's rules left the output as it was.
+func TestTranslateRulesLack(t *testing.T) {
+	model := translateTestModel(t)
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--rules", "opennmt", "--beam", "3", "--no-repeat-ngram", "2"}, `--no-repeat-ngram = 2: --rules "opennmt" do not implement it: OpenNMT-py has no such option (its -block_ngram_repeat is --block-ngram-repeat`},
+		{[]string{"--rules", "opennmt", "--beam", "3", "--repetition-penalty", "1.5"}, `--repetition-penalty = 1.5: --rules "opennmt" do not implement it: neither OpenNMT-py nor fairseq has a repetition penalty (it goes with --rules spec, joeynmt)`},
+		{[]string{"--rules", "fairseq", "--beam", "3", "--length-penalty-form", "wu"}, "--length-penalty-form wu with --rules fairseq: fairseq ranks by score / len ** lenpen only"},
+		{[]string{"--rules", "joeynmt", "--beam", "3", "--length-penalty-form", "power"}, "--length-penalty-form power with --rules joeynmt: JoeyNMT's beam_alpha is Wu's penalty only"},
+	} {
+		code, out, stderr := attnx(append(append([]string{"translate", "--model", model}, c.flags...), "abc")...)
+		if code != 2 || out != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q %q; want %q", c.flags, code, out, stderr, c.want)
+		}
+	}
+	if code, out, stderr := attnx("translate", "--model", model, "--rules", "spec", "--beam", "3", "--no-repeat-ngram", "2", "--repetition-penalty", "1.5", "abc"); code != 0 || !strings.HasPrefix(out, "abc -> ") {
+		t.Errorf("repetition rules under spec: exit %d, %q %s", code, out, stderr)
+	}
+}
