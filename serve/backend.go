@@ -26,6 +26,11 @@ type Job struct {
 	// IDs are source token id rows: a request's own, or its texts as
 	// Backend.Tokenize made them.
 	IDs [][]int64
+	// Words are, for a copy-attention model's texts, each row's own words
+	// outside the source vocabulary (translate.Sources.Words): nil for a
+	// request's own ids, whose ids from the vocabulary's size up are
+	// refused.
+	Words [][]string
 	// MaxLen is the most output tokens per row, EOS included; 0 means
 	// 2n+10 for a source of n tokens.
 	MaxLen int
@@ -62,6 +67,11 @@ type Job struct {
 	AsTestSet bool
 }
 
+// sources returns the job's rows with their words.
+func (job Job) sources() translate.Sources {
+	return translate.Sources{Rows: job.IDs, Words: job.Words}
+}
+
 // callOptions returns the translate settings of job.
 func (job Job) callOptions() translate.CallOptions {
 	t := job.Toolkit
@@ -88,11 +98,11 @@ type Backend interface {
 	// ctx returns ctx.Err() (wrapped or not) as soon as the backend can stop.
 	Translate(ctx context.Context, job Job) ([]translate.Result, error)
 	// Tokenize makes source rows of texts with the model's tokenizer and
-	// vocabulary (translate.Translator.SourceRows); a text that cannot be
+	// vocabulary (translate.Translator.Tokenize); a text that cannot be
 	// tokenised is a *translate.InputError naming its row. It stops with
 	// ctx.Err() once ctx is done.
 	// pretokenized takes the texts as source pieces already.
-	Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error)
+	Tokenize(ctx context.Context, texts []string, pretokenized bool) (translate.Sources, error)
 	// Info returns the model directory's attnx.json.
 	Info() modeldir.Info
 	// Close releases the model once no call is in progress.
@@ -174,8 +184,8 @@ func (b *batchingBackend) LooksSegmented(text string) string { return b.tr.Looks
 
 func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
 
-func (b *translatorBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
-	return b.def.SourceRowsContext(ctx, texts, pretokenized)
+func (b *translatorBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) (translate.Sources, error) {
+	return b.def.Tokenize(ctx, texts, pretokenized)
 }
 
 // Translate decodes with the Translator's default limit (2n+10), then
@@ -188,7 +198,7 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 	if job.perCall() {
 		return b.translateCall(ctx, job)
 	}
-	res, err := b.def.TranslateIDs(ctx, job.IDs)
+	res, err := b.def.TranslateSources(ctx, job.sources())
 	if err != nil {
 		return nil, err
 	}
@@ -210,15 +220,23 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 		if err != nil {
 			return nil, err
 		}
-		rows := make([][]int64, len(again))
-		for k, i := range again {
-			rows[k] = res[i].Source
+		// The job's own rows: a result's Source is the encoder's, a copy
+		// model's words outside the vocabulary as UNK.
+		src := translate.Sources{Rows: make([][]int64, len(again))}
+		if job.Words != nil {
+			src.Words = make([][]string, len(again))
 		}
-		more, err := long.TranslateIDs(ctx, rows)
+		for k, i := range again {
+			src.Rows[k] = job.IDs[i]
+			if job.Words != nil {
+				src.Words[k] = job.Words[i]
+			}
+		}
+		more, err := long.TranslateSources(ctx, src)
 		if err != nil {
 			return nil, err
 		}
-		b.obs(len(rows))
+		b.obs(len(src.Rows))
 		for k, i := range again {
 			res[i] = more[k]
 		}
@@ -239,7 +257,7 @@ func (b *translatorBackend) translateCall(ctx context.Context, job Job) ([]trans
 	if err != nil {
 		return nil, err
 	}
-	res, err := tr.TranslateIDsCall(ctx, job.IDs, job.callOptions())
+	res, err := tr.TranslateSourcesCall(ctx, job.sources(), job.callOptions())
 	if err == nil {
 		b.obs(len(res))
 	}
@@ -356,13 +374,13 @@ func (b *batchingBackend) Info() modeldir.Info { return b.tr.Info() }
 
 func (b *batchingBackend) TokenizerCache() subword.CacheStats { return b.tr.TokenizerCache() }
 
-func (b *batchingBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) ([][]int64, error) {
-	return b.tr.SourceRowsContext(ctx, texts, pretokenized)
+func (b *batchingBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) (translate.Sources, error) {
+	return b.tr.Tokenize(ctx, texts, pretokenized)
 }
 
 func (b *batchingBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
 	opt := job.callOptions()
-	res, err := b.sched.TranslateIDs(ctx, job.IDs, opt)
+	res, err := b.sched.TranslateSources(ctx, job.sources(), opt)
 	if errors.Is(err, decode.ErrQueueFull) {
 		return nil, fmt.Errorf("%w: %d requests waiting for room in a batch of %d rows", ErrQueueFull, b.maxQueue, b.maxRows)
 	}

@@ -204,12 +204,12 @@ func (b *blockingBackend) Info() modeldir.Info {
 func (b *blockingBackend) Close() error { return nil }
 
 // Tokenize: the fake has no tokenizer; a text's bytes are its ids.
-func (b *blockingBackend) Tokenize(_ context.Context, texts []string, _ bool) ([][]int64, error) {
+func (b *blockingBackend) Tokenize(_ context.Context, texts []string, _ bool) (translate.Sources, error) {
 	rows := make([][]int64, len(texts))
 	for i, s := range texts {
 		for _, c := range []byte(s) {
 			rows[i] = append(rows[i], int64(c))
 		}
 	}
-	return rows, nil
+	return translate.Sources{Rows: rows}, nil
 }

@@ -552,7 +552,11 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 		// backend decodes these rows.
 		field = "inputs"
 		err = panics.Call(func() (err error) {
-			job.IDs, err = m.backend.Tokenize(ctx, texts, pretok)
+			// A copy model's words outside the vocabulary are this
+			// request's own (translate.Sources), for its rows alone.
+			var src translate.Sources
+			src, err = m.backend.Tokenize(ctx, texts, pretok)
+			job.IDs, job.Words = src.Rows, src.Words
 			return err
 		}, "tokenizing a request of %d inputs for model %q", n, m.name)
 		if err != nil {

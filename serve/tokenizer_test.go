@@ -68,7 +68,8 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "dates", Dir: dir}}, MaxSourceLen: 1000, MaxBeam: 8, MaxInputBytes: 1000})
 	m := s.models["dates"]
 	text := strings.Repeat("\uFDFA", 40)
-	rows, err := m.backend.Tokenize(context.Background(), []string{text}, false)
+	src, err := m.backend.Tokenize(context.Background(), []string{text}, false)
+	rows := src.Rows
 	if err != nil || len(rows[0]) < 4*40 {
 		t.Fatalf("%d runes became %d pieces (%v), want several per rune", 40, len(rows[0]), err)
 	}
