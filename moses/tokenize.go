@@ -47,7 +47,6 @@ var (
 	otherApostrophe  = []rule{mk(`'`, " ' ")}
 	trailingDotQuote = mk(`\.' ?$`, " . ' ")
 	multiDot1        = mk(`\.([\.]+)`, " DOTMULTI${1}")
-	multiDot2        = mk(`DOTMULTI\.([^\.])`, "DOTDOTMULTI ${1}")
 	numericOnlyMark  = regexp.MustCompile(`[` + pySpaceClass + `]+(#NUMERIC_ONLY#)`)
 	startsWithDigits = regexp.MustCompile(`^[0-9]+`)
 )
@@ -164,20 +163,91 @@ func aggressiveHyphens(s string, alnum charClass) string {
 	return b.String()
 }
 
+// replaceMultidots marks runs of dots as sacremoses' replace_multidots
+// does, in one pass where sacremoses loops once per dot: a run of n > 1
+// dots becomes " DOTMULTI" and n-1 dots, then, while any "DOTMULTI."
+// remains, "DOTMULTI.x" (x not a dot) becomes "DOTDOTMULTI x" and every
+// other "DOTMULTI." becomes "DOTDOTMULTI". So a marker followed by k dots
+// becomes k times "DOT", then "DOTMULTI", then a space when a character
+// follows, since its last dot goes in the first rule's pass, k passes on.
+// The one exception (a text that spells out DOTMULTI can meet it): in the
+// first pass, a marker with one dot right after one that the first rule
+// took is skipped by that rule (the match ate its first letter), and the
+// second rule takes its dot without a space.
 func replaceMultidots(s string) string {
 	s = multiDot1.apply(s)
-	for strings.Contains(s, "DOTMULTI.") {
-		s = multiDot2.apply(s)
-		s = strings.ReplaceAll(s, "DOTMULTI.", "DOTDOTMULTI")
+	const marker = "DOTMULTI"
+	if !strings.Contains(s, marker+".") {
+		return s
 	}
-	return s
+	var b strings.Builder
+	b.Grow(len(s) + 2*strings.Count(s, "."))
+	spacedEnd := -1 // where a one-dot marker the first rule took in its first pass ends
+	for pos := 0; ; {
+		i := strings.Index(s[pos:], marker)
+		if i < 0 {
+			b.WriteString(s[pos:])
+			return b.String()
+		}
+		start := pos + i
+		end := start + len(marker)
+		for end < len(s) && s[end] == '.' {
+			end++
+		}
+		b.WriteString(s[pos:start])
+		k := end - start - len(marker)
+		if k == 0 {
+			b.WriteString(marker)
+			pos = end
+			continue
+		}
+		for j := 0; j < k; j++ {
+			b.WriteString("DOT")
+		}
+		b.WriteString(marker)
+		spaced := end < len(s) && !(k == 1 && spacedEnd == start)
+		if spaced {
+			b.WriteByte(' ')
+		}
+		spacedEnd = -1
+		if spaced && k == 1 {
+			spacedEnd = end
+		}
+		pos = end
+	}
 }
 
+// restoreMultidots undoes replaceMultidots' marks as sacremoses'
+// restore_multidots does, in one pass where sacremoses loops: it turns
+// "DOTDOTMULTI" into "DOTMULTI." until none is left, then every
+// "DOTMULTI" into a dot, so n times "DOT" before "MULTI" become n dots.
 func restoreMultidots(s string) string {
-	for strings.Contains(s, "DOTDOTMULTI") {
-		s = strings.ReplaceAll(s, "DOTDOTMULTI", "DOTMULTI.")
+	const dot, multi = "DOT", "MULTI"
+	if !strings.Contains(s, dot+multi) {
+		return s
 	}
-	return strings.ReplaceAll(s, "DOTMULTI", ".")
+	var b strings.Builder
+	b.Grow(len(s))
+	for pos := 0; ; {
+		i := strings.Index(s[pos:], dot)
+		if i < 0 {
+			b.WriteString(s[pos:])
+			return b.String()
+		}
+		start := pos + i
+		end := start
+		for strings.HasPrefix(s[end:], dot) {
+			end += len(dot)
+		}
+		b.WriteString(s[pos:start])
+		if strings.HasPrefix(s[end:], multi) {
+			b.WriteString(strings.Repeat(".", (end-start)/len(dot)))
+			end += len(multi)
+		} else {
+			b.WriteString(s[start:end])
+		}
+		pos = end
+	}
 }
 
 // nonbreakingPrefixes splits the final period off a token unless the token
