@@ -3,6 +3,7 @@ package onmttok
 import (
 	"bufio"
 	"fmt"
+	"github.com/attnx/attnx/internal/mergeheap"
 	"github.com/attnx/attnx/internal/wordcache"
 	"io"
 	"os"
@@ -199,8 +200,6 @@ func initialSpans(word string, cs []char, lower bool) (w string, spans []span) {
 	return word, spans
 }
 
-const noMerge = int(^uint(0) >> 1)
-
 // encode segments one word.
 func (b *BPE) encode(s string) []string {
 	if p, ok := b.cache.Get(s); ok {
@@ -295,44 +294,52 @@ func (b *BPE) encodeWord(s string) []string {
 // bytePool holds the working bytes of words being merged.
 var bytePool = sync.Pool{New: func() any { return new([]byte) }}
 
-// merge applies the merges, best rank first (leftmost among equals).
+// merge applies the merges one at a time, best rank first (leftmost
+// among equals), as the Tokenizer's BPE does, in O(n log n) for n spans:
+// the spans are a linked list, the pairs found in the codes wait in
+// package mergeheap's queue (package subword's BPE), and a pair whose
+// sides have since merged is skipped when it comes out.
 func (b *BPE) merge(w []byte, sp []span) []span {
-	score := func(i int) int {
-		if r, ok := b.codes[string(w[sp[i].s:sp[i+1].e])]; ok {
-			return r
-		}
-		return noMerge
+	type symbol struct {
+		span
+		prev, next int
+		gone       bool
 	}
-	scores := make([]int, 0, len(sp))
-	for i := 0; i+1 < len(sp); i++ {
-		scores = append(scores, score(i))
+	syms := make([]symbol, len(sp))
+	for i, x := range sp {
+		syms[i] = symbol{span: x, prev: i - 1, next: i + 1}
 	}
-	for {
-		best, index := noMerge, 0
-		for i, s := range scores {
-			if s < best {
-				best, index = s, i
-			}
+	syms[len(syms)-1].next = -1
+	var h mergeheap.Heap
+	queue := func(left, right int) {
+		if left < 0 || right < 0 {
+			return
 		}
-		if best == noMerge {
-			break
+		if r, ok := b.codes[string(w[syms[left].s:syms[right].e])]; ok {
+			h.Push(mergeheap.Pair{Left: left, Right: right, Score: -float64(r), Size: syms[right].e - syms[left].s})
 		}
-		sp[index].e = sp[index+1].e
-		sp = append(sp[:index+1], sp[index+2:]...)
-		if len(sp) == 1 {
-			break
+	}
+	for i := 1; i < len(syms); i++ {
+		queue(i-1, i)
+	}
+	for h.Len() > 0 {
+		p := h.Pop()
+		l, r := &syms[p.Left], &syms[p.Right]
+		// Stale: one side was merged away or grew since it was queued.
+		if l.gone || r.gone || l.next != p.Right || r.e-l.s != p.Size {
+			continue
 		}
-		if index > 0 {
-			scores[index-1] = score(index - 1)
+		l.e, l.next = r.e, r.next
+		if r.next >= 0 {
+			syms[r.next].prev = p.Left
 		}
-		if index+1 < len(sp) {
-			scores[index] = score(index)
-		}
-		k := index + 1
-		if len(sp)-1 < k {
-			k = len(sp) - 1
-		}
-		scores = append(scores[:k], scores[k+1:]...)
+		r.gone = true
+		queue(l.prev, p.Left)
+		queue(p.Left, l.next)
+	}
+	sp = sp[:0]
+	for i := 0; i >= 0; i = syms[i].next {
+		sp = append(sp, syms[i].span)
 	}
 	return sp
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/attnx/attnx/internal/mergeheap"
 	"github.com/attnx/attnx/internal/wordcache"
 	"os"
 	"regexp"
@@ -280,41 +281,41 @@ func (b *BPE) merge(orig string) []string {
 	}
 	syms[len(syms)-1].next = -1
 	text := func(i int) string { return s[syms[i].start:syms[i].end] }
-	h := &pairHeap{}
+	h := &mergeheap.Heap{}
 	queue := func(left, right int) {
 		if left < 0 || right < 0 {
 			return
 		}
 		if r, ok := b.ranks[[2]string{text(left), text(right)}]; ok {
-			h.push(bpePair{left: left, right: right, score: -float64(r), size: syms[right].end - syms[left].start})
+			h.Push(mergeheap.Pair{Left: left, Right: right, Score: -float64(r), Size: syms[right].end - syms[left].start})
 		}
 	}
 	for i := 1; i < len(syms); i++ {
 		queue(i-1, i)
 	}
-	var round, made []bpePair
-	for h.len() > 0 {
-		round = append(round[:0], h.pop())
-		for h.len() > 0 && h.items[0].score == round[0].score {
-			round = append(round, h.pop())
+	var round, made []mergeheap.Pair
+	for h.Len() > 0 {
+		round = append(round[:0], h.Pop())
+		for h.Len() > 0 && h.Top().Score == round[0].Score {
+			round = append(round, h.Pop())
 		}
 		made = made[:0]
 		for _, p := range round {
-			l, r := &syms[p.left], &syms[p.right]
+			l, r := &syms[p.Left], &syms[p.Right]
 			// Stale: one side was merged away or grew since it was queued.
-			if l.end == l.start || r.end == r.start || l.next != p.right || r.end-l.start != p.size {
+			if l.end == l.start || r.end == r.start || l.next != p.Right || r.end-l.start != p.Size {
 				continue
 			}
 			l.end, l.next = r.end, r.next
 			if r.next >= 0 {
-				syms[r.next].prev = p.left
+				syms[r.next].prev = p.Left
 			}
 			r.start, r.end = 0, 0
-			made = append(made, bpePair{left: l.prev, right: p.left}, bpePair{left: p.left, right: l.next})
+			made = append(made, mergeheap.Pair{Left: l.prev, Right: p.Left}, mergeheap.Pair{Left: p.Left, Right: l.next})
 		}
 		for _, p := range made {
-			if p.left >= 0 && p.right >= 0 && syms[p.left].end > syms[p.left].start && syms[p.left].next == p.right {
-				queue(p.left, p.right)
+			if p.Left >= 0 && p.Right >= 0 && syms[p.Left].end > syms[p.Left].start && syms[p.Left].next == p.Right {
+				queue(p.Left, p.Right)
 			}
 		}
 	}

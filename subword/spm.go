@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/attnx/attnx/internal/mergeheap"
 )
 
 // SentencePiece segments text the way a trained SentencePiece model
@@ -219,7 +221,16 @@ func (sp *SentencePiece) Encode(text string) []string {
 		segs = sp.chars(norm)
 	}
 	var out []string
-	prevUnk := false
+	// A run of unknown pieces is one piece, as spm_encode writes it: the
+	// run is joined once it ends (adding each to the last would copy the
+	// run once per character).
+	var unkRun strings.Builder
+	endRun := func() {
+		if unkRun.Len() > 0 {
+			out = append(out, unkRun.String())
+			unkRun.Reset()
+		}
+	}
 	for _, s := range segs {
 		unk := s.id == sp.unkID
 		switch {
@@ -227,13 +238,14 @@ func (sp *SentencePiece) Encode(text string) []string {
 			for i := 0; i < len(s.piece); i++ {
 				out = append(out, sp.proto.pieces[sp.byteLookup[s.piece[i]]].text)
 			}
-		case unk && prevUnk:
-			out[len(out)-1] += s.piece
+		case unk:
+			unkRun.WriteString(s.piece)
 		default:
+			endRun()
 			out = append(out, s.piece)
 		}
-		prevUnk = unk && !sp.proto.byteFallback
 	}
+	endRun()
 	return out
 }
 
@@ -347,7 +359,7 @@ func (sp *SentencePiece) bpe(s string) []segment {
 		return nil
 	}
 	syms[len(syms)-1].next = -1
-	h := &pairHeap{}
+	h := &mergeheap.Heap{}
 	revMerge := map[string][2]string{}
 	tryPair := func(left, right int) {
 		if left < 0 || right < 0 || syms[left].frozen || syms[right].frozen {
@@ -358,7 +370,7 @@ func (sp *SentencePiece) bpe(s string) []segment {
 		if !ok {
 			return
 		}
-		h.push(bpePair{left: left, right: right, score: float64(sp.proto.pieces[id].score), size: len(merged)})
+		h.Push(mergeheap.Pair{Left: left, Right: right, Score: float64(sp.proto.pieces[id].score), Size: len(merged)})
 		if sp.typ(id) == pieceUnused {
 			revMerge[merged] = [2]string{s[syms[left].start:syms[left].end], s[syms[right].start:syms[right].end]}
 		}
@@ -366,20 +378,20 @@ func (sp *SentencePiece) bpe(s string) []segment {
 	for i := 1; i < len(syms); i++ {
 		tryPair(i-1, i)
 	}
-	for h.len() > 0 {
-		top := h.pop()
-		l, r := &syms[top.left], &syms[top.right]
-		if l.end == l.start || r.end == r.start || (l.end-l.start)+(r.end-r.start) != top.size || l.next != top.right {
+	for h.Len() > 0 {
+		top := h.Pop()
+		l, r := &syms[top.Left], &syms[top.Right]
+		if l.end == l.start || r.end == r.start || (l.end-l.start)+(r.end-r.start) != top.Size || l.next != top.Right {
 			continue
 		}
 		l.end = r.end
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = top.left
+			syms[r.next].prev = top.Left
 		}
 		r.start, r.end = 0, 0
-		tryPair(l.prev, top.left)
-		tryPair(top.left, l.next)
+		tryPair(l.prev, top.Left)
+		tryPair(top.Left, l.next)
 	}
 	var out []segment
 	var resegment func(w string)
@@ -488,56 +500,4 @@ func (sp *SentencePiece) Decode(pieces []string) string {
 	}
 	flush()
 	return text.String()
-}
-
-// bpePair is a candidate merge of two adjacent symbols.
-type bpePair struct {
-	left, right int
-	score       float64
-	size        int
-}
-
-// pairHeap is a max-heap of candidate merges: highest score first, then the
-// leftmost.
-type pairHeap struct{ items []bpePair }
-
-func (h *pairHeap) len() int { return len(h.items) }
-
-func (h *pairHeap) less(a, b bpePair) bool { // a before b
-	return a.score > b.score || (a.score == b.score && a.left < b.left)
-}
-
-func (h *pairHeap) push(p bpePair) {
-	h.items = append(h.items, p)
-	i := len(h.items) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !h.less(h.items[i], h.items[parent]) {
-			break
-		}
-		h.items[i], h.items[parent] = h.items[parent], h.items[i]
-		i = parent
-	}
-}
-
-func (h *pairHeap) pop() bpePair {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h.items) && h.less(h.items[l], h.items[m]) {
-			m = l
-		}
-		if r < len(h.items) && h.less(h.items[r], h.items[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
-		i = m
-	}
-	return top
 }
