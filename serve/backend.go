@@ -32,8 +32,12 @@ type Job struct {
 	// refused.
 	Words [][]string
 	// MaxLen is the most output tokens per row, EOS included; 0 means
-	// 2n+10 for a source of n tokens.
+	// the model's limit, else 2n+10 for a source of n tokens.
 	MaxLen int
+	// MaxLenCap, when above 0, bounds every row's output limit whatever
+	// gives it (translate.CallOptions.MaxLenCap): the server's
+	// --max-out-len.
+	MaxLenCap int
 	// Beam > 1 runs beam search of that width, listing NBest hypotheses
 	// (0: 1) ranked with length penalty LengthPenalty (nil: the default).
 	Beam, NBest   int
@@ -78,7 +82,7 @@ func (job Job) callOptions() translate.CallOptions {
 	return translate.CallOptions{UnkPenalty: t.UnkPenalty, Temperature: t.Temperature, MaxLenA: t.MaxLenA, MaxLenRatio: t.MaxLenRatio,
 		BlockNgram: t.BlockNgram, IgnoreWhenBlocking: t.IgnoreWhenBlocking, Ratio: t.Ratio, Sampling: t.Sampling, SamplingTopK: t.SamplingTopK,
 		CoveragePenalty: t.CoveragePenalty, Beta: t.Beta, StepwisePenalty: t.StepwisePenalty,
-		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
+		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, MaxLenCap: job.MaxLenCap, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
 		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention, AsTestSet: job.AsTestSet,
 		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
 }
@@ -189,27 +193,29 @@ func (b *translatorBackend) Tokenize(ctx context.Context, texts []string, pretok
 }
 
 // Translate decodes with the Translator's default limit (2n+10), then
-// applies job.MaxLen: greedy decoding is prefix-stable (a row's first k
-// tokens do not depend on its limit or on the other rows), so a shorter
-// limit is a cut, and a row that stopped at the default limit without EOS
-// and is allowed more is decoded again with a Translator whose limit is
-// the server's MaxOutLen, then cut.
+// applies each row's own (OutputLimits: job.MaxLen, within the cap):
+// greedy decoding is prefix-stable (a row's first k tokens do not depend
+// on its limit or on the other rows), so a shorter limit is a cut, and a
+// row that stopped at the default limit without EOS and is allowed more
+// is decoded again with a Translator whose limit is the server's
+// MaxOutLen, then cut.
 func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate.Result, error) {
 	if job.perCall() {
 		return b.translateCall(ctx, job)
+	}
+	limits, err := b.OutputLimits(job)
+	if err != nil {
+		return nil, err
 	}
 	res, err := b.def.TranslateSources(ctx, job.sources())
 	if err != nil {
 		return nil, err
 	}
 	b.obs(len(res))
-	if job.MaxLen == 0 {
-		return res, nil
-	}
 	var again []int
 	for i, r := range res {
 		n := len(r.Tokens)
-		if job.MaxLen > n && n == b.def.Limit(len(r.Source)) && r.Tokens[n-1] != b.eos {
+		if limits[i].Max > n && n == b.def.Limit(len(r.Source)) && r.Tokens[n-1] != b.eos {
 			again = append(again, i)
 		}
 	}
@@ -242,9 +248,22 @@ func (b *translatorBackend) Translate(ctx context.Context, job Job) ([]translate
 		}
 	}
 	for i := range res {
-		b.def.CutGreedy(&res[i], job.MaxLen) // its hypothesis and scores too
+		b.def.CutGreedy(&res[i], limits[i].Max) // its hypothesis and scores too
 	}
 	return res, nil
+}
+
+// OutputLimits returns the output limits the job's rows get: the
+// Translator's (translate.Translator.OutputLimits), whichever path
+// decodes them.
+func (b *translatorBackend) OutputLimits(job Job) ([]translate.Limits, error) {
+	return b.def.OutputLimits(job.IDs, job.callOptions())
+}
+
+// OutputLimits returns the output limits the job's rows get in the
+// shared batch (translate.Translator.OutputLimits).
+func (b *batchingBackend) OutputLimits(job Job) ([]translate.Limits, error) {
+	return b.tr.OutputLimits(job.IDs, job.callOptions())
 }
 
 // translateCall decodes the job's rows (beam search, or greedy decoding

@@ -62,23 +62,29 @@ func rowMemory(c attention.Config, n, T, K, N int, withAttention bool) int64 {
 }
 
 // requestMemory estimates the bytes job takes on a model of config c: the
-// sum of its rows' rowMemory. The rows are token ids (a request's texts
-// are tokenised before the estimate), so a source's length is its pieces,
-// never its characters: a tokenizer may give several per character.
-func requestMemory(c attention.Config, job Job) int64 {
+// sum of its rows' rowMemory, each at its output limit (limits, one per
+// row: Server.outputLimits', whatever setting gives it). The rows are
+// token ids (a request's texts are tokenised before the estimate), so a
+// source's length is its pieces, never its characters: a tokenizer may
+// give several per character.
+func requestMemory(c attention.Config, job Job, limits []translate.Limits) int64 {
 	K, N := max(job.Beam, 1), max(job.NBest, 1)
 	var total int64
-	for _, row := range job.IDs {
-		n := len(row)
-		T := job.MaxLen
-		if T <= 0 {
-			T = translate.DefaultMaxLen(n)
-		}
+	for i, row := range job.IDs {
 		// replace_unk records the attention (to find each unknown
 		// token's source) even when it is not answered.
-		total += rowMemory(c, n, T, K, N, job.Attention || job.ReplaceUnk)
+		total += rowMemory(c, len(row), limits[i].Max, K, N, job.Attention || job.ReplaceUnk)
 	}
 	return total
+}
+
+// longestLimit returns the largest Max of limits.
+func longestLimit(limits []translate.Limits) int {
+	most := 0
+	for _, l := range limits {
+		most = max(most, l.Max)
+	}
+	return most
 }
 
 // memoryBudget is the server's budget: the memory its requests in flight

@@ -39,18 +39,18 @@ func TestRequestMemory(t *testing.T) {
 		{"gru beam", gru, Job{IDs: ids(2, 5), MaxLen: 7, Beam: 4, NBest: 2}, 2 * (4*4*(2*1*2*8+5*8+100+5+8) + 4*7*32 + 2*7*32)},
 	}
 	for _, c := range cases {
-		if got := requestMemory(c.c, c.job); got != c.want {
+		if got := requestMemory(c.c, c.job, assumedLimits(c.job, DefaultMaxOutLen)); got != c.want {
 			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
 		}
 	}
 	bomb := Job{IDs: ids(64, 256), Beam: 16, MaxLen: 512, Attention: true}
-	if got := requestMemory(demo, bomb); got <= DefaultMaxRequestMemory {
+	if got := requestMemory(demo, bomb, assumedLimits(bomb, DefaultMaxOutLen)); got <= DefaultMaxRequestMemory {
 		t.Errorf("the memory bomb with attention: %d bytes, within the default budget of %d", got, DefaultMaxRequestMemory)
 	} else {
 		t.Logf("the memory bomb with attention: %s", mib(got))
 	}
 	bomb.Attention = false
-	if got := requestMemory(demo, bomb); got > DefaultMaxRequestMemory {
+	if got := requestMemory(demo, bomb, assumedLimits(bomb, DefaultMaxOutLen)); got > DefaultMaxRequestMemory {
 		t.Errorf("the memory bomb without attention: %d bytes, over the default budget of %d", got, DefaultMaxRequestMemory)
 	} else {
 		t.Logf("the memory bomb without attention: %s", mib(got))
@@ -64,7 +64,7 @@ func TestRequestMemory(t *testing.T) {
 func TestMemoryBudgets(t *testing.T) {
 	b := newBlockingBackend()
 	one := Job{IDs: [][]int64{{3, 4, 5}}, MaxLen: 50}
-	need := requestMemory(b.Info().Config.WithDefaults(), one)
+	need := requestMemory(b.Info().Config.WithDefaults(), one, assumedLimits(one, DefaultMaxOutLen))
 	s, hs := startServer(t, Config{Models: []ModelDir{{Name: "m"}}, Open: b.opener(), MaxRequestMemory: need, MaxMemory: need * 3 / 2})
 	_ = s
 	url := hs.URL + PathTranslate

@@ -563,10 +563,22 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 			return s.translateError(w, r, m, field, err, release)
 		}
 	}
-	need := requestMemory(m.info.Config.WithDefaults(), job)
+	// Each row's output limits, as its search will get them: what the
+	// memory estimate counts, held to --max-out-len.
+	limits, err := s.outputLimits(m, job)
+	var le *limitError
+	switch {
+	case errors.As(err, &le):
+		return fail(m, http.StatusBadRequest, "%s", le.describe(field))
+	case errors.As(err, new(*translate.InputError)):
+		return s.translateError(w, r, m, field, err, release)
+	case err != nil:
+		return fail(m, http.StatusBadRequest, "%s", translate.OptionNames(err.Error(), func(o translate.DecodingOption) string { return o.Field }))
+	}
+	need := requestMemory(m.info.Config.WithDefaults(), job, limits)
 	if need > s.cfg.MaxRequestMemory {
-		return fail(m, http.StatusRequestEntityTooLarge, "the request needs about %s (%d inputs, beam %d, max_len %s, attention %v): more than the per-request memory budget of %s (--max-request-memory); send fewer inputs or shorter sources, or ask for a smaller beam or max_len, or no attention",
-			mib(need), n, max(job.Beam, 1), maxLenText(job.MaxLen), job.Attention, mib(s.cfg.MaxRequestMemory))
+		return fail(m, http.StatusRequestEntityTooLarge, "the request needs about %s (%d inputs, beam %d, outputs of up to %d tokens, attention %v): more than the per-request memory budget of %s (--max-request-memory); send fewer inputs or shorter sources, or ask for a smaller beam or max_len, or no attention",
+			mib(need), n, max(job.Beam, 1), longestLimit(limits), job.Attention, mib(s.cfg.MaxRequestMemory))
 	}
 	if !s.budget.reserve(need) {
 		w.Header().Set("Retry-After", "1")
@@ -673,14 +685,6 @@ func longestWord(text string) int {
 	return longest
 }
 
-// maxLenText is a request's max_len as an error message shows it.
-func maxLenText(n int) string {
-	if n == 0 {
-		return "2n+10"
-	}
-	return strconv.Itoa(n)
-}
-
 // resolveModel finds the model named by the path or the body (either may
 // be empty; both must agree), or the default one.
 func (s *Server) resolveModel(fromPath, fromBody string) (*servedModel, int, string) {
@@ -729,6 +733,7 @@ func (s *Server) checkRequest(req *Request, m *servedModel) (Job, string) {
 		}
 		job.MaxLen = *req.MaxLen
 	}
+	job.MaxLenCap = s.cfg.MaxOutLen
 	if job.MinLen > 0 && job.MaxLen > 0 && job.MinLen >= job.MaxLen {
 		return Job{}, fmt.Sprintf("min_len = %d: must be below max_len = %d (EOS counts in max_len)", job.MinLen, job.MaxLen)
 	}

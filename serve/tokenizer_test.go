@@ -14,6 +14,7 @@ import (
 
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/subword"
+	"github.com/attnx/attnx/translate"
 )
 
 // TestServeSubwordModel serves the demo model trained on SentencePiece
@@ -78,7 +79,14 @@ func TestServeBudgetCountsPieces(t *testing.T) {
 	for i := range inputs {
 		inputs[i], ids[i] = text, rows[0]
 	}
-	want := requestMemory(m.info.Config.WithDefaults(), Job{IDs: ids, Beam: 8, Attention: true})
+	// Each row at the model's own limit for its pieces (OpenNMT-py's
+	// min(250, 1.25 n + 5)), not its characters'.
+	job := Job{IDs: ids, Beam: 8, Attention: true}
+	limits := make([]translate.Limits, len(ids))
+	for i, row := range ids {
+		limits[i].Max = m.backend.Info().Defaults.Limit(len(row))
+	}
+	want := requestMemory(m.info.Config.WithDefaults(), job, limits)
 	body, _ := json.Marshal(map[string]any{"inputs": inputs, "beam": 8, "attention": true})
 	code, resp := post(t, hs.URL+PathTranslate, string(body))
 	if code != 413 || !strings.Contains(resp, "the request needs about "+mib(want)) || !strings.Contains(resp, "--max-request-memory") {

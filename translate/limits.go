@@ -113,8 +113,8 @@ func (t *Translator) wantLimit(n int, so searchOpts) (int, string) {
 		// -max_length MaxLen or its default.
 		onmt := modeldir.OpenNMTTranslate()
 		l := (&modeldir.Defaults{MaxLen: cmp.Or(maxLen, onmt.MaxLen), MaxLenFactor: *r, MaxLenAdd: onmt.MaxLenAdd}).Limit(n)
-		if *r > 0 && l < cmp.Or(maxLen, onmt.MaxLen) {
-			by = "MaxLenRatio" // the ratio's term, below max_length
+		if *r > 0 && (maxLen == 0 || l < maxLen) {
+			by = "MaxLenRatio" // its term, or the -max_length it brings
 		}
 		return l, by
 	}

@@ -53,11 +53,17 @@ func TestOutputLimits(t *testing.T) {
 		// min(30, int(2 n + 5)): the ratio gives 11 and 29, -max_length 30.
 		{"opennmt: MaxLenRatio and MaxLen", nil, CallOptions{Rules: RulesOpenNMT, MaxLenRatio: f64(2), MaxLen: 30},
 			[]lim{{11, 11, "MaxLenRatio"}, {29, 29, "MaxLenRatio"}, {30, 30, "MaxLen"}}, 0},
-		// min(250, int(20 n + 5)): 65, then the default -max_length.
+		// min(250, int(20 n + 5)): 65, then the default -max_length the
+		// ratio brings (without it the rules' default gives 30).
 		{"opennmt: MaxLenRatio alone", nil, CallOptions{Rules: RulesOpenNMT, MaxLenRatio: f64(20)},
-			[]lim{{65, 65, "MaxLenRatio"}, {245, 245, "MaxLenRatio"}, {250, 250, ""}}, 0},
+			[]lim{{65, 65, "MaxLenRatio"}, {245, 245, "MaxLenRatio"}, {250, 250, "MaxLenRatio"}}, 0},
 		{"opennmt: MaxLenRatio capped", nil, CallOptions{Rules: RulesOpenNMT, MaxLenRatio: f64(20), MaxLenCap: 100},
-			[]lim{{65, 65, "MaxLenRatio"}, {100, 245, "MaxLenRatio"}, {100, 250, ""}}, 0},
+			[]lim{{65, 65, "MaxLenRatio"}, {100, 245, "MaxLenRatio"}, {100, 250, "MaxLenRatio"}}, 0},
+		// Ratio 0 leaves -max_length alone.
+		{"opennmt: MaxLenRatio 0", nil, CallOptions{Rules: RulesOpenNMT, MaxLenRatio: f64(0)},
+			[]lim{{250, 250, ""}, {250, 250, ""}, {250, 250, ""}}, 0},
+		{"opennmt: MaxLenRatio 0 and MaxLen", nil, CallOptions{Rules: RulesOpenNMT, MaxLenRatio: f64(0), MaxLen: 12},
+			[]lim{{12, 12, "MaxLen"}, {12, 12, "MaxLen"}, {12, 12, "MaxLen"}}, 0},
 		// The model's ratio, per row (no AsTestSet) and over its batch of
 		// 30 (every row gets the longest, 20: 30 tokens).
 		{"opennmt model", onmt, CallOptions{}, []lim{{8, 8, ""}, {20, 20, ""}, {30, 30, ""}}, 0},
