@@ -97,7 +97,8 @@ type OpenNMTBeam struct {
 	// V2 is OpenNMT-py 2.x's stop rule (its BeamSearch up to 2.3.0): a
 	// row ends at a step where some hypothesis finishes, once its best
 	// pick has finished at any step so far (or, with Ratio, by the ratio
-	// test) and K hypotheses have finished, not NBest.
+	// test) and K hypotheses have finished, not NBest; and its length
+	// penalties, whose avg ignores Alpha (OpenNMTAlpha).
 	V2 bool
 	// Rules, when set, are further decoding rules applied to each step's
 	// log-probs first.
@@ -205,10 +206,33 @@ func (b *OpenNMTBeam) First() int64 { return b.SOS }
 
 // penalty is GNMTGlobalScorer's length penalty of a hypothesis of curLen
 // (tokens plus the start token), in float64 as OpenNMT-py computes it.
-func (b *OpenNMTBeam) penalty(curLen int) float64 { return onmtPenalty(b.Penalty, b.Alpha, curLen) }
+func (b *OpenNMTBeam) penalty(curLen int) float64 {
+	return onmtPenalty(b.Penalty, OpenNMTAlpha(b.Penalty, b.Alpha, b.V2), curLen)
+}
 
-// onmtPenalty is GNMTGlobalScorer's length penalty (-length_penalty,
-// -alpha) of a hypothesis of curLen.
+// OpenNMTAlpha is the alpha with which the penalties here, 3.x's,
+// compute -length_penalty penalty -alpha alpha as OpenNMT-py 2.x (v2) or
+// 3.x does. Each release's penalty of a hypothesis of len tokens, the
+// start token counted (onmt/translate/penalties.py of 2.3.0 and of 3.0.0
+// to 3.5.1):
+//
+//	         none   avg            wu
+//	2.x      1      len            ((5 + len) / 6) ** alpha
+//	3.x      1      len ** alpha   ((5 + len) / 6) ** alpha
+//
+// 2.x's avg takes no alpha (-alpha defaults to 0 there, to 1 in 3.x): it
+// is 3.x's avg with alpha 1, so -length_penalty avg -alpha A runs as
+// alpha 1 under 2.x's rules and as alpha A under 3.x's.
+func OpenNMTAlpha(penalty string, alpha float64, v2 bool) float64 {
+	if v2 && penalty == PenaltyAvg {
+		return 1
+	}
+	return alpha
+}
+
+// onmtPenalty is OpenNMT-py 3.x's GNMTGlobalScorer length penalty
+// (-length_penalty, -alpha) of a hypothesis of curLen (2.x's through
+// OpenNMTAlpha).
 func onmtPenalty(penalty string, alpha float64, curLen int) float64 {
 	switch penalty {
 	case PenaltyAvg:

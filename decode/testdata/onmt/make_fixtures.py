@@ -151,6 +151,11 @@ CASES = [
     dict(name="ratio 1.5, n_best 2, none", beam=4, n_best=2, length_penalty="none", alpha=0.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=13, ratio=1.5, src_len=5, alone=True),
     dict(name="ratio 0.3, wu", beam=5, n_best=1, length_penalty="wu", alpha=0.6, min_length=0, max_length=20, ban_unk=False, batch=4, seed=14, ratio=0.3, src_len=9, alone=True),
     dict(name="block_ngram_repeat 1", beam=3, n_best=1, length_penalty="avg", alpha=1.0, min_length=6, max_length=20, ban_unk=False, batch=3, seed=10, block=1, alone=True),
+    # -length_penalty avg with other alphas: 3.x divides by len ** alpha,
+    # 2.x by len whatever -alpha is (its default is 0).
+    dict(name="avg, alpha 0", beam=5, n_best=2, length_penalty="avg", alpha=0.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=31),
+    dict(name="avg, alpha 0.5", beam=5, n_best=2, length_penalty="avg", alpha=0.5, min_length=0, max_length=20, ban_unk=False, batch=4, seed=41),
+    dict(name="avg, alpha 2", beam=4, n_best=2, length_penalty="avg", alpha=2.0, min_length=0, max_length=20, ban_unk=False, batch=4, seed=51),
 ]
 
 # -coverage_penalty (2.x: 3.5.1's beam search fails on an RNN decoder's
