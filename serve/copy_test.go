@@ -85,3 +85,40 @@ func TestServeCopyVocabularyPerRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestServeCopyRulesRefused: rules a copy-attention model cannot decode
+// with (attnx's and JoeyNMT's beam searches, fairseq's searches) are the
+// client's setting: 400 naming the field rules, not a server error, and
+// OpenNMT-py's rules and greedy decoding under attnx's still answer.
+func TestServeCopyRulesRefused(t *testing.T) {
+	dir := copyModel(t)
+	const text = "officials in lyon said on thursday that Nera , a farmer from Waneko , had signed a contract ."
+	for _, batching := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+			s, hs := startServer(t, Config{Models: []ModelDir{{Name: "sum", Dir: dir}}, Batching: batching})
+			for _, c := range []struct {
+				fields string
+				code   int
+				want   string
+			}{
+				{`"rules": "spec"`, 400, `rules "spec" with beam 5: `},
+				{`"rules": "joeynmt", "beam": 3`, 400, `rules "joeynmt" with beam 3: `},
+				{`"rules": "fairseq", "beam": 1`, 400, `rules "fairseq": `},
+				{`"rules": "spec", "beam": 1`, 200, ""},
+				{`"rules": "opennmt", "beam": 2`, 200, ""},
+			} {
+				code, body := post(t, hs.URL+PathTranslate, fmt.Sprintf(`{"inputs": [%q], "max_len": 6, %s}`, text, c.fields))
+				var e ErrorResponse
+				if code != 200 {
+					json.Unmarshal([]byte(body), &e)
+				}
+				if code != c.code || c.want != "" && (!strings.HasPrefix(e.Error, c.want) || !strings.Contains(e.Error, "has copy attention")) {
+					t.Errorf("%s: %d %s; want %d %q", c.fields, code, body, c.code, c.want)
+				}
+			}
+			if n := counterValue(t, s, MetricRequests, map[string]string{"model": "sum", "code": "500"}); n != 0 {
+				t.Errorf("%v requests counted as server errors", n)
+			}
+		})
+	}
+}

@@ -843,9 +843,10 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 		Ratio: req.Ratio, UnkPenalty: req.UnkPenalty, Temperature: req.Temperature, MaxLenA: req.MaxLenA, Sampling: req.Sampling,
 		CoveragePenalty: req.CoveragePenalty, Beta: req.Beta, StepwisePenalty: req.StepwisePenalty,
 		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed}
-	if !reflect.ValueOf(job.Toolkit).IsZero() || job.NoRepeatNgram != 0 || job.RepetitionPenalty != 0 || job.PenaltyWu {
+	if !reflect.ValueOf(job.Toolkit).IsZero() || job.NoRepeatNgram != 0 || job.RepetitionPenalty != 0 || job.PenaltyWu || m.info.Config.HasCopy() {
 		// Checked as translate checks them for every surface (a setting
-		// the rules lack among them), named as the request names them.
+		// the rules lack among them, and the searches a copy model cannot
+		// decode with), named as the request names them.
 		if c, ok := m.backend.(interface {
 			CheckCall(translate.CallOptions) error
 		}); ok {

@@ -183,7 +183,23 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 		return searchOpts{}, err
 	}
 	so.beam, so.nBest = max(so.beam, 1), max(so.nBest, 1)
+	if err := t.checkCopySearch(so); err != nil {
+		return searchOpts{}, err
+	}
 	return so, nil
+}
+
+// rulesName is the name of so's rules (Options.Rules).
+func (so searchOpts) rulesName() string {
+	switch {
+	case so.openNMT:
+		return RulesOpenNMT
+	case so.joey:
+		return RulesJoeyNMT
+	case so.fairseq:
+		return RulesFairseq
+	}
+	return RulesSpec
 }
 
 // keepAttention: the searches record attention for the results or for
@@ -331,13 +347,23 @@ func (t *Translator) onmtV2() bool {
 
 // checkCopySearch refuses, for a copy-attention model, the searches that
 // do not decode over a sentence's dynamic vocabulary: attnx's own and
-// JoeyNMT's and fairseq's beam searches. OpenNMT-py's searches and greedy
-// decoding do.
+// JoeyNMT's beam searches, and fairseq's searches. OpenNMT-py's searches
+// and greedy decoding under attnx's or JoeyNMT's rules do. The refusal
+// names the settings (Rules, Beam, Sampling), so that each surface words
+// it with its own names (OptionNames) as a bad setting of the caller's.
 func (t *Translator) checkCopySearch(so searchOpts) error {
 	if !t.copy || so.openNMT || so.beam == 1 && !so.fairseq && !so.sampling {
 		return nil
 	}
-	return fmt.Errorf("translate: %s has copy attention: decode it with OpenNMT-py's rules (Options.Rules %q, attnx translate --rules opennmt) or greedily", filepath.Join(t.dir, "attnx.json"), RulesOpenNMT)
+	what := fmt.Sprintf("Rules %q", so.rulesName())
+	switch {
+	case so.sampling:
+		what += " with Sampling"
+	case so.beam > 1 && !so.fairseq:
+		what += fmt.Sprintf(" with Beam %d", so.beam)
+	}
+	return fmt.Errorf("translate: %s: %s has copy attention, which decodes over each sentence's dynamic vocabulary with OpenNMT-py's searches (Rules %q) or greedily under Rules %q or %q only",
+		what, filepath.Join(t.dir, "attnx.json"), RulesOpenNMT, RulesSpec, RulesJoeyNMT)
 }
 
 // rowRand is a row's random number generator for sampling: seeded by
@@ -471,16 +497,7 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 		}
 		so.ignoreBlocking = ids
 	}
-	rules := RulesSpec
-	switch {
-	case so.openNMT:
-		rules = RulesOpenNMT
-	case so.joey:
-		rules = RulesJoeyNMT
-	case so.fairseq:
-		rules = RulesFairseq
-	}
-	return checkOptions(Options{Engine: EngineSteps, Rules: rules, Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
+	return checkOptions(Options{Engine: EngineSteps, Rules: so.rulesName(), Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
 		MaxLenA: so.maxLenA, MaxLenRatio: so.maxLenRatio, BlockNgram: so.blockNgram, IgnoreWhenBlocking: opt.IgnoreWhenBlocking, Ratio: so.ratio,
 		CoveragePenalty: so.covPen, Beta: so.beta, StepwisePenalty: so.stepwise,
 		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty, LengthPenaltyWu: so.wu})

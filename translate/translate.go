@@ -377,6 +377,9 @@ func Open(dir string, opt Options) (*Translator, error) {
 	if t.copy && opt.Engine == EngineLoop {
 		return nil, fmt.Errorf("translate: %s has copy attention, which decodes on the %q engine only (its dynamic vocabulary is per sentence, in Go), not %q", dir, EngineSteps, EngineLoop)
 	}
+	if err := t.checkCopySearch(t.searchOptions()); err != nil {
+		return nil, err
+	}
 	switch opt.Engine {
 	case "":
 		t.engine = EngineSteps
