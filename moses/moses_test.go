@@ -75,3 +75,35 @@ func TestNoPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestLongestWord counts words as the tokenizer sees them: Python's white
+// space (tab, line breaks, U+001C..U+001F, Unicode's spaces) splits, the
+// other ASCII control characters vanish and join the words around them.
+func TestLongestWord(t *testing.T) {
+	tok := NewTokenizer("en")
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"hello\tworld", 5},
+		{"hello\x01world", 10},
+		{"ab\x1ccd\u00a0e\u3000fg\r\nh", 2},
+		{"a\x00b\x7fc", 4},
+		{"", 0},
+		{"\t\x02\n", 0},
+	} {
+		if got := LongestWord(tc.text); got != tc.want {
+			t.Errorf("LongestWord(%q) = %d, want %d", tc.text, got, tc.want)
+		}
+		longest := 0
+		for _, w := range strings.Fields(tok.Tokenize(tc.text)) {
+			longest = max(longest, len([]rune(w)))
+		}
+		if longest > tc.want {
+			t.Errorf("%q: a token of %d characters, more than LongestWord's %d", tc.text, longest, tc.want)
+		}
+	}
+	if got, want := tok.Tokenize("a\x01b\x02c\td"), "abc d"; got != want {
+		t.Errorf("control characters: %q, want %q", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Tokenizer splits text into tokens as Moses' tokenizer.perl does for one
@@ -26,7 +27,6 @@ type Tokenizer struct {
 
 var (
 	deduplicateSpace = mk(`[`+pySpaceClass+`]+`, " ")
-	asciiJunk        = mk(`[\x00-\x1f]`, "")
 	padNotAlnum      = mk(`([^`+isAlnum.expr+pySpaceClass+`\.'\x60,\-])`, " ${1} ")
 	comma1           = mk(`([^`+isN.expr+`])[,]`, "${1} , ")
 	comma2           = mk(`[,]([^`+isN.expr+`])`, " , ${1}")
@@ -122,7 +122,7 @@ func (t *Tokenizer) Lang() string { return t.lang }
 // Tokenize returns the tokens of text joined by spaces.
 func (t *Tokenizer) Tokenize(text string) string {
 	text = deduplicateSpace.apply(text)
-	text = asciiJunk.apply(text)
+	text = removeJunk(text)
 	text = pyStrip(text)
 	text = t.padNotAlnum.apply(text)
 	if t.AggressiveDash {
@@ -145,6 +145,50 @@ func (t *Tokenizer) Tokenize(text string) string {
 		}
 	}
 	return text
+}
+
+// junk reports whether the tokenizer removes a character (after white
+// space became single spaces): the ASCII control characters, which so
+// join the words on either side ("a\x01b" is "ab").
+func junk(c byte) bool { return c <= 0x1f }
+
+// removeJunk removes the junk bytes, leaving any other byte (invalid
+// UTF-8 included) as it is.
+func removeJunk(s string) string {
+	i := 0
+	for i < len(s) && !junk(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s[:i])
+	for ; i < len(s); i++ {
+		if !junk(s[i]) {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}
+
+// LongestWord returns the characters of text's longest word as the
+// tokenizer sees words before it splits them further: runs without
+// Python's white space (tab and line breaks included), the control
+// characters it removes not counted. The tokens it makes of a word are no
+// longer, but for its escapes ("&" is "&amp;").
+func LongestWord(text string) int {
+	longest, n := 0, 0
+	for _, r := range text {
+		switch {
+		case pySpace(r):
+			n = 0
+		case r < utf8.RuneSelf && junk(byte(r)):
+		default:
+			n++
+			longest = max(longest, n)
+		}
+	}
+	return longest
 }
 
 // aggressiveHyphens splits a hyphen between two IsAlnum characters into

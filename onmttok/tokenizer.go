@@ -208,7 +208,7 @@ func (t *Tokenizer) tokenizeText(text string) []token {
 	for i := 0; i < len(cs); i++ {
 		c := cs[i]
 		v := c.v
-		if v < 32 || v == 0xFEFF {
+		if dropped(v) {
 			continue
 		}
 		next := t.nextMainChar(cs, scripts, i)
