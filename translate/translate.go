@@ -932,8 +932,12 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		return out, t.tgt.textWith(tokens, words)
 	}
 	r.OutputTokens, r.Text = output(r.Tokens)
+	var skip []bool
+	if so.replaceUnk && so.fairseq {
+		skip = t.fairseqUnaligned(enc)
+	}
 	if so.replaceUnk {
-		r.Text = t.replaceUnk(r.Tokens, r.Attention, vocabTokens, r.OutputTokens, r.Text, cm)
+		r.Text = t.replaceUnk(r.Tokens, r.Attention, vocabTokens, skip, r.OutputTokens, r.Text, cm)
 	}
 	att := r.Attention
 	if so.noAttention {
@@ -948,7 +952,7 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
-			h.Text = t.replaceUnk(h.Tokens, h.attention, vocabTokens, h.OutputTokens, h.Text, cm)
+			h.Text = t.replaceUnk(h.Tokens, h.attention, vocabTokens, skip, h.OutputTokens, h.Text, cm)
 		}
 		h.attention = nil
 	}
@@ -962,8 +966,10 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 // the target vocabulary's entry named like the source's UNK token) with
 // the source token it attends to most (attention over src), in out and in
 // the text it returns, as OpenNMT-py's -replace_unk does. Token ids stay.
-// cm, for a copy model, gives the copied tokens' words.
-func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out []string, text string, cm *decode.CopyMap) string {
+// skip, when not nil, marks the source positions the toolkit's alignment
+// leaves out (fairseqUnaligned). cm, for a copy model, gives the copied
+// tokens' words.
+func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src []string, skip []bool, out []string, text string, cm *decode.CopyMap) string {
 	if t.tgtUNK < 0 {
 		return text
 	}
@@ -976,7 +982,10 @@ func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out 
 		if id != t.tgtUNK || i >= len(attention) || len(attention[i]) != len(src) {
 			continue
 		}
-		best := decode.Argmax(attention[i])
+		best := alignedArgmax(attention[i], skip)
+		if best < 0 {
+			continue // nothing to align to: the <unk> stays
+		}
 		repl[i] = src[best]
 		out[i] = src[best]
 	}
@@ -984,6 +993,35 @@ func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src, out 
 		return text
 	}
 	return t.tgt.textWith(tokens, repl)
+}
+
+// fairseqUnaligned marks the source positions fairseq's hard alignment
+// leaves out (utils.extract_hard_alignment): its end of sentence, which it
+// appends to every source, and padding. fairseq's source and target
+// dictionaries number their specials alike, so attnx.json's are theirs.
+func (t *Translator) fairseqUnaligned(src []int64) []bool {
+	sp := t.info.Special
+	skip := make([]bool, len(src))
+	for j, id := range src {
+		skip[j] = id == sp.EOS || id == sp.PAD
+	}
+	return skip
+}
+
+// alignedArgmax is the position of row's largest value among those skip
+// does not mark (all when skip is nil), the first of equal ones; -1 when
+// every position is marked.
+func alignedArgmax(row []float32, skip []bool) int {
+	if skip == nil {
+		return int(decode.Argmax(row))
+	}
+	best := -1
+	for j, x := range row {
+		if !skip[j] && (best < 0 || x > row[best]) {
+			best = j
+		}
+	}
+	return best
 }
 
 // fillSources writes rows into source_ids [B*S] and their lengths. The
