@@ -21,7 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/attnx/attnx/decode"
 	"github.com/attnx/attnx/internal/panics"
@@ -188,8 +187,10 @@ type servedModel struct {
 	defaults Job
 	// srcTokenizer is the kind of the model's source subword tokenizer
 	// ("": none), and batchLimits says its output limits follow its
-	// toolkit's batches: read from attnx.json once, at load.
+	// toolkit's batches: read from attnx.json once, at load. srcSpec is
+	// that tokenizer, whose words --max-word-chars counts.
 	srcTokenizer string
+	srcSpec      subword.Spec
 	batchLimits  bool
 }
 
@@ -279,7 +280,7 @@ func (s *Server) Load() error {
 		m.defaults = s.cfg.Decoding.job(info.Defaults)
 		m.srcTokenizer, m.batchLimits = "", info.Defaults != nil && info.Defaults.Batching != nil
 		if info.SrcTokenizer != nil {
-			m.srcTokenizer = info.SrcTokenizer.Kind
+			m.srcTokenizer, m.srcSpec = info.SrcTokenizer.Kind, *info.SrcTokenizer
 		}
 		if err := checkDefaults(m.defaults, s.cfg.MaxBeam, s.cfg.MaxOutLen, fmt.Sprintf("model %q: the defaults of %s under the decoding flags", m.name, filepath.Join(m.dir, modeldir.InfoFile))); err != nil {
 			b.Close()
@@ -527,7 +528,12 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: %d bytes: more than the limit of %d bytes per input (--max-input-bytes); split it",
 				i, len(text), s.cfg.MaxInputBytes)
 		}
-		if n := longestWord(text); m.srcTokenizer != "" && (req.Pretokenized == nil || !*req.Pretokenized) && n > s.cfg.MaxWordChars {
+		if m.srcTokenizer == "" || (req.Pretokenized != nil && *req.Pretokenized) {
+			continue
+		}
+		// Words as the tokenizer splits them: a tab joins two words
+		// for some (subword.Spec.LongestWord).
+		if n := m.srcSpec.LongestWord(text); n > s.cfg.MaxWordChars {
 			return fail(m, http.StatusRequestEntityTooLarge, "inputs[%d]: a word of %d characters: more than the limit of %d characters per word (--max-word-chars) that the model's %s tokenizer segments",
 				i, n, s.cfg.MaxWordChars, m.srcTokenizer)
 		}
@@ -668,21 +674,6 @@ func (s *Server) translateError(w http.ResponseWriter, r *http.Request, m *serve
 		s.cfg.Logf("model %q: decoding failed: %v", m.name, err)
 		return fail(http.StatusInternalServerError, "decoding failed: %v", err)
 	}
-}
-
-// longestWord returns the characters of text's longest run without white
-// space.
-func longestWord(text string) int {
-	longest, n := 0, 0
-	for _, r := range text {
-		if unicode.IsSpace(r) {
-			n = 0
-			continue
-		}
-		n++
-		longest = max(longest, n)
-	}
-	return longest
 }
 
 // resolveModel finds the model named by the path or the body (either may

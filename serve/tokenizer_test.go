@@ -179,6 +179,28 @@ func TestServeLongWordRefused(t *testing.T) {
 	if st := m.backend.(interface{ TokenizerCache() subword.CacheStats }).TokenizerCache(); st.Hits+st.Misses != 0 {
 		t.Errorf("the refused request reached the tokenizer: %+v", st)
 	}
+	// Issue 53: tabs are no spaces to apply_bpe (fairseq's subword_nmt,
+	// no pretokenizer), so words of 99 letters joined by tabs are one word
+	// of 16,000 characters to it, refused as such (the limit counted
+	// white space of every kind as spaces).
+	if sp := m.srcSpec; sp.Kind != subword.KindSubwordNMT || sp.Pretokenizer != "" {
+		t.Fatalf("fairseq-long's source tokenizer is %+v, want subword-nmt without a pretokenizer", sp)
+	}
+	for i := range inputs {
+		var b strings.Builder
+		for j := 0; j < 160; j++ {
+			b.WriteString(word(99))
+			if j < 159 {
+				b.WriteString("\t")
+			}
+		}
+		inputs[i] = b.String()
+	}
+	body, _ = json.Marshal(map[string]any{"inputs": inputs})
+	code, resp = post(t, hs.URL+PathTranslate, string(body))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(resp, "inputs[0]: a word of 15999 characters: more than the limit of 100 characters per word (--max-word-chars)") {
+		t.Fatalf("64 inputs of 160 words of 99 letters joined by tabs: %d %s", code, resp)
+	}
 	body, _ = json.Marshal(map[string]any{"inputs": []string{"a " + word(100) + " b"}, "max_len": 3})
 	if code, resp := post(t, hs.URL+PathTranslate, string(body)); code != http.StatusOK {
 		t.Errorf("a word of 100 letters, the limit: %d %s", code, resp)
