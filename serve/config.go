@@ -118,7 +118,11 @@ type Config struct {
 	// MaxSourceLen bounds the source tokens of one input, counted after
 	// tokenization.
 	MaxSourceLen int
-	// MaxOutLen bounds a request's max_len.
+	// MaxOutLen bounds every row's output limit, whatever gives it
+	// (translate.Translator.OutputLimits): a request whose max_len,
+	// max_len_a or max_len_ratio gives a row more is refused 400 naming
+	// the field; a longer limit the request does not ask for (the model's
+	// own, 2n+10) is cut to it.
 	MaxOutLen int
 	// MaxBeam bounds a request's beam width (with batching on, MaxBatchRows
 	// bounds it too: a beam of K takes K of the batch's rows).

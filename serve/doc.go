@@ -44,7 +44,9 @@
 // an empty input, a character or word outside the source vocabulary (the
 // input's index and the position), a source longer than
 // Config.MaxSourceLen, an id outside the vocabulary, max_len outside
-// 1..Config.MaxOutLen, beam outside 1..Config.MaxBeam (and, with
+// 1..Config.MaxOutLen (or max_len_a or max_len_ratio giving an input a
+// longer output limit), under fairseq's rules a min_len at or above an
+// input's output limit, beam outside 1..Config.MaxBeam (and, with
 // batching on, Config.MaxBatchRows), n_best outside 1..beam, a negative
 // length_penalty; 404 for an unknown model or
 // page; 405 for a method other than POST; 413 for a body over

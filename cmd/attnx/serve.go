@@ -117,7 +117,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	maxWordChars := fs.Int("max-word-chars", serve.DefaultMaxWordChars, "longest word (a run without white space) in `characters` of an input that the model's subword tokenizer segments, checked before it runs (413 past it)")
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input, counted after tokenization (the pieces, not the characters)")
-	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "largest max_len a request may ask for")
+	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "longest output a row may get: a request whose max_len, max_len_a or max_len_ratio asks more is refused (400), a model's longer limit is cut to it")
 	maxBeam := fs.Int("max-beam", serve.DefaultMaxBeam, "largest beam a request may ask for (with batching on, --max-batch-rows bounds it too)")
 	maxRows := fs.Int("max-batch-rows", serve.DefaultMaxBatchRows, "with batching on: rows per model decoded together")
 	maxConc := fs.Int("max-concurrent", serve.DefaultMaxConcurrent, "with --batching off: requests per model decoding at once")
