@@ -42,8 +42,10 @@ type searchOpts struct {
 	wu         bool
 	replaceUnk bool
 	// openNMT: OpenNMT-py's beam search (Options.Rules), with its penalty
-	// and -ban_unk_token.
+	// and -ban_unk_token; onmt2: the model's OpenNMT-py rules are 2.x's
+	// (onmtV2), whose penalties take alpha otherwise (onmtAlpha).
 	openNMT bool
+	onmt2   bool
 	onmtPen string
 	banUNK  bool
 	// joey: JoeyNMT's beam search (Options.Rules RulesJoeyNMT).
@@ -104,7 +106,15 @@ func (t *Translator) searchOptions() searchOpts {
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
+	so.onmt2 = t.onmtV2()
 	return so
+}
+
+// onmtAlpha is the alpha of OpenNMT-py's searches: so.alpha as the
+// model's release computes -length_penalty with it (decode.OpenNMTAlpha:
+// 2.x's avg divides by the length, whatever -alpha is).
+func (so searchOpts) onmtAlpha() float64 {
+	return decode.OpenNMTAlpha(so.onmtPen, so.alpha, so.openNMT && so.onmt2)
 }
 
 // callSearchOptions returns the search settings of a call: opt's where it
@@ -270,7 +280,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		out := make([]decode.Search, len(rows))
 		for r, row := range rows {
 			ss[r] = decode.OpenNMTSample{SOS: sp.SOS, EOS: sp.EOS, UNK: t.tgtUNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
-				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking,
+				Penalty: so.onmtPen, Alpha: so.onmtAlpha(), BanUNK: so.banUNK, BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking,
 				Temp: cmp.Or(so.temp, 1), TopK: so.topK, TopP: so.topP, Rand: rowRand(so.seed, row),
 				KeepAttention: so.keepAttention(), Rules: so.rules, Copy: t.copyMap(row, so.rowWords(r))}
 			out[r] = &ss[r]
@@ -282,7 +292,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 		bs := make([]decode.OpenNMTBeam, len(rows))
 		for r, row := range rows {
 			bs[r] = decode.OpenNMTBeam{SOS: sp.SOS, EOS: sp.EOS, UNK: sp.UNK, K: so.beam, NBest: so.nBest, MaxLen: t.rowLimit(so, r, row),
-				Penalty: so.onmtPen, Alpha: so.alpha, BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
+				Penalty: so.onmtPen, Alpha: so.onmtAlpha(), BanUNK: so.banUNK, KeepAttention: so.keepAttention(), Rules: so.rules,
 				BlockNgram: so.blockNgram, IgnoreWhenBlocking: so.ignoreBlocking, Ratio: so.ratio, SrcLen: len(row), Copy: t.copyMap(row, so.rowWords(r)),
 				V2: so.openNMT && t.onmtV2(), CoveragePenalty: so.covPen, Beta: so.beta, Stepwise: so.stepwise}
 			ss[r] = &bs[r]
@@ -427,7 +437,7 @@ func greedyHypothesis(so searchOpts, tokens []int64, logProbs []float32) Hypothe
 	}
 	switch {
 	case so.openNMT:
-		h.Score, h.NormalizedScore = decode.OpenNMTScores(so.onmtPen, so.alpha, logProbs)
+		h.Score, h.NormalizedScore = decode.OpenNMTScores(so.onmtPen, so.onmtAlpha(), logProbs)
 	case so.joey:
 		h.NormalizedScore = h.Score
 	default:

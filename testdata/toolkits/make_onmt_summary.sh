@@ -32,9 +32,15 @@
 # Needs: ONMT_DIR (OpenNMT-py v3.5.1), ONMT2_DIR (OpenNMT-py 2.3.0, tag
 # 2.3.0, 9311a9af8c03eed235117c92e7e9a7ae860a6553), TORCHTEXT_DIR
 # (pytorch/text 0.5.0's torchtext package, pure Python, which 2.3.0
-# requires), PYONMTTOK_DIR and TOKENIZER_LIB as make_onmt.sh. ONLY="name
+# requires, with Debian's python3-tqdm, python3-sentencepiece and
+# python3-configargparse), PYONMTTOK_DIR and TOKENIZER_LIB as
+# make_onmt.sh (both may be empty for TRANSLATE_ONLY). ONLY="name
 # ..." makes those 2.3.0 variants only (two runs side by side use both
-# cores; "351" the 3.5.1 part).
+# cores; "351" the 3.5.1 part). TRANSLATE_ONLY=1 keeps each onmt-sum-*
+# model and test set as they are and runs 2.3.0's onmt_translate again,
+# with VARIANTS="setting ..." those settings of onmt_sum_variants.tsv only
+# (the others' outputs stay): no training, so the checkpoints the other
+# outputs came from are the ones translated.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=${WORK:-$(mktemp -d)}
@@ -45,7 +51,7 @@ onmt3() { ONMT_DIR=$ONMT_DIR PYTHONPATH=$PYONMTTOK_DIR $PY "$here/onmt_run.py" "
 onmt2() { ONMT_DIR=$ONMT2_DIR PYTHONPATH=$PYONMTTOK_DIR:$TORCHTEXT_DIR $PY "$here/onmt_run.py" "$@"; }
 want() { [[ -z ${ONLY:-} || " $ONLY " == *" $1 "* ]]; }
 cd "$work"
-[ -f train.src ] || $PY "$here/summary_corpus.py" .
+[ -n "${TRANSLATE_ONLY:-}" ] || [ -f train.src ] || $PY "$here/summary_corpus.py" .
 torch=$($PY -c 'import torch; print(torch.__version__)')
 
 # config RELEASE NAME OPTIONS...: the training configuration.
@@ -100,7 +106,7 @@ YAML
 }
 
 # 3.5.1: two checkpoints as onmt_train writes them, and the failure.
-if want 351; then
+if want 351 && [ -z "${TRANSLATE_ONLY:-}" ]; then
 	for v in "copy|copy_attn: true|copy_attn_type: general|share_vocab: true" "reuse|copy_attn: true|reuse_copy_attn: true|share_vocab: true"; do
 		IFS='|' read -r name opts <<<"$v"
 		IFS='|' read -r -a lines <<<"$opts"
@@ -138,25 +144,31 @@ for v in "${variants[@]}"; do
 	IFS='|' read -r name opts <<<"$v"
 	want "$name" || continue
 	IFS='|' read -r -a lines <<<"$opts"
-	config 2 "$name" "${lines[@]}" > "230-$name.yaml"
-	mkdir -p "run2-$name"
-	if [ ! -f "run2-$name/model_step_500.pt" ]; then # WORK may hold a finished run
-		onmt2 build_vocab -config "230-$name.yaml" -n_sample -1
-		onmt2 train -config "230-$name.yaml"
-	fi
 	out="$here/onmt-sum-$name"
-	rm -rf "$out" && mkdir -p "$out/expected"
-	# onmt_release_model: the checkpoint without its optimizer state.
-	onmt2 release_model -m "run2-$name/model_step_500.pt" -o "$out/model.pt"
-	head -n 30 test.src > "$out/test.src"
-	head -n 30 test.tgt > "$out/test.tgt"
-	echo "OpenNMT-py 2.3.0 (9311a9af8c03eed235117c92e7e9a7ae860a6553) onmt_build_vocab, onmt_train and onmt_translate, torchtext 0.5.0, pyonmttok 1.37.1, torch $torch, made by testdata/toolkits/make_onmt_summary.sh" > "$out/VERSION"
+	if [ -z "${TRANSLATE_ONLY:-}" ]; then
+		config 2 "$name" "${lines[@]}" > "230-$name.yaml"
+		mkdir -p "run2-$name"
+		if [ ! -f "run2-$name/model_step_500.pt" ]; then # WORK may hold a finished run
+			onmt2 build_vocab -config "230-$name.yaml" -n_sample -1
+			onmt2 train -config "230-$name.yaml"
+		fi
+		rm -rf "$out" && mkdir -p "$out/expected"
+		# onmt_release_model: the checkpoint without its optimizer state.
+		onmt2 release_model -m "run2-$name/model_step_500.pt" -o "$out/model.pt"
+		head -n 30 test.src > "$out/test.src"
+		head -n 30 test.tgt > "$out/test.tgt"
+		echo "OpenNMT-py 2.3.0 (9311a9af8c03eed235117c92e7e9a7ae860a6553) onmt_build_vocab, onmt_train and onmt_translate, torchtext 0.5.0, pyonmttok 1.37.1, torch $torch, made by testdata/toolkits/make_onmt_summary.sh" > "$out/VERSION"
+	else
+		echo "expected/{${VARIANTS// /,}}: OpenNMT-py 2.3.0 (9311a9af8c03eed235117c92e7e9a7ae860a6553) onmt_translate on this model.pt, torchtext 0.5.0, torch $torch, made by testdata/toolkits/make_onmt_summary.sh with TRANSLATE_ONLY" >> "$out/VERSION"
+	fi
+	: > "$out/variants.tsv"
 	while IFS=$'\t' read -r vname onmt_flags attnx_flags; do
 		[[ $vname == \#* || -z $vname ]] && continue
+		printf '%s\t%s\t%s\n' "$vname" "$onmt_flags" "$attnx_flags" >> "$out/variants.tsv"
+		[[ -z ${VARIANTS:-} || " $VARIANTS " == *" $vname "* ]] || continue
 		# shellcheck disable=SC2086
 		ONMT_GAPS="$out/expected/$vname.gaps.json" onmt2 translate -model "$out/model.pt" -src "$out/test.src" \
 			-output "$out/expected/$vname.txt" -batch_size 1 $onmt_flags
-		printf '%s\t%s\t%s\n' "$vname" "$onmt_flags" "$attnx_flags" >> "$out/variants.tsv"
 	done < "$here/onmt_sum_variants.tsv"
 done
 echo "wrote $here/onmt-sum-*"
