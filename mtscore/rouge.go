@@ -66,11 +66,11 @@ func Rouge(hyps, refs []string, o RougeOptions) ([]RougeResult, error) {
 		stem = *o.Stem
 	}
 	var names []string
-	var doc func(hyp, ref string) [][3]float64
+	var doc func(hyp, ref string) ([][3]float64, error)
 	switch o.Impl {
 	case "", Rouge155:
 		names = []string{"ROUGE-1", "ROUGE-2", "ROUGE-L"}
-		doc = func(hyp, ref string) [][3]float64 { return rouge155Doc(hyp, ref, stem) }
+		doc = func(hyp, ref string) ([][3]float64, error) { return rouge155Doc(hyp, ref, stem) }
 	case RougeScore:
 		if stem {
 			return nil, fmt.Errorf("rouge: rouge-score's stemmer is NLTK's Porter stemmer with its extensions, which attnx does not implement; score rouge-score unstemmed, or use ROUGE-1.5.5 (rouge155) for stemming")
@@ -86,7 +86,11 @@ func Rouge(hyps, refs []string, o RougeOptions) ([]RougeResult, error) {
 		if !o.KeepSentenceTags {
 			h, r = stripSentenceTags(h), stripSentenceTags(r)
 		}
-		docs[i] = doc(h, r)
+		d, err := doc(h, r)
+		if err != nil {
+			return nil, fmt.Errorf("rouge: line %d: %w", i+1, err)
+		}
+		docs[i] = d
 	}
 	avg := mean
 	if o.Impl != RougeScore {
@@ -342,7 +346,7 @@ func countNgrams(m map[string]int) int {
 
 // rouge155Doc is one document's ROUGE-1, ROUGE-2 and ROUGE-L as
 // ROUGE-1.5.5 computes them for one peer and one model.
-func rouge155Doc(hyp, ref string, stem bool) [][3]float64 {
+func rouge155Doc(hyp, ref string, stem bool) ([][3]float64, error) {
 	hs, rs := rouge155Sentences(hyp), rouge155Sentences(ref)
 	ht, rt := rouge155Tokens(hs, stem), rouge155Tokens(rs, stem)
 	var out [][3]float64
@@ -361,13 +365,20 @@ func rouge155Doc(hyp, ref string, stem bool) [][3]float64 {
 		return out
 	}
 	peer, model := split(hs), split(rs)
+	if len(peer) == 1 && len(model) == 1 {
+		// One sentence each: the union is the one LCS, each of whose
+		// words the unigram counts hold; its length needs no table.
+		return append(out, rouge155Scores(lcsLength(model[0], peer[0]), len(model[0]), len(ht))), nil
+	}
 	p1, m1 := wordGrams(ht, 1), wordGrams(rt, 1)
 	hit, base := 0, 0
 	for _, m := range model {
 		mask := make([]bool, len(m))
 		base += len(m)
 		for _, p := range peer {
-			markLCS(m, p, mask)
+			if err := markLCS(m, p, mask); err != nil {
+				return nil, err
+			}
 		}
 		for j, hitHere := range mask {
 			if hitHere && m1[m[j]] > 0 && p1[m[j]] > 0 {
@@ -377,18 +388,21 @@ func rouge155Doc(hyp, ref string, stem bool) [][3]float64 {
 			}
 		}
 	}
-	return append(out, rouge155Scores(hit, base, len(ht)))
+	return append(out, rouge155Scores(hit, base, len(ht))), nil
 }
 
 // markLCS marks in mask the positions of model on one longest common
 // subsequence with peer, taking ROUGE-1.5.5's path back through the
 // table (diagonal on a match, else up when c[i-1][j] >= c[i][j-1]).
-func markLCS(model, peer []string, mask []bool) {
+func markLCS(model, peer []string, mask []bool) error {
 	m, n := len(model), len(peer)
 	if m == 0 {
-		return
+		return nil
 	}
-	c := lcsTable(model, peer)
+	c, err := lcsTable(model, peer)
+	if err != nil {
+		return err
+	}
 	for i, j := m, n; i > 0 && j > 0; {
 		switch {
 		case model[i-1] == peer[j-1]:
@@ -400,13 +414,24 @@ func markLCS(model, peer []string, mask []bool) {
 			j--
 		}
 	}
+	return nil
 }
 
-// lcsTable is the LCS lengths of every pair of prefixes, (m+1) x (n+1)
-// row-major.
-func lcsTable(a, b []string) []int {
+// MaxLCSCells bounds the table of LCS lengths that ROUGE-L's
+// summary-level LCS traces its paths through, for one reference sentence
+// and one summary sentence (4 bytes a cell: 64 MiB). Sentences are short;
+// a line of thousands of words without a sentence end is refused.
+const MaxLCSCells = 1 << 24
+
+// lcsTable is the LCS lengths of every pair of prefixes of two sentences,
+// (m+1) x (n+1) row-major, refused past MaxLCSCells.
+func lcsTable(a, b []string) ([]int32, error) {
 	m, n := len(a), len(b)
-	c := make([]int, (m+1)*(n+1))
+	if cells := (m + 1) * (n + 1); cells > MaxLCSCells {
+		return nil, fmt.Errorf("ROUGE-L: a reference sentence of %d words and a summary sentence of %d words: an LCS table of %d cells, more than the limit of %d (end sentences with \" .\")",
+			m, n, cells, MaxLCSCells)
+	}
+	c := make([]int32, (m+1)*(n+1))
 	for i := 1; i <= m; i++ {
 		for j := 1; j <= n; j++ {
 			switch {
@@ -417,7 +442,41 @@ func lcsTable(a, b []string) []int {
 			}
 		}
 	}
-	return c
+	return c, nil
+}
+
+// lcsLength is the length of the longest common subsequence of a and b,
+// in two rows of the table (the words as numbers, compared as such).
+func lcsLength(a, b []string) int {
+	ids := map[string]int32{}
+	id := func(toks []string) []int32 {
+		out := make([]int32, len(toks))
+		for i, t := range toks {
+			v, ok := ids[t]
+			if !ok {
+				v = int32(len(ids))
+				ids[t] = v
+			}
+			out[i] = v
+		}
+		return out
+	}
+	x, y := id(a), id(b)
+	if len(y) > len(x) {
+		x, y = y, x
+	}
+	prev, cur := make([]int32, len(y)+1), make([]int32, len(y)+1)
+	for i := range x {
+		for j := range y {
+			if x[i] == y[j] {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(prev[j+1], cur[j])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return int(prev[len(y)])
 }
 
 // --- rouge-score --------------------------------------------------------
@@ -449,7 +508,7 @@ func f1(p, r float64) float64 {
 
 // rougeScoreDoc is one pair's rouge1, rouge2, rougeL and rougeLsum as
 // rouge_scorer computes them (recall, precision, F).
-func rougeScoreDoc(hyp, ref string) [][3]float64 {
+func rougeScoreDoc(hyp, ref string) ([][3]float64, error) {
 	ht, rt := rougeScoreTokens(hyp), rougeScoreTokens(ref)
 	var out [][3]float64
 	for n := 1; n <= 2; n++ {
@@ -461,16 +520,20 @@ func rougeScoreDoc(hyp, ref string) [][3]float64 {
 	if len(ht) == 0 || len(rt) == 0 {
 		out = append(out, [3]float64{})
 	} else {
-		l := float64(lcsTable(rt, ht)[len(rt)*(len(ht)+1)+len(ht)])
+		l := float64(lcsLength(rt, ht))
 		p, r := l/float64(len(ht)), l/float64(len(rt))
 		out = append(out, [3]float64{r, p, f1(p, r)})
 	}
-	return append(out, rougeLsum(hyp, ref))
+	lsum, err := rougeLsum(hyp, ref)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, lsum), nil
 }
 
 // rougeLsum is rouge_scorer's summary-level LCS over the sentences (lines)
 // of ref and hyp, each reference token counted once at most.
-func rougeLsum(hyp, ref string) [3]float64 {
+func rougeLsum(hyp, ref string) ([3]float64, error) {
 	sents := func(text string) [][]string {
 		var out [][]string
 		for _, s := range strings.Split(text, "\n") {
@@ -496,15 +559,25 @@ func rougeLsum(hyp, ref string) [3]float64 {
 		}
 	}
 	if len(rs) == 0 || len(hs) == 0 || m == 0 || n == 0 {
-		return [3]float64{}
+		return [3]float64{}, nil
 	}
 	hits := 0
+	if len(rs) == 1 && len(hs) == 1 {
+		// One sentence each: the union is the one LCS, within the
+		// counts; its length needs no table.
+		hits = lcsLength(rs[0], hs[0])
+		rs = nil
+	}
 	for _, r := range rs {
 		// The union of one LCS (rouge_scorer's backtrack) with each
 		// hypothesis sentence, in reference order.
 		union := map[int]bool{}
 		for _, h := range hs {
-			for _, i := range lcsIndices(r, h) {
+			idx, err := lcsIndices(r, h)
+			if err != nil {
+				return [3]float64{}, err
+			}
+			for _, i := range idx {
 				union[i] = true
 			}
 		}
@@ -522,15 +595,18 @@ func rougeLsum(hyp, ref string) [3]float64 {
 		}
 	}
 	p, r := float64(hits)/float64(n), float64(hits)/float64(m)
-	return [3]float64{r, p, f1(p, r)}
+	return [3]float64{r, p, f1(p, r)}, nil
 }
 
 // lcsIndices are the positions in ref of rouge_scorer's LCS of ref and
 // can (_backtrack_norec: diagonal on a match, else left when
 // t[i][j-1] > t[i-1][j], else up).
-func lcsIndices(ref, can []string) []int {
+func lcsIndices(ref, can []string) ([]int, error) {
 	n := len(can)
-	t := lcsTable(ref, can)
+	t, err := lcsTable(ref, can)
+	if err != nil {
+		return nil, err
+	}
 	var out []int
 	for i, j := len(ref), n; i > 0 && j > 0; {
 		switch {
@@ -544,5 +620,5 @@ func lcsIndices(ref, can []string) []int {
 		}
 	}
 	slices.Reverse(out)
-	return out
+	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -111,5 +113,75 @@ func TestPorterStem(t *testing.T) {
 		if got := porterStem(w); got != want {
 			t.Errorf("porterStem(%q) = %q, ROUGE-1.5.5 %q", w, got, want)
 		}
+	}
+}
+
+// TestRougeLongLines: issue 53's lines of thousands of tokens. rouge-score's
+// ROUGE-L takes the LCS's length in two rows (it allocated a table of
+// every pair of prefixes: 7.2 GB for two lines of 30,000 tokens), so
+// scoring lines of 6,000 tokens allocates a few MB, not the 288 MB of a
+// table; the hypothesis is the reference with every third token replaced
+// by one the reference lacks, so its LCS is the other two thirds. The
+// summary-level ROUGE-L (ROUGE-1.5.5's, and rouge-score's ROUGE-Lsum)
+// traces LCS paths through each pair of sentences' table: a pair too
+// large for one is refused naming the line, the sentences and the limit,
+// and the same words split into sentences score; a summary and reference
+// of one sentence each need no path (their LCS is the union).
+func TestRougeLongLines(t *testing.T) {
+	const n = 6000
+	ref, hyp := make([]string, n), make([]string, n)
+	for i := range ref {
+		ref[i] = "w" + strconv.Itoa(i%97)
+		hyp[i] = ref[i]
+		if i%3 == 2 {
+			hyp[i] = "zzz"
+		}
+	}
+	line := func(toks []string, every int) string {
+		var b strings.Builder
+		for i, tok := range toks {
+			b.WriteString(tok + " ")
+			if every > 0 && i%every == every-1 {
+				b.WriteString(". ")
+			}
+		}
+		return strings.TrimSpace(b.String())
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := rougeScoreDoc(line(hyp, 0), line(ref, 0))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got[2]; math.Abs(l[0]-2.0/3) > 1e-12 || math.Abs(l[1]-2.0/3) > 1e-12 || math.Abs(l[2]-2.0/3) > 1e-12 {
+		t.Errorf("rouge-score ROUGE-L of lines of %d tokens: %v, want 2/3 each", n, l)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("rouge-score on two lines of %d tokens allocated %d MB, want no table of %d x %d", n, alloc>>20, n, n)
+	}
+
+	// One sentence each (no " ." in either) needs no path: the LCS's
+	// length is the union.
+	got155, err := Rouge([]string{line(hyp, 0)}, []string{line(ref, 0)}, RougeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got155[2]; math.Abs(l.Recall-100*2.0/3) > 1e-3 || math.Abs(l.Precision-100*2.0/3) > 1e-3 {
+		t.Errorf("ROUGE-1.5.5 ROUGE-L of one sentence of %d tokens each: %+v, want 66.667", n, l)
+	}
+	_, err = Rouge([]string{"a .", line(hyp, 0)}, []string{"a .", "x . " + line(ref, 0)}, RougeOptions{})
+	want := "rouge: line 2: ROUGE-L: a reference sentence of 6000 words and a summary sentence of 6000 words: an LCS table of 36012001 cells, more than the limit of 16777216 (end sentences with \" .\")"
+	if err == nil || err.Error() != want {
+		t.Errorf("ROUGE-1.5.5 on a sentence of %d tokens: %v, want %s", n, err, want)
+	}
+	got155, err = Rouge([]string{line(hyp, 60)}, []string{line(ref, 60)}, RougeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sentences of 60 tokens, the same in both: the union LCS of each
+	// reference sentence is its own summary sentence's 40 tokens.
+	if l := got155[2]; math.Abs(l.Recall-100*2.0/3) > 1e-3 {
+		t.Errorf("ROUGE-1.5.5 ROUGE-L over sentences of 60 tokens: %+v, want recall 66.667", l)
 	}
 }
