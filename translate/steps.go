@@ -365,15 +365,40 @@ func (t *Translator) checkCopySearch(so searchOpts) error {
 	if !t.copy || so.openNMT || so.beam == 1 && !so.fairseq && !so.sampling {
 		return nil
 	}
-	what := fmt.Sprintf("Rules %q", so.rulesName())
-	switch {
-	case so.sampling:
-		what += " with Sampling"
-	case so.beam > 1 && !so.fairseq:
-		what += fmt.Sprintf(" with Beam %d", so.beam)
+	e := &CopySearchError{Info: filepath.Join(t.dir, "attnx.json"), Rules: so.rulesName(), Sampling: so.sampling}
+	if so.beam > 1 && !so.fairseq && !so.sampling {
+		e.Beam = so.beam
 	}
-	return fmt.Errorf("translate: %s: %s has copy attention, which decodes over each sentence's dynamic vocabulary with OpenNMT-py's searches (Rules %q) or greedily under Rules %q or %q only",
-		what, filepath.Join(t.dir, "attnx.json"), RulesOpenNMT, RulesSpec, RulesJoeyNMT)
+	return e
+}
+
+// CopySearchError refuses a search that a copy-attention model cannot
+// decode with (it decodes over each sentence's dynamic vocabulary with
+// OpenNMT-py's searches, or greedily under attnx's or JoeyNMT's rules): a
+// setting of the caller's, named by its Options fields, which a surface
+// renames with OptionNames.
+type CopySearchError struct {
+	// Info is the model's attnx.json.
+	Info string
+	// Rules are the rules asked for; Beam is the beam width that made
+	// them refused (0 when the rules are refused whatever the beam), and
+	// Sampling whether sampling did.
+	Rules    string
+	Beam     int
+	Sampling bool
+}
+
+// Error names the settings in this package's terms.
+func (e *CopySearchError) Error() string {
+	what := fmt.Sprintf("Rules %q", e.Rules)
+	switch {
+	case e.Sampling:
+		what += " with Sampling"
+	case e.Beam > 1:
+		what += fmt.Sprintf(" with Beam %d", e.Beam)
+	}
+	return fmt.Sprintf("translate: %s: %s has copy attention, which decodes over each sentence's dynamic vocabulary with OpenNMT-py's searches (Rules %q) or greedily under Rules %q or %q only",
+		what, e.Info, RulesOpenNMT, RulesSpec, RulesJoeyNMT)
 }
 
 // rowRand is a row's random number generator for sampling: seeded by

@@ -422,6 +422,10 @@ func translateCLIError(err error) error {
 	if errors.As(err, &lacks) {
 		return &usageError{translate.OptionNames(lacks.Error(), func(o translate.DecodingOption) string { return o.Flag })}
 	}
+	var copySearch *translate.CopySearchError
+	if errors.As(err, &copySearch) {
+		return &usageError{translate.OptionNames(copySearch.Error(), func(o translate.DecodingOption) string { return o.Flag })}
+	}
 	return errors.New(strings.TrimPrefix(cliText(err), "translate: "))
 }
 
