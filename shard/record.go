@@ -50,10 +50,12 @@ type Record struct {
 	Lines            int    `json:"lines"`
 	Bytes            int64  `json:"bytes"`
 	PartSHA256       string `json:"part_sha256"`
-	// Settings identifies the model and the decoding settings (a digest
-	// the caller makes): shards translated with different ones do not
-	// merge, and a shard is not skipped when they changed.
-	Settings string `json:"settings"`
+	// Settings identifies the model and the decoding settings: the
+	// Digest of SettingsFields (Settings.Fields). Shards translated with
+	// different ones do not merge, and a shard is not skipped when they
+	// changed.
+	Settings       string            `json:"settings"`
+	SettingsFields map[string]string `json:"settings_fields"`
 }
 
 // Source is the shard of a file being read.
@@ -118,11 +120,13 @@ func (s *Source) LinesBefore() (int, error) {
 	}
 }
 
-// Record returns the record of the shard as read, for a part of the given
-// settings; the caller fills in the part's counts once written.
-func (s *Source) Record(settings string, sentences, linesPerSentence int) Record {
+// Record returns the record of the shard as read, for a part translated
+// with the settings fields (Settings.Fields); the caller fills in the
+// part's counts once written.
+func (s *Source) Record(fields map[string]string, sentences, linesPerSentence int) Record {
 	return Record{Shard: s.Spec.String(), Source: s.Path, SourceSize: s.Size, Start: s.Start, End: s.End,
-		SourceSHA256: s.SHA256(), Sentences: sentences, LinesPerSentence: linesPerSentence, Lines: sentences * linesPerSentence, Settings: settings}
+		SourceSHA256: s.SHA256(), Sentences: sentences, LinesPerSentence: linesPerSentence, Lines: sentences * linesPerSentence,
+		Settings: Digest(fields), SettingsFields: fields}
 }
 
 // Finished reports whether part holds the translation want describes: its
@@ -191,18 +195,53 @@ func WriteRecord(part string, rec Record, c *Counter) error {
 	return atomicfile.WriteFile(RecordFile(part), append(data, '\n'), 0o644)
 }
 
+// maxRecordBytes bounds a record file: a record is a few kilobytes (its
+// settings fields, one per model file and option).
+const maxRecordBytes = 16 << 20
+
+// readRecord reads and checks the record file path.
 func readRecord(path string) (Record, error) {
 	var r Record
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return r, err
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
+	if err != nil {
+		return r, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(data) > maxRecordBytes {
+		return r, fmt.Errorf("%s: not a shard record: over %d bytes", path, maxRecordBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		return r, fmt.Errorf("%s: not a shard record: %w", path, err)
 	}
+	if dec.More() {
+		return r, fmt.Errorf("%s: not a shard record: more after its JSON object", path)
+	}
+	if err := r.check(); err != nil {
+		return r, fmt.Errorf("%s: not a shard record: %w", path, err)
+	}
 	return r, nil
+}
+
+// check checks that the record's numbers hold together: a byte range of
+// the source, lines that are its sentences times the lines of each, and
+// settings whose digest is Settings.
+func (r *Record) check() error {
+	switch {
+	case r.SourceSize < 0 || r.Start < 0 || r.Start > r.End || r.End > r.SourceSize:
+		return fmt.Errorf("bytes %d-%d of a %d-byte source: want 0 <= start <= end <= source_size", r.Start, r.End, r.SourceSize)
+	case r.Sentences < 0 || r.LinesPerSentence < 1 || r.Bytes < 0 ||
+		int64(r.Sentences)*int64(r.LinesPerSentence) != int64(r.Lines) || int64(r.Sentences) > r.End-r.Start:
+		return fmt.Errorf("%d lines for %d sentences of %d lines each in %d source bytes: want lines = sentences x lines_per_sentence, and no more sentences than bytes", r.Lines, r.Sentences, r.LinesPerSentence, r.End-r.Start)
+	case r.Settings != Digest(r.SettingsFields):
+		return fmt.Errorf("settings %q is not the digest of its settings_fields", r.Settings)
+	}
+	return nil
 }
 
 // checkPart checks a part file against its record: size, digest and lines.
@@ -231,66 +270,37 @@ type Merged struct {
 	Source                   string
 }
 
+// MergeOptions configures Merge.
+type MergeOptions struct {
+	// Source is the source file the shards were translated from, read to
+	// check each shard's bytes against its record; "" means the path the
+	// records name (as the translating command was given it: relative to
+	// the current directory, if it was).
+	Source string
+}
+
 // Merge joins the parts of output's N shards, in order, into output
 // (atomically), after checking that they are all there and fit together:
 // one record per shard from 1/N to N/N, the same source and settings,
-// byte ranges that tile the source from its first byte to its last, and
-// part files whole (size, digest and lines as recorded). The parts are
-// left in place.
-func Merge(output string) (Merged, error) {
+// byte ranges that tile the source from its first byte to its last,
+// those bytes of the source as it is now the ones each shard was
+// translated from (their SHA-256), and part files whole (size, digest and
+// lines as recorded). The parts are left in place.
+func Merge(output string, opt MergeOptions) (Merged, error) {
 	var m Merged
-	matches, err := filepath.Glob(globEscape(output) + ".shard-*-of-*.json")
+	paths, err := shardRecords(output)
 	if err != nil {
 		return m, err
 	}
-	byN := map[int]map[int]string{}
-	for _, path := range matches {
-		g := partRecord.FindStringSubmatch(path)
-		if g == nil || path != output+g[0] {
-			continue
-		}
-		k, _ := strconv.Atoi(g[1])
-		n, _ := strconv.Atoi(g[2])
-		if k < 1 || k > n {
-			continue
-		}
-		if byN[n] == nil {
-			byN[n] = map[int]string{}
-		}
-		byN[n][k] = path
-	}
-	switch len(byN) {
-	case 0:
-		return m, fmt.Errorf("%s: no finished shards (no %s.shard-K-of-N.json beside it): translate them first (attnx translate --src FILE --output %s --shard K/N)", output, filepath.Base(output), output)
-	case 1:
-	default:
-		var ns []string
-		for n := range byN {
-			ns = append(ns, strconv.Itoa(n))
-		}
-		slices.Sort(ns)
-		return m, fmt.Errorf("%s: parts of %s shards: a run with another N left its parts; remove the stale ones", output, strings.Join(ns, " and of "))
-	}
-	var n int
-	for n = range byN {
-	}
-	var missing []string
-	for k := 1; k <= n; k++ {
-		if byN[n][k] == "" {
-			missing = append(missing, Spec{k, n}.String())
-		}
-	}
-	if len(missing) > 0 {
-		return m, fmt.Errorf("%s: %d of %d shards not finished: %s (no %s.shard-K-of-%d.json for them): run them, then merge again", output, len(missing), n, strings.Join(missing, ", "), filepath.Base(output), n)
-	}
+	n := len(paths) - 1
 	recs := make([]Record, n+1)
 	for k := 1; k <= n; k++ {
-		r, err := readRecord(byN[n][k])
+		r, err := readRecord(paths[k])
 		if err != nil {
 			return m, err
 		}
 		if r.Shard != (Spec{k, n}).String() {
-			return m, fmt.Errorf("%s records shard %s, not %d/%d", byN[n][k], r.Shard, k, n)
+			return m, fmt.Errorf("%s records shard %q, not %d/%d", paths[k], r.Shard, k, n)
 		}
 		recs[k] = r
 	}
@@ -299,7 +309,7 @@ func Merge(output string) (Merged, error) {
 		r := recs[k]
 		switch {
 		case r.Settings != first.Settings:
-			return m, fmt.Errorf("shard %s was translated with other settings or another model than shard 1/%d: translate it again with theirs (remove %s)", r.Shard, n, byN[n][k])
+			return m, fmt.Errorf("shard %s was translated with other settings or another model than shard 1/%d: translate it again with theirs (remove %s)", r.Shard, n, paths[k])
 		case r.SourceSize != first.SourceSize || r.Source != first.Source:
 			return m, fmt.Errorf("shard %s is of %s (%d bytes), shard 1/%d of %s (%d bytes): not the same source", r.Shard, r.Source, r.SourceSize, n, first.Source, first.SourceSize)
 		case k == 1 && r.Start != 0, k > 1 && r.Start != recs[k-1].End, k == n && r.End != r.SourceSize:
@@ -308,6 +318,13 @@ func Merge(output string) (Merged, error) {
 		if err := checkPart(Part(output, Spec{k, n}), r); err != nil {
 			return m, fmt.Errorf("shard %s: %w", r.Shard, err)
 		}
+	}
+	src := opt.Source
+	if src == "" {
+		src = first.Source
+	}
+	if err := checkSource(src, output, recs); err != nil {
+		return m, err
 	}
 	err = atomicfile.Write(output, 0o644, func(w io.Writer) error {
 		for k := 1; k <= n; k++ {
@@ -338,6 +355,111 @@ func Merge(output string) (Merged, error) {
 		m.Bytes += recs[k].Bytes
 	}
 	return m, nil
+}
+
+// maxListed bounds the shards an error lists by name.
+const maxListed = 10
+
+// shardRecords finds the records beside output of one count N, all N of
+// them: paths[k] is shard k/N's (paths[0] is unused). A file named like a
+// record whose K and N are not 1 <= K <= N <= MaxShards is an error that
+// names it, as are records of two counts and missing shards.
+func shardRecords(output string) ([]string, error) {
+	matches, err := filepath.Glob(globEscape(output) + ".shard-*-of-*.json")
+	if err != nil {
+		return nil, err
+	}
+	byN := map[int]map[int]string{}
+	for _, path := range matches {
+		g := partRecord.FindStringSubmatch(path)
+		if g == nil || path != output+g[0] {
+			continue // another output's, as out.txt.en.shard-1-of-2.json is for out.txt
+		}
+		k, kerr := strconv.Atoi(g[1])
+		n, nerr := strconv.Atoi(g[2])
+		if kerr != nil || nerr != nil || n < 1 || n > MaxShards || k < 1 || k > n {
+			return nil, fmt.Errorf("%s: not the record of a shard: K and N of .shard-K-of-N.json must be whole numbers, 1 <= K <= N <= %d (remove it if it is a stray file)", path, MaxShards)
+		}
+		if byN[n] == nil {
+			byN[n] = map[int]string{}
+		}
+		byN[n][k] = path
+	}
+	switch len(byN) {
+	case 0:
+		return nil, fmt.Errorf("%s: no finished shards (no %s.shard-K-of-N.json beside it): translate them first (attnx translate --src FILE --output %s --shard K/N)", output, filepath.Base(output), output)
+	case 1:
+	default:
+		var ns []string
+		for n := range byN {
+			ns = append(ns, strconv.Itoa(n))
+		}
+		slices.Sort(ns)
+		return nil, fmt.Errorf("%s: parts of %s shards: a run with another N left its parts; remove the stale ones", output, strings.Join(ns, " and of "))
+	}
+	var n int
+	for n = range byN {
+	}
+	var missing []string
+	count := 0
+	for k := 1; k <= n; k++ {
+		if byN[n][k] == "" {
+			if count++; count <= maxListed {
+				missing = append(missing, Spec{k, n}.String())
+			}
+		}
+	}
+	if count > maxListed {
+		missing = append(missing, fmt.Sprintf("and %d more", count-maxListed))
+	}
+	if count > 0 {
+		return nil, fmt.Errorf("%s: %d of %d shards not finished: %s (no %s.shard-K-of-%d.json for them): run them, then merge again", output, count, n, strings.Join(missing, ", "), filepath.Base(output), n)
+	}
+	paths := make([]string, n+1)
+	for k, p := range byN[n] {
+		paths[k] = p
+	}
+	return paths, nil
+}
+
+// checkSource reads the source file src once and checks the byte range of
+// it that recs[k] holds (shard k of len(recs)-1) against the digest the
+// record holds: a shard translated before the source changed, even to as
+// many bytes, is named.
+func checkSource(src, output string, recs []Record) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("merge checks each shard against the source it was translated from, and cannot read it: %w (name where it is now)", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("source %s: %w", src, err)
+	}
+	n := len(recs) - 1
+	size := recs[1].SourceSize
+	if st.Size() != size {
+		return fmt.Errorf("source %s has %d bytes, the shards' records %d: it changed after they were translated; translate the shards again", src, st.Size(), size)
+	}
+	var stale []string
+	for k := 1; k <= n; k++ {
+		r := recs[k]
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, r.Start, r.End-r.Start)); err != nil {
+			return fmt.Errorf("reading source %s: %w", src, err)
+		}
+		if hex.EncodeToString(h.Sum(nil)) != r.SourceSHA256 {
+			stale = append(stale, fmt.Sprintf("%s (bytes %d-%d, %s)", r.Shard, r.Start, r.End, Part(output, Spec{k, n})))
+		}
+	}
+	if len(stale) > 0 {
+		if len(stale) > maxListed {
+			stale = append(stale[:maxListed], fmt.Sprintf("and %d more", len(stale)-maxListed))
+		}
+		return fmt.Errorf("source %s changed after shard %s was translated: those bytes of it are not the ones its record's digest was made of; translate the shard again (remove its part and record)",
+			src, strings.Join(stale, ", "))
+	}
+	return nil
 }
 
 // globEscape escapes filepath.Match's metacharacters in a literal path.

@@ -2,6 +2,8 @@ package shard
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,7 +16,7 @@ import (
 // translateShard does what attnx translate --shard does with a stand-in
 // translation (each line upper-cased, n lines per sentence): reads shard s
 // of src, writes its part and then its record.
-func translateShard(t *testing.T, src, output string, s Spec, settings string, n int) {
+func translateShard(t testing.TB, src, output string, s Spec, settings string, n int) {
 	t.Helper()
 	in, err := OpenSource(src, s)
 	if err != nil {
@@ -26,7 +28,7 @@ func translateShard(t *testing.T, src, output string, s Spec, settings string, n
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	rec := in.Record(settings, len(lines), n)
+	rec := in.Record(testFields(settings), len(lines), n)
 	part := Part(output, s)
 	if done, _, err := Finished(part, rec); err != nil || done {
 		t.Fatalf("shard %v: done %v, err %v before it was translated", s, done, err)
@@ -52,7 +54,10 @@ func translateShard(t *testing.T, src, output string, s Spec, settings string, n
 	}
 }
 
-func writeSource(t *testing.T, dir string, lines int) string {
+// testFields stands for a shard's settings fields.
+func testFields(settings string) map[string]string { return map[string]string{"test": settings} }
+
+func writeSource(t testing.TB, dir string, lines int) string {
 	var b strings.Builder
 	for i := range lines {
 		b.WriteString(strings.Repeat("ab", i%7) + "\n")
@@ -71,7 +76,7 @@ func TestMerge(t *testing.T) {
 	for k := 1; k <= 4; k++ {
 		translateShard(t, src, out, Spec{k, 4}, "s1", 2)
 	}
-	m, err := Merge(out)
+	m, err := Merge(out, MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +135,26 @@ func TestMergeRefuses(t *testing.T) {
 		{"bad record", func(t *testing.T, src, out string) {
 			os.WriteFile(RecordFile(Part(out, Spec{2, 4})), []byte(`{"shard": "2/4", "oops": 1}`), 0o644)
 		}, "not a shard record"},
+		{"source rewritten to as many bytes", func(t *testing.T, src, out string) {
+			data, _ := os.ReadFile(src)
+			data[len(data)-3] = 'X' // a letter of shard 4/4, its record written before
+			os.WriteFile(src, data, 0o644)
+		}, "changed after shard 4/4 (bytes "},
+		{"source gone", func(t *testing.T, src, out string) {
+			os.Remove(src)
+		}, "cannot read it"},
+		{"stray record of 400000000 shards", func(t *testing.T, src, out string) {
+			os.WriteFile(out+".shard-1-of-400000000.json", []byte("{}\n"), 0o644)
+		}, "out.txt.shard-1-of-400000000.json: not the record of a shard"},
+		{"stray record of an N past int64", func(t *testing.T, src, out string) {
+			os.WriteFile(out+".shard-1-of-99999999999999999999.json", []byte("{}\n"), 0o644)
+		}, "out.txt.shard-1-of-99999999999999999999.json: not the record of a shard"},
+		{"record past its source", func(t *testing.T, src, out string) {
+			editRecord(t, RecordFile(Part(out, Spec{4, 4})), func(r *Record) { r.End = r.SourceSize + 1 })
+		}, "want 0 <= start <= end <= source_size"},
+		{"settings not their fields' digest", func(t *testing.T, src, out string) {
+			editRecord(t, RecordFile(Part(out, Spec{2, 4})), func(r *Record) { r.SettingsFields["test"] = "s2" })
+		}, "is not the digest of its settings_fields"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -139,7 +164,7 @@ func TestMergeRefuses(t *testing.T) {
 				translateShard(t, src, out, Spec{k, 4}, "s1", 1)
 			}
 			c.spoil(t, src, out)
-			_, err := Merge(out)
+			_, err := Merge(out, MergeOptions{})
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Fatalf("Merge: %v, want an error with %q", err, c.err)
 			}
@@ -166,7 +191,7 @@ func TestFinished(t *testing.T) {
 		if _, err := io.Copy(io.Discard, in.Reader()); err != nil {
 			t.Fatal(err)
 		}
-		return in.Record("s1", countLines(t, src, in), 1)
+		return in.Record(testFields("s1"), countLines(t, src, in), 1)
 	}
 	rec := read(Spec{2, 3})
 	part := Part(out, Spec{2, 3})
@@ -195,4 +220,58 @@ func countLines(t *testing.T, src string, in *Source) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(data[in.Start:in.End]), "\n")
+}
+
+// editRecord rewrites the record file path with edit applied.
+func editRecord(t *testing.T, path string, edit func(*Record)) {
+	t.Helper()
+	r, err := readRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&r)
+	data, _ := json.Marshal(r)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMergeManyMissing: of a million shards, two finished, merge lists the
+// first missing ones and counts the rest (quickly: it does not build a
+// list of a million).
+func TestMergeManyMissing(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSource(t, dir, 50)
+	out := filepath.Join(dir, "out.txt")
+	translateShard(t, src, out, Spec{1, MaxShards}, "s1", 1)
+	translateShard(t, src, out, Spec{3, MaxShards}, "s1", 1)
+	_, err := Merge(out, MergeOptions{})
+	want := fmt.Sprintf("%d of %d shards not finished: 2/%d, 4/%d,", MaxShards-2, MaxShards, MaxShards, MaxShards)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("and %d more", MaxShards-2-maxListed)) {
+		t.Errorf("Merge: %v, want %q and a count of the rest", err, want)
+	}
+}
+
+// TestMergeSourceElsewhere: the source moved since the shards were
+// translated; MergeOptions.Source names it, and its bytes are checked.
+func TestMergeSourceElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSource(t, dir, 30)
+	out := filepath.Join(dir, "out.txt")
+	translateShard(t, src, out, Spec{1, 2}, "s1", 1)
+	translateShard(t, src, out, Spec{2, 2}, "s1", 1)
+	moved := filepath.Join(t.TempDir(), "src.txt")
+	if err := os.Rename(src, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(out, MergeOptions{}); err == nil || !strings.Contains(err.Error(), src) {
+		t.Fatalf("Merge with the source moved: %v", err)
+	}
+	if m, err := Merge(out, MergeOptions{Source: moved}); err != nil || m.Sentences != 30 {
+		t.Fatalf("Merge with Source: %+v, %v", m, err)
+	}
+	os.WriteFile(moved, []byte(strings.Repeat("x\n", 45)), 0o644)
+	if _, err := Merge(out, MergeOptions{Source: moved}); err == nil || !strings.Contains(err.Error(), "it changed after they were translated") {
+		t.Errorf("Merge with another file as Source: %v", err)
+	}
 }

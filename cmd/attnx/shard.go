@@ -1,16 +1,11 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/shard"
@@ -23,8 +18,11 @@ Joins the parts that attnx translate --src FILE --output OUTPUT --shard K/N
 wrote (OUTPUT.shard-K-of-N, each with its record OUTPUT.shard-K-of-N.json)
 into OUTPUT, in order, after checking that all N shards are finished, that
 they are of the same source file, with the same model and settings, that
-their byte ranges follow on from each other over the whole file, and that
-each part has the lines and the bytes its record says. OUTPUT appears
+their byte ranges follow on from each other over the whole file, that
+those bytes of the source as it is now are the ones each shard was
+translated from (it reads the source: --src FILE names it when it is not
+where the records say), and that each part has the lines and the bytes
+its record says. OUTPUT appears
 complete or not at all. The parts are left in place, or with
 --remove-parts removed once OUTPUT is written.`
 }
@@ -39,7 +37,7 @@ type shardJob struct {
 
 // openShard reads the lines of the shard the --shard flag names, and says
 // whether its part is finished already (skip) with the settings given.
-func openShard(flag, src, output, settings string, linesPerSentence int) (job *shardJob, lines []string, skip bool, err error) {
+func openShard(flag, src, output string, settings map[string]string, linesPerSentence int) (job *shardJob, lines []string, skip bool, err error) {
 	spec, err := shard.Parse(flag, os.Getenv)
 	if err != nil {
 		return nil, nil, false, &usageError{"--" + err.Error()}
@@ -97,55 +95,25 @@ func (j *shardJob) lineInFile(err error) error {
 	return err
 }
 
-// shardSettings is a digest of what decides a shard's translations: the
-// model directory's files (their bytes) and the decoding and output
-// settings. Threads and lanes, which change nothing in the output, are
-// left out, so a retried pod on another machine still skips a finished
-// shard.
-func shardSettings(model string, topt translate.Options, co translate.CorpusOptions, job corpusJob) (string, error) {
-	h := sha256.New()
-	entries, err := os.ReadDir(model)
+// shardSettings returns the settings fields of a shard's record
+// (shard.Settings): the model directory's files, the options it is
+// translated with and how its lines are written.
+func shardSettings(model string, topt translate.Options, co translate.CorpusOptions, job corpusJob) (map[string]string, error) {
+	files, err := shard.ModelFiles(model)
 	if err != nil {
-		return "", fmt.Errorf("--model: %w", err)
+		return nil, fmt.Errorf("--model: %w", err)
 	}
-	var names []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		f, err := os.Open(filepath.Join(model, name))
-		if err != nil {
-			return "", fmt.Errorf("--model: %w", err)
-		}
-		fmt.Fprintf(h, "file %q\n", name)
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("--model: reading %s: %w", name, err)
-		}
-	}
-	topt.Threads, co.Lanes = 0, 0
-	settings, err := json.Marshal(struct {
-		Options   translate.Options
-		Corpus    translate.CorpusOptions
-		JSON      bool
-		Attention bool
-		NBest     int
-		WithScore bool
-	}{topt, co, job.json, job.attention, job.nBest, job.withScore})
-	if err != nil {
-		return "", err
-	}
-	h.Write(settings)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	s := shard.Settings{Model: files, Options: topt, Corpus: co, Output: map[string]string{
+		"json": strconv.FormatBool(job.json), "attention": strconv.FormatBool(job.attention),
+		"n_best": strconv.Itoa(job.nBest), "with_score": strconv.FormatBool(job.withScore), "format": job.format,
+	}}
+	return s.Fields()
 }
 
 func runMerge(args []string) error {
 	fs := newFlagSet("merge")
 	remove := fs.Bool("remove-parts", false, "remove the parts and their records once OUTPUT is written")
+	src := fs.String("src", "", "the source `FILE` the shards were translated from, read to check each shard's bytes (default: the --src their records name)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -153,7 +121,7 @@ func runMerge(args []string) error {
 		return &usageError{"want one OUTPUT: the --output that attnx translate --shard K/N wrote its parts beside"}
 	}
 	out := fs.Arg(0)
-	m, err := shard.Merge(out)
+	m, err := shard.Merge(out, shard.MergeOptions{Source: *src})
 	if err != nil {
 		return err
 	}

@@ -404,3 +404,107 @@ func TestSlurmArrayLocally(t *testing.T) {
 		t.Errorf("the array's merged output (%d bytes) differs from one run's (%d bytes)", len(b), len(a))
 	}
 }
+
+// linkModel makes dir a model directory of links to the files of model,
+// as a release folder or a hub snapshot is, replacing what dir held.
+func linkModel(t *testing.T, dir, model string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(model, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShardsNotFooled: a finished shard is translated again when what
+// decides its output changed (the model a directory of links points to;
+// --batch given, which sets the toolkit's batches), merge refuses a shard
+// of a source rewritten since to as many bytes, and a stray record with a
+// huge N is named, not counted to.
+func TestShardsNotFooled(t *testing.T) {
+	modelA := demoLuong(t)
+	modelB := filepath.Join(t.TempDir(), "b") // A with another output limit
+	if err := os.CopyFS(modelB, os.DirFS(modelA)); err != nil {
+		t.Fatal(err)
+	}
+	info := map[string]any{}
+	data, _ := os.ReadFile(filepath.Join(modelA, "attnx.json"))
+	if err := json.Unmarshal(data, &info); err != nil {
+		t.Fatal(err)
+	}
+	info["defaults"] = map[string]any{"max_len": 6}
+	data, _ = json.Marshal(info)
+	os.WriteFile(filepath.Join(modelB, "attnx.json"), data, 0o644)
+
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "release")
+	src := shardCorpus(t, 300)
+	out := filepath.Join(dir, "out.txt")
+	shardRun := func(k string, extra ...string) string {
+		t.Helper()
+		code, _, errs := attnx(append([]string{"translate", "--model", rel, "--src", src, "--output", out, "--shard", k}, extra...)...)
+		if code != 0 {
+			t.Fatalf("--shard %s %q: exit %d: %s", k, extra, code, errs)
+		}
+		return errs
+	}
+	linkModel(t, rel, modelA)
+	shardRun("1/2")
+	linkModel(t, rel, modelB)
+	if log := shardRun("1/2"); strings.Contains(log, "skipped") || !strings.Contains(log, "translating it again") {
+		t.Errorf("shard 1/2 after the links were pointed at another model: %s", log)
+	}
+	shardRun("2/2")
+	whole := filepath.Join(dir, "whole.txt")
+	if code, _, errs := attnx("translate", "--model", modelB, "--src", src, "--output", whole); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := attnx("merge", out); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, errs)
+	}
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(out)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("merged shards (%d bytes) differ from one run of the model the links point to (%d bytes)", len(b), len(a))
+	}
+	if log := shardRun("1/2", "--batch", "32"); strings.Contains(log, "skipped") {
+		t.Errorf("shard 1/2 with --batch 32 given: %s", log)
+	}
+	if log := shardRun("1/2", "--batch", "32"); !strings.Contains(log, "skipped") {
+		t.Errorf("shard 1/2 with --batch 32, run again: not skipped: %s", log)
+	}
+
+	// Line 1 rewritten to as many bytes: shard 2/2's bytes are the same,
+	// it is skipped, and merge names shard 1/2 as stale.
+	os.Remove(out)
+	text, _ := os.ReadFile(src)
+	line1, rest, _ := strings.Cut(string(text), "\n")
+	os.WriteFile(src, []byte(strings.Repeat("9", len(line1))+"\n"+rest), 0o644)
+	shardRun("2/2", "--batch", "32")
+	code, _, errs := attnx("merge", out)
+	if code != 1 || !strings.Contains(errs, "changed after shard 1/2 (bytes 0-") {
+		t.Errorf("merge after line 1 of the source changed: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused merge wrote %s", out)
+	}
+
+	for _, n := range []string{"400000000", "99999999999999999999", "0"} {
+		stray := filepath.Join(t.TempDir(), "out.txt")
+		os.WriteFile(stray+".shard-1-of-"+n+".json", []byte("{}\n"), 0o644)
+		code, _, errs := attnx("merge", stray)
+		if code != 1 || !strings.Contains(errs, stray+".shard-1-of-"+n+".json: not the record of a shard") {
+			t.Errorf("merge beside a stray record of N = %s: exit %d, %q", n, code, errs)
+		}
+	}
+}

@@ -289,11 +289,23 @@ func runTranslate(args []string) error {
 	if fs.Changed("max-len-ratio") {
 		topt.MaxLenRatio = maxLenRatio
 	}
+	// Attention only where it is written: a result waits for the
+	// sentences before it, and on a large corpus its attention would be
+	// most of the memory.
+	co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, WithoutAttention: !(*jsonOut && *withAttention) && *plotPath == ""}
+	// --batch and --batch-tokens stand for the toolkit's -batch_size and
+	// -batch_type, whose batches decide its output limits.
+	switch {
+	case fs.Changed("batch-tokens") && *batchTokens > 0:
+		co.ToolkitBatches = &translate.ToolkitBatches{Size: *batchTokens, Tokens: true}
+	case fs.Changed("batch"):
+		co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
+	}
 	var fileLanes int
 	var sj *shardJob
 	var shardLines []string
 	if *shardFlag != "" {
-		settings, err := shardSettings(*model, topt, translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens}, corpusJob{json: *jsonOut, attention: *withAttention, nBest: *nBest, withScore: *withScore})
+		settings, err := shardSettings(*model, topt, co, corpusJob{json: *jsonOut, attention: *withAttention, nBest: *nBest, withScore: *withScore, format: *format})
 		if err != nil {
 			return err
 		}
@@ -329,18 +341,7 @@ func runTranslate(args []string) error {
 	noteSegmented(tr, fs.Args())
 
 	if *src != "" {
-		// Attention only where it is written: a result waits for the
-		// sentences before it, and on a large corpus its attention would
-		// be most of the memory.
-		co := translate.CorpusOptions{BatchSize: *batch, BatchTokens: *batchTokens, Lanes: fileLanes, WithoutAttention: !(*jsonOut && *withAttention) && *plotPath == ""}
-		// --batch and --batch-tokens stand for the toolkit's -batch_size
-		// and -batch_type, whose batches decide its output limits.
-		switch {
-		case fs.Changed("batch-tokens") && *batchTokens > 0:
-			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batchTokens, Tokens: true}
-		case fs.Changed("batch"):
-			co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
-		}
+		co.Lanes = fileLanes
 		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co, shard: sj, lines: shardLines})
 	}
 	w := bufio.NewWriter(stdout)
