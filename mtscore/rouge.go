@@ -36,8 +36,16 @@ type RougeOptions struct {
 	// KeepSentenceTags keeps <t> and </t> in the text. By default they
 	// are removed first, as OpenNMT-py's summarization guide has its
 	// output cleaned before ROUGE (sed 's/<t> //g; s/ <\/t>//g'), and
-	// for ROUGE-Lsum the sentences they delimit are its sentences.
+	// for rouge-score's ROUGE-Lsum the sentences they delimit are its
+	// sentences (its lines).
 	KeepSentenceTags bool
+	// TagSentences has ROUGE-1.5.5 end a sentence at each <t> and </t>
+	// as well as after " .". By default its sentences are those of the
+	// guide's pipeline: files2rouge on the text the sed leaves splits
+	// after " ." only, so a sentence without a full stop runs on into the
+	// next (which changes ROUGE-L alone). rouge-score's ROUGE-Lsum takes
+	// the tags' sentences either way.
+	TagSentences bool
 }
 
 // RougeResult is one ROUGE measure averaged over the documents, as a
@@ -80,11 +88,22 @@ func Rouge(hyps, refs []string, o RougeOptions) ([]RougeResult, error) {
 	default:
 		return nil, fmt.Errorf("rouge: implementation %q: want %s or %s", o.Impl, Rouge155, RougeScore)
 	}
+	if o.KeepSentenceTags && o.TagSentences {
+		return nil, fmt.Errorf("rouge: sentences end at the tags only when the tags are removed: keep them or split at them, not both")
+	}
+	// The tags end sentences for rouge-score's ROUGE-Lsum, and for
+	// ROUGE-1.5.5 when asked; else they go as the guide's sed removes
+	// them.
+	tagLines := o.Impl == RougeScore || o.TagSentences
 	docs := make([][][3]float64, len(hyps))
 	for i := range hyps {
 		h, r := hyps[i], refs[i]
-		if !o.KeepSentenceTags {
+		switch {
+		case o.KeepSentenceTags:
+		case tagLines:
 			h, r = stripSentenceTags(h), stripSentenceTags(r)
+		default:
+			h, r = sedSentenceTags(h), sedSentenceTags(r)
 		}
 		d, err := doc(h, r)
 		if err != nil {
@@ -187,8 +206,15 @@ func RougeLines(rs []RougeResult, width int) string {
 	return b.String()
 }
 
+// sedSentenceTags removes the tags as OpenNMT-py's summarization guide
+// does before files2rouge: sed 's/<t> //g; s/ <\/t>//g'.
+func sedSentenceTags(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "<t> ", ""), " </t>", "")
+}
+
 // stripSentenceTags removes the <t> and </t> tokens, and marks the end of
-// each sentence they delimited with a newline (ROUGE-Lsum's sentences).
+// each sentence they delimited with a newline (ROUGE-Lsum's sentences,
+// and ROUGE-1.5.5's with RougeOptions.TagSentences).
 func stripSentenceTags(s string) string {
 	if !strings.Contains(s, "<t>") && !strings.Contains(s, "</t>") {
 		return s
@@ -220,8 +246,8 @@ func stripSentenceTags(s string) string {
 // around it trimmed) split after each " ." (files2rouge's --eos), each
 // sentence taken up to its first '<' (the SEE format's pattern
 // [^<]+ ends there) and dropped when nothing comes before it, then
-// lower-cased (ASCII, Perl's tr/A-Z/a-z/). Newlines (ROUGE-Lsum's
-// sentence ends, from the tags) end sentences too.
+// lower-cased (ASCII, Perl's tr/A-Z/a-z/). Newlines (the tags' sentence
+// ends, with RougeOptions.TagSentences) end sentences too.
 func rouge155Sentences(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {

@@ -31,8 +31,12 @@ precision, F), by default as ROUGE-1.5.5 reports them through files2rouge
 (stemmed, sentences ending after " .", the average of its 1000 bootstrap
 resamples), which is how the summarization papers and OpenNMT-py's recipe
 report ROUGE; --rouge rouge-score gives Google's rouge-score package's at
-its defaults (no stemming) with ROUGE-Lsum. <t> and </t> are removed first
-and end sentences (--keep-sentence-tags keeps them).
+its defaults (no stemming) with ROUGE-Lsum. <t> and </t> are removed first,
+as the guide's sed removes them before files2rouge, so a sentence without
+" ." runs on into the next for ROUGE-1.5.5's ROUGE-L;
+--rouge-tag-sentences ends its sentences at the tags too (rouge-score's
+ROUGE-Lsum always takes the tags' sentences); --keep-sentence-tags keeps
+the tags in the text.
 
 Example:
   attnx translate --model model/ --src test.de --output pred.en
@@ -47,7 +51,8 @@ func runScore(args []string) error {
 	metrics := fs.StringSlice("metrics", []string{"bleu", "chrf"}, "metrics to compute: bleu, chrf, rouge (ROUGE-1, ROUGE-2, ROUGE-L: summaries)")
 	rougeImpl := fs.String("rouge", mtscore.Rouge155, "whose ROUGE: rouge155 (ROUGE-1.5.5 as files2rouge runs it: stemmed, sentences end at \" .\") or rouge-score (Google's package at its defaults, with ROUGE-Lsum)")
 	rougeStem := fs.String("rouge-stem", "default", "stem words with Porter's stemmer: default (the implementation's: yes for rouge155, no for rouge-score), yes or no")
-	keepTags := fs.Bool("keep-sentence-tags", false, "ROUGE: keep <t> and </t> (by default removed, as OpenNMT-py's summarization guide does, and taken as sentence ends)")
+	keepTags := fs.Bool("keep-sentence-tags", false, "ROUGE: keep <t> and </t> (by default removed, as OpenNMT-py's summarization guide does)")
+	tagSentences := fs.Bool("rouge-tag-sentences", false, "ROUGE-1.5.5: end sentences at <t> and </t> as well as after \" .\" (by default only after \" .\", as files2rouge on the guide's sed-cleaned text)")
 	jsonOut := fs.Bool("json", false, "print sacreBLEU's JSON objects (an array for several metrics)")
 	width := fs.Int("width", 2, "decimals of the scores")
 	tokenize := fs.String("tokenize", mtscore.Tokenize13a, "BLEU's tokenizer: 13a or none")
@@ -73,7 +78,13 @@ func runScore(args []string) error {
 			return &usageError{fmt.Sprintf("--metrics %s: want bleu, chrf and/or rouge", m)}
 		}
 	}
-	ro := mtscore.RougeOptions{Impl: *rougeImpl, KeepSentenceTags: *keepTags}
+	if *tagSentences && *keepTags {
+		return &usageError{"--rouge-tag-sentences splits at the tags it removes: it does not go with --keep-sentence-tags"}
+	}
+	if *tagSentences && *rougeImpl == mtscore.RougeScore {
+		return &usageError{"--rouge-tag-sentences is ROUGE-1.5.5's (--rouge rouge155): rouge-score's ROUGE-Lsum takes the tags' sentences already"}
+	}
+	ro := mtscore.RougeOptions{Impl: *rougeImpl, KeepSentenceTags: *keepTags, TagSentences: *tagSentences}
 	switch *rougeStem {
 	case "default":
 	case "yes", "no":

@@ -108,11 +108,29 @@ func TestScoreRouge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ROUGE-Lsum R 51.00  P 56.94  F 53.70") || !strings.Contains(out, "ROUGE-1    R 60.31  P 67.36  F 63.51") {
 		t.Errorf("rouge-score: exit %d:\n%s", code, out)
 	}
+	// Issue 58: summaries whose sentences lack " ." (sum-cut): ROUGE-L as
+	// files2rouge gives it after the guide's sed, and split at the tags
+	// with --rouge-tag-sentences.
+	cutRef, cutHyp := filepath.Join(dir, "sum-cut.ref"), filepath.Join(dir, "sum-cut.hyp")
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "ROUGE-L    R 81.19  P 86.53  F 83.47\n"},
+		{[]string{"--rouge-tag-sentences"}, "ROUGE-L    R 92.33  P 97.68  F 94.62\n"},
+	} {
+		code, out, stderr := attnx(append([]string{"score", "--metrics", "rouge", "--ref", cutRef, cutHyp}, c.flags...)...)
+		if code != 0 || !strings.HasSuffix(out, c.want) || !strings.HasPrefix(out, "ROUGE-1    R 92.33  P 97.68  F 94.62\n") {
+			t.Errorf("sum-cut %v: exit %d, printed\n%s(want ROUGE-1 R 92.33 P 97.68 F 94.62 and %s) %s", c.flags, code, out, c.want, stderr)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--metrics", "rouge", "--rouge", "rouge-2", "--ref", ref, hyp}, `implementation "rouge-2"`},
+		{[]string{"--metrics", "rouge", "--rouge-tag-sentences", "--keep-sentence-tags", "--ref", ref, hyp}, "--rouge-tag-sentences splits at the tags it removes"},
+		{[]string{"--metrics", "rouge", "--rouge", "rouge-score", "--rouge-tag-sentences", "--ref", ref, hyp}, "--rouge-tag-sentences is ROUGE-1.5.5's"},
 		{[]string{"--metrics", "rouge", "--rouge-stem", "maybe", "--ref", ref, hyp}, `--rouge-stem "maybe"`},
 		{[]string{"--metrics", "rouge", "--ref", ref, "--ref", ref, hyp}, "one --ref"},
 	} {
