@@ -111,9 +111,10 @@ type Config struct {
 	// the idle buffers are dropped and their memory handed back to the
 	// operating system; 0 means idlemem.DefaultTimeout.
 	IdleRelease time.Duration
-	// MaxWordChars bounds the characters of one word (a run without white
-	// space) of an input that a subword tokenizer segments, checked before
-	// it runs (413 past it).
+	// MaxWordChars bounds the characters of one word of an input that a
+	// subword tokenizer segments, words as that tokenizer splits them
+	// (subword.Spec.LongestWord: a tab joins two for apply_bpe and
+	// onmttok), checked before it runs (413 past it).
 	MaxWordChars int
 	// MaxSourceLen bounds the source tokens of one input, counted after
 	// tokenization.

@@ -114,7 +114,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	unk := fs.Bool("unk", false, "map characters or words outside the source vocabulary to <unk> instead of answering 400")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBodyBytes, "largest request body in `bytes` (413 past it)")
 	maxInputBytes := fs.Int("max-input-bytes", serve.DefaultMaxInputBytes, "largest input text in `bytes`, checked before the tokenizer runs (413 past it)")
-	maxWordChars := fs.Int("max-word-chars", serve.DefaultMaxWordChars, "longest word (a run without white space) in `characters` of an input that the model's subword tokenizer segments, checked before it runs (413 past it)")
+	maxWordChars := fs.Int("max-word-chars", serve.DefaultMaxWordChars, "longest word in `characters` of an input that the model's subword tokenizer segments (its words: a tab is no space to apply_bpe or onmttok), checked before it runs (413 past it)")
 	maxInputs := fs.Int("max-inputs", serve.DefaultMaxInputs, "most inputs per request")
 	maxSrc := fs.Int("max-src-len", serve.DefaultMaxSourceLen, "most source tokens per input, counted after tokenization (the pieces, not the characters)")
 	maxOut := fs.Int("max-out-len", serve.DefaultMaxOutLen, "longest output a row may get: a request whose max_len, max_len_a or max_len_ratio asks more is refused (400), a model's longer limit is cut to it")
