@@ -7,7 +7,7 @@
 //     adapter-config.yaml, and on CPU), pdb.yaml;
 //   - translating a corpus in shards: translate-job.yaml (an Indexed Job,
 //     translate --shard auto/N) and merge-job.yaml, or translate.sbatch
-//     (a Slurm array, --shard auto).
+//     (a Slurm array, --shard auto/N).
 //
 // It has no Go code: its tests decode the manifests strictly into the
 // Kubernetes API types and check them against the server's routes, port

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -139,7 +140,8 @@ func sbatchDirectives(t *testing.T, path string) map[string]string {
 }
 
 // TestSbatchScript checks translate.sbatch's directives: an array of one
-// range (which --shard auto maps to shards), a CPU count the script
+// range from 0, whose size is the N of its --shard auto/N (task I is
+// shard I+1, also when resubmitted alone), a CPU count the script
 // passes on as --threads, and a log per task. cmd/attnx's
 // TestSlurmArrayLocally runs it.
 func TestSbatchScript(t *testing.T) {
@@ -147,8 +149,8 @@ func TestSbatchScript(t *testing.T) {
 	lo, hi, ok := strings.Cut(d["--array"], "-")
 	a, err1 := strconv.Atoi(lo)
 	b, err2 := strconv.Atoi(hi)
-	if !ok || err1 != nil || err2 != nil || b < a {
-		t.Errorf("--array=%q: want one range A-B", d["--array"])
+	if !ok || err1 != nil || err2 != nil || b < a || a != 0 {
+		t.Errorf("--array=%q: want one range 0-B", d["--array"])
 	}
 	if n, err := strconv.Atoi(d["--cpus-per-task"]); err != nil || n < 1 {
 		t.Errorf("--cpus-per-task=%q", d["--cpus-per-task"])
@@ -157,7 +159,7 @@ func TestSbatchScript(t *testing.T) {
 		t.Errorf("--output=%q: want a log per array task (%%A_%%a)", d["--output"])
 	}
 	data, _ := os.ReadFile("translate.sbatch")
-	for _, want := range []string{"--shard auto", `--threads "${SLURM_CPUS_PER_TASK`, "srun attnx translate", "set -euo pipefail"} {
+	for _, want := range []string{fmt.Sprintf("--shard auto/%d ", b-a+1), `--threads "${SLURM_CPUS_PER_TASK`, "srun attnx translate", "set -euo pipefail"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("translate.sbatch lacks %q", want)
 		}

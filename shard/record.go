@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -365,25 +366,9 @@ const maxListed = 10
 // record whose K and N are not 1 <= K <= N <= MaxShards is an error that
 // names it, as are records of two counts and missing shards.
 func shardRecords(output string) ([]string, error) {
-	matches, err := filepath.Glob(globEscape(output) + ".shard-*-of-*.json")
+	byN, err := scanRecords(output)
 	if err != nil {
 		return nil, err
-	}
-	byN := map[int]map[int]string{}
-	for _, path := range matches {
-		g := partRecord.FindStringSubmatch(path)
-		if g == nil || path != output+g[0] {
-			continue // another output's, as out.txt.en.shard-1-of-2.json is for out.txt
-		}
-		k, kerr := strconv.Atoi(g[1])
-		n, nerr := strconv.Atoi(g[2])
-		if kerr != nil || nerr != nil || n < 1 || n > MaxShards || k < 1 || k > n {
-			return nil, fmt.Errorf("%s: not the record of a shard: K and N of .shard-K-of-N.json must be whole numbers, 1 <= K <= N <= %d (remove it if it is a stray file)", path, MaxShards)
-		}
-		if byN[n] == nil {
-			byN[n] = map[int]string{}
-		}
-		byN[n][k] = path
 	}
 	switch len(byN) {
 	case 0:
@@ -420,6 +405,44 @@ func shardRecords(output string) ([]string, error) {
 		paths[k] = p
 	}
 	return paths, nil
+}
+
+// RecordedCounts returns the counts N of the shards whose records lie
+// beside output (output.shard-K-of-N.json), in order: what a run of the
+// shards before this one was split into.
+func RecordedCounts(output string) ([]int, error) {
+	byN, err := scanRecords(output)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(byN)), nil
+}
+
+// scanRecords finds the records beside output by their names: byN[N][K]
+// is shard K/N's. A file named like a record whose K and N are not
+// 1 <= K <= N <= MaxShards is an error that names it.
+func scanRecords(output string) (byN map[int]map[int]string, err error) {
+	matches, err := filepath.Glob(globEscape(output) + ".shard-*-of-*.json")
+	if err != nil {
+		return nil, err
+	}
+	byN = map[int]map[int]string{}
+	for _, path := range matches {
+		g := partRecord.FindStringSubmatch(path)
+		if g == nil || path != output+g[0] {
+			continue // another output's, as out.txt.en.shard-1-of-2.json is for out.txt
+		}
+		k, kerr := strconv.Atoi(g[1])
+		n, nerr := strconv.Atoi(g[2])
+		if kerr != nil || nerr != nil || n < 1 || n > MaxShards || k < 1 || k > n {
+			return nil, fmt.Errorf("%s: not the record of a shard: K and N of .shard-K-of-N.json must be whole numbers, 1 <= K <= N <= %d (remove it if it is a stray file)", path, MaxShards)
+		}
+		if byN[n] == nil {
+			byN[n] = map[int]string{}
+		}
+		byN[n][k] = path
+	}
+	return byN, nil
 }
 
 // checkSource reads the source file src once and checks the byte range of

@@ -54,9 +54,12 @@ const (
 // Parse reads a shard flag: "K/N"; "auto", which takes K and N from a Slurm
 // array task's environment (SLURM_ARRAY_TASK_ID and the array's count,
 // minimum, maximum and step); or "auto/N", which takes K from a Kubernetes
-// Indexed Job's JOB_COMPLETION_INDEX (index i is shard i+1) or from Slurm,
-// and checks N against Slurm's count. Kubernetes gives its pods their
-// index but not the Job's completions, so auto there needs /N.
+// Indexed Job's JOB_COMPLETION_INDEX or a Slurm array's
+// SLURM_ARRAY_TASK_ID, either being the shard's index from 0 (index i is
+// shard i+1). Kubernetes gives its pods their index but not the Job's
+// completions, so auto there needs /N; under Slurm, auto/N is what
+// survives a partial resubmission (sbatch --array=2 makes an array of one
+// task, 2, from which auto alone would work out shard 1/1).
 // getenv looks up the environment (os.Getenv).
 func Parse(flag string, getenv func(string) string) (Spec, error) {
 	kPart, nPart, hasN := strings.Cut(flag, "/")
@@ -107,9 +110,12 @@ func fromEnv(getenv func(string) string, n int) (Spec, error) {
 	return Spec{}, fmt.Errorf("neither %s (a Kubernetes Indexed Job's pod) nor %s (a Slurm array task) is set: run it as one of those, or give the shard as K/N", EnvJobIndex, EnvSlurmTask)
 }
 
-// slurmSpec maps a Slurm array task to its shard: the array's tasks are
-// MIN, MIN+STEP, ..., MAX, COUNT of them, and task MIN + i*STEP is shard
-// i+1 of COUNT. An array with gaps (--array=1,4,9) has no such mapping.
+// slurmSpec maps a Slurm array task to its shard. With n > 0 (auto/N) the
+// task ID is the shard's index from 0, whatever part of the array was
+// submitted: task i is shard i+1 of n. Without, the array is the whole
+// job: its tasks are MIN, MIN+STEP, ..., MAX, COUNT of them, and task
+// MIN + i*STEP is shard i+1 of COUNT (an array with gaps, --array=1,4,9,
+// has no such mapping).
 func slurmSpec(getenv func(string) string, n int) (Spec, error) {
 	num := func(name string, def int, required bool) (int, error) {
 		s := getenv(name)
@@ -148,6 +154,9 @@ func slurmSpec(getenv func(string) string, n int) (Spec, error) {
 	if step < 1 {
 		step = 1
 	}
+	if n > 0 {
+		return slurmIndex(id, count, lo, hi, n)
+	}
 	switch {
 	case count < 1 || count > MaxShards:
 		return Spec{}, fmt.Errorf("%s=%d: want 1 to %d tasks", EnvSlurmCount, count, MaxShards)
@@ -155,10 +164,24 @@ func slurmSpec(getenv func(string) string, n int) (Spec, error) {
 		return Spec{}, fmt.Errorf("the array %d-%d:%d has %s=%d tasks, not one every %d from %d to %d: give the array as one range (--array=0-%d or 1-%d)", lo, hi, step, EnvSlurmCount, count, step, lo, hi, count-1, count)
 	case id < lo || id > hi || (id-lo)%step != 0:
 		return Spec{}, fmt.Errorf("%s=%d is not a task of the array %d-%d:%d", EnvSlurmTask, id, lo, hi, step)
-	case n != 0 && n != count:
-		return Spec{}, fmt.Errorf("auto/%d, but the Slurm array has %d tasks (%s)", n, count, EnvSlurmCount)
 	}
 	return Spec{K: (id-lo)/step + 1, N: count}, nil
+}
+
+// slurmIndex is auto/N's shard under Slurm: task id is shard id+1 of n.
+// An array of n tasks that does not start at 0 (--array=1-4 for auto/4)
+// is refused, as its last task would be out of range and its first task
+// not shard 1; so is one of more tasks than shards.
+func slurmIndex(id, count, lo, hi, n int) (Spec, error) {
+	switch {
+	case count > n:
+		return Spec{}, fmt.Errorf("the Slurm array has %d tasks, more than auto/%d's shards (%s)", count, n, EnvSlurmCount)
+	case count == n && lo != 0:
+		return Spec{}, fmt.Errorf("auto/%d numbers Slurm's tasks from 0, as shard indexes (task i is shard i+1), and this array runs from %d to %d: submit it as --array=0-%d", n, lo, hi, n-1)
+	case id >= n:
+		return Spec{}, fmt.Errorf("%s=%d: want a shard index from 0 to %d (auto/%d numbers Slurm's tasks from 0: submit the array as --array=0-%d, and a failed task again as --array=I)", EnvSlurmTask, id, n-1, n, n-1)
+	}
+	return Spec{K: id + 1, N: n}, nil
 }
 
 // Bounds returns the byte range [start, end) that shard s holds of a file

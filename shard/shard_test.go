@@ -52,7 +52,16 @@ func TestParse(t *testing.T) {
 		{"auto", slurm("4", "4", "1", "4"), Spec{4, 4}, ""},
 		{"auto", slurm("0", "4", "0", "3"), Spec{1, 4}, ""},
 		{"auto/4", slurm("2", "4", "0", "3"), Spec{3, 4}, ""},
-		{"auto/5", slurm("2", "4", "0", "3"), Spec{}, "has 4 tasks"},
+		// auto/N under Slurm: the task ID is the shard's index from 0, as
+		// Kubernetes', so that a task resubmitted alone (sbatch --array=2:
+		// COUNT 1, MIN = MAX = 2) is still shard 3 of 4.
+		{"auto/4", slurm("2", "1", "2", "2"), Spec{3, 4}, ""},
+		{"auto/4", slurm("0", "2", "0", "3"), Spec{1, 4}, ""}, // --array=0,3
+		{"auto/4", slurm("3", "2", "0", "3"), Spec{4, 4}, ""},
+		{"auto/5", slurm("2", "4", "0", "3"), Spec{3, 5}, ""},
+		{"auto/4", slurm("4", "1", "4", "4"), Spec{}, "from 0 to 3"},
+		{"auto/4", slurm("1", "4", "1", "4"), Spec{}, "--array=0-3"}, // the whole array, from 1
+		{"auto/3", slurm("2", "4", "0", "3"), Spec{}, "has 4 tasks, more than"},
 		{"auto", env(EnvSlurmTask, "4", EnvSlurmCount, "4", EnvSlurmMin, "0", EnvSlurmMax, "6", EnvSlurmStep, "2"), Spec{3, 4}, ""},
 		{"auto", slurm("4", "3", "1", "9"), Spec{}, "one range"},  // --array=1,4,9
 		{"auto", slurm("7", "4", "1", "4"), Spec{}, "not a task"}, // outside

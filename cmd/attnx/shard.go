@@ -42,6 +42,11 @@ func openShard(flag, src, output string, settings map[string]string, linesPerSen
 	if err != nil {
 		return nil, nil, false, &usageError{"--" + err.Error()}
 	}
+	if flag == "auto" {
+		if err := checkAutoCount(output, spec); err != nil {
+			return nil, nil, false, err
+		}
+	}
 	part := shard.Part(output, spec)
 	for _, p := range []string{part, shard.RecordFile(part)} {
 		if err := atomicfile.SameFile(p, src); err != nil {
@@ -73,6 +78,22 @@ func openShard(flag, src, output string, settings map[string]string, linesPerSen
 		fmt.Fprintf(stderr, "attnx translate: note: shard %s: translating it again: %s\n", spec, why)
 	}
 	return job, lines, false, nil
+}
+
+// checkAutoCount refuses --shard auto's spec when records of another
+// count lie beside output: a Slurm task resubmitted alone (sbatch
+// --array=I) is an array of one task, whose variables make it shard 1/1.
+func checkAutoCount(output string, spec shard.Spec) error {
+	counts, err := shard.RecordedCounts(output)
+	if err != nil {
+		return fmt.Errorf("--shard auto: %w", err)
+	}
+	for _, n := range counts {
+		if n != spec.N {
+			return &usageError{fmt.Sprintf("--shard auto works out shard %v from the Slurm array's variables, but records of %d shards lie beside %s: a task resubmitted alone makes an array of its own; give --shard auto/%d (task I is then shard I+1 of %d)", spec, n, output, n, n)}
+		}
+	}
+	return nil
 }
 
 // lineInFile rewords a bad line's place in a shard ("line 7") as its line

@@ -339,8 +339,11 @@ func flagAfter(args []string, flag string) string {
 // would: once per task of its #SBATCH --array range, with the variables
 // Slurm sets (SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _MAX,
 // SLURM_CPUS_PER_TASK), under bash, with a stand-in srun that runs its
-// command here and attnx standing for the binary; then the merge its
-// comment gives. The merged file is the one run's.
+// command here and attnx standing for the binary; then one task
+// resubmitted alone as its comment says (sbatch --array=I: an array of
+// one task, COUNT 1, MIN = MAX = I) after its part was lost, which must
+// translate that task's shard again, not the whole file as shard 1/1;
+// then the merge its comment gives. The merged file is the one run's.
 func TestSlurmArrayLocally(t *testing.T) {
 	bash := testenv.Command(t, "bash", "bash")
 	script, err := filepath.Abs("../../deploy/translate.sbatch")
@@ -371,19 +374,46 @@ func TestSlurmArrayLocally(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if !strings.Contains(string(text), "sbatch --array=2 ") {
+		t.Fatalf("%s: the resubmission its comment gives changed; update this test", script)
+	}
 	work := t.TempDir()
 	model := demoLuong(t)
 	src := shardCorpus(t, 1300)
 	out := filepath.Join(work, "out", "corpus.txt")
-	for id := lo; id <= hi; id++ {
+	n := hi - lo + 1
+	// task runs the script as Slurm runs task id of the array lo-hi.
+	task := func(id, lo, hi int) string {
 		cmd := exec.Command(bash, script)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "MODEL="+model, "SRC="+src, "OUT="+out,
 			fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id), fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%d", hi-lo+1),
 			fmt.Sprintf("SLURM_ARRAY_TASK_MIN=%d", lo), fmt.Sprintf("SLURM_ARRAY_TASK_MAX=%d", hi), fmt.Sprintf("SLURM_CPUS_PER_TASK=%d", cpus))
-		if log, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(log), fmt.Sprintf("-> %s", shard.Part(out, shard.Spec{K: id - lo + 1, N: hi - lo + 1}))) {
-			t.Fatalf("task %d: %v\n%s", id, err, log)
+		log, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("task %d of the array %d-%d: %v\n%s", id, lo, hi, err, log)
 		}
+		return string(log)
+	}
+	for id := lo; id <= hi; id++ {
+		if log := task(id, lo, hi); !strings.Contains(log, fmt.Sprintf("-> %s", shard.Part(out, shard.Spec{K: id - lo + 1, N: n}))) {
+			t.Fatalf("task %d: %s", id, log)
+		}
+	}
+	part := shard.Part(out, shard.Spec{K: 2 - lo + 1, N: n})
+	os.Remove(part)
+	os.Remove(shard.RecordFile(part))
+	if log := task(2, 2, 2); !strings.Contains(log, "-> "+part) {
+		t.Fatalf("task 2 resubmitted alone (--array=2) did not translate %s: %s", part, log)
+	}
+	// Without /N, a task resubmitted alone would be shard 1/1: refused,
+	// as the records beside OUT are of N shards.
+	for k, v := range map[string]string{shard.EnvSlurmTask: "2", shard.EnvSlurmCount: "1", shard.EnvSlurmMin: "2", shard.EnvSlurmMax: "2"} {
+		t.Setenv(k, v)
+	}
+	code, _, errs := attnx("translate", "--model", model, "--src", src, "--output", out, "--shard", "auto")
+	if code != 2 || !strings.Contains(errs, fmt.Sprintf("give --shard auto/%d", n)) {
+		t.Errorf("--shard auto beside records of %d shards: exit %d, %q", n, code, errs)
 	}
 	if !strings.Contains(string(text), `--wrap "attnx merge out/corpus.txt"`) {
 		t.Fatalf("%s: the merge command its comment gives changed; update this test", script)
