@@ -128,13 +128,22 @@ func (t *Translator) corpusLens(rows [][]int64, co CorpusOptions) []int {
 }
 
 // BatchDependentLimits reports whether a test set's output limits depend
-// on the toolkit's batches (attnx.json's defaults.batching, and no fixed
-// Options.MaxLen): a sentence's limit then depends on the sentences
-// batched with it, so translating a part of a test set alone can give a
-// sentence near the part's edge another limit than the whole file does.
+// on the toolkit's batches (attnx.json's defaults.batching): a
+// MaxLenRatio above 0 (OpenNMT-py's -max_length keeps the model's ratio,
+// so MaxLen alone does not fix the limit there), or neither MaxLen nor
+// MaxLenRatio, which leaves the model's own limit. A sentence's limit
+// then depends on the sentences batched with it, so translating a part of
+// a test set alone can give a sentence near the part's edge another limit
+// than the whole file does. MaxLen with MaxLenRatio 0 fixes every limit.
 func (t *Translator) BatchDependentLimits() bool {
 	d := t.info.Defaults
-	return d != nil && d.Batching != nil && (t.opt.MaxLen == 0 || t.opt.MaxLenRatio != nil)
+	if d == nil || d.Batching == nil {
+		return false
+	}
+	if r := t.opt.MaxLenRatio; r != nil {
+		return *r > 0
+	}
+	return t.opt.MaxLen == 0
 }
 
 // CorpusLimits returns the output limit, EOS included, that

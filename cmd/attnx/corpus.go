@@ -76,7 +76,7 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	} else {
 		job.output = job.shard.part
 		if tr.BatchDependentLimits() {
-			fmt.Fprintf(stderr, "attnx translate: note: the model's output limits depend on its toolkit's batches (attnx.json's defaults.batching): shard %s is batched as the toolkit would batch it alone, so a sentence near its edges may get another limit than in one run over the whole file; --max-len N gives every sentence the same limit in any shard\n",
+			fmt.Fprintf(stderr, "attnx translate: note: the model's output limits depend on its toolkit's batches (attnx.json's defaults.batching): shard %s is batched as the toolkit would batch it alone, so a sentence near its edges may get another limit than in one run over the whole file; --max-len N --max-len-ratio 0 gives every sentence the same limit in any shard\n",
 				job.shard.rec.Shard)
 		}
 	}

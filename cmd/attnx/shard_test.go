@@ -538,3 +538,57 @@ func TestShardsNotFooled(t *testing.T) {
 		}
 	}
 }
+
+// TestShardLimitNote: an OpenNMT-py model's output limits follow its
+// toolkit's batches (-max_length_ratio, defaults.batching), also with
+// --max-len alone, which keeps the model's ratio: a shard says so and
+// gives the remedy that holds, --max-len N --max-len-ratio 0; with that
+// remedy the limits are fixed, no note is printed, and the merged shards
+// are the one run's.
+func TestShardLimitNote(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "onmt")
+	if code, _, errs := attnx("export", "../../testdata/demo/onmt_dates_spm.pt", "-o", model, "--greedy"); code != 0 {
+		t.Fatal(errs)
+	}
+	src := shardCorpus(t, 300)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	const note = "the model's output limits depend on its toolkit's batches"
+	for _, c := range []struct {
+		flags []string
+		note  bool
+	}{
+		{[]string{"--max-len", "60"}, true},
+		{nil, true},
+		{[]string{"--max-len-ratio", "0.5"}, true},
+		{[]string{"--max-len-ratio", "0"}, false},
+		{[]string{"--max-len", "60", "--max-len-ratio", "0"}, false}, // last: shard 1/2 of the merge below
+	} {
+		for _, p := range []string{shard.Part(out, shard.Spec{K: 1, N: 2}), shard.RecordFile(shard.Part(out, shard.Spec{K: 1, N: 2}))} {
+			os.Remove(p)
+		}
+		args := append([]string{"translate", "--model", model, "--src", src, "--output", out, "--shard", "1/2", "--beam", "1"}, c.flags...)
+		code, _, errs := attnx(args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.flags, code, errs)
+		}
+		if got := strings.Contains(errs, note); got != c.note || got && !strings.Contains(errs, "--max-len N --max-len-ratio 0 gives every sentence the same limit") {
+			t.Errorf("%q: note %v, want %v: %s", c.flags, got, c.note, errs)
+		}
+	}
+	one := filepath.Join(t.TempDir(), "one.txt")
+	fixed := []string{"--beam", "1", "--max-len", "60", "--max-len-ratio", "0"}
+	if code, _, errs := attnx(append([]string{"translate", "--model", model, "--src", src, "--output", one}, fixed...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := attnx(append([]string{"translate", "--model", model, "--src", src, "--output", out, "--shard", "2/2"}, fixed...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := attnx("merge", out); code != 0 {
+		t.Fatal(errs)
+	}
+	a, _ := os.ReadFile(one)
+	b, _ := os.ReadFile(out)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("merged shards with fixed limits (%d bytes) differ from one run (%d bytes)", len(b), len(a))
+	}
+}
