@@ -305,12 +305,13 @@ func Merge(output string, opt MergeOptions) (Merged, error) {
 		}
 		recs[k] = r
 	}
+	if err := sameSettings(recs, paths); err != nil {
+		return m, err
+	}
 	first := recs[1]
 	for k := 1; k <= n; k++ {
 		r := recs[k]
 		switch {
-		case r.Settings != first.Settings:
-			return m, fmt.Errorf("shard %s was translated with other settings or another model than shard 1/%d: translate it again with theirs (remove %s)", r.Shard, n, paths[k])
 		case r.SourceSize != first.SourceSize || r.Source != first.Source:
 			return m, fmt.Errorf("shard %s is of %s (%d bytes), shard 1/%d of %s (%d bytes): not the same source", r.Shard, r.Source, r.SourceSize, n, first.Source, first.SourceSize)
 		case k == 1 && r.Start != 0, k > 1 && r.Start != recs[k-1].End, k == n && r.End != r.SourceSize:
@@ -356,6 +357,84 @@ func Merge(output string, opt MergeOptions) (Merged, error) {
 		m.Bytes += recs[k].Bytes
 	}
 	return m, nil
+}
+
+// sameSettings checks that the shards recs[1:] were translated with the
+// same settings. When not, the odd one out is named (the shards whose
+// settings most shards do not share; on a tie, those unlike shard 1's),
+// with the settings fields in which it differs from the others.
+func sameSettings(recs []Record, paths []string) error {
+	n := len(recs) - 1
+	count := map[string]int{}
+	for _, r := range recs[1:] {
+		count[r.Settings]++
+	}
+	if len(count) == 1 {
+		return nil
+	}
+	common := recs[1].Settings
+	for d, c := range count {
+		if c > count[common] {
+			common = d
+		}
+	}
+	var ref Record
+	var odd, others []string
+	for k := 1; k <= n; k++ {
+		if recs[k].Settings == common {
+			ref = recs[k]
+			if len(others) < maxListed {
+				others = append(others, recs[k].Shard)
+			}
+			continue
+		}
+		if len(odd) < maxListed {
+			odd = append(odd, recs[k].Shard)
+		}
+	}
+	var k int
+	for k = 1; recs[k].Settings == common; k++ {
+	}
+	r := recs[k]
+	msg := fmt.Sprintf("shard %s was translated with other settings or another model than shard %s", r.Shard, strings.Join(others, ", "))
+	if diff := settingsDiff(r.SettingsFields, ref.SettingsFields); diff != "" {
+		msg = fmt.Sprintf("shard %s was translated with other settings than shard %s: %s", r.Shard, strings.Join(others, ", "), diff)
+	}
+	if len(odd) > 1 {
+		msg += fmt.Sprintf(" (so were shards %s)", strings.Join(odd[1:], ", "))
+	}
+	return fmt.Errorf("%s: translate it again with theirs (remove %s)", msg, paths[k])
+}
+
+// settingsDiff names the fields in which have differs from want, with
+// both values ("Options.Beam 5, theirs 4"), at most maxListed of them.
+func settingsDiff(have, want map[string]string) string {
+	names := map[string]bool{}
+	for name := range have {
+		names[name] = true
+	}
+	for name := range want {
+		names[name] = true
+	}
+	var diffs []string
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		h, hok := have[name]
+		w, wok := want[name]
+		switch {
+		case h == w && hok == wok:
+			continue
+		case !hok:
+			h = "(none)"
+		case !wok:
+			w = "(none)"
+		}
+		if len(diffs) == maxListed {
+			diffs = append(diffs, "and more")
+			break
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s, theirs %s", name, h, w))
+	}
+	return strings.Join(diffs, "; ")
 }
 
 // maxListed bounds the shards an error lists by name.

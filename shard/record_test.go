@@ -117,7 +117,12 @@ func TestMergeRefuses(t *testing.T) {
 			translateShard(t, src, out+"x", Spec{3, 4}, "s2", 1) // elsewhere
 			os.Rename(Part(out+"x", Spec{3, 4}), Part(out, Spec{3, 4}))
 			os.Rename(RecordFile(Part(out+"x", Spec{3, 4})), RecordFile(Part(out, Spec{3, 4})))
-		}, "shard 3/4 was translated with other settings"},
+		}, "shard 3/4 was translated with other settings than shard 1/4, 2/4, 4/4: test s2, theirs s1: translate it again"},
+		{"shard 1 the odd one", func(t *testing.T, src, out string) {
+			translateShard(t, src, out+"x", Spec{1, 4}, "s2", 1)
+			os.Rename(Part(out+"x", Spec{1, 4}), Part(out, Spec{1, 4}))
+			os.Rename(RecordFile(Part(out+"x", Spec{1, 4})), RecordFile(Part(out, Spec{1, 4})))
+		}, "shard 1/4 was translated with other settings than shard 2/4, 3/4, 4/4: test s2, theirs s1"},
 		{"truncated part", func(t *testing.T, src, out string) {
 			os.Truncate(Part(out, Spec{2, 4}), 3)
 		}, "shard 2/4: "},
