@@ -47,6 +47,11 @@ func openShard(flag, src, output string, settings map[string]string, linesPerSen
 			return nil, nil, false, err
 		}
 	}
+	// A Job's pods share the output folder, and its image has no shell
+	// to make it: the shards make it (as the sbatch script does).
+	if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
+		return nil, nil, false, fmt.Errorf("--output: making the folder of the shards' parts: %w", err)
+	}
 	part := shard.Part(output, spec)
 	for _, p := range []string{part, shard.RecordFile(part)} {
 		if err := atomicfile.SameFile(p, src); err != nil {
