@@ -1,6 +1,7 @@
 package onmttok_test
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -48,7 +49,12 @@ func FuzzTokenize(f *testing.F) {
 				}
 			}
 			d := tok.Detokenize(got)
-			if stable[i] {
+			// A literal escape in the input ("％" and four hexadecimal
+			// digits) is decoded by Detokenize as pyonmttok decodes it, into
+			// the character it names, which may be one Tokenize drops (a
+			// control character): such text has no fixed point in the
+			// toolkit either.
+			if stable[i] && !strings.Contains(text, "％") {
 				if again := tok.Detokenize(tok.Tokenize(d)); again != d {
 					t.Errorf("set %d (%+v): %q -> %q -> %q -> %q", i, tok.Options(), text, got, d, again)
 				}
