@@ -15,6 +15,7 @@ import (
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/subword"
 	"github.com/attnx/attnx/translate"
+	"github.com/attnx/attnx/verify"
 )
 
 // nearTie is the relative score gap (testdata/toolkits/onmt_run.py's
@@ -455,7 +456,7 @@ func TestVerifySrcToolkitBeam(t *testing.T) {
 			}
 			cli := readToolkitLines(t, out)
 			code, js, stderr := attnx("verify", "--model", model, "--checkpoint", filepath.Join(src, c.ckpt), "--src", filepath.Join(src, c.test), "--json")
-			var o SrcOutcome
+			var o verify.TestSetOutcome
 			if err := json.Unmarshal([]byte(js), &o); err != nil || code != 0 {
 				t.Fatalf("verify --src --json: exit %d, %v\n%s", code, err, stderr)
 			}

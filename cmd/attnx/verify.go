@@ -12,7 +12,6 @@ import (
 	"github.com/attnx/attnx/reference"
 	"github.com/attnx/attnx/translate"
 	"github.com/attnx/attnx/verify"
-	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -244,7 +243,8 @@ func runVerify(args []string) error {
 	}
 	opt := verify.Options{ModelDir: *model, Info: info, Checkpoint: files, Maps: maps, Inputs: *inputs, Batch: *batch, SrcLen: *srcLen, Seed: *seed,
 		Reference: referenceRunner, Rows: *verbose || *asJSON, TorchModule: *torchModule, MinAgreement: *minAgreement,
-		Beam: *beam, LengthPenalty: *alpha, Backend: *backend, Search: beamSearch(fs, info, *rules, *nBest, alpha)}
+		Beam: *beam, LengthPenalty: *alpha, Backend: *backend}
+	opt.Search, opt.LengthPenalty = verify.ModelBeamSearch(info, *rules, *nBest, *alpha, fs.Changed("length-penalty"))
 	if fs.Changed("steps") || *inputs == "" {
 		opt.Steps = *steps
 	}
@@ -302,28 +302,4 @@ func readModelDir(dir string) (*modeldir.Info, error) {
 		return nil, fmt.Errorf("%s is not a model directory: it has no %s (attnx export writes one)", dir, modeldir.InfoFile)
 	}
 	return info, err
-}
-
-// beamSearch is the beam search verify --beam compares: --rules, else the
-// model's own (attnx.json's defaults), with the model's penalty form and
-// alpha unless the command line sets them (alpha is updated in place).
-func beamSearch(fs *pflag.FlagSet, info *modeldir.Info, rules string, nBest int, alpha *float64) verify.BeamSearch {
-	s := verify.BeamSearch{Rules: rules, NBest: nBest, UNK: info.TargetUNK()}
-	d := info.Defaults
-	if d == nil {
-		return s
-	}
-	if s.Rules == "" {
-		s.Rules = d.Rules
-	}
-	if s.Rules != d.Rules || s.Rules == "" || s.Rules == translate.RulesSpec {
-		return s
-	}
-	if !fs.Changed("length-penalty") && d.LengthPenalty != nil {
-		*alpha = *d.LengthPenalty
-	}
-	if s.Rules == translate.RulesOpenNMT {
-		s.OpenNMTPenalty = d.LengthPenaltyForm
-	}
-	return s
 }

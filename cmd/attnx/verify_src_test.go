@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/verify"
 )
 
 // TestVerifySrc verifies the SentencePiece demo model on 25 held-out
@@ -35,7 +37,7 @@ func TestVerifySrc(t *testing.T) {
 	os.WriteFile(refFile, []byte(strings.Join(ref, "\n")+"\n"), 0o644)
 
 	code, out, errs := attnx("verify", "--model", dir, "--checkpoint", ckpt, "--src", srcFile, "--ref", refFile, "--batch", "10", "--json")
-	var o SrcOutcome
+	var o verify.TestSetOutcome
 	if code != 0 || json.Unmarshal([]byte(out), &o) != nil {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -57,7 +59,7 @@ func TestVerifySrc(t *testing.T) {
 			t.Fatal(errs)
 		}
 		code, out, errs := attnx("verify", "--model", qdir, "--checkpoint", ckpt, "--src", srcFile, "--batch", "10", "--json")
-		var q SrcOutcome
+		var q verify.TestSetOutcome
 		if code != 0 || json.Unmarshal([]byte(out), &q) != nil {
 			t.Fatalf("%s: exit %d\n%s\n%s", w, code, out, errs)
 		}
