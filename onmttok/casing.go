@@ -4,9 +4,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/text/cases"
-	"golang.org/x/text/language"
 )
 
 // updateCasing is the casing of a token after one more letter.
@@ -47,8 +44,8 @@ func updateCasing(cur Casing, c caseType, index int) Casing {
 }
 
 // lowercaseToken lowercases a token's letters and says what its casing was.
-// With a language, the text is lowercased by that language's rules (the
-// Tokenizer uses ICU's; golang.org/x/text/cases here).
+// With a language, the text is lowercased by that language's rules, as
+// ICU does (casemap.go).
 func lowercaseToken(s, lang string) (string, Casing) {
 	casing := CasingNone
 	index := 0
@@ -61,7 +58,7 @@ func lowercaseToken(s, lang string) (string, Casing) {
 		}
 	})
 	if lang != "" {
-		return cases.Lower(language.Make(lang)).String(s), casing
+		return icuLower(s, caseLocaleOf(lang)), casing
 	}
 	if !upper {
 		return s, casing
@@ -84,11 +81,11 @@ func restoreCasing(s string, casing Casing, lang string) string {
 		return s
 	}
 	if lang != "" {
-		tag := language.Make(lang)
+		loc := caseLocaleOf(lang)
 		if casing == CasingCapitalized {
-			return titleWhole(s, tag)
+			return icuTitle(s, loc)
 		}
-		return cases.Upper(tag).String(s)
+		return icuUpper(s, loc)
 	}
 	b := make([]byte, 0, len(s)+4)
 	first := true
@@ -101,19 +98,6 @@ func restoreCasing(s string, casing Casing, lang string) string {
 		first = false
 	})
 	return string(b)
-}
-
-// titleWhole titlecases a string as one word (ICU's
-// U_TITLECASE_WHOLE_STRING): its first cased character titlecased by the
-// language's rules, the rest lowercased.
-func titleWhole(s string, tag language.Tag) string {
-	for i, r := range s {
-		if unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) {
-			n := len(string(r))
-			return s[:i] + cases.Title(tag).String(s[i:i+n]) + cases.Lower(tag).String(s[i+n:])
-		}
-	}
-	return s
 }
 
 // Case markup.

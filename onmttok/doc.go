@@ -8,5 +8,9 @@
 // Character classes (general categories, scripts, case mappings) come
 // from Go's unicode package, which has the same Unicode version as the ICU
 // the Tokenizer was checked with; the script extensions of common
-// characters, which Go lacks, are generated from ICU (go generate).
+// characters, which Go lacks, are generated from ICU (go generate). With
+// a lang, tokens are lowercased, uppercased and titlecased as ICU 72 does
+// it for that locale (Turkish and Azeri i, Lithuanian dot above, Greek
+// uppercasing, Dutch IJ, Armenian ech-yiwn, full mappings and final
+// sigma), from case properties and full mappings generated from ICU too.
 package onmttok

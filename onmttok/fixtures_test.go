@@ -82,12 +82,13 @@ func fixtureTokenizer(t testing.TB, kw map[string]any) *onmttok.Tokenizer {
 
 // TestPyonmttokFixtures: every committed option set tokenizes every test
 // text into pyonmttok's tokens and detokenizes them into its text; the
-// same on random texts (random.jsonl).
+// same on random texts (random.jsonl) and with lang set to each language
+// whose case mappings ICU treats specially (lang_casing.jsonl).
 func TestPyonmttokFixtures(t *testing.T) {
 	for _, f := range []struct {
 		path           string
 		minSets, lines int
-	}{{"testdata/expected.jsonl", 57, 3135}, {"testdata/random.jsonl", 22, 8719}} {
+	}{{"testdata/expected.jsonl", 57, 3135}, {"testdata/random.jsonl", 22, 8719}, {"testdata/lang_casing.jsonl", 14, 2982}} {
 		t.Run(filepath.Base(f.path), func(t *testing.T) { checkFixtures(t, f.path, f.minSets, f.lines) })
 	}
 }

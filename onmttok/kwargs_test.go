@@ -92,30 +92,32 @@ func TestUnicodeVersion(t *testing.T) {
 	}
 }
 
-// TestScriptsTableFresh: scripts_table.go is what its generator writes
-// from this machine's ICU (whose Unicode version must be Go's), as a
-// protobuf binding is what protoc writes.
+// TestScriptsTableFresh: scripts_table.go and casing_table.go are what
+// their generator writes from this machine's ICU (whose Unicode version
+// must be Go's), as a protobuf binding is what protoc writes.
 func TestScriptsTableFresh(t *testing.T) {
 	testenv.Command(t, "cc", "gcc")
 	if _, err := os.Stat("/usr/include/unicode/uscript.h"); err != nil {
 		testenv.Missing(t, "ICU's headers", "apt-get install libicu-dev", err)
 	}
-	out := filepath.Join(t.TempDir(), "scripts_table.go")
+	dir := t.TempDir()
 	cmd := exec.Command("sh", "internal/icugen/gen.sh")
-	cmd.Env = append(os.Environ(), "OUT="+out)
+	cmd.Env = append(os.Environ(), "OUT="+dir)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen.sh: %v\n%s", err, b)
 	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile("scripts_table.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Fatal("scripts_table.go is stale: run go generate ./onmttok")
+	for _, name := range []string{"scripts_table.go", "casing_table.go"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s is stale: run go generate ./onmttok", name)
+		}
 	}
 }
 
