@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
+	"os"
+	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/attnx/attnx/mtscore"
 )
@@ -73,10 +71,9 @@ func runScore(args []string) error {
 	case *wordOrder < 0:
 		return &usageError{fmt.Sprintf("--chrf-word-order %d: must not be negative", *wordOrder)}
 	}
-	for _, m := range *metrics {
-		if m != "bleu" && m != "chrf" && m != "rouge" {
-			return &usageError{fmt.Sprintf("--metrics %s: want bleu, chrf and/or rouge", m)}
-		}
+	var metric *mtscore.MetricError
+	if errors.As(mtscore.CheckMetrics(*metrics), &metric) {
+		return &usageError{fmt.Sprintf("--metrics %s: want bleu, chrf and/or rouge", metric.Name)}
 	}
 	if *tagSentences && *keepTags {
 		return &usageError{"--rouge-tag-sentences splits at the tags it removes: it does not go with --keep-sentence-tags"}
@@ -84,134 +81,72 @@ func runScore(args []string) error {
 	if *tagSentences && *rougeImpl == mtscore.RougeScore {
 		return &usageError{"--rouge-tag-sentences is ROUGE-1.5.5's (--rouge rouge155): rouge-score's ROUGE-Lsum takes the tags' sentences already"}
 	}
-	ro := mtscore.RougeOptions{Impl: *rougeImpl, KeepSentenceTags: *keepTags, TagSentences: *tagSentences}
+	co := mtscore.CorpusOptions{Metrics: *metrics,
+		BLEU:  mtscore.BLEUOptions{Tokenize: *tokenize, Smooth: *smooth, Lowercase: *lowercase},
+		ChrF:  mtscore.ChrFOptions{WordOrder: *wordOrder, Lowercase: *lowercase},
+		Rouge: mtscore.RougeOptions{Impl: *rougeImpl, KeepSentenceTags: *keepTags, TagSentences: *tagSentences}}
 	switch *rougeStem {
 	case "default":
 	case "yes", "no":
 		stem := *rougeStem == "yes"
-		ro.Stem = &stem
+		co.Rouge.Stem = &stem
 	default:
 		return &usageError{fmt.Sprintf("--rouge-stem %q: want default, yes or no", *rougeStem)}
 	}
-	hypName := stdinName
-	if fs.NArg() == 1 {
-		hypName = fs.Arg(0)
+	if *smoothValue >= 0 {
+		co.BLEU.SmoothValue = smoothValue
 	}
-	hyps, err := readScored(hypName)
+	hyps, refLines, err := readScoredFiles(fs.Args(), *refs)
 	if err != nil {
 		return err
 	}
+	if slices.Contains(*metrics, mtscore.MetricRouge) && len(refLines) != 1 {
+		return &usageError{"--metrics rouge scores against one --ref"}
+	}
+	scores, err := mtscore.Corpus(hyps, refLines, co)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	if *jsonOut {
+		return scores.WriteJSON(stdout, *width)
+	}
+	return scores.WriteText(stdout, *width)
+}
+
+// readScoredFiles reads the hypotheses (args' file, else stdin) and the
+// references, each with one line per hypothesis, as sacreBLEU reads them.
+func readScoredFiles(args, refs []string) ([]string, [][]string, error) {
+	hypName := stdinName
+	if len(args) == 1 {
+		hypName = args[0]
+	}
+	hyps, err := readScored(hypName)
+	if err != nil {
+		return nil, nil, err
+	}
 	var refLines [][]string
-	for _, r := range *refs {
+	for _, r := range refs {
 		lines, err := readScored(r)
 		if err != nil {
-			return fmt.Errorf("--ref %w", err)
+			return nil, nil, fmt.Errorf("--ref %w", err)
 		}
 		if len(lines) != len(hyps) {
-			return fmt.Errorf("--ref %s has %d lines and %s has %d: a reference needs one line per hypothesis", r, len(lines), hypName, len(hyps))
+			return nil, nil, fmt.Errorf("--ref %s has %d lines and %s has %d: a reference needs one line per hypothesis", r, len(lines), hypName, len(hyps))
 		}
 		refLines = append(refLines, lines)
 	}
-	bo := mtscore.BLEUOptions{Tokenize: *tokenize, Smooth: *smooth, Lowercase: *lowercase}
-	if *smoothValue >= 0 {
-		bo.SmoothValue = smoothValue
-	}
-	var scores []mtscore.Score
-	var rouge []mtscore.RougeResult
-	for _, m := range *metrics {
-		if m == "rouge" {
-			if len(refLines) != 1 {
-				return &usageError{"--metrics rouge scores against one --ref"}
-			}
-			if rouge, err = mtscore.Rouge(hyps, refLines[0], ro); err != nil {
-				return &usageError{err.Error()}
-			}
-			continue
-		}
-		var s mtscore.Score
-		if m == "bleu" {
-			s, err = mtscore.BLEU(hyps, refLines, bo)
-		} else {
-			s, err = mtscore.ChrF(hyps, refLines, mtscore.ChrFOptions{WordOrder: *wordOrder, Lowercase: *lowercase})
-		}
-		if err != nil {
-			return &usageError{err.Error()}
-		}
-		scores = append(scores, s)
-	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	if !*jsonOut {
-		for _, s := range scores {
-			fmt.Fprintln(w, mtscore.Line(s, *width))
-		}
-		w.WriteString(mtscore.RougeLines(rouge, *width))
-		return nil
-	}
-	var objs [][]byte
-	for _, s := range scores {
-		js, err := mtscore.JSON(s, *width)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, js)
-	}
-	if rouge != nil {
-		scale := math.Pow(10, float64(*width))
-		r := func(x float64) float64 { return math.Round(x*scale) / scale }
-		for i := range rouge {
-			rouge[i].Recall, rouge[i].Precision, rouge[i].F = r(rouge[i].Recall), r(rouge[i].Precision), r(rouge[i].F)
-		}
-		js, err := json.MarshalIndent(map[string]any{"name": "ROUGE", "implementation": cmp.Or(*rougeImpl, mtscore.Rouge155), "scores": rouge}, "", " ")
-		if err != nil {
-			return err
-		}
-		objs = append(objs, js)
-	}
-	if len(objs) > 1 {
-		w.WriteString("[\n")
-	}
-	for i, js := range objs {
-		w.Write(js)
-		if i < len(objs)-1 {
-			w.WriteString(",")
-		}
-		w.WriteString("\n")
-	}
-	if len(objs) > 1 {
-		w.WriteString("]\n")
-	}
-	return nil
+	return hyps, refLines, nil
 }
 
-// readScored reads a file to score as sacreBLEU's command does: lines
-// end at \n, \r\n or a lone \r (Python's universal newlines), the text
-// must be UTF-8, and an empty file is refused, since it usually means that
-// the translation failed.
+// readScored reads path ("-": stdin) with mtscore.ReadLines.
 func readScored(path string) ([]string, error) {
-	lines, err := readLines(path, universalEnds)
+	if path == stdinName {
+		return mtscore.ReadLines(stdin, path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(lines) == 0 {
-		return nil, fmt.Errorf("%s is empty: nothing to score (a failed translation?)", path)
-	}
-	for i, l := range lines {
-		if !utf8.ValidString(l) {
-			return nil, fmt.Errorf("%s line %d: not valid UTF-8 (at byte %d of the line)", path, i+1, invalidAt(l))
-		}
-	}
-	return lines, nil
-}
-
-// invalidAt is the offset of s's first byte that is not valid UTF-8.
-func invalidAt(s string) int {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
-				return i
-			}
-		}
-	}
-	return len(s)
+	defer f.Close()
+	return mtscore.ReadLines(f, path)
 }
