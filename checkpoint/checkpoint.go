@@ -56,6 +56,20 @@ type StateDict struct {
 	// chatbot tutorial): its other entries, such as options and
 	// vocabularies.
 	Origin *Origin
+	// Views says, for each tensor of a torch.save file, where in the
+	// file's storages its elements lie. Tensors with equal views are one
+	// tensor in PyTorch (tied weights, which torch.save writes once), as
+	// an in-place update of one changes the other. nil for safetensors.
+	Views map[string]View
+}
+
+// View is where a tensor of a torch.save file keeps its elements: the
+// storage's key in the file, the first element's offset in it, and the
+// tensor's size and strides as written ("[3 4]").
+type View struct {
+	Storage      string
+	Offset       int
+	Size, Stride string
 }
 
 // Tensor returns the tensor called key, or an error naming the key.

@@ -23,6 +23,10 @@ const (
 type Files struct {
 	Path             string
 	Encoder, Decoder string
+	// Average, when set, lists several checkpoints of one model, read and
+	// averaged with Average into the model's weights; Path is then the
+	// first of them (where files beside the checkpoint are looked for).
+	Average []string
 }
 
 // Check says whether exactly one of the two forms is given.
@@ -35,12 +39,17 @@ func (f Files) Check() error {
 		return errors.New("no checkpoint given")
 	case pair && (f.Encoder == "" || f.Decoder == ""):
 		return errors.New("the encoder's and the decoder's checkpoints go together: give both")
+	case len(f.Average) > 0 && (pair || f.Path != f.Average[0]):
+		return errors.New("averaged checkpoints are given as Average, with Path their first")
 	}
 	return nil
 }
 
 // String names the files for messages: "model.pt", or "enc.pt + dec.pt".
 func (f Files) String() string {
+	if len(f.Average) > 1 {
+		return "the average of " + strings.Join(f.Average, ", ")
+	}
 	if f.Path != "" || f.Encoder == "" && f.Decoder == "" {
 		return f.Path
 	}
@@ -49,6 +58,9 @@ func (f Files) String() string {
 
 // Base is String with directories removed.
 func (f Files) Base() string {
+	if len(f.Average) > 1 {
+		return "the average of " + baseNames(f.Average)
+	}
 	if f.Path != "" || f.Encoder == "" && f.Decoder == "" {
 		return filepath.Base(f.Path)
 	}
@@ -58,7 +70,9 @@ func (f Files) Base() string {
 // LoadModel reads an encoder-decoder model's weights and puts their names
 // in attnx's layout: one file is read with Load and a wrapper prefix in
 // front of encoder./decoder. is stripped (StripPrefix); two files are read
-// with LoadPair. Then renames are applied in order (Rename). Every step that
+// with LoadPair; several to average (Files.Average) with Average, and
+// their average is treated as one file's. Then renames are applied in
+// order (Rename). Every step that
 // changes names adds a note.
 func LoadModel(f Files, renames []Rename) (*StateDict, error) {
 	if err := f.Check(); err != nil {
@@ -66,7 +80,11 @@ func LoadModel(f Files, renames []Rename) (*StateDict, error) {
 	}
 	var sd *StateDict
 	var err error
-	if f.Path != "" {
+	if len(f.Average) > 0 {
+		if sd, err = Average(f.Average); err != nil {
+			return nil, err
+		}
+	} else if f.Path != "" {
 		if sd, err = Load(f.Path); err != nil {
 			return nil, err
 		}

@@ -112,8 +112,24 @@ func buildStateDict(obj any, src storageSource, size int64, format string) (*Sta
 		}
 		sd.Keys = append(sd.Keys, e.key)
 		sd.Tensors[e.key] = t
+		if pt, ok := e.t.(*ptTensor); ok {
+			if sd.Views == nil {
+				sd.Views = map[string]View{}
+			}
+			sd.Views[e.key] = viewOf(pt)
+		}
 	}
 	return sd, nil
+}
+
+// viewOf says where a tensor's elements lie: its storage (for a legacy
+// view, the storage it is a view of) and its offset, shape and strides.
+func viewOf(t *ptTensor) View {
+	st, off := t.storage, t.offset
+	for st.base != nil {
+		st, off = st.base, off+st.at
+	}
+	return View{Storage: st.key, Offset: off, Size: fmt.Sprint(t.size), Stride: fmt.Sprint(t.stride)}
 }
 
 type archive struct {

@@ -96,6 +96,11 @@ type Options struct {
 	// files, the encoder's and the decoder's state dicts; Export's
 	// checkpointPath is then "".
 	EncoderCheckpoint, DecoderCheckpoint string
+	// Average lists several checkpoints of one model whose average is
+	// exported (attnx export A B C --average; checkpoint.Average, the
+	// toolkit's own script's arithmetic); Export's checkpointPath is then
+	// the first of them.
+	Average []string
 	// Maps rename key prefixes, in order, once the checkpoint is read
 	// (attnx export --map FROM=TO).
 	Maps []checkpoint.Rename
@@ -123,7 +128,7 @@ type Options struct {
 
 // files names the checkpoint files Export reads.
 func (o Options) files(path string) checkpoint.Files {
-	return checkpoint.Files{Path: path, Encoder: o.EncoderCheckpoint, Decoder: o.DecoderCheckpoint}
+	return checkpoint.Files{Path: path, Encoder: o.EncoderCheckpoint, Decoder: o.DecoderCheckpoint, Average: o.Average}
 }
 
 // FileInfo describes one file written into the directory.

@@ -32,7 +32,16 @@ state and the like, which are ignored), nested dicts ({"encoder": ...,
 "decoder": ...}), or the whole pickled module (torch.save(model)), read
 without its class code; nothing in the file is executed. A prefix in front
 of encoder./decoder. (DataParallel's module., Lightning's model.) is
-stripped. A model saved as two files, the encoder's and the decoder's, is
+stripped. With --average, CHECKPOINT... are several saved states of one OpenNMT-py or
+fairseq model (the last few of a training run), and their average is
+exported: the very float32 values OpenNMT-py's tools/average_models.py or
+fairseq's scripts/average_checkpoints.py write for those files in that
+order (a running mean for OpenNMT-py, a sum divided by N for fairseq; give
+the files in the order the script was given them: fairseq's
+--num-update-checkpoints takes the newest first), with the first file's
+options and vocabulary. The files must hold the same tensors, shapes and
+vocabulary; an error names what differs. A model saved as two files, the
+encoder's and the decoder's, is
 given as --encoder ENC --decoder DEC instead of CHECKPOINT. --map FROM=TO
 (repeatable) then renames keys starting with FROM, for models whose
 attribute names differ from attnx's. The notes say each thing done to the
@@ -82,7 +91,8 @@ Example:
   attnx verify --model model/ --checkpoint model.pt
   attnx export --encoder encoder.pt --decoder decoder.pt -o model/
       (a model trained with PyTorch's seq2seq tutorial: SOS 0, EOS 1)
-  attnx export model.pt -o model/ --map decoder.attention.W1=decoder.fc_hidden`
+  attnx export model.pt -o model/ --map decoder.attention.W1=decoder.fc_hidden
+  attnx export ckpt/model_step_800.pt ckpt/model_step_900.pt ckpt/model_step_1000.pt --average -o model/`
 }
 
 // optionalInt is an int64 flag that remembers whether it was given.
@@ -149,6 +159,7 @@ func runExport(args []string) error {
 	decoder := fs.String("decoder", "", "the decoder's checkpoint, for a model saved as two files (with --encoder)")
 	var maps renameFlags
 	fs.Var(&maps, "map", "rename keys starting with FROM to start with TO once the checkpoint is read (repeatable, applied in order)")
+	average := fs.Bool("average", false, "export the average of several checkpoints of one OpenNMT-py or fairseq model, given as CHECKPOINT..., with the arithmetic of the toolkit's own script (average_models.py, average_checkpoints.py)")
 	toolkitConfig := fs.String("config", "", "a JoeyNMT model's config.yaml (default: config.yaml beside CHECKPOINT)")
 	fairseqData := fs.String("data", "", "a fairseq model's data-bin `DIR`, with its dictionaries dict.SRC.txt and dict.TGT.txt (default: beside CHECKPOINT, its data-bin, then the cfg's task.data)")
 	srcLang := fs.String("source-lang", "", "a fairseq model's source language, when its cfg names none (fairseq's --source-lang)")
@@ -179,8 +190,12 @@ func runExport(args []string) error {
 		return &usageError{"--encoder needs --decoder (the decoder's checkpoint)"}
 	case !pair && len(pos) == 0:
 		return &usageError{"missing CHECKPOINT (a .pt or .safetensors state_dict), or --encoder ENC --decoder DEC"}
-	case len(pos) > 1:
-		return &usageError{fmt.Sprintf("one CHECKPOINT expected, got %d arguments: %s", len(pos), strings.Join(pos, " "))}
+	case *average && pair:
+		return &usageError{"--average takes the checkpoints to average as CHECKPOINT..., not --encoder and --decoder"}
+	case *average && len(pos) < 2:
+		return &usageError{fmt.Sprintf("--average needs two or more checkpoints of one model, got %d: %s", len(pos), strings.Join(pos, " "))}
+	case len(pos) > 1 && !*average:
+		return &usageError{fmt.Sprintf("one CHECKPOINT expected, got %d arguments: %s (to export their average, add --average)", len(pos), strings.Join(pos, " "))}
 	case *out == "":
 		return &usageError{"missing -o DIR (the model directory to write)"}
 	}
@@ -228,6 +243,9 @@ func runExport(args []string) error {
 	files := checkpoint.Files{Encoder: *encoder, Decoder: *decoder}
 	if !pair {
 		files.Path = pos[0]
+	}
+	if *average {
+		files.Average, opt.Average = pos, pos
 	}
 	if *arch != "" {
 		a, err := attention.ParseArch(*arch)
