@@ -49,6 +49,7 @@ var Unchanging = map[string]string{
 	"Options.MaxLiveBytes":    "memory of the calls in progress: a call waits, its result is the same",
 	"Corpus.Lanes":            "batches decoded at the same time: each batch decodes alone",
 	"Corpus.WithoutAttention": "whether results carry attention: what is written of it is Output's",
+	"Corpus.AnyOrder":         "the order in which results reach the writer, which puts them in the file's order",
 }
 
 // Fields returns the settings as one value per name: "model/NAME" for

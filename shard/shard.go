@@ -11,12 +11,14 @@
 // bytes around its two edges, whatever the file's size. A line longer than
 // C can leave a shard empty.
 //
-// A translated shard is written to its part file (Part) atomically, and
-// then its record (Record, the part's name plus ".json"), which makes it
-// done: a shard run again whose record matches its source bytes and its
-// settings is skipped, so a retried pod redoes only what is missing.
-// Merge joins the parts of all N shards, checking their records against
-// each other and their files.
+// A shard is translated by a Job (OpenJob, Job.Translate): its part file
+// (Part) is written atomically as the sentences finish, in order, the
+// results that wait for the sentences before them held in a bounded
+// buffer and past it in a spill file, and then its record (Record, the
+// part's name plus ".json"), which makes it done: a shard run again whose
+// record matches its source bytes and its settings is skipped, so a
+// retried pod redoes only what is missing. Merge joins the parts of all N
+// shards, checking their records against each other and their files.
 package shard
 
 import (

@@ -36,6 +36,13 @@ type CorpusOptions struct {
 	// is most of the run, so on a large corpus the attention is most of
 	// the memory.
 	WithoutAttention bool
+	// AnyOrder calls emit with each result as soon as its batch is done,
+	// in the order the batches finish, instead of holding it until every
+	// sentence before it is done: TranslateCorpus then keeps no results,
+	// and the caller puts them in order (shard's parts do, through a
+	// file when they would not fit in memory). Blank lines are emitted
+	// first. The results are the same either way.
+	AnyOrder bool
 }
 
 // ToolkitBatches is a toolkit's batch size: Size sentences, or with Tokens
@@ -64,7 +71,8 @@ type CorpusStats struct {
 // (attnx.json's defaults.batching), each sentence gets the limit of the
 // batch the toolkit would have put it in; and
 // emit is called with each result in the original order, as soon as it and
-// every sentence before it are done. Blank lines give empty results. Lines
+// every sentence before it are done (with CorpusOptions.AnyOrder, as soon as
+// it is done). Blank lines give empty results. Lines
 // are text, or token ids when the model has no source vocabulary. A line
 // that cannot be translated stops it with a *BadInputError naming the line
 // (line numbers count from first). progress, when not nil, hears the
@@ -190,15 +198,18 @@ func (t *Translator) translateCorpus(ctx context.Context, sources Sources, co Co
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		results = make([]Result, len(rows))
-		done    = make([]bool, len(rows))
+		results []Result // held until the sentences before them are emitted
+		done    []bool
 		next    int
 		ndone   int
 		firstEr error
 	)
-	for i, r := range rows {
-		if r == nil {
-			done[i] = true
+	if !co.AnyOrder {
+		results, done = make([]Result, len(rows)), make([]bool, len(rows))
+		for i, r := range rows {
+			if r == nil {
+				done[i] = true
+			}
 		}
 	}
 	fail := func(err error) {
@@ -207,8 +218,19 @@ func (t *Translator) translateCorpus(ctx context.Context, sources Sources, co Co
 			cancel()
 		}
 	}
-	// flush emits the finished prefix; mu is held.
+	// flush emits the finished prefix (with AnyOrder, the blank rows
+	// first); mu is held.
 	flush := func() {
+		if co.AnyOrder {
+			for ; next < len(rows) && firstEr == nil; next++ {
+				if rows[next] == nil {
+					if err := emit(next, Result{}); err != nil {
+						fail(err)
+					}
+				}
+			}
+			return
+		}
 		for next < len(rows) && done[next] && firstEr == nil {
 			if err := emit(next, results[next]); err != nil {
 				fail(err)
@@ -257,8 +279,14 @@ func (t *Translator) translateCorpus(ctx context.Context, sources Sources, co Co
 					continue
 				}
 				for k, i := range idx {
-					results[i], done[i] = res[k], true
 					st.OutputTokens += OutputLen(res[k].Tokens, t.info.Special.EOS)
+					if !co.AnyOrder {
+						results[i], done[i] = res[k], true
+					} else if firstEr == nil {
+						if err := emit(i, res[k]); err != nil {
+							fail(err)
+						}
+					}
 				}
 				ndone += len(idx)
 				flush()

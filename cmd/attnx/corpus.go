@@ -28,9 +28,9 @@ type corpusJob struct {
 	plot        string
 	opts        translate.CorpusOptions
 	// shard, when set, is the shard of src being translated, whose lines
-	// are read already: output is its part file, which gets its record.
-	shard *shardJob
-	lines []string
+	// are read already: its part file gets the output, and then its
+	// record.
+	shard *shard.Job
 }
 
 // corpusLanes chooses the lanes and the ONNX Runtime threads of each: by
@@ -68,22 +68,16 @@ func noteSegmented(tr *translate.Translator, inputs []string) {
 var corpusEmitted func(i int)
 
 func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
-	lines := job.lines
-	if job.shard == nil {
-		if lines, err = readSegments(job.src); err != nil {
-			return fmt.Errorf("--src: %w", err)
-		}
-	} else {
-		job.output = job.shard.part
-		if tr.BatchDependentLimits() {
-			fmt.Fprintf(stderr, "attnx translate: note: the model's output limits depend on its toolkit's batches (attnx.json's defaults.batching): shard %s is batched as the toolkit would batch it alone, so a sentence near its edges may get another limit than in one run over the whole file; --max-len N --max-len-ratio 0 gives every sentence the same limit in any shard\n",
-				job.shard.rec.Shard)
-		}
+	if job.shard != nil {
+		return translateShard(tr, job)
+	}
+	lines, err := readSegments(job.src)
+	if err != nil {
+		return fmt.Errorf("--src: %w", err)
 	}
 	noteSegmented(tr, lines)
 	var w *bufio.Writer
 	var af *atomicfile.File
-	var counted *shard.Counter
 	if job.output != "" {
 		if af, err = atomicfile.Create(job.output, 0o644); err != nil {
 			return fmt.Errorf("--output: %w", err)
@@ -93,12 +87,7 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 				af.Discard()
 			}
 		}()
-		var dst io.Writer = af
-		if job.shard != nil {
-			counted = shard.NewCounter(af)
-			dst = counted
-		}
-		w = bufio.NewWriterSize(dst, 1<<16)
+		w = bufio.NewWriterSize(af, 1<<16)
 	} else {
 		w = bufio.NewWriter(stdout)
 	}
@@ -134,9 +123,6 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	})
 	bar.finish()
 	if err != nil {
-		if job.shard != nil {
-			err = job.shard.lineInFile(err)
-		}
 		return translateCLIError(fmt.Errorf("%s %w", job.src, err))
 	}
 	if err := w.Flush(); err != nil {
@@ -147,28 +133,28 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 			return err
 		}
 	}
-	if job.shard != nil {
-		// The part is complete: its record makes the shard done.
-		if err := shard.WriteRecord(job.shard.part, job.shard.rec, counted); err != nil {
-			return err
-		}
-	}
 	if err := plot.Close(); err != nil {
 		return err
 	}
-	secs := time.Since(start).Seconds()
 	where := "stdout"
 	if job.output != "" {
 		where = job.output
 	}
-	lanes := max(job.opts.Lanes, 1)
+	corpusSummary(tr, st, time.Since(start), job.opts.Lanes, where)
+	return nil
+}
+
+// corpusSummary prints a test set's totals, and the count of pieces that
+// went in as the unknown token.
+func corpusSummary(tr *translate.Translator, st translate.CorpusStats, took time.Duration, lanes int, where string) {
+	secs := took.Seconds()
+	lanes = max(lanes, 1)
 	fmt.Fprintf(stderr, "attnx translate: %d %s (%d blank) in %.2fs: %.1f sentences/s, %.0f tokens/s out (%d source, %d output tokens), %d %s on %d %s -> %s\n",
 		st.Sentences, plural(int64(st.Sentences), "sentence", "sentences"), st.Empty, secs, float64(st.Sentences)/secs, float64(st.OutputTokens)/secs, st.SourceTokens, st.OutputTokens,
 		st.Batches, plural(int64(st.Batches), "batch", "batches"), lanes, plural(int64(lanes), "lane", "lanes"), where)
 	if n := tr.UnknownPieces(); n > 0 {
 		fmt.Fprintf(stderr, "attnx translate: note: %d source %s not in the model's vocabulary and went in as the unknown token\n", n, plural(n, "piece was", "pieces were"))
 	}
-	return nil
 }
 
 // writeCorpusResult writes one sentence's translation: its text (token ids

@@ -1,13 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
-	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"
 )
@@ -27,98 +29,70 @@ complete or not at all. The parts are left in place, or with
 --remove-parts removed once OUTPUT is written.`
 }
 
-// shardJob is translate --src FILE --shard K/N: the shard being read and
-// the record its part gets.
-type shardJob struct {
-	src  *shard.Source
-	rec  shard.Record
-	part string
-}
-
-// openShard reads the lines of the shard the --shard flag names, and says
-// whether its part is finished already (skip) with the settings given.
-func openShard(flag, src, output string, settings map[string]string, linesPerSentence int) (job *shardJob, lines []string, skip bool, err error) {
+// openShard opens the shard the --shard flag names (shard.OpenJob), and
+// says whether its part is finished already (skip) with the settings
+// given.
+func openShard(flag, src, output string, settings map[string]string, linesPerSentence int) (job *shard.Job, skip bool, err error) {
 	spec, err := shard.Parse(flag, os.Getenv)
 	if err != nil {
-		return nil, nil, false, &usageError{"--" + err.Error()}
+		return nil, false, &usageError{"--" + err.Error()}
 	}
 	if flag == "auto" {
-		if err := checkAutoCount(output, spec); err != nil {
-			return nil, nil, false, err
+		if err := shard.CheckCount(output, spec); err != nil {
+			return nil, false, shardCLIError(err)
 		}
 	}
-	// A Job's pods share the output folder, and its image has no shell
-	// to make it: the shards make it (as the sbatch script does).
-	if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
-		return nil, nil, false, fmt.Errorf("--output: making the folder of the shards' parts: %w", err)
-	}
-	part := shard.Part(output, spec)
-	for _, p := range []string{part, shard.RecordFile(part)} {
-		if err := atomicfile.SameFile(p, src); err != nil {
-			return nil, nil, false, &usageError{"--shard: " + err.Error()}
-		}
-	}
-	in, err := shard.OpenSource(src, spec)
+	job, err = shard.OpenJob(shard.JobConfig{Source: src, Output: output, Spec: spec, Fields: settings, LinesPerSentence: linesPerSentence})
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("--src: %w", err)
+		return nil, false, shardCLIError(err)
 	}
-	lines, err = splitLines(in.Reader(), src, newlineEnds)
-	if err != nil {
-		in.Close()
-		return nil, nil, false, fmt.Errorf("--src: %w", err)
-	}
-	job = &shardJob{src: in, rec: in.Record(settings, len(lines), linesPerSentence), part: part}
-	done, why, err := shard.Finished(job.part, job.rec)
-	if err != nil {
-		in.Close()
-		return nil, nil, false, err
-	}
+	in := job.Source()
 	switch {
-	case done:
+	case job.Done:
 		fmt.Fprintf(stderr, "attnx translate: shard %s of %s (%d sentences, bytes %d-%d) is done already (%s, %s): skipped\n",
-			spec, src, len(lines), in.Start, in.End, job.part, filepath.Base(shard.RecordFile(job.part)))
-		in.Close()
-		return nil, nil, true, nil
-	case why != "":
-		fmt.Fprintf(stderr, "attnx translate: note: shard %s: translating it again: %s\n", spec, why)
+			spec, src, len(job.Lines), in.Start, in.End, job.Part, filepath.Base(shard.RecordFile(job.Part)))
+		job.Close()
+		return nil, true, nil
+	case job.Again != "":
+		fmt.Fprintf(stderr, "attnx translate: note: shard %s: translating it again: %s\n", spec, job.Again)
 	}
-	return job, lines, false, nil
+	return job, false, nil
 }
 
-// checkAutoCount refuses --shard auto's spec when records of another
-// count lie beside output: a Slurm task resubmitted alone (sbatch
-// --array=I) is an array of one task, whose variables make it shard 1/1.
-func checkAutoCount(output string, spec shard.Spec) error {
-	counts, err := shard.RecordedCounts(output)
-	if err != nil {
-		return fmt.Errorf("--shard auto: %w", err)
+// shardCLIError makes a shard's SpecError a usage error (exit status 2).
+func shardCLIError(err error) error {
+	var se *shard.SpecError
+	if errors.As(err, &se) {
+		return &usageError{"--" + se.Msg}
 	}
-	for _, n := range counts {
-		if n != spec.N {
-			return &usageError{fmt.Sprintf("--shard auto works out shard %v from the Slurm array's variables, but records of %d shards lie beside %s: a task resubmitted alone makes an array of its own; give --shard auto/%d (task I is then shard I+1 of %d)", spec, n, output, n, n)}
-		}
-	}
-	return nil
-}
-
-// lineInFile rewords a bad line's place in a shard ("line 7") as its line
-// in the whole file, counting the lines before the shard (read only now,
-// for the message).
-func (j *shardJob) lineInFile(err error) error {
-	var bad *translate.BadInputError
-	var i int
-	if !errors.As(err, &bad) {
-		return err
-	}
-	if _, serr := fmt.Sscanf(bad.Input.Where, "line %d", &i); serr != nil {
-		return err
-	}
-	before, lerr := j.src.LinesBefore()
-	if lerr != nil {
-		return err
-	}
-	bad.Input.Where = fmt.Sprintf("line %d (line %d of shard %s)", before+i, i, j.rec.Shard)
 	return err
+}
+
+// translateShard is translateCorpus for a shard: shard.Job.Translate
+// writes its part as the sentences finish, and then its record.
+func translateShard(tr *translate.Translator, job corpusJob) error {
+	sj := job.shard
+	if tr.BatchDependentLimits() {
+		fmt.Fprintf(stderr, "attnx translate: note: the model's output limits depend on its toolkit's batches (attnx.json's defaults.batching): shard %s is batched as the toolkit would batch it alone, so a sentence near its edges may get another limit than in one run over the whole file; --max-len N --max-len-ratio 0 gives every sentence the same limit in any shard\n",
+			sj.Record().Shard)
+	}
+	noteSegmented(tr, sj.Lines)
+	bar := newCorpusBar(len(sj.Lines))
+	start := time.Now()
+	st, err := sj.Translate(context.Background(), tr, shard.TranslateOptions{
+		Corpus: job.opts,
+		Write: func(w io.Writer, i int, res translate.Result) error {
+			return writeCorpusResult(w, tr, sj.Lines[i], res, job)
+		},
+		Progress: bar.set,
+		Written:  corpusEmitted,
+	})
+	bar.finish()
+	if err != nil {
+		return translateCLIError(fmt.Errorf("%s %w", job.src, err))
+	}
+	corpusSummary(tr, st.CorpusStats, time.Since(start), job.opts.Lanes, sj.Part)
+	return nil
 }
 
 // shardSettings returns the settings fields of a shard's record

@@ -14,6 +14,7 @@ import (
 	"github.com/attnx/attnx/internal/atomicfile"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
+	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -302,8 +303,7 @@ func runTranslate(args []string) error {
 		co.ToolkitBatches = &translate.ToolkitBatches{Size: *batch}
 	}
 	var fileLanes int
-	var sj *shardJob
-	var shardLines []string
+	var sj *shard.Job
 	if *shardFlag != "" {
 		settings, err := shardSettings(*model, topt, co, corpusJob{json: *jsonOut, attention: *withAttention, nBest: *nBest, withScore: *withScore, format: *format})
 		if err != nil {
@@ -314,10 +314,10 @@ func runTranslate(args []string) error {
 			perSentence = 1
 		}
 		var skip bool
-		if sj, shardLines, skip, err = openShard(*shardFlag, *src, *output, settings, perSentence); err != nil || skip {
+		if sj, skip, err = openShard(*shardFlag, *src, *output, settings, perSentence); err != nil || skip {
 			return err
 		}
-		defer sj.src.Close()
+		defer sj.Close()
 	}
 	if *src != "" {
 		fileLanes, topt.Threads = corpusLanes(*lanes, *threads)
@@ -342,7 +342,7 @@ func runTranslate(args []string) error {
 
 	if *src != "" {
 		co.Lanes = fileLanes
-		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co, shard: sj, lines: shardLines})
+		return translateCorpus(tr, corpusJob{src: *src, output: *output, json: *jsonOut, attention: *withAttention, nBest: *nBest, format: *format, withScore: *withScore, plot: *plotPath, opts: co, shard: sj})
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
