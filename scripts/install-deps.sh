@@ -31,7 +31,7 @@ say() { echo "install-deps: $*" >&2; }
 
 # --- Debian packages -------------------------------------------------------
 need=()
-for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium sentencepiece curl libicu-dev; do
+for pkg in protobuf-compiler python3-onnx libonnx-testdata python3-torch chromium sentencepiece curl libicu-dev g++; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 		need+=("$pkg")
 	fi
