@@ -160,6 +160,10 @@ type Config struct {
 	// for measuring the server under load; off by default.
 	Profiling bool
 
+	// Onmt, when set, serves OpenNMT-py's REST API (onmt_server's) too,
+	// for the models of its conf.json (ReadOnmtConfig).
+	Onmt *OnmtAPI
+
 	// Open opens a model's backend; nil means OpenBatchingBackend with
 	// Batching, else OpenTranslatorBackend.
 	Open Opener

@@ -131,6 +131,13 @@ func (s *Server) refuse(w http.ResponseWriter, code int, msg string) {
 // own), registered as a reader that a shutdown may cut. It returns 0 or
 // the status and message of what is wrong with the body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *Request, deadline time.Time) (int, string) {
+	return s.readBodyWith(w, r, deadline, func(body io.Reader) (int, string) { return decodeRequest(body, req, s.cfg.MaxBodyBytes) })
+}
+
+// readBodyWith is readBody for any body: decode reads it (bounded by
+// Config.MaxBodyBytes) and returns 0 or the status and message of what is
+// wrong with it.
+func (s *Server) readBodyWith(w http.ResponseWriter, r *http.Request, deadline time.Time, decode func(io.Reader) (int, string)) (int, string) {
 	rc := http.NewResponseController(w)
 	s.readersMu.Lock()
 	if s.readers == nil {
@@ -149,7 +156,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *Request, 
 	// A server not behind net/http (a test's recorder) has no deadline
 	// to set; the request context still bounds it.
 	_ = rc.SetReadDeadline(deadline)
-	code, msg := decodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), req, s.cfg.MaxBodyBytes)
+	code, msg := decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if code == http.StatusRequestTimeout {
 		s.readersMu.Lock()
 		cut := s.cut
@@ -420,6 +427,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc(PathTranslate, s.translate)
 	mux.HandleFunc(PathModelTranslate, s.translate)
 	mux.HandleFunc("GET /{$}", serveViewer)
+	if s.cfg.Onmt != nil {
+		s.onmtRoutes(mux)
+	}
 	if s.cfg.Profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -499,11 +509,22 @@ func (s *Server) handleTranslate(w http.ResponseWriter, r *http.Request) (_ *ser
 	if code, msg := s.readBody(w, r, &req, deadline); code != 0 {
 		return fail(nil, code, "%s", msg)
 	}
-	m, code, msg := s.resolveModel(r.PathValue("name"), req.Model)
+	return s.translateRequest(ctx, w, r, &req, r.PathValue("name"))
+}
+
+// translateRequest answers req, read from r's body or made from another
+// API's request (onmt_server's), for the model named by the path
+// (fromPath, may be empty) or req: the one translation path of every route.
+func (s *Server) translateRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Request, fromPath string) (_ *servedModel, _ int, _ any, release func()) {
+	release = func() {}
+	fail := func(m *servedModel, code int, format string, args ...any) (*servedModel, int, any, func()) {
+		return m, code, ErrorResponse{Error: fmt.Sprintf(format, args...)}, release
+	}
+	m, code, msg := s.resolveModel(fromPath, req.Model)
 	if code != 0 {
 		return fail(nil, code, "%s", msg)
 	}
-	job, msg := s.checkRequest(&req, m)
+	job, msg := s.checkRequest(req, m)
 	if msg != "" {
 		return fail(m, http.StatusBadRequest, "%s", msg)
 	}

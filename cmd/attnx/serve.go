@@ -138,6 +138,8 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens, for requests that set no \"min_len\"")
 	replaceUnk := fs.Bool("replace-unk", false, "replace unknown output tokens with the source tokens they attend to most, for requests that set no \"replace_unk\"")
 	rules := fs.String("rules", "", "the search for requests that set no \"rules\": spec, opennmt, joeynmt or fairseq (default: each model's own, from its attnx.json)")
+	onmtConfig := fs.String("onmt-config", "", "serve OpenNMT-py's REST API (onmt_server's) too, for the models of its `conf.json`: each model path an attnx model directory (attnx export CHECKPOINT -o DIR), each \"opt\" the decoding of that model id's requests (docs/serving.md); instead of --model")
+	urlRoot := fs.String("url-root", serve.DefaultOnmtURLRoot, "with --onmt-config: the prefix of onmt_server's routes (its --url_root): /translator/translate, /translator/models, ...")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token, for requests that set no \"ban_unk\" (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false)")
 	if err := parseFlags(fs, args); err != nil {
 		return serve.Config{}, "", err
@@ -174,8 +176,23 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	if fs.NArg() > 0 {
 		return fail(fmt.Sprintf("unexpected argument %q (models are given with --model DIR)", fs.Arg(0)))
 	}
-	if len(*models) == 0 {
-		return fail("--model DIR is required")
+	var onmt *serve.OnmtAPI
+	switch {
+	case *onmtConfig != "" && len(*models) > 0:
+		return fail("--onmt-config names the models to serve: give it or --model, not both")
+	case *onmtConfig == "" && fs.Changed("url-root"):
+		return fail("--url-root goes with --onmt-config")
+	case *onmtConfig != "":
+		api, dirs, err := serve.ReadOnmtConfig(*onmtConfig, *urlRoot)
+		if err != nil {
+			return fail(err.Error())
+		}
+		onmt = api
+		for _, d := range dirs {
+			*models = append(*models, d.Name+"="+d.Dir)
+		}
+	case len(*models) == 0:
+		return fail("--model DIR (or --onmt-config conf.json) is required")
 	}
 	if err := checkBackend(*backend, *device); err != nil {
 		return serve.Config{}, "", err
@@ -188,6 +205,15 @@ func serveConfig(args []string) (serve.Config, string, error) {
 		MaxRequestMemory: *maxReqMem << 20, MaxMemory: *maxMem << 20, MaxIdleMemory: *maxIdle << 20, IdleRelease: *idleRelease, AllowedHosts: *allowHosts,
 		Profiling: *profiling, RequestTimeout: *reqTimeout, ShutdownTimeout: *shutTimeout, DrainDelay: *drain,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "attnx serve: "+format+"\n", args...) },
+	}
+	if onmt != nil {
+		// onmt_server translates words outside the vocabulary as <unk>.
+		cfg.Onmt, cfg.UnknownToUNK = onmt, true
+		for _, m := range onmt.Models {
+			for _, n := range m.Notes {
+				cfg.Logf("onmt model %d: %s", m.ID, n)
+			}
+		}
 	}
 	for _, m := range *models {
 		md, err := serve.ParseModelDir(m)

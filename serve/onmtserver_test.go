@@ -1,0 +1,257 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/attnx/attnx/modeldir"
+)
+
+const onmtFixture = "../testdata/toolkits/onmt-server"
+
+// onmtRoot is a model root laid out as onmt-server/conf.json's
+// models_root (../onmt-sp): the SentencePiece models beside "model.pt",
+// which here is onmt-sp's checkpoint's attnx export, a directory.
+var onmtRoot struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func onmtModelRoot(t *testing.T) string {
+	t.Helper()
+	needORT(t)
+	onmtRoot.once.Do(func() {
+		exportModels(t) // models.tmp, removed by TestMain
+		onmtRoot.dir = filepath.Join(models.tmp, "onmt-sp")
+		if onmtRoot.err = os.MkdirAll(onmtRoot.dir, 0o755); onmtRoot.err != nil {
+			return
+		}
+		for _, f := range []string{"spm_src.model", "spm_tgt.model"} {
+			var data []byte
+			if data, onmtRoot.err = os.ReadFile(filepath.Join("../testdata/toolkits/onmt-sp", f)); onmtRoot.err != nil {
+				return
+			}
+			if onmtRoot.err = os.WriteFile(filepath.Join(onmtRoot.dir, f), data, 0o644); onmtRoot.err != nil {
+				return
+			}
+		}
+		_, onmtRoot.err = modeldir.Export("../testdata/toolkits/onmt-sp/model.pt", filepath.Join(onmtRoot.dir, "model.pt"), modeldir.Options{})
+	})
+	if onmtRoot.err != nil {
+		t.Fatalf("exporting onmt-sp: %v", onmtRoot.err)
+	}
+	return onmtRoot.dir
+}
+
+// onmtConfFile writes conf (onmt-server/conf.json's text when nil) with
+// models_root set to root, and returns its path.
+func onmtConfFile(t *testing.T, root string, conf map[string]any) string {
+	t.Helper()
+	if conf == nil {
+		data, err := os.ReadFile(filepath.Join(onmtFixture, "conf.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &conf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf["models_root"] = root
+	data, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "conf.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type onmtExchange struct {
+	Name        string          `json:"name"`
+	Method      string          `json:"method"`
+	Path        string          `json:"path"`
+	JSON        json.RawMessage `json:"json"`
+	Body        *string         `json:"body"`
+	Status      int             `json:"status"`
+	ContentType string          `json:"content_type"`
+	Response    string          `json:"response"`
+}
+
+// TestOnmtServerToolkit serves onmt-sp's attnx export with the conf.json
+// OpenNMT-py 3.5.1's onmt_server served its checkpoint with
+// (testdata/toolkits/make_onmt_server.sh), sends every request the
+// toolkit answered, and compares: translations' src, tgt and n_best
+// exactly and pred_score to float32's reach, the other JSON answers
+// exactly; where onmt_server fails (500, an HTML page) attnx answers a
+// JSON error with the status the table gives.
+func TestOnmtServerToolkit(t *testing.T) {
+	root := onmtModelRoot(t)
+	api, dirs, err := ReadOnmtConfig(onmtConfFile(t, root, nil), DefaultOnmtURLRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 1 {
+		t.Fatalf("%d model directories served for conf.json's one: %v", len(dirs), dirs)
+	}
+	srv, err := New(Config{Models: dirs, Onmt: api, UnknownToUNK: true, Batching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Load(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	data, err := os.ReadFile(filepath.Join(onmtFixture, "exchanges.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exchanges []onmtExchange
+	if err := json.Unmarshal(data, &exchanges); err != nil {
+		t.Fatal(err)
+	}
+	// Where onmt_server fails, what attnx answers instead: a JSON error
+	// ({"error": ..., "status": "error"}) with this status, the text
+	// naming what is wrong.
+	refused := map[string]struct {
+		code int
+		says string
+	}{
+		"no_id":         {http.StatusNotFound, "No such model '0'"},
+		"unknown_id":    {http.StatusNotFound, "No such model '7'"},
+		"string_id":     {http.StatusBadRequest, `[0].id = "100": want a model id, an integer`},
+		"no_src":        {http.StatusBadRequest, `no "src"`},
+		"empty_list":    {http.StatusBadRequest, "no inputs"},
+		"object":        {http.StatusBadRequest, "not a JSON list"},
+		"not_json":      {http.StatusBadRequest, "not a JSON list"},
+		"get_translate": {http.StatusMethodNotAllowed, "the method is POST"},
+		"to_gpu":        {http.StatusOK, "to_gpu is refused"},
+		"clone":         {http.StatusOK, "clone_model is refused"},
+		"no_page":       {http.StatusNotFound, "no such page"},
+	}
+	identical, translations := 0, 0
+	for _, ex := range exchanges {
+		t.Run(ex.Name, func(t *testing.T) {
+			var body io.Reader
+			switch {
+			case ex.JSON != nil:
+				body = bytes.NewReader(ex.JSON)
+			case ex.Body != nil:
+				body = strings.NewReader(*ex.Body)
+			}
+			req, err := http.NewRequest(ex.Method, ts.URL+ex.Path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			if r, ok := refused[ex.Name]; ok {
+				if ex.Status == http.StatusOK {
+					t.Fatalf("the toolkit answered %d: %s; the test expects it to fail", ex.Status, ex.Response)
+				}
+				var e onmtError
+				if err := json.Unmarshal(got, &e); err != nil || e.Status != "error" || !strings.Contains(e.Error, r.says) || resp.StatusCode != r.code {
+					t.Errorf("answered %d %s, want %d with a JSON error saying %q (the toolkit: %d)", resp.StatusCode, got, r.code, r.says, ex.Status)
+				}
+				return
+			}
+			switch ex.Name {
+			case "replace_unk":
+				// onmt_server 3.5.1 fails (replace_unk.traceback.txt):
+				// attnx translates every input.
+				var lists [][]onmtResult
+				if !strings.Contains(ex.Response, "out of bounds") || json.Unmarshal(got, &lists) != nil || resp.StatusCode != http.StatusOK || len(lists) != 1 || len(lists[0]) != 6 {
+					t.Errorf("answered %d %.300s, want one list of 6 translations (the toolkit: %s)", resp.StatusCode, got, ex.Response)
+				}
+				return
+			case "models_after":
+				// After the toolkit's failed clone_model (a model -1) and
+				// replace_unk request (model 104 unloaded): attnx's models
+				// are those of the start.
+				var list []onmtModelDict
+				if err := json.Unmarshal(got, &list); err != nil || len(list) != 6 {
+					t.Errorf("answered %s, want conf.json's 6 models", got)
+				}
+				return
+			}
+			if resp.StatusCode != ex.Status {
+				t.Fatalf("status %d, the toolkit's %d; answered %s", resp.StatusCode, ex.Status, got)
+			}
+			if ex.Path != "/translator/translate" {
+				want := ex.Response
+				if ex.Name == "models" {
+					// The model paths: the toolkit's checkpoint, attnx's
+					// export in its place.
+					want = strings.ReplaceAll(want, `"../onmt-sp/`, `"`+root+`/`)
+				}
+				if string(got) != want {
+					t.Errorf("answered\n%s\nthe toolkit\n%s", got, want)
+				}
+				return
+			}
+			var gotL, wantL [][]map[string]any
+			if err := json.Unmarshal(got, &gotL); err != nil {
+				t.Fatalf("answer %s: %v", got, err)
+			}
+			if err := json.Unmarshal([]byte(ex.Response), &wantL); err != nil {
+				t.Fatal(err)
+			}
+			if len(gotL) != len(wantL) {
+				t.Fatalf("%d n-best lists, the toolkit %d", len(gotL), len(wantL))
+			}
+			for k := range wantL {
+				if len(gotL[k]) != len(wantL[k]) {
+					t.Fatalf("list %d: %d results, the toolkit %d", k, len(gotL[k]), len(wantL[k]))
+				}
+				for i, w := range wantL[k] {
+					g := gotL[k][i]
+					translations++
+					ok := reflect.DeepEqual(keys(g), keys(w)) && g["src"] == w["src"] && g["tgt"] == w["tgt"] && g["n_best"] == w["n_best"]
+					gs, _ := g["pred_score"].(float64)
+					ws, _ := w["pred_score"].(float64)
+					if !ok || math.Abs(gs-ws) > 1e-5*math.Max(1, math.Abs(ws)) {
+						t.Errorf("list %d, input %d: %v, the toolkit %v", k, i, g, w)
+						continue
+					}
+					identical++
+				}
+			}
+		})
+	}
+	t.Logf("translations identical to onmt_server's: %d/%d", identical, translations)
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
