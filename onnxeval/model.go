@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/attnx/attnx/internal/idlemem"
@@ -51,6 +52,7 @@ func (e *LimitError) Error() string { return e.What }
 // operators the evaluator implements and planned once (evaluation order,
 // each value's slot, when its buffer returns to the run's arena, weights
 // repacked for the kernels). Run may be called from many goroutines at once.
+// Close ends its use of the evaluator's shared goroutines and buffers.
 type Model struct {
 	name    string
 	main    *plan
@@ -58,6 +60,8 @@ type Model struct {
 	outputs []onnxfile.ValueInfo
 	threads int
 	arenas  *arenaPool
+	hold    *kernelHold // nil with one thread
+	closed  atomic.Bool
 
 	maxRunBytes, maxLoop int64
 }
@@ -155,8 +159,38 @@ func FromGraph(name string, g *onnxfile.Graph, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m.main = p
+	if threads > 1 {
+		m.hold = &kernelHold{}
+		kernel.Acquire()
+		runtime.AddCleanup(m, (*kernelHold).release, m.hold)
+	}
 	return m, nil
 }
+
+// ErrClosed is the error of a run of a closed Model.
+var ErrClosed = errors.New("the model is closed")
+
+// Close drops the model's idle run buffers and ends its hold on the
+// kernels' helper goroutines: once every model is closed (or collected),
+// the evaluator keeps no goroutine and no idle buffer. Runs in progress
+// finish; later ones fail with ErrClosed. Calling Close again does
+// nothing; it returns nil.
+func (m *Model) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	m.arenas.close()
+	if m.hold != nil {
+		m.hold.release()
+	}
+	return nil
+}
+
+// kernelHold is a model's use of the kernels' helpers (kernel.Acquire),
+// released once: by Close, or when the model is collected unclosed.
+type kernelHold struct{ once sync.Once }
+
+func (h *kernelHold) release() { h.once.Do(kernel.Release) }
 
 func (m *Model) inputNames() []string {
 	names := make([]string, len(m.inputs))
@@ -262,6 +296,9 @@ func (m *Model) RunContext(ctx context.Context, in []*Tensor) (out []*Tensor, er
 }
 
 func (m *Model) run(ctx context.Context, in []*Tensor, dst [][]float32) (out []*Tensor, err error) {
+	if m.closed.Load() {
+		return nil, fmt.Errorf("native evaluator: %s: %w", m.name, ErrClosed)
+	}
 	if len(in) != len(m.inputs) {
 		return nil, fmt.Errorf("native evaluator: %s: %d inputs for %d", m.name, len(in), len(m.inputs))
 	}
@@ -416,9 +453,10 @@ func nodeName(n string) string {
 // process's bound on idle buffers (package idlemem, which also drops
 // them after an idle time).
 type arenaPool struct {
-	mu   sync.Mutex
-	idle []*arena
-	acct *idlemem.Account
+	mu     sync.Mutex
+	idle   []*arena
+	acct   *idlemem.Account
+	closed bool // the model is closed: arenas are no longer kept
 }
 
 const maxArenas = 64
@@ -444,9 +482,18 @@ func (p *arenaPool) get() *arena {
 func (p *arenaPool) put(a *arena) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.idle) < maxArenas && p.acct.Keep(a.bytes()) {
+	if !p.closed && len(p.idle) < maxArenas && p.acct.Keep(a.bytes()) {
 		p.idle = append(p.idle, a)
 	}
+}
+
+// close drops the idle arenas, keeps none later and unregisters the pool.
+func (p *arenaPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.DropIdle()
+	p.acct.Close()
 }
 
 // DropIdle lets every idle arena go (idlemem.Dropper).

@@ -332,8 +332,10 @@ func (s *Session) Device() string { return s.device }
 // set up, e.g. "CUDA unavailable (...), using CPU" after an "auto" fallback.
 func (s *Session) Notes() []string { return append([]string(nil), s.notes...) }
 
-// Close releases the ORT session and every Binding made from it. It waits
-// for runs in progress. Calling it again does nothing and returns nil.
+// Close releases the session (ONNX Runtime's, or the native evaluator's
+// model with its idle buffers and its hold on the kernels' goroutines) and
+// every Binding made from it. It waits for runs in progress. Calling it
+// again does nothing and returns nil.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -348,8 +350,9 @@ func (s *Session) Close() error {
 	s.bindings = nil
 	s.bmu.Unlock()
 	if s.native != nil {
+		err := s.native.Close() // its idle buffers, its hold on the kernels' goroutines
 		s.native = nil
-		return nil
+		return err
 	}
 	return s.closeORT()
 }

@@ -171,12 +171,14 @@ func (p *pool) stats() (idle int, idleBytes, live int64) {
 	return len(p.idle), p.idleBytes, p.live
 }
 
-// close releases every idle executor; later gets fail.
+// close releases every idle executor and unregisters the pool from the
+// process's bound (package idlemem); later gets fail.
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
 	p.DropIdle()
+	p.acct.Close()
 }
 
 // DropIdle releases every idle executor (idlemem.Dropper).

@@ -4,7 +4,10 @@
 // executors). Every pool asks Keep before it holds a buffer idle and
 // Release when the buffer leaves its idle set, so that together they stay
 // under one limit per process rather than one per model; after a while
-// without calls, every registered pool drops its idle buffers.
+// without calls, every registered pool drops its idle buffers. The
+// goroutine that watches for that idle time runs only while some pool is
+// registered: it starts with the first Register and ends when the last
+// pool's Account is closed (or the pool collected).
 package idlemem
 
 import (
@@ -35,10 +38,17 @@ var (
 	lastUsed atomic.Int64 // unix nanoseconds of the last Keep or Release
 	timeout  atomic.Int64
 
-	mu      sync.Mutex
-	pools   []func() Dropper // weak: a pool that is gone is skipped
-	janitor sync.Once
+	mu    sync.Mutex
+	pools []registered
+	stop  chan struct{} // closed to end the watcher; nil when none runs
 )
+
+// registered is a pool Trim empties, held weakly: get returns nil once
+// the pool is gone.
+type registered struct {
+	acct *Account
+	get  func() Dropper
+}
 
 func init() {
 	limit.Store(DefaultLimit)
@@ -99,44 +109,89 @@ func Release(n int64) {
 func touch() { lastUsed.Store(time.Now().UnixNano()) }
 
 // Account is one pool's share of the idle bytes: a pool keeps and
-// releases through it, so that what it held is given back if the pool is
-// collected with buffers still idle.
-type Account struct{ n atomic.Int64 }
+// releases through it, so that what it held is given back when the
+// account is closed or the pool collected with buffers still idle.
+type Account struct {
+	mu     sync.Mutex
+	n      int64
+	closed bool
+}
 
-// Keep is the package's Keep, counted to the pool.
+// Keep is the package's Keep, counted to the pool; false once the account
+// is closed.
 func (a *Account) Keep(n int64) bool {
-	if !Keep(n) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || !Keep(n) {
 		return false
 	}
-	a.n.Add(n)
+	a.n += n
 	return true
 }
 
-// Release is the package's Release, counted to the pool.
+// Release is the package's Release, counted to the pool. After Close it
+// does nothing: Close gave back what the pool held.
 func (a *Account) Release(n int64) {
-	a.n.Add(-n)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.n -= n
 	Release(n)
 }
 
-// Register adds a pool to those Trim empties and returns its Account. The
-// pool is held weakly: a pool nobody else references is collected and
-// forgotten, and the bytes it held idle are given back.
+// Close unregisters the pool: the bytes it still counts are given back,
+// Trim no longer empties it, later Keeps are refused, and when it was the
+// last pool registered the watcher goroutine ends. The pool drops its idle
+// buffers first (its own close). Calling Close again does nothing.
+func (a *Account) Close() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	held.Add(-a.n)
+	a.n = 0
+	a.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, r := range pools {
+		if r.acct == a {
+			pools = append(pools[:i], pools[i+1:]...)
+			break
+		}
+	}
+	if len(pools) == 0 && stop != nil {
+		close(stop)
+		stop = nil
+	}
+}
+
+// Register adds a pool to those Trim empties and returns its Account,
+// which the pool closes when it is closed itself. The pool is held
+// weakly: a pool nobody else references is collected and its account
+// closed, the bytes it held idle given back.
 func Register[T any, P interface {
 	*T
 	Dropper
 }](p P) *Account {
 	acct := &Account{}
-	runtime.AddCleanup((*T)(p), func(a *Account) { held.Add(-a.n.Swap(0)) }, acct)
+	runtime.AddCleanup((*T)(p), (*Account).Close, acct)
 	w := weak.Make((*T)(p))
 	mu.Lock()
-	pools = append(pools, func() Dropper {
+	defer mu.Unlock()
+	pools = append(pools, registered{acct: acct, get: func() Dropper {
 		if q := w.Value(); q != nil {
 			return P(q)
 		}
 		return nil
-	})
-	mu.Unlock()
-	janitor.Do(func() { go watch() })
+	}})
+	if stop == nil {
+		stop = make(chan struct{})
+		go watch(stop)
+	}
 	return acct
 }
 
@@ -144,15 +199,12 @@ func Register[T any, P interface {
 // released, handing the memory back to the operating system.
 func Trim() int64 {
 	mu.Lock()
-	live := pools[:0]
 	var ds []Dropper
-	for _, get := range pools {
-		if d := get(); d != nil {
-			live = append(live, get)
+	for _, r := range pools {
+		if d := r.get(); d != nil { // a collected pool's cleanup unregisters it
 			ds = append(ds, d)
 		}
 	}
-	pools = live
 	mu.Unlock()
 	var n int64
 	for _, d := range ds {
@@ -163,18 +215,25 @@ func Trim() int64 {
 }
 
 // watch drops the idle buffers once the process has made no call for the
-// timeout.
-func watch() {
+// timeout, until stop is closed.
+func watch(stop <-chan struct{}) {
+	tick := time.NewTimer(time.Second)
+	defer tick.Stop()
 	for {
 		d := time.Duration(timeout.Load())
-		if d <= 0 {
-			time.Sleep(time.Second)
-			continue
-		}
 		// At most a second between looks, so that a new timeout takes
 		// effect soon.
-		time.Sleep(min(max(d/4, 10*time.Millisecond), time.Second))
-		if held.Load() > 0 && time.Since(time.Unix(0, lastUsed.Load())) >= d && Trim() > 0 {
+		wait := time.Second
+		if d > 0 {
+			wait = min(max(d/4, 10*time.Millisecond), time.Second)
+		}
+		tick.Reset(wait)
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if d > 0 && held.Load() > 0 && time.Since(time.Unix(0, lastUsed.Load())) >= d && Trim() > 0 {
 			debug.FreeOSMemory() // idle: the pause costs no call anything
 		}
 	}

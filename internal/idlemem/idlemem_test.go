@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/attnx/attnx/internal/leaktest"
 )
 
 // fakePool holds idle "buffers" of given sizes, as the real pools do:
@@ -97,4 +99,66 @@ func TestLimitTrimAndTimeout(t *testing.T) {
 	}
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
+}
+
+// watchers counts the goroutines of the package's (the watcher, or the
+// wrapper that starts it).
+func watchers() int { return len(leaktest.Goroutines("internal/idlemem.")) }
+
+// waitWatchers polls (collecting garbage, so that pools other tests left
+// are forgotten) until want(watchers()) or 10 seconds have passed.
+func waitWatchers(t *testing.T, want func(int) bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	n := watchers()
+	for !want(n) && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		n = watchers()
+	}
+	if !want(n) {
+		t.Fatalf("%d watcher goroutines, want %s", n, what)
+	}
+}
+
+// TestWatcherLifetime: the watcher runs only while a pool is registered:
+// none before the first, one for any number of pools, none once the last
+// account is closed or its pool collected; a closed account gives back
+// what it counted, refuses Keep and ignores a late Release.
+func TestWatcherLifetime(t *testing.T) {
+	oldLimit := SetLimit(1000)
+	defer SetLimit(oldLimit)
+	waitWatchers(t, func(n int) bool { return n == 0 }, "none with no pool registered")
+	base := Bytes()
+	a, b := newFake(), newFake()
+	waitWatchers(t, func(n int) bool { return n == 1 }, "one for two pools")
+	a.put(10)
+	b.put(20)
+	a.acct.Close()
+	if got := Bytes() - base; got != 20 {
+		t.Errorf("after closing a pool's account holding 10 of 30 bytes, %d are counted, want 20", got)
+	}
+	if a.acct.Keep(1) {
+		t.Error("a closed account kept a byte")
+	}
+	a.acct.Release(10) // the pool dropping its buffer late: already given back
+	if got := Bytes() - base; got != 20 {
+		t.Errorf("a closed account's late Release changed the count: %d, want 20", got)
+	}
+	a.acct.Close() // again: nothing
+	waitWatchers(t, func(n int) bool { return n == 1 }, "one while a pool is left")
+	b.DropIdle()
+	b.acct.Close()
+	waitWatchers(t, func(n int) bool { return n == 0 }, "none after the last account closed")
+	// A pool collected without Close ends the watcher too.
+	func() { newFake().put(5) }()
+	waitWatchers(t, func(n int) bool { return n == 0 }, "none after the last pool was collected")
+	if got := Bytes() - base; got != 0 {
+		t.Errorf("%d bytes still counted after every pool went", got)
+	}
+	// And a new pool starts it again.
+	c := newFake()
+	waitWatchers(t, func(n int) bool { return n == 1 }, "one for a pool registered later")
+	c.acct.Close()
+	waitWatchers(t, func(n int) bool { return n == 0 }, "none after it closed")
 }

@@ -14,6 +14,12 @@ import (
 // slower than one). The helpers stay: after a part, a helper waits
 // spinning for spinFor, where the next part of the same step usually
 // finds it, and only then parks until work comes.
+//
+// They stay only while the package has users (Acquire, Release: the
+// native evaluator's models hold it from FromGraph to Close): when the
+// last user releases it, every helper ends, so that a process that has
+// closed its models keeps no goroutine of the package; a split without
+// users gives each part a goroutine of its own, which ends with the part.
 
 // spinFor is how long an idle helper, and a caller waiting for its
 // helpers, spin before they park. It outlasts the serial work between
@@ -59,17 +65,53 @@ type helper struct {
 var (
 	idleMu  sync.Mutex
 	idle    []*helper // helpers waiting for a part
-	helpers int       // helpers started
+	helpers int       // helpers started and not yet ended
+	users   int       // Acquire calls not yet released
 )
+
+// quit is the part given to an idle helper to end it.
+var quit = &part{}
+
+// Acquire records a user of the helpers (a model that will run split
+// products): from the first Acquire until the matching last Release,
+// helpers started for splits are kept for the next ones. Every Acquire
+// needs one Release.
+func Acquire() {
+	idleMu.Lock()
+	users++
+	idleMu.Unlock()
+}
+
+// Release ends a use begun by Acquire. When no user is left, the idle
+// helpers end at once and busy ones when their part is done.
+func Release() {
+	idleMu.Lock()
+	defer idleMu.Unlock()
+	if users <= 0 {
+		panic("kernel: Release without Acquire")
+	}
+	users--
+	if users > 0 {
+		return
+	}
+	for _, h := range idle {
+		h.give(quit)
+	}
+	helpers -= len(idle)
+	idle = nil
+}
 
 // maxHelpers bounds the helpers: those idle beyond it are not kept.
 func maxHelpers() int { return 2 * runtime.GOMAXPROCS(0) }
 
 // takeHelper returns an idle helper, starting one when there is none and
-// the bound allows; nil otherwise.
+// the bound allows; nil otherwise, and always nil without users.
 func takeHelper() *helper {
 	idleMu.Lock()
 	defer idleMu.Unlock()
+	if users == 0 {
+		return nil
+	}
 	if n := len(idle); n > 0 {
 		h := idle[n-1]
 		idle = idle[:n-1]
@@ -97,13 +139,24 @@ func (h *helper) give(p *part) {
 func (h *helper) loop() {
 	for {
 		p := h.await()
+		if p == quit {
+			return // Release counted it out of helpers
+		}
 		runPart(p)
 		idleMu.Lock()
-		idle = append(idle, h)
+		stay := users > 0
+		if stay {
+			idle = append(idle, h)
+		} else {
+			helpers--
+		}
 		idleMu.Unlock()
 		// Done only once the helper is idle again: the caller's next
 		// split finds it.
 		p.finish()
+		if !stay {
+			return
+		}
 	}
 }
 

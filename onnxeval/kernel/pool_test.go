@@ -1,11 +1,14 @@
 package kernel
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/attnx/attnx/internal/leaktest"
 )
 
 // TestParallelCovers: from many goroutines at once (lanes, requests), each
@@ -144,5 +147,87 @@ func BenchmarkParallelSmall(b *testing.B) {
 				x[i] += 1
 			}
 		})
+	}
+}
+
+// TestMain holds the helpers for the package's tests and benchmarks, as
+// an open model does (without a user each part gets a goroutine of its
+// own).
+func TestMain(m *testing.M) {
+	Acquire()
+	code := m.Run()
+	Release()
+	os.Exit(code)
+}
+
+// helperLoops counts the package's goroutines (helpers, and parts given
+// goroutines of their own while they run).
+func helperLoops() int { return len(leaktest.Goroutines("onnxeval/kernel.")) }
+
+// TestReleaseEndsHelpers: while the package has a user the helpers stay
+// between splits; when the last user releases it they all end, idle or
+// busy with a part at the time, and a split without users still covers
+// its range (on goroutines that end with their parts). A later Acquire
+// starts helpers again.
+func TestReleaseEndsHelpers(t *testing.T) {
+	Release() // TestMain's hold; taken again at the end
+	defer Acquire()
+	waitLoops := func(want func(int) bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		n := helperLoops()
+		for !want(n) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			n = helperLoops()
+		}
+		if !want(n) {
+			t.Fatalf("%d helper goroutines, want %s", n, what)
+		}
+	}
+	waitLoops(func(n int) bool { return n == 0 }, "none before any user")
+	for round := range 3 {
+		Acquire()
+		Acquire() // two users: the first Release keeps the helpers
+		var sum atomic.Int64
+		parallel(400, 4, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+		if sum.Load() != 400 {
+			t.Fatalf("round %d: a split covered %d of 400", round, sum.Load())
+		}
+		waitLoops(func(n int) bool { return n > 0 }, "some while the package has users")
+		Release()
+		kept := helperLoops()
+		if kept == 0 {
+			t.Fatalf("round %d: the helpers ended while a user remained", round)
+		}
+		// A part still running when the last user goes: its helper ends
+		// after it.
+		started, finish := make(chan struct{}), make(chan struct{})
+		splitDone := make(chan struct{})
+		go func() {
+			defer close(splitDone)
+			parallel(2, 2, func(lo, hi int) {
+				if lo == 0 {
+					close(started)
+					<-finish
+				}
+			})
+		}()
+		<-started
+		Release()
+		close(finish)
+		<-splitDone
+		waitLoops(func(n int) bool { return n == 0 }, "none after the last Release")
+		idleMu.Lock()
+		h, l := helpers, len(idle)
+		idleMu.Unlock()
+		if h != 0 || l != 0 {
+			t.Fatalf("round %d: after the last Release %d helpers counted, %d idle", round, h, l)
+		}
+		sum.Store(0)
+		parallel(400, 4, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+		if sum.Load() != 400 {
+			t.Fatalf("round %d: without users a split covered %d of 400", round, sum.Load())
+		}
+		waitLoops(func(n int) bool { return n == 0 }, "none started by a split without users")
 	}
 }
