@@ -18,49 +18,65 @@ import (
 	"github.com/attnx/attnx/modeldir"
 )
 
-const onmtFixture = "../testdata/toolkits/onmt-server"
-
-// onmtRoot is a model root laid out as onmt-server/conf.json's
-// models_root (../onmt-sp): the SentencePiece models beside "model.pt",
-// which here is onmt-sp's checkpoint's attnx export, a directory.
-var onmtRoot struct {
-	once sync.Once
-	dir  string
-	err  error
+// onmtFixtures are the directories make_onmt_server.sh wrote: each
+// served a checkpoint of models_root (src) with its conf.json, with the
+// files files of src beside it.
+var onmtFixtures = []struct {
+	dir, src string
+	files    []string
+	models   int // after the exchanges, as attnx answers them
+}{
+	{"onmt-server", "onmt-sp", []string{"spm_src.model", "spm_tgt.model"}, 6},
+	{"onmt-server-230", "onmt-sum-reuse", nil, 2},
 }
 
-func onmtModelRoot(t *testing.T) string {
+// onmtRoots are model roots laid out as the fixtures' models_root: the
+// files beside "model.pt", which here is the checkpoint's attnx export,
+// a directory.
+var onmtRoots struct {
+	sync.Mutex
+	dirs map[string]string
+}
+
+func onmtModelRoot(t *testing.T, src string, files []string) string {
 	t.Helper()
 	needORT(t)
-	onmtRoot.once.Do(func() {
-		exportModels(t) // models.tmp, removed by TestMain
-		onmtRoot.dir = filepath.Join(models.tmp, "onmt-sp")
-		if onmtRoot.err = os.MkdirAll(onmtRoot.dir, 0o755); onmtRoot.err != nil {
-			return
-		}
-		for _, f := range []string{"spm_src.model", "spm_tgt.model"} {
-			var data []byte
-			if data, onmtRoot.err = os.ReadFile(filepath.Join("../testdata/toolkits/onmt-sp", f)); onmtRoot.err != nil {
-				return
-			}
-			if onmtRoot.err = os.WriteFile(filepath.Join(onmtRoot.dir, f), data, 0o644); onmtRoot.err != nil {
-				return
-			}
-		}
-		_, onmtRoot.err = modeldir.Export("../testdata/toolkits/onmt-sp/model.pt", filepath.Join(onmtRoot.dir, "model.pt"), modeldir.Options{})
-	})
-	if onmtRoot.err != nil {
-		t.Fatalf("exporting onmt-sp: %v", onmtRoot.err)
+	exportModels(t) // makes models.tmp, removed by TestMain
+	onmtRoots.Lock()
+	defer onmtRoots.Unlock()
+	if d, ok := onmtRoots.dirs[src]; ok {
+		return d
 	}
-	return onmtRoot.dir
+	dir := filepath.Join(models.tmp, src)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	from := filepath.Join("../testdata/toolkits", src)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := modeldir.Export(filepath.Join(from, "model.pt"), filepath.Join(dir, "model.pt"), modeldir.Options{}); err != nil {
+		t.Fatalf("exporting %s: %v", from, err)
+	}
+	if onmtRoots.dirs == nil {
+		onmtRoots.dirs = map[string]string{}
+	}
+	onmtRoots.dirs[src] = dir
+	return dir
 }
 
 // onmtConfFile writes conf (onmt-server/conf.json's text when nil) with
 // models_root set to root, and returns its path.
-func onmtConfFile(t *testing.T, root string, conf map[string]any) string {
+func onmtConfFile(t *testing.T, fixture, root string, conf map[string]any) string {
 	t.Helper()
 	if conf == nil {
-		data, err := os.ReadFile(filepath.Join(onmtFixture, "conf.json"))
+		data, err := os.ReadFile(filepath.Join("../testdata/toolkits", fixture, "conf.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,16 +107,24 @@ type onmtExchange struct {
 	Response    string          `json:"response"`
 }
 
-// TestOnmtServerToolkit serves onmt-sp's attnx export with the conf.json
-// OpenNMT-py 3.5.1's onmt_server served its checkpoint with
-// (testdata/toolkits/make_onmt_server.sh), sends every request the
-// toolkit answered, and compares: translations' src, tgt and n_best
-// exactly and pred_score to float32's reach, the other JSON answers
-// exactly; where onmt_server fails (500, an HTML page) attnx answers a
-// JSON error with the status the table gives.
+// TestOnmtServerToolkit serves each fixture's checkpoint's attnx export
+// with the conf.json OpenNMT-py's onmt_server served the checkpoint with
+// (testdata/toolkits/make_onmt_server.sh: 3.5.1 on onmt-sp, 2.3.0 on
+// onmt-sum-reuse), sends every request the toolkit answered, and
+// compares: translations' src, tgt and n_best exactly and pred_score to
+// float32's reach, the other JSON answers byte for byte; where
+// onmt_server fails (500, an HTML page) attnx answers a JSON error with
+// the status the table gives.
 func TestOnmtServerToolkit(t *testing.T) {
-	root := onmtModelRoot(t)
-	api, dirs, err := ReadOnmtConfig(onmtConfFile(t, root, nil), DefaultOnmtURLRoot)
+	for _, f := range onmtFixtures {
+		t.Run(f.dir, func(t *testing.T) {
+			testOnmtFixture(t, f.dir, onmtModelRoot(t, f.src, f.files), f.src, f.models)
+		})
+	}
+}
+
+func testOnmtFixture(t *testing.T, fixture, root, src string, nModels int) {
+	api, dirs, err := ReadOnmtConfig(onmtConfFile(t, fixture, root, nil), DefaultOnmtURLRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +142,7 @@ func TestOnmtServerToolkit(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
-	data, err := os.ReadFile(filepath.Join(onmtFixture, "exchanges.json"))
+	data, err := os.ReadFile(filepath.Join("../testdata/toolkits", fixture, "exchanges.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +158,7 @@ func TestOnmtServerToolkit(t *testing.T) {
 		says string
 	}{
 		"no_id":         {http.StatusNotFound, "No such model '0'"},
-		"unknown_id":    {http.StatusNotFound, "No such model '7'"},
+		"unknown_id":    {http.StatusNotFound, "No such model '"},
 		"string_id":     {http.StatusBadRequest, `[0].id = "100": want a model id, an integer`},
 		"no_src":        {http.StatusBadRequest, `no "src"`},
 		"empty_list":    {http.StatusBadRequest, "no inputs"},
@@ -145,7 +169,7 @@ func TestOnmtServerToolkit(t *testing.T) {
 		"clone":         {http.StatusOK, "clone_model is refused"},
 		"no_page":       {http.StatusNotFound, "no such page"},
 	}
-	identical, translations := 0, 0
+	identical, translations, worst := 0, 0, 0.0
 	for _, ex := range exchanges {
 		t.Run(ex.Name, func(t *testing.T) {
 			var body io.Reader
@@ -171,10 +195,7 @@ func TestOnmtServerToolkit(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q, want application/json", ct)
 			}
-			if r, ok := refused[ex.Name]; ok {
-				if ex.Status == http.StatusOK {
-					t.Fatalf("the toolkit answered %d: %s; the test expects it to fail", ex.Status, ex.Response)
-				}
+			if r, ok := refused[ex.Name]; ok && ex.Status != http.StatusOK {
 				var e onmtError
 				if err := json.Unmarshal(got, &e); err != nil || e.Status != "error" || !strings.Contains(e.Error, r.says) || resp.StatusCode != r.code {
 					t.Errorf("answered %d %s, want %d with a JSON error saying %q (the toolkit: %d)", resp.StatusCode, got, r.code, r.says, ex.Status)
@@ -195,8 +216,8 @@ func TestOnmtServerToolkit(t *testing.T) {
 				// replace_unk request (model 104 unloaded): attnx's models
 				// are those of the start.
 				var list []onmtModelDict
-				if err := json.Unmarshal(got, &list); err != nil || len(list) != 6 {
-					t.Errorf("answered %s, want conf.json's 6 models", got)
+				if err := json.Unmarshal(got, &list); err != nil || len(list) != nModels {
+					t.Errorf("answered %s, want conf.json's %d models", got, nModels)
 				}
 				return
 			}
@@ -208,7 +229,7 @@ func TestOnmtServerToolkit(t *testing.T) {
 				if ex.Name == "models" {
 					// The model paths: the toolkit's checkpoint, attnx's
 					// export in its place.
-					want = strings.ReplaceAll(want, `"../onmt-sp/`, `"`+root+`/`)
+					want = strings.ReplaceAll(want, `"../`+src+`/`, `"`+root+`/`)
 				}
 				if string(got) != want {
 					t.Errorf("answered\n%s\nthe toolkit\n%s", got, want)
@@ -235,16 +256,20 @@ func TestOnmtServerToolkit(t *testing.T) {
 					ok := reflect.DeepEqual(keys(g), keys(w)) && g["src"] == w["src"] && g["tgt"] == w["tgt"] && g["n_best"] == w["n_best"]
 					gs, _ := g["pred_score"].(float64)
 					ws, _ := w["pred_score"].(float64)
-					if !ok || math.Abs(gs-ws) > 1e-5*math.Max(1, math.Abs(ws)) {
+					// float32 scores summed in another order: the
+					// copy model's log of summed probabilities
+					// differs most, 2.1e-5 on a score of -0.6.
+					if !ok || math.Abs(gs-ws) > 5e-5*math.Max(1, math.Abs(ws)) {
 						t.Errorf("list %d, input %d: %v, the toolkit %v", k, i, g, w)
 						continue
 					}
 					identical++
+					worst = max(worst, math.Abs(gs-ws))
 				}
 			}
 		})
 	}
-	t.Logf("translations identical to onmt_server's: %d/%d", identical, translations)
+	t.Logf("translations identical to onmt_server's: %d/%d; largest pred_score difference %.3g", identical, translations, worst)
 }
 
 func keys(m map[string]any) []string {
