@@ -1,9 +1,12 @@
 // Package onnxrun runs ONNX models: on ONNX Runtime (backend "ort",
-// through github.com/yalue/onnxruntime_go over the shared library that
-// scripts/install-deps.sh installs, .deps/onnxruntime/lib/libonnxruntime.so.1,
-// ONNX Runtime 1.24.1, CPU only, or the one $ATTNX_ORT_LIB names) or on
-// attnx's native Go evaluator (backend "go", package onnxeval), chosen per
-// session with Options.Backend. In a build without cgo (CGO_ENABLED=0) the
+// through github.com/yalue/onnxruntime_go over ONNX Runtime 1.24.x's
+// shared library) or on attnx's native Go evaluator (backend "go", package
+// onnxeval), chosen per session with Options.Backend. The library is the
+// file Options.ORTLibrary or $ATTNX_ORT_LIB names, else the first found
+// beside the executable, through the dynamic loader (an install in
+// /usr/local/lib after ldconfig), in the usual system directories, or in
+// the .deps/ of an attnx checkout (make deps); Init lists the order, and
+// its error, when none is found, what to install. In a build without cgo (CGO_ENABLED=0) the
 // ONNX Runtime files are left out: the package then has the native backend
 // alone, DefaultBackend is "go", and asking for "ort" is ErrNoORT.
 //

@@ -24,19 +24,16 @@ const EnvLib = "ATTNX_ORT_LIB"
 // the repository root.
 const projectLib = ".deps/onnxruntime/lib/libonnxruntime.so.1"
 
-// installHint ends every "library not found" error.
-const installHint = "run `make deps` (or scripts/install-deps.sh) or set " + EnvLib + "=/path/to/libonnxruntime.so.1"
-
 // systemDirs are checked, in order, for libonnxruntime.so.1 and
-// libonnxruntime.so after the project's own install location.
+// libonnxruntime.so after the dynamic loader's own search.
 var systemDirs = []string{
 	"/usr/local/lib", "/usr/local/lib64",
 	"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
 	"/lib", "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
 }
 
-// systemNames are the library names tried in each system directory and, last,
-// through the dynamic loader's own search path.
+// systemNames are the library names given to the dynamic loader and tried
+// in each system directory.
 var systemNames = []string{"libonnxruntime.so.1", "libonnxruntime.so"}
 
 var (
@@ -52,29 +49,59 @@ var (
 // Open calls it, so callers need not.
 //
 // The library is looked for, in order:
-//  1. $ATTNX_ORT_LIB, when set (nothing else is tried then);
-//  2. libonnxruntime.so.1 beside the executable and in its ../lib (make
-//     install's layout), then .deps/onnxruntime/lib/libonnxruntime.so.1 in
-//     the executable's parent directory (bin/attnx in a checkout) and in
-//     this module's own directory (scripts/install-deps.sh's install);
-//  3. libonnxruntime.so.1 and libonnxruntime.so in /usr/local/lib, /usr/lib
-//     and the other usual system directories;
-//  4. the same two names through the dynamic loader's default search path.
+//  1. Options.ORTLibrary of the first session opened on ONNX Runtime, when
+//     set (nothing else is tried then);
+//  2. $ATTNX_ORT_LIB, when set (nothing else is tried then);
+//  3. libonnxruntime.so.1 beside the executable and in its ../lib (make
+//     install's layout: an install's own library);
+//  4. libonnxruntime.so.1 and libonnxruntime.so as the dynamic loader finds
+//     them (LD_LIBRARY_PATH, the ld.so cache, its default directories);
+//  5. the same two names in /usr/local/lib, /usr/lib and the other usual
+//     system directories;
+//  6. the .deps/onnxruntime/lib/libonnxruntime.so.1 that make deps
+//     installs, in the executable's parent directory (bin/attnx in a
+//     checkout) and in this module's own directory.
 //
 // The first file that exists is the one loaded; if it is not a loadable ONNX
-// Runtime library, or someone other than root or the current user could
-// have written it (checkOwner), Init fails naming it rather than trying
-// the next. When
-// there is no library file at all (none found, or $ATTNX_ORT_LIB names a
-// file that does not exist), errors.Is(err, fs.ErrNotExist) holds.
-func Init() error {
+// Runtime library (attnx needs release 1.24.x), or someone other than root
+// or the current user could have written it (checkOwner), Init fails
+// naming it rather than trying the next. When there is no library file at
+// all (none found, or the file named does not exist),
+// errors.Is(err, fs.ErrNotExist) holds, and the error says what to install.
+func Init() error { return initLibrary("") }
+
+// initLibrary is Init for a session whose Options.ORTLibrary is lib: when
+// no library is loaded yet (or the search failed), lib is loaded; once
+// one is, lib must be that file.
+func initLibrary(lib string) error {
 	initMu.Lock()
 	defer initMu.Unlock()
-	if !initDone {
-		initDone = true
-		libPath, initErr = initialize()
+	if initDone && initErr == nil {
+		if lib != "" && !sameFile(lib, libPath) {
+			return fmt.Errorf("onnxrun: Options.ORTLibrary=%s, but this process has loaded ONNX Runtime from %s, and it loads one library per process: give every session the same file, or none", lib, libPath)
+		}
+		return nil
 	}
+	if initDone && lib == "" {
+		return initErr
+	}
+	initDone = true
+	if _, err := logLevel(os.Getenv(EnvLogLevel)); err != nil {
+		libPath, initErr = "", fmt.Errorf("onnxrun: %w", err)
+		return initErr
+	}
+	libPath, initErr = processSearch(lib).find()
 	return initErr
+}
+
+// sameFile reports whether a and b name one file (b as Init loaded it).
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // LibraryPath returns the ONNX Runtime library Init loaded, or "" when Init
@@ -98,48 +125,133 @@ func Version() string {
 	return ort.GetVersion()
 }
 
-func initialize() (string, error) {
-	if _, err := logLevel(os.Getenv(EnvLogLevel)); err != nil {
-		return "", fmt.Errorf("onnxrun: %w", err)
+// ortRelease is the ONNX Runtime release attnx is built and tested
+// against (onnxruntime_go v1.27.0 asks for its C API).
+const ortRelease = "1.24.1"
+
+// installHint says what to install when no usable library was found: for
+// a program that imports attnx as a module as much as for a checkout.
+func installHint() string {
+	arch := map[string]string{"amd64": "x64", "arm64": "aarch64"}[runtime.GOARCH]
+	if arch == "" {
+		arch = runtime.GOARCH
 	}
-	if p := os.Getenv(EnvLib); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("onnxrun: ONNX Runtime library from %s=%s: %w; %s", EnvLib, p, err, installHint)
+	return fmt.Sprintf("install ONNX Runtime 1.24.x for the CPU (onnxruntime-linux-%s-%s.tgz from https://github.com/microsoft/onnxruntime/releases/tag/v%s: copy its lib/libonnxruntime.so* into /usr/local/lib and run ldconfig), "+
+		"or name the file in %s or in Options.ORTLibrary; in an attnx checkout, make deps installs it in .deps/; the native backend (Backend %q) needs no library",
+		arch, ortRelease, ortRelease, EnvLib, BackendGo)
+}
+
+// libSearch holds the places Init looks at, in its order (see Init), and
+// how it looks: the process's own (processSearch), or a test's fakes.
+type libSearch struct {
+	option, env string   // Options.ORTLibrary, $ATTNX_ORT_LIB
+	bundled     []string // beside the executable, in its ../lib
+	loaderNames []string // given to the dynamic loader
+	systemFiles []string // in the usual system directories
+	checkout    []string // make deps' .deps: the executable's checkout, this module
+	stat        func(string) (fs.FileInfo, error)
+	owner       func(string) error // checkOwner
+	load        func(string) error
+}
+
+// processSearch is the search of this process, with lib as
+// Options.ORTLibrary.
+func processSearch(lib string) libSearch {
+	s := libSearch{option: lib, env: os.Getenv(EnvLib), loaderNames: systemNames,
+		stat: os.Stat, owner: checkOwner, load: load}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
 		}
-		if err := checkOwner(p); err != nil {
-			return "", fmt.Errorf("onnxrun: %s=%s: %w", EnvLib, p, err)
+		dir := filepath.Dir(exe)
+		s.bundled = []string{filepath.Join(dir, systemNames[0]), filepath.Join(filepath.Dir(dir), "lib", systemNames[0])}
+		s.checkout = []string{filepath.Join(filepath.Dir(dir), projectLib)}
+	}
+	for _, dir := range systemDirs {
+		for _, name := range systemNames {
+			s.systemFiles = append(s.systemFiles, filepath.Join(dir, name))
 		}
-		if err := load(p); err != nil {
-			return "", fmt.Errorf("onnxrun: %s=%s is not a loadable ONNX Runtime library: %w; %s", EnvLib, p, err, installHint)
-		}
-		return p, nil
+	}
+	if moduleLib != "" {
+		s.checkout = append(s.checkout, moduleLib)
+	}
+	return s
+}
+
+// find loads the first library of the search and returns the name it was
+// loaded by. Only these explicit places are searched: directories above
+// the executable or the working directory are not, since anyone who can
+// write one (/tmp/.deps/...) would get code loaded into whoever runs attnx
+// below it.
+func (s libSearch) find() (string, error) {
+	if s.option != "" {
+		return s.explicit("Options.ORTLibrary", s.option)
+	}
+	if s.env != "" {
+		return s.explicit(EnvLib, s.env)
 	}
 	var searched []string
-	for _, c := range candidates() {
-		searched = append(searched, c)
-		if st, err := os.Stat(c); err != nil || st.IsDir() {
-			continue
+	seen := map[string]bool{}
+	try := func(files []string) (string, bool, error) {
+		for _, f := range files {
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			searched = append(searched, f)
+			if st, err := s.stat(f); err != nil || st.IsDir() {
+				continue
+			}
+			if err := s.owner(f); err != nil {
+				return "", true, fmt.Errorf("onnxrun: %w", err)
+			}
+			if err := s.load(f); err != nil {
+				return "", true, fmt.Errorf("onnxrun: found %s, but it is not a loadable ONNX Runtime library: %w; %s", f, err, installHint())
+			}
+			return f, true, nil
 		}
-		if err := checkOwner(c); err != nil {
-			return "", fmt.Errorf("onnxrun: %w", err)
-		}
-		if err := load(c); err != nil {
-			return "", fmt.Errorf("onnxrun: found %s but it is not a loadable ONNX Runtime library: %w; %s", c, err, installHint)
-		}
-		return c, nil
+		return "", false, nil
 	}
-	for _, name := range systemNames {
-		searched = append(searched, name+" (dynamic loader path)")
-		if load(name) == nil {
+	if p, done, err := try(s.bundled); done {
+		return p, err
+	}
+	for _, name := range s.loaderNames {
+		searched = append(searched, name+" (the dynamic loader's search)")
+		err := s.load(name)
+		if err == nil {
 			return name, nil
 		}
+		if !strings.Contains(err.Error(), "cannot open shared object file") {
+			return "", fmt.Errorf("onnxrun: the dynamic loader found %s, but it is not a loadable ONNX Runtime library: %w; %s", name, err, installHint())
+		}
 	}
-	return "", &notFoundError{fmt.Sprintf("onnxrun: ONNX Runtime shared library not found; searched %s=(unset), %s; %s",
-		EnvLib, strings.Join(searched, ", "), installHint)}
+	for _, files := range [][]string{s.systemFiles, s.checkout} {
+		if p, done, err := try(files); done {
+			return p, err
+		}
+	}
+	return "", &notFoundError{fmt.Sprintf("onnxrun: the ONNX Runtime shared library was not found; searched Options.ORTLibrary (unset), %s (unset), %s; %s",
+		EnvLib, strings.Join(searched, ", "), installHint())}
+}
+
+// explicit loads the one file the user named in what (a field or the
+// environment variable).
+func (s libSearch) explicit(what, p string) (string, error) {
+	if _, err := s.stat(p); err != nil {
+		return "", fmt.Errorf("onnxrun: ONNX Runtime library from %s=%s: %w; %s", what, p, err, installHint())
+	}
+	if err := s.owner(p); err != nil {
+		return "", fmt.Errorf("onnxrun: %s=%s: %w", what, p, err)
+	}
+	if err := s.load(p); err != nil {
+		return "", fmt.Errorf("onnxrun: %s=%s is not a loadable ONNX Runtime library: %w; %s", what, p, err, installHint())
+	}
+	return p, nil
 }
 
 // notFoundError is Init's error when no library file exists anywhere it
-// looked; it is an fs.ErrNotExist, as a missing $ATTNX_ORT_LIB file is.
+// looked; it is an fs.ErrNotExist, as a missing file named by
+// $ATTNX_ORT_LIB or Options.ORTLibrary is.
 type notFoundError struct{ msg string }
 
 func (e *notFoundError) Error() string { return e.msg }
@@ -158,40 +270,6 @@ var moduleLib = func() string {
 	}
 	return filepath.Join(filepath.Dir(filepath.Dir(file)), projectLib)
 }()
-
-// candidates lists the files to look for, in order, without duplicates:
-// beside the executable and in its ../lib (where make install puts it),
-// the .deps of the checkout the executable was built in (bin/attnx) and
-// of this module, then the system directories. Only these explicit
-// places: directories above the executable or the working directory are
-// not searched, since anyone who can write one (/tmp/.deps/...) would get
-// code loaded into whoever runs attnx below it.
-func candidates() []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		dir := filepath.Dir(exe)
-		add(filepath.Join(dir, systemNames[0]))
-		add(filepath.Join(filepath.Dir(dir), "lib", systemNames[0]))
-		add(filepath.Join(filepath.Dir(dir), projectLib))
-	}
-	add(moduleLib)
-	for _, dir := range systemDirs {
-		for _, name := range systemNames {
-			add(filepath.Join(dir, name))
-		}
-	}
-	return out
-}
 
 // checkOwner refuses a library file that someone other than root or the
 // current user could have written: one writable by its group or everyone,

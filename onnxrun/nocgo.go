@@ -26,6 +26,9 @@ const HasORT = false
 // Init reports that ONNX Runtime cannot be loaded in a build without cgo.
 func Init() error { return ErrNoORT }
 
+// initLibrary is Init: no library can be loaded without cgo.
+func initLibrary(string) error { return ErrNoORT }
+
 // LibraryPath returns "": no ONNX Runtime library is loaded without cgo.
 func LibraryPath() string { return "" }
 

@@ -133,13 +133,13 @@ func TestInitErrors(t *testing.T) {
 		want []string
 	}{
 		{"nonexistent path", filepath.Join(dir, "nope", "libonnxruntime.so.1"),
-			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1", "INIT-NOT-EXIST: true"}},
+			[]string{"ATTNX_ORT_LIB=" + dir, "no such file or directory", "install ONNX Runtime 1.24.x", "name the file in ATTNX_ORT_LIB or in Options.ORTLibrary", "INIT-NOT-EXIST: true"}},
 		{"text file", text,
-			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "run `make deps`", "INIT-NOT-EXIST: false"}},
+			[]string{"ATTNX_ORT_LIB=" + text + " is not a loadable ONNX Runtime library", "install ONNX Runtime 1.24.x", "INIT-NOT-EXIST: false"}},
 		{"nothing installed anywhere", "",
-			[]string{"INIT-NOT-EXIST: true", "ONNX Runtime shared library not found", "ATTNX_ORT_LIB=(unset)",
-				"/usr/lib/libonnxruntime.so.1", "/usr/local/lib/libonnxruntime.so.1", "libonnxruntime.so (dynamic loader path)",
-				"run `make deps` (or scripts/install-deps.sh) or set ATTNX_ORT_LIB=/path/to/libonnxruntime.so.1"}},
+			[]string{"INIT-NOT-EXIST: true", "the ONNX Runtime shared library was not found", "Options.ORTLibrary (unset), ATTNX_ORT_LIB (unset)",
+				"/usr/lib/libonnxruntime.so.1", "/usr/local/lib/libonnxruntime.so.1", "libonnxruntime.so (the dynamic loader's search)",
+				"install ONNX Runtime 1.24.x for the CPU", "name the file in ATTNX_ORT_LIB or in Options.ORTLibrary", "make deps installs it in .deps/"}},
 		{"group-writable library", groupWritable,
 			[]string{"ATTNX_ORT_LIB=" + groupWritable + ": refusing " + groupWritable + ": it is writable by its group or by everyone (mode 0664)", "INIT-NOT-EXIST: false"}},
 		{"library in a directory anyone can write", openDir,

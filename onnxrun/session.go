@@ -105,6 +105,12 @@ type Options struct {
 	// IntraOpThreads goroutines per product, and ignores the other
 	// ORT-specific options). "" is DefaultBackend.
 	Backend string
+	// ORTLibrary is the ONNX Runtime shared library file to load
+	// (libonnxruntime.so.1 of release 1.24.x), before $ATTNX_ORT_LIB and
+	// the search Init makes; "" searches. A process loads one library:
+	// the first session on ONNX Runtime loads it, and a later session
+	// naming another file fails. The native backend ignores it.
+	ORTLibrary string
 	// AllowSpinning keeps ORT's busy-waiting worker threads. By default
 	// spinning is turned off ("session.intra_op.allow_spinning" and
 	// "session.inter_op.allow_spinning" = "0"): on small machines, and with
@@ -208,7 +214,7 @@ func open(name, path string, data []byte, opt Options) (*Session, error) {
 	}
 	switch backend := opt.backend(); backend {
 	case BackendORT:
-		if err := Init(); err != nil {
+		if err := initLibrary(opt.ORTLibrary); err != nil {
 			return nil, err
 		}
 		s := &Session{name: name, backend: BackendORT, bindings: map[*Binding]struct{}{}}
@@ -231,7 +237,7 @@ func openAuto(name, path string, data []byte, opt Options) (*Session, string) {
 	if !HasORT {
 		return nil, "CUDA unavailable (this build has no ONNX Runtime), using the native backend on the CPU"
 	}
-	if err := Init(); err != nil {
+	if err := initLibrary(opt.ORTLibrary); err != nil {
 		return nil, fmt.Sprintf("CUDA unavailable (%v), using the native backend on the CPU", err)
 	}
 	cuda := opt
