@@ -476,6 +476,7 @@ type LoopGraphError struct {
 	Beam int
 }
 
+// Error names the missing graph and the remedies: export it, or use engine steps.
 func (e *LoopGraphError) Error() string {
 	if e.Graph == modeldir.BeamFile {
 		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s names no beam model (files.beam); re-export with `attnx export --beam`, or use engine %q",
