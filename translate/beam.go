@@ -41,13 +41,13 @@ func checkBeamOptions(opt Options) error {
 	k := max(opt.Beam, 1)
 	switch {
 	case opt.Beam < 0:
-		return fmt.Errorf("translate: Beam = %d: want the beam width K >= 1 (1 or 0: greedy decoding)", opt.Beam)
+		return optionErrorf("Beam", "translate: Beam = %d: want the beam width K >= 1 (1 or 0: greedy decoding)", opt.Beam)
 	case opt.NBest < 0 || opt.NBest > k:
-		return fmt.Errorf("translate: NBest = %d: want 1 <= NBest <= Beam = %d (0: 1)", opt.NBest, k)
+		return optionErrorf("NBest", "translate: NBest = %d: want 1 <= NBest <= Beam = %d (0: 1)", opt.NBest, k)
 	}
 	if a := opt.LengthPenalty; a != nil {
 		if err := decode.LengthPenaltyRange(*a); err != nil {
-			return fmt.Errorf("translate: LengthPenalty = %v: %w", *a, err)
+			return optionErrorf("LengthPenalty", "translate: LengthPenalty = %v: %w", *a, err)
 		}
 	}
 	return nil

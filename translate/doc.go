@@ -1,23 +1,26 @@
 // Package translate is attnx's Go inference API: it opens a model directory
 // (encoder.onnx, decoder.onnx, attnx.json and optionally greedy.onnx, see
-// docs/models.md) and decodes batches of source sentences, greedily or with
-// beam search.
+// docs/models.md) and decodes source sentences as the model's toolkit
+// decodes them, greedily or with beam search.
 //
 //	tr, err := translate.Open("models/dates", translate.Options{})
 //	if err != nil { ... }
 //	defer tr.Close()
 //	res, err := tr.Translate(ctx, []string{"3rd of March 2021"})
-//	fmt.Println(res[0].Text) // 2021-03-03
+//	fmt.Println(res[0].Text, res[0].Score) // 2021-03-03 and its log-probability
+//
+// Zero Options decode as the model's toolkit decodes by default: its
+// search, beam width, length penalty and output limits, as attnx export
+// wrote them into attnx.json's "defaults" (ResolveDecoding); a field set
+// overrides the model's value.
 //
 // # Decoding
 //
 // Greedy decoding follows the spec exactly: the encoder runs once, the
 // decoder starts from its state with SOS, each step feeds back the argmax of
 // log_probs, a row stops at EOS (the EOS token is part of its output), and
-// decoding stops when every row has stopped or a row reaches its length
-// limit. The limit is Options.MaxLen tokens when set, else 2*n+10 for a
-// source of n tokens; it is per row, so a sentence decodes to the same tokens
-// whatever else is in its batch.
+// decoding stops when every row has stopped or reached its output limit
+// (see "Output limits").
 //
 // Two engines do the same computation:
 //
@@ -30,7 +33,36 @@
 //   - "loop" runs greedy.onnx, where the whole decode is one ONNX Loop: one
 //     session run per batch.
 //
-// The default is "loop" when the directory has greedy.onnx, "steps" otherwise.
+// The default is "loop" when the search is greedy and the directory has
+// greedy.onnx, "steps" otherwise. Either runs its graphs on attnx's native
+// evaluator by default, or on ONNX Runtime (Options.Backend).
+//
+// # Output limits
+//
+// A row's output limit is Options.MaxLen tokens (EOS included) when set,
+// else the model's own (attnx.json's defaults: OpenNMT-py's
+// min(250, 1.25 n + 5), JoeyNMT's max_output_length or its factor of n,
+// fairseq's 200 + 1), else 2n+10, for a source of n tokens. OpenNMT-py's
+// and JoeyNMT's translate commands take n per batch, the longest source of
+// the batch they put the sentence in (attnx.json's defaults.batching), so
+// the same sentence can get another limit beside other sentences. The calls
+// differ in which n they take, and this is the one place that says so:
+//
+//   - Translate, and TranslateCorpus (a file's lines, batched and emitted
+//     as the toolkit's translate command does), give each text the limit
+//     the toolkit gives it in a file of the call's texts: Translate of a
+//     test set's lines gives the toolkit's lines.
+//   - Translate with Options.PerSentenceLimits, TranslateIDs,
+//     TranslateSources, TranslateCall, a Scheduler's calls, Stream and
+//     TranslateInputs give each row the limit of its own length, so a
+//     sentence decodes the same alone or beside any others (Stream's
+//     batches are the lines that happen to have arrived). CallOptions'
+//     AsTestSet asks TranslateCall and a Scheduler for the toolkit's
+//     limits instead.
+//
+// For a model without defaults.batching (fairseq's, attnx's own) the two
+// are the same. Translator.BatchDependentLimits reports whether they
+// differ for a Translator's settings.
 //
 // # Beam search
 //
@@ -46,8 +78,8 @@
 // With Engine "loop" it runs beam.onnx instead (written by attnx export
 // --beam): the whole search in one session run per batch, rows grouped by
 // their length limit (the graph takes one max_len), with the same
-// hypotheses and scores as the steps engine. Beam = 1 (or 0) is greedy
-// decoding.
+// hypotheses and scores as the steps engine. Beam = 1 is greedy
+// decoding; Beam = 0 takes the model's default (greedy without one).
 //
 // # Scores
 //
@@ -67,30 +99,58 @@
 // TranslateIDs takes token ids. Ragged batches are padded with source id 0
 // (positions past a row's length are masked, so any valid source id does;
 // PAD is a target-side token and may lie outside the source vocabulary) and
-// carry their lengths; every row is checked before anything runs (not empty, ids in
-// [0, Vs), not longer than Options.MaxSourceLen). Translate takes text and
-// needs the source vocabulary of attnx.json: a vocabulary whose ordinary
-// tokens are all single characters is character-level, and text is split
-// into characters; otherwise text is split at white space. A character or
-// word outside the vocabulary is an error unless Options.UnknownToUNK maps it
-// to UNK. Errors about one input are *InputError values naming the row
-// (counted from 0) and, where it applies, the position (counted from 0).
+// carry their lengths; every row is checked before anything runs (not
+// empty, ids in [0, Vs), not longer than Options.MaxSourceLen). Translate
+// takes UTF-8 text and needs the model's tokenizer or the source
+// vocabulary of attnx.json: a vocabulary whose ordinary tokens are all
+// single characters is character-level, and text is split into
+// characters; otherwise text is split at white space. A blank text (white
+// space only) gets the zero Result, as a blank line of a test set does; a
+// text that is not valid UTF-8 is refused. A character or word outside the
+// vocabulary is an error unless Options.UnknownToUNK maps it to UNK.
+// Errors about one input are *InputError values naming the row (counted
+// from 0 among all the call's texts) and, where it applies, the position
+// (counted from 0).
+//
+// # Errors
+//
+// Errors wrap their causes (%w), and a caller branches on them with
+// errors.Is and errors.As:
+//
+//   - a refusal of what the caller asked for, an option or an input,
+//     matches *RequestError, whose Field names the option (Options' or
+//     CallOptions' field name) or whose Row names the input: a server
+//     answers it 400 without calling CheckCall first. errors.As also
+//     finds the specific type where there is one (*InputError,
+//     *BadInputError, *RulesError, *CopySearchError, *LoopGraphError).
+//   - a model directory or one of its files that does not exist matches
+//     fs.ErrNotExist.
+//   - a Scheduler whose queue is full returns an error wrapping
+//     ErrQueueFull (decode.ErrQueueFull: either name matches).
+//   - a call on a closed Translator or Scheduler returns ErrClosed.
+//   - a call whose context ends returns ctx.Err(): context.Canceled or
+//     context.DeadlineExceeded.
+//
+// Anything else (a graph that fails to run, memory over
+// Options.MaxLiveBytes: *MemoryLimitError) is the Translator's own
+// failure.
 //
 // # Concurrency
 //
-// A Translator is safe for use by many goroutines at once. The ONNX Runtime
-// sessions are shared (ORT sessions allow concurrent runs); everything that
-// changes during a steps-engine decode lives in an executor (the
-// preallocated buffers and IoBindings of package decode) that the call owns
-// until its batch is done. Executors are pooled by bytes, not by count or
-// shape: an idle one serves any later batch it has room for, idle ones are
-// kept up to Options.MaxIdleBytes (the oldest released first), and the
-// executors of all calls in progress together stay within
-// Options.MaxLiveBytes: a call that would go over waits for others to
-// finish or for its context to end, and a batch that alone needs more is
-// refused with an error that names the limit. Close waits for calls in
-// progress, then releases the sessions and every pooled executor; calls
-// after Close fail with ErrClosed.
+// A Translator is safe for use by many goroutines at once. Its sessions
+// (the native evaluator's or ONNX Runtime's, both of which allow
+// concurrent runs) are shared; everything that changes during a
+// steps-engine decode lives in an executor (the preallocated buffers and
+// IoBindings of package decode) that the call owns until its batch is
+// done. Executors are pooled by bytes, not by count or shape: an idle one
+// serves any later batch it has room for, idle ones are kept up to
+// Options.MaxIdleBytes (the oldest released first), and the executors of
+// all calls in progress together stay within Options.MaxLiveBytes: a call
+// that would go over waits for others to finish or for its context to
+// end, and a batch that alone needs more is refused with an error that
+// names the limit. Close waits for calls in progress, then releases the
+// sessions and every pooled executor; calls after Close fail with
+// ErrClosed.
 //
 // A cancelled context stops the steps engine between two decoder steps; the
 // loop engine checks it only before its single run.

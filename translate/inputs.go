@@ -125,7 +125,16 @@ func (t *Translator) translateBatch(ctx context.Context, inputs []Input, emit fu
 	}
 	err := run(idIdx, func() ([]Result, error) { return t.TranslateIDs(ctx, rows) })
 	if err == nil {
-		err = run(textIdx, func() ([]Result, error) { return t.Translate(ctx, texts) })
+		// Per-sentence limits: a stream's batches are the lines that
+		// happen to have arrived. A blank text that is not Input.Blank (a
+		// command line's empty argument) is refused.
+		err = run(textIdx, func() ([]Result, error) {
+			src, err := t.encodeTexts(ctx, texts)
+			if err != nil {
+				return nil, err
+			}
+			return t.translateIDs(ctx, src, nil, false)
+		})
 	}
 	if bad >= 0 {
 		// The inputs before the bad one first (an earlier bad input of the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/internal/fixtures"
 	"github.com/attnx/attnx/modeldir"
 )
@@ -94,7 +95,10 @@ func TestLengthPenaltyWu(t *testing.T) {
 	if len(lengths) < 2 {
 		t.Errorf("every hypothesis has the same length %v: the penalty was not exercised", lengths)
 	}
-	if _, err := Open(dir, Options{LengthPenaltyWu: true, Engine: EngineLoop, Beam: 2}); err == nil || !strings.Contains(err.Error(), "steps engine") {
+	// With beam.onnx there (without it, its absence is the refusal).
+	withBeam := t.TempDir()
+	writeModelDir(t, withBeam, w, modelSpec{special: attention.Special{SOS: f.SOS, EOS: f.EOS, PAD: f.PAD, UNK: 3}, beam: true})
+	if _, err := Open(withBeam, Options{LengthPenaltyWu: true, Engine: EngineLoop, Beam: 2}); err == nil || !strings.Contains(err.Error(), "steps engine") {
 		t.Errorf("loop engine: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 func TestOpenNMTRules(t *testing.T) {
 	needORT(t)
 	dir := filepath.Join(t.TempDir(), "onmt")
-	if _, err := modeldir.Export("../testdata/demo/onmt_dates.pt", dir, modeldir.Options{Greedy: true}); err != nil {
+	if _, err := modeldir.Export("../testdata/demo/onmt_dates.pt", dir, modeldir.Options{Greedy: true, Beam: true}); err != nil {
 		t.Fatal(err)
 	}
 	held, err := os.ReadFile("../testdata/demo/heldout.txt")

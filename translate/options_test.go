@@ -52,7 +52,7 @@ func TestEveryOptionsFieldInTable(t *testing.T) {
 	notDecoding := map[string]bool{
 		"Backend": true, "Threads": true, "Device": true, "OptLevel": true, "Engine": true, "MaxSourceLen": true,
 		"BatchSize": true, "UnknownToUNK": true, "Pretokenized": true, "NoModelDefaults": true,
-		"MaxIdleBytes": true, "MaxLiveBytes": true, "WithoutAttention": true, "AsTestSet": true, "MaxLenCap": true,
+		"MaxIdleBytes": true, "MaxLiveBytes": true, "WithoutAttention": true, "AsTestSet": true, "MaxLenCap": true, "PerSentenceLimits": true,
 	}
 	rows := map[string]DecodingOption{}
 	for _, o := range DecodingOptions {

@@ -111,11 +111,25 @@ func (t *Translator) testSetLens(rows [][]int64, opt CallOptions) []int {
 // reserves at first; it grows when longer sources join.
 const schedulerCells = 32
 
+// SchedulerConfig bounds a Scheduler (decode's, named here so that a
+// caller needs no second import): MaxSlots rows decoded together,
+// MaxQueue calls waiting to join; see NewScheduler for its zero value.
+type SchedulerConfig = decode.SchedulerConfig
+
+// SchedulerStats are a Scheduler's counters (decode's).
+type SchedulerStats = decode.SchedulerStats
+
+// DefaultMaxQueue is the calls a Scheduler lets wait for room in its
+// batch when SchedulerConfig.MaxQueue is 0.
+const DefaultMaxQueue = 256
+
 // NewScheduler starts a Scheduler over t's sessions, bounded by cfg (rows
-// decoded together, calls waiting). It needs the steps engine: the loop
-// engine decodes a whole batch in one session run, which rows cannot join.
-// Close the Scheduler when done; Translator.Close closes those still open.
-func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error) {
+// decoded together, calls waiting): the zero SchedulerConfig takes
+// MaxSlots from Options.BatchSize (else DefaultBatchSize) and MaxQueue
+// DefaultMaxQueue. It needs the steps engine: the loop engine decodes a
+// whole batch in one session run, which rows cannot join. Close the
+// Scheduler when done; Translator.Close closes those still open.
+func (t *Translator) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if t.pool == nil {
 		return nil, fmt.Errorf("translate: continuous batching needs the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
 	}
@@ -124,8 +138,17 @@ func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error
 	if t.closed {
 		return nil, ErrClosed
 	}
-	if cfg.MaxSlots < 1 {
-		return nil, fmt.Errorf("translate: scheduler MaxSlots = %d: want at least 1", cfg.MaxSlots)
+	switch {
+	case cfg.MaxSlots < 0:
+		return nil, optionErrorf("MaxSlots", "translate: SchedulerConfig.MaxSlots = %d: want at least 1 (0: Options.BatchSize)", cfg.MaxSlots)
+	case cfg.MaxQueue < 0:
+		return nil, optionErrorf("MaxQueue", "translate: SchedulerConfig.MaxQueue = %d: want at least 1 (0: %d)", cfg.MaxQueue, DefaultMaxQueue)
+	}
+	if cfg.MaxSlots == 0 {
+		cfg.MaxSlots = t.batchSize()
+	}
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = DefaultMaxQueue
 	}
 	ex, err := t.pool.m.NewExecutor(cfg.MaxSlots, cfg.MaxSlots*schedulerCells)
 	if err != nil {
@@ -145,19 +168,18 @@ func (t *Translator) NewScheduler(cfg decode.SchedulerConfig) (*Scheduler, error
 }
 
 // Translate tokenises texts with the source vocabulary and translates
-// them; see TranslateIDs.
+// them; see TranslateIDs. A blank text gets the zero Result, and an
+// *InputError's Row counts among all the texts, as in
+// Translator.Translate; each text's output limit follows its own length
+// unless opt.AsTestSet.
 func (s *Scheduler) Translate(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	src, err := s.t.encodeTexts(ctx, texts)
-	if err != nil {
-		return nil, err
-	}
-	return s.TranslateSources(ctx, src, opt)
+	return s.t.translateTexts(ctx, texts, func(src Sources) ([]Result, error) { return s.TranslateSources(ctx, src, opt) })
 }
 
 // TranslateIDs translates sources, one row of source token ids each, as
 // Translator.TranslateIDs does, in the shared batch. Every row is checked
 // before anything runs. It fails at once with an error wrapping
-// decode.ErrQueueFull when the scheduler's queue is full; when ctx ends
+// ErrQueueFull when the scheduler's queue is full; when ctx ends
 // first, the call's rows leave the batch at the next step boundary and it
 // returns ctx.Err(). A copy-attention model's ids from the source
 // vocabulary's size up are refused, as Translator.TranslateIDs refuses
@@ -190,7 +212,7 @@ func (s *Scheduler) TranslateSources(ctx context.Context, src Sources, opt CallO
 	searches := t.searches(sources, so)
 	if err := s.s.Decode(ctx, t.encoderRows(sources), searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {
-			return nil, ErrClosed
+			return nil, schedulerClosed{}
 		}
 		return nil, err
 	}
@@ -206,7 +228,7 @@ func (s *Scheduler) TranslateSources(ctx context.Context, src Sources, opt CallO
 func (s *Scheduler) QueueDepth() int { return s.s.QueueDepth() }
 
 // Stats returns the scheduler's counters.
-func (s *Scheduler) Stats() decode.SchedulerStats { return s.s.Stats() }
+func (s *Scheduler) Stats() SchedulerStats { return s.s.Stats() }
 
 // Close waits for the calls in progress and releases the scheduler's
 // decoding buffers; later calls fail with ErrClosed. Calling it again does
@@ -219,13 +241,11 @@ func (s *Scheduler) Close() {
 }
 
 // TranslateCall tokenises texts with the source vocabulary and translates
-// them; see TranslateIDsCall.
+// them; see TranslateIDsCall. A blank text gets the zero Result, as in
+// Translate; each text's output limit follows its own length unless
+// opt.AsTestSet (the package documentation's "Output limits").
 func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
-	src, err := t.encodeTexts(ctx, texts)
-	if err != nil {
-		return nil, err
-	}
-	return t.TranslateSourcesCall(ctx, src, opt)
+	return t.translateTexts(ctx, texts, func(src Sources) ([]Result, error) { return t.TranslateSourcesCall(ctx, src, opt) })
 }
 
 // TranslateIDsCall translates sources as TranslateIDs does, alone (not in
@@ -258,12 +278,12 @@ func (t *Translator) TranslateSourcesCall(ctx context.Context, src Sources, opt 
 		}
 		return res, err
 	}
-	if t.pool == nil {
-		return nil, fmt.Errorf("translate: per-call settings need the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
-	}
 	so, err := t.callSearchOptions(opt)
 	if err != nil {
 		return nil, err
+	}
+	if t.pool == nil {
+		return nil, fmt.Errorf("translate: per-call settings need the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
 	}
 	so.lens = t.testSetLens(sources, opt)
 	return t.decodeBatches(src, so, func(rows [][]int64, so searchOpts) ([]Result, error) { return t.runSearch(ctx, rows, so) })

@@ -182,8 +182,8 @@ func TestSchedulerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.NewScheduler(decode.SchedulerConfig{MaxSlots: 0, MaxQueue: 4}); err == nil {
-		t.Error("MaxSlots 0 accepted")
+	if _, err := tr.NewScheduler(decode.SchedulerConfig{MaxSlots: -1, MaxQueue: 4}); err == nil {
+		t.Error("MaxSlots -1 accepted")
 	}
 	s, err := tr.NewScheduler(decode.SchedulerConfig{MaxSlots: 4, MaxQueue: 4})
 	if err != nil {

@@ -122,10 +122,10 @@ func (so searchOpts) onmtAlpha() float64 {
 // hypothesis unless it sets NBest too.
 func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	if opt.MaxLen < 0 {
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.MaxLen = %d: must not be negative", opt.MaxLen)
+		return searchOpts{}, optionErrorf("MaxLen", "translate: CallOptions.MaxLen = %d: must not be negative", opt.MaxLen)
 	}
 	if opt.MaxLenCap < 0 {
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.MaxLenCap = %d: must not be negative", opt.MaxLenCap)
+		return searchOpts{}, optionErrorf("MaxLenCap", "translate: CallOptions.MaxLenCap = %d: must not be negative", opt.MaxLenCap)
 	}
 	so := t.searchOptions()
 	so.maxLen, so.maxLenCap = opt.MaxLen, opt.MaxLenCap
@@ -144,7 +144,7 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	if opt.ReplaceUnk != nil {
 		if *opt.ReplaceUnk && t.tgtUNK < 0 {
-			return searchOpts{}, fmt.Errorf("translate: CallOptions.ReplaceUnk: %s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
+			return searchOpts{}, optionErrorf("ReplaceUnk", "translate: CallOptions.ReplaceUnk: %s has no unknown token in both vocabularies", filepath.Join(t.dir, "attnx.json"))
 		}
 		so.replaceUnk = *opt.ReplaceUnk
 	}
@@ -153,14 +153,14 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	case RulesSpec, RulesOpenNMT, RulesJoeyNMT, RulesFairseq:
 		so.openNMT, so.joey, so.fairseq = opt.Rules == RulesOpenNMT, opt.Rules == RulesJoeyNMT, opt.Rules == RulesFairseq
 	default:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.Rules %q: want %s", opt.Rules, rulesList)
+		return searchOpts{}, optionErrorf("Rules", "translate: CallOptions.Rules %q: want %s", opt.Rules, rulesList)
 	}
 	switch p := opt.OpenNMTPenalty; p {
 	case "":
 	case decode.PenaltyNone, decode.PenaltyAvg, decode.PenaltyWu:
 		so.onmtPen = p
 	default:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.OpenNMTPenalty %q: want none, avg or wu", p)
+		return searchOpts{}, optionErrorf("OpenNMTPenalty", "translate: CallOptions.OpenNMTPenalty %q: want none, avg or wu", p)
 	}
 	if opt.BanUNK != nil {
 		so.banUNK = *opt.BanUNK
@@ -172,22 +172,22 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 		so.repPenalty = *opt.RepetitionPenalty
 	}
 	if so.fairseq && (so.noRepeat >= 2 || so.repPenalty > 1) {
-		return searchOpts{}, errFairseqRepeats
+		return searchOpts{}, optionError("NoRepeatNgram", errFairseqRepeats)
 	}
 	if err := t.callToolkitOptions(opt, &so); err != nil {
 		return searchOpts{}, err
 	}
 	switch {
 	case opt.MinLen < 0:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen = %d: must not be negative", opt.MinLen)
+		return searchOpts{}, optionErrorf("MinLen", "translate: CallOptions.MinLen = %d: must not be negative", opt.MinLen)
 	case opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen:
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
+		return searchOpts{}, optionErrorf("MinLen", "translate: CallOptions.MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
 	}
 	// The rules: the call's MinLen, else the Translator's, and under
 	// attnx's rules the unknown token banned.
 	var err error
 	if so.rules, err = t.stepRules(cmp.Or(opt.MinLen, t.opt.MinLen), so.banUNK && !so.openNMT); err != nil {
-		return searchOpts{}, fmt.Errorf("translate: CallOptions.BanUNK: %w", err)
+		return searchOpts{}, optionErrorf("BanUNK", "translate: CallOptions.BanUNK: %w", err)
 	}
 	if err := checkBeamOptions(Options{Beam: so.beam, NBest: so.nBest, LengthPenalty: &so.alpha}); err != nil {
 		return searchOpts{}, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/decode"
@@ -37,20 +38,20 @@ const (
 // Options.BatchSize is 0; longer calls are split.
 const DefaultBatchSize = 64
 
-// ErrClosed is returned by calls on a closed Translator.
-var ErrClosed = errors.New("translate: translator is closed")
-
-// Options configures a Translator. The zero value decodes on the CPU with
-// ONNX Runtime's default threads, the loop engine when greedy.onnx is
-// present (else steps), and the default per-row length limit.
+// Options configures a Translator. The zero value decodes as the model's
+// toolkit does (its search, beam width, length penalty and output limits,
+// from attnx.json's defaults: ResolveDecoding), on the CPU with attnx's
+// native evaluator and its default threads, on the loop engine when the
+// search is greedy and greedy.onnx is present (else steps).
 type Options struct {
-	// Backend is the engine that runs the graphs: "ort" (ONNX Runtime) or
-	// "go" (attnx's native evaluator, no cgo and no shared library; CPU
-	// only); "" is onnxrun.DefaultBackend (ORT, or go in a build
-	// without cgo).
+	// Backend is what runs the graphs: "go" (attnx's native evaluator, no
+	// cgo and no shared library; CPU only) or "ort" (ONNX Runtime); "" is
+	// onnxrun.BackendFor's choice: ONNX Runtime for Device "cuda" (in a
+	// build with cgo), else the native evaluator (onnxrun.DefaultBackend).
 	Backend string
-	// Threads is the intra-op thread count (ONNX Runtime's, or the native
-	// evaluator's goroutines per product); 0 is the backend's default.
+	// Threads is the intra-op thread count (the native evaluator's
+	// goroutines per product, or ONNX Runtime's); 0 is the backend's
+	// default.
 	Threads int
 	// Device is "cpu" (or ""), "cuda" or "auto" (CUDA, else CPU).
 	Device string
@@ -86,6 +87,14 @@ type Options struct {
 	// min_output_length). It runs on the steps engine: the loop engine's
 	// graphs have their rules built in.
 	MinLen int
+	// PerSentenceLimits gives each text of Translate the output limit of
+	// its own length, where by default it gets the one the model's toolkit
+	// gives it in a file of the call's texts (for a model whose toolkit
+	// limits a sentence by the longest source of its batch, attnx.json's
+	// defaults.batching): a text then translates the same alone or beside
+	// any others, which the toolkit's own output need not. See "Output
+	// limits" in the package documentation.
+	PerSentenceLimits bool
 	// MaxSourceLen rejects sources longer than this many tokens; 0 means
 	// no limit.
 	MaxSourceLen int
@@ -111,8 +120,11 @@ type Options struct {
 	// MaxIdleBytes caps the memory of the steps engine's idle decoding
 	// buffers, kept for later calls; 0 means DefaultMaxIdleBytes.
 	MaxIdleBytes int64
-	// Beam is the beam width K (spec "Beam search"): 0 or 1 decodes
-	// greedily, K > 1 keeps K hypotheses per input. Beam search runs on the
+	// Beam is the beam width K (spec "Beam search"): 1 decodes greedily,
+	// K > 1 keeps K hypotheses per input, and 0 takes the model's default
+	// (attnx.json's defaults: 5 for OpenNMT-py's and fairseq's translate
+	// commands, JoeyNMT's config), greedy for a model without one or with
+	// NoModelDefaults. Beam search runs on the
 	// steps engine (the default for K > 1) or, with Engine "loop", on
 	// beam.onnx (attnx export --beam), which gives the same hypotheses.
 	Beam int
@@ -295,7 +307,7 @@ func (t *Translator) targetIDs(what string, tokens []string) ([]int64, error) {
 	for _, tok := range tokens {
 		id := slices.Index(t.info.TgtTokens, tok)
 		if id < 0 {
-			return nil, fmt.Errorf("translate: %s: %q is not in the target vocabulary of %s", what, tok, filepath.Join(t.dir, "attnx.json"))
+			return nil, optionErrorf(what, "translate: %s: %q is not in the target vocabulary of %s", what, tok, filepath.Join(t.dir, "attnx.json"))
 		}
 		ids = append(ids, int64(id))
 	}
@@ -309,7 +321,7 @@ func ReadDir(dir string) (*modeldir.Info, error) {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("translate: model directory %s does not exist", dir)
+		return nil, &notFound{fmt.Sprintf("translate: model directory %s does not exist", dir), err}
 	case err != nil:
 		return nil, fmt.Errorf("translate: model directory: %w", err)
 	case !st.IsDir():
@@ -317,7 +329,7 @@ func ReadDir(dir string) (*modeldir.Info, error) {
 	}
 	info, err := modeldir.ReadInfo(filepath.Join(dir, "attnx.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("translate: %s has no attnx.json: not an attnx model directory (it should hold attnx.json, encoder.onnx and decoder.onnx)", dir)
+		return nil, &notFound{fmt.Sprintf("translate: %s has no attnx.json: not an attnx model directory (it should hold attnx.json, encoder.onnx and decoder.onnx)", dir), err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("translate: %w", err)
@@ -335,6 +347,11 @@ func Open(dir string, opt Options) (*Translator, error) {
 	}
 	if !opt.NoModelDefaults {
 		opt = ResolveDecoding(opt, info.Defaults)
+	}
+	// The loop engine's graph first: without it, the other settings' fit
+	// to that engine is beside the point.
+	if err := checkLoopGraph(dir, info, opt); err != nil {
+		return nil, err
 	}
 	if err := checkOptions(opt); err != nil {
 		return nil, err
@@ -366,16 +383,16 @@ func Open(dir string, opt Options) (*Translator, error) {
 		return nil, err
 	}
 	if opt.ReplaceUnk && t.tgtUNK < 0 {
-		return nil, fmt.Errorf("translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
+		return nil, optionErrorf("ReplaceUnk", "translate: ReplaceUnk: %s has no unknown token in both vocabularies", infoPath)
 	}
 	// Under attnx's rules BanUNK bans the unknown token as a toolkit's
 	// rules ban tokens (JoeyNMT's generate_unk: false).
 	specBan := opt.BanUNK && opt.Rules != RulesOpenNMT
 	if t.rules, err = t.stepRules(opt.MinLen, specBan); err != nil {
-		return nil, fmt.Errorf("translate: BanUNK: %w", err)
+		return nil, optionErrorf("BanUNK", "translate: BanUNK: %w", err)
 	}
 	if t.copy && opt.Engine == EngineLoop {
-		return nil, fmt.Errorf("translate: %s has copy attention, which decodes on the %q engine only (its dynamic vocabulary is per sentence, in Go), not %q", dir, EngineSteps, EngineLoop)
+		return nil, optionErrorf("Engine", "translate: %s has copy attention, which decodes on the %q engine only (its dynamic vocabulary is per sentence, in Go), not %q", dir, EngineSteps, EngineLoop)
 	}
 	if err := t.checkCopySearch(t.searchOptions()); err != nil {
 		return nil, err
@@ -398,13 +415,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 			}
 		}
 	case EngineLoop:
-		switch {
-		case t.beam() > 1 && info.Files[modeldir.RoleBeam] == "":
-			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.BeamFile, Beam: t.beam()}
-		case t.beam() == 1 && greedyFile == "":
-			return nil, &LoopGraphError{Dir: dir, Graph: modeldir.GreedyFile}
-		}
-		t.engine = EngineLoop
+		t.engine = EngineLoop // checkLoopGraph found its graph
 	default:
 		t.engine = opt.Engine
 	}
@@ -458,7 +469,7 @@ func (t *Translator) openGreedy(ropt onnxrun.Options, fallback bool) error {
 	t.notes = t.notes[:notes]
 	path := filepath.Join(t.dir, t.info.Files["greedy"])
 	if !fallback {
-		return fmt.Errorf("translate: engine %q: %s has no output %q, so its results would have no score: it was exported by an earlier attnx; export the model again (attnx export) or use engine %q",
+		return optionErrorf("Engine", "translate: engine %q: %s has no output %q, so its results would have no score: it was exported by an earlier attnx; export the model again (attnx export) or use engine %q",
 			EngineLoop, path, attention.OutTokenLogProbs, EngineSteps)
 	}
 	t.engine = EngineSteps
@@ -466,52 +477,79 @@ func (t *Translator) openGreedy(ropt onnxrun.Options, fallback bool) error {
 	return nil
 }
 
+// checkLoopGraph refuses Engine "loop" when the model directory lacks
+// the graph it would run: greedy.onnx, or beam.onnx for beam search.
+func checkLoopGraph(dir string, info *modeldir.Info, opt Options) error {
+	if opt.Engine != EngineLoop {
+		return nil
+	}
+	e := &LoopGraphError{Dir: dir, Graph: modeldir.GreedyFile}
+	role := "greedy"
+	if opt.Beam > 1 {
+		e.Graph, e.Beam, role = modeldir.BeamFile, opt.Beam, modeldir.RoleBeam
+	}
+	e.Named = info.Files[role]
+	if e.Named == "" {
+		return e
+	}
+	if _, err := os.Stat(filepath.Join(dir, e.Named)); errors.Is(err, fs.ErrNotExist) {
+		return e
+	}
+	return nil
+}
+
 // LoopGraphError is Open's error for the loop engine asked of a model
 // directory without the graph it needs: greedy.onnx, or beam.onnx for beam
-// search (Options.Beam > 1).
+// search (Options.Beam > 1, the model's default included).
 type LoopGraphError struct {
 	// Dir is the model directory, Graph the missing graph's file name.
 	Dir, Graph string
+	// Named is the file attnx.json names for the graph, which does not
+	// exist; "" when it names none.
+	Named string
 	// Beam is Options.Beam when Graph is beam.onnx.
 	Beam int
 }
 
-// Error names the missing graph and the remedies: export it, or use engine steps.
 func (e *LoopGraphError) Error() string {
-	if e.Graph == modeldir.BeamFile {
-		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s names no beam model (files.beam); re-export with `attnx export --beam`, or use engine %q",
-			EngineLoop, e.Beam, filepath.Join(e.Dir, "attnx.json"), EngineSteps)
+	missing := fmt.Sprintf("%s names no %s model (files.%s)", filepath.Join(e.Dir, "attnx.json"), strings.TrimSuffix(e.Graph, ".onnx"), strings.TrimSuffix(e.Graph, ".onnx"))
+	if e.Named != "" {
+		missing = fmt.Sprintf("%s does not exist", filepath.Join(e.Dir, e.Named))
 	}
-	return fmt.Sprintf("translate: engine %q needs greedy.onnx, and %s names no greedy model (files.greedy); use engine %q",
-		EngineLoop, filepath.Join(e.Dir, "attnx.json"), EngineSteps)
+	if e.Graph == modeldir.BeamFile {
+		return fmt.Sprintf("translate: engine %q with beam search (Beam = %d) needs beam.onnx, and %s; re-export with `attnx export --beam`, or use engine %q",
+			EngineLoop, e.Beam, missing, EngineSteps)
+	}
+	return fmt.Sprintf("translate: engine %q needs greedy.onnx, and %s; re-export with `attnx export --greedy`, or use engine %q",
+		EngineLoop, missing, EngineSteps)
 }
 
 func checkOptions(opt Options) error {
 	switch opt.Engine {
 	case "", EngineSteps, EngineLoop:
 	default:
-		return fmt.Errorf("translate: unknown engine %q: want %q or %q (or empty for the default)", opt.Engine, EngineSteps, EngineLoop)
+		return optionErrorf("Engine", "translate: unknown engine %q: want %q or %q (or empty for the default)", opt.Engine, EngineSteps, EngineLoop)
 	}
 	switch opt.Device {
 	case "", onnxrun.DeviceCPU, onnxrun.DeviceCUDA, onnxrun.DeviceAuto:
 	default:
-		return fmt.Errorf("translate: unknown device %q: want %q, %q or %q", opt.Device, onnxrun.DeviceCPU, onnxrun.DeviceCUDA, onnxrun.DeviceAuto)
+		return optionErrorf("Device", "translate: unknown device %q: want %q, %q or %q", opt.Device, onnxrun.DeviceCPU, onnxrun.DeviceCUDA, onnxrun.DeviceAuto)
 	}
 	switch opt.Backend {
 	case "", onnxrun.BackendORT:
 	case onnxrun.BackendGo:
 		if opt.Device == onnxrun.DeviceCUDA {
-			return fmt.Errorf("translate: the native backend (%q) runs on the CPU only; device %q needs backend %q", onnxrun.BackendGo, opt.Device, onnxrun.BackendORT)
+			return optionErrorf("Device", "translate: the native backend (%q) runs on the CPU only; device %q needs backend %q", onnxrun.BackendGo, opt.Device, onnxrun.BackendORT)
 		}
 	default:
-		return fmt.Errorf("translate: unknown backend %q: want %q or %q", opt.Backend, onnxrun.BackendORT, onnxrun.BackendGo)
+		return optionErrorf("Backend", "translate: unknown backend %q: want %q or %q", opt.Backend, onnxrun.BackendORT, onnxrun.BackendGo)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"Threads", opt.Threads}, {"MaxLen", opt.MaxLen}, {"MinLen", opt.MinLen}, {"MaxSourceLen", opt.MaxSourceLen}, {"BatchSize", opt.BatchSize}} {
 		if f.v < 0 {
-			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
+			return optionErrorf(f.name, "translate: %s = %d: must not be negative", f.name, f.v)
 		}
 	}
 	for _, f := range []struct {
@@ -519,87 +557,87 @@ func checkOptions(opt Options) error {
 		v    int64
 	}{{"MaxIdleBytes", opt.MaxIdleBytes}, {"MaxLiveBytes", opt.MaxLiveBytes}} {
 		if f.v < 0 {
-			return fmt.Errorf("translate: %s = %d: must not be negative", f.name, f.v)
+			return optionErrorf(f.name, "translate: %s = %d: must not be negative", f.name, f.v)
 		}
 	}
 	if opt.LengthPenaltyWu && opt.Engine == EngineLoop {
-		return fmt.Errorf("translate: LengthPenaltyWu runs on the steps engine, not the loop engine (beam.onnx ranks by score / len ** alpha)")
+		return optionErrorf("LengthPenaltyWu", "translate: LengthPenaltyWu runs on the steps engine, not the loop engine (beam.onnx ranks by score / len ** alpha)")
 	}
 	switch opt.Rules {
 	case "", RulesSpec:
 	case RulesFairseq:
 		if opt.Engine == EngineLoop {
-			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (its graphs have the spec's searches built in)", opt.Rules)
+			return optionErrorf("Rules", "translate: Rules %q runs on the steps engine, not the loop engine (its graphs have the spec's searches built in)", opt.Rules)
 		}
 	case RulesJoeyNMT:
 		if opt.Engine == EngineLoop && opt.Beam > 1 {
-			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
+			return optionErrorf("Rules", "translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
 		}
 	case RulesOpenNMT:
 		if opt.Engine == EngineLoop {
-			return fmt.Errorf("translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
+			return optionErrorf("Rules", "translate: Rules %q runs on the steps engine, not the loop engine (beam.onnx has the spec's beam search built in)", opt.Rules)
 		}
 		if opt.BlockNgram < 0 {
-			return fmt.Errorf("translate: BlockNgram = %d: must not be negative", opt.BlockNgram)
+			return optionErrorf("BlockNgram", "translate: BlockNgram = %d: must not be negative", opt.BlockNgram)
 		}
 		if p := opt.OpenNMTPenalty; p != "" && p != decode.PenaltyNone && p != decode.PenaltyAvg && p != decode.PenaltyWu {
-			return fmt.Errorf("translate: OpenNMTPenalty %q: want none, avg or wu", p)
+			return optionErrorf("OpenNMTPenalty", "translate: OpenNMTPenalty %q: want none, avg or wu", p)
 		}
 	default:
-		return fmt.Errorf("translate: Rules %q: want %s", opt.Rules, rulesList)
+		return optionErrorf("Rules", "translate: Rules %q: want %s", opt.Rules, rulesList)
 	}
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Rules == RulesFairseq {
-		return errFairseqRepeats
+		return optionError("NoRepeatNgram", errFairseqRepeats)
 	}
 	if tt := opt.Temperature; decode.TemperatureRange(tt) != nil || tt != 0 && opt.Rules != RulesFairseq && !(opt.Rules == RulesOpenNMT && opt.Sampling) {
-		return fmt.Errorf("translate: Temperature = %v: want 0 (none) or a value from %g to %g, with Rules %q or with Sampling under %q", tt, float64(decode.MinTemperature), float64(decode.MaxTemperature), RulesFairseq, RulesOpenNMT)
+		return optionErrorf("Temperature", "translate: Temperature = %v: want 0 (none) or a value from %g to %g, with Rules %q or with Sampling under %q", tt, float64(decode.MinTemperature), float64(decode.MaxTemperature), RulesFairseq, RulesOpenNMT)
 	}
 	if u := opt.UnkPenalty; math.IsNaN(u) || math.IsInf(u, 0) || u != 0 && opt.Rules != RulesFairseq {
-		return fmt.Errorf("translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)
+		return optionErrorf("UnkPenalty", "translate: UnkPenalty = %v: want a finite value, with Rules %q", u, RulesFairseq)
 	}
 	if (opt.NoRepeatNgram >= 2 || opt.RepetitionPenalty > 1) && opt.Engine == EngineLoop && opt.Beam > 1 {
-		return fmt.Errorf("translate: NoRepeatNgram and RepetitionPenalty run on the steps engine, not beam.onnx")
+		return optionErrorf("NoRepeatNgram", "translate: NoRepeatNgram and RepetitionPenalty run on the steps engine, not beam.onnx")
 	}
 	if opt.BanUNK && opt.Engine == EngineLoop {
-		return fmt.Errorf("translate: BanUNK runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)")
+		return optionErrorf("BanUNK", "translate: BanUNK runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)")
 	}
 	if opt.MinLen > 0 && opt.Engine == EngineLoop {
-		return fmt.Errorf("translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
+		return optionErrorf("MinLen", "translate: MinLen %d runs on the steps engine, not the loop engine (whose graphs have their decoding rules built in)", opt.MinLen)
 	}
 	if p := opt.RepetitionPenalty; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
-		return fmt.Errorf("translate: RepetitionPenalty = %v: want a finite value >= 0", p)
+		return optionErrorf("RepetitionPenalty", "translate: RepetitionPenalty = %v: want a finite value >= 0", p)
 	}
 	if opt.NoRepeatNgram < 0 {
-		return fmt.Errorf("translate: NoRepeatNgram = %d: must not be negative", opt.NoRepeatNgram)
+		return optionErrorf("NoRepeatNgram", "translate: NoRepeatNgram = %d: must not be negative", opt.NoRepeatNgram)
 	}
 	if (opt.BlockNgram != 0 || len(opt.IgnoreWhenBlocking) > 0) && opt.Rules != RulesOpenNMT {
-		return fmt.Errorf("translate: BlockNgram %d and IgnoreWhenBlocking %q go with Rules %q (OpenNMT-py's -block_ngram_repeat)", opt.BlockNgram, opt.IgnoreWhenBlocking, RulesOpenNMT)
+		return optionErrorf("BlockNgram", "translate: BlockNgram %d and IgnoreWhenBlocking %q go with Rules %q (OpenNMT-py's -block_ngram_repeat)", opt.BlockNgram, opt.IgnoreWhenBlocking, RulesOpenNMT)
 	}
 	if r := opt.Ratio; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 0 && opt.Rules != RulesOpenNMT {
-		return fmt.Errorf("translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
+		return optionErrorf("Ratio", "translate: Ratio = %v: want a finite value >= 0, with Rules %q", r, RulesOpenNMT)
 	}
 	switch c := opt.CoveragePenalty; {
 	case c != "" && c != decode.CoverageNone && c != decode.CoverageWu && c != decode.CoverageSummary:
-		return fmt.Errorf("translate: CoveragePenalty %q: want none, wu or summary", c)
+		return optionErrorf("CoveragePenalty", "translate: CoveragePenalty %q: want none, wu or summary", c)
 	case math.IsNaN(opt.Beta) || math.IsInf(opt.Beta, 0):
-		return fmt.Errorf("translate: Beta = %v: want a finite value", opt.Beta)
+		return optionErrorf("Beta", "translate: Beta = %v: want a finite value", opt.Beta)
 	case (c != "" && c != decode.CoverageNone || opt.Beta != 0 || opt.StepwisePenalty) && opt.Rules != RulesOpenNMT:
-		return fmt.Errorf("translate: CoveragePenalty %q, Beta %v and StepwisePenalty go with Rules %q (OpenNMT-py's -coverage_penalty, -beta, -stepwise_penalty)", c, opt.Beta, RulesOpenNMT)
+		return optionErrorf("CoveragePenalty", "translate: CoveragePenalty %q, Beta %v and StepwisePenalty go with Rules %q (OpenNMT-py's -coverage_penalty, -beta, -stepwise_penalty)", c, opt.Beta, RulesOpenNMT)
 	}
 	if opt.Sampling && opt.Rules != RulesFairseq && opt.Rules != RulesOpenNMT || !opt.Sampling && (opt.SamplingTopK != 0 || opt.SamplingTopP != 0) {
-		return fmt.Errorf("translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q or %q", RulesFairseq, RulesOpenNMT)
+		return optionErrorf("Sampling", "translate: Sampling (with SamplingTopK, SamplingTopP) goes with Rules %q or %q", RulesFairseq, RulesOpenNMT)
 	}
 	if k, p := opt.SamplingTopK, opt.SamplingTopP; k < 0 || math.IsNaN(p) || p < 0 || p > 1 || k > 0 && p > 0 {
-		return fmt.Errorf("translate: SamplingTopK %d, SamplingTopP %v: want one of them, TopK >= 1 or TopP in (0, 1]", k, p)
+		return optionErrorf("SamplingTopK", "translate: SamplingTopK %d, SamplingTopP %v: want one of them, TopK >= 1 or TopP in (0, 1]", k, p)
 	}
 	if a := opt.MaxLenA; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 || a > 0 && opt.Rules != RulesFairseq {
-		return fmt.Errorf("translate: MaxLenA = %v: want a finite value >= 0, with Rules %q", a, RulesFairseq)
+		return optionErrorf("MaxLenA", "translate: MaxLenA = %v: want a finite value >= 0, with Rules %q", a, RulesFairseq)
 	}
 	if r := opt.MaxLenRatio; r != nil && (math.IsNaN(*r) || math.IsInf(*r, 0) || *r < 0) {
-		return fmt.Errorf("translate: MaxLenRatio = %v: want a finite value >= 0", *r)
+		return optionErrorf("MaxLenRatio", "translate: MaxLenRatio = %v: want a finite value >= 0", *r)
 	}
 	if opt.MinLen > 0 && opt.MaxLen > 0 && opt.MinLen >= opt.MaxLen {
-		return fmt.Errorf("translate: MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
+		return optionErrorf("MinLen", "translate: MinLen %d must be below MaxLen %d (EOS counts in MaxLen)", opt.MinLen, opt.MaxLen)
 	}
 	if err := checkRules(opt); err != nil {
 		return err
@@ -615,7 +653,7 @@ func (t *Translator) openRole(role string, ropt onnxrun.Options, spec graphSpec)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("translate: %s model %s does not exist (attnx.json files.%s = %q)", role, path, role, name)
+		return nil, &notFound{fmt.Sprintf("translate: %s model %s does not exist (attnx.json files.%s = %q)", role, path, role, name), err}
 	case err != nil:
 		return nil, fmt.Errorf("translate: %s model: %w", role, err)
 	case st.IsDir():
@@ -713,15 +751,63 @@ func (t *Translator) closeSessions() error {
 	return errors.Join(errs...)
 }
 
-// Translate tokenises texts with the source vocabulary and translates them;
-// see TranslateIDs.
+// Translate tokenises texts with the model's tokenizer or source
+// vocabulary and translates them as the model's toolkit translates a file
+// of these lines with its defaults: each text's output limit is the one
+// the toolkit gives it in the batch it would put it in (the package
+// documentation's "Output limits"; Options.PerSentenceLimits gives each
+// text the limit of its own length instead). A blank text (white space
+// only) gets the zero Result, as a test set's blank line does. Results
+// are in input order, one per text. A text that cannot be translated
+// (invalid UTF-8, a word outside the vocabulary, too long) fails the call
+// before anything runs, with an *InputError naming its row, which
+// errors.As also finds as a *RequestError.
 func (t *Translator) Translate(ctx context.Context, texts []string) ([]Result, error) {
-	src, err := t.encodeTexts(ctx, texts)
+	return t.translateTexts(ctx, texts, func(src Sources) ([]Result, error) {
+		var lens []int
+		if !t.opt.PerSentenceLimits {
+			lens = t.corpusLens(src.Rows, CorpusOptions{})
+		}
+		return t.translateIDs(ctx, src, lens, false)
+	})
+}
+
+// translateTexts tokenises the texts that are not blank and translates
+// them with call; blank texts get the zero Result, and an *InputError's
+// Row counts among all texts.
+func (t *Translator) translateTexts(ctx context.Context, texts []string, call func(Sources) ([]Result, error)) ([]Result, error) {
+	idx := make([]int, 0, len(texts))
+	kept := make([]string, 0, len(texts))
+	for i, s := range texts {
+		if !blank(s) {
+			idx, kept = append(idx, i), append(kept, s)
+		}
+	}
+	src, err := t.encodeTexts(ctx, kept)
+	var res []Result
+	if err == nil {
+		res, err = call(src)
+	}
 	if err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) && ie.Row >= 0 && ie.Row < len(idx) {
+			ie.Row = idx[ie.Row]
+		}
 		return nil, err
 	}
-	return t.TranslateSources(ctx, src)
+	if len(idx) == len(texts) {
+		return res, nil
+	}
+	out := make([]Result, len(texts))
+	for k, i := range idx {
+		out[i] = res[k]
+	}
+	return out, nil
 }
+
+// blank reports whether a text is white space only: a blank line, which
+// gets the zero Result.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // encodeTexts tokenises texts with the source vocabulary, and wraps each
 // in the tokens the model saw around every sentence in training
@@ -744,6 +830,9 @@ func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces b
 		if err := ctx.Err(); err != nil {
 			return Sources{}, err
 		}
+		if !utf8.ValidString(s) {
+			return Sources{}, &InputError{Row: i, Position: -1, Msg: fmt.Sprintf("invalid UTF-8 at byte %d: text must be UTF-8", invalidUTF8(s))}
+		}
 		var oov func(string) int64
 		var words []string
 		if t.copy {
@@ -762,6 +851,19 @@ func (t *Translator) encodeTextsAs(ctx context.Context, texts []string, pieces b
 		}
 	}
 	return src, nil
+}
+
+// invalidUTF8 returns the offset of s's first byte that is not valid
+// UTF-8 (len(s) when there is none).
+func invalidUTF8(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 // TranslateIDs decodes sources (greedily, or with beam search when

@@ -482,7 +482,7 @@ func TestInputErrors(t *testing.T) {
 		texts []string
 		want  string
 	}{
-		{[]string{"abc", ""}, "translate: input row 1: empty input, nothing to translate"},
+		{[]string{"abc", "a\xff"}, "translate: input row 1: invalid UTF-8 at byte 1"},
 		{[]string{"abc", "ab#c"}, "translate: input row 1: character '#' (U+0023) at position 2 is not in the source vocabulary (set UnknownToUNK to map unknown characters to <unk> (id 3))"},
 		{[]string{"aé"}, "translate: input row 0: character 'é' (U+00E9) at position 1 is not in the source vocabulary"},
 		{[]string{"abcdefabcdef"}, "translate: input row 0: 12 tokens, more than the limit MaxSourceLen = 10"},

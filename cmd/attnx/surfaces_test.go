@@ -63,9 +63,10 @@ func surfaceModels() []surfaceModel {
 
 // TestOneDecodingTruth: for each toolkit model of testdata, exported with
 // no flags, `attnx translate --src` with no flags, the Go API with zero
-// Options (TranslateCorpus) and serve over HTTP with no decoding fields
-// give the same lines, and those are the toolkit's own output at its
-// defaults but for the near ties the toolkit's scores show. Before the
+// Options (TranslateCorpus, and Translate of all lines) and serve over
+// HTTP with no decoding fields give the same lines, and those are the
+// toolkit's own output at its defaults but for the near ties the
+// toolkit's scores show. Before the
 // Go API decoded greedily under attnx's rules whatever the model (0 of 48
 // fairseq lines), and serve cut JoeyNMT's outputs by each sentence's
 // length where joeynmt translate uses its batch's longest.
@@ -102,6 +103,18 @@ func TestOneDecodingTruth(t *testing.T) {
 				return nil
 			}, nil); err != nil {
 				t.Fatal(err)
+			}
+			// Translate, the call the README shows, decodes the lines as
+			// the test set TranslateCorpus decodes (issue 54: it gave
+			// joey-sp 44, onmt-bpe 47 of 48 lines).
+			res, err := tr.Translate(context.Background(), lines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range lines {
+				if res[i].Text != api[i] {
+					t.Errorf("line %d: Translate %q, TranslateCorpus %q", i+1, res[i].Text, api[i])
+				}
 			}
 			tr.Close()
 
