@@ -79,6 +79,7 @@ func (w *Weights) Validate() error {
 // values) are not KeysErrors.
 type KeysError struct{ Msg string }
 
+// Error returns the message: what the keys lack or hold twice.
 func (e *KeysError) Error() string { return e.Msg }
 
 func keysError(format string, args ...any) error {

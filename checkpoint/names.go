@@ -274,6 +274,7 @@ func ParseRename(s string) (Rename, error) {
 	return Rename{From: from, To: to}, nil
 }
 
+// String gives the rename as it is written on the command line, FROM=TO.
 func (r Rename) String() string { return r.From + "=" + r.To }
 
 // matches tells whether key starts with the rename's FROM: FROM ending in

@@ -42,6 +42,7 @@ type CorpusScores struct {
 // MetricError is a metric name Corpus does not know.
 type MetricError struct{ Name string }
 
+// Error names the unknown metric and the ones Corpus knows.
 func (e *MetricError) Error() string {
 	return fmt.Sprintf("metric %q: want bleu, chrf and/or rouge", e.Name)
 }

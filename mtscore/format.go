@@ -13,9 +13,15 @@ const Version = "2.6.0-attnx"
 
 // Score is a corpus score: BLEU or chrF.
 type Score interface {
+	// Name is the metric's: "BLEU", or "chrF2" ("chrF2++" with word
+	// n-grams).
 	Name() string
+	// Value is the score, from 0 to 100.
 	Value() float64
+	// Verbose is what sacreBLEU's score line gives after the score
+	// (BLEU's precisions and lengths; empty for chrF).
 	Verbose() string
+	// Signature is sacreBLEU's signature of the settings that made it.
 	Signature() string
 }
 

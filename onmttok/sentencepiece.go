@@ -9,6 +9,7 @@ import (
 // PieceEncoder segments text into SentencePiece pieces ("▁" marking a
 // space): package subword's SentencePiece.
 type PieceEncoder interface {
+	// Encode returns the pieces of text.
 	Encode(text string) []string
 }
 

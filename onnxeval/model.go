@@ -46,6 +46,7 @@ type LimitError struct {
 	What string
 }
 
+// Error says which limit stopped the run and what needed more.
 func (e *LimitError) Error() string { return e.What }
 
 // Model is a loaded ONNX model ready to run: its graph checked against the

@@ -101,6 +101,7 @@ type ShapeError struct {
 	Err   error
 }
 
+// Error says what is wrong with the shape.
 func (e *ShapeError) Error() string { return e.Err.Error() }
 
 // elements returns shape's element count, checked with builder's one shape

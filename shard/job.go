@@ -20,6 +20,7 @@ import (
 // caller's mistake, not a failure of the run.
 type SpecError struct{ Msg string }
 
+// Error says what about the shard cannot be run and why.
 func (e *SpecError) Error() string { return e.Msg }
 
 // CheckCount refuses spec, worked out by Parse from "auto", when records of

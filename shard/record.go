@@ -170,6 +170,7 @@ type Counter struct {
 // NewCounter wraps w.
 func NewCounter(w io.Writer) *Counter { return &Counter{W: w, sum: sha256.New()} }
 
+// Write writes p to W, counting and hashing the bytes W took.
 func (c *Counter) Write(p []byte) (int, error) {
 	n, err := c.W.Write(p)
 	c.sum.Write(p[:n])

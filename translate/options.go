@@ -63,6 +63,7 @@ type RulesError struct {
 	Value  any
 }
 
+// Error names the option, its value, the rules and the rules it goes with.
 func (e *RulesError) Error() string {
 	return fmt.Sprintf("translate: %s = %v: Rules %q do not implement it: %s (it goes with Rules %s)", e.Option.Go, e.Value, e.Rules, e.Option.Lacks, e.Option.Rules)
 }

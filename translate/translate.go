@@ -511,6 +511,7 @@ type LoopGraphError struct {
 	Beam int
 }
 
+// Error names the missing graph and the remedies: export it, or use engine steps.
 func (e *LoopGraphError) Error() string {
 	missing := fmt.Sprintf("%s names no %s model (files.%s)", filepath.Join(e.Dir, "attnx.json"), strings.TrimSuffix(e.Graph, ".onnx"), strings.TrimSuffix(e.Graph, ".onnx"))
 	if e.Named != "" {

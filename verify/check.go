@@ -88,6 +88,7 @@ type StepsMismatchError struct {
 	InputSteps, Steps int
 }
 
+// Error says how many steps the inputs hold and how many were asked for.
 func (e *StepsMismatchError) Error() string {
 	return fmt.Sprintf("%s has step_input_ids for %d steps, but %d steps were asked for", e.Inputs, e.InputSteps, e.Steps)
 }

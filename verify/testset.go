@@ -56,10 +56,12 @@ type LineError struct {
 	Err  error
 }
 
+// Error names the test set, the line, its text and what failed.
 func (e *LineError) Error() string {
 	return fmt.Sprintf("%s line %d (%q): %v", e.Name, e.Line, e.Text, e.Err)
 }
 
+// Unwrap returns what failed, for errors.Is and errors.As.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // TestSetOutcome is CheckTestSet's result.

@@ -292,6 +292,7 @@ func (n NearTie) MarshalJSON() ([]byte, error) {
 	}{n.Step, n.Row, n.Got, n.Want, finite(n.Gap), finite(n.Drift)})
 }
 
+// String says where the tokens differ and how near PyTorch's best two were.
 func (n NearTie) String() string {
 	return fmt.Sprintf("step %d row %d: token %d, PyTorch %d (PyTorch's best two log-probs %.2e apart, log_probs drift %.2e)", n.Step, n.Row, n.Got, n.Want, n.Gap, n.Drift)
 }
