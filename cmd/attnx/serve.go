@@ -48,6 +48,17 @@ choosing the engine). A request whose client goes away, or that runs past
 --batching off and the loop engine (greedy.onnx, one ONNX Runtime run per
 request) its decode runs to its end and the result is dropped.
 
+--onmt-config conf.json serves OpenNMT-py's REST API (onmt_server's) too,
+under --url-root (/translator): POST /translator/translate with
+[{"id": N, "src": "text"}, ...] answers n_best lists of {"n_best",
+"pred_score", "src", "tgt"} as onmt_server does, with GET
+/translator/models, /translator/health, /translator/to_cpu/ID (and
+unload_model, to_gpu, clone_model refused as JSON errors). Each conf.json
+model path names an attnx model directory (attnx export CHECKPOINT -o DIR),
+its "opt" sets the decoding of that id's requests, its "tokenizer" must be
+the directory's own; preprocess/postprocess hooks (Python) are refused by
+name. docs/onmt_server.md has the details.
+
 Bad requests get 4xx with {"error": "..."} saying what is wrong; 429 when
 the model's queue is full. SIGTERM or Ctrl-C stops accepting requests,
 finishes those in flight and exits 0.`
@@ -138,7 +149,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 	minLen := fs.Int("min-len", 0, "no EOS before this many output tokens, for requests that set no \"min_len\"")
 	replaceUnk := fs.Bool("replace-unk", false, "replace unknown output tokens with the source tokens they attend to most, for requests that set no \"replace_unk\"")
 	rules := fs.String("rules", "", "the search for requests that set no \"rules\": spec, opennmt, joeynmt or fairseq (default: each model's own, from its attnx.json)")
-	onmtConfig := fs.String("onmt-config", "", "serve OpenNMT-py's REST API (onmt_server's) too, for the models of its `conf.json`: each model path an attnx model directory (attnx export CHECKPOINT -o DIR), each \"opt\" the decoding of that model id's requests (docs/serving.md); instead of --model")
+	onmtConfig := fs.String("onmt-config", "", "serve OpenNMT-py's REST API (onmt_server's) too, for the models of its `conf.json`: each model path an attnx model directory (attnx export CHECKPOINT -o DIR), each \"opt\" the decoding of that model id's requests (docs/onmt_server.md); instead of --model")
 	urlRoot := fs.String("url-root", serve.DefaultOnmtURLRoot, "with --onmt-config: the prefix of onmt_server's routes (its --url_root): /translator/translate, /translator/models, ...")
 	banUNK := fs.Bool("ban-unk", false, "never output the unknown token, for requests that set no \"ban_unk\" (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false)")
 	if err := parseFlags(fs, args); err != nil {
@@ -192,7 +203,7 @@ func serveConfig(args []string) (serve.Config, string, error) {
 			*models = append(*models, d.Name+"="+d.Dir)
 		}
 	case len(*models) == 0:
-		return fail("--model DIR (or --onmt-config conf.json) is required")
+		return fail("--model DIR is required (or --onmt-config conf.json)")
 	}
 	if err := checkBackend(*backend, *device); err != nil {
 		return serve.Config{}, "", err
