@@ -53,6 +53,28 @@ type onmtInput struct {
 	Src *string         `json:"src"`
 }
 
+// checkOnmt checks each onmt model's opt, once its model is loaded, as
+// every request of its id will be checked (the server's limits, the
+// settings the model's rules take), so that a bad opt stops the start
+// instead of failing every request.
+func (s *Server) checkOnmt() error {
+	if s.cfg.Onmt == nil {
+		return nil
+	}
+	for _, om := range s.cfg.Onmt.Models {
+		m := s.models[om.Name]
+		if m == nil {
+			return fmt.Errorf("onmt model %d: no served model %q", om.ID, om.Name)
+		}
+		req := om.Decoding
+		req.Inputs = []string{"x"}
+		if _, msg := s.checkRequest(&req, m); msg != "" {
+			return fmt.Errorf("onmt model %d: its opt, as the request fields it sets (beam_size is beam, max_length max_len, min_length min_len, alpha length_penalty, length_penalty length_penalty_form): %s", om.ID, msg)
+		}
+	}
+	return nil
+}
+
 // onmtRoutes registers onmt_server's routes under the API's URL root.
 func (s *Server) onmtRoutes(mux *http.ServeMux) {
 	root := s.cfg.Onmt.URLRoot

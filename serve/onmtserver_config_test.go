@@ -182,6 +182,34 @@ func TestOnmtURLRoot(t *testing.T) {
 	}
 }
 
+// TestOnmtOptChecked checks that an opt the server's limits or the
+// model's rules refuse stops the start, naming the model id.
+func TestOnmtOptChecked(t *testing.T) {
+	root := onmtModelRoot(t, "onmt-sp", []string{"spm_src.model", "spm_tgt.model"})
+	for _, c := range []struct {
+		opt  map[string]any
+		says string
+	}{
+		{map[string]any{"beam_size": 40}, "onmt model 3: its opt, as the request fields it sets"},
+		{map[string]any{"beam_size": 40}, "beam = 40: want 1 (greedy) to 16"},
+		{map[string]any{"beam_size": 2, "n_best": 3}, "n_best = 3: want 1 to beam = 2"},
+		{map[string]any{"length_penalty": "power"}, `length_penalty_form = "power" with rules "opennmt"`},
+	} {
+		path := onmtConfFile(t, "", root, map[string]any{"models": []any{map[string]any{"id": 3, "model": "model.pt", "opt": c.opt}}})
+		api, dirs, err := ReadOnmtConfig(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := New(Config{Models: dirs, Onmt: api})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Load(); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("opt %v: Load: %v, want an error saying %q", c.opt, err, c.says)
+		}
+	}
+}
+
 // TestPyStrip checks the white space onmt_server strips from each src and
 // gives back around its translation (Python's str.isspace).
 func TestPyStrip(t *testing.T) {

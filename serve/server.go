@@ -309,6 +309,13 @@ func (s *Server) Load() error {
 		m.loaded.Store(true)
 		s.cfg.Logf("model %q loaded from %s in %s", m.name, m.dir, time.Since(start).Round(time.Millisecond))
 	}
+	if err := s.checkOnmt(); err != nil {
+		for _, o := range s.order {
+			o.loaded.Store(false)
+			o.backend.Close()
+		}
+		return err
+	}
 	s.ready.Store(true)
 	return nil
 }
