@@ -168,6 +168,13 @@ func TestErrorClasses(t *testing.T) {
 	if err := os.Remove(filepath.Join(noGreedy, "greedy.onnx")); err != nil {
 		t.Fatal(err)
 	}
+	noEncoder := filepath.Join(t.TempDir(), "m")
+	if err := os.CopyFS(noEncoder, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(noEncoder, "encoder.onnx")); err != nil {
+		t.Fatal(err)
+	}
 	onmt := filepath.Join(t.TempDir(), "m")
 	if err := os.CopyFS(onmt, os.DirFS(noGreedy)); err != nil {
 		t.Fatal(err)
@@ -190,6 +197,7 @@ func TestErrorClasses(t *testing.T) {
 	}{
 		{"missing directory", filepath.Join(dir, "nope"), Options{}, fs.ErrNotExist, "", "does not exist"},
 		{"no attnx.json", noInfo, Options{}, fs.ErrNotExist, "", "has no attnx.json"},
+		{"no encoder.onnx", noEncoder, Options{Engine: EngineSteps}, fs.ErrNotExist, "", "encoder model " + filepath.Join(noEncoder, "encoder.onnx") + " does not exist"},
 		{"NBest over Beam", dir, Options{Beam: 2, NBest: 3}, nil, "NBest", "NBest = 3: want 1 <= NBest <= Beam = 2"},
 		{"unknown engine", dir, Options{Engine: "fast"}, nil, "Engine", `unknown engine "fast"`},
 		{"negative BatchSize", dir, Options{BatchSize: -1}, nil, "BatchSize", "BatchSize = -1"},
