@@ -15,8 +15,9 @@ import (
 // spinning for spinFor, where the next part of the same step usually
 // finds it, and only then parks until work comes.
 //
-// They stay only while the package has users (Acquire, Release: the
-// native evaluator's models hold it from FromGraph to Close): when the
+// They stay only while the package has users (Acquire, Release: a native
+// evaluator model of more than one thread holds it from FromGraph until
+// Close, or until it is collected unclosed): when the
 // last user releases it, every helper ends, so that a process that has
 // closed its models keeps no goroutine of the package; a split without
 // users gives each part a goroutine of its own, which ends with the part.
