@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,9 +23,37 @@ import (
 // onmtResult is one translation of a translate answer.
 type onmtResult struct {
 	NBest     int     `json:"n_best"`
-	PredScore float64 `json:"pred_score"`
+	PredScore pyFloat `json:"pred_score"`
 	Src       string  `json:"src"`
 	Tgt       string  `json:"tgt"`
+}
+
+// pyFloat is a number written as Python's json writes a float (its
+// repr): the shortest digits that read back, "0.0" and "5.0" with their
+// point, an exponent below 1e-4 and from 1e16 on ("1e-05", "1e+16").
+type pyFloat float64
+
+// MarshalJSON writes f as Python's repr.
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, fmt.Errorf("pred_score %v is not a JSON number", v)
+	}
+	e := strconv.FormatFloat(v, 'e', -1, 64) // -d.ddde±XX
+	mant, exps, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(exps)
+	if exp < -4 || exp >= 16 {
+		sign := "+"
+		if exp < 0 {
+			sign, exp = "-", -exp
+		}
+		return fmt.Appendf(nil, "%se%s%02d", mant, sign, exp), nil
+	}
+	out := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(out, ".") {
+		out += ".0"
+	}
+	return []byte(out), nil
 }
 
 // onmtError is an error answer: {"error": ..., "status": "error"}, with
@@ -324,7 +353,7 @@ func (s *Server) handleOnmt(w http.ResponseWriter, r *http.Request) (string, int
 					return om.Name, http.StatusInternalServerError, onmtError{Error: fmt.Sprintf("decoding failed: input %d has %d hypotheses, not n_best %d", i, len(hyps), nBest), Status: "error"}, release
 				}
 				h := hyps[k]
-				o.PredScore = float64(h.NormalizedScore)
+				o.PredScore = pyFloat(h.NormalizedScore)
 				o.Tgt = h.Text
 				if om.Pretokenized {
 					pieces := h.OutputTokens

@@ -444,7 +444,8 @@ func (m *OnmtModel) readTokenizer(raw json.RawMessage, root string) error {
 		Src, Tgt *onmtTokenizerConf
 	}
 	var one onmtTokenizerConf
-	if err := json.Unmarshal(raw, &sides); err != nil {
+	var err error
+	if err = json.Unmarshal(raw, &sides); err != nil {
 		return fmt.Errorf("tokenizer: %w", err)
 	}
 	if sides.Src == nil || sides.Tgt == nil {
@@ -455,7 +456,10 @@ func (m *OnmtModel) readTokenizer(raw json.RawMessage, root string) error {
 		// As onmt_server's to_dict answers one tokenizer for both.
 		raw = json.RawMessage(fmt.Sprintf(`{"src":%s,"tgt":%s}`, raw, raw))
 	}
-	m.tokenizer = raw
+	// As Flask's jsonify answers it: every object's keys sorted.
+	if m.tokenizer, err = sortedJSON(raw); err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
 	info, err := modeldir.ReadInfo(filepath.Join(m.Dir, modeldir.InfoFile))
 	if err != nil {
 		return err
@@ -470,6 +474,24 @@ func (m *OnmtModel) readTokenizer(raw json.RawMessage, root string) error {
 		}
 	}
 	return nil
+}
+
+// sortedJSON rewrites a JSON value with every object's keys sorted, its
+// numbers as they were written.
+func sortedJSON(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSpace(buf.Bytes())), nil
 }
 
 // checkOnmtTokenizer checks one side's tokenizer section against the

@@ -71,23 +71,34 @@ func onmtModelRoot(t *testing.T, src string, files []string) string {
 	return dir
 }
 
-// onmtConfFile writes conf (onmt-server/conf.json's text when nil) with
-// models_root set to root, and returns its path.
+// onmtConfFile writes conf with models_root set to root, or with conf nil
+// the fixture's conf.json as it is, its models_root alone replaced (its
+// keys in its order, as onmt_server read them), and returns its path.
 func onmtConfFile(t *testing.T, fixture, root string, conf map[string]any) string {
 	t.Helper()
+	var data []byte
 	if conf == nil {
-		data, err := os.ReadFile(filepath.Join("../testdata/toolkits", fixture, "conf.json"))
+		orig, err := os.ReadFile(filepath.Join("../testdata/toolkits", fixture, "conf.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := json.Unmarshal(data, &conf); err != nil {
+		var c struct {
+			ModelsRoot string `json:"models_root"`
+		}
+		if err := json.Unmarshal(orig, &c); err != nil {
 			t.Fatal(err)
 		}
-	}
-	conf["models_root"] = root
-	data, err := json.Marshal(conf)
-	if err != nil {
-		t.Fatal(err)
+		q, _ := json.Marshal(c.ModelsRoot)
+		r, _ := json.Marshal(root)
+		if data = bytes.Replace(orig, append([]byte(`"models_root": `), q...), append([]byte(`"models_root": `), r...), 1); bytes.Equal(data, orig) {
+			t.Fatalf("%s/conf.json: no \"models_root\": %s to replace", fixture, q)
+		}
+	} else {
+		conf["models_root"] = root
+		var err error
+		if data, err = json.Marshal(conf); err != nil {
+			t.Fatal(err)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "conf.json")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -169,7 +180,7 @@ func testOnmtFixture(t *testing.T, fixture, root, src string, nModels int) {
 		"clone":         {http.StatusOK, "clone_model is refused"},
 		"no_page":       {http.StatusNotFound, "no such page"},
 	}
-	identical, translations, worst := 0, 0, 0.0
+	identical, translations, worst, sameBytes := 0, 0, 0.0, 0
 	for _, ex := range exchanges {
 		t.Run(ex.Name, func(t *testing.T) {
 			var body io.Reader
@@ -224,6 +235,9 @@ func testOnmtFixture(t *testing.T, fixture, root, src string, nModels int) {
 			if resp.StatusCode != ex.Status {
 				t.Fatalf("status %d, the toolkit's %d; answered %s", resp.StatusCode, ex.Status, got)
 			}
+			if string(got) == ex.Response {
+				sameBytes++
+			}
 			if ex.Path != "/translator/translate" {
 				want := ex.Response
 				if ex.Name == "models" {
@@ -269,7 +283,7 @@ func testOnmtFixture(t *testing.T, fixture, root, src string, nModels int) {
 			}
 		})
 	}
-	t.Logf("translations identical to onmt_server's: %d/%d; largest pred_score difference %.3g", identical, translations, worst)
+	t.Logf("translations identical to onmt_server's: %d/%d; largest pred_score difference %.3g; answers byte for byte the toolkit's: %d/%d", identical, translations, worst, sameBytes, len(exchanges))
 }
 
 func keys(m map[string]any) []string {
