@@ -23,7 +23,8 @@ import (
 // with zero Options (the native evaluator), translating its test set,
 // runs attnx goroutines (the kernels' helpers, the idle-buffer watcher);
 // once the last Translator is closed none is left, on each backend. Two
-// Translators open at once: closing the first keeps the second working.
+// Translators open at once: closing the first keeps the second working; a
+// Scheduler of the second, left open, ends with it.
 func TestTranslatorLeavesNoGoroutine(t *testing.T) {
 	if g := leaktest.Wait(10 * time.Second); len(g) != 0 {
 		t.Fatalf("attnx goroutines before the test:\n%s", strings.Join(g, "\n\n"))
@@ -71,9 +72,21 @@ func TestTranslatorLeavesNoGoroutine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the second Translator after the first closed: %v", err)
 			}
+			// A Scheduler left open: the Translator's Close ends it.
+			sched, err := second.NewScheduler(translate.SchedulerConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaSched, err := sched.Translate(ctx, lines, translate.CallOptions{})
+			if err != nil {
+				t.Fatalf("the Scheduler: %v", err)
+			}
 			for i := range want {
 				if got[i].Text != want[i].Text || got[i].Text == "" {
 					t.Errorf("line %d: %q after the first Translator closed, %q before", i+1, got[i].Text, want[i].Text)
+				}
+				if viaSched[i].Text == "" {
+					t.Errorf("line %d: the Scheduler gave no text", i+1)
 				}
 			}
 			if err := second.Close(); err != nil {
