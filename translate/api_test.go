@@ -198,6 +198,7 @@ func TestErrorClasses(t *testing.T) {
 		{"missing directory", filepath.Join(dir, "nope"), Options{}, fs.ErrNotExist, "", "does not exist"},
 		{"no attnx.json", noInfo, Options{}, fs.ErrNotExist, "", "has no attnx.json"},
 		{"no encoder.onnx", noEncoder, Options{Engine: EngineSteps}, fs.ErrNotExist, "", "encoder model " + filepath.Join(noEncoder, "encoder.onnx") + " does not exist"},
+		{"BanUNK on the loop engine", dir, Options{Engine: EngineLoop, BanUNK: true}, nil, "BanUNK", "BanUNK runs on the steps engine"},
 		{"NBest over Beam", dir, Options{Beam: 2, NBest: 3}, nil, "NBest", "NBest = 3: want 1 <= NBest <= Beam = 2"},
 		{"unknown engine", dir, Options{Engine: "fast"}, nil, "Engine", `unknown engine "fast"`},
 		{"negative BatchSize", dir, Options{BatchSize: -1}, nil, "BatchSize", "BatchSize = -1"},
