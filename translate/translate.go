@@ -1022,10 +1022,8 @@ func DefaultMaxLen(n int) int { return 2*n + 10 }
 func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpts) {
 	enc := t.encoderRow(src)
 	r.Source = append([]int64(nil), enc...)
-	// replace_unk takes the source vocabulary's token, as OpenNMT-py
-	// does (a word outside it stays <unk>).
-	vocabTokens := t.src.strings(enc)
 	r.SourceTokens = t.sourceWords(src, words)
+	unkSrc := t.unkSources(enc, r.SourceTokens, so)
 	cm := t.copyMapOf(r.SourceTokens)
 	output := func(tokens []int64) ([]string, string) {
 		out := t.tgt.strings(tokens)
@@ -1041,7 +1039,7 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		skip = t.fairseqUnaligned(enc)
 	}
 	if so.replaceUnk {
-		r.Text = t.replaceUnk(r.Tokens, r.Attention, vocabTokens, skip, r.OutputTokens, r.Text, cm)
+		r.Text = t.replaceUnk(r.Tokens, r.Attention, unkSrc, skip, r.OutputTokens, r.Text, cm)
 	}
 	att := r.Attention
 	if so.noAttention {
@@ -1056,7 +1054,7 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
-			h.Text = t.replaceUnk(h.Tokens, h.attention, vocabTokens, skip, h.OutputTokens, h.Text, cm)
+			h.Text = t.replaceUnk(h.Tokens, h.attention, unkSrc, skip, h.OutputTokens, h.Text, cm)
 		}
 		h.attention = nil
 	}
