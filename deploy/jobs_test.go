@@ -14,16 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// TestTranslateJobs checks translate-job.yaml and merge-job.yaml against
-// each other and against what attnx translate --shard needs: an Indexed
+// TestTranslateJobs checks translate/translate-job.yaml and
+// merge/merge-job.yaml against each other and against what attnx
+// translate --shard needs: an Indexed
 // Job whose --shard auto/N has N = completions, retried per index, whose
 // pods write their parts where the merge Job reads them, on a volume both
 // mount; threads matching the CPU limit; the image's user.
 // (cmd/attnx's TestIndexedJobLocally runs the two Jobs' commands.)
 func TestTranslateJobs(t *testing.T) {
 	var job, merge batchv1.Job
-	decodeStrict(t, "translate-job.yaml", "batch/v1", "Job", &job)
-	decodeStrict(t, "merge-job.yaml", "batch/v1", "Job", &merge)
+	decodeStrict(t, translateJobFile, "batch/v1", "Job", &job)
+	decodeStrict(t, mergeJobFile, "batch/v1", "Job", &merge)
 	s := job.Spec
 	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || s.Completions == nil || *s.Completions < 1 {
 		t.Fatalf("completionMode %v, completions %v: want an Indexed Job (its pods get %s)", s.CompletionMode, s.Completions, shard.EnvJobIndex)
@@ -113,8 +114,8 @@ func TestTranslateJobs(t *testing.T) {
 		if sc == nil || sc.RunAsUser == nil || strconv.FormatInt(*sc.RunAsUser, 10) != user || sc.FSGroup == nil {
 			t.Errorf("%s: security context %+v: want Dockerfile.static's user %s and an fsGroup (the volume writable by it)", j.Name, sc, user)
 		}
-		if img := j.Spec.Template.Spec.Containers[0].Image; img != "attnx:static" {
-			t.Errorf("%s runs image %q, want attnx:static", j.Name, img)
+		if img := j.Spec.Template.Spec.Containers[0].Image; img != imageName {
+			t.Errorf("%s runs image %q, want %s", j.Name, img, imageName)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +193,11 @@ func TestKoImage(t *testing.T) {
 		img, err := tarball.ImageFromPath(path, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
+		}
+		// It loads (docker load) under the name the manifests run.
+		m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+		if err != nil || len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{imageName}) {
+			t.Errorf("%s: manifest %+v, %v: want one image tagged %s, as deploy/'s manifests run it", path, m, err, imageName)
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {

@@ -277,11 +277,11 @@ func jobCommand(t *testing.T, path string, mounts map[string]string) []string {
 	return args
 }
 
-// TestIndexedJobLocally runs deploy/translate-job.yaml as Kubernetes
+// TestIndexedJobLocally runs deploy/translate/translate-job.yaml as Kubernetes
 // would, here: one process per completion index, each with its
 // JOB_COMPLETION_INDEX and the manifest's own arguments (the claims'
 // mount paths pointing at local directories: the demo model, a test set),
-// then deploy/merge-job.yaml's command; the merged file is the one run's.
+// then deploy/merge/merge-job.yaml's command; the merged file is the one run's.
 func TestIndexedJobLocally(t *testing.T) {
 	data, models := t.TempDir(), t.TempDir()
 	if err := os.CopyFS(filepath.Join(models, "dates"), os.DirFS(demoLuong(t))); err != nil {
@@ -292,9 +292,9 @@ func TestIndexedJobLocally(t *testing.T) {
 	// No out/ folder: the Job's image has no shell to make it, so the
 	// shards make it.
 	mounts := map[string]string{"attnx-data": data, "attnx-models": models}
-	args := jobCommand(t, "../../deploy/translate-job.yaml", mounts)
+	args := jobCommand(t, "../../deploy/translate/translate-job.yaml", mounts)
 	var job batchv1.Job
-	raw, _ := os.ReadFile("../../deploy/translate-job.yaml")
+	raw, _ := os.ReadFile("../../deploy/translate/translate-job.yaml")
 	yaml.Unmarshal(raw, &job)
 	n := int(*job.Spec.Completions)
 	var cmds []*exec.Cmd
@@ -312,7 +312,7 @@ func TestIndexedJobLocally(t *testing.T) {
 			t.Fatalf("pod %d: %v\n%s", i, err, logs[i].String())
 		}
 	}
-	merge := jobCommand(t, "../../deploy/merge-job.yaml", mounts)
+	merge := jobCommand(t, "../../deploy/merge/merge-job.yaml", mounts)
 	if code, _, errs := attnx(merge...); code != 0 {
 		t.Fatalf("attnx %q: %s", merge, errs)
 	}
