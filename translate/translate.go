@@ -57,6 +57,12 @@ type Options struct {
 	Device string
 	// OptLevel is ONNX Runtime's graph optimisation level.
 	OptLevel onnxrun.OptLevel
+	// ORTLibrary is the ONNX Runtime shared library to load when Backend
+	// is "ort" (or Device needs it); "" searches as onnxrun.Options'
+	// ORTLibrary documents ($ATTNX_ORT_LIB, beside the executable, the
+	// dynamic loader, the system's directories). A process loads one
+	// library: every Translator must name the same file, or none.
+	ORTLibrary string
 	// Engine is "steps", "loop", or "" for loop when the model directory
 	// has greedy.onnx and steps otherwise.
 	Engine string
@@ -420,7 +426,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.engine = opt.Engine
 	}
 
-	ropt := onnxrun.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel}
+	ropt := onnxrun.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel, ORTLibrary: opt.ORTLibrary}
 	fail := func(err error) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
