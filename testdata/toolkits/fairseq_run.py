@@ -15,7 +15,9 @@ fairseq-interactive do.
   cannot parse (int("0a0")): torch.__version__ reads 1.13.0 here. Only the
   Transformer (made to show attnx's refusal) reads it.
 - sacrebleu is a stand-in: fairseq's scorers import it, and training and
-  generation without --scoring sacrebleu never call it.
+  generation without --scoring sacrebleu never call it. With
+  SACREBLEU_DIR (sacreBLEU's sources, its version SACREBLEU_VERSION,
+  2.6.0 if unset) the real one is imported instead.
 - With FAIRSEQ_GAPS=FILE (generation only) the search is watched, not
   changed: for each sentence, the smallest relative gap (a - b) /
   max(1, |a|) on which a decision of the search hung is written to FILE
@@ -45,16 +47,20 @@ def _hashable_dataclass(cls=None, **kw):
 
 dataclasses.dataclass = _hashable_dataclass
 
-sb = types.ModuleType("sacrebleu")
-sb.__version__ = "2.0.0"
+if os.environ.get("SACREBLEU_DIR"):
+    # The real sacreBLEU, from its own sources (fairseq-generate --scoring
+    # sacrebleu); setuptools_scm writes its version module at install.
+    sys.path.insert(0, os.environ["SACREBLEU_DIR"])
+    sys.modules["sacrebleu.version"] = types.SimpleNamespace(__version__=os.environ.get("SACREBLEU_VERSION", "2.6.0"))
+else:
+    sb = types.ModuleType("sacrebleu")
+    sb.__version__ = "2.0.0"
 
+    class _BLEU:
+        TOKENIZERS = ["none", "13a", "intl", "zh", "ja-mecab", "char"]
 
-class _BLEU:
-    TOKENIZERS = ["none", "13a", "intl", "zh", "ja-mecab", "char"]
-
-
-sb.BLEU = _BLEU
-sys.modules["sacrebleu"] = sb
+    sb.BLEU = _BLEU
+    sys.modules["sacrebleu"] = sb
 
 for d in ("OMEGACONF_DIR", "HYDRA_DIR", "FAIRSEQ_DIR"):
     sys.path.insert(0, os.environ[d])
@@ -114,7 +120,13 @@ def record_gaps(path, cli):
         eos = self.eos
         for r in range(bsz):
             vals, toks = top.values[r].tolist(), [i % vocab for i in top.indices[r].tolist()]
-            ln = line(current["ids"], original_batch_idxs[r])
+            # fairseq-generate's original_batch_idxs are the sample's ids
+            # themselves (SequenceGenerator takes sample["id"]);
+            # fairseq-interactive's are row numbers.
+            if current["ids"] is not None:
+                ln = int(original_batch_idxs[r])
+            else:
+                ln = line(None, original_batch_idxs[r])
             # Which </s> candidates finish: the K-th and (K+1)-th ranked,
             # when either is </s>.
             if len(vals) > beam and eos in (toks[beam - 1], toks[beam]):
