@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/attnx/attnx/fairseqdata"
+	"github.com/attnx/attnx/fairseqgen"
+	"github.com/attnx/attnx/translate"
+)
+
+// generateSummary is `attnx generate`'s line in attnx help.
+const generateSummary = "decode a fairseq data-bin split as fairseq-generate does (S-, T-, H-, D-, P- lines, its BLEU line)"
+
+// runGenerate is `attnx generate DATA-BIN --model DIR`: fairseq-generate's
+// flags, by its names, mapped to fairseqgen.Options and translate.Options.
+func runGenerate(args []string) error {
+	fs := newFlagSet("generate")
+	model := fs.String("model", "", "the model `DIR` attnx export wrote from the fairseq checkpoint (fairseq-generate's --path)")
+	subset := fs.String("gen-subset", "test", "the `SPLIT` to decode (fairseq shuffles splits other than test before sorting them: see the note)")
+	srcLang := fs.StringP("source-lang", "s", "", "source language (default: from the data-bin's file names)")
+	tgtLang := fs.StringP("target-lang", "t", "", "target language (default: from the data-bin's file names)")
+	impl := fs.String("dataset-impl", "", "the split's format: mmap, lazy, cached or raw (default: as fairseq infers it from the files)")
+	maxTokens := fs.Int("max-tokens", 0, "at most `N` tokens in a batch (sentences x the longest), as fairseq batches (0: no bound)")
+	batchSize := fs.Int("batch-size", 0, "at most `N` sentences in a batch (0: no bound)")
+	fs.IntVar(batchSize, "max-sentences", 0, "the same as --batch-size")
+	multiple := fs.Int("required-batch-size-multiple", 8, "batches are cut at a size below `N` or a multiple of it, as fairseq's")
+	beam := fs.Int("beam", 5, "beam size")
+	nbest := fs.Int("nbest", 1, "hypotheses printed per sentence")
+	lenpen := fs.Float64("lenpen", 1, "length penalty: scores divided by length**lenpen")
+	unkpen := fs.Float64("unkpen", 0, "unknown-word penalty")
+	maxLenA := fs.Float64("max-len-a", 0, "output limit a x (the batch's longest source) + b")
+	maxLenB := fs.Int("max-len-b", 200, "output limit a x (the batch's longest source) + b")
+	minLen := fs.Int("min-len", 1, "shortest output, </s> excluded")
+	temperature := fs.Float64("temperature", 1, "divide the logits by T")
+	postProcess := fs.String("post-process", "", "remove the subword `SYMBOL`s from the printed lines and score without them: subword_nmt, \"@@ \", sentencepiece, ...")
+	fs.StringVar(postProcess, "remove-bpe", "", "the same as --post-process (alone: subword_nmt)")
+	fs.Lookup("remove-bpe").NoOptDefVal = "subword_nmt"
+	fs.Lookup("post-process").NoOptDefVal = "subword_nmt"
+	quiet := fs.Bool("quiet", false, "print only the BLEU line")
+	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() != 1:
+		return &usageError{fmt.Sprintf("one DATA-BIN directory expected, got %d", fs.NArg())}
+	case *model == "":
+		return &usageError{"--model DIR is required: the directory `attnx export checkpoint_best.pt -o DIR` wrote"}
+	case *nbest < 1 || *nbest > *beam:
+		return &usageError{fmt.Sprintf("--nbest %d with --beam %d: want 1 <= nbest <= beam", *nbest, *beam)}
+	case *scoring != fairseqgen.ScoringBLEU && *scoring != fairseqgen.ScoringSacreBLEU:
+		return &usageError{fmt.Sprintf("--scoring %q: want bleu or sacrebleu", *scoring)}
+	case *impl != "" && !strings.Contains(","+strings.Join(fairseqdata.Impls, ",")+",", ","+*impl+","):
+		return &usageError{fmt.Sprintf("--dataset-impl %q: want one of %s", *impl, strings.Join(fairseqdata.Impls, ", "))}
+	case *maxTokens < 0 || *batchSize < 0 || *multiple < 1:
+		return &usageError{"--max-tokens and --batch-size must not be negative, --required-batch-size-multiple at least 1"}
+	}
+	if _, err := fairseqdata.PostProcess("", *postProcess); err != nil {
+		return &usageError{strings.TrimPrefix(err.Error(), "fairseqdata: ")}
+	}
+	topt := translate.Options{Beam: *beam, NBest: *nbest}
+	if fs.Changed("lenpen") {
+		topt.LengthPenalty = lenpen
+	}
+	if fs.Changed("unkpen") {
+		topt.UnkPenalty = *unkpen
+	}
+	if fs.Changed("max-len-a") {
+		topt.MaxLenA = *maxLenA
+	}
+	if fs.Changed("max-len-b") {
+		topt.MaxLen = *maxLenB + 1 // attnx's limit counts </s>
+	}
+	if fs.Changed("min-len") {
+		topt.MinLen = *minLen
+	}
+	if fs.Changed("temperature") {
+		topt.Temperature = *temperature
+	}
+	tr, err := translate.Open(*model, topt)
+	if err != nil {
+		return translateCLIError(err)
+	}
+	defer tr.Close()
+	if *subset != "test" {
+		fmt.Fprintf(stderr, "attnx generate: note: fairseq shuffles split %q with numpy's generator (seed 1) before sorting it by length; attnx sorts it unshuffled, so sentences of equal lengths may be batched and printed in another order (each one's lines are the same)\n", *subset)
+	}
+	// The lines are held until the split is done, so that an error part
+	// way (a batch the search refuses) leaves no half-written output.
+	var w bytes.Buffer
+	start := time.Now()
+	sum, err := fairseqgen.Generate(context.Background(), tr, fs.Arg(0), fairseqgen.Options{
+		Subset: *subset, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
+		MaxTokens: *maxTokens, BatchSize: *batchSize, Multiple: *multiple,
+		NBest: *nbest, PostProcess: *postProcess, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
+	}, &w)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(stdout); err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	fmt.Fprintf(stderr, "attnx generate: %s %s-%s (%s): translated %d sentences (%d tokens) in %d batches in %.1fs (%.2f sentences/s)\n",
+		*subset, sum.SrcLang, sum.TgtLang, sum.Impl, sum.Sentences, sum.Tokens, sum.Batches, secs, float64(sum.Sentences)/secs)
+	return nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/attnx/attnx/internal/fairseqtest"
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/onnxrun"
+)
+
+// TestGenerateCommand runs attnx generate on the data-bins
+// fairseq-preprocess wrote (testdata/toolkits/fairseq-generate) with
+// fairseq-long's exported checkpoint and each setting of
+// fairseq_generate_variants.tsv, its attnx flags: stdout must be what
+// fairseq-generate printed with the same setting (fairseqtest.Compare:
+// texts identical, numbers to float32's reach, the BLEU line identical),
+// stderr only attnx's summary line; --max-tokens below the longest pair
+// fails as fairseq's assertion does, naming the sentence, and prints
+// nothing on stdout.
+func TestGenerateCommand(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	root := filepath.Join("..", "..", "testdata", "toolkits")
+	fx := filepath.Join(root, "fairseq-generate")
+	model := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(root, "fairseq-long", "checkpoint_best.pt"), "-o", model); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "fairseq_generate_variants.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Split(line, "\t")
+		if strings.HasPrefix(f[0], "#") || len(f) < 3 {
+			continue
+		}
+		name, flags := f[0], strings.Fields(f[2])
+		t.Run(name, func(t *testing.T) {
+			dataBin := "data-bin"
+			for i, fl := range flags {
+				if fl == "--dataset-impl" && flags[i+1] != "mmap" {
+					dataBin = "data-bin-" + flags[i+1]
+				}
+			}
+			args := append([]string{"generate", filepath.Join(fx, dataBin), "--model", model}, flags...)
+			code, stdout, stderr := attnx(args...)
+			if code != 0 {
+				t.Fatalf("attnx %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+			}
+			if !strings.HasPrefix(stderr, "attnx generate: test en-de (") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr: %q; want attnx's one summary line", stderr)
+			}
+			c := fairseqtest.Compare(t, filepath.Join(fx, "expected", name), stdout)
+			t.Logf("%s (attnx generate %s): %d of %d lines identical, the others within tolerance; near ties %v", name, strings.Join(flags, " "), c.Identical, c.Lines, c.Ties)
+		})
+	}
+	want, err := os.ReadFile(filepath.Join(fx, "expected", "maxtokens50.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := attnx("generate", filepath.Join(fx, "data-bin"), "--model", model, "--max-tokens", "50")
+	fairseqMsg := strings.TrimPrefix(strings.TrimSpace(string(want)), "AssertionError: ")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "(fairseq asserts: "+fairseqMsg+")") || !strings.Contains(stderr, "more than --max-tokens 50") {
+		t.Errorf("--max-tokens 50: exit %d, stdout %d bytes, stderr %q; want exit 1, nothing on stdout and fairseq's %q", code, len(stdout), stderr, fairseqMsg)
+	}
+}

@@ -1,0 +1,329 @@
+// Package fairseqgen does what fairseq-generate does with a data-bin
+// split: it decodes the binarized sentences (fairseqdata) with an attnx
+// model directory exported from the fairseq checkpoint, in fairseq's
+// batches and order, through translate's fairseq search, and writes
+// fairseq-generate's output: per sentence S- (source), T- (target), and
+// per hypothesis H- (score in base 2 and tokens), D- (the same, as
+// fairseq's decode_fn leaves it: no --bpe or --tokenizer here) and P-
+// (each token's score in base 2), then "Generate SPLIT with beam=K:
+// BLEU4 = ..." from fairseq's own BLEU scorer (BLEU) or, with Scoring
+// "sacrebleu", sacreBLEU's corpus BLEU of the 13a-tokenized lines
+// (mtscore).
+package fairseqgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/attnx/attnx/fairseqdata"
+	"github.com/attnx/attnx/mtscore"
+	"github.com/attnx/attnx/translate"
+)
+
+// Scorers fairseq-generate's --scoring takes here.
+const (
+	ScoringBLEU      = "bleu"
+	ScoringSacreBLEU = "sacrebleu"
+)
+
+// Options are fairseq-generate's settings that are not the search's (the
+// search's are the Translator's: translate.Options' Beam, NBest,
+// LengthPenalty, UnkPenalty, MaxLenA, MaxLen, MinLen ...).
+type Options struct {
+	// Subset is --gen-subset ("" is test).
+	Subset string
+	// SrcLang and TgtLang are --source-lang and --target-lang ("" for
+	// both: from the file names).
+	SrcLang, TgtLang string
+	// DatasetImpl is --dataset-impl ("": as fairseq infers it).
+	DatasetImpl string
+	// MaxTokens and BatchSize are --max-tokens and --batch-size (0: no
+	// bound, which puts the split in one batch); Multiple is
+	// --required-batch-size-multiple (0 is fairseq's default, 8).
+	MaxTokens, BatchSize, Multiple int
+	// NBest is --nbest (0 is 1); the Translator must list at least as
+	// many hypotheses.
+	NBest int
+	// PostProcess is --post-process / --remove-bpe's symbol ("": none;
+	// --remove-bpe alone is "subword_nmt").
+	PostProcess string
+	// Quiet prints only the BLEU line (--quiet).
+	Quiet bool
+	// Scoring is --scoring: "bleu" ("") or "sacrebleu".
+	Scoring string
+	// Beam is the beam the BLEU line names ("with beam=5"): the
+	// Translator's beam.
+	Beam int
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Sentences, Batches int
+	// Tokens are the best hypotheses' tokens, </s> included (fairseq's
+	// "Translated N sentences (T tokens)").
+	Tokens int
+	// Score is the BLEU line's result string ("" without targets).
+	Score string
+	// Impl is the dataset format read; SrcLang and TgtLang the pair.
+	Impl, SrcLang, TgtLang string
+}
+
+// Generate runs fairseq-generate's loop over the split of dataDir with tr
+// and writes its lines to w.
+func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt Options, w io.Writer) (*Summary, error) {
+	if opt.Subset == "" {
+		opt.Subset = "test"
+	}
+	if opt.NBest == 0 {
+		opt.NBest = 1
+	}
+	if opt.Multiple == 0 {
+		opt.Multiple = 8
+	}
+	switch opt.Scoring {
+	case "":
+		opt.Scoring = ScoringBLEU
+	case ScoringBLEU, ScoringSacreBLEU:
+	default:
+		return nil, fmt.Errorf("fairseqgen: --scoring %q: expected %s or %s", opt.Scoring, ScoringBLEU, ScoringSacreBLEU)
+	}
+	if _, err := fairseqdata.PostProcess("", opt.PostProcess); err != nil {
+		return nil, err
+	}
+	pair, err := fairseqdata.OpenPair(dataDir, opt.Subset, opt.SrcLang, opt.TgtLang, opt.DatasetImpl)
+	if err != nil {
+		return nil, err
+	}
+	if pair.Src.Len() == 0 {
+		return nil, fmt.Errorf("fairseqgen: %s holds no sentences", pair.Src.Path)
+	}
+	if err := checkModel(tr, pair); err != nil {
+		return nil, err
+	}
+	batches, err := pair.Batches(fairseqdata.BatchOptions{MaxTokens: opt.MaxTokens, MaxSentences: opt.BatchSize, Multiple: opt.Multiple})
+	if err != nil {
+		return nil, err
+	}
+	g := &run{tr: tr, pair: pair, opt: opt, w: w}
+	g.scoreDict = pair.TgtDict.Clone()
+	g.scorer = NewBLEU(fairseqdata.Pad, fairseqdata.EOS, fairseqdata.Unk)
+	sum := &Summary{Sentences: pair.Src.Len(), Batches: len(batches), Impl: pair.Src.Impl, SrcLang: pair.SrcLang, TgtLang: pair.TgtLang}
+	for _, b := range batches {
+		n, err := g.batch(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		sum.Tokens += n
+	}
+	if pair.Tgt != nil {
+		score, err := g.result()
+		if err != nil {
+			return nil, err
+		}
+		sum.Score = score
+		beam := opt.Beam
+		if beam == 0 {
+			beam = 5
+		}
+		if _, err := fmt.Fprintf(w, "Generate %s with beam=%d: %s\n", opt.Subset, beam, score); err != nil {
+			return nil, err
+		}
+	}
+	return sum, nil
+}
+
+// checkModel refuses a model whose vocabularies are not the data-bin's
+// dictionaries, or whose source rows are not fairseq's (ids then </s>).
+func checkModel(tr *translate.Translator, p *fairseqdata.Pair) error {
+	info := tr.Info()
+	for _, side := range []struct {
+		name string
+		have []string
+		dict *fairseqdata.Dictionary
+		lang string
+	}{{"source", info.SrcTokens, p.SrcDict, p.SrcLang}, {"target", info.TgtTokens, p.TgtDict, p.TgtLang}} {
+		if side.have == nil {
+			return fmt.Errorf("fairseqgen: the model directory's attnx.json holds no %s vocabulary, so its ids cannot be checked against dict.%s.txt", side.name, side.lang)
+		}
+		if len(side.have) != side.dict.Len() {
+			return fmt.Errorf("fairseqgen: the model's %s vocabulary has %d entries and the data-bin's dict.%s.txt %d: binarized with another dictionary than the model was trained on", side.name, len(side.have), side.lang, side.dict.Len())
+		}
+		for i, s := range side.have {
+			if s != side.dict.Symbols[i] {
+				return fmt.Errorf("fairseqgen: id %d is %q in the model's %s vocabulary and %q in the data-bin's dict.%s.txt: binarized with another dictionary than the model was trained on", i, s, side.name, side.dict.Symbols[i], side.lang)
+			}
+		}
+	}
+	if len(info.SrcPrefix) != 0 || !slices.Equal(info.SrcSuffix, []int64{fairseqdata.EOS}) || info.Special.EOS != fairseqdata.EOS {
+		return fmt.Errorf("fairseqgen: the model's source rows are %v ... %v with EOS %d, not fairseq's ids then </s> (2): export the fairseq checkpoint with attnx export", info.SrcPrefix, info.SrcSuffix, info.Special.EOS)
+	}
+	return nil
+}
+
+type run struct {
+	tr        *translate.Translator
+	pair      *fairseqdata.Pair
+	opt       Options
+	w         io.Writer
+	scoreDict *fairseqdata.Dictionary
+	scorer    *BLEU
+	refs      []string
+	hyps      []string
+}
+
+// batch decodes one of fairseq's batches and writes its sentences in the
+// collater's order; it returns the best hypotheses' tokens.
+func (g *run) batch(ctx context.Context, ids []int) (int, error) {
+	rows := make([][]int64, len(ids))
+	width := 0
+	for k, id := range ids {
+		rows[k] = g.pair.Src.Item(id)
+		width = max(width, len(rows[k]))
+	}
+	res, err := g.decode(ctx, rows, width)
+	if err != nil {
+		return 0, fmt.Errorf("fairseqgen: batch of sentences %v: %w", ids, err)
+	}
+	tokens := 0
+	var b strings.Builder
+	for k, id := range ids {
+		r := res[k]
+		if len(r.Hypotheses) < min(g.opt.NBest, 1) {
+			return 0, fmt.Errorf("fairseqgen: sentence %d: no hypothesis", id)
+		}
+		if len(r.Hypotheses) > 0 {
+			tokens += len(r.Hypotheses[0].Tokens)
+		}
+		if err := g.sentence(&b, id, rows[k], r); err != nil {
+			return 0, err
+		}
+	}
+	_, err = io.WriteString(g.w, b.String())
+	return tokens, err
+}
+
+// decode runs the search on a batch. fairseq's output limit follows the
+// batch's width (its longest source, </s> included): when the
+// Translator's limit depends on the length (--max-len-a), every row gets
+// the width's.
+func (g *run) decode(ctx context.Context, rows [][]int64, width int) ([]translate.Result, error) {
+	limit := g.tr.Limit(width)
+	same := true
+	for _, r := range rows {
+		same = same && g.tr.Limit(len(r)) == limit
+	}
+	if same {
+		return g.tr.TranslateIDs(ctx, rows)
+	}
+	zero := 0.0
+	return g.tr.TranslateIDsCall(ctx, rows, translate.CallOptions{MaxLen: limit, MaxLenA: &zero})
+}
+
+// sentence writes sentence id's lines and scores its best hypothesis, as
+// fairseq-generate's loop body does.
+func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Result) error {
+	pp := g.opt.PostProcess
+	srcStr, err := g.pair.SrcDict.String(src, fairseqdata.StringOptions{PostProcess: pp})
+	if err != nil {
+		return err
+	}
+	var tgt []int64
+	tgtStr := ""
+	if g.pair.Tgt != nil {
+		tgt = g.pair.Tgt.Item(id)
+		if tgtStr, err = g.pair.TgtDict.String(tgt, fairseqdata.StringOptions{PostProcess: pp, EscapeUnk: true, Ignore: []int64{fairseqdata.EOS}}); err != nil {
+			return err
+		}
+	}
+	if !g.opt.Quiet {
+		fmt.Fprintf(b, "S-%d\t%s\n", id, srcStr)
+		if tgt != nil {
+			fmt.Fprintf(b, "T-%d\t%s\n", id, tgtStr)
+		}
+	}
+	hyps := r.Hypotheses
+	if len(hyps) > g.opt.NBest {
+		hyps = hyps[:g.opt.NBest]
+	}
+	for j, h := range hyps {
+		hypStr, err := g.pair.TgtDict.String(h.Tokens, fairseqdata.StringOptions{PostProcess: pp, Ignore: []int64{fairseqdata.EOS}})
+		if err != nil {
+			return err
+		}
+		if !g.opt.Quiet {
+			// hypo["score"] / math.log(2): a float32 tensor over a
+			// Python float, divided in float32.
+			score := pythonFloat(float64(h.NormalizedScore / float32(math.Ln2)))
+			fmt.Fprintf(b, "H-%d\t%s\t%s\n", id, score, hypStr)
+			fmt.Fprintf(b, "D-%d\t%s\t%s\n", id, score, hypStr)
+			pos := make([]string, len(h.PositionalScores))
+			for k, p := range h.PositionalScores {
+				pos[k] = fmt.Sprintf("%.4f", float64(p/float32(math.Ln2)))
+			}
+			fmt.Fprintf(b, "P-%d\t%s\n", id, strings.Join(pos, " "))
+		}
+		if tgt == nil || j > 0 {
+			continue
+		}
+		switch {
+		case g.opt.Scoring == ScoringSacreBLEU:
+			g.refs = append(g.refs, tgtStr)
+			g.hyps = append(g.hyps, hypStr)
+		case pp != "":
+			// Without BPE the lines are encoded again, words added to
+			// the dictionary: the reference first, then the hypothesis.
+			ref := g.scoreDict.Encode(tgtStr, true, true)
+			g.scorer.Add(ref, g.scoreDict.Encode(hypStr, true, true))
+		default:
+			g.scorer.Add(tgt, h.Tokens)
+		}
+	}
+	return nil
+}
+
+// result is the scorer's result string.
+func (g *run) result() (string, error) {
+	if g.opt.Scoring != ScoringSacreBLEU {
+		return g.scorer.String(), nil
+	}
+	s, err := mtscore.BLEU(g.hyps, [][]string{g.refs}, mtscore.BLEUOptions{})
+	if err != nil {
+		return "", fmt.Errorf("fairseqgen: sacreBLEU: %w", err)
+	}
+	// sacreBLEU's BLEUScore.format() without a signature.
+	return fmt.Sprintf("BLEU = %.2f %s", s.Score, s.Verbose()), nil
+}
+
+// pythonFloat formats v as Python's repr of a float: the shortest digits
+// that read back as v, in fixed notation with at least one decimal for
+// exponents from -4 to 15, else as d.ddde+XX with two exponent digits at
+// least.
+func pythonFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	mant, exps, _ := strings.Cut(strconv.FormatFloat(v, 'e', -1, 64), "e")
+	exp, _ := strconv.Atoi(exps)
+	if exp < -4 || exp >= 16 {
+		sign := byte('+')
+		if exp < 0 {
+			sign, exp = '-', -exp
+		}
+		return fmt.Sprintf("%se%c%02d", mant, sign, exp)
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
