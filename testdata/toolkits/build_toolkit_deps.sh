@@ -61,9 +61,10 @@ cp target/release/libsafetensors_rust.so py_src/safetensors/safetensors_rust.cpy
 rm -rf "$out/subword-nmt" && mkdir -p "$out/subword-nmt"
 git --git-dir="$SUBWORD_NMT_GIT" archive v0.3.8 | tar x -C "$out/subword-nmt"
 
-# fairseq 0.12.2: its sources, and its two Cython extensions built in place.
+# fairseq 0.12.2: its sources (and scripts/average_checkpoints.py, for
+# make_average.sh), and its two Cython extensions built in place.
 rm -rf "$out/fairseq" && mkdir -p "$out/fairseq"
-git --git-dir="$FAIRSEQ_GIT" archive v0.12.2 fairseq fairseq_cli | tar x -C "$out/fairseq"
+git --git-dir="$FAIRSEQ_GIT" archive v0.12.2 fairseq fairseq_cli scripts/average_checkpoints.py | tar x -C "$out/fairseq"
 cd "$out/fairseq"
 /usr/bin/python3 - <<'PY'
 from setuptools import setup, Extension
