@@ -3,6 +3,7 @@ package fairseqdata
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,7 +149,8 @@ func readLines(t *testing.T, path string) []string {
 
 // TestGenerateOrder: the order in which fairseq-generate printed the
 // sentences (its S- lines) with each batching setting is the batches'
-// order, each batch's rows longest source first.
+// order, each batch's rows longest source first; the valid split (100
+// sentences, two batches: 96 and 4) shuffled by numpy first.
 func TestGenerateOrder(t *testing.T) {
 	p := openPair(t, "data-bin", "")
 	for _, c := range []struct {
@@ -160,7 +162,15 @@ func TestGenerateOrder(t *testing.T) {
 		{"batch2", BatchOptions{MaxSentences: 2, Multiple: 8}, 24},
 		{"maxtokens100", BatchOptions{MaxTokens: 100, Multiple: 8}, 0},
 		{"maxlena", BatchOptions{MaxSentences: 5, Multiple: 8}, 10},
+		{"valid", BatchOptions{Multiple: 8, Seed: 1}, 2},
 	} {
+		p := p
+		if c.name == "valid" {
+			var err error
+			if p, err = OpenPair(filepath.Join(fixture, "data-bin"), "valid", "", "", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
 		want := sourceIDs(t, filepath.Join(fixture, "expected", c.name+".out"))
 		if want == nil {
 			continue
@@ -302,10 +312,34 @@ func TestBadFiles(t *testing.T) {
 			}
 		})
 	}
-	if _, err := OpenPair(filepath.Join(fixture, "data-bin"), "valid", "", "", ""); err == nil || !strings.Contains(err.Error(), `split "valid" of en-de is not there`) {
+	if _, err := OpenPair(filepath.Join(fixture, "data-bin"), "train", "", "", ""); err == nil || !strings.Contains(err.Error(), `split "train" of en-de is not there`) {
 		t.Errorf("a missing split: %v", err)
 	}
 	if _, err := Open(src, "tnt", dict); err == nil || !strings.Contains(err.Error(), `--dataset-impl "tnt": expected one of raw, lazy, cached, mmap`) {
 		t.Errorf("an unknown format: %v", err)
+	}
+}
+
+// TestNumpyPermutation: np.random.seed(SEED); np.random.permutation(N)
+// as numpy 1.24's legacy generator gives them
+// (testdata/make_numpy_permutation.py).
+func TestNumpyPermutation(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "numpy_permutation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string][]int
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	for key, perm := range want {
+		var seed uint32
+		var n int
+		if _, err := fmt.Sscanf(key, "%d/%d", &seed, &n); err != nil {
+			t.Fatal(err)
+		}
+		if got := numpyPermutation(seed, n); !slices.Equal(got, perm) {
+			t.Errorf("seed %d, permutation(%d): %v\nnumpy's %v", seed, n, got, perm)
+		}
 	}
 }

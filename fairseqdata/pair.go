@@ -17,6 +17,9 @@ type Pair struct {
 	SrcLang, TgtLang string
 	SrcDict, TgtDict *Dictionary
 	Src, Tgt         *Dataset
+	// Shuffled says that fairseq shuffles the split before sorting it
+	// (load_langpair_dataset's shuffle: every split but test).
+	Shuffled bool
 }
 
 // InferLanguagePair finds a data-bin directory's language pair from its
@@ -67,7 +70,7 @@ func OpenPair(dir, split, src, tgt, impl string) (*Pair, error) {
 			return nil, err
 		}
 	}
-	p := &Pair{Dir: dir, Split: split, SrcLang: src, TgtLang: tgt}
+	p := &Pair{Dir: dir, Split: split, SrcLang: src, TgtLang: tgt, Shuffled: split != "test"}
 	var err error
 	if p.SrcDict, err = ReadDictionary(filepath.Join(dir, "dict."+src+".txt")); err != nil {
 		return nil, err
@@ -115,13 +118,19 @@ func (p *Pair) NumTokens(i int) int {
 	return n
 }
 
-// OrderedIndices is LanguagePairDataset.ordered_indices for a split that
-// is not shuffled (fairseq shuffles every split but "test"): the ids
-// sorted by target length, then, stably, by source length.
-func (p *Pair) OrderedIndices() []int {
-	idx := make([]int, p.Src.Len())
-	for i := range idx {
-		idx[i] = i
+// OrderedIndices is LanguagePairDataset.ordered_indices under fairseq's
+// --seed: the ids (for a Shuffled split, numpy's permutation of them
+// under np.random.seed(seed), as data_utils.numpy_seed sets it) sorted
+// stably by target length, then by source length.
+func (p *Pair) OrderedIndices(seed uint32) []int {
+	var idx []int
+	if p.Shuffled {
+		idx = numpyPermutation(seed, p.Src.Len())
+	} else {
+		idx = make([]int, p.Src.Len())
+		for i := range idx {
+			idx[i] = i
+		}
 	}
 	if p.Tgt != nil {
 		sort.SliceStable(idx, func(a, b int) bool { return p.Tgt.Size(idx[a]) < p.Tgt.Size(idx[b]) })
@@ -131,16 +140,18 @@ func (p *Pair) OrderedIndices() []int {
 }
 
 // BatchOptions are fairseq's batching settings: --max-tokens and
-// --batch-size (0: no bound) and --required-batch-size-multiple.
+// --batch-size (0: no bound), --required-batch-size-multiple and --seed
+// (which orders a shuffled split; fairseq's default is 1).
 type BatchOptions struct {
 	MaxTokens, MaxSentences, Multiple int
+	Seed                              uint32
 }
 
 // Batches cuts the ordered sentences into fairseq-generate's batches
 // (BatchBySize) and orders each batch's rows as the collater does
 // (CollateOrder).
 func (p *Pair) Batches(opt BatchOptions) ([][]int, error) {
-	idx := p.OrderedIndices()
+	idx := p.OrderedIndices(opt.Seed)
 	tokens := make([]int, len(idx))
 	for k, i := range idx {
 		tokens[k] = p.NumTokens(i)

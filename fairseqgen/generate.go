@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/fairseqdata"
+	"github.com/attnx/attnx/moses"
 	"github.com/attnx/attnx/mtscore"
 	"github.com/attnx/attnx/translate"
 )
@@ -35,8 +36,11 @@ const (
 // search's are the Translator's: translate.Options' Beam, NBest,
 // LengthPenalty, UnkPenalty, MaxLenA, MaxLen, MinLen ...).
 type Options struct {
-	// Subset is --gen-subset ("" is test).
+	// Subset is --gen-subset ("" is test). fairseq shuffles every split
+	// but test before sorting it by length, with numpy's generator seeded
+	// by --seed (Seed; nil is fairseq's default, 1).
 	Subset string
+	Seed   *uint32
 	// SrcLang and TgtLang are --source-lang and --target-lang ("" for
 	// both: from the file names).
 	SrcLang, TgtLang string
@@ -52,6 +56,12 @@ type Options struct {
 	// PostProcess is --post-process / --remove-bpe's symbol ("": none;
 	// --remove-bpe alone is "subword_nmt").
 	PostProcess string
+	// BPE and Tokenizer are --bpe and --tokenizer, which fairseq-generate
+	// undoes on the printed S-, T- and D- lines (its decode_fn) and
+	// scores the undone lines with: BPE "" (none), "subword_nmt" (its
+	// "@@ " joiner) or "sentencepiece"; Tokenizer "" or "moses" (sacremoses'
+	// detokenizer for the target language, the moses package).
+	BPE, Tokenizer string
 	// Quiet prints only the BLEU line (--quiet).
 	Quiet bool
 	// Scoring is --scoring: "bleu" ("") or "sacrebleu".
@@ -95,6 +105,12 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	if _, err := fairseqdata.PostProcess("", opt.PostProcess); err != nil {
 		return nil, err
 	}
+	if opt.BPE != "" && opt.BPE != "subword_nmt" && opt.BPE != "sentencepiece" {
+		return nil, fmt.Errorf("fairseqgen: --bpe %q: expected subword_nmt or sentencepiece", opt.BPE)
+	}
+	if opt.Tokenizer != "" && opt.Tokenizer != "moses" {
+		return nil, fmt.Errorf("fairseqgen: --tokenizer %q: expected moses", opt.Tokenizer)
+	}
 	pair, err := fairseqdata.OpenPair(dataDir, opt.Subset, opt.SrcLang, opt.TgtLang, opt.DatasetImpl)
 	if err != nil {
 		return nil, err
@@ -105,13 +121,20 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	if err := checkModel(tr, pair); err != nil {
 		return nil, err
 	}
-	batches, err := pair.Batches(fairseqdata.BatchOptions{MaxTokens: opt.MaxTokens, MaxSentences: opt.BatchSize, Multiple: opt.Multiple})
+	seed := uint32(1)
+	if opt.Seed != nil {
+		seed = *opt.Seed
+	}
+	batches, err := pair.Batches(fairseqdata.BatchOptions{MaxTokens: opt.MaxTokens, MaxSentences: opt.BatchSize, Multiple: opt.Multiple, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
 	g := &run{tr: tr, pair: pair, opt: opt, w: w}
 	g.scoreDict = pair.TgtDict.Clone()
 	g.scorer = NewBLEU(fairseqdata.Pad, fairseqdata.EOS, fairseqdata.Unk)
+	if opt.Tokenizer == "moses" {
+		g.detok = moses.NewDetokenizer(pair.TgtLang)
+	}
 	sum := &Summary{Sentences: pair.Src.Len(), Batches: len(batches), Impl: pair.Src.Impl, SrcLang: pair.SrcLang, TgtLang: pair.TgtLang}
 	for _, b := range batches {
 		n, err := g.batch(ctx, b)
@@ -172,6 +195,7 @@ type run struct {
 	w         io.Writer
 	scoreDict *fairseqdata.Dictionary
 	scorer    *BLEU
+	detok     *moses.Detokenizer
 	refs      []string
 	hyps      []string
 }
@@ -240,6 +264,7 @@ func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Resu
 			return err
 		}
 	}
+	srcStr, tgtStr = g.decodeFn(srcStr), g.decodeFn(tgtStr)
 	if !g.opt.Quiet {
 		fmt.Fprintf(b, "S-%d\t%s\n", id, srcStr)
 		if tgt != nil {
@@ -255,12 +280,13 @@ func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Resu
 		if err != nil {
 			return err
 		}
+		detok := g.decodeFn(hypStr)
 		if !g.opt.Quiet {
 			// hypo["score"] / math.log(2): a float32 tensor over a
 			// Python float, divided in float32.
 			score := pythonFloat(float64(h.NormalizedScore / float32(math.Ln2)))
 			fmt.Fprintf(b, "H-%d\t%s\t%s\n", id, score, hypStr)
-			fmt.Fprintf(b, "D-%d\t%s\t%s\n", id, score, hypStr)
+			fmt.Fprintf(b, "D-%d\t%s\t%s\n", id, score, detok)
 			pos := make([]string, len(h.PositionalScores))
 			for k, p := range h.PositionalScores {
 				pos[k] = fmt.Sprintf("%.4f", float64(p/float32(math.Ln2)))
@@ -273,17 +299,32 @@ func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Resu
 		switch {
 		case g.opt.Scoring == ScoringSacreBLEU:
 			g.refs = append(g.refs, tgtStr)
-			g.hyps = append(g.hyps, hypStr)
+			g.hyps = append(g.hyps, detok)
 		case pp != "":
-			// Without BPE the lines are encoded again, words added to
-			// the dictionary: the reference first, then the hypothesis.
+			// Without BPE the printed lines are encoded again, words
+			// added to the dictionary: the reference first, then the
+			// hypothesis.
 			ref := g.scoreDict.Encode(tgtStr, true, true)
-			g.scorer.Add(ref, g.scoreDict.Encode(hypStr, true, true))
+			g.scorer.Add(ref, g.scoreDict.Encode(detok, true, true))
 		default:
 			g.scorer.Add(tgt, h.Tokens)
 		}
 	}
 	return nil
+}
+
+// decodeFn is fairseq-generate's decode_fn: --bpe's decoding, then
+// --tokenizer's.
+func (g *run) decodeFn(x string) string {
+	if g.opt.BPE != "" {
+		// subword_nmt's and sentencepiece's decode are post_process's
+		// of the same name; Generate checked the name.
+		x, _ = fairseqdata.PostProcess(x, g.opt.BPE)
+	}
+	if g.detok != nil {
+		x = g.detok.Detokenize(fairseqdata.SplitLine(x))
+	}
+	return x
 }
 
 // result is the scorer's result string.

@@ -50,6 +50,7 @@ func Variants() map[string]Variant {
 		"maxlena":      lenA(base),
 		"sacrebleu":    with(func(v *Variant) { v.Generate.Scoring = ScoringSacreBLEU; v.Generate.PostProcess = "subword_nmt" }),
 		"lazy":         with(func(v *Variant) { v.Generate.DatasetImpl = "lazy"; v.DataBin = "data-bin-lazy" }),
+		"valid":        with(func(v *Variant) { v.Generate.Subset = "valid" }),
 		"raw": with(func(v *Variant) {
 			v.Generate.DatasetImpl = "raw"
 			v.DataBin = "data-bin-raw"
@@ -151,7 +152,7 @@ func TestGenerateRefusals(t *testing.T) {
 		want      string
 	}{
 		{"another dictionary", other, Options{}, `id 4 is "` + tr.Info().TgtTokens[4] + `" in the model's target vocabulary and "` + tr.Info().TgtTokens[5] + `" in the data-bin's dict.de.txt`},
-		{"no such split", filepath.Join(fixture, "data-bin"), Options{Subset: "valid"}, `split "valid" of en-de is not there in any --dataset-impl`},
+		{"no such split", filepath.Join(fixture, "data-bin"), Options{Subset: "train"}, `split "train" of en-de is not there in any --dataset-impl`},
 		{"raw asked of a binary data-bin", filepath.Join(fixture, "data-bin"), Options{DatasetImpl: "raw"}, "is not there in --dataset-impl raw"},
 		{"unknown scoring", filepath.Join(fixture, "data-bin"), Options{Scoring: "chrf"}, `--scoring "chrf": expected bleu or sacrebleu`},
 		{"unknown post-process", filepath.Join(fixture, "data-bin"), Options{PostProcess: "bpe"}, `--post-process "bpe"`},

@@ -20,7 +20,8 @@ const generateSummary = "decode a fairseq data-bin split as fairseq-generate doe
 func runGenerate(args []string) error {
 	fs := newFlagSet("generate")
 	model := fs.String("model", "", "the model `DIR` attnx export wrote from the fairseq checkpoint (fairseq-generate's --path)")
-	subset := fs.String("gen-subset", "test", "the `SPLIT` to decode (fairseq shuffles splits other than test before sorting them: see the note)")
+	subset := fs.String("gen-subset", "test", "the `SPLIT` to decode")
+	seed := fs.Uint32("seed", 1, "the seed of numpy's generator with which fairseq shuffles a split other than test before sorting it")
 	srcLang := fs.StringP("source-lang", "s", "", "source language (default: from the data-bin's file names)")
 	tgtLang := fs.StringP("target-lang", "t", "", "target language (default: from the data-bin's file names)")
 	impl := fs.String("dataset-impl", "", "the split's format: mmap, lazy, cached or raw (default: as fairseq infers it from the files)")
@@ -40,6 +41,9 @@ func runGenerate(args []string) error {
 	fs.StringVar(postProcess, "remove-bpe", "", "the same as --post-process (alone: subword_nmt)")
 	fs.Lookup("remove-bpe").NoOptDefVal = "subword_nmt"
 	fs.Lookup("post-process").NoOptDefVal = "subword_nmt"
+	bpe := fs.String("bpe", "", "the data's subword `KIND` (subword_nmt or sentencepiece), undone on the S-, T- and D- lines as fairseq's decode_fn does")
+	tokenizer := fs.String("tokenizer", "", "the data's `TOKENIZER` (moses), undone on the S-, T- and D- lines by the target language's detokenizer")
+	fs.String("bpe-codes", "", "accepted for fairseq-generate's command lines: undoing subword_nmt needs no codes")
 	quiet := fs.Bool("quiet", false, "print only the BLEU line")
 	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
 	if err := parseFlags(fs, args); err != nil {
@@ -58,6 +62,12 @@ func runGenerate(args []string) error {
 		return &usageError{fmt.Sprintf("--dataset-impl %q: want one of %s", *impl, strings.Join(fairseqdata.Impls, ", "))}
 	case *maxTokens < 0 || *batchSize < 0 || *multiple < 1:
 		return &usageError{"--max-tokens and --batch-size must not be negative, --required-batch-size-multiple at least 1"}
+	}
+	if *bpe != "" && *bpe != "subword_nmt" && *bpe != "sentencepiece" {
+		return &usageError{fmt.Sprintf("--bpe %q: want subword_nmt or sentencepiece", *bpe)}
+	}
+	if *tokenizer != "" && *tokenizer != "moses" {
+		return &usageError{fmt.Sprintf("--tokenizer %q: want moses", *tokenizer)}
 	}
 	if _, err := fairseqdata.PostProcess("", *postProcess); err != nil {
 		return &usageError{strings.TrimPrefix(err.Error(), "fairseqdata: ")}
@@ -86,17 +96,14 @@ func runGenerate(args []string) error {
 		return translateCLIError(err)
 	}
 	defer tr.Close()
-	if *subset != "test" {
-		fmt.Fprintf(stderr, "attnx generate: note: fairseq shuffles split %q with numpy's generator (seed 1) before sorting it by length; attnx sorts it unshuffled, so sentences of equal lengths may be batched and printed in another order (each one's lines are the same)\n", *subset)
-	}
 	// The lines are held until the split is done, so that an error part
 	// way (a batch the search refuses) leaves no half-written output.
 	var w bytes.Buffer
 	start := time.Now()
 	sum, err := fairseqgen.Generate(context.Background(), tr, fs.Arg(0), fairseqgen.Options{
-		Subset: *subset, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
+		Subset: *subset, Seed: seed, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
 		MaxTokens: *maxTokens, BatchSize: *batchSize, Multiple: *multiple,
-		NBest: *nbest, PostProcess: *postProcess, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
+		NBest: *nbest, PostProcess: *postProcess, BPE: *bpe, Tokenizer: *tokenizer, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
 	}, &w)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func TestGenerateCommand(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("attnx %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 			}
-			if !strings.HasPrefix(stderr, "attnx generate: test en-de (") || strings.Count(stderr, "\n") != 1 {
+			if !strings.HasPrefix(stderr, "attnx generate: ") || !strings.Contains(stderr, " en-de (") || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("stderr: %q; want attnx's one summary line", stderr)
 			}
 			c := fairseqtest.Compare(t, filepath.Join(fx, "expected", name), stdout)

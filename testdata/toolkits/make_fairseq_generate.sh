@@ -2,7 +2,8 @@
 # Makes testdata/toolkits/fairseq-generate: fairseq 0.12.2's own
 # fairseq-preprocess binarizes the fairseq fixtures' test set (the
 # sentences make_fairseq.sh keeps as test.raw.en, with their German
-# references, BPE'd with the fixtures' bpecodes by subword-nmt) with the
+# references, BPE'd with the fixtures' bpecodes by subword-nmt; and, in
+# data-bin, make_fairseq.sh's valid set) with the
 # fixtures' dictionaries (--srcdict/--tgtdict) into data-bin (the default
 # mmap indexed dataset), data-bin-lazy (--dataset-impl lazy, the older
 # TNTIDX index) and data-bin-raw (--dataset-impl raw, the text kept), and
@@ -40,12 +41,19 @@ paste -d '\t' "$ONMT_DIR/data/src-train.txt" "$ONMT_DIR/data/tgt-train.txt" |
 sed -n 3101,3148p pairs.tsv | cut -f1 > test.raw.en
 sed -n 3101,3148p pairs.tsv | cut -f2 > test.raw.de
 cmp test.raw.en "$model/test.raw.en"
-for l in en de; do $PY "$SUBWORD_NMT_DIR/subword_nmt/apply_bpe.py" -c "$model/bpecodes" < test.raw.$l > test.$l; done
+# The validation pairs too (make_fairseq.sh's valid set), for
+# --gen-subset valid, which fairseq shuffles before sorting.
+sed -n 3001,3100p pairs.tsv | cut -f1 > valid.raw.en
+sed -n 3001,3100p pairs.tsv | cut -f2 > valid.raw.de
+for s in test valid; do
+	for l in en de; do $PY "$SUBWORD_NMT_DIR/subword_nmt/apply_bpe.py" -c "$model/bpecodes" < $s.raw.$l > $s.$l; done
+done
 
 rm -rf "$out" && mkdir -p "$out/expected"
 for impl in mmap lazy raw; do
-	d=data-bin; [[ $impl != mmap ]] && d=data-bin-$impl
-	fs preprocess --source-lang en --target-lang de --testpref test --srcdict "$model/data-bin/dict.en.txt" \
+	d=data-bin valid=(--validpref valid)
+	[[ $impl != mmap ]] && d=data-bin-$impl valid=()
+	fs preprocess --source-lang en --target-lang de --testpref test "${valid[@]}" --srcdict "$model/data-bin/dict.en.txt" \
 		--tgtdict "$model/data-bin/dict.de.txt" --destdir "$out/$d" --dataset-impl $impl --workers 1
 	rm -f "$out/$d/preprocess.log"
 done
