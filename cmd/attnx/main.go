@@ -43,6 +43,7 @@ func init() {
 		{name: "export", summary: "convert a PyTorch checkpoint into a model directory of ONNX graphs", usage: "CHECKPOINT -o DIR [flags]", run: runExport},
 		{name: "inspect", summary: "describe an .onnx file, a model directory, or what export makes of a checkpoint", usage: "[--json] [--config FILE] FILE.onnx|DIR|CHECKPOINT", run: runInspect},
 		{name: "generate", summary: generateSummary, usage: "DATA-BIN --model DIR [--gen-subset test] [--beam K] [--remove-bpe] [--scoring bleu|sacrebleu] [flags]", run: runGenerate},
+		{name: "test", summary: joeyTestSummary, usage: "CONFIG [--model DIR] [-o PATH] [flags]", run: runJoeyTest},
 		{name: "score", summary: "corpus BLEU and chrF of translations against references, as sacreBLEU computes them", usage: "--ref REF [--ref REF2]... [HYP]", run: runScore},
 		{name: "verify", summary: "check a model directory against the PyTorch reference on the same inputs", usage: "--model DIR --checkpoint CKPT [flags]", run: runVerify},
 		{name: "bench", summary: "measure decoding speed (greedy, beam search, each weights precision): PyTorch eager, torch.onnx graphs, attnx step loops and in-graph loop, floor", usage: "[flags]", run: runBench},

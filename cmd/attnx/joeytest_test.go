@@ -1,0 +1,143 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestJoeyTestCommand runs `attnx test CONFIG -o PATH` on the configs
+// JoeyNMT 2.3's own `joeynmt test` ran (testdata/toolkits/joey-*/test,
+// make_joey_test.sh: its dev and test sets, six testing sections) with the
+// export of the same best.ckpt: every file JoeyNMT wrote must be
+// byte-identical to attnx's, and its result lines (Decoding on, Predicting,
+// the sacreBLEU signatures, Evaluation result with each score to its
+// printed precision, Translations saved to) identical, once the timings,
+// the output folder and sacreBLEU's version field ("2.6.0" beside attnx's
+// "2.6.0-attnx") are set aside.
+func TestJoeyTestCommand(t *testing.T) {
+	variants, err := os.ReadFile(filepath.Join("..", "..", "testdata", "toolkits", "joey_test_variants.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(variants)), "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 2 && !strings.HasPrefix(l, "#") {
+			names = append(names, f[0])
+		}
+	}
+	if len(names) < 6 {
+		t.Fatalf("joey_test_variants.tsv lists %d settings, want 6", len(names))
+	}
+	for _, kind := range []string{"joey-sp", "joey-bpe"} {
+		t.Run(kind, func(t *testing.T) {
+			src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "toolkits", kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := filepath.Join(t.TempDir(), "m")
+			if code, _, stderr := attnx("export", filepath.Join(src, "model", "best.ckpt"), "-o", model); code != 0 {
+				t.Fatalf("export best.ckpt: exit %d: %s", code, stderr)
+			}
+			files, lines := 0, 0
+			for _, name := range names {
+				t.Run(name, func(t *testing.T) {
+					want := filepath.Join(src, "test", name)
+					out := filepath.Join(t.TempDir(), "hyp")
+					// The config's data paths are relative to where joeynmt
+					// test ran: the fixture's test folder.
+					t.Chdir(filepath.Join(src, "test"))
+					code, _, stderr := attnx("test", name+".yaml", "--model", model, "-o", out)
+					if code != 0 {
+						t.Fatalf("attnx test %s.yaml: exit %d: %s", name, code, stderr)
+					}
+					entries, err := os.ReadDir(want)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := 0
+					for _, e := range entries {
+						if e.Name() == "test.log" {
+							continue
+						}
+						n++
+						w, err := os.ReadFile(filepath.Join(want, e.Name()))
+						if err != nil {
+							t.Fatal(err)
+						}
+						g, err := os.ReadFile(filepath.Join(filepath.Dir(out), e.Name()))
+						if err != nil {
+							t.Errorf("%s: JoeyNMT wrote it, attnx did not: %v", e.Name(), err)
+							continue
+						}
+						if string(g) != string(w) {
+							t.Errorf("%s differs from JoeyNMT's:\n%s", e.Name(), firstDiff(string(w), string(g)))
+						}
+					}
+					if n < 2 {
+						t.Fatalf("%s holds %d output files of JoeyNMT's, want the dev and test sets'", want, n)
+					}
+					files += n
+					log, err := os.ReadFile(filepath.Join(want, "test.log"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					wl, gl := joeyResultLines(string(log), want), joeyResultLines(stderr, filepath.Dir(out))
+					if len(wl) < 8 {
+						t.Fatalf("test.log holds %d result lines, want at least 8:\n%s", len(wl), log)
+					}
+					if strings.Join(gl, "\n") != strings.Join(wl, "\n") {
+						t.Errorf("result lines differ from JoeyNMT's:\n%s", firstDiff(strings.Join(wl, "\n"), strings.Join(gl, "\n")))
+					}
+					lines += len(wl)
+				})
+			}
+			t.Logf("%s: %d output files and %d result lines compared with joeynmt test's", kind, files, lines)
+		})
+	}
+}
+
+var (
+	joeyLogLine  = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - INFO - (joeynmt\.(?:prediction|metrics) - .*)$`)
+	joeySeconds  = regexp.MustCompile(`\d+\.\d{4}\[sec\]`)
+	joeyResultRe = regexp.MustCompile(`^joeynmt\.(?:metrics - nrefs|prediction - (?:Decoding on|Predicting|Generation took|Evaluation result|Translations saved to))`)
+)
+
+// joeyResultLines picks joeynmt test's result lines out of a log, its
+// timings and the output folder dir replaced, sacreBLEU's version field
+// left out.
+func joeyResultLines(log, dir string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		m := joeyLogLine.FindStringSubmatch(l)
+		if m == nil || !joeyResultRe.MatchString(m[1]) {
+			continue
+		}
+		s := joeySeconds.ReplaceAllString(m[1], "T[sec]")
+		s = strings.ReplaceAll(s, dir+"/", "OUT/")
+		s = strings.Replace(s, "|version:2.6.0-attnx", "|version:2.6.0", 1)
+		out = append(out, s)
+	}
+	return out
+}
+
+// firstDiff shows the first line where two texts differ.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return "line " + strconv.Itoa(i+1) + ":\n  want " + a + "\n  got  " + b
+		}
+	}
+	return "(same lines)"
+}
