@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"fmt"
 	"math/big"
+	"sort"
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/types"
@@ -18,6 +19,9 @@ const (
 	ToolkitChatbot = "chatbot"
 	// ToolkitFairseq is fairseq's checkpoint_utils.save_state dict.
 	ToolkitFairseq = "fairseq"
+	// ToolkitGNMT is the Seq2SeqTrainer.save dict of NVIDIA
+	// DeepLearningExamples' GNMT and of the MLPerf rnn_translator.
+	ToolkitGNMT = "gnmt"
 )
 
 // Origin is what a toolkit's checkpoint holds beside its tensors.
@@ -40,6 +44,10 @@ type Object struct {
 	// State holds any other state.
 	Attrs map[string]any
 	State any
+	// Items are the items a dict subclass (collections.defaultdict) was
+	// given, as Plain turns a dict: map[string]any for string keys, else
+	// []any of [2]any pairs; nil when it was given none.
+	Items any
 }
 
 // Attr returns the attribute name, when the object has it.
@@ -49,7 +57,7 @@ func (o *Object) Attr(name string) (any, bool) {
 }
 
 // toolkitNames are the toolkits' names for people.
-var toolkitNames = map[string]string{ToolkitOpenNMT: "OpenNMT-py", ToolkitJoeyNMT: "JoeyNMT", ToolkitChatbot: "chatbot tutorial", ToolkitFairseq: "fairseq"}
+var toolkitNames = map[string]string{ToolkitOpenNMT: "OpenNMT-py", ToolkitJoeyNMT: "JoeyNMT", ToolkitChatbot: "chatbot tutorial", ToolkitFairseq: "fairseq", ToolkitGNMT: "GNMT"}
 
 // toolkitSignature says which toolkit a checkpoint dict comes from, by its
 // top-level entries, and where its tensors are: entry -> key prefix.
@@ -74,6 +82,11 @@ func toolkitSignature(top []types.DictEntry) (string, [][2]string) {
 	// optimizer_history, extra_state, last_optimizer_state}.
 	case has["model"] && has["optimizer_history"] && (has["cfg"] || has["args"]):
 		return ToolkitFairseq, [][2]string{{"model", ""}}
+	// GNMT's Seq2SeqTrainer.save: {epoch, state_dict, optimizer,
+	// scheduler, loss} and train.py's save_info {model_config, config,
+	// tokenizer}.
+	case has["state_dict"] && has["model_config"] && has["tokenizer"]:
+		return ToolkitGNMT, [][2]string{{"state_dict", ""}}
 	}
 	return "", nil
 }
@@ -202,19 +215,19 @@ func plain(v any, depth int, n *int, onPath map[any]bool) (any, error) {
 		for k := range *x {
 			items = append(items, k)
 		}
-		return list(items)
+		return list(setOrder(items))
 	case *types.FrozenSet:
 		var items []any
 		for k := range *x {
 			items = append(items, k)
 		}
-		return list(items)
+		return list(setOrder(items))
 	case *pySet:
 		var items []any
 		for k := range x.strs {
 			items = append(items, k)
 		}
-		return list(items)
+		return list(setOrder(items))
 	case *pyObject:
 		o := &Object{Class: x.className()}
 		var err error
@@ -229,6 +242,11 @@ func plain(v any, depth int, n *int, onPath map[any]bool) (any, error) {
 			o.Attrs = m
 		} else {
 			o.State = st
+		}
+		if x.items != nil {
+			if o.Items, err = plain(x.items, depth+1, n, onPath); err != nil {
+				return nil, err
+			}
 		}
 		return o, nil
 	}
@@ -259,4 +277,12 @@ func plain(v any, depth int, n *int, onPath map[any]bool) (any, error) {
 		return out, nil
 	}
 	return fmt.Sprintf("<%s>", describe(v)), nil
+}
+
+// setOrder sorts a set's items (by their printed form), so that a set,
+// which has no order in Python and is a map here, reads the same each
+// time: OpenNMT-py's opt holds sets (_all_transform).
+func setOrder(items []any) []any {
+	sort.SliceStable(items, func(i, j int) bool { return fmt.Sprint(items[i]) < fmt.Sprint(items[j]) })
+	return items
 }
