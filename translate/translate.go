@@ -300,10 +300,12 @@ type Translator struct {
 	// vocabulary's size up are their own words outside it (Sources).
 	copy bool
 
-	mu     sync.RWMutex // read-held by calls, write-held by Close
-	closed bool
-	pool   *pool                   // steps engine only
-	scheds map[*Scheduler]struct{} // open Schedulers, guarded by mu
+	mu        sync.RWMutex // read-held by calls, write-held by Close
+	closed    bool
+	pool      *pool // the steps engine's; Score opens it on the loop engine (stepsOnce)
+	stepsOnce sync.Once
+	stepsErr  error
+	scheds    map[*Scheduler]struct{} // open Schedulers, guarded by mu
 }
 
 // targetIDs returns the target vocabulary's ids of tokens, an error
@@ -366,6 +368,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 	t := &Translator{dir: dir, info: info, opt: opt}
 	t.src = newVocab(info.SrcTokens, info.Special)
 	t.tgt = newVocab(info.TgtTokens, info.Special)
+	t.tgt.side = "target"
 	if t.src.tok, t.tgt.tok, err = info.Tokenizers(dir); err != nil {
 		return nil, fmt.Errorf("translate: %s: %w", infoPath, err)
 	}
@@ -426,7 +429,7 @@ func Open(dir string, opt Options) (*Translator, error) {
 		t.engine = opt.Engine
 	}
 
-	ropt := onnxrun.Options{Backend: opt.Backend, IntraOpThreads: opt.Threads, Device: opt.Device, OptLevel: opt.OptLevel, ORTLibrary: opt.ORTLibrary}
+	ropt := t.sessionOptions()
 	fail := func(err error) (*Translator, error) {
 		t.closeSessions()
 		return nil, err
@@ -437,23 +440,52 @@ func Open(dir string, opt Options) (*Translator, error) {
 		}
 	}
 	if t.engine == EngineSteps {
-		if t.enc, err = t.openRole("encoder", ropt, t.encoderSpec()); err != nil {
+		if err := t.openSteps(ropt); err != nil {
 			return fail(err)
 		}
-		if t.dec, err = t.openRole("decoder", ropt, t.decoderSpec()); err != nil {
-			return fail(err)
-		}
-		m, err := decode.NewModel(t.enc, t.dec, decode.Dims{EncoderWidth: info.Config.EncoderWidth(), States: info.Config.States(), TgtVocab: info.TgtVocab})
-		if err != nil {
-			return fail(fmt.Errorf("translate: %s: %w", dir, err))
-		}
-		t.pool = newPool(m, opt.MaxIdleBytes, t.maxLiveBytes())
 	} else if t.beam() > 1 {
 		if t.beamGraph, err = t.openRole(modeldir.RoleBeam, ropt, t.beamSpec()); err != nil {
 			return fail(err)
 		}
 	}
 	return t, nil
+}
+
+// openSteps opens encoder.onnx and decoder.onnx and the pool of the
+// steps engine's executors.
+func (t *Translator) openSteps(ropt onnxrun.Options) error {
+	var err error
+	if t.enc, err = t.openRole("encoder", ropt, t.encoderSpec()); err != nil {
+		return err
+	}
+	if t.dec, err = t.openRole("decoder", ropt, t.decoderSpec()); err != nil {
+		return err
+	}
+	m, err := decode.NewModel(t.enc, t.dec, decode.Dims{EncoderWidth: t.info.Config.EncoderWidth(), States: t.info.Config.States(), TgtVocab: t.info.TgtVocab})
+	if err != nil {
+		return fmt.Errorf("translate: %s: %w", t.dir, err)
+	}
+	t.pool = newPool(m, t.opt.MaxIdleBytes, t.maxLiveBytes())
+	return nil
+}
+
+// stepsPool returns the steps engine's pool, opening its graphs the first
+// time on a Translator of the loop engine (Score runs decoder.onnx step
+// by step whatever the engine). The caller holds mu's read lock.
+func (t *Translator) stepsPool() (*pool, error) {
+	t.stepsOnce.Do(func() {
+		if t.pool != nil {
+			return
+		}
+		t.stepsErr = t.openSteps(t.sessionOptions())
+	})
+	return t.pool, t.stepsErr
+}
+
+// sessionOptions are the graphs' session settings, from Options.
+func (t *Translator) sessionOptions() onnxrun.Options {
+	o := t.opt
+	return onnxrun.Options{Backend: o.Backend, IntraOpThreads: o.Threads, Device: o.Device, OptLevel: o.OptLevel, ORTLibrary: o.ORTLibrary}
 }
 
 // openGreedy opens greedy.onnx for the loop engine. A greedy.onnx without

@@ -25,6 +25,9 @@ type vocab struct {
 	// tok, when set, is the subword tokenizer the model was trained with:
 	// it segments input text and joins output pieces.
 	tok subword.Tokenizer
+	// side names the vocabulary in messages: "source" ("" too) or
+	// "target" (a given translation, Score).
+	side string
 }
 
 func newVocab(tokens []string, sp attention.Special) vocab {
@@ -153,7 +156,11 @@ func (v vocab) encode(row int, s string, toUNK bool, unk int64, unknown *atomic.
 				}
 				continue
 			}
-			msg := fmt.Sprintf("%s %s at position %d is not in the source vocabulary", what, quote(p), j)
+			side := v.side
+			if side == "" {
+				side = "source"
+			}
+			msg := fmt.Sprintf("%s %s at position %d is not in the %s vocabulary", what, quote(p), j, side)
 			if v.tok == nil && v.pieces != "" {
 				// Mapping words to UNK would translate garbage: the text
 				// was never segmented.
