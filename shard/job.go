@@ -9,9 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/segments"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -91,10 +91,10 @@ func OpenJob(c JobConfig) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := readLines(in.Reader())
+	lines, err := segments.Read(in.Reader(), c.Source)
 	if err != nil {
 		in.Close()
-		return nil, fmt.Errorf("shard %v of %s: %w", c.Spec, c.Source, err)
+		return nil, fmt.Errorf("shard %v: %w", c.Spec, err)
 	}
 	j := &Job{Part: part, Lines: lines, rec: in.Record(c.Fields, len(lines), c.LinesPerSentence), src: in}
 	if j.Done, j.Again, err = Finished(part, j.rec); err != nil {
@@ -102,26 +102,6 @@ func OpenJob(c JobConfig) (*Job, error) {
 		return nil, err
 	}
 	return j, nil
-}
-
-// readLines splits a shard's bytes into lines as the toolkits' translate
-// commands read a test set: at \n, a \r before it dropped; a last line
-// without its \n counts.
-func readLines(r io.Reader) ([]string, error) {
-	var out []string
-	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			out = append(out, strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"))
-		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading: %w", err)
-		}
-	}
 }
 
 // Record returns the record the part gets once written (its counts of
@@ -173,6 +153,9 @@ type Stats struct {
 // when killed, the part's temporary file, .PART.tmp-*). A bad line is
 // named by its line in the whole source file and in the shard.
 func (j *Job) Translate(ctx context.Context, tr *translate.Translator, opt TranslateOptions) (st Stats, err error) {
+	if opt.Write == nil {
+		return st, fmt.Errorf("shard %s: TranslateOptions.Write is nil: it writes each sentence's result", j.rec.Shard)
+	}
 	maxHeld := opt.MaxHeldBytes
 	if maxHeld == 0 {
 		maxHeld = DefaultMaxHeld

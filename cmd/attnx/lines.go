@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-	"io"
 	"os"
-	"strings"
+
+	"github.com/attnx/attnx/internal/segments"
 )
 
 // stdinName is the file name that means standard input, wherever attnx
@@ -19,29 +17,12 @@ const stdinName = "-"
 // empty file has no lines.
 func readSegments(path string) ([]string, error) {
 	if path == stdinName {
-		return splitLines(stdin, "stdin")
+		return segments.Read(stdin, "stdin")
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return splitLines(f, path)
-}
-
-func splitLines(r io.Reader, name string) ([]string, error) {
-	var out []string
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			out = append(out, strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"))
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
-		}
-	}
+	return segments.Read(f, path)
 }
