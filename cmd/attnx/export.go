@@ -32,20 +32,21 @@ state and the like, which are ignored), nested dicts ({"encoder": ...,
 "decoder": ...}), or the whole pickled module (torch.save(model)), read
 without its class code; nothing in the file is executed. A prefix in front
 of encoder./decoder. (DataParallel's module., Lightning's model.) is
-stripped. With --average, CHECKPOINT... are several saved states of one OpenNMT-py or
-fairseq model (the last few of a training run), and their average is
-exported: the very float32 values OpenNMT-py's tools/average_models.py or
-fairseq's scripts/average_checkpoints.py write for those files in that
-order (a running mean for OpenNMT-py, a sum divided by N for fairseq; give
-the files in the order the script was given them: fairseq's
---num-update-checkpoints takes the newest first), with the first file's
-options and vocabulary. The files must hold the same tensors, shapes and
-vocabulary; an error names what differs. A model saved as two files, the
-encoder's and the decoder's, is
+stripped. A model saved as two files, the encoder's and the decoder's, is
 given as --encoder ENC --decoder DEC instead of CHECKPOINT. --map FROM=TO
 (repeatable) then renames keys starting with FROM, for models whose
 attribute names differ from attnx's. The notes say each thing done to the
 names.
+
+With --average, CHECKPOINT... are several saved states of one OpenNMT-py
+or fairseq model (the last few of a training run), and their average is
+exported: the very float32 values OpenNMT-py's tools/average_models.py or
+fairseq's scripts/average_checkpoints.py write from those files in that
+order (a running mean for OpenNMT-py, a sum divided by N for fairseq), with
+the first file's options and vocabulary. Give the files in the order the
+script takes them: fairseq's --num-update-checkpoints takes the newest
+first. The files must hold the same tensors, shapes and vocabulary; an
+error names what differs (docs/toolkits.md, "Averaged checkpoints").
 
 The directory appears all at once: it is written to .DIR.tmp-N beside DIR and
 renamed into place, so an interrupted export leaves DIR as it was (the next
