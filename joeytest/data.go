@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -58,8 +60,8 @@ func LoadSet(c *Config, name, path, base string) (*Set, error) {
 	if src.total != trg.total {
 		return nil, fmt.Errorf("%s set: %s has %d lines and %s %d: want one reference a line", name, s.SrcFile, src.total, s.TrgFile, trg.total)
 	}
-	if len(src.kept) != len(trg.kept) {
-		return nil, fmt.Errorf("%s set: %s has %d empty lines and %s %d: JoeyNMT drops each side's empty lines on its own, so the pairs after them would not line up (JoeyNMT then fails on an assertion); remove the pairs with an empty side", name, s.SrcFile, src.total-len(src.kept), s.TrgFile, trg.total-len(trg.kept))
+	if !slices.Equal(src.empty, trg.empty) {
+		return nil, fmt.Errorf("%s set: %s has empty lines at %s and %s at %s: JoeyNMT drops each side's empty lines on its own, so the pairs after them would not line up (JoeyNMT then fails on an assertion, or with as many on each side scores misaligned pairs); remove the pairs with an empty side", name, s.SrcFile, lineList(src.empty), s.TrgFile, lineList(trg.empty))
 	}
 	s.Trg = trg.kept
 	return s, nil
@@ -67,7 +69,25 @@ func LoadSet(c *Config, name, path, base string) (*Set, error) {
 
 type lines struct {
 	kept  []string
+	empty []int // the empty lines, counted from 1
 	total int
+}
+
+// lineList names line numbers for an error: "no line", or "line 2, 5, 9"
+// (the first ten, then how many more).
+func lineList(ns []int) string {
+	if len(ns) == 0 {
+		return "no line"
+	}
+	var parts []string
+	for i, n := range ns {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ns)-10))
+			break
+		}
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return "line " + strings.Join(parts, ", ")
 }
 
 // readLines reads a file as JoeyNMT's read_list_from_file does (UTF-8,
@@ -91,6 +111,7 @@ func readLines(path string, side Side) (lines, error) {
 	out := lines{total: len(all)}
 	for i, l := range all {
 		if l == "" {
+			out.empty = append(out.empty, i+1)
 			continue
 		}
 		if strings.TrimSpace(l) == "" {
