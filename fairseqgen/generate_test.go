@@ -23,11 +23,13 @@ var (
 )
 
 // Variant is one setting of fairseq_generate_variants.tsv as the library
-// takes it: the Translator's options, Generate's, and the data-bin.
+// takes it: the Translator's options, Generate's, the data-bin and the
+// fixture whose checkpoint decodes it.
 type Variant struct {
 	Translate translate.Options
 	Generate  Options
 	DataBin   string
+	Model     string
 }
 
 // Variants are fairseq_generate_variants.tsv's settings, by name.
@@ -37,7 +39,14 @@ func Variants() map[string]Variant {
 		v.Generate.BatchSize = 5
 		return v
 	}
-	base := Variant{Translate: translate.Options{Beam: 5, NBest: 1}, DataBin: "data-bin"}
+	base := Variant{Translate: translate.Options{Beam: 5, NBest: 1}, DataBin: "data-bin", Model: "fairseq-long"}
+	moses := func(f func(*Variant)) Variant {
+		v := base
+		v.DataBin, v.Model = "data-bin-moses", "fairseq-moses"
+		v.Generate.BPE, v.Generate.Tokenizer, v.Generate.SrcLang, v.Generate.TgtLang = "subword_nmt", "moses", "en", "de"
+		f(&v)
+		return v
+	}
 	with := func(f func(*Variant)) Variant { v := base; f(&v); return v }
 	return map[string]Variant{
 		"default":      base,
@@ -51,6 +60,8 @@ func Variants() map[string]Variant {
 		"sacrebleu":    with(func(v *Variant) { v.Generate.Scoring = ScoringSacreBLEU; v.Generate.PostProcess = "subword_nmt" }),
 		"lazy":         with(func(v *Variant) { v.Generate.DatasetImpl = "lazy"; v.DataBin = "data-bin-lazy" }),
 		"valid":        with(func(v *Variant) { v.Generate.Subset = "valid" }),
+		"moses":        moses(func(*Variant) {}),
+		"mosessacre":   moses(func(v *Variant) { v.Generate.PostProcess = "subword_nmt"; v.Generate.Scoring = ScoringSacreBLEU }),
 		"raw": with(func(v *Variant) {
 			v.Generate.DatasetImpl = "raw"
 			v.DataBin = "data-bin-raw"
@@ -60,7 +71,9 @@ func Variants() map[string]Variant {
 }
 
 // TestGenerateMatchesFairseq exports fairseq-long's checkpoint_best.pt
-// and runs Generate on the data-bins fairseq-preprocess wrote with each
+// (and fairseq-moses's, for its data-bin-moses, text tokenized by
+// sacremoses then BPE'd, with --tokenizer moses --bpe subword_nmt) and
+// runs Generate on the data-bins fairseq-preprocess wrote with each
 // setting fairseq-generate ran with (fairseq_generate_variants.tsv): its
 // output must be fairseq-generate's line for line: the same lines in the
 // same order, S-, T- and the H-/D- texts identical, the scores within
@@ -68,9 +81,12 @@ func Variants() map[string]Variant {
 // differs must be a near tie by fairseq's own gaps.
 func TestGenerateMatchesFairseq(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
-	model := filepath.Join(t.TempDir(), "m")
-	if _, err := modeldir.Export(filepath.Join("..", "testdata", "toolkits", "fairseq-long", "checkpoint_best.pt"), model, modeldir.Options{}); err != nil {
-		t.Fatal(err)
+	models := map[string]string{}
+	for _, fx := range []string{"fairseq-long", "fairseq-moses"} {
+		models[fx] = filepath.Join(t.TempDir(), fx)
+		if _, err := modeldir.Export(filepath.Join("..", "testdata", "toolkits", fx, "checkpoint_best.pt"), models[fx], modeldir.Options{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	variants := Variants()
 	for _, name := range variantNames(t) {
@@ -79,7 +95,7 @@ func TestGenerateMatchesFairseq(t *testing.T) {
 			if !ok {
 				t.Fatalf("fairseq_generate_variants.tsv's %s has no Variant", name)
 			}
-			got := RunVariant(t, model, v)
+			got := RunVariant(t, models[v.Model], v)
 			c := fairseqtest.Compare(t, filepath.Join(fixture, "expected", name), got)
 			t.Logf("%s: %d of %d lines identical, the others within tolerance; near ties %v", name, c.Identical, c.Lines, c.Ties)
 		})

@@ -13,7 +13,8 @@ import (
 
 // TestGenerateCommand runs attnx generate on the data-bins
 // fairseq-preprocess wrote (testdata/toolkits/fairseq-generate) with
-// fairseq-long's exported checkpoint and each setting of
+// fairseq-long's exported checkpoint (fairseq-moses's for the settings
+// with --tokenizer moses) and each setting of
 // fairseq_generate_variants.tsv, its attnx flags: stdout must be what
 // fairseq-generate printed with the same setting (fairseqtest.Compare:
 // texts identical, numbers to float32's reach, the BLEU line identical),
@@ -24,10 +25,14 @@ func TestGenerateCommand(t *testing.T) {
 	testenv.ORT(t, onnxrun.Init())
 	root := filepath.Join("..", "..", "testdata", "toolkits")
 	fx := filepath.Join(root, "fairseq-generate")
-	model := filepath.Join(t.TempDir(), "m")
-	if code, _, stderr := attnx("export", filepath.Join(root, "fairseq-long", "checkpoint_best.pt"), "-o", model); code != 0 {
-		t.Fatalf("export: %s", stderr)
+	models := map[string]string{}
+	for _, fx := range []string{"fairseq-long", "fairseq-moses"} {
+		models[fx] = filepath.Join(t.TempDir(), fx)
+		if code, _, stderr := attnx("export", filepath.Join(root, fx, "checkpoint_best.pt"), "-o", models[fx]); code != 0 {
+			t.Fatalf("export %s: %s", fx, stderr)
+		}
 	}
+	model := models["fairseq-long"]
 	data, err := os.ReadFile(filepath.Join(root, "fairseq_generate_variants.tsv"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +44,13 @@ func TestGenerateCommand(t *testing.T) {
 		}
 		name, flags := f[0], strings.Fields(f[2])
 		t.Run(name, func(t *testing.T) {
-			dataBin := "data-bin"
+			dataBin, model := "data-bin", model
 			for i, fl := range flags {
-				if fl == "--dataset-impl" && flags[i+1] != "mmap" {
+				switch {
+				case fl == "--dataset-impl" && flags[i+1] != "mmap":
 					dataBin = "data-bin-" + flags[i+1]
+				case fl == "--tokenizer" && flags[i+1] == "moses":
+					dataBin, model = "data-bin-moses", models["fairseq-moses"]
 				}
 			}
 			args := append([]string{"generate", filepath.Join(fx, dataBin), "--model", model}, flags...)
