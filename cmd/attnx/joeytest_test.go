@@ -141,3 +141,74 @@ func firstDiff(want, got string) string {
 	}
 	return "(same lines)"
 }
+
+// TestJoeyTestRefusals checks that attnx test refuses what it cannot do
+// with an error naming the thing at fault, before it writes anything: a
+// missing config, a model_dir without an export and no --model, a model
+// exported from another toolkit, a dev file that is not there, a setting
+// joeynmt test refuses.
+func TestJoeyTestRefusals(t *testing.T) {
+	fx, err := filepath.Abs(filepath.Join("..", "..", "testdata", "toolkits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	joey, onmt := filepath.Join(tmp, "joey"), filepath.Join(tmp, "onmt")
+	for _, e := range [][2]string{{filepath.Join(fx, "joey-sp", "model", "best.ckpt"), joey}, {filepath.Join(fx, "onmt-sp", "model.pt"), onmt}} {
+		if code, _, stderr := attnx("export", e[0], "-o", e[1]); code != 0 {
+			t.Fatalf("export %s: exit %d: %s", e[0], code, stderr)
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(fx, "joey-sp", "test", "greedy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	data := filepath.Join(fx, "joey-sp", "test")
+	good := strings.Replace(strings.Replace(string(cfg), "dev: valid", "dev: "+filepath.Join(data, "valid"), 1), "test: test", "test: "+filepath.Join(data, "test"), 1)
+	if good == string(cfg) {
+		t.Fatal("greedy.yaml has no data.dev: valid to replace")
+	}
+	okCfg := write("ok.yaml", good)
+	noDev := write("nodev.yaml", strings.Replace(good, filepath.Join(data, "valid"), filepath.Join(tmp, "nothere"), 1))
+	nbest := write("nbest.yaml", strings.Replace(good, "testing:\n", "testing:\n  n_best: 2\n", 1))
+	out := filepath.Join(tmp, "out", "hyp")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no config", []string{"test"}, 2, "one JoeyNMT config.yaml expected, got 0"},
+		{"missing config", []string{"test", filepath.Join(tmp, "none.yaml"), "--model", joey}, 1, "JoeyNMT config: open " + filepath.Join(tmp, "none.yaml")},
+		{"model_dir without export", []string{"test", okCfg}, 2, `--model DIR is required: the config's model_dir "model_sp" holds no attnx export`},
+		{"another toolkit's model", []string{"test", okCfg, "--model", onmt, "-o", out}, 1, onmt + " was not exported from a JoeyNMT checkpoint"},
+		{"missing dev file", []string{"test", noDev, "--model", joey, "-o", out}, 1, "dev set: open " + filepath.Join(tmp, "nothere.en")},
+		{"n_best above beam_size", []string{"test", nbest, "--model", joey, "-o", out}, 1, "testing.n_best 2: `n_best` must be smaller than or equal to `beam_size` (1)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := attnx(c.args...)
+			if code != c.code || !strings.Contains(stderr, c.msg) || strings.Contains(stderr, "goroutine") {
+				t.Errorf("attnx %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, c.code, c.msg)
+			}
+			if _, err := os.Stat(filepath.Dir(out)); err == nil {
+				t.Errorf("%s exists after a refusal", filepath.Dir(out))
+			}
+		})
+	}
+	// The same config with its data found decodes (the refusals are the
+	// settings', not the files').
+	if err := os.Mkdir(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := attnx("test", okCfg, "--model", joey, "-o", out); code != 0 || !strings.Contains(stderr, "Evaluation result (greedy): bleu:   0.18") {
+		t.Errorf("attnx test ok.yaml: exit %d: %s", code, stderr)
+	}
+}
