@@ -16,6 +16,22 @@ const openNMTBucket = 16384
 // (modeldir.Defaults.Batching). Blank rows (nil) are in no batch and get 0.
 func batchLongest(rows [][]int64, b *modeldir.Batching) []int {
 	out := make([]int, len(rows))
+	for _, batch := range toolkitBatches(rows, b) {
+		longest := 0
+		for _, i := range batch {
+			longest = max(longest, len(rows[i]))
+		}
+		for _, i := range batch {
+			out[i] = longest
+		}
+	}
+	return out
+}
+
+// toolkitBatches returns the batches (row indices) the toolkit's
+// translate command cuts a test set into when it batches it as b says;
+// blank rows (nil) are in none.
+func toolkitBatches(rows [][]int64, b *modeldir.Batching) [][]int {
 	var order []int
 	for i, r := range rows {
 		if r != nil {
@@ -33,16 +49,7 @@ func batchLongest(rows [][]int64, b *modeldir.Batching) []int {
 	default: // modeldir.BatchingJoeyNMT
 		batches = joeyBatches(rows, order, b)
 	}
-	for _, batch := range batches {
-		longest := 0
-		for _, i := range batch {
-			longest = max(longest, len(rows[i]))
-		}
-		for _, i := range batch {
-			out[i] = longest
-		}
-	}
-	return out
+	return batches
 }
 
 // openNMTBatches cuts sorted rows as OpenNMT-py 3.5.1's batch_iter does at

@@ -25,6 +25,11 @@ type PairScore struct {
 	// PositionalScores holds each token's log-prob (natural log), EOS's
 	// included.
 	PositionalScores []float32
+	// BatchReferenceLength is the longest reference, EOS included, of
+	// the batch the toolkit's translate command puts the pair in
+	// (attnx.json's defaults.batching; 0 without): onmt_translate
+	// 3.5.1's GOLD line shows the reference padded to it.
+	BatchReferenceLength int
 	// Score is their float32 sum: OpenNMT-py's GOLD SCORE.
 	// NormalizedScore is the score the rules' toolkit reports for the
 	// pair: under OpenNMT-py's and JoeyNMT's rules the sum; under
@@ -79,6 +84,17 @@ func (t *Translator) Score(ctx context.Context, src, tgt []string) ([]PairScore,
 	}
 	so := t.searchOptions()
 	out := make([]PairScore, len(src))
+	if d := t.info.Defaults; d != nil && d.Batching != nil {
+		for _, batch := range toolkitBatches(sources.Rows, d.Batching) {
+			longest := 0
+			for _, k := range batch {
+				longest = max(longest, len(refs[k]))
+			}
+			for _, k := range batch {
+				out[idx[k]].BatchReferenceLength = longest
+			}
+		}
+	}
 	bs := t.batchSize()
 	for start := 0; start < len(refs); start += bs {
 		end := min(start+bs, len(refs))
