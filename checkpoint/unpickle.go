@@ -100,6 +100,20 @@ type pyObject struct {
 	class *pyClass
 	args  []any
 	state any
+	// items are what SETITEM(S) stored in the object: Python calls its
+	// __setitem__, as for a collections.defaultdict (a dict subclass,
+	// pickled as its class called with the default factory, then its
+	// items).
+	items *types.Dict
+}
+
+// Set records an item SETITEM(S) gives the object.
+func (o *pyObject) Set(key, value any) {
+	defer o.class.u.catchOwn()
+	if o.items == nil {
+		o.items = types.NewDict()
+	}
+	o.items.Set(key, value)
 }
 
 func (c *pyClass) Call(args ...any) (any, error) {
