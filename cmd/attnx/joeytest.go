@@ -14,6 +14,33 @@ import (
 // joeyTestSummary is `attnx test`'s line in attnx help.
 const joeyTestSummary = "do what `joeynmt test config.yaml` does: decode the config's dev and test sets, score them with its eval_metrics, write its output files and log its lines"
 
+func init() {
+	commandDocs["test"] = `
+CONFIG is the JoeyNMT config.yaml joeynmt test would read; DIR is what
+attnx export wrote from its model_dir's best.ckpt (the config's
+load_model is not read: the export is the model). As joeynmt test does,
+attnx test reads data.dev and data.test ({path}.{src lang} and, when it
+exists, {path}.{trg lang}; relative paths from the working directory),
+drops each file's empty lines, refuses a line of white space only, and
+decodes each set in the testing section's batches (batch_size sentences,
+or batch_type token: sentences x the longest of source and reference + 1)
+with its beam_size, beam_alpha, n_best, max_output_length (-1: 1.5 x the
+batch's longest source), generate_unk, repetition_penalty and
+no_repeat_ngram_size. With references it scores the best hypotheses with
+eval_metrics (bleu and chrf as sacreBLEU 2.6 computes them, with
+sacrebleu_cfg's keys; token_accuracy; sequence_accuracy). The log lines are
+JoeyNMT's (Decoding on, Predicting, Generation took, the sacreBLEU
+signatures, Evaluation result, Translations saved to), on stderr; with -o
+the translations go to PATH.dev and PATH.test (PATH-0..dev, PATH-1..dev,
+... with n_best > 1, as JoeyNMT names them). docs/joeytest.md lists what
+it refuses (return_prob ref, normalize, a moses pretokenizer, tsv and
+Hugging Face datasets) and where its lines differ (timings; sacreBLEU's
+version field says 2.6.0-attnx).
+
+Exit status: 0 when both sets were decoded (and written), 1 on a failure,
+2 for usage errors.`
+}
+
 // runJoeyTest is `attnx test CONFIG --model DIR [-o PATH]`: joeynmt test's
 // command line (its --output-path), with the attnx export of the
 // config's model.
