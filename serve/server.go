@@ -131,7 +131,7 @@ func (s *Server) refuse(w http.ResponseWriter, code int, msg string) {
 // own), registered as a reader that a shutdown may cut. It returns 0 or
 // the status and message of what is wrong with the body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, req *Request, deadline time.Time) (int, string) {
-	return s.readBodyWith(w, r, deadline, func(body io.Reader) (int, string) { return decodeRequest(body, req, s.cfg.MaxBodyBytes) })
+	return s.readBodyWith(w, r, deadline, func(body io.Reader) (int, string) { return decodeRequest(body, req, s.cfg.MaxBodyBytes, requestFields) })
 }
 
 // readBodyWith is readBody for any body: decode reads it (bounded by
@@ -433,6 +433,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+PathModels, s.listModels)
 	mux.HandleFunc(PathTranslate, s.translate)
 	mux.HandleFunc(PathModelTranslate, s.translate)
+	mux.HandleFunc(PathScore, s.score)
 	mux.HandleFunc("GET /{$}", serveViewer)
 	if s.cfg.Onmt != nil {
 		s.onmtRoutes(mux)
@@ -879,7 +880,9 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 
 // decodeRequest reads one JSON object into req. It returns 0 or the status
 // and message of what is wrong with the body.
-func decodeRequest(body io.Reader, req *Request, limit int64) (int, string) {
+// decodeRequest reads one JSON object into req (a pointer to a request
+// type whose JSON fields are fields, for the message on an unknown one).
+func decodeRequest(body io.Reader, req any, limit int64, fields string) (int, string) {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(req)
@@ -912,7 +915,7 @@ func decodeRequest(body io.Reader, req *Request, limit int64) (int, string) {
 		}
 		return http.StatusBadRequest, fmt.Sprintf("field %q: got a JSON %s, want %s", typ.Field, typ.Value, describeType(typ.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return http.StatusBadRequest, fmt.Sprintf("%s (the fields are %s)", strings.TrimPrefix(err.Error(), "json: "), requestFields)
+		return http.StatusBadRequest, fmt.Sprintf("%s (the fields are %s)", strings.TrimPrefix(err.Error(), "json: "), fields)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

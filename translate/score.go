@@ -13,30 +13,32 @@ import (
 // model's log-probability of the reference under teacher forcing, one
 // pass of decoder.onnx fed the reference's tokens (no search), as
 // OpenNMT-py's onmt_translate -tgt (its GOLD SCORE), fairseq-generate
-// --score-reference and JoeyNMT's return_prob: ref score it.
+// --score-reference and JoeyNMT's return_prob: ref score it. Its JSON is
+// what attnx serve answers to POST /v1/score.
 type PairScore struct {
 	// Source holds the source token ids the encoder read.
-	Source []int64
+	Source []int64 `json:"source_ids"`
 	// Tokens holds the reference's target ids, EOS last; a piece outside
 	// the target vocabulary is its unknown token, as the toolkits map it.
 	// OutputTokens are their pieces.
-	Tokens       []int64
-	OutputTokens []string
+	Tokens       []int64  `json:"tokens"`
+	OutputTokens []string `json:"output_tokens,omitempty"`
 	// PositionalScores holds each token's log-prob (natural log), EOS's
 	// included.
-	PositionalScores []float32
+	PositionalScores []float32 `json:"positional_scores"`
 	// BatchReferenceLength is the longest reference, EOS included, of
 	// the batch the toolkit's translate command puts the pair in
 	// (attnx.json's defaults.batching; 0 without): onmt_translate
 	// 3.5.1's GOLD line shows the reference padded to it.
-	BatchReferenceLength int
+	BatchReferenceLength int `json:"batch_reference_length,omitempty"`
 	// Score is their float32 sum: OpenNMT-py's GOLD SCORE.
 	// NormalizedScore is the score the rules' toolkit reports for the
 	// pair: under OpenNMT-py's and JoeyNMT's rules the sum; under
 	// fairseq's the mean over the tokens (SequenceScorer's, which
 	// fairseq-generate prints in base 2); under attnx's own the spec's
 	// normalisation, Score / len ** LengthPenalty.
-	Score, NormalizedScore float32
+	Score           float32 `json:"score"`
+	NormalizedScore float32 `json:"normalized_score"`
 }
 
 // Score scores each given translation tgt[i] of src[i] (text, tokenised
