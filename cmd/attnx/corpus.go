@@ -3,15 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/outformat"
 	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"
 	"github.com/schollz/progressbar/v3"
@@ -91,18 +90,15 @@ func translateCorpus(tr *translate.Translator, job corpusJob) (err error) {
 	} else {
 		w = bufio.NewWriter(stdout)
 	}
+	out, err := outformat.NewWriter(w, tr, job.outOptions())
+	if err != nil {
+		return &usageError{err.Error()}
+	}
 	bar := newCorpusBar(len(lines))
 	plot := heatmap.Series{Path: job.plot}
 	start := time.Now()
 	emit := func(i int, res translate.Result) error {
-		write := func() error { return writeCorpusResult(w, tr, lines[i], res, job) }
-		switch job.format {
-		case formatFairseq:
-			write = func() error { return writeFairseqResult(w, tr, i, res) }
-		case formatOnmt:
-			write = func() error { return writeOnmtResult(w, tr, i, res) }
-		}
-		if err := write(); err != nil {
+		if err := out.Write(i, lines[i], res); err != nil {
 			return err
 		}
 		if corpusEmitted != nil {
@@ -157,55 +153,27 @@ func corpusSummary(tr *translate.Translator, st translate.CorpusStats, took time
 	}
 }
 
-// writeCorpusResult writes one sentence's translation: its text (token ids
-// without a target vocabulary), the n-best's texts one per line, or a JSON
-// object.
-func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res translate.Result, job corpusJob) error {
-	out := func(tokens []int64, text string) string {
-		if !tr.HasTargetVocab() {
-			return translate.FormatIDs(tokens)
-		}
-		return text
-	}
-	if job.json {
-		j := res.JSON(src)
-		if !job.attention {
-			j.Attention = nil
-		}
-		// As serve answers it: "<eos>" as it is, not "\u003ceos\u003e".
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(j)
-	}
-	// withScore: "text<TAB>score", as onmt_translate -with_score writes
-	// it (the hypothesis' normalized score, natural log, as Python prints
-	// a float).
-	scored := func(line string, k int) string {
-		line = oneLine(line)
-		if job.withScore && k < len(res.Hypotheses) {
-			line += "\t" + pythonFloat(float64(res.Hypotheses[k].NormalizedScore))
-		}
-		return line
-	}
-	if job.nBest > 1 {
-		for k := 0; k < job.nBest; k++ {
-			line := ""
-			if k < len(res.Hypotheses) {
-				line = out(res.Hypotheses[k].Tokens, res.Hypotheses[k].Text)
-			}
-			if _, err := fmt.Fprintln(w, scored(line, k)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	_, err := fmt.Fprintln(w, scored(out(res.Tokens, res.Text), 0))
-	return err
+// Output formats of translate --src (--format).
+const (
+	formatPlain   = string(outformat.Plain)
+	formatFairseq = string(outformat.Fairseq)
+	formatOnmt    = string(outformat.OpenNMT)
+)
+
+// outOptions are the output format's options.
+func (job corpusJob) outOptions() outformat.Options {
+	return outformat.Options{Format: outformat.Format(job.format), JSON: job.json, Attention: job.attention, NBest: job.nBest, WithScore: job.withScore}
 }
 
-// oneLine keeps a translation on its line: a decoded piece may hold a line
-// break.
-func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+// writeCorpusResult writes one sentence's translation as job says (the
+// plain format or JSON: the toolkits' formats number the sentences).
+func writeCorpusResult(w io.Writer, tr *translate.Translator, src string, res translate.Result, job corpusJob) error {
+	out, err := outformat.NewWriter(w, tr, job.outOptions())
+	if err != nil {
+		return err
+	}
+	return out.Write(0, src, res)
+}
 
 // corpusBar shows sentences done of the total, sentences/s and the time
 // left on stderr when it is a terminal.
