@@ -32,9 +32,11 @@ import (
 //
 // The other entries (OpenNMT-py's opt and vocab, fairseq's cfg and the
 // rest) are the first file's, as both scripts keep them. The files must be
-// of one toolkit and hold the same tensors, in the same order, with the
-// same shapes and types (and for OpenNMT-py the same vocab); an error
-// names the file and the key, shape or vocabulary entry that differs.
+// of one toolkit and hold the same tensors (for fairseq, whose script
+// compares the lists, in the same order), with the same shapes and types
+// (and for OpenNMT-py the same vocab); an error names the file and the
+// key, shape or vocabulary entry that differs. The files are read one at
+// a time: the first, the sums and the file being added are in memory.
 // Tensors the script itself cannot average (integers and float16 for
 // OpenNMT-py, whose in-place division fails or stays in float16; bool and
 // bfloat16 for fairseq) are refused, naming the tensor.
@@ -42,29 +44,36 @@ func Average(paths []string) (*StateDict, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("average: no checkpoints given")
 	}
-	sds := make([]*StateDict, len(paths))
-	for i, p := range paths {
-		sd, err := Load(p)
+	first, err := Load(paths[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := averageable(first, paths[0]); err != nil {
+		return nil, err
+	}
+	// The files are read one at a time: only the first (whose tensors
+	// become the average's), the sums and the file being added are held.
+	fs := files{n: len(paths), get: func(i int) (*StateDict, error) {
+		if i == 0 {
+			return first, nil
+		}
+		sd, err := Load(paths[i])
 		if err != nil {
 			return nil, err
 		}
-		if err := averageable(sd, p); err != nil {
+		if err := averageable(sd, paths[i]); err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			if err := sameModel(sds[0], sd, paths[0], p); err != nil {
-				return nil, err
-			}
+		if err := sameModel(first, sd, paths[0], paths[i]); err != nil {
+			return nil, err
 		}
-		sds[i] = sd
-	}
-	first := sds[0]
+		return sd, nil
+	}}
 	out := &StateDict{Keys: append([]string(nil), first.Keys...), Tensors: make(map[string]*builder.Tensor, len(first.Keys)),
 		Format: first.Format, Origin: first.Origin, Notes: append([]string(nil), first.Notes...)}
-	var err error
 	switch first.Origin.Toolkit {
 	case ToolkitOpenNMT:
-		err = averageOpenNMT(sds, out)
+		err = averageOpenNMT(fs, out)
 		// average_models.py writes optim None.
 		if _, ok := out.Origin.Entries["optim"]; ok {
 			out.Origin = &Origin{Toolkit: first.Origin.Toolkit, Entries: copyEntries(first.Origin.Entries)}
@@ -72,7 +81,7 @@ func Average(paths []string) (*StateDict, error) {
 		}
 		out.Notes = append(out.Notes, fmt.Sprintf("averaged %d checkpoints as OpenNMT-py's average_models.py does (a running mean, avg = (avg*i + p)/(i+1), in float32), with the first's opt and vocab: %s", len(paths), baseNames(paths)))
 	case ToolkitFairseq:
-		err = averageFairseq(sds, out)
+		err = averageFairseq(fs, out)
 		out.Notes = append(out.Notes, fmt.Sprintf("averaged %d checkpoints as fairseq's average_checkpoints.py does (their sum in the order given, divided by %d), with the first's cfg: %s", len(paths), len(paths), baseNames(paths)))
 	}
 	if err != nil {
@@ -147,8 +156,11 @@ func sameModel(a, b *StateDict, pa, pb string) error {
 // averageOpenNMT is average_models.py's running mean, in place on the
 // first file's tensors: one buffer for each group of names sharing a
 // storage view, updated once per name.
-func averageOpenNMT(sds []*StateDict, out *StateDict) error {
-	first := sds[0]
+func averageOpenNMT(fs files, out *StateDict) error {
+	first, err := fs.get(0)
+	if err != nil {
+		return err
+	}
 	for _, k := range first.Keys {
 		if dt := first.Tensors[k].DType; dt != builder.Float && dt != builder.Double {
 			return fmt.Errorf("tensor %q is %s: attnx averages OpenNMT-py's float32 and float64 tensors only (average_models.py fails on integers and keeps float16 in float16 without -fp32)", k, dt)
@@ -178,10 +190,14 @@ func averageOpenNMT(sds []*StateDict, out *StateDict) error {
 			isDouble[k] = first.Tensors[k].DType == builder.Double
 		}
 	}
-	for i := 1; i < len(sds); i++ {
+	for i := 1; i < fs.n; i++ {
+		sd, err := fs.get(i)
+		if err != nil {
+			return err
+		}
 		fi, next := float64(i), float64(i+1)
 		for _, k := range first.Keys {
-			x, p := buf[group[k]], values(sds[i].Tensors[k])
+			x, p := buf[group[k]], values(sd.Tensors[k])
 			if isDouble[group[k]] {
 				for j := range x {
 					x[j] = (x[j]*fi + p[j]) / next
@@ -234,62 +250,90 @@ func checkOverlaps(sd *StateDict) error {
 	return nil
 }
 
+// files gives the checkpoints being averaged, the i-th from 0 of n.
+type files struct {
+	n   int
+	get func(i int) (*StateDict, error)
+}
+
 // averageFairseq is average_checkpoints.py: each tensor cloned from the
 // first file, the others added in order, then divided by N (floats) or
 // floor-divided (integers).
-func averageFairseq(sds []*StateDict, out *StateDict) error {
-	first := sds[0]
-	n := len(sds)
+func averageFairseq(fs files, out *StateDict) error {
+	first, err := fs.get(0)
+	if err != nil {
+		return err
+	}
+	f32 := map[string][]float32{} // float32 and float16 (added as float32)
+	f64 := map[string][]float64{}
+	ints := map[string][]int64{}
 	for _, k := range first.Keys {
 		t := first.Tensors[k]
 		switch t.DType {
 		case builder.Float, builder.Float16:
-			// float16 is added as float32 (p.float()), and stays float32.
-			x := make([]float32, t.NumElements())
-			for i, sd := range sds {
-				p := values(sd.Tensors[k])
-				if i == 0 {
-					for j := range x {
-						x[j] = float32(p[j])
-					}
-					continue
-				}
+			p := values(t)
+			x := make([]float32, len(p))
+			for j := range x {
+				x[j] = float32(p[j])
+			}
+			f32[k] = x
+		case builder.Double:
+			f64[k] = values(t)
+		case builder.Int8, builder.Int16, builder.Int32, builder.Int64, builder.Uint8:
+			ints[k] = intValues(t)
+		default:
+			return fmt.Errorf("tensor %q is %s: attnx averages fairseq's float32, float16, float64 and integer tensors", k, t.DType)
+		}
+	}
+	for i := 1; i < fs.n; i++ {
+		sd, err := fs.get(i)
+		if err != nil {
+			return err
+		}
+		for _, k := range first.Keys {
+			t := sd.Tensors[k]
+			switch {
+			case f32[k] != nil:
+				x, p := f32[k], values(t)
 				for j := range x {
 					x[j] = float32(x[j] + float32(p[j]))
 				}
+			case f64[k] != nil:
+				x, p := f64[k], values(t)
+				for j := range x {
+					x[j] += p[j]
+				}
+			case ints[k] != nil:
+				x, p := ints[k], intValues(t)
+				for j := range x {
+					x[j] = wrap(x[j]+p[j], t.DType)
+				}
 			}
-			d := float32(n)
+		}
+	}
+	n := fs.n
+	for _, k := range first.Keys {
+		t := first.Tensors[k]
+		switch {
+		case f32[k] != nil:
+			x, d := f32[k], float32(n)
 			v := make([]float64, len(x))
 			for j := range x {
 				v[j] = float64(float32(x[j] / d))
 			}
 			out.Tensors[k] = fromValues(k, t, v, builder.Float)
-		case builder.Double:
-			x := values(sds[0].Tensors[k])
-			for _, sd := range sds[1:] {
-				p := values(sd.Tensors[k])
-				for j := range x {
-					x[j] += p[j]
-				}
-			}
+		case f64[k] != nil:
+			x := f64[k]
 			for j := range x {
 				x[j] /= float64(n)
 			}
 			out.Tensors[k] = fromValues(k, t, x, builder.Double)
-		case builder.Int8, builder.Int16, builder.Int32, builder.Int64, builder.Uint8:
-			x := intValues(sds[0].Tensors[k])
-			for _, sd := range sds[1:] {
-				p := intValues(sd.Tensors[k])
-				for j := range x {
-					x[j] = wrap(x[j]+p[j], t.DType)
-				}
-			}
+		case ints[k] != nil:
+			x := ints[k]
 			for j := range x {
 				x[j] = floorDiv(x[j], int64(n))
 			}
 			out.Tensors[k] = fromInts(k, t, x)
-		default:
-			return fmt.Errorf("tensor %q is %s: attnx averages fairseq's float32, float16, float64 and integer tensors", k, t.DType)
 		}
 	}
 	return nil

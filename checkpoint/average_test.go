@@ -169,6 +169,10 @@ func TestAverageVocabDiffers(t *testing.T) {
 	}
 }
 
+func filesOf(sds []*StateDict) files {
+	return files{n: len(sds), get: func(i int) (*StateDict, error) { return sds[i], nil }}
+}
+
 func f32Tensor(key string, v ...float32) *builder.Tensor {
 	t := &builder.Tensor{Name: key, DType: builder.Float, Dims: []int64{int64(len(v))}, Raw: make([]byte, 4*len(v))}
 	for i, x := range v {
@@ -199,7 +203,7 @@ func TestAverageOpenNMTArithmetic(t *testing.T) {
 			Origin:  &Origin{Toolkit: ToolkitOpenNMT}})
 	}
 	out := &StateDict{Tensors: map[string]*builder.Tensor{}}
-	if err := averageOpenNMT(sds, out); err != nil {
+	if err := averageOpenNMT(filesOf(sds), out); err != nil {
 		t.Fatal(err)
 	}
 	step := func(x, p float32, i int) float32 {
@@ -242,7 +246,7 @@ func TestAverageOpenNMTArithmetic(t *testing.T) {
 			Origin:  &Origin{Toolkit: ToolkitFairseq}})
 	}
 	out = &StateDict{Tensors: map[string]*builder.Tensor{}}
-	if err := averageFairseq(fs, out); err != nil {
+	if err := averageFairseq(filesOf(fs), out); err != nil {
 		t.Fatal(err)
 	}
 	for j := range vals[0] {
