@@ -20,78 +20,6 @@ import (
 	"github.com/attnx/attnx/translate"
 )
 
-func init() {
-	commandDocs["bench"] = `
-Measures greedy decoding and beam search, on the same weights and inputs,
-with:
-
-  attnx-steps-lean   attnx's encoder.onnx/decoder.onnx on the decoding core
-                     alone (package decode: IoBinding, reused tensors,
-                     argmax in Go), without translate's per-call work
-  attnx-steps        package translate's "steps" engine on the same graphs
-  attnx-loop         package translate's "loop" engine: greedy.onnx (or
-                     beam.onnx), the whole decoding in one ONNX Loop, one
-                     run per batch
-  attnx-steps-lean-go  attnx-steps-lean on the native Go evaluator (--backend
-                     go) instead of ONNX Runtime
-  attnx-loop-go      attnx-loop on the native Go evaluator
-  torch-onnx-steps   torch.onnx.export's graphs in the lean step loop
-                     (batch 1 only: torch fixes the traced batch)
-  pytorch-eager      the PyTorch reference modules (reference/bench.py)
-  floor              one LSTM cell plus one classifier-sized product, alone
-                     (for GRU models too: a GRU cell costs less)
-
-The attnx engines run once per --weights precision (fp32, int8, int4), each
-on the model exported at that precision (attnx export --weights); the
-table gives each one's speed-up over the same engine with fp32 weights and
-the size of the graph files it loads. The other engines are float32.
-
-Beam search of each width of --beam (default 4 and 8) is measured beside
-greedy decoding on attnx-steps-lean, attnx-steps, attnx-loop (beam.onnx,
-the whole search in one ONNX graph) and pytorch-eager (the reference's
-beam search), the attnx engines at each weights precision; each beam row
-shows its ms per sentence over the same engine's greedy decoding ("vs
-greedy"). --beam none measures greedy decoding only.
-
-PyTorch's speed depends on its BLAS: Debian's python3-torch calls whatever
-libblas.so.3 points to, and the reference BLAS makes it many times slower
-than OpenBLAS (make bench installs libopenblas0-pthread). The table and the
-JSON say which BLAS PyTorch loaded, with a WARNING when it was the
-reference one.
-
---corpus N measures file translation instead (attnx translate --src):
-a test set of N random sentences of --corpus-src-len tokens, each
-decoding --out-len tokens, translated by a random toolkit-shaped model
-(--arch, default onmt-general: 2-layer bidirectional LSTM encoder, 2-layer
-input-feeding decoder, H = E = --hidden, default 512, vocabularies of
---vocab, default 16000: OpenNMT-py's standard RNN recipe) with attnx
-(sorted batches of --batch-sents sentences, on 1 lane of T threads and T
-lanes of 1 thread) and with the PyTorch reference batched the way
-OpenNMT-py's translator batches (bench.py --corpus), greedy and with beam
-search of each --beam width (default 5), at each --threads count and
---weights precision (default fp32,int8), on each backend this binary
-has (attnx-ort and attnx-go rows; --engines attnx-steps-lean or
-attnx-steps-lean-go picks one, pytorch keeps PyTorch). The table gives
-sentences/s, tokens/s, the speed-up over PyTorch, the sentences whose
-tokens equal PyTorch's, and peak RSS. attnx decodes under the
-architecture's toolkit's rules, as attnx translate does that toolkit's
-models by default (OpenNMT-py's beam search for onmt-*); --rules picks
-another search, and the table's rules column says which ran.
-
-The model is --checkpoint or a random one per --arch and --cell. To make
-every engine decode exactly --steps steps, the benchmarked copy of the
-weights has the classifier's bias (decoder.classifier.bias, or
-decoder.out.bias for the tutorial's models) at EOS = -1e9, so EOS is never
-the argmax; every engine decodes with SOS 1 and EOS 2, whatever the
-model's own special tokens.
-
-Times are decode only (the encoder is reported apart), per token (one row
-at one step), median and p90 over the repetitions. Peak RSS is bench.py's
-process for PyTorch and this process, reset before each engine, for the
-others. The targets of the performance issue are checked at batch 1 and
-1 thread. Exit status: 0, or 1 when an engine fails, 2 for usage errors.`
-}
-
 // intList parses "12,50".
 func intList(flagName, s string) ([]int, error) {
 	var out []int
@@ -167,37 +95,10 @@ func runBench(args []string) error {
 	c.MinReps, c.MinTime, c.Warmup = *reps, *minTime, *warmup
 	c.MaxReps = max(c.MaxReps, c.MinReps)
 	c.Python, c.RefDir, c.WorkDir, c.CPUProfile, c.Seed = *python, *refDir, *workDir, *cpuProfile, *seed
-	c.Archs = nil
-	for _, a := range strings.Split(*archs, ",") {
-		arch, err := attention.ParseArch(strings.TrimSpace(a))
-		if err != nil {
-			return &usageError{"-arch: " + err.Error()}
-		}
-		c.Archs = append(c.Archs, arch)
-	}
-	if *cell != "" {
-		cl, err := attention.ParseCell(*cell)
-		if err != nil {
-			return &usageError{"-cell: " + err.Error()}
-		}
-		c.Cell = cl
+	if err := benchLists(&c, *archs, *cell, *srcLens, *batches, *threads, *beams); err != nil {
+		return err
 	}
 	var err error
-	if c.SrcLens, err = intList("src-len", *srcLens); err != nil {
-		return err
-	}
-	if c.Batches, err = intList("batch", *batches); err != nil {
-		return err
-	}
-	if c.Threads, err = intList("threads", *threads); err != nil {
-		return err
-	}
-	c.Beams = nil
-	if *beams != "none" {
-		if c.Beams, err = intList("beam", *beams); err != nil {
-			return err
-		}
-	}
 	if *engines != "" {
 		c.Engines = strings.Split(*engines, ",")
 	}
@@ -227,6 +128,43 @@ func runBench(args []string) error {
 		return err
 	}
 	return bench.WriteTable(stdout, rep)
+}
+
+// benchLists sets the architectures, cell and the lists of lengths,
+// batches, threads and beams from their flags' values.
+func benchLists(c *bench.Config, archs, cell, srcLens, batches, threads, beams string) error {
+	c.Archs = nil
+	for _, a := range strings.Split(archs, ",") {
+		arch, err := attention.ParseArch(strings.TrimSpace(a))
+		if err != nil {
+			return &usageError{"-arch: " + err.Error()}
+		}
+		c.Archs = append(c.Archs, arch)
+	}
+	if cell != "" {
+		cl, err := attention.ParseCell(cell)
+		if err != nil {
+			return &usageError{"-cell: " + err.Error()}
+		}
+		c.Cell = cl
+	}
+	var err error
+	if c.SrcLens, err = intList("src-len", srcLens); err != nil {
+		return err
+	}
+	if c.Batches, err = intList("batch", batches); err != nil {
+		return err
+	}
+	if c.Threads, err = intList("threads", threads); err != nil {
+		return err
+	}
+	c.Beams = nil
+	if beams != "none" {
+		if c.Beams, err = intList("beam", beams); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runBenchCorpus is attnx bench --corpus N.

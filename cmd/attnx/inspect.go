@@ -16,32 +16,6 @@ import (
 	"github.com/attnx/attnx/onnxfile"
 )
 
-func init() {
-	commandDocs["inspect"] = `
-For an .onnx file: IR version, opsets, producer, inputs and outputs with
-their types and symbolic shapes, the operator histogram (subgraphs
-included), the number and size of parameters, and the metadata.
-
-For a model directory (written by attnx export): its attnx.json (config,
-special tokens, vocabulary sizes, files) and then each graph as above.
-
-For a checkpoint (any file attnx export reads): what attnx export would
-make of it, without writing anything: the toolkit and its version where
-the file comes from one (OpenNMT-py, JoeyNMT, bentrevett's tutorials,
-PyTorch's chatbot tutorial), the architecture and every choice it makes
-(encoder directions and how they are merged, the decoder's initial state,
-input feeding, the decoder's states), the sizes, special tokens,
-vocabularies and how a source sentence is wrapped; for a file whose keys
-fit no known layout, the diagnosis with the --map flags that would fix it.
---config names a JoeyNMT model's config.yaml as for attnx export.
-
-Example:
-  attnx inspect model/
-  attnx inspect --json model/encoder.onnx
-  attnx inspect averaged-10-epoch.pt
-  attnx inspect joeynmt-model/best.ckpt`
-}
-
 // inspectedGraph is one graph in inspect's JSON output.
 type inspectedGraph struct {
 	Role  string `json:"role,omitempty"`
@@ -202,7 +176,7 @@ func printModel(w io.Writer, m *modeldir.Info) {
 	fmt.Fprintf(w, "  weights  %s\n", attention.DescribeWeights(m.Weights))
 	fmt.Fprintf(w, "  special  sos=%d eos=%d pad=%d unk=%s\n", m.Special.SOS, m.Special.EOS, m.Special.PAD, idOrUnknown(m.Special.UNK))
 	if d := m.Defaults; d != nil {
-		fmt.Fprintf(w, "  defaults %s (attnx.json; flags and request fields override them)\n", describeDefaults(d))
+		fmt.Fprintf(w, "  defaults %s (attnx.json; flags and request fields override them)\n", d.Summary())
 	}
 	vocab := func(toks []string) string {
 		if toks == nil {
@@ -292,67 +266,4 @@ func printGraph(w io.Writer, g inspectedGraph) {
 		}
 		fmt.Fprintf(w, "  metadata   %s\n", strings.Join(kv, " "))
 	}
-}
-
-// describeDefaults says how a model decodes by default: "beam 5 with
-// OpenNMT-py's rules, length penalty avg (alpha 1), ...".
-func describeDefaults(d *modeldir.Defaults) string {
-	var parts []string
-	switch {
-	case d.Beam > 1 && d.Rules == "opennmt":
-		parts = append(parts, fmt.Sprintf("beam %d with OpenNMT-py's beam search", d.Beam))
-	case d.Beam > 1 && d.Rules == "joeynmt":
-		parts = append(parts, fmt.Sprintf("beam %d with JoeyNMT's beam search", d.Beam))
-	case d.Rules == "fairseq":
-		parts = append(parts, fmt.Sprintf("beam %d with fairseq's SequenceGenerator", max(d.Beam, 1)))
-	case d.Beam > 1:
-		parts = append(parts, fmt.Sprintf("beam %d", d.Beam))
-	default:
-		parts = append(parts, "greedy")
-	}
-	if d.NBest > 1 {
-		parts = append(parts, fmt.Sprintf("n-best %d", d.NBest))
-	}
-	if d.LengthPenalty != nil && d.Beam > 1 {
-		form := d.LengthPenaltyForm
-		if form == "" {
-			form = "power"
-		}
-		parts = append(parts, fmt.Sprintf("length penalty %s (alpha %g)", form, *d.LengthPenalty))
-	}
-	if d.MinLen > 0 {
-		parts = append(parts, fmt.Sprintf("min length %d", d.MinLen))
-	}
-	n, of := "the source", ""
-	if b := d.Batching; b != nil {
-		unit, who := "sentences", "OpenNMT-py's, sorted by length"
-		if b.Tokens {
-			unit = "source tokens"
-		}
-		if b.Style == modeldir.BatchingJoeyNMT {
-			who = "JoeyNMT's, in file order"
-		}
-		n, of = "n", fmt.Sprintf(", n the longest source of its batch (%s, of %d %s)", who, b.Size, unit)
-	}
-	limit := fmt.Sprintf("%g x %s", d.MaxLenFactor, n)
-	if d.MaxLenAdd > 0 {
-		limit += fmt.Sprintf(" + %g", d.MaxLenAdd)
-	}
-	switch {
-	case d.MaxLenFactor > 0 && d.MaxLen > 0:
-		parts = append(parts, fmt.Sprintf("max length min(%d, %s)%s", d.MaxLen, limit, of))
-	case d.MaxLenFactor > 0:
-		parts = append(parts, "max length "+limit+of)
-	case d.MaxLen > 0:
-		parts = append(parts, fmt.Sprintf("max length %d", d.MaxLen))
-	case d.Rules == "opennmt":
-		parts = append(parts, "max length min(250, 1.25 x the source + 5)")
-	}
-	if d.ReplaceUnk {
-		parts = append(parts, "replace-unk")
-	}
-	if d.BanUNK {
-		parts = append(parts, "ban-unk")
-	}
-	return strings.Join(parts, ", ")
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,34 +23,6 @@ import (
 	"github.com/attnx/attnx/serve"
 	"github.com/attnx/attnx/translate"
 )
-
-func init() {
-	commandDocs["loadtest"] = `
-Measures attnx serve under load: for each number of clients (--clients),
-that many concurrent clients send single-sentence requests, one after
-another, for --warmup and then --duration, and the command reports
-sentences/s, output tokens/s and latency p50/p99, and the batch sizes the
-server decoded (from its /metrics).
-
-With --model DIR it starts attnx serve on 127.0.0.1, in a process of its
-own, once per --batching mode and stops it with SIGTERM after the runs;
-with --url it loads a server already running on this machine (loopback
-addresses only). The modes: on (continuous batching), off (each request
-decoded alone by its own Translator call, with the engine attnx serve
-chooses: greedy.onnx when the model has it), off-1t (off with one ONNX
-Runtime thread per session, the thread count on gets for small models, so
-that both are measured alike), off-steps and off-loop (alone, with that
-engine). The started server is ready when its /readyz answers 200.
-
-A machine shared with other work slows some runs more than others:
---repeat N runs the modes N times, in turn, and then reports the median of
-each figure and, per number of clients, how many times the sentences/s of
-batching on each mode without it is (the median, lowest and highest over
-the N rounds, each round's modes run one after the other).
-The table gives the CPU cores the server and the clients used while
-measuring: both share this machine. Sentences come from --inputs FILE, one
-per line (a tab ends the sentence, so testdata/demo/heldout.txt works).`
-}
 
 func runLoadtest(args []string) (err error) {
 	fs := newFlagSet("loadtest")
@@ -126,35 +97,10 @@ func runLoadtest(args []string) (err error) {
 			}
 		}()
 	}
-	ctx := context.Background()
-	var runs []serve.LoadRun
-	for round := 1; round <= *repeat; round++ {
-		for _, mode := range modes {
-			base, stop := *target, func() error { return nil }
-			if *model != "" {
-				base, stop, err = startLoadServer(append([]string{
-					"--model", "m=" + *model, "--threads", strconv.Itoa(*threads), "--backend", onnxrun.BackendFor(*backend, ""),
-					"--max-concurrent", strconv.Itoa(*maxConc), "--max-batch-rows", strconv.Itoa(*maxRows), "--max-queue", "1024",
-				}, loadModes[mode]...))
-				if err != nil {
-					return err
-				}
-			}
-			for _, n := range counts {
-				r, err := serve.RunLoad(ctx, serve.LoadConfig{URL: base, Sentences: sentences, Clients: n, Warmup: *warmup, Duration: *duration})
-				if err != nil {
-					stop()
-					return err
-				}
-				runs = append(runs, serve.LoadRun{Mode: mode, Round: round, LoadResult: r})
-				if !*jsonOut {
-					fmt.Fprintf(stderr, "attnx loadtest: round %d of %d, batching %s, %d clients: %.1f sentences/s\n", round, *repeat, mode, n, r.SentencesPerSec)
-				}
-			}
-			if err := stop(); err != nil {
-				return err
-			}
-		}
+	runs, err := loadRounds(loadPlan{model: *model, target: *target, threads: *threads, backend: *backend, maxConc: *maxConc, maxRows: *maxRows,
+		counts: counts, modes: modes, sentences: sentences, warmup: *warmup, duration: *duration, repeat: *repeat, quiet: *jsonOut})
+	if err != nil {
+		return err
 	}
 	sum := serve.SummarizeLoad(runs)
 	if *jsonOut {
@@ -168,8 +114,56 @@ func runLoadtest(args []string) (err error) {
 			Summary *serve.LoadSummary `json:"summary"`
 		}{runs, sum})
 	}
-	printLoadTable(runs, sum, *repeat)
-	return nil
+	return serve.WriteLoadTable(stdout, runs, sum, *repeat)
+}
+
+// loadPlan is what loadtest measures: the rounds of each mode (a server
+// started per mode, or the running one) at each number of clients.
+type loadPlan struct {
+	model, target, backend    string
+	threads, maxConc, maxRows int
+	counts                    []int
+	modes                     []string
+	sentences                 []string
+	warmup, duration          time.Duration
+	repeat                    int
+	quiet                     bool // no progress lines on stderr
+}
+
+// loadRounds runs the plan's rounds.
+func loadRounds(p loadPlan) ([]serve.LoadRun, error) {
+	ctx := context.Background()
+	var runs []serve.LoadRun
+	for round := 1; round <= p.repeat; round++ {
+		for _, mode := range p.modes {
+			base, stop := p.target, func() error { return nil }
+			if p.model != "" {
+				var err error
+				base, stop, err = startLoadServer(append([]string{
+					"--model", "m=" + p.model, "--threads", strconv.Itoa(p.threads), "--backend", onnxrun.BackendFor(p.backend, ""),
+					"--max-concurrent", strconv.Itoa(p.maxConc), "--max-batch-rows", strconv.Itoa(p.maxRows), "--max-queue", "1024",
+				}, loadModes[mode]...))
+				if err != nil {
+					return nil, err
+				}
+			}
+			for _, n := range p.counts {
+				r, err := serve.RunLoad(ctx, serve.LoadConfig{URL: base, Sentences: p.sentences, Clients: n, Warmup: p.warmup, Duration: p.duration})
+				if err != nil {
+					stop()
+					return nil, err
+				}
+				runs = append(runs, serve.LoadRun{Mode: mode, Round: round, LoadResult: r})
+				if !p.quiet {
+					fmt.Fprintf(stderr, "attnx loadtest: round %d of %d, batching %s, %d clients: %.1f sentences/s\n", round, p.repeat, mode, n, r.SentencesPerSec)
+				}
+			}
+			if err := stop(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return runs, nil
 }
 
 // loadModes are the --batching modes: the attnx serve flags of each.
@@ -183,53 +177,6 @@ var loadModes = map[string][]string{
 	"off-1t":    {"--batching", "off", "--threads", "1"},
 	"off-steps": {"--batching", "off", "--engine", translate.EngineSteps},
 	"off-loop":  {"--batching", "off", "--engine", translate.EngineLoop},
-}
-
-func printLoadTable(rows []serve.LoadRun, sum *serve.LoadSummary, repeat int) {
-	header := func(first string) {
-		fmt.Fprintf(stdout, "%7s  %-9s  %-5s  %11s  %9s  %8s  %8s  %8s  %10s  %10s\n", "clients", "batching", first, "sentences/s", "tokens/s", "p50 ms", "p99 ms", "failed", "server cpu", "client cpu")
-	}
-	header("round")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "%7d  %-9s  %5d  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", r.Clients, r.Mode, r.Round, r.SentencesPerSec, r.TokensPerSec, r.P50, r.P99, r.Failed, r.ServerCPU, r.ClientCPU)
-	}
-	fmt.Fprintf(stdout, "(cpu: cores used while measuring, the server's from its /metrics, the clients' by this process)\n")
-	if repeat > 1 {
-		fmt.Fprintf(stdout, "\nmedians over %d rounds:\n", repeat)
-		header("runs")
-		for _, m := range sum.Medians {
-			fmt.Fprintf(stdout, "%7d  %-9s  %5d  %11.1f  %9.1f  %8.2f  %8.2f  %8d  %10.2f  %10.2f\n", m.Clients, m.Mode, m.Runs, m.SentencesPerSec, m.TokensPerSec, m.P50, m.P99, m.Failed, m.ServerCPU, m.ClientCPU)
-		}
-	}
-	if len(sum.Speedups) > 0 {
-		fmt.Fprintf(stdout, "\nsentences/s with batching on, over each mode without it (per round; median, lowest, highest):\n")
-		for _, sp := range sum.Speedups {
-			fmt.Fprintf(stdout, "  %2d clients, on / %s: %.2fx (%.2f-%.2fx over %d rounds); p99 %.2f ms on, %.2f ms %s\n",
-				sp.Clients, sp.Against, sp.Median, sp.Min, sp.Max, sp.Rounds, sp.P99On, sp.P99Against, sp.Against)
-		}
-	}
-	fmt.Fprintf(stdout, "\nbatches decoded by rows per batch (server /metrics, upper bounds):\n")
-	for _, r := range rows {
-		var bounds []float64
-		for le := range r.BatchRows {
-			bounds = append(bounds, le)
-		}
-		slices.Sort(bounds)
-		var parts []string
-		for _, le := range bounds {
-			name := strconv.FormatFloat(le, 'f', -1, 64)
-			if math.IsInf(le, 1) {
-				name = "more"
-			}
-			parts = append(parts, fmt.Sprintf("<=%s: %d", name, r.BatchRows[le]))
-		}
-		fmt.Fprintf(stdout, "  %2d clients, batching %s, round %d: %s\n", r.Clients, r.Mode, r.Round, strings.Join(parts, ", "))
-	}
-	for _, r := range rows {
-		if r.FirstError != "" {
-			fmt.Fprintf(stdout, "first failure at %d clients, batching %s, round %d: %s\n", r.Clients, r.Mode, r.Round, r.FirstError)
-		}
-	}
 }
 
 // serveCommand returns the command that runs attnx with args: this

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"github.com/attnx/attnx/onnxrun"
@@ -218,9 +219,26 @@ func printFlagUsage(name string, fs *pflag.FlagSet) {
 	fmt.Fprintf(stdout, "\nFlags:\n%s", fs.FlagUsagesWrapped(80))
 }
 
-// commandDocs holds longer help texts, by command name; each command's
-// file fills in its own entry.
-var commandDocs = map[string]string{}
+// commandDocs holds longer help texts, by command name: help/NAME.txt's,
+// or filled in by the command's file where the text holds constants.
+var commandDocs = helpTexts()
+
+// helpDir holds the commands' help texts, help/NAME.txt each.
+//
+//go:embed help/*.txt
+var helpDir embed.FS
+
+// helpTexts reads helpDir's texts.
+func helpTexts() map[string]string {
+	docs := map[string]string{}
+	// The files are embedded at build time: reading them cannot fail.
+	files, _ := helpDir.ReadDir("help")
+	for _, f := range files {
+		b, _ := helpDir.ReadFile("help/" + f.Name())
+		docs[strings.TrimSuffix(f.Name(), ".txt")] = string(b)
+	}
+	return docs
+}
 
 // parseFlags parses args with fs; the positional arguments are then
 // fs.Args(). Parse errors become usageErrors naming the flag, and -h or

@@ -10,39 +10,6 @@ import (
 	"github.com/attnx/attnx/mtscore"
 )
 
-func init() {
-	commandDocs["score"] = `
-Scores translations against references as sacreBLEU 2.6 does by default:
-corpus BLEU (13a tokenization, exponential smoothing, the closest reference
-length) and chrF2, one line per segment in each file. --ref is repeatable:
-every reference file needs as many lines as HYP. HYP defaults to stdin.
-
-The lines and --json objects are sacreBLEU's (score, precisions, brevity
-penalty, lengths, the signature of the settings); the signature's version
-field is 2.6.0-attnx, sacreBLEU 2.6.0's algorithm computed by attnx.
-Other sacreBLEU settings: --metrics bleu,chrf, --tokenize none,
---lowercase, --smooth-method/--smooth-value, --chrf-word-order 2 (chrF++),
---width.
-
---metrics rouge scores summaries: ROUGE-1, ROUGE-2 and ROUGE-L (recall,
-precision, F), by default as ROUGE-1.5.5 reports them through files2rouge
-(stemmed, sentences ending after " .", the average of its 1000 bootstrap
-resamples), which is how the summarization papers and OpenNMT-py's recipe
-report ROUGE; --rouge rouge-score gives Google's rouge-score package's at
-its defaults (no stemming) with ROUGE-Lsum. <t> and </t> are removed first,
-as the guide's sed removes them before files2rouge, so a sentence without
-" ." runs on into the next for ROUGE-1.5.5's ROUGE-L;
---rouge-tag-sentences ends its sentences at the tags too (rouge-score's
-ROUGE-Lsum always takes the tags' sentences); --keep-sentence-tags keeps
-the tags in the text.
-
-Example:
-  attnx translate --model model/ --src test.de --output pred.en
-  attnx score --ref test.en pred.en
-  attnx score --ref ref1.en --ref ref2.en --json pred.en
-  attnx score --metrics rouge --ref test.tgt summaries.txt`
-}
-
 func runScore(args []string) error {
 	fs := newFlagSet("score")
 	refs := fs.StringArray("ref", nil, "a reference `FILE`, one line per segment (repeatable: several references)")

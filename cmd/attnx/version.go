@@ -11,33 +11,6 @@ import (
 	"github.com/attnx/attnx/onnxrun"
 )
 
-func init() {
-	commandDocs["version"] = `
-Prints what a bug report needs: attnx's version and the commit it was built
-from, the Go version and platform, and the ONNX Runtime library attnx loads
-with its version.
-
-The version and commit come from the Go build information: "go install
-github.com/attnx/attnx/cmd/attnx@VERSION" records VERSION; a build in a git
-clone records the commit, its time and whether the tree had uncommitted
-changes ("modified"). A build without them (outside a clone, in a git
-worktree, or with -buildvcs=false) says so.
-
-The library is found as every command finds it: $ATTNX_ORT_LIB, else
-beside the executable or in its ../lib, the .deps/ of the checkout attnx
-was built in, else the system library directories (never in directories
-above the working directory).
-
-It also lists the graph engines the binary has: "ort" (ONNX Runtime, in a
-build with cgo) and "go" (the native evaluator, always), the default one,
-and the native evaluator's kernels (avx2+fma, or go on other CPUs). A
-binary built with CGO_ENABLED=0 has only "go", its default.
-
-Exit status: 0; 1 when the default backend is ONNX Runtime and no library
-can be loaded (everything else is still printed: export and inspect work
-without it, and the other commands with --backend go); 2 for usage errors.`
-}
-
 // versionReport is what `attnx version` prints; --json writes it as is.
 type versionReport struct {
 	// Version is the module version ("v1.2.0", a pseudo-version, or
