@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/internal/testenv"
+	"github.com/attnx/attnx/onnxrun"
 )
 
 // TestJoeyTestCommand runs `attnx test CONFIG -o PATH` on the configs
@@ -15,9 +19,10 @@ import (
 // export of the same best.ckpt: every file JoeyNMT wrote must be
 // byte-identical to attnx's, and its result lines (Decoding on, Predicting,
 // the sacreBLEU signatures, Evaluation result with each score to its
-// printed precision, Translations saved to) identical, once the timings,
-// the output folder and sacreBLEU's version field ("2.6.0" beside attnx's
-// "2.6.0-attnx") are set aside.
+// printed precision, Translations saved to) identical, on the native
+// backend and on ONNX Runtime, once the timings, the output folder and
+// sacreBLEU's version field ("2.6.0" beside attnx's "2.6.0-attnx") are set
+// aside.
 func TestJoeyTestCommand(t *testing.T) {
 	variants, err := os.ReadFile(filepath.Join("..", "..", "testdata", "toolkits", "joey_test_variants.tsv"))
 	if err != nil {
@@ -42,62 +47,80 @@ func TestJoeyTestCommand(t *testing.T) {
 			if code, _, stderr := attnx("export", filepath.Join(src, "model", "best.ckpt"), "-o", model); code != 0 {
 				t.Fatalf("export best.ckpt: exit %d: %s", code, stderr)
 			}
-			files, lines := 0, 0
-			for _, name := range names {
-				t.Run(name, func(t *testing.T) {
-					want := filepath.Join(src, "test", name)
-					out := filepath.Join(t.TempDir(), "hyp")
-					// The config's data paths are relative to where joeynmt
-					// test ran: the fixture's test folder.
-					t.Chdir(filepath.Join(src, "test"))
-					code, _, stderr := attnx("test", name+".yaml", "--model", model, "-o", out)
-					if code != 0 {
-						t.Fatalf("attnx test %s.yaml: exit %d: %s", name, code, stderr)
-					}
-					entries, err := os.ReadDir(want)
-					if err != nil {
-						t.Fatal(err)
-					}
-					n := 0
-					for _, e := range entries {
-						if e.Name() == "test.log" {
-							continue
+			for _, backend := range []string{onnxrun.BackendGo, onnxrun.BackendORT} {
+				t.Run(backend, func(t *testing.T) {
+					if backend == onnxrun.BackendORT {
+						err := onnxrun.Init()
+						var native interface{ NativeOnly() bool }
+						if errors.As(err, &native) && native.NativeOnly() {
+							t.Skip("a build without cgo has no ONNX Runtime")
 						}
-						n++
-						w, err := os.ReadFile(filepath.Join(want, e.Name()))
-						if err != nil {
-							t.Fatal(err)
-						}
-						g, err := os.ReadFile(filepath.Join(filepath.Dir(out), e.Name()))
-						if err != nil {
-							t.Errorf("%s: JoeyNMT wrote it, attnx did not: %v", e.Name(), err)
-							continue
-						}
-						if string(g) != string(w) {
-							t.Errorf("%s differs from JoeyNMT's:\n%s", e.Name(), firstDiff(string(w), string(g)))
-						}
+						testenv.ORT(t, err)
 					}
-					if n < 2 {
-						t.Fatalf("%s holds %d output files of JoeyNMT's, want the dev and test sets'", want, n)
-					}
-					files += n
-					log, err := os.ReadFile(filepath.Join(want, "test.log"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					wl, gl := joeyResultLines(string(log), want), joeyResultLines(stderr, filepath.Dir(out))
-					if len(wl) < 8 {
-						t.Fatalf("test.log holds %d result lines, want at least 8:\n%s", len(wl), log)
-					}
-					if strings.Join(gl, "\n") != strings.Join(wl, "\n") {
-						t.Errorf("result lines differ from JoeyNMT's:\n%s", firstDiff(strings.Join(wl, "\n"), strings.Join(gl, "\n")))
-					}
-					lines += len(wl)
+					compareJoeyTest(t, src, model, backend, names)
 				})
 			}
-			t.Logf("%s: %d output files and %d result lines compared with joeynmt test's", kind, files, lines)
 		})
 	}
+}
+
+// compareJoeyTest runs attnx test with each config of names on backend and
+// compares its files and lines with joeynmt test's (TestJoeyTestCommand).
+func compareJoeyTest(t *testing.T, src, model, backend string, names []string) {
+	files, lines := 0, 0
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			want := filepath.Join(src, "test", name)
+			out := filepath.Join(t.TempDir(), "hyp")
+			// The config's data paths are relative to where joeynmt
+			// test ran: the fixture's test folder.
+			t.Chdir(filepath.Join(src, "test"))
+			code, _, stderr := attnx("test", name+".yaml", "--model", model, "--backend", backend, "-o", out)
+			if code != 0 {
+				t.Fatalf("attnx test %s.yaml: exit %d: %s", name, code, stderr)
+			}
+			entries, err := os.ReadDir(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range entries {
+				if e.Name() == "test.log" {
+					continue
+				}
+				n++
+				w, err := os.ReadFile(filepath.Join(want, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := os.ReadFile(filepath.Join(filepath.Dir(out), e.Name()))
+				if err != nil {
+					t.Errorf("%s: JoeyNMT wrote it, attnx did not: %v", e.Name(), err)
+					continue
+				}
+				if string(g) != string(w) {
+					t.Errorf("%s differs from JoeyNMT's:\n%s", e.Name(), firstDiff(string(w), string(g)))
+				}
+			}
+			if n < 2 {
+				t.Fatalf("%s holds %d output files of JoeyNMT's, want the dev and test sets'", want, n)
+			}
+			files += n
+			log, err := os.ReadFile(filepath.Join(want, "test.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wl, gl := joeyResultLines(string(log), want), joeyResultLines(stderr, filepath.Dir(out))
+			if len(wl) < 8 {
+				t.Fatalf("test.log holds %d result lines, want at least 8:\n%s", len(wl), log)
+			}
+			if strings.Join(gl, "\n") != strings.Join(wl, "\n") {
+				t.Errorf("result lines differ from JoeyNMT's:\n%s", firstDiff(strings.Join(wl, "\n"), strings.Join(gl, "\n")))
+			}
+			lines += len(wl)
+		})
+	}
+	t.Logf("%s on %s: %d output files and %d result lines compared with joeynmt test's", filepath.Base(src), backend, files, lines)
 }
 
 var (
@@ -210,5 +233,24 @@ func TestJoeyTestRefusals(t *testing.T) {
 	}
 	if code, _, stderr := attnx("test", okCfg, "--model", joey, "-o", out); code != 0 || !strings.Contains(stderr, "Evaluation result (greedy): bleu:   0.18") {
 		t.Errorf("attnx test ok.yaml: exit %d: %s", code, stderr)
+	}
+	// A test set without its .de file is decoded and not scored, as
+	// JoeyNMT's has_trg: the same translations, no Evaluation result.
+	src, err := os.ReadFile(filepath.Join(data, "test.en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("noref.en", string(src))
+	noRef := write("noref.yaml", strings.Replace(good, "test: "+filepath.Join(data, "test"), "test: "+filepath.Join(tmp, "noref"), 1))
+	code, _, stderr := attnx("test", noRef, "--model", joey, "-o", out)
+	if code != 0 || strings.Count(stderr, "Evaluation result") != 1 || !strings.Contains(stderr, "Translations saved to: "+out+".test.") {
+		t.Errorf("attnx test noref.yaml: exit %d, want the dev set's Evaluation result alone and the test set saved: %s", code, stderr)
+	}
+	got, err := os.ReadFile(out + ".test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := os.ReadFile(filepath.Join(data, "greedy", "hyp.test")); err != nil || string(got) != string(want) {
+		t.Errorf("the test set without references: %s differs from joeynmt test's greedy hyp.test (%v)", out+".test", err)
 	}
 }
