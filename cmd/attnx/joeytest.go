@@ -51,8 +51,20 @@ func runJoeyTest(args []string) error {
 	logFile := fs.String("log", "", "append the log lines to `FILE` too (joeynmt test appends them to model_dir/test.log)")
 	backend := backendFlag(fs)
 	threads := fs.Int("threads", 0, "intra-op threads (0: the backend's default)")
+	// joeynmt test's other flags, answered instead of "unknown flag".
+	saveAttention := fs.BoolP("save-attention", "a", false, "not supported: attnx test writes no attention plots (attnx translate --json gives the attention)")
+	saveScores := fs.BoolP("save-scores", "s", false, "not supported: attnx test writes no .scores and .tokens files (attnx translate --json gives the scores)")
+	useDDP := fs.BoolP("use-ddp", "d", false, "not supported: JoeyNMT's test refuses DDP too")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{*saveAttention, "save-attention"}, {*saveScores, "save-scores"}, {*useDDP, "use-ddp"}} {
+		if f.set {
+			return &usageError{fmt.Sprintf("--%s is %s", f.name, fs.Lookup(f.name).Usage)}
+		}
 	}
 	if fs.NArg() != 1 {
 		return &usageError{fmt.Sprintf("one JoeyNMT config.yaml expected, got %d arguments", fs.NArg())}

@@ -209,6 +209,7 @@ func TestJoeyTestRefusals(t *testing.T) {
 		msg  string
 	}{
 		{"no config", []string{"test"}, 2, "one JoeyNMT config.yaml expected, got 0"},
+		{"save scores", []string{"test", okCfg, "-s"}, 2, "--save-scores is not supported: attnx test writes no .scores and .tokens files"},
 		{"missing config", []string{"test", filepath.Join(tmp, "none.yaml"), "--model", joey}, 1, "JoeyNMT config: open " + filepath.Join(tmp, "none.yaml")},
 		{"model_dir without export", []string{"test", okCfg}, 2, `--model DIR is required: the config's model_dir "model_sp" holds no attnx export`},
 		{"another toolkit's model", []string{"test", okCfg, "--model", onmt, "-o", out}, 1, onmt + " was not exported from a JoeyNMT checkpoint"},
