@@ -114,7 +114,7 @@ YAML
 	(cd "$out" && onmt average_models -models "${inputs[@]}" -output averaged.pt)
 	printf '%s\n' "${inputs[@]}" > "$out/averaged.inputs"
 	cp spm_src.model spm_tgt.model test.src "$out/"
-	printf 'default\t\t\ngreedy\t-beam_size 1\t--beam 1\n' > "$out/variants.tsv"
+	printf 'default\t\t\ngreedy\t-beam_size 1\t--beam 1\nnbest3\t-n_best 3\t--n-best 3\nbeam2\t-beam_size 2\t--beam 2\n' > "$out/variants.tsv"
 	while IFS=$'\t' read -r vname vflags _; do
 		# shellcheck disable=SC2086
 		ONMT_GAPS="$out/expected/$vname.gaps.json" onmt translate -model "$out/averaged.pt" -src test.src \
@@ -157,7 +157,7 @@ grep '^averaging checkpoints:' average.log | tr -d "[],'" | tr ' ' '\n' | sed -n
 cp data-bin/dict.en.txt data-bin/dict.de.txt "$out/data-bin/"
 cp bpe.codes "$out/bpecodes"
 cp test.raw.en "$out/"
-printf 'default\t\t\ngreedy\t--beam 1\t--beam 1\n' > "$out/variants.tsv"
+printf 'default\t\t\ngreedy\t--beam 1\t--beam 1\nnbest3\t--nbest 3\t--n-best 3\nbeam2\t--beam 2\t--beam 2\n' > "$out/variants.tsv"
 while IFS=$'\t' read -r vname vflags _; do
 	# shellcheck disable=SC2086
 	FAIRSEQ_GAPS="$out/expected/$vname.gaps.json" fs interactive "$out/data-bin" --path "$out/averaged.pt" \
