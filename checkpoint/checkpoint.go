@@ -59,7 +59,9 @@ type StateDict struct {
 	// Views says, for each tensor of a torch.save file, where in the
 	// file's storages its elements lie. Tensors with equal views are one
 	// tensor in PyTorch (tied weights, which torch.save writes once), as
-	// an in-place update of one changes the other. nil for safetensors.
+	// an in-place update of one changes the other. Keyed by the names as
+	// read (StripPrefix and Rename leave it as it is); nil for
+	// safetensors.
 	Views map[string]View
 }
 
