@@ -434,8 +434,8 @@ func searchResults(ss []decode.Search, so searchOpts) []Result {
 		case nBestSearch:
 			for k, h := range s.Hypotheses(so.nBest) {
 				hyp := Hypothesis{Tokens: h.Tokens, Score: h.Score, NormalizedScore: h.NormalizedScore, PositionalScores: h.Positional}
-				if so.replaceUnk {
-					hyp.attention = s.Attention(k) // for finish, which drops it
+				if so.keepAttention() {
+					hyp.Attention = s.Attention(k) // finish drops it WithoutAttention
 				}
 				res[r].Hypotheses = append(res[r].Hypotheses, hyp)
 			}

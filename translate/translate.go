@@ -267,9 +267,13 @@ type Hypothesis struct {
 	// where the search records them (fairseq's rules), else nil.
 	PositionalScores []float32
 
-	// attention is the hypothesis' attention while finish replaces its
-	// unknown tokens (Options.ReplaceUnk); nil after.
-	attention [][]float32
+	// Attention is the hypothesis' attention, one row per token (EOS
+	// included) as in Result.Attention, where the search records it per
+	// hypothesis (the steps engine's beam searches; a greedy result's one
+	// hypothesis has the result's); nil under CallOptions.WithoutAttention
+	// and on the loop engine's beam. fairseq-generate --print-alignment
+	// aligns each hypothesis of the n-best with its own.
+	Attention [][]float32
 }
 
 // Translator decodes with one model directory. It is safe for
@@ -1086,15 +1090,17 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 	for i := range r.Hypotheses {
 		h := &r.Hypotheses[i]
 		h.OutputTokens, h.Text = output(h.Tokens)
-		if h.attention == nil && i == 0 {
-			h.attention = att // greedy decoding's one hypothesis: the result's
+		if h.Attention == nil && i == 0 {
+			h.Attention = att // greedy decoding's one hypothesis: the result's
 		}
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
-			h.Text = t.replaceUnk(h.Tokens, h.attention, unkSrc, skip, h.OutputTokens, h.Text, cm)
+			h.Text = t.replaceUnk(h.Tokens, h.Attention, unkSrc, skip, h.OutputTokens, h.Text, cm)
 		}
-		h.attention = nil
+		if so.noAttention {
+			h.Attention = nil
+		}
 	}
 	if len(r.Hypotheses) > 0 {
 		best := r.Hypotheses[0]
