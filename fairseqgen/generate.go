@@ -4,8 +4,9 @@
 // batches and order, through translate's fairseq search, and writes
 // fairseq-generate's output: per sentence S- (source), T- (target), and
 // per hypothesis H- (score in base 2 and tokens), D- (the same, as
-// fairseq's decode_fn leaves it: no --bpe or --tokenizer here) and P-
-// (each token's score in base 2), then "Generate SPLIT with beam=K:
+// fairseq's decode_fn undoes --bpe and --tokenizer), P- (each token's
+// score in base 2) and with --print-alignment A- (the hypothesis'
+// alignment to the source, hard or soft), then "Generate SPLIT with beam=K:
 // BLEU4 = ..." from fairseq's own BLEU scorer (BLEU) or, with Scoring
 // "sacrebleu", sacreBLEU's corpus BLEU of the 13a-tokenized lines
 // (mtscore).
@@ -64,6 +65,9 @@ type Options struct {
 	BPE, Tokenizer string
 	// Quiet prints only the BLEU line (--quiet).
 	Quiet bool
+	// PrintAlignment is --print-alignment: "" (none), "hard" or "soft",
+	// an A- line after each hypothesis' P- line (see Alignment).
+	PrintAlignment string
 	// Scoring is --scoring: "bleu" ("") or "sacrebleu".
 	Scoring string
 	// Beam is the beam the BLEU line names ("with beam=5"): the
@@ -107,6 +111,9 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	}
 	if opt.BPE != "" && opt.BPE != "subword_nmt" && opt.BPE != "sentencepiece" {
 		return nil, fmt.Errorf("fairseqgen: --bpe %q: expected subword_nmt or sentencepiece", opt.BPE)
+	}
+	if opt.PrintAlignment != "" && opt.PrintAlignment != AlignHard && opt.PrintAlignment != AlignSoft {
+		return nil, fmt.Errorf("fairseqgen: --print-alignment %q: expected %s or %s", opt.PrintAlignment, AlignHard, AlignSoft)
 	}
 	if opt.Tokenizer != "" && opt.Tokenizer != "moses" {
 		return nil, fmt.Errorf("fairseqgen: --tokenizer %q: expected moses", opt.Tokenizer)
@@ -223,7 +230,7 @@ func (g *run) batch(ctx context.Context, ids []int) (int, error) {
 		if len(r.Hypotheses) > 0 {
 			tokens += len(r.Hypotheses[0].Tokens)
 		}
-		if err := g.sentence(&b, id, rows[k], r); err != nil {
+		if err := g.sentence(&b, id, rows[k], width-len(rows[k]), r); err != nil {
 			return 0, err
 		}
 	}
@@ -249,8 +256,9 @@ func (g *run) decode(ctx context.Context, rows [][]int64, width int) ([]translat
 }
 
 // sentence writes sentence id's lines and scores its best hypothesis, as
-// fairseq-generate's loop body does.
-func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Result) error {
+// fairseq-generate's loop body does; pad is the padding fairseq's
+// collater puts left of src in its batch.
+func (g *run) sentence(b *strings.Builder, id int, src []int64, pad int, r translate.Result) error {
 	pp := g.opt.PostProcess
 	srcStr, err := g.pair.SrcDict.String(src, fairseqdata.StringOptions{PostProcess: pp})
 	if err != nil {
@@ -292,6 +300,13 @@ func (g *run) sentence(b *strings.Builder, id int, src []int64, r translate.Resu
 				pos[k] = fmt.Sprintf("%.4f", float64(p/float32(math.Ln2)))
 			}
 			fmt.Fprintf(b, "P-%d\t%s\n", id, strings.Join(pos, " "))
+			if g.opt.PrintAlignment != "" {
+				a, err := Alignment(g.opt.PrintAlignment, h.Attention, r.Source, h.Tokens, pad)
+				if err != nil {
+					return fmt.Errorf("fairseqgen: sentence %d, hypothesis %d: %w", id, j+1, err)
+				}
+				fmt.Fprintf(b, "A-%d\t%s\n", id, a)
+			}
 		}
 		if tgt == nil || j > 0 {
 			continue

@@ -62,6 +62,12 @@ func Variants() map[string]Variant {
 		"valid":        with(func(v *Variant) { v.Generate.Subset = "valid" }),
 		"moses":        moses(func(*Variant) {}),
 		"mosessacre":   moses(func(v *Variant) { v.Generate.PostProcess = "subword_nmt"; v.Generate.Scoring = ScoringSacreBLEU }),
+		"alignhard":    with(func(v *Variant) { v.Generate.PrintAlignment = AlignHard }),
+		"alignsoft":    with(func(v *Variant) { v.Generate.PrintAlignment = AlignSoft; v.Generate.PostProcess = "subword_nmt" }),
+		"alignnbest": with(func(v *Variant) {
+			v.Translate.NBest, v.Generate.NBest, v.Generate.BatchSize = 3, 3, 5
+			v.Generate.PrintAlignment = AlignHard
+		}),
 		"raw": with(func(v *Variant) {
 			v.Generate.DatasetImpl = "raw"
 			v.DataBin = "data-bin-raw"
@@ -171,6 +177,7 @@ func TestGenerateRefusals(t *testing.T) {
 		{"no such split", filepath.Join(fixture, "data-bin"), Options{Subset: "train"}, `split "train" of en-de is not there in any --dataset-impl`},
 		{"raw asked of a binary data-bin", filepath.Join(fixture, "data-bin"), Options{DatasetImpl: "raw"}, "is not there in --dataset-impl raw"},
 		{"unknown scoring", filepath.Join(fixture, "data-bin"), Options{Scoring: "chrf"}, `--scoring "chrf": expected bleu or sacrebleu`},
+		{"unknown alignment", filepath.Join(fixture, "data-bin"), Options{PrintAlignment: "medium"}, `--print-alignment "medium": expected hard or soft`},
 		{"unknown post-process", filepath.Join(fixture, "data-bin"), Options{PostProcess: "bpe"}, `--post-process "bpe"`},
 		{"no language pair", t.TempDir(), Options{}, "no file named SPLIT.SRC-TGT.LANG"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,8 +46,10 @@ func runGenerate(args []string) error {
 	tokenizer := fs.String("tokenizer", "", "the data's `TOKENIZER` (moses), undone on the S-, T- and D- lines by the target language's detokenizer")
 	fs.String("bpe-codes", "", "accepted for fairseq-generate's command lines: undoing subword_nmt needs no codes")
 	quiet := fs.Bool("quiet", false, "print only the BLEU line")
+	printAlignment := fs.String("print-alignment", "", "after each hypothesis an A- line of its alignment to the source from the search's attention: hard (alone: source-target position pairs, </s> left out) or soft (the attention rows)")
+	fs.Lookup("print-alignment").NoOptDefVal = fairseqgen.AlignHard
 	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, joinOptional(args, "--print-alignment", fairseqgen.AlignHard, fairseqgen.AlignSoft)); err != nil {
 		return err
 	}
 	switch {
@@ -65,6 +68,9 @@ func runGenerate(args []string) error {
 	}
 	if *bpe != "" && *bpe != "subword_nmt" && *bpe != "sentencepiece" {
 		return &usageError{fmt.Sprintf("--bpe %q: want subword_nmt or sentencepiece", *bpe)}
+	}
+	if *printAlignment != "" && *printAlignment != fairseqgen.AlignHard && *printAlignment != fairseqgen.AlignSoft {
+		return &usageError{fmt.Sprintf("--print-alignment %q: want hard or soft", *printAlignment)}
 	}
 	if *tokenizer != "" && *tokenizer != "moses" {
 		return &usageError{fmt.Sprintf("--tokenizer %q: want moses", *tokenizer)}
@@ -104,6 +110,7 @@ func runGenerate(args []string) error {
 		Subset: *subset, Seed: seed, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
 		MaxTokens: *maxTokens, BatchSize: *batchSize, Multiple: *multiple,
 		NBest: *nbest, PostProcess: *postProcess, BPE: *bpe, Tokenizer: *tokenizer, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
+		PrintAlignment: *printAlignment,
 	}, &w)
 	if err != nil {
 		return err
@@ -115,4 +122,23 @@ func runGenerate(args []string) error {
 	fmt.Fprintf(stderr, "attnx generate: %s %s-%s (%s): translated %d sentences (%d tokens) in %d batches in %.1fs (%.2f sentences/s)\n",
 		*subset, sum.SrcLang, sum.TgtLang, sum.Impl, sum.Sentences, sum.Tokens, sum.Batches, secs, float64(sum.Sentences)/secs)
 	return nil
+}
+
+// joinOptional writes "FLAG VALUE" as "FLAG=VALUE" where VALUE is one of
+// values: fairseq's argparse takes an optional value (nargs="?") from the
+// next argument, where pflag's NoOptDefVal takes it only after "=".
+func joinOptional(args []string, flag string, values ...string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if args[i] == flag && i+1 < len(args) && slices.Contains(values, args[i+1]) {
+			out = append(out, flag+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

@@ -75,3 +75,27 @@ func TestGenerateCommand(t *testing.T) {
 		t.Errorf("--max-tokens 50: exit %d, stdout %d bytes, stderr %q; want exit 1, nothing on stdout and fairseq's %q", code, len(stdout), stderr, fairseqMsg)
 	}
 }
+
+// TestGenerateAlignmentFlag: --print-alignment takes hard or soft after
+// "=" or, as fairseq's argparse does, as the next argument (alone it is
+// hard); another value is a usage error naming it, before any model is
+// opened.
+func TestGenerateAlignmentFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"d", "--print-alignment", "soft"}, []string{"d", "--print-alignment=soft"}},
+		{[]string{"--print-alignment", "hard", "d"}, []string{"--print-alignment=hard", "d"}},
+		{[]string{"--print-alignment", "d"}, []string{"--print-alignment", "d"}},
+		{[]string{"d", "--", "--print-alignment", "soft"}, []string{"d", "--", "--print-alignment", "soft"}},
+	} {
+		if got := joinOptional(c.args, "--print-alignment", "hard", "soft"); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("joinOptional(%q): %q, want %q", c.args, got, c.want)
+		}
+	}
+	code, stdout, stderr := attnx("generate", "data-bin", "--model", "m", "--print-alignment=medium")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, `--print-alignment "medium": want hard or soft`) {
+		t.Errorf("--print-alignment=medium: exit %d, stdout %q, stderr %q; want exit 2 naming the value", code, stdout, stderr)
+	}
+}

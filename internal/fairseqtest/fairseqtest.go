@@ -16,10 +16,14 @@ import (
 // another order than PyTorch's, which moves the last bits): a
 // hypothesis' score in base 2 within scoreRel of fairseq's, relative; a
 // token's (printed to four decimals) within posAbs, one unit of the last
-// decimal and a half of rounding.
+// decimal and a half of rounding; a soft alignment's weight within
+// softAbs. A hard alignment (A- pairs) must be identical.
 const (
 	scoreRel = 2e-6
 	posAbs   = 1.5e-4
+	// softAbs: a soft alignment's weight (six decimals) within one unit
+	// of the last decimal and a half of rounding.
+	softAbs = 1.5e-6
 	// nearTie is the relative score gap (fairseq_run.py's FAIRSEQ_GAPS)
 	// below which a sentence may rightly come out otherwise.
 	nearTie = 1e-5
@@ -108,6 +112,28 @@ func lineDiff(w, h []string) string {
 			b, err2 := strconv.ParseFloat(hp[k], 64)
 			if err1 != nil || err2 != nil || math.Abs(a-b) > posAbs {
 				return fmt.Sprintf("token %d's score %s, fairseq %s", k, hp[k], wp[k])
+			}
+		}
+		return ""
+	case 'A':
+		if !strings.Contains(w[1], ".") {
+			return "hard alignment differs"
+		}
+		wr, hr := strings.Fields(w[1]), strings.Fields(h[1])
+		if len(wr) != len(hr) {
+			return fmt.Sprintf("%d soft alignment rows, fairseq %d", len(hr), len(wr))
+		}
+		for i := range wr {
+			wp, hp := strings.Split(wr[i], ","), strings.Split(hr[i], ",")
+			if len(wp) != len(hp) {
+				return fmt.Sprintf("row %d: %d weights, fairseq %d", i, len(hp), len(wp))
+			}
+			for k := range wp {
+				a, err1 := strconv.ParseFloat(wp[k], 64)
+				b, err2 := strconv.ParseFloat(hp[k], 64)
+				if err1 != nil || err2 != nil || math.Abs(a-b) > softAbs {
+					return fmt.Sprintf("row %d weight %d: %s, fairseq %s", i, k, hp[k], wp[k])
+				}
 			}
 		}
 		return ""

@@ -39,7 +39,8 @@ model="$here/fairseq-long"
 mm="$here/fairseq-moses"
 out="$here/fairseq-generate"
 # FAIRSEQ_GENERATE_ONLY=moses remakes only the moses part (data-bin-moses
-# and the variants with --tokenizer moses); =lstm only the rest.
+# and the variants with --tokenizer moses); =align only the variants with
+# --print-alignment (on the committed data-bin); =lstm the rest and those.
 part() { [[ -z ${FAIRSEQ_GENERATE_ONLY:-} || $FAIRSEQ_GENERATE_ONLY == "$1" ]]; }
 cd "$work"
 
@@ -116,6 +117,7 @@ while IFS=$'\t' read -r vname vflags _; do
 		part moses || continue
 		data=data-bin-moses m=$mm vflags=${vflags//..\/fairseq-moses\//$mm/}
 		;;
+	*"--print-alignment"*) part lstm || part align || continue ;;
 	*) part lstm || continue ;;
 	esac
 	# shellcheck disable=SC2086
