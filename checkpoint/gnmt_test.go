@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/attnx/attnx/moses"
+	"github.com/attnx/attnx/subword"
 )
 
 // gnmtTensors lists the state_dict GNMT's modules have for a shape
@@ -216,5 +219,77 @@ func TestReadGNMTRefuses(t *testing.T) {
 	// The unmodified clone reads.
 	if _, err := ReadGNMT(clone(), path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGNMTTokenizerPath: the checkpoint's Tokenizer state read here, with
+// package moses and package subword, segments the held-out test set as
+// DeepLearningExamples' own Tokenizer (restored from the same checkpoint)
+// does, and detokenizes the ids as its detokenize does
+// (expected/segments.tsv, by gnmt_segments.py).
+func TestGNMTTokenizerPath(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "toolkits", "gnmt-dle")
+	path := filepath.Join(dir, "model_best.pth")
+	sd, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadGNMT(sd.Origin, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := g.Tokenizer
+	bpe, err := subword.ParseBPE(tok.BPE.Codes(), subword.BPEOptions{Separator: tok.BPE.Separator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int{}
+	for i, s := range tok.Vocab {
+		ids[s] = i
+	}
+	mt, md := moses.NewTokenizer(tok.SrcLang), moses.NewDetokenizer(tok.TgtLang)
+	raw := readLines(t, filepath.Join(dir, "test.raw.en"))
+	want := readLines(t, filepath.Join(dir, "expected", "segments.tsv"))
+	if len(raw) != len(want) || len(raw) < 30 {
+		t.Fatalf("%d lines, %d segmented", len(raw), len(want))
+	}
+	unk := 0
+	for i, line := range raw {
+		cols := strings.Split(want[i], "\t")
+		pieces := bpe.Encode(mt.Tokenize(line))
+		if got := strings.Join(pieces, " "); got != cols[0] {
+			t.Errorf("line %d: segmented\n%q, want\n%q", i+1, got, cols[0])
+			continue
+		}
+		seq := []string{fmt.Sprint(GNMTBOS)}
+		var toks []string
+		for _, p := range pieces {
+			id, ok := ids[p]
+			if !ok {
+				id = tok.Unk
+				unk++
+			}
+			seq = append(seq, fmt.Sprint(id))
+			toks = append(toks, tok.Vocab[id])
+		}
+		seq = append(seq, fmt.Sprint(GNMTEOS))
+		if got := strings.Join(seq, " "); got != cols[1] {
+			t.Errorf("line %d: ids %s, want %s", i+1, got, cols[1])
+		}
+		// detokenize_bpe: the tokens joined (BOS and EOS among them),
+		// "@@ " then "@@" removed, the specials removed, stripped; then
+		// Moses detokenization of the space-split text.
+		s := strings.Join(append(append([]string{tok.Vocab[GNMTBOS]}, toks...), tok.Vocab[GNMTEOS]), " ")
+		s = strings.ReplaceAll(s, tok.Separator+" ", "")
+		s = strings.ReplaceAll(s, tok.Separator, "")
+		for _, sp := range []int{GNMTBOS, GNMTEOS, GNMTPad} {
+			s = strings.ReplaceAll(s, tok.Vocab[sp], "")
+		}
+		if got := md.Detokenize(strings.Fields(s)); got != cols[2] {
+			t.Errorf("line %d: detokenized %q, want %q", i+1, got, cols[2])
+		}
+	}
+	if unk == 0 {
+		t.Log("no token of the test set fell outside the vocabulary")
 	}
 }

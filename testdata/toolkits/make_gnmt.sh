@@ -33,7 +33,12 @@
 # test set, expected/{beam5,greedy}.txt (translate.py's output file:
 # --beam-size 5, its default, and 1, its greedy search; MLPerf's also
 # *.detok.txt, detokenizer.perl's) and *.log (its log: settings, BLEU),
-# VERSION.
+# VERSION; gnmt-dle also expected/segments.tsv (gnmt_segments.py: its
+# Tokenizer's BPE text, ids and detokenization of each test line).
+#
+# The runs are deterministic (seed 1, one thread): a second run gives the
+# same files byte for byte but the checkpoints, whose config records the
+# work directory's paths (dataset_dir, save_dir, ...).
 #
 # Needs (nothing of it in CI): DLE_DIR (PyTorch/Translation/GNMT of
 # NVIDIA/DeepLearningExamples), MLPERF_DIR (retired_benchmarks/gnmt/pytorch
@@ -138,6 +143,8 @@ dle_translate() { # name flags...
 }
 dle_translate beam5 --beam-size 5
 dle_translate greedy --beam-size 1
+# What its Tokenizer, restored from the checkpoint, makes of the test set.
+$PY "$here/gnmt_segments.py" "$DLE_DIR" "$out/model_best.pth" "$out/test.raw.en" > "$out/expected/segments.tsv"
 echo "NVIDIA/DeepLearningExamples ${DLE_COMMIT:-unknown} (PyTorch/Translation/GNMT), sacremoses 0.0.19 (98f9aa3c), subword-nmt 48ba99e, sacreBLEU 1.2.10, torch $($PY -c 'import torch; print(torch.__version__)'), made by testdata/toolkits/make_gnmt.sh" > "$out/VERSION"
 
 # --- MLPerf rnn_translator ---
