@@ -3,7 +3,8 @@
 # `joeynmt test CONFIG -o hyp` on the models make_joey.sh trained: the dev
 # set (valid.{en,de}, pairs 3001-3100 of make_joey.sh's corpus) and the
 # test set (test.{en,de}, pairs 3101-3148), scored by sacreBLEU 2.6.0's own
-# code, with each testing section of joey_test_variants.tsv. Kept for each
+# code, with each testing section of joey_test_variants.tsv (and data
+# section changes in its third column). Kept for each
 # variant: the config JoeyNMT ran (NAME.yaml), its output files
 # (NAME/hyp.dev and hyp.test; hyp-0..dev and so on with n_best > 1, as
 # save_hypothese names them) and its log (NAME/test.log, the model
@@ -37,16 +38,21 @@ for kind in sp bpe; do
 	out="$fx/test"
 	rm -rf "$out" && mkdir -p "$out"
 	cp valid.en valid.de test.en test.de "$out/"
-	while IFS=$'\t' read -r name testing; do
+	# The dev set with empty pairs (lines 3, 50 and 103 of 103): JoeyNMT's
+	# plain dataset drops them.
+	for l in en de; do awk 'NR==3 || NR==49 {print ""} {print} END {print ""}' valid.$l > "$out/validblank.$l"; done
+	cp "$out/validblank.en" "$out/validblank.de" .
+	while IFS=$'\t' read -r name testing data; do
 		[[ $name == \#* || -z $name ]] && continue
 		rm -rf "model_$kind" && cp -rP "$fx/model" "model_$kind"
 		cp model_$kind/*.model model_$kind/*.codes . 2>/dev/null || true
-		$PY - "$fx/model/config.yaml" "$out/$name.yaml" "$testing" <<'PY'
+		$PY - "$fx/model/config.yaml" "$out/$name.yaml" "$testing" "${data:-}" <<'PY'
 import sys, yaml
 cfg = yaml.safe_load(open(sys.argv[1]))
-for kv in filter(None, sys.argv[3].split(";")):
-    k, v = kv.split("=", 1)
-    cfg["testing"][k] = yaml.safe_load(v)
+for section, settings in (("testing", sys.argv[3]), ("data", sys.argv[4])):
+    for kv in filter(None, settings.split(";")):
+        k, v = kv.split("=", 1)
+        cfg[section][k] = yaml.safe_load(v)
 yaml.safe_dump(cfg, open(sys.argv[2], "w"))
 PY
 		mkdir -p "$out/$name"
