@@ -64,6 +64,7 @@ func Variants() map[string]Variant {
 		"mosessacre":   moses(func(v *Variant) { v.Generate.PostProcess = "subword_nmt"; v.Generate.Scoring = ScoringSacreBLEU }),
 		"alignhard":    with(func(v *Variant) { v.Generate.PrintAlignment = AlignHard }),
 		"alignsoft":    with(func(v *Variant) { v.Generate.PrintAlignment = AlignSoft; v.Generate.PostProcess = "subword_nmt" }),
+		"alignbatch1":  with(func(v *Variant) { v.Generate.PrintAlignment = AlignSoft; v.Generate.BatchSize = 1 }),
 		"alignnbest": with(func(v *Variant) {
 			v.Translate.NBest, v.Generate.NBest, v.Generate.BatchSize = 3, 3, 5
 			v.Generate.PrintAlignment = AlignHard
