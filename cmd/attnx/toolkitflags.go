@@ -41,7 +41,7 @@ var toolkitFlags = map[string]string{
 	"max-sentences":        "--batch (fairseq's --max-sentences, its --batch-size)",
 	"post-process":         "default: the model's subword pieces are joined and the text detokenized as fairseq's --post-process would",
 	"unnormalized":         "--length-penalty 0 (fairseq's --unnormalized: hypotheses ranked by their raw scores)",
-	"tgt":                  "not supported: attnx translate scores no gold target (OpenNMT-py's -tgt); attnx score compares translations with references",
+	"tgt":                  "--tgt FILE with --src FILE (OpenNMT-py's -tgt: each reference's gold score; --format onmt prints its GOLD lines)",
 	"attn-debug":           "--json --attention (each output token's attention over the source; OpenNMT-py's -attn_debug), or --plot FILE.png",
 	"report-time":          "default: with --src a final line on stderr gives the time, sentences/s and tokens/s (OpenNMT-py's -report_time)",
 	"sampling":             "--sampling",

@@ -22,7 +22,7 @@ func TestToolkitSpellingsAnswered(t *testing.T) {
 		{"--max-sentences", "unknown flag --max-sentences: attnx's is --batch (fairseq's --max-sentences"},
 		{"--post-process", "unknown flag --post-process: attnx does this by default (the model's subword pieces are joined"},
 		{"--unnormalized", "unknown flag --unnormalized: attnx's is --length-penalty 0"},
-		{"-tgt", "unknown flag -tgt: not supported (attnx translate scores no gold target (OpenNMT-py's -tgt)"},
+		{"-tgt", "--tgt FILE holds the references of --src FILE's lines: give --src FILE too"},
 		{"-attn_debug", "unknown flag -attn_debug: attnx's is --json --attention"},
 		{"-report_time", "unknown flag -report_time: attnx does this by default (with --src a final line on stderr gives the time"},
 		{"-random_sampling", "unknown flag: -random_sampling (arguments that begin with - go after --)"},

@@ -83,6 +83,7 @@ type translateFlags struct {
 	ratio          *float64
 	ignoreBlocking *[]string
 	src            *string
+	tgt            *string
 	output         *string
 	batchTokens    *int
 	lanes          *int
@@ -137,6 +138,7 @@ func newTranslateFlags() *translateFlags {
 	f.ratio = fs.Float64("ratio", 0, "with --rules opennmt: OpenNMT-py's -ratio `R`: a sentence may stop once its best candidate's score over R x its source length is no better than the best finished score per token (0: off)")
 	f.ignoreBlocking = fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	f.src = fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
+	f.tgt = fs.String("tgt", "", tgtFlagUsage)
 	f.output = fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	f.batchTokens = fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
 	f.lanes = fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
@@ -237,6 +239,9 @@ func (f *translateFlags) checkOutput() error {
 		return &usageError{fmt.Sprintf("--format %s goes with --src FILE (- for standard input), and not with --json", *f.format)}
 	case *f.format == formatFairseq && *f.rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--format fairseq writes fairseq's scores, which its search records: it goes with fairseq's rules (the default of a fairseq model), not --rules %s", *f.rules)}
+	}
+	if *f.tgt != "" && *f.src == "" {
+		return &usageError{"--tgt FILE holds the references of --src FILE's lines: give --src FILE too"}
 	}
 	if *f.src == "" && (*f.output != "" || *f.batchTokens != 0 || *f.lanes != 0 || *f.shardFlag != "") {
 		return &usageError{"--output, --batch-tokens, --lanes and --shard go with --src FILE"}
@@ -397,7 +402,11 @@ func runTranslate(args []string) error {
 
 	if *f.src != "" {
 		co.Lanes = fileLanes
-		return translateCorpus(tr, corpusJob{src: *f.src, output: *f.output, json: *f.jsonOut, attention: *f.withAttention, nBest: *f.nBest, format: *f.format, withScore: *f.withScore, plot: *f.plotPath, opts: co, shard: sj})
+		job := corpusJob{src: *f.src, output: *f.output, json: *f.jsonOut, attention: *f.withAttention, nBest: *f.nBest, format: *f.format, withScore: *f.withScore, plot: *f.plotPath, opts: co, shard: sj}
+		if *f.tgt != "" {
+			return scoreTestSet(tr, job, *f.tgt)
+		}
+		return translateCorpus(tr, job)
 	}
 	return translateInputs(tr, f)
 }
