@@ -73,6 +73,11 @@ type Options struct {
 	// Beam is the beam the BLEU line names ("with beam=5"): the
 	// Translator's beam.
 	Beam int
+	// ScoreReference is --score-reference: no search, each sentence's
+	// reference is scored by teacher forcing (translate's ScoreIDs, as
+	// fairseq's SequenceScorer does) and printed as its one hypothesis:
+	// H- the mean log-prob per token in base 2, P- each token's.
+	ScoreReference bool
 }
 
 // Summary is what a run did.
@@ -115,6 +120,9 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	if opt.PrintAlignment != "" && opt.PrintAlignment != AlignHard && opt.PrintAlignment != AlignSoft {
 		return nil, fmt.Errorf("fairseqgen: --print-alignment %q: expected %s or %s", opt.PrintAlignment, AlignHard, AlignSoft)
 	}
+	if opt.ScoreReference && opt.PrintAlignment != "" {
+		return nil, fmt.Errorf("fairseqgen: --score-reference with --print-alignment: the scored references carry no attention here; leave out --print-alignment")
+	}
 	if opt.Tokenizer != "" && opt.Tokenizer != "moses" {
 		return nil, fmt.Errorf("fairseqgen: --tokenizer %q: expected moses", opt.Tokenizer)
 	}
@@ -127,6 +135,9 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	}
 	if err := checkModel(tr, pair); err != nil {
 		return nil, err
+	}
+	if opt.ScoreReference && pair.Tgt == nil {
+		return nil, fmt.Errorf("fairseqgen: --score-reference: %s has no target side (%s) to score", dataDir, pair.TgtLang)
 	}
 	seed := uint32(1)
 	if opt.Seed != nil {
@@ -216,7 +227,13 @@ func (g *run) batch(ctx context.Context, ids []int) (int, error) {
 		rows[k] = g.pair.Src.Item(id)
 		width = max(width, len(rows[k]))
 	}
-	res, err := g.decode(ctx, rows, width)
+	var res []translate.Result
+	var err error
+	if g.opt.ScoreReference {
+		res, err = g.scoreReference(ctx, ids, rows)
+	} else {
+		res, err = g.decode(ctx, rows, width)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("fairseqgen: batch of sentences %v: %w", ids, err)
 	}
@@ -253,6 +270,25 @@ func (g *run) decode(ctx context.Context, rows [][]int64, width int) ([]translat
 	}
 	zero := 0.0
 	return g.tr.TranslateIDsCall(ctx, rows, translate.CallOptions{MaxLen: limit, MaxLenA: &zero})
+}
+
+// scoreReference scores the references of sentences ids (sources rows)
+// and returns each as a result of one hypothesis, the reference.
+func (g *run) scoreReference(ctx context.Context, ids []int, rows [][]int64) ([]translate.Result, error) {
+	refs := make([][]int64, len(ids))
+	for k, id := range ids {
+		refs[k] = g.pair.Tgt.Item(id)
+	}
+	scores, err := g.tr.ScoreIDs(ctx, rows, refs)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]translate.Result, len(scores))
+	for k, p := range scores {
+		h := translate.Hypothesis{Tokens: p.Tokens, Score: p.Score, NormalizedScore: p.NormalizedScore, PositionalScores: p.PositionalScores}
+		res[k] = translate.Result{Source: p.Source, Tokens: p.Tokens, Hypotheses: []translate.Hypothesis{h}}
+	}
+	return res, nil
 }
 
 // sentence writes sentence id's lines and scores its best hypothesis, as

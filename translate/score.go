@@ -76,16 +76,53 @@ func (t *Translator) Score(ctx context.Context, src, tgt []string) ([]PairScore,
 			return nil, err
 		}
 	}
-	release, err := t.acquire(sources)
+	scored, err := t.scoreRows(ctx, sources, refs)
 	if err != nil {
 		return nil, rowOf(err, idx)
+	}
+	out := make([]PairScore, len(src))
+	for k, i := range idx {
+		out[i] = scored[k]
+	}
+	return out, nil
+}
+
+// ScoreIDs scores references (target ids, EOS last where the toolkit
+// scores it: a fairseq data-bin's items end with it) of sources (source
+// ids, as TranslateIDs takes them) as Score does. Every row is checked
+// before anything runs: a reference must not be empty and its ids must
+// lie in the target vocabulary.
+func (t *Translator) ScoreIDs(ctx context.Context, sources, references [][]int64) ([]PairScore, error) {
+	if len(sources) != len(references) {
+		return nil, &RequestError{Row: min(len(sources), len(references)), Err: fmt.Errorf("translate: ScoreIDs: %d sources and %d references: want one reference per source", len(sources), len(references))}
+	}
+	vt := int64(t.info.TgtVocab)
+	for i, ref := range references {
+		if len(ref) == 0 {
+			return nil, &InputError{Row: i, Position: -1, Msg: "empty reference: want its target ids, EOS included"}
+		}
+		for j, id := range ref {
+			if id < 0 || id >= vt {
+				return nil, &InputError{Row: i, Position: j, Msg: fmt.Sprintf("reference id %d at position %d: want 0 to %d (the target vocabulary)", id, j, vt-1)}
+			}
+		}
+	}
+	return t.scoreRows(ctx, Sources{Rows: sources}, references)
+}
+
+// scoreRows scores refs of sources in batches of BatchSize on the steps
+// engine, each row fed its reference (decode.Forced).
+func (t *Translator) scoreRows(ctx context.Context, sources Sources, refs [][]int64) ([]PairScore, error) {
+	release, err := t.acquire(sources)
+	if err != nil {
+		return nil, err
 	}
 	defer release()
 	if _, err := t.stepsPool(); err != nil {
 		return nil, err
 	}
 	so := t.searchOptions()
-	out := make([]PairScore, len(src))
+	out := make([]PairScore, len(refs))
 	if d := t.info.Defaults; d != nil && d.Batching != nil {
 		for _, batch := range toolkitBatches(sources.Rows, d.Batching) {
 			longest := 0
@@ -93,7 +130,7 @@ func (t *Translator) Score(ctx context.Context, src, tgt []string) ([]PairScore,
 				longest = max(longest, len(refs[k]))
 			}
 			for _, k := range batch {
-				out[idx[k]].BatchReferenceLength = longest
+				out[k].BatchReferenceLength = longest
 			}
 		}
 	}
@@ -111,9 +148,12 @@ func (t *Translator) Score(ctx context.Context, src, tgt []string) ([]PairScore,
 			return nil, err
 		}
 		for r := range fs {
-			p := &out[idx[start+r]]
+			p := &out[start+r]
 			p.Source = append([]int64(nil), t.encoderRow(batch.Rows[r])...)
-			p.Tokens, p.OutputTokens = refs[start+r], t.tgt.strings(refs[start+r])
+			p.Tokens = refs[start+r]
+			if t.tgt.known() {
+				p.OutputTokens = t.tgt.strings(refs[start+r])
+			}
 			p.PositionalScores = append([]float32(nil), fs[r].Scores()...)
 			for _, x := range p.PositionalScores {
 				p.Score += x
