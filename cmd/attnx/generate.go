@@ -48,6 +48,7 @@ func runGenerate(args []string) error {
 	quiet := fs.Bool("quiet", false, "print only the BLEU line")
 	printAlignment := fs.String("print-alignment", "", "after each hypothesis an A- line of its alignment to the source from the search's attention: hard (alone: source-target position pairs, </s> left out) or soft (the attention rows)")
 	fs.Lookup("print-alignment").NoOptDefVal = fairseqgen.AlignHard
+	scoreRef := fs.Bool("score-reference", false, "no search: score each reference by teacher forcing and print it as the hypothesis (H-/D- its mean log-prob per token in base 2, P- its tokens'), as fairseq-generate --score-reference")
 	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
 	if err := parseFlags(fs, joinOptional(args, "--print-alignment", fairseqgen.AlignHard, fairseqgen.AlignSoft)); err != nil {
 		return err
@@ -110,7 +111,7 @@ func runGenerate(args []string) error {
 		Subset: *subset, Seed: seed, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
 		MaxTokens: *maxTokens, BatchSize: *batchSize, Multiple: *multiple,
 		NBest: *nbest, PostProcess: *postProcess, BPE: *bpe, Tokenizer: *tokenizer, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
-		PrintAlignment: *printAlignment,
+		PrintAlignment: *printAlignment, ScoreReference: *scoreRef,
 	}, &w)
 	if err != nil {
 		return err

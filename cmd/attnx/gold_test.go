@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/fairseqtest"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/translate"
@@ -129,4 +130,22 @@ func TestTranslateTgtOpenNMT(t *testing.T) {
 			t.Errorf("%v: exit %d, %s: want a refusal saying %q", c.args, code, stderr, c.err)
 		}
 	}
+}
+
+// TestGenerateScoreReference: attnx generate --score-reference prints
+// what fairseq-generate --score-reference printed on fairseq-long
+// (testdata/toolkits/fairseq-score).
+func TestGenerateScoreReference(t *testing.T) {
+	testenv.ORT(t, onnxrun.Init())
+	root := filepath.Join("..", "..", "testdata", "toolkits")
+	model := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(root, "fairseq-long", "checkpoint_best.pt"), "-o", model); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	code, stdout, stderr := attnx("generate", filepath.Join(root, "fairseq-generate", "data-bin"), "--model", model, "--score-reference")
+	if code != 0 {
+		t.Fatalf("generate --score-reference: exit %d: %s", code, stderr)
+	}
+	c := fairseqtest.Compare(t, filepath.Join(root, "fairseq-score", "score-reference"), stdout)
+	t.Logf("%d of %d lines identical, the others within tolerance", c.Identical, c.Lines)
 }
