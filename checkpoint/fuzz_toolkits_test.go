@@ -79,3 +79,31 @@ func FuzzFairseq(f *testing.F) {
 		FairseqArch(sd.Origin)
 	})
 }
+
+// FuzzGNMT feeds arbitrary bytes to the GNMT reader through the path a
+// user's file takes (torch.save's container, then model_config, config
+// and the tokenizer's state): an error or a reading, never a panic. The
+// seeds are the checkpoints DeepLearningExamples' and MLPerf's train.py
+// wrote.
+func FuzzGNMT(f *testing.F) {
+	for _, d := range []string{"gnmt-dle", "gnmt-mlperf"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "toolkits", d, "model_best.pth"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sd, err := ReadPyTorch(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		g, err := ReadGNMT(sd.Origin, "model_best.pth")
+		if err != nil {
+			return
+		}
+		if g.Tokenizer.BPE != nil {
+			g.Tokenizer.BPE.Codes()
+		}
+	})
+}
