@@ -94,6 +94,22 @@
 // -length_penalty); under JoeyNMT's the sum (its greedy search reports
 // token scores); else the spec's beam of one's, score / len ** alpha.
 //
+// # Scoring given translations
+//
+// Score (texts) and ScoreIDs (token ids) score a given translation of
+// each source instead of searching for one: one forced pass of the
+// reference through decoder.onnx (teacher forcing, decode.Forced), on
+// the steps engine in batches of Options.BatchSize pairs, as
+// onmt_translate -tgt (its GOLD SCORE), fairseq-generate
+// --score-reference and JoeyNMT's return_prob: ref score it. Each
+// PairScore holds the reference's tokens (EOS last), each token's
+// log-prob, their sum (Score) and the rules' toolkit's normalized score
+// (NormalizedScore: the sum under OpenNMT-py's rules, the mean per token
+// under fairseq's; JoeyNMT's return_prob: ref reports the tokens' scores
+// alone, and its NormalizedScore is the sum). Package outformat writes
+// them as onmt_translate -verbose does, fairseqgen as fairseq-generate
+// --score-reference does.
+//
 // # Inputs
 //
 // TranslateIDs takes token ids. Ragged batches are padded with source id 0

@@ -33,10 +33,11 @@ type PairScore struct {
 	BatchReferenceLength int `json:"batch_reference_length,omitempty"`
 	// Score is their float32 sum: OpenNMT-py's GOLD SCORE.
 	// NormalizedScore is the score the rules' toolkit reports for the
-	// pair: under OpenNMT-py's and JoeyNMT's rules the sum; under
-	// fairseq's the mean over the tokens (SequenceScorer's, which
-	// fairseq-generate prints in base 2); under attnx's own the spec's
-	// normalisation, Score / len ** LengthPenalty.
+	// pair: under OpenNMT-py's rules the sum; under fairseq's the mean
+	// over the tokens (SequenceScorer's, which fairseq-generate prints in
+	// base 2); under JoeyNMT's the sum (its return_prob: ref reports the
+	// tokens' scores alone); under attnx's own the spec's normalisation,
+	// Score / len ** LengthPenalty.
 	Score           float32 `json:"score"`
 	NormalizedScore float32 `json:"normalized_score"`
 }
