@@ -50,7 +50,11 @@ func runGenerate(args []string) error {
 	fs.Lookup("print-alignment").NoOptDefVal = fairseqgen.AlignHard
 	scoreRef := fs.Bool("score-reference", false, "no search: score each reference by teacher forcing and print it as the hypothesis (H-/D- its mean log-prob per token in base 2, P- its tokens'), as fairseq-generate --score-reference")
 	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
-	if err := parseFlags(fs, joinOptional(args, "--print-alignment", fairseqgen.AlignHard, fairseqgen.AlignSoft)); err != nil {
+	args = joinOptional(args, "--print-alignment", fairseqgen.AlignHard, fairseqgen.AlignSoft)
+	for _, f := range []string{"--remove-bpe", "--post-process"} {
+		args = joinOptional(args, f, postProcessNames...)
+	}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -124,6 +128,12 @@ func runGenerate(args []string) error {
 		*subset, sum.SrcLang, sum.TgtLang, sum.Impl, sum.Sentences, sum.Tokens, sum.Batches, secs, float64(sum.Sentences)/secs)
 	return nil
 }
+
+// postProcessNames are the values of fairseq's --remove-bpe/--post-process
+// that its post_process names (fairseq/data/data_utils.py), the ones
+// joinOptional takes from the next argument as argparse's nargs="?" does:
+// "--remove-bpe sentencepiece" is that symbol, not a second DATA-BIN.
+var postProcessNames = []string{"subword_nmt", "@@ ", "@@", "sentencepiece", "wordpiece", "letter", "silence", "_EOW"}
 
 // joinOptional writes "FLAG VALUE" as "FLAG=VALUE" where VALUE is one of
 // values: fairseq's argparse takes an optional value (nargs="?") from the

@@ -99,3 +99,38 @@ func TestGenerateAlignmentFlag(t *testing.T) {
 		t.Errorf("--print-alignment=medium: exit %d, stdout %q, stderr %q; want exit 2 naming the value", code, stdout, stderr)
 	}
 }
+
+// TestGenerateRemoveBPEValue: fairseq's --remove-bpe takes an optional
+// value from the next argument (argparse's nargs="?"), so
+// "--remove-bpe subword_nmt DATA-BIN" is the symbol and then the data,
+// where pflag took subword_nmt for a second DATA-BIN and failed with
+// "one DATA-BIN directory expected". fairseq's post_process treats
+// subword_nmt as the "@@ " that --remove-bpe alone stands for, so the
+// output is fairseq-generate's removebpe fixture.
+func TestGenerateRemoveBPEValue(t *testing.T) {
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"--remove-bpe", "subword_nmt", "d"}, []string{"--remove-bpe=subword_nmt", "d"}},
+		{[]string{"--post-process", "sentencepiece", "d"}, []string{"--post-process=sentencepiece", "d"}},
+		{[]string{"--remove-bpe", "d"}, []string{"--remove-bpe", "d"}},
+	} {
+		got := c.args
+		for _, f := range []string{"--remove-bpe", "--post-process"} {
+			got = joinOptional(got, f, postProcessNames...)
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+		}
+	}
+	testenv.ORT(t, onnxrun.Init())
+	root := filepath.Join("..", "..", "testdata", "toolkits")
+	fx := filepath.Join(root, "fairseq-generate")
+	model := filepath.Join(t.TempDir(), "m")
+	if code, _, stderr := attnx("export", filepath.Join(root, "fairseq-long", "checkpoint_best.pt"), "-o", model); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	code, stdout, stderr := attnx("generate", "--model", model, "--remove-bpe", "subword_nmt", filepath.Join(fx, "data-bin"))
+	if code != 0 {
+		t.Fatalf("generate --remove-bpe subword_nmt DATA-BIN: exit %d: %s", code, stderr)
+	}
+	fairseqtest.Compare(t, filepath.Join(fx, "expected", "removebpe"), stdout)
+}
