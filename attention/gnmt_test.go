@@ -249,3 +249,29 @@ func TestGNMTFromStateDictRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGNMTGraphsRefuse: weights that do not hold together are an error
+// from both builders naming what is wrong, never a panic.
+func TestGNMTGraphsRefuse(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(w *GNMTWeights) *GNMTWeights
+		want string
+	}{
+		{"nil", func(*GNMTWeights) *GNMTWeights { return nil }, "GNMT: no weights"},
+		{"layers", func(w *GNMTWeights) *GNMTWeights { w.Decoder = w.Decoder[:1]; return w }, "with 3 encoder and 1 decoder layers besides att_rnn"},
+		{"classifier", func(w *GNMTWeights) *GNMTWeights { w.ClassifierBias = nil; return w }, "GNMT classifier bias is missing (expected float32 [858])"},
+		{"encoder direction", func(w *GNMTWeights) *GNMTWeights { w.Encoder[0] = w.Encoder[1]; return w }, "GNMT encoder layer 0"},
+		{"decoder input", func(w *GNMTWeights) *GNMTWeights { w.AttRNN = w.Decoder[0]; return w }, "GNMT decoder layer 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, _ := gnmtFixture(t, "mlperf")
+			w = c.edit(w)
+			for name, build := range map[string]func(*GNMTWeights) (*builder.Model, error){"encoder": GNMTEncoder, "decoder": GNMTDecoder} {
+				if _, err := build(w); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), name+": ") {
+					t.Errorf("%s: error %v, want %q", name, err, c.want)
+				}
+			}
+		})
+	}
+}
