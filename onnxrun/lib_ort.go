@@ -90,6 +90,14 @@ func initLibrary(lib string) error {
 		libPath, initErr = "", fmt.Errorf("onnxrun: %w", err)
 		return initErr
 	}
+	// onnxruntime_go calls dlopen and then dlerror in two cgo calls, and
+	// dlerror's message is the calling thread's: pinned, a failed load's
+	// reason is the one dlopen left (unpinned, the goroutine could move
+	// to another thread in between and read an empty one, which find took
+	// for a library found but not loadable, stopping the search before
+	// the directories after the dynamic loader's).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	libPath, initErr = processSearch(lib).find()
 	return initErr
 }
@@ -221,7 +229,10 @@ func (s libSearch) find() (string, error) {
 		if err == nil {
 			return name, nil
 		}
-		if !strings.Contains(err.Error(), "cannot open shared object file") {
+		// A failure whose reason is empty (dlerror read on another thread
+		// than dlopen's, were initLibrary not pinned) says nothing was
+		// found, as "cannot open shared object file" does.
+		if !strings.Contains(err.Error(), "cannot open shared object file") && !strings.HasSuffix(err.Error(), ": ") {
 			return "", fmt.Errorf("onnxrun: the dynamic loader found %s, but it is not a loadable ONNX Runtime library: %w; %s", name, err, installHint())
 		}
 	}

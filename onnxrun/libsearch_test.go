@@ -38,6 +38,7 @@ type fakeFS struct {
 	broken    []string // exist but are not loadable
 	loader    []string // names the dynamic loader finds (and loads)
 	oldLoader []string // names the dynamic loader finds, an old release
+	noReason  []string // names whose failed load reads an empty dlerror
 	loads     []string
 }
 
@@ -68,6 +69,8 @@ func (f *fakeFS) search(option, env string) libSearch {
 			switch {
 			case slices.Contains(f.broken, p):
 				return errors.New(`Error loading ONNX shared library "` + p + `": ` + p + `: invalid ELF header`)
+			case slices.Contains(f.noReason, p):
+				return errors.New(`Platform-specific initialization failed: Error loading ONNX shared library "` + p + `": `)
 			case slices.Contains(f.oldLoader, p):
 				return errors.New("The requested API version [24] is not available, only API versions [1, 16] are supported in this build")
 			case filepath.IsAbs(p), slices.Contains(f.loader, p):
@@ -128,6 +131,8 @@ func TestLibrarySearchOrder(t *testing.T) {
 			want: "libonnxruntime.so", loads: []string{"libonnxruntime.so.1", "libonnxruntime.so"}},
 		{name: "an old release the loader finds is reported", fs: fakeFS{files: every[4:], oldLoader: []string{"libonnxruntime.so.1"}},
 			loads: []string{"libonnxruntime.so.1"}, errHas: []string{"the dynamic loader found libonnxruntime.so.1, but it is not a loadable ONNX Runtime library", "API version", "install ONNX Runtime 1.24.x"}},
+		{name: "a loader's failure without a reason is not a library found", fs: fakeFS{files: every[5:], noReason: systemNames},
+			want: deps, loads: []string{"libonnxruntime.so.1", "libonnxruntime.so", deps}},
 		{name: "then the system directories", fs: fakeFS{files: every[4:]},
 			want: system, loads: []string{"libonnxruntime.so.1", "libonnxruntime.so", system}},
 		{name: "the unversioned name in a system directory", fs: fakeFS{files: []string{sysSo, deps}},

@@ -11,6 +11,7 @@ import (
 	"github.com/attnx/attnx/fairseqdata"
 	"github.com/attnx/attnx/fairseqgen"
 	"github.com/attnx/attnx/translate"
+	"github.com/spf13/pflag"
 )
 
 // generateSummary is `attnx generate`'s line in attnx help.
@@ -32,12 +33,12 @@ func runGenerate(args []string) error {
 	multiple := fs.Int("required-batch-size-multiple", 8, "batches are cut at a size below `N` or a multiple of it, as fairseq's")
 	beam := fs.Int("beam", 5, "beam size")
 	nbest := fs.Int("nbest", 1, "hypotheses printed per sentence")
-	lenpen := fs.Float64("lenpen", 1, "length penalty: scores divided by length**lenpen")
-	unkpen := fs.Float64("unkpen", 0, "unknown-word penalty")
-	maxLenA := fs.Float64("max-len-a", 0, "output limit a x (the batch's longest source) + b")
-	maxLenB := fs.Int("max-len-b", 200, "output limit a x (the batch's longest source) + b")
-	minLen := fs.Int("min-len", 1, "shortest output, </s> excluded")
-	temperature := fs.Float64("temperature", 1, "divide the logits by T")
+	fs.Float64("lenpen", 1, "length penalty: scores divided by length**lenpen")
+	fs.Float64("unkpen", 0, "unknown-word penalty")
+	fs.Float64("max-len-a", 0, "output limit a x (the batch's longest source) + b")
+	fs.Int("max-len-b", 200, "output limit a x (the batch's longest source) + b")
+	fs.Int("min-len", 1, "shortest output, </s> excluded")
+	fs.Float64("temperature", 1, "divide the logits by T")
 	postProcess := fs.String("post-process", "", "remove the subword `SYMBOL`s from the printed lines and score without them: subword_nmt, \"@@ \", sentencepiece, ...")
 	fs.StringVar(postProcess, "remove-bpe", "", "the same as --post-process (alone: subword_nmt)")
 	fs.Lookup("remove-bpe").NoOptDefVal = "subword_nmt"
@@ -71,37 +72,10 @@ func runGenerate(args []string) error {
 	case *maxTokens < 0 || *batchSize < 0 || *multiple < 1:
 		return &usageError{"--max-tokens and --batch-size must not be negative, --required-batch-size-multiple at least 1"}
 	}
-	if *bpe != "" && *bpe != "subword_nmt" && *bpe != "sentencepiece" {
-		return &usageError{fmt.Sprintf("--bpe %q: want subword_nmt or sentencepiece", *bpe)}
+	if err := checkGenerateValues(*bpe, *printAlignment, *tokenizer, *postProcess); err != nil {
+		return err
 	}
-	if *printAlignment != "" && *printAlignment != fairseqgen.AlignHard && *printAlignment != fairseqgen.AlignSoft {
-		return &usageError{fmt.Sprintf("--print-alignment %q: want hard or soft", *printAlignment)}
-	}
-	if *tokenizer != "" && *tokenizer != "moses" {
-		return &usageError{fmt.Sprintf("--tokenizer %q: want moses", *tokenizer)}
-	}
-	if _, err := fairseqdata.PostProcess("", *postProcess); err != nil {
-		return &usageError{strings.TrimPrefix(err.Error(), "fairseqdata: ")}
-	}
-	topt := translate.Options{Beam: *beam, NBest: *nbest}
-	if fs.Changed("lenpen") {
-		topt.LengthPenalty = lenpen
-	}
-	if fs.Changed("unkpen") {
-		topt.UnkPenalty = *unkpen
-	}
-	if fs.Changed("max-len-a") {
-		topt.MaxLenA = *maxLenA
-	}
-	if fs.Changed("max-len-b") {
-		topt.MaxLen = *maxLenB + 1 // attnx's limit counts </s>
-	}
-	if fs.Changed("min-len") {
-		topt.MinLen = *minLen
-	}
-	if fs.Changed("temperature") {
-		topt.Temperature = *temperature
-	}
+	topt := generateOptions(fs, *beam, *nbest)
 	tr, err := translate.Open(*model, topt)
 	if err != nil {
 		return translateCLIError(err)
@@ -127,6 +101,53 @@ func runGenerate(args []string) error {
 	fmt.Fprintf(stderr, "attnx generate: %s %s-%s (%s): translated %d sentences (%d tokens) in %d batches in %.1fs (%.2f sentences/s)\n",
 		*subset, sum.SrcLang, sum.TgtLang, sum.Impl, sum.Sentences, sum.Tokens, sum.Batches, secs, float64(sum.Sentences)/secs)
 	return nil
+}
+
+// checkGenerateValues refuses the values of generate's flags that name
+// one of a few choices, naming the flag and the choices.
+func checkGenerateValues(bpe, printAlignment, tokenizer, postProcess string) error {
+	if bpe != "" && bpe != "subword_nmt" && bpe != "sentencepiece" {
+		return &usageError{fmt.Sprintf("--bpe %q: want subword_nmt or sentencepiece", bpe)}
+	}
+	if printAlignment != "" && printAlignment != fairseqgen.AlignHard && printAlignment != fairseqgen.AlignSoft {
+		return &usageError{fmt.Sprintf("--print-alignment %q: want hard or soft", printAlignment)}
+	}
+	if tokenizer != "" && tokenizer != "moses" {
+		return &usageError{fmt.Sprintf("--tokenizer %q: want moses", tokenizer)}
+	}
+	if _, err := fairseqdata.PostProcess("", postProcess); err != nil {
+		return &usageError{strings.TrimPrefix(err.Error(), "fairseqdata: ")}
+	}
+	return nil
+}
+
+// generateOptions are the translate.Options of generate's search flags:
+// beam and nbest always, the others only where given, so that the model's
+// fairseq defaults hold otherwise.
+func generateOptions(fs *pflag.FlagSet, beam, nbest int) translate.Options {
+	topt := translate.Options{Beam: beam, NBest: nbest}
+	float := func(name string) float64 { v, _ := fs.GetFloat64(name); return v }
+	integer := func(name string) int { v, _ := fs.GetInt(name); return v }
+	if fs.Changed("lenpen") {
+		v := float("lenpen")
+		topt.LengthPenalty = &v
+	}
+	if fs.Changed("unkpen") {
+		topt.UnkPenalty = float("unkpen")
+	}
+	if fs.Changed("max-len-a") {
+		topt.MaxLenA = float("max-len-a")
+	}
+	if fs.Changed("max-len-b") {
+		topt.MaxLen = integer("max-len-b") + 1 // attnx's limit counts </s>
+	}
+	if fs.Changed("min-len") {
+		topt.MinLen = integer("min-len")
+	}
+	if fs.Changed("temperature") {
+		topt.Temperature = float("temperature")
+	}
+	return topt
 }
 
 // postProcessNames are the values of fairseq's --remove-bpe/--post-process
