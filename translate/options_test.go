@@ -50,7 +50,7 @@ func TestDecodingOptionsDoc(t *testing.T) {
 // and why the others do not.
 func TestEveryOptionsFieldInTable(t *testing.T) {
 	notDecoding := map[string]bool{
-		"Backend": true, "Threads": true, "Device": true, "OptLevel": true, "Engine": true, "MaxSourceLen": true,
+		"Backend": true, "Threads": true, "Device": true, "OptLevel": true, "ORTLibrary": true, "Engine": true, "MaxSourceLen": true,
 		"BatchSize": true, "UnknownToUNK": true, "Pretokenized": true, "NoModelDefaults": true,
 		"MaxIdleBytes": true, "MaxLiveBytes": true, "WithoutAttention": true, "AsTestSet": true, "MaxLenCap": true, "PerSentenceLimits": true,
 	}
