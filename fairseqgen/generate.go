@@ -18,12 +18,12 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/attnx/attnx/fairseqdata"
 	"github.com/attnx/attnx/moses"
 	"github.com/attnx/attnx/mtscore"
+	"github.com/attnx/attnx/outformat"
 	"github.com/attnx/attnx/translate"
 )
 
@@ -328,7 +328,7 @@ func (g *run) sentence(b *strings.Builder, id int, src []int64, pad int, r trans
 		if !g.opt.Quiet {
 			// hypo["score"] / math.log(2): a float32 tensor over a
 			// Python float, divided in float32.
-			score := pythonFloat(float64(h.NormalizedScore / float32(math.Ln2)))
+			score := outformat.PythonFloat(float64(h.NormalizedScore / float32(math.Ln2)))
 			fmt.Fprintf(b, "H-%d\t%s\t%s\n", id, score, hypStr)
 			fmt.Fprintf(b, "D-%d\t%s\t%s\n", id, score, detok)
 			pos := make([]string, len(h.PositionalScores))
@@ -389,33 +389,4 @@ func (g *run) result() (string, error) {
 	}
 	// sacreBLEU's BLEUScore.format() without a signature.
 	return fmt.Sprintf("BLEU = %.2f %s", s.Score, s.Verbose()), nil
-}
-
-// pythonFloat formats v as Python's repr of a float: the shortest digits
-// that read back as v, in fixed notation with at least one decimal for
-// exponents from -4 to 15, else as d.ddde+XX with two exponent digits at
-// least.
-func pythonFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	mant, exps, _ := strings.Cut(strconv.FormatFloat(v, 'e', -1, 64), "e")
-	exp, _ := strconv.Atoi(exps)
-	if exp < -4 || exp >= 16 {
-		sign := byte('+')
-		if exp < 0 {
-			sign, exp = '-', -exp
-		}
-		return fmt.Sprintf("%se%c%02d", mant, sign, exp)
-	}
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
