@@ -88,15 +88,15 @@ func readOptionsTSV(t *testing.T, path string) []string {
 			continue
 		}
 		if !header {
-			if line != "option\tsource\tdefault\thelp" {
-				t.Fatalf("%s line %d: header %q, want option, source, default, help", path, i+1, line)
+			if line != "option\taliases\tsource\tdefault\thelp" {
+				t.Fatalf("%s line %d: header %q, want option, aliases, source, default, help", path, i+1, line)
 			}
 			header = true
 			continue
 		}
 		fields := strings.Split(line, "\t")
-		if len(fields) != 4 || fields[0] == "" {
-			t.Fatalf("%s line %d: %d fields, want 4 with an option first: %q", path, i+1, len(fields), line)
+		if len(fields) != 5 || fields[0] == "" {
+			t.Fatalf("%s line %d: %d fields, want 5 with an option first: %q", path, i+1, len(fields), line)
 		}
 		opts = append(opts, fields[0])
 	}

@@ -1,6 +1,6 @@
 """Lists the inference options of OpenNMT-py, fairseq and JoeyNMT from
-their own sources, one TSV per toolkit release (option, where it comes
-from, default, help), for docs/options.md and cmd/attnx's
+their own sources, one TSV per toolkit release (option, its other
+spellings, where it comes from, default, help), for docs/options.md and cmd/attnx's
 TestOptionsTable.
 
     /usr/bin/python3 testdata/options/extract_options.py \
@@ -55,7 +55,7 @@ def write(out, name, header, rows):
     path = os.path.join(out, name)
     with open(path, "w") as f:
         f.write("# " + header + "\n")
-        f.write("option\tsource\tdefault\thelp\n")
+        f.write("option\taliases\tsource\tdefault\thelp\n")
         for r in rows:
             f.write("\t".join(clean(x) for x in r) + "\n")
     print(path, len(rows))
@@ -80,7 +80,8 @@ for a in p._actions:
         if a in g._group_actions:
             group = g.title
     d = a.default
-    rows.append([name, "onmt_translate " + group, "" if d is None else repr(d), a.help or ""])
+    aliases = ",".join(o for o in a.option_strings if o != name)
+    rows.append([name, aliases, "onmt_translate " + group, "" if d is None else repr(d), a.help or ""])
 print(json.dumps(rows))
 '''
 
@@ -118,7 +119,7 @@ def dataclass_fields(src, classes):
             name = st.target.id
             if name.startswith("_"):
                 continue
-            default, help_ = "", ""
+            default, help_, alias = "", "", ""
             v = st.value
             if isinstance(v, ast.Call) and getattr(v.func, "id", "") == "field":
                 for kw in v.keywords:
@@ -126,6 +127,8 @@ def dataclass_fields(src, classes):
                         default = ast.unparse(kw.value)
                     if kw.arg == "metadata" and isinstance(kw.value, ast.Dict):
                         for k, val in zip(kw.value.keys, kw.value.values):
+                            if isinstance(k, ast.Constant) and k.value == "argparse_alias":
+                                alias = ast.literal_eval(val)
                             if isinstance(k, ast.Constant) and k.value == "help":
                                 try:
                                     help_ = ast.literal_eval(val)
@@ -133,7 +136,7 @@ def dataclass_fields(src, classes):
                                     help_ = ast.unparse(val)
             elif v is not None:
                 default = ast.unparse(v)
-            rows.append(["--" + name.replace("_", "-"), node.name, default, help_])
+            rows.append(["--" + name.replace("_", "-"), alias, node.name, default, help_])
     return rows
 
 
@@ -145,7 +148,7 @@ def fairseq(git, tag):
     # configs.py's order is the file's; keep the parser's: common first.
     order = ["CommonConfig", "DatasetConfig", "DistributedTrainingConfig", "CommonEvalConfig",
              "GenerationConfig", "CheckpointConfig", "InteractiveConfig"]
-    rows.sort(key=lambda r: order.index(r[1]))
+    rows.sort(key=lambda r: order.index(r[2]))
     files = subprocess.run(["git", "--git-dir", git, "grep", "-l", "setup_registry(", tag, "--",
                             "fairseq/*.py"], check=True, capture_output=True, text=True).stdout
     for line in files.split():
@@ -153,8 +156,8 @@ def fairseq(git, tag):
         for node in ast.walk(ast.parse(show(git, tag, path))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup_registry" \
                     and node.args and isinstance(node.args[0], ast.Constant):
-                rows.append([node.args[0].value, "registry (" + path + ")", "", "choice of a registered implementation"])
-    rows.append(["--task", "get_parser", "'translation'", "task"])
+                rows.append([node.args[0].value, "", "registry (" + path + ")", "", "choice of a registered implementation"])
+    rows.append(["--task", "", "get_parser", "'translation'", "task"])
     seen = {r[0] for r in rows}
     for r in dataclass_fields(show(git, tag, "fairseq/tasks/translation.py"), ["TranslationConfig"]):
         if r[0] not in seen:
@@ -199,7 +202,7 @@ def joey(git, tag):
         elif default and not seen[key]:
             seen[key] = default
     for key, default in seen.items():
-        rows.append(["testing." + key, "config.py parse_test_args", default, ""])
+        rows.append(["testing." + key, "", "config.py parse_test_args", default, ""])
     main = ast.parse(show(git, tag, "joeynmt/__main__.py"))
     for node in ast.walk(main):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
@@ -213,7 +216,7 @@ def joey(git, tag):
                     help_ = ast.literal_eval(kw.value)
                 if kw.arg == "choices":
                     default = "one of " + ast.unparse(kw.value)
-            rows.append([name, "python -m joeynmt (__main__.py)", default, help_])
+            rows.append([name, ",".join(n for n in names if n != name), "python -m joeynmt (__main__.py)", default, help_])
     return rows
 
 
