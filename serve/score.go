@@ -49,6 +49,10 @@ type ScoreResponse struct {
 // ScoringBackend is a Backend that scores given translations; the
 // backends OpenTranslatorBackend and the batching one open are.
 type ScoringBackend interface {
+	// Score returns, for each pair src[i], tgt[i], the reference's
+	// per-token log-probs and scores under the model's rules
+	// (translate.Translator.Score); pretokenized says the texts are
+	// pieces already.
 	Score(ctx context.Context, src, tgt []string, pretokenized bool) ([]translate.PairScore, error)
 }
 
