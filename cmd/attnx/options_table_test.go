@@ -74,14 +74,15 @@ func readOptionsDoc(t *testing.T, path string) []*optionSection {
 	return out
 }
 
-// readOptionsTSV returns the options of a testdata/options TSV, in order.
-func readOptionsTSV(t *testing.T, path string) []string {
+// readOptionsTSV returns the options of a testdata/options TSV, each with
+// its spellings: the option first, then its aliases.
+func readOptionsTSV(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opts []string
+	opts := map[string][]string{}
 	header := false
 	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 		if strings.HasPrefix(line, "#") {
@@ -98,7 +99,14 @@ func readOptionsTSV(t *testing.T, path string) []string {
 		if len(fields) != 5 || fields[0] == "" {
 			t.Fatalf("%s line %d: %d fields, want 5 with an option first: %q", path, i+1, len(fields), line)
 		}
-		opts = append(opts, fields[0])
+		if _, dup := opts[fields[0]]; dup {
+			t.Fatalf("%s line %d: option %s listed twice", path, i+1, fields[0])
+		}
+		spellings := []string{fields[0]}
+		if fields[1] != "" {
+			spellings = append(spellings, strings.Split(fields[1], ",")...)
+		}
+		opts[fields[0]] = spellings
 	}
 	return opts
 }
@@ -161,10 +169,7 @@ func TestOptionsTable(t *testing.T) {
 			continue
 		}
 		delete(bySection, name)
-		listed := map[string]bool{}
-		for _, o := range readOptionsTSV(t, path) {
-			listed[o] = true
-		}
+		listed := readOptionsTSV(t, path)
 		var count [4]int
 		rowOf := map[string]int{}
 		for _, r := range s.rows {
@@ -173,7 +178,7 @@ func TestOptionsTable(t *testing.T) {
 				t.Errorf("%s: a second row for the option (the first at line %d)", where, prev)
 			}
 			rowOf[r.option] = r.line
-			if !listed[r.option] {
+			if listed[r.option] == nil {
 				t.Errorf("%s: %s lists no such option", where, name)
 			}
 			count[0]++
@@ -181,6 +186,7 @@ func TestOptionsTable(t *testing.T) {
 			case "supported":
 				count[1]++
 				checkSupportedRow(t, where, r, flags)
+				checkToolkitHint(t, where, r, listed[r.option])
 			case "missing", "n.a.":
 				if r.status == "missing" {
 					count[2]++
@@ -235,6 +241,30 @@ func checkSupportedRow(t *testing.T, where string, r optionRow, cache map[string
 			if strings.HasPrefix(w, "-") && !have[w] {
 				t.Errorf("%s: `%s`: attnx %s has no flag %s", where, sp[1], words[0], w)
 			}
+		}
+	}
+}
+
+// checkToolkitHint checks a supported row against toolkitflags.go: where
+// attnx answers one of the option's spellings with a flag of its own
+// (translate's), the row names that flag too.
+func checkToolkitHint(t *testing.T, where string, r optionRow, spellings []string) {
+	t.Helper()
+	for _, sp := range spellings {
+		key := strings.ReplaceAll(strings.ToLower(strings.TrimLeft(strings.TrimPrefix(sp, "testing."), "-")), "_", "-")
+		hint, ok := toolkitFlags[key]
+		if !ok || !strings.HasPrefix(hint, "--") {
+			continue
+		}
+		flag, _, _ := strings.Cut(hint, " ")
+		named := false
+		for _, m := range optionCode.FindAllStringSubmatch(r.attnx, -1) {
+			for _, w := range strings.Fields(m[1])[1:] {
+				named = named || w == flag
+			}
+		}
+		if !named {
+			t.Errorf("%s: toolkitflags.go answers %s with %s, which the row's attnx column (%s) does not name", where, sp, flag, r.attnx)
 		}
 	}
 }
