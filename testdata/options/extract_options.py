@@ -47,6 +47,11 @@ def show(git, tag, path):
                           check=True, capture_output=True, text=True).stdout
 
 
+def commit(git, tag):
+    return subprocess.run(["git", "--git-dir", git, "rev-parse", tag + "^{commit}"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
 def clean(s):
     return " ".join(str(s).split()).replace("\t", " ")
 
@@ -229,13 +234,13 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     for tag, name, tt in (("v3.5.1", "onmt-3.5.1.tsv", None), ("2.3.0", "onmt-2.3.0.tsv", a.torchtext_git)):
-        write(a.out, name, f"OpenNMT-py {tag}: onmt_translate's parser (onmt/bin/translate.py _get_parser)",
+        write(a.out, name, f"OpenNMT-py {tag} ({commit(a.onmt_git, tag)}): onmt_translate's parser (onmt/bin/translate.py _get_parser)",
               onmt(a.onmt_git, tag, tt))
     write(a.out, "fairseq-0.12.2.tsv",
-          "fairseq v0.12.2: fairseq-generate/fairseq-interactive's parser (dataclass/configs.py, tasks/translation.py, registries)",
+          f"fairseq v0.12.2 ({commit(a.fairseq_git, 'v0.12.2')}): fairseq-generate/fairseq-interactive's parser (dataclass/configs.py, tasks/translation.py, registries)",
           fairseq(a.fairseq_git, "v0.12.2"))
     write(a.out, "joeynmt-2.3.tsv",
-          "JoeyNMT v2.3: the testing section (config.py parse_test_args) and python -m joeynmt's flags",
+          f"JoeyNMT v2.3 ({commit(a.joey_git, 'v2.3')}): the testing section (config.py parse_test_args) and python -m joeynmt's flags",
           joey(a.joey_git, "v2.3"))
 
 
