@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/heatmap"
 	"github.com/attnx/attnx/outformat"
 	"github.com/attnx/attnx/shard"
 	"github.com/attnx/attnx/translate"

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/attnx/attnx/heatmap"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/heatmap"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/shard"
