@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/fairseqdata"
+	"github.com/attnx/attnx/internal/align"
 )
 
 // Kinds of --print-alignment.
@@ -76,34 +77,23 @@ func Alignment(kind string, attn [][]float32, src, tokens []int64, pad int) (str
 	var b strings.Builder
 	switch kind {
 	case AlignHard:
-		// word[k]: the position of source token k among the valid ones.
-		word := make([]int, len(src))
-		n := 0
+		skipSrc := make([]bool, len(src))
 		for k, id := range src {
-			word[k] = n
-			if !invalid(id, true) {
-				n++
-			}
+			skipSrc[k] = invalid(id, true)
 		}
-		if n == 0 {
-			return "", nil
-		}
-		t := 0
+		skipTgt := make([]bool, len(tokens))
 		for i, id := range tokens {
-			if invalid(id, true) {
-				continue
-			}
-			best := -1
-			for k := range src {
-				if !invalid(src[k], true) && (best < 0 || weight(i, k) > weight(i, best)) {
-					best = k
-				}
-			}
+			skipTgt[i] = invalid(id, true)
+		}
+		pairs, err := align.Hard(attn, skipSrc, skipTgt)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range pairs {
 			if b.Len() > 0 {
 				b.WriteByte(' ')
 			}
-			fmt.Fprintf(&b, "%d-%d", word[best], t)
-			t++
+			fmt.Fprintf(&b, "%d-%d", p.Src, p.Tgt)
 		}
 	case AlignSoft:
 		first := true
