@@ -8,4 +8,4 @@ OPBENCH_FLAGS ?=
 .PHONY: opbench
 
 opbench: deps
-	$(GO) run ./quant/opbench/cmd/opbench $(OPBENCH_FLAGS)
+	$(GO) run ./internal/opbench/cmd/opbench $(OPBENCH_FLAGS)

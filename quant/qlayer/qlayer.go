@@ -1,7 +1,7 @@
 // Package qlayer builds the layers of a decoder step (a linear layer, an
 // LSTM or GRU cell as one product plus elementwise gates) in float32 or in
 // one of the reduced-precision forms ONNX Runtime runs: the graphs
-// quantized exports are made of, and the candidates quant/opbench measures.
+// quantized exports are made of, and the candidates internal/opbench measures.
 //
 // Weights are given in PyTorch's layout (a Linear's weight is [out, in])
 // and added as initializers of the graph passed in, which should be the

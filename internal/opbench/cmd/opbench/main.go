@@ -1,8 +1,8 @@
 // Command opbench measures the candidate graphs of a reduced-precision
-// decoder step on ONNX Runtime (see package quant/opbench) and prints a
+// decoder step on ONNX Runtime (see package internal/opbench) and prints a
 // Markdown table, and optionally JSON.
 //
-//	go run ./quant/opbench/cmd/opbench [--rounds 15] [--threads 1] [--batch 1,32] [--only LSTM] [--json out.json]
+//	go run ./internal/opbench/cmd/opbench [--rounds 15] [--threads 1] [--batch 1,32] [--only LSTM] [--json out.json]
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attnx/attnx/quant/opbench"
+	"github.com/attnx/attnx/internal/opbench"
 	flag "github.com/spf13/pflag"
 )
 
