@@ -30,6 +30,10 @@ type ResultJSON struct {
 	// source token; absent when it was not asked for (attnx serve answers
 	// it only to requests with "attention": true).
 	Attention [][]float32 `json:"attention,omitempty"`
+	// Alignment is the first hypothesis' hard alignment, [source
+	// position, output position] pairs (Result.Alignment); absent where
+	// the search recorded no attention.
+	Alignment [][2]int `json:"alignment,omitempty"`
 	// Hypotheses is the n-best list, best first: beam search's, or
 	// greedy decoding's one hypothesis; Tokens, Text and Attention are
 	// the first one's. Absent only for a blank line, which is not
@@ -63,15 +67,17 @@ type HypothesisJSON struct {
 	Score            float32   `json:"score"`
 	NormalizedScore  float32   `json:"normalized_score"`
 	PositionalScores []float32 `json:"positional_scores,omitempty"`
+	// Alignment is the hypothesis' hard alignment, as in ResultJSON.
+	Alignment [][2]int `json:"alignment,omitempty"`
 }
 
 // JSON returns r's JSON form, input being the input as the caller gave it.
 func (r Result) JSON(input string) ResultJSON {
 	j := ResultJSON{Input: input, SourceIDs: r.Source, SourceTokens: r.SourceTokens, Tokens: r.Tokens, OutputTokens: r.OutputTokens,
-		Text: r.Text, Attention: r.Attention}
+		Text: r.Text, Attention: r.Attention, Alignment: alignmentJSON(r.Alignment)}
 	for _, h := range r.Hypotheses {
 		j.Hypotheses = append(j.Hypotheses, HypothesisJSON{Tokens: h.Tokens, OutputTokens: h.OutputTokens, Text: h.Text, Score: h.Score, NormalizedScore: h.NormalizedScore,
-			PositionalScores: h.PositionalScores})
+			PositionalScores: h.PositionalScores, Alignment: alignmentJSON(h.Alignment)})
 	}
 	if len(j.Hypotheses) > 0 {
 		score, norm := r.Score, r.NormalizedScore

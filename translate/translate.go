@@ -238,6 +238,9 @@ type Result struct {
 	// Attention holds one row per output token, each with one weight per
 	// source token of this input (its own length, not the padded one).
 	Attention [][]float32
+	// Alignment is the first hypothesis' hard alignment (its
+	// Hypothesis.Alignment).
+	Alignment []AlignmentLink
 	// Hypotheses is the n-best list, best first: beam search's
 	// Options.NBest entries (fewer when the vocabulary ran out), greedy
 	// decoding's one. Tokens, OutputTokens, Text and Attention are the
@@ -274,6 +277,13 @@ type Hypothesis struct {
 	// and on the loop engine's beam. fairseq-generate --print-alignment
 	// aligns each hypothesis of the n-best with its own.
 	Attention [][]float32
+	// Alignment is the hypothesis' hard alignment from that attention,
+	// made before WithoutAttention drops it: under fairseq's rules
+	// fairseq-generate --print-alignment hard's links, else the
+	// attention's own (each token but EOS to the source position it
+	// attends to most; see docs/alignment.md). nil where the search
+	// recorded no attention for the hypothesis.
+	Alignment []AlignmentLink
 }
 
 // Translator decodes with one model directory. It is safe for
@@ -1084,6 +1094,7 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		r.Text = t.replaceUnk(r.Tokens, r.Attention, unkSrc, skip, r.OutputTokens, r.Text, cm)
 	}
 	att := r.Attention
+	r.Alignment = t.alignment(r.Tokens, r.Attention, enc, so)
 	if so.noAttention {
 		r.Attention = nil
 	}
@@ -1093,6 +1104,7 @@ func (t *Translator) finish(r *Result, src []int64, words []string, so searchOpt
 		if h.Attention == nil && i == 0 {
 			h.Attention = att // greedy decoding's one hypothesis: the result's
 		}
+		h.Alignment = t.alignment(h.Tokens, h.Attention, enc, so)
 		if so.replaceUnk {
 			// In every hypothesis of the n-best, as OpenNMT-py's
 			// -replace_unk replaces.
