@@ -109,6 +109,7 @@ func appendResult(b []byte, r *translate.ResultJSON) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	b = appendAlignment(b, r.Alignment)
 	if len(r.Hypotheses) > 0 { // omitempty
 		b = append(b, `,"hypotheses":[`...)
 		for i := range r.Hypotheses {
@@ -160,7 +161,27 @@ func appendHypothesis(b []byte, h *translate.HypothesisJSON) ([]byte, error) {
 	if b, err = appendFloats(b, `,"positional_scores":`, h.PositionalScores); err != nil {
 		return b, fmt.Errorf("positional_scores%w", err)
 	}
-	return append(b, '}'), nil
+	return append(appendAlignment(b, h.Alignment), '}'), nil
+}
+
+// appendAlignment appends the "alignment" key and its [src, tgt] pairs,
+// nothing when there are none (omitempty).
+func appendAlignment(b []byte, links [][2]int) []byte {
+	if len(links) == 0 {
+		return b
+	}
+	b = append(b, `,"alignment":[`...)
+	for i, l := range links {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(l[0]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(l[1]), 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
 }
 
 // appendScore appends key and *x, nothing when x is nil (omitempty).

@@ -60,6 +60,10 @@ func TestAppendResponseMatchesEncodingJSON(t *testing.T) {
 				{Tokens: []int64{}, Score: -3e21, NormalizedScore: -math.MaxFloat32},
 			}},
 			{Input: "no hypotheses", Hypotheses: []translate.HypothesisJSON{}},
+			{Input: "aligned", Tokens: []int64{8, 9, 2}, Alignment: [][2]int{{0, 0}, {12, 1}}, Hypotheses: []translate.HypothesisJSON{
+				{Tokens: []int64{8, 9, 2}, Alignment: [][2]int{{0, 0}, {12, 1}}},
+				{Tokens: []int64{2}, Alignment: [][2]int{}},
+			}},
 			{Input: "based", Hypotheses: []translate.HypothesisJSON{{Tokens: []int64{2}, Score: -1}}, ScoreBase: "e"},
 			{Input: "greedy", Tokens: []int64{8, 2}, Hypotheses: []translate.HypothesisJSON{
 				{Tokens: []int64{8, 2}, Score: -0.5, NormalizedScore: -0.25, PositionalScores: []float32{-0.375, -0.125}},
@@ -163,8 +167,8 @@ func BenchmarkAppendResponse(b *testing.B) {
 func TestAppendResponseKnowsEveryField(t *testing.T) {
 	written := map[reflect.Type][]string{
 		reflect.TypeFor[Response]():                 {"model", "results", "notes"},
-		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "hypotheses", "score", "normalized_score", "positional_scores", "score_base"},
-		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score", "positional_scores"},
+		reflect.TypeFor[translate.ResultJSON]():     {"input", "source_ids", "source_tokens", "tokens", "output_tokens", "text", "attention", "alignment", "hypotheses", "score", "normalized_score", "positional_scores", "score_base"},
+		reflect.TypeFor[translate.HypothesisJSON](): {"tokens", "output_tokens", "text", "score", "normalized_score", "positional_scores", "alignment"},
 	}
 	for typ, names := range written {
 		var have []string
