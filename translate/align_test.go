@@ -37,9 +37,9 @@ func TestAlignmentRules(t *testing.T) {
 		so          searchOpts
 		want, want2 []AlignmentLink
 	}{
-		{"fairseq", searchOpts{fairseq: true}, []AlignmentLink{{2, 0}, {0, 1}, {1, 2}}, []AlignmentLink{{1, 0}}},
-		{"attention", searchOpts{openNMT: true}, []AlignmentLink{{4, 0}, {0, 1}, {2, 2}}, []AlignmentLink{{2, 0}}},
-		{"attention, dropped", searchOpts{noAttention: true}, []AlignmentLink{{4, 0}, {0, 1}, {2, 2}}, []AlignmentLink{{2, 0}}},
+		{"fairseq", searchOpts{fairseq: true}, links(2, 0, 0, 1, 1, 2), links(1, 0)},
+		{"attention", searchOpts{openNMT: true}, links(4, 0, 0, 1, 2, 2), links(2, 0)},
+		{"attention, dropped", searchOpts{noAttention: true}, links(4, 0, 0, 1, 2, 2), links(2, 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := Result{Tokens: []int64{4, 6, 5, 2}, Attention: att, Hypotheses: []Hypothesis{
@@ -94,4 +94,13 @@ func TestAlignmentWithoutAttention(t *testing.T) {
 			t.Errorf("attention %v: JSON alignment %v", att, j.Alignment)
 		}
 	}
+}
+
+// links is the alignment of src, tgt pairs.
+func links(pairs ...int) []AlignmentLink {
+	out := []AlignmentLink{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, AlignmentLink{Src: pairs[i], Tgt: pairs[i+1]})
+	}
+	return out
 }
