@@ -23,6 +23,7 @@ type Batch struct {
 	done    []Search
 	ext     []float32 // a copy row's extended log-probs, slots x Width
 	sums    []float32 // copy scratch
+	ens     *ensemble // the other members of an ensemble (NewEnsembleBatch)
 }
 
 type batchRow struct {
@@ -44,6 +45,7 @@ func NewBatch(ex *Executor) *Batch {
 // Reset empties the batch and its executor.
 func (b *Batch) Reset() {
 	b.ex.Reset()
+	b.each(func(ex *Executor) error { ex.Reset(); return nil })
 	clear(b.rows)
 	b.rows, b.width, b.done = b.rows[:0], 0, b.done[:0]
 }
@@ -76,7 +78,11 @@ func (b *Batch) Add(sources [][]int64, searches []Search) error {
 		width += w
 		srcLen = max(srcLen, len(sources[i]))
 	}
-	if err := b.ex.Reserve(width, width*max(srcLen, 1)); err != nil {
+	reserve := func(ex *Executor) error { return ex.Reserve(width, width*max(srcLen, 1)) }
+	if err := reserve(b.ex); err != nil {
+		return err
+	}
+	if err := b.each(reserve); err != nil {
 		return err
 	}
 	if len(b.parents) < width {
@@ -89,6 +95,9 @@ func (b *Batch) Add(sources [][]int64, searches []Search) error {
 	}
 	id, err := b.ex.Join(sources, first, 0)
 	if err != nil {
+		return err
+	}
+	if err := b.each(func(ex *Executor) error { _, err := ex.Join(sources, first, 0); return err }); err != nil {
 		return err
 	}
 	for i, s := range searches {
@@ -111,10 +120,10 @@ func (b *Batch) Step() ([]Search, error) {
 		return nil, nil
 	}
 	ex := b.ex
-	if err := ex.Step(); err != nil {
+	lp, att, err := b.step()
+	if err != nil {
 		return nil, err
 	}
-	lp, att := ex.LogProbs(), ex.Attention()
 	V, S := ex.m.vocab, ex.s
 	off, n, keep := 0, 0, 0
 	for i := range b.rows {
@@ -153,6 +162,9 @@ func (b *Batch) Step() ([]Search, error) {
 	clear(b.rows[keep:])
 	b.rows = b.rows[:keep]
 	if err := ex.Next(b.parents[:n], b.inputs[:n]); err != nil {
+		return nil, err
+	}
+	if err := b.each(func(m *Executor) error { return m.Next(b.parents[:n], b.inputs[:n]) }); err != nil {
 		return nil, err
 	}
 	return b.done, nil
@@ -200,6 +212,9 @@ func (b *Batch) Remove(s Search) bool {
 	if err := b.ex.Next(b.parents[:n], b.inputs[:n]); err != nil {
 		// Next fails only on inconsistent arguments, which this cannot
 		// build; keep the row rather than corrupt the batch.
+		return false
+	}
+	if err := b.each(func(m *Executor) error { return m.Next(b.parents[:n], b.inputs[:n]) }); err != nil {
 		return false
 	}
 	b.width -= b.rows[i].width
