@@ -1,5 +1,5 @@
 # Conformance: the expected-failure list of `attnx conformance`.
-#   make conformance-expected   regenerate conformance/expected/failures.tsv by
+#   make conformance-expected   regenerate internal/conformance/expected/failures.tsv by
 #                               running every ONNX backend case through ONNX
 #                               Runtime's Node.js binding (needs node and npm)
 .PHONY: conformance-expected

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# gen-conformance-expected.sh regenerates conformance/expected/failures.tsv,
+# gen-conformance-expected.sh regenerates internal/conformance/expected/failures.tsv,
 # the expected-failure list of `attnx conformance`, by running every ONNX
 # backend test case through ONNX Runtime's own Node.js binding
-# (conformance/expected/gen.mjs), independently of attnx's Go code.
+# (internal/conformance/expected/gen.mjs), independently of attnx's Go code.
 #
 # Needs node and npm; the npm packages pinned in package-lock.json
 # (onnxruntime-node, protobufjs) are installed into a temporary directory
@@ -11,7 +11,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-dir=conformance/expected
+dir=internal/conformance/expected
 say() { echo "gen-conformance-expected: $*" >&2; }
 for cmd in node npm; do
 	command -v "$cmd" >/dev/null || { say "$cmd is required (apt-get install nodejs npm)"; exit 1; }

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/attnx/attnx/conformance"
+	"github.com/attnx/attnx/internal/conformance"
 )
 
 func init() {

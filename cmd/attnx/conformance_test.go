@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attnx/attnx/conformance"
+	"github.com/attnx/attnx/internal/conformance"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/onnxrun"

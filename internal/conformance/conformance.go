@@ -12,7 +12,7 @@
 // results that differ from the reference, random outputs) or cannot run
 // through the Go binding (optionals, empty sequences). They are named, with
 // the stage at which they fail and why, in an expected-failure list made
-// independently of this package: conformance/expected/gen.mjs runs every
+// independently of this package: internal/conformance/expected/gen.mjs runs every
 // case through ONNX Runtime's Node.js binding (`make conformance-expected`),
 // and the list is built into attnx. A case then
 //
