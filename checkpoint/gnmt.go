@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/attnx/attnx/subword"
 )
 
 // GNMT variants: which repository's train.py wrote the checkpoint, told
@@ -105,6 +107,17 @@ func (b *GNMTBPE) Codes() []byte {
 		sb.WriteString(m[0] + " " + m[1] + "\n")
 	}
 	return []byte(sb.String())
+}
+
+// TokenizerOptions is the tokenizer's state as subword.NewGNMT takes it:
+// Moses and BPE for DeepLearningExamples, the vocabulary alone for MLPerf.
+func (g *GNMT) TokenizerOptions() subword.GNMTOptions {
+	t := g.Tokenizer
+	o := subword.GNMTOptions{SrcLang: t.SrcLang, TgtLang: t.TgtLang, Separator: t.Separator, Vocab: t.Vocab, Unk: t.Unk}
+	if t.BPE != nil {
+		o.Codes, o.Glossaries, o.BPESeparator = t.BPE.Codes(), t.BPE.Glossaries, t.BPE.Separator
+	}
+	return o
 }
 
 // ReadGNMT reads a GNMT checkpoint's model_config, config and tokenizer

@@ -6,6 +6,7 @@ import (
 
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 	"github.com/attnx/attnx/attention"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/decode"
-	"github.com/attnx/attnx/moses"
+	"github.com/attnx/attnx/subword"
 )
 
 // gnmtFixture is a committed GNMT fixture opened for decoding: its model's
@@ -23,6 +24,7 @@ type gnmtFixture struct {
 	dir     string
 	p       *pair
 	g       *checkpoint.GNMT
+	tok     *subword.GNMT
 	sources [][]int64
 }
 
@@ -50,47 +52,19 @@ func openGNMT(t *testing.T, kind string) *gnmtFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &gnmtFixture{dir: dir, p: open(t, "gnmt-"+kind, enc, dec, w.Vocab, w.Vocab), g: g}
-	switch g.Variant {
-	case checkpoint.GNMTMLPerf:
-		// MLPerf's translate.py reads BPE-segmented text: segment() looks
-		// each token up (tok2idx's default is UNK) between BOS and EOS.
-		ids := map[string]int64{}
-		for i, tok := range g.Tokenizer.Vocab {
-			if _, ok := ids[tok]; !ok {
-				ids[tok] = int64(i)
-			}
-		}
-		for _, line := range readLines(t, filepath.Join(dir, "test.bpe.en")) {
-			src := []int64{checkpoint.GNMTBOS}
-			for _, tok := range strings.Fields(line) {
-				id, ok := ids[tok]
-				if !ok {
-					id = int64(g.Tokenizer.Unk)
-				}
-				src = append(src, id)
-			}
-			f.sources = append(f.sources, append(src, checkpoint.GNMTEOS))
-		}
-	default:
-		// DeepLearningExamples' Tokenizer.tokenize (Moses, BPE, segment)
-		// as its own code made the ids: expected/segments.tsv's second
-		// column.
-		for _, line := range readLines(t, filepath.Join(dir, "expected", "segments.tsv")) {
-			cols := strings.Split(line, "\t")
-			if len(cols) < 2 {
-				t.Fatalf("segments.tsv line %q: want the BPE text and the ids", line)
-			}
-			var src []int64
-			for _, s := range strings.Fields(cols[1]) {
-				n, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				src = append(src, n)
-			}
-			f.sources = append(f.sources, src)
-		}
+	tok, err := subword.NewGNMT(g.TokenizerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &gnmtFixture{dir: dir, p: open(t, "gnmt-"+kind, enc, dec, w.Vocab, w.Vocab), g: g, tok: tok}
+	// translate.py's input: raw text for DeepLearningExamples (its
+	// Tokenizer runs Moses and BPE), BPE-segmented text for MLPerf.
+	input := "test.raw.en"
+	if g.Variant == checkpoint.GNMTMLPerf {
+		input = "test.bpe.en"
+	}
+	for _, line := range readLines(t, filepath.Join(dir, input)) {
+		f.sources = append(f.sources, tok.Segment(line))
 	}
 	return f
 }
@@ -114,25 +88,11 @@ func readLines(t *testing.T, path string) []string {
 	return lines
 }
 
-// detokenize is translate.py's detokenization of a translation: the
-// tokens joined by spaces, the BPE separator removed (with the space after
-// it first), BOS, EOS and padding removed, stripped; then, for
-// DeepLearningExamples, Moses' detokenizer of the target language.
-func (f *gnmtFixture) detokenize(ids []int64) string {
-	toks := make([]string, len(ids))
-	for i, id := range ids {
-		toks[i] = f.g.Tokenizer.Vocab[id]
-	}
-	sep := f.g.Tokenizer.Separator
-	s := strings.Join(toks, " ")
-	s = strings.ReplaceAll(s, sep+" ", "")
-	s = strings.ReplaceAll(s, sep, "")
-	for _, special := range []string{"<s>", `<\s>`, "<pad>"} {
-		s = strings.ReplaceAll(s, special, "")
-	}
-	s = strings.TrimSpace(s)
-	if f.g.Variant == checkpoint.GNMTDeepLearningExamples {
-		s = moses.NewDetokenizer(f.g.Tokenizer.TgtLang).Detokenize(strings.Fields(s))
+func (f *gnmtFixture) detokenize(t *testing.T, ids []int64) string {
+	t.Helper()
+	s, err := f.tok.Detokenize(ids)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
@@ -240,7 +200,7 @@ func (f *gnmtFixture) decodeGNMT(t *testing.T, s gnmtSettings) []string {
 		} else {
 			toks = beams[i].Tokens()
 		}
-		out[i] = f.detokenize(toks)
+		out[i] = f.detokenize(t, toks)
 	}
 	return out
 }
@@ -300,3 +260,69 @@ func TestGNMTBeamValidate(t *testing.T) {
 }
 
 func mathNaN() float64 { v, _ := strconv.ParseFloat("NaN", 64); return v }
+
+// TestGNMTTokenizer: subword.GNMT, made from the DeepLearningExamples
+// checkpoint's tokenizer state alone, gives each raw test line the BPE
+// text and the ids its Tokenizer gave (expected/segments.tsv, written by
+// gnmt_segments.py with the repository's own code), and detokenizes those
+// ids to its detokenize()'s text; MLPerf's segments its BPE text with the
+// vocabulary alone.
+func TestGNMTTokenizer(t *testing.T) {
+	f := openGNMTTokenizer(t, "dle")
+	raw := readLines(t, filepath.Join(f.dir, "test.raw.en"))
+	seg := readLines(t, filepath.Join(f.dir, "expected", "segments.tsv"))
+	if len(raw) != len(seg) || len(raw) == 0 {
+		t.Fatalf("%d raw lines, %d segments", len(raw), len(seg))
+	}
+	for i, line := range raw {
+		cols := strings.Split(seg[i], "\t")
+		if len(cols) != 3 {
+			t.Fatalf("segments.tsv line %d: %d columns, want 3", i+1, len(cols))
+		}
+		if got := strings.Join(f.tok.Pieces(line), " "); got != cols[0] {
+			t.Errorf("line %d: pieces %q, DeepLearningExamples' %q", i+1, got, cols[0])
+		}
+		var want []int64
+		for _, s := range strings.Fields(cols[1]) {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, n)
+		}
+		if got := f.tok.Segment(line); !slices.Equal(got, want) {
+			t.Errorf("line %d: ids %v, DeepLearningExamples' %v", i+1, got, want)
+		}
+		if got := f.detokenize(t, want); got != cols[2] {
+			t.Errorf("line %d: detokenized %q, DeepLearningExamples' %q", i+1, got, cols[2])
+		}
+	}
+	m := openGNMTTokenizer(t, "mlperf")
+	ids := m.tok.Segment("das@@ xyzzy@@ unknown .")
+	if len(ids) != 6 || ids[0] != checkpoint.GNMTBOS || ids[5] != checkpoint.GNMTEOS || ids[2] != int64(m.g.Tokenizer.Unk) {
+		t.Errorf("MLPerf segment: %v, want BOS, 4 ids (xyzzy@@ unknown), EOS", ids)
+	}
+	if _, err := m.tok.Detokenize([]int64{int64(len(m.g.Tokenizer.Vocab))}); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Errorf("an id past the vocabulary: error %v, want one naming it", err)
+	}
+}
+
+// openGNMTTokenizer reads a fixture's checkpoint for its tokenizer alone.
+func openGNMTTokenizer(t *testing.T, kind string) *gnmtFixture {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "toolkits", "gnmt-"+kind)
+	path := filepath.Join(dir, "model_best.pth")
+	sd, err := checkpoint.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := checkpoint.ReadGNMT(sd.Origin, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := subword.NewGNMT(g.TokenizerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gnmtFixture{dir: dir, g: g, tok: tok}
+}
