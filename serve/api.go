@@ -89,6 +89,11 @@ type Request struct {
 	// viewer asks for them); absent or false answers none. They are most
 	// of an answer's bytes: T x src_len numbers per input.
 	Attention *bool `json:"attention,omitempty"`
+	// Alignment true answers each result's and hypothesis' hard
+	// alignment ("alignment": [source position, output position] pairs,
+	// translate.Result.Alignment) without the weights; "attention": true
+	// answers it too.
+	Alignment *bool `json:"alignment,omitempty"`
 	// The toolkits' other settings (docs/decoding.md): OpenNMT-py's
 	// max_len_ratio, block_ngram_repeat, ignore_when_blocking, ratio and
 	// the coverage penalty (coverage_penalty, beta, stepwise_penalty);

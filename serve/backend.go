@@ -61,6 +61,9 @@ type Job struct {
 	// Attention records each result's attention and answers it; without
 	// it the results have none.
 	Attention bool
+	// Alignment records each result's attention for its hard alignment
+	// and answers the alignment but not the weights.
+	Alignment bool
 	// Toolkit holds the toolkits' other settings the request gave (as
 	// translate.CallOptions has them; zero: none given).
 	Toolkit translate.CallOptions
@@ -83,7 +86,7 @@ func (job Job) callOptions() translate.CallOptions {
 		BlockNgram: t.BlockNgram, IgnoreWhenBlocking: t.IgnoreWhenBlocking, Ratio: t.Ratio, Sampling: t.Sampling, SamplingTopK: t.SamplingTopK,
 		CoveragePenalty: t.CoveragePenalty, Beta: t.Beta, StepwisePenalty: t.StepwisePenalty,
 		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, MaxLenCap: job.MaxLenCap, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
-		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention, AsTestSet: job.AsTestSet,
+		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention && !job.Alignment, AsTestSet: job.AsTestSet,
 		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
 }
 

@@ -73,7 +73,7 @@ func requestMemory(c attention.Config, job Job, limits []translate.Limits) int64
 	for i, row := range job.IDs {
 		// replace_unk records the attention (to find each unknown
 		// token's source) even when it is not answered.
-		total += rowMemory(c, len(row), limits[i].Max, K, N, job.Attention || job.ReplaceUnk)
+		total += rowMemory(c, len(row), limits[i].Max, K, N, job.Attention || job.Alignment || job.ReplaceUnk)
 	}
 	return total
 }

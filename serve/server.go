@@ -649,6 +649,14 @@ func (s *Server) translateRequest(ctx context.Context, w http.ResponseWriter, r 
 			res[i].Attention = nil
 		}
 	}
+	if !job.Attention && !job.Alignment {
+		for i := range res {
+			res[i].Alignment = nil
+			for h := range res[i].Hypotheses {
+				res[i].Hypotheses[h].Alignment = nil
+			}
+		}
+	}
 	if err != nil {
 		return s.translateError(w, r, m, field, err, release)
 	}
@@ -747,6 +755,7 @@ func (s *Server) checkRequest(req *Request, m *servedModel) (Job, string) {
 	job := beam
 	job.IDs = req.IDs // texts are tokenised once the model is known
 	job.Attention = req.Attention != nil && *req.Attention
+	job.Alignment = req.Alignment != nil && *req.Alignment
 	if req.MaxLen != nil {
 		if *req.MaxLen < 1 || *req.MaxLen > s.cfg.MaxOutLen {
 			return Job{}, fmt.Sprintf("max_len = %d: want 1 to %d (--max-out-len)", *req.MaxLen, s.cfg.MaxOutLen)

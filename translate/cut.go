@@ -19,13 +19,18 @@ func (t *Translator) CutGreedy(r *Result, n int) {
 	if len(r.Attention) > n {
 		r.Attention = r.Attention[:n]
 	}
+	// The first n tokens hold no EOS (the cut one ends the row) and no
+	// padding (no search emits it): each has its link, the first n.
+	if len(r.Alignment) > n {
+		r.Alignment = r.Alignment[:n]
+	}
 	r.Text = t.TargetText(r.Tokens)
 	if len(r.Hypotheses) == 0 {
 		return
 	}
 	lp := r.Hypotheses[0].PositionalScores
 	h := greedyHypothesis(t.searchOptions(), r.Tokens, lp[:min(n, len(lp))])
-	h.OutputTokens, h.Text = r.OutputTokens, r.Text
+	h.OutputTokens, h.Text, h.Attention, h.Alignment = r.OutputTokens, r.Text, r.Attention, r.Alignment
 	r.Hypotheses = []Hypothesis{h}
 	r.Score, r.NormalizedScore, r.PositionalScores = h.Score, h.NormalizedScore, h.PositionalScores
 }
