@@ -64,8 +64,21 @@ type FairseqBeam struct {
 	KeepAttention bool
 	// Rules are applied to each step's log-probs.
 	Rules *attention.Rules
+	// The other searches of fairseq's build_generator (decode/diverse.go),
+	// at most one of them, none with Sampling: MatchSourceLen
+	// (--match-source-len, with SrcLen the source's tokens less </s> and
+	// <pad>), Groups (--diverse-beam-groups, with GroupStrength its
+	// --diverse-beam-strength) and Siblings (--diversity-rate
+	// DiversityRate).
+	MatchSourceLen bool
+	SrcLen         int
+	Groups         int
+	GroupStrength  float64
+	Siblings       bool
+	DiversityRate  float64
 
 	steps int
+	div   diverseState
 	k     int // K, at most the vocabulary less one (fairseq's cap)
 	// mask is the step's eos_mask over its candidates, ignore fairseq's
 	// cands_to_ignore: candidate positions (among the first k) whose
@@ -109,6 +122,8 @@ func (b *FairseqBeam) Validate() error {
 		return fmt.Errorf("decode: sampling-topk %d, sampling-topp %v: want one of them (topk >= 1, topp in (0, 1])", b.TopK, b.TopP)
 	case TemperatureRange(b.Temperature) != nil:
 		return fmt.Errorf("decode: temperature %v: %w", b.Temperature, TemperatureRange(b.Temperature))
+	case b.validateDiverse() != nil:
+		return b.validateDiverse()
 	case b.Rules != nil && b.Rules.EOSFromStep >= b.MaxLen:
 		return fmt.Errorf("decode: min_len %d: at or above the output limit of %d tokens, EOS included (fairseq asserts min_len <= max_len)", b.Rules.EOSFromStep, b.MaxLen)
 	}
@@ -147,7 +162,12 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		// pad"; equal scores in index order, the order they are offered in.
 		b.sel.reset(min(2*b.k, len(b.live)*s.Vocab()-1), fairseqOrder)
 	}
-	for i, h := range b.live {
+	// The diverse searches gather their own candidates (diverseCands).
+	diverse, live := b.Groups > 0 || b.Siblings && step > 0, b.live
+	if diverse {
+		live = nil
+	}
+	for i, h := range live {
 		lp := b.prepare(s.LogProbs(i), step, last)
 		switch {
 		case b.Sampling && step == 0:
@@ -170,7 +190,10 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		}
 	}
 	cands := b.cands
-	if !b.Sampling {
+	switch {
+	case diverse:
+		cands = b.diverseCands(s, step, last)
+	case !b.Sampling:
 		cands = b.sel.result()
 	}
 	b.steps++
@@ -187,7 +210,12 @@ func (b *FairseqBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			continue
 		}
 		node := b.tree.addScored(s, b.live[c.i].node, int(c.i), int64(c.v), c.score)
-		b.add(node, c.score, c.score/pen)
+		norm := c.score / pen
+		if b.MatchSourceLen && step > b.SrcLen {
+			// finalize_hypos: "-inf" for what ends past the source's length.
+			norm = float32(math.Inf(-1))
+		}
+		b.add(node, c.score, norm)
 	}
 	if len(b.fin) >= k || step >= last {
 		return b.finish()
@@ -255,6 +283,9 @@ func (b *FairseqBeam) prepare(lp []float32, step, last int) []float32 {
 				lp[v] = inf
 			}
 		}
+	}
+	if b.MatchSourceLen {
+		matchSourceLen(lp, step, b.SrcLen, b.EOS)
 	}
 	return lp
 }

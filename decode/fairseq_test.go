@@ -33,7 +33,13 @@ func TestFairseqBeamMatchesFairseq(t *testing.T) {
 				UnkPen  float64  `json:"unkpen"`
 				MaxLenB *int     `json:"max_len_b"`
 				MinLen  *int     `json:"min_len"`
+				// fairseq's other searches (make_beam.py's strategies).
+				MatchSourceLen bool     `json:"match_source_len"`
+				Groups         int      `json:"groups"`
+				Strength       *float64 `json:"strength"`
+				DiversityRate  *float64 `json:"diversity_rate"`
 			}
+			SrcLen     []int `json:"src_len"`
 			Rows       map[string][]uint32
 			Hypotheses [][]struct {
 				Tokens []int64
@@ -44,8 +50,8 @@ func TestFairseqBeamMatchesFairseq(t *testing.T) {
 	if err := json.Unmarshal(data, &fx); err != nil {
 		t.Fatal(err)
 	}
-	if len(fx.Cases) < 9 {
-		t.Fatalf("%d cases; want the 9 make_beam.py writes", len(fx.Cases))
+	if len(fx.Cases) < 17 {
+		t.Fatalf("%d cases; want the 17 make_beam.py writes", len(fx.Cases))
 	}
 	for _, c := range fx.Cases {
 		cs := c.Case
@@ -61,11 +67,25 @@ func TestFairseqBeamMatchesFairseq(t *testing.T) {
 				minLen = *cs.MinLen
 			}
 			rules := &attention.Rules{Greedy: []int64{fx.PAD}, Beam: []int64{fx.PAD}, EOSFromStep: minLen}
-			b := &FairseqBeam{SOS: fx.EOS, EOS: fx.EOS, UNK: fx.UNK, K: cs.Beam, NBest: cs.Beam, MaxLen: maxLen, LenPen: lenpen, UnkPen: cs.UnkPen, Rules: rules}
+			b := &FairseqBeam{SOS: fx.EOS, EOS: fx.EOS, UNK: fx.UNK, K: cs.Beam, NBest: cs.Beam, MaxLen: maxLen, LenPen: lenpen, UnkPen: cs.UnkPen, Rules: rules,
+				MatchSourceLen: cs.MatchSourceLen, Groups: cs.Groups, GroupStrength: 0.5}
+			if cs.Strength != nil {
+				b.GroupStrength = *cs.Strength
+			}
+			if cs.DiversityRate != nil {
+				b.Siblings, b.DiversityRate = true, *cs.DiversityRate
+			}
+			if cs.MatchSourceLen {
+				// The generator's limit: the batch's longest source.
+				b.MaxLen = slices.Max(c.SrcLen) + 1
+			}
 			if err := b.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			for sent := range cs.Batch {
+				if cs.MatchSourceLen {
+					b.SrcLen = c.SrcLen[sent]
+				}
 				replayTable(t, b, fx.EOS, cs.Vocab, tableRows(c.Rows, sent))
 				want, got := c.Hypotheses[sent], b.Hypotheses(0)
 				if len(got) != len(want) {

@@ -29,6 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+from fairseq import search  # noqa: E402
 from fairseq.data import Dictionary  # noqa: E402
 from fairseq.sequence_generator import SequenceGenerator  # noqa: E402
 
@@ -87,16 +88,32 @@ def run(case):
         d.add_symbol("w%d" % i)
     rows = {}
     model = TableModel(len(d), d.eos(), case["seed"], rows).eval()
+    # The searches fairseq's build_generator picks for --match-source-len,
+    # --diverse-beam-groups/--diverse-beam-strength and --diversity-rate.
+    strategy, match = None, case.get("match_source_len", False)
+    if match:
+        strategy = search.LengthConstrainedBeamSearch(d, min_len_a=1, min_len_b=0, max_len_a=1, max_len_b=0)
+    elif "groups" in case:
+        strategy = search.DiverseBeamSearch(d, case["groups"], case.get("strength", 0.5))
+    elif "diversity_rate" in case:
+        strategy = search.DiverseSiblingsSearch(d, case["diversity_rate"])
     gen = SequenceGenerator([model], d, beam_size=case["beam"], max_len_a=0, max_len_b=case.get("max_len_b", 200),
                             min_len=case.get("min_len", 1), len_penalty=case.get("lenpen", 1.0),
-                            unk_penalty=case.get("unkpen", 0.0))
+                            unk_penalty=case.get("unkpen", 0.0), search_strategy=strategy, match_source_len=match)
     B = case["batch"]
-    src = torch.tensor([[s, 5, 6, d.eos()] for s in range(B)])
-    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.full((B,), 4)}}
+    # Sentence s's source: s, then 5 6 (and, with "src_extra", that many
+    # more 7s for s), </s>, right-padded; the generator's src_lengths count
+    # what is neither </s> nor <pad> (the sentence number included).
+    extra = case.get("src_extra", [0] * B)
+    srcs = [[s, 5, 6] + [7] * extra[s] + [d.eos()] for s in range(B)]
+    width = max(len(x) for x in srcs)
+    src = torch.tensor([x + [d.pad()] * (width - len(x)) for x in srcs])
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(x) for x in srcs])}}
     with torch.no_grad():
         out = gen.generate([model], sample)
     hyps = [[{"tokens": [int(t) for t in h["tokens"]], "score": bits([h["score"]])[0]} for h in sent] for sent in out]
-    return {"case": case, "rows": rows, "hypotheses": hyps}
+    src_len = [sum(1 for t in x if t not in (d.eos(), d.pad())) for x in srcs]
+    return {"case": case, "rows": rows, "hypotheses": hyps, "src_len": src_len}
 
 
 CASES = [
@@ -109,6 +126,17 @@ CASES = [
     {"name": "minlen", "beam": 3, "vocab": 40, "seed": 7, "batch": 3, "min_len": 6},
     {"name": "small-vocab", "beam": 3, "vocab": 6, "seed": 8, "batch": 3},
     {"name": "beam-over-vocab", "beam": 8, "vocab": 6, "seed": 9, "batch": 2, "min_len": 0},
+    {"name": "match-source-len", "beam": 4, "vocab": 40, "seed": 10, "batch": 5, "match_source_len": True,
+     "src_extra": [0, 3, 1, 6, 2]},
+    {"name": "match-source-len-beam1", "beam": 1, "vocab": 40, "seed": 11, "batch": 4, "match_source_len": True,
+     "src_extra": [4, 0, 2, 1]},
+    {"name": "diverse-groups2", "beam": 4, "vocab": 40, "seed": 12, "batch": 4, "groups": 2},
+    {"name": "diverse-groups3-strength2", "beam": 6, "vocab": 40, "seed": 13, "batch": 3, "groups": 3, "strength": 2.0,
+     "lenpen": 0.5},
+    {"name": "diverse-groups-small-vocab", "beam": 4, "vocab": 8, "seed": 14, "batch": 3, "groups": 4, "strength": 0.75},
+    {"name": "siblings", "beam": 4, "vocab": 40, "seed": 15, "batch": 4, "diversity_rate": 0.5},
+    {"name": "siblings-rate0", "beam": 3, "vocab": 40, "seed": 16, "batch": 3, "diversity_rate": 0.0},
+    {"name": "siblings-rate2", "beam": 5, "vocab": 40, "seed": 17, "batch": 3, "diversity_rate": 2.0, "lenpen": 1.5},
 ]
 
 if __name__ == "__main__":
