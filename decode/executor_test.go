@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/bench"
 	"github.com/attnx/attnx/internal/fixtures"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/decode"
+	"github.com/attnx/attnx/internal/bench"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/onnxrun"

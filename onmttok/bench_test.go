@@ -8,7 +8,7 @@ import (
 
 // BenchmarkTokenize tokenizes and detokenizes the lines of
 // $ONMTTOK_BENCH_TEXT (testdata/text.txt when unset) under the option sets
-// of the two trained fixture models; bench/onmttok.sh runs it beside
+// of the two trained fixture models; internal/bench/onmttok.sh runs it beside
 // pyonmttok on the same text and reports lines per second.
 func BenchmarkTokenize(b *testing.B) {
 	path := os.Getenv("ONMTTOK_BENCH_TEXT")

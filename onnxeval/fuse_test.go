@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/bench"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxeval"
 	"github.com/attnx/attnx/onnxfile"

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/checkpoint"
+	"github.com/attnx/attnx/internal/bench"
 	"github.com/attnx/attnx/internal/testenv"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxrun"

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/bench"
 	"github.com/attnx/attnx/internal/atomicfile"
+	"github.com/attnx/attnx/internal/bench"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/quant"
 	"github.com/attnx/attnx/translate"

@@ -5,13 +5,13 @@
 # fixture models (aggressive, joiners, BPE; conservative, case markup,
 # SentencePiece) and of OpenNMT-py's documented set (no subword model).
 #
-#   PYONMTTOK_DIR=... TOKENIZER_LIB=... TEXT=FILE bash bench/onmttok.sh
+#   PYONMTTOK_DIR=... TOKENIZER_LIB=... TEXT=FILE bash internal/bench/onmttok.sh
 #
 # (PYONMTTOK_DIR and TOKENIZER_LIB as testdata/toolkits/make_onmt.sh;
 # TEXT defaults to the first 5,000 lines of OpenNMT-py's toy English data
 # at $ONMT_DATA/src-train.txt.)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 text=${TEXT:-}
 if [ -z "$text" ]; then
 	text=$(mktemp)
@@ -19,7 +19,7 @@ if [ -z "$text" ]; then
 fi
 echo "pyonmttok 1.37.1 (one thread):"
 OMP_NUM_THREADS=1 PYTHONPATH=$PYONMTTOK_DIR LD_LIBRARY_PATH=$TOKENIZER_LIB \
-	/usr/bin/python3 "$here/bench/onmttok_speed.py" "$here/onmttok/testdata" "$text"
+	/usr/bin/python3 "$here/internal/bench/onmttok_speed.py" "$here/onmttok/testdata" "$text"
 echo "attnx onmttok (GOMAXPROCS=1):"
 cd "$here/onmttok"
 ONMTTOK_BENCH_TEXT=$text GOMAXPROCS=1 go test -run XXX -bench BenchmarkTokenize -benchtime 3x -count 1 . > /dev/null # warm the build

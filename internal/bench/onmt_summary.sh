@@ -15,9 +15,9 @@
 # toolkit's translator for it.
 #
 #   ONMT2_DIR=... TORCHTEXT_DIR=... PYONMTTOK_DIR=... TOKENIZER_LIB=... \
-#       bash bench/onmt_summary.sh [WORK]
+#       bash internal/bench/onmt_summary.sh [WORK]
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$(mktemp -d)}
 mkdir -p "$work" && cd "$work"
 export OMP_WAIT_POLICY=PASSIVE LD_LIBRARY_PATH=${TOKENIZER_LIB}

@@ -1,5 +1,5 @@
 """pyonmttok's lines per second on a text under the option sets of
-onmttok/testdata/expected.jsonl named below (bench/onmttok.sh runs it).
+onmttok/testdata/expected.jsonl named below (internal/bench/onmttok.sh runs it).
 """
 import json, os, sys, time
 import pyonmttok
