@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/qlayer"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/quant/qlayer"
 )
 
 // Names of the graph inputs and outputs: the contract of docs/models.md.

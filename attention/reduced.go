@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/qlayer"
 	"github.com/attnx/attnx/ops"
 	"github.com/attnx/attnx/quant"
-	"github.com/attnx/attnx/quant/qlayer"
 )
 
 // This file builds the reduced-precision forms of a model's layers

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/qlayer"
 	"github.com/attnx/attnx/onnxeval"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/quant/qlayer"
 )
 
 // TestFusedLSTMGates: the elementwise half of qlayer's LSTM cell (the

@@ -13,11 +13,11 @@ import (
 	"github.com/attnx/attnx/builder"
 	"github.com/attnx/attnx/checkpoint"
 	"github.com/attnx/attnx/internal/bench"
+	"github.com/attnx/attnx/internal/qlayer"
 	"github.com/attnx/attnx/modeldir"
 	"github.com/attnx/attnx/onnxeval"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/quant"
-	"github.com/attnx/attnx/quant/qlayer"
 )
 
 const fusedRowInt8 = "attnx.fused.RowInt8MatMul"

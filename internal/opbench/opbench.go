@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/attnx/attnx/builder"
+	"github.com/attnx/attnx/internal/qlayer"
 	"github.com/attnx/attnx/onnxfile"
 	"github.com/attnx/attnx/onnxrun"
 	"github.com/attnx/attnx/ops"
-	"github.com/attnx/attnx/quant/qlayer"
 )
 
 // Case is one graph to time. The first case of a group is its reference:
