@@ -11,10 +11,11 @@ import (
 type Combine uint8
 
 const (
-	// MeanLogProbs is OpenNMT-py's default (EnsembleGenerator): the mean
-	// of the members' log-probs, their float32 sum divided by N.
+	// MeanLogProbs is OpenNMT-py 2.x's default (EnsembleGenerator over
+	// generators that end in LogSoftmax): the mean of the members'
+	// log-probs, their float32 sum divided by N.
 	MeanLogProbs Combine = iota
-	// LogMeanProbs is OpenNMT-py's -avg_raw_probs: log(mean(exp(lp))),
+	// LogMeanProbs is OpenNMT-py 2.x's -avg_raw_probs: log(mean(exp(lp))),
 	// the log of the members' mean probability.
 	LogMeanProbs
 	// LogSumExpMinusLogN is fairseq's EnsembleModel.forward_decoder:
@@ -23,6 +24,12 @@ const (
 	// largest member's value plus the log of the sum of exp of each
 	// member's distance to it).
 	LogSumExpMinusLogN
+	// LogSoftmaxOfMean is OpenNMT-py 3.x's default: its generators give
+	// logits, EnsembleGenerator takes their mean and the translator its
+	// log_softmax. As log_softmax ignores a shift of each member's row,
+	// that is the log_softmax of the mean of the members' log-probs, which
+	// this computes as torch does (x - max - log(sum(exp(x - max)))).
+	LogSoftmaxOfMean
 )
 
 // String names the rule by the toolkit that uses it.
@@ -34,6 +41,8 @@ func (c Combine) String() string {
 		return "log of mean probabilities (OpenNMT-py -avg_raw_probs)"
 	case LogSumExpMinusLogN:
 		return "logsumexp minus log N (fairseq)"
+	case LogSoftmaxOfMean:
+		return "log_softmax of the mean (OpenNMT-py 3.x)"
 	}
 	return fmt.Sprintf("Combine(%d)", uint8(c))
 }
@@ -57,7 +66,7 @@ func NewEnsembleBatch(exs []*Executor, c Combine) (*Batch, error) {
 	if len(exs) == 0 {
 		return nil, errors.New("decode: an ensemble needs at least one executor")
 	}
-	if c > LogSumExpMinusLogN {
+	if c > LogSoftmaxOfMean {
 		return nil, fmt.Errorf("decode: unknown ensemble rule %v", c)
 	}
 	V := exs[0].m.vocab
@@ -130,17 +139,17 @@ func (b *Batch) step() (lp, att []float32, err error) {
 	for j := range e.att {
 		e.att[j] /= n
 	}
-	CombineLogProbs(e.lp, lps, e.combine)
+	CombineLogProbs(e.lp, lps, b.ex.m.vocab, e.combine)
 	return e.lp, e.att, nil
 }
 
-// CombineLogProbs writes to dst, element by element, the members' log-probs
-// lps (each as long as dst) combined by c, in float32 as the toolkit
+// CombineLogProbs writes to dst the members' log-probs lps (each as long
+// as dst, rows of vocab values) combined by c, in float32 as the toolkit
 // computes it.
-func CombineLogProbs(dst []float32, lps [][]float32, c Combine) {
+func CombineLogProbs(dst []float32, lps [][]float32, vocab int, c Combine) {
 	n := float32(len(lps))
 	switch c {
-	case MeanLogProbs:
+	case MeanLogProbs, LogSoftmaxOfMean:
 		copy(dst, lps[0])
 		for _, lp := range lps[1:] {
 			for j, x := range lp {
@@ -149,6 +158,11 @@ func CombineLogProbs(dst []float32, lps [][]float32, c Combine) {
 		}
 		for j := range dst {
 			dst[j] /= n
+		}
+		if c == LogSoftmaxOfMean {
+			for r := 0; r+vocab <= len(dst); r += vocab {
+				logSoftmax(dst[r : r+vocab])
+			}
 		}
 	case LogMeanProbs:
 		for j := range dst {
@@ -176,5 +190,29 @@ func CombineLogProbs(dst []float32, lps [][]float32, c Combine) {
 			}
 			dst[j] = m + float32(math.Log(float64(s))) - logN
 		}
+	}
+}
+
+// logSoftmax replaces row by its log_softmax in float32, as torch's CPU
+// kernel computes it: the maximum m, the sum s of exp(x - m), then
+// x - m - log(s).
+func logSoftmax(row []float32) {
+	if len(row) == 0 {
+		return
+	}
+	m := row[0]
+	for _, x := range row[1:] {
+		m = max(m, x)
+	}
+	if math.IsInf(float64(m), 0) {
+		return
+	}
+	var s float32
+	for _, x := range row {
+		s += float32(math.Exp(float64(x - m)))
+	}
+	ls := float32(math.Log(float64(s)))
+	for j, x := range row {
+		row[j] = x - m - ls
 	}
 }

@@ -29,7 +29,7 @@ func TestCombineLogProbs(t *testing.T) {
 		{decode.LogSumExpMinusLogN, []float64{math.Log(0.3125), math.Log(0.1875), math.Log(0.5), math.Inf(-1)}},
 	} {
 		got := make([]float32, len(a))
-		decode.CombineLogProbs(got, [][]float32{a, b}, c.rule)
+		decode.CombineLogProbs(got, [][]float32{a, b}, len(a), c.rule)
 		for j, w := range c.want {
 			if math.IsInf(w, -1) {
 				if !math.IsInf(float64(got[j]), -1) {
@@ -144,7 +144,7 @@ func handGreedy(t *testing.T, exs []*decode.Executor, src []int64, rule decode.C
 			lps[i] = ex.LogProbs()
 		}
 		comb := make([]float32, len(lps[0]))
-		decode.CombineLogProbs(comb, lps, rule)
+		decode.CombineLogProbs(comb, lps, len(comb), rule)
 		tok := decode.Argmax(comb)
 		out = append(out, tok)
 		if tok == eos {
