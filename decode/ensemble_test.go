@@ -44,6 +44,33 @@ func TestCombineLogProbs(t *testing.T) {
 	}
 }
 
+// TestLogSoftmaxOfMeanRows: OpenNMT-py 3.x's rule renormalizes each row
+// of the batch on its own: every row's probabilities sum to 1 and equal
+// the softmax of the mean of its members' log-probs.
+func TestLogSoftmaxOfMeanRows(t *testing.T) {
+	const V = 3
+	a := []float32{-0.5, -1.5, -2.5, -3, -0.1, -4}
+	b := []float32{-1, -1, -1.5, -0.2, -3, -2}
+	got := make([]float32, len(a))
+	decode.CombineLogProbs(got, [][]float32{a, b}, V, decode.LogSoftmaxOfMean)
+	for r := 0; r < len(a); r += V {
+		var z, sum float64
+		for j := r; j < r+V; j++ {
+			z += math.Exp(float64(a[j]+b[j]) / 2)
+		}
+		for j := r; j < r+V; j++ {
+			want := float64(a[j]+b[j])/2 - math.Log(z)
+			if math.Abs(float64(got[j])-want) > 1e-6 {
+				t.Errorf("[%d] = %v, want %v", j, got[j], want)
+			}
+			sum += math.Exp(float64(got[j]))
+		}
+		if math.Abs(sum-1) > 1e-6 {
+			t.Errorf("row %d: probabilities sum to %v", r/V, sum)
+		}
+	}
+}
+
 // TestEnsembleBatchGreedy: an ensemble Batch of two models with different
 // weights decodes each row (sources of different lengths, in one batch)
 // into the tokens of a greedy decoding done by hand, one row at a time,
@@ -63,7 +90,7 @@ func TestEnsembleBatchGreedy(t *testing.T) {
 		t.Cleanup(ex.Close)
 		return ex
 	}
-	for _, rule := range []decode.Combine{decode.MeanLogProbs, decode.LogMeanProbs, decode.LogSumExpMinusLogN} {
+	for _, rule := range []decode.Combine{decode.MeanLogProbs, decode.LogMeanProbs, decode.LogSumExpMinusLogN, decode.LogSoftmaxOfMean} {
 		b, err := decode.NewEnsembleBatch([]*decode.Executor{newEx(p1), newEx(p2)}, rule)
 		if err != nil {
 			t.Fatal(err)
