@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -25,18 +24,20 @@ const (
 //   - the row always holds K slots; at the first step only slot 0's
 //     candidates count (the others start at -inf);
 //   - each slot offers its K most likely tokens (the model's generate
-//     takes topk(K) of log_softmax), scored score + log_prob in float32; a
+//     takes topk(K) of log_softmax, equal values in the order torch.topk
+//     leaves them: torchTopK), scored score + log_prob in float32; a
 //     slot whose last token is EOS offers EOS alone, at its own score (its
 //     other candidates are -inf), so a finished hypothesis stays in the
 //     beam only while it ranks among the K best;
-//   - the K best of the K*K candidates (ties in index order) are the next
+//   - the K best of the K*K candidates (torch.topk's order again) are the next
 //     slots; a hypothesis' length counts BOS and every token up to and
 //     including its EOS;
 //   - the attention of each step is summed per slot position, not per
 //     hypothesis (accu_attn_scores is never reordered along the beams),
 //     a finished slot adding nothing;
 //   - at the start of a step at which every slot has ended, the step is
-//     still taken (which sorts the finished slots by score), then each
+//     still taken (which sorts the finished slots by score; GNMTBeam needs
+//     no decoder output for it, and asks for none), then each
 //     score is divided by ((LenNormConst + length) / (LenNormConst +
 //     1)) ^ LenNormFactor and CovPenaltyFactor times the sum over the
 //     source of log(clamp(accumulated attention, 0, 1)), its -inf terms
@@ -44,7 +45,10 @@ const (
 //   - after MaxSeqLen-1 steps the row ends with its raw scores;
 //   - the result is the slot of the highest score, the first on ties.
 //
-// Greedy with MaxLen = MaxSeqLen-1 is its greedy_search (--beam-size 1).
+// With K = 1 it is greedy_search (--beam-size 1): one slot, its topk(1)
+// each step, ending at EOS or after MaxSeqLen-1 tokens; unlike Greedy's
+// argmax, which takes the lowest of equal values, torch.topk(1) takes the
+// one std::nth_element leaves first.
 type GNMTBeam struct {
 	// BOS is the first input token, EOS the token that ends a hypothesis.
 	BOS, EOS int64
@@ -62,7 +66,7 @@ type GNMTBeam struct {
 	accu  [][]float32 // per slot position, over the source
 	done  bool
 	best  int
-	top   []gnmtTop
+	q     []topkElem
 }
 
 type gnmtSlot struct {
@@ -112,7 +116,6 @@ func (b *GNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 	if b.done {
 		return 0
 	}
-	K := b.K
 	if b.steps == 0 {
 		b.start(s.SourceLength())
 		if b.MaxSeqLen <= 1 {
@@ -121,10 +124,33 @@ func (b *GNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			return 0
 		}
 	}
-	terminating := true
+	b.step(&s, inputs, parents)
+	if b.steps >= b.MaxSeqLen-1 {
+		// range(1, max_seq_len) is over: the scores stay raw.
+		return b.finish()
+	}
 	for k := range b.slots {
 		if !b.ended(k) {
-			terminating = false
+			return len(b.slots)
+		}
+	}
+	// Every slot has ended: beam_search's next iteration runs the model
+	// once more but uses none of its output (each slot offers EOS at its
+	// score, its attention masked), sorts the slots by score, then
+	// normalizes them. That iteration needs no decoder step.
+	b.step(nil, nil, nil)
+	b.normalize()
+	return b.finish()
+}
+
+// step is one iteration of beam_search's loop over the decoder's output s
+// for the slots (nil when every slot has ended: none is then read), its
+// next slots' tokens and parents written to inputs and parents (when not
+// nil).
+func (b *GNMTBeam) step(s *Slots, inputs []int64, parents []int) {
+	K := b.K
+	for k := range b.slots {
+		if !b.ended(k) {
 			b.slots[k].length++
 		}
 	}
@@ -151,23 +177,27 @@ func (b *GNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 			acc[j] += att[j]
 		}
 		lp := s.LogProbs(out)
-		b.top = topKTokens(b.top[:0], lp, K)
-		for j, t := range b.top {
-			c := gnmtCand{score: sc + t.score, index: k*K + j, slot: k, tok: t.tok}
+		b.q = b.q[:0]
+		for v, x := range lp {
+			b.q = append(b.q, topkElem{v: x, i: v})
+		}
+		for j, e := range torchTopK(b.q, K) {
+			c := gnmtCand{score: sc + e.v, index: k*K + j, slot: k, tok: int64(e.i)}
 			if b.steps == 0 && k > 0 {
 				c.score = ninf
 			}
 			b.cands = append(b.cands, c)
 		}
 	}
-	// torch.topk over the K*K candidates: the highest first, equal scores
-	// in index order.
-	slices.SortStableFunc(b.cands, func(x, y gnmtCand) int {
-		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.index, y.index))
-	})
+	// new_scores.topk(K) over the K*K candidates, in torch.topk's order.
+	b.q = b.q[:0]
+	for i, c := range b.cands {
+		b.q = append(b.q, topkElem{v: c.score, i: i})
+	}
+	picked := torchTopK(b.q, K)
 	b.next = b.next[:0]
-	for i := 0; i < K && i < len(b.cands); i++ {
-		c := b.cands[i]
+	for i, e := range picked {
+		c := b.cands[e.i]
 		src := b.slots[c.slot]
 		toks := append(append(make([]int64, 0, len(src.tokens)+1), src.tokens...), c.tok)
 		b.next = append(b.next, gnmtSlot{tokens: toks, length: src.length, score: c.score})
@@ -175,18 +205,12 @@ func (b *GNMTBeam) Advance(s Slots, inputs []int64, parents []int) int {
 		if b.steps == 0 {
 			parent = 0
 		}
-		inputs[i], parents[i] = c.tok, parent
+		if inputs != nil {
+			inputs[i], parents[i] = c.tok, parent
+		}
 	}
 	b.slots, b.next = b.next, b.slots
 	b.steps++
-	if terminating {
-		b.normalize()
-		return b.finish()
-	}
-	if b.steps >= b.MaxSeqLen-1 {
-		return b.finish()
-	}
-	return len(b.slots)
 }
 
 // start sets up the row's K slots over a source of srcLen positions.
@@ -273,34 +297,4 @@ func (b *GNMTBeam) Score() float32 {
 func (b *GNMTBeam) Reset() {
 	b.steps, b.done, b.best = 0, false, 0
 	b.slots, b.next, b.accu = b.slots[:0], b.next[:0], b.accu[:0]
-}
-
-// gnmtTop is one of a slot's K most likely tokens.
-type gnmtTop struct {
-	score float32
-	tok   int64
-}
-
-// topKTokens appends the k highest log_probs of row with their tokens,
-// highest first, equal values in token order (torch.topk's order on
-// distinct values; ties are near-impossible in trained models).
-func topKTokens(dst []gnmtTop, row []float32, k int) []gnmtTop {
-	for v, x := range row {
-		if len(dst) == k && !(x > dst[k-1].score) {
-			continue
-		}
-		c := gnmtTop{score: x, tok: int64(v)}
-		i := len(dst)
-		if i < k {
-			dst = append(dst, c)
-		} else {
-			i = k - 1
-			dst[i] = c
-		}
-		for i > 0 && dst[i-1].score < c.score {
-			dst[i], dst[i-1] = dst[i-1], dst[i]
-			i--
-		}
-	}
-	return dst
 }

@@ -3,6 +3,8 @@ package decode_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"os"
 	"path/filepath"
@@ -171,14 +173,8 @@ func (f *gnmtFixture) decodeGNMT(t *testing.T, s gnmtSettings) []string {
 	defer ex.Close()
 	searches := make([]decode.Search, len(f.sources))
 	beams := make([]*decode.GNMTBeam, len(f.sources))
-	greedies := make([]*decode.Greedy, len(f.sources))
 	for i := range f.sources {
-		if s.beam == 1 {
-			// greedy_search: at most max_seq_len - 1 tokens after BOS.
-			greedies[i] = &decode.Greedy{SOS: checkpoint.GNMTBOS, EOS: checkpoint.GNMTEOS, MaxLen: s.maxSeqLen - 1}
-			searches[i] = greedies[i]
-			continue
-		}
+		// --beam-size 1 (greedy_search) is GNMTBeam of width 1.
 		beams[i] = &decode.GNMTBeam{BOS: checkpoint.GNMTBOS, EOS: checkpoint.GNMTEOS, K: s.beam, MaxSeqLen: s.maxSeqLen,
 			LenNormFactor: s.lenNormFactor, LenNormConst: s.lenNormConst, CovPenaltyFactor: s.covPenalty}
 		if err := beams[i].Validate(); err != nil {
@@ -191,22 +187,13 @@ func (f *gnmtFixture) decodeGNMT(t *testing.T, s gnmtSettings) []string {
 	}
 	out := make([]string, len(f.sources))
 	for i := range f.sources {
-		var toks []int64
-		if s.beam == 1 {
-			toks = greedies[i].Tokens()
-			if n := len(toks); n > 0 && toks[n-1] == checkpoint.GNMTEOS {
-				toks = toks[:n-1]
-			}
-		} else {
-			toks = beams[i].Tokens()
-		}
-		out[i] = f.detokenize(t, toks)
+		out[i] = f.detokenize(t, beams[i].Tokens())
 	}
 	return out
 }
 
 // TestGNMTMatchesTranslatePy decodes each committed GNMT fixture's test set
-// with attnx's graphs of its checkpoint and GNMTBeam (Greedy for
+// with attnx's graphs of its checkpoint and GNMTBeam (of width 1 for
 // --beam-size 1) under every setting translate.py was run with: beam 5
 // and greedy at its defaults, beam 10, other length normalization and
 // coverage factors, --max-seq-len, and the batching flags (which
@@ -325,4 +312,94 @@ func openGNMTTokenizer(t *testing.T, kind string) *gnmtFixture {
 		t.Fatal(err)
 	}
 	return &gnmtFixture{dir: dir, g: g, tok: tok}
+}
+
+// gnmtBeamCases is testdata/gnmt_beam_cases.json: what GNMT's own
+// SequenceGenerator.beam_search chose over a scripted model
+// (testdata/toolkits/gnmt_beam_cases.py), with every step's log-probs and
+// attention by the slot's history.
+type gnmtBeamCases struct {
+	Vocab int   `json:"vocab"`
+	BOS   int64 `json:"bos"`
+	EOS   int64 `json:"eos"`
+	Cases []struct {
+		Name          string  `json:"name"`
+		K             int     `json:"k"`
+		MaxSeqLen     int     `json:"max_seq_len"`
+		LenNormFactor float64 `json:"len_norm_factor"`
+		LenNormConst  float64 `json:"len_norm_const"`
+		CovPenalty    float64 `json:"cov_penalty_factor"`
+		SourceLengths []int   `json:"source_lengths"`
+		Steps         []struct {
+			Key       []int64   `json:"key"`
+			LogProbs  []float32 `json:"log_probs"`
+			Attention []float32 `json:"attention"`
+		} `json:"steps"`
+		Translations [][]int64 `json:"translations"`
+	} `json:"cases"`
+}
+
+// TestGNMTBeamMatchesSequenceGenerator drives GNMTBeam with the scripted
+// model's values, looked up by each slot's history as the executor's
+// reordering makes it, and checks that it chooses beam_search's
+// translation for every row: with several beam widths, --max-seq-len short
+// enough that rows end with raw scores, other normalization and coverage
+// factors, and logits rounded so that log-probs and scores tie. A history
+// beam_search never fed to the model fails the test at once.
+func TestGNMTBeamMatchesSequenceGenerator(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "gnmt_beam_cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs gnmtBeamCases
+	if err := json.Unmarshal(data, &cs); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range cs.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			type step struct{ lp, att []float32 }
+			table := map[string]step{}
+			for _, s := range c.Steps {
+				table[fmt.Sprint(s.Key)] = step{s.LogProbs, s.Attention}
+			}
+			for r, n := range c.SourceLengths {
+				b := &decode.GNMTBeam{BOS: cs.BOS, EOS: cs.EOS, K: c.K, MaxSeqLen: c.MaxSeqLen,
+					LenNormFactor: c.LenNormFactor, LenNormConst: c.LenNormConst, CovPenaltyFactor: c.CovPenalty}
+				if err := b.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				hist := [][]int64{{int64(r), cs.BOS}}
+				inputs, parents := make([]int64, c.K), make([]int, c.K)
+				for {
+					var lp, att []float32
+					for _, h := range hist {
+						s, ok := table[fmt.Sprint(h)]
+						if !ok {
+							t.Fatalf("row %d: slot history %v, which beam_search never fed the model", r, h[1:])
+						}
+						lp, att = append(lp, s.lp...), append(att, s.att...)
+					}
+					m := b.Advance(decode.NewSlots(len(hist), cs.Vocab, lp, n, n, att), inputs, parents)
+					if m == 0 {
+						break
+					}
+					next := make([][]int64, m)
+					for j := range next {
+						next[j] = append(slices.Clone(hist[parents[j]]), inputs[j])
+					}
+					hist = next
+				}
+				want := c.Translations[r][1:]
+				if i := slices.Index(want, cs.EOS); i >= 0 {
+					want = want[:i]
+				}
+				if got := b.Tokens(); !slices.Equal(got, want) {
+					t.Errorf("row %d: %v, beam_search %v", r, got, want)
+				}
+			}
+		})
+	}
 }
