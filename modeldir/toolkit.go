@@ -235,6 +235,8 @@ func readToolkit(sd *checkpoint.StateDict, files checkpoint.Files, ro ReadOption
 		if err := fairseqModel(tm, sd, path, ro.Fairseq, convert); err != nil {
 			return nil, err
 		}
+	case sd.Origin != nil && sd.Origin.Toolkit == checkpoint.ToolkitGNMT:
+		return nil, gnmtExportError(sd, path)
 	default:
 		return nil, fmt.Errorf("%s: not a toolkit checkpoint", path)
 	}
