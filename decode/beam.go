@@ -2,7 +2,7 @@ package decode
 
 import (
 	"fmt"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"math"
 
 	"github.com/attnx/attnx/attention"

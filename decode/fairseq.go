@@ -3,7 +3,7 @@ package decode
 import (
 	"cmp"
 	"fmt"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"math"
 	"math/rand/v2"
 

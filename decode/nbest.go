@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"cmp"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"slices"
 )
 

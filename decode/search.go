@@ -2,7 +2,7 @@ package decode
 
 import (
 	"github.com/attnx/attnx/attention"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // Slots is what one decoder step produced for one row: the log_probs and the

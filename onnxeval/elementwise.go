@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // broadcastShape is numpy's broadcast of shapes.

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"github.com/attnx/attnx/onnxfile"
 )
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"github.com/attnx/attnx/onnxfile"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // packedNT is a constant matrix kept as n rows of k (B^T of a product A B),

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"runtime"
 	"sort"
 	"strings"

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 	"github.com/attnx/attnx/quant"
 )
 

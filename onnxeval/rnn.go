@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/attnx/attnx/builder"
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // rnnKind is the cell: its gate count and equations.

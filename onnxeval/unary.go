@@ -3,7 +3,7 @@ package onnxeval
 import (
 	"math"
 
-	"github.com/attnx/attnx/onnxeval/kernel"
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // unary float operators: f64 computes in float64 (rounded once to float32),

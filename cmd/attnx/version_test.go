@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attnx/attnx/internal/kernel"
 	"github.com/attnx/attnx/internal/testenv"
-	"github.com/attnx/attnx/onnxeval/kernel"
 	"github.com/attnx/attnx/onnxrun"
 )
 

@@ -32,7 +32,7 @@ func TestFindsAndForgets(t *testing.T) {
 		{[]string{"leaktest.parked("}, 1},
 		{[]string{"io.Copy("}, 1},
 		{[]string{"leaktest.parked(", "io.Copy("}, 2},
-		{[]string{"onnxeval/kernel."}, 0},
+		{[]string{"internal/kernel."}, 0},
 	} {
 		if g := Goroutines(c.match...); len(g) != c.want {
 			t.Errorf("Goroutines(%q) found %d, want %d:\n%s", c.match, len(g), c.want, strings.Join(g, "\n\n"))

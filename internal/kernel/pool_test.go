@@ -162,7 +162,7 @@ func TestMain(m *testing.M) {
 
 // helperLoops counts the package's goroutines (helpers, and parts given
 // goroutines of their own while they run).
-func helperLoops() int { return len(leaktest.Goroutines("onnxeval/kernel.")) }
+func helperLoops() int { return len(leaktest.Goroutines("internal/kernel.")) }
 
 // TestReleaseEndsHelpers: while the package has a user the helpers stay
 // between splits; when the last user releases it they all end, idle or
