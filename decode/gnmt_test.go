@@ -32,6 +32,7 @@ type gnmtFixture struct {
 
 func openGNMT(t *testing.T, kind string) *gnmtFixture {
 	t.Helper()
+	needORT(t)
 	dir := filepath.Join("..", "testdata", "toolkits", "gnmt-"+kind)
 	path := filepath.Join(dir, "model_best.pth")
 	sd, err := checkpoint.Load(path)
