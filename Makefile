@@ -48,11 +48,11 @@ test: deps vet
 # without AVX-512 where the CPU has AVX-VNNI, AVX2 alone, and pure Go
 # (-tags purego, the build other GOARCHes get); ./... above took the best.
 test-kernel-paths:
-	ATTNX_KERNELS=avx512f $(GO) test -count=1 ./onnxeval/... ./decode
-	if grep -qw avx_vnni /proc/cpuinfo 2>/dev/null; then ATTNX_KERNELS=avx-vnni $(GO) test -count=1 ./onnxeval/... ./decode; \
+	ATTNX_KERNELS=avx512f $(GO) test -count=1 ./onnxeval/... ./internal/kernel ./decode
+	if grep -qw avx_vnni /proc/cpuinfo 2>/dev/null; then ATTNX_KERNELS=avx-vnni $(GO) test -count=1 ./onnxeval/... ./internal/kernel ./decode; \
 	else echo "test-kernel-paths: no AVX-VNNI on this CPU: the avx-vnni path is not tested here"; fi
-	ATTNX_KERNELS=avx2 $(GO) test -count=1 ./onnxeval/... ./decode
-	$(GO) test -count=1 -tags purego ./onnxeval/... ./decode
+	ATTNX_KERNELS=avx2 $(GO) test -count=1 ./onnxeval/... ./internal/kernel ./decode
+	$(GO) test -count=1 -tags purego ./onnxeval/... ./internal/kernel ./decode
 
 conformance: deps build
 	bin/attnx conformance
