@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/attnx/attnx/internal/kernel"
 )
 
 // Combine is how an ensemble's members' log_probs make the one
@@ -195,23 +197,17 @@ func CombineLogProbs(dst []float32, lps [][]float32, vocab int, c Combine) {
 
 // logSoftmax replaces row by its log_softmax in float32, as torch's CPU
 // kernel computes it: the maximum m, the sum s of exp(x - m), then
-// x - m - log(s).
+// x - m - log(s) (the sum by the vector kernel, each term to about one
+// float32 ulp).
 func logSoftmax(row []float32) {
 	if len(row) == 0 {
 		return
 	}
-	m := row[0]
-	for _, x := range row[1:] {
-		m = max(m, x)
-	}
-	if math.IsInf(float64(m), 0) {
+	m := kernel.Max(row)
+	if math.IsInf(float64(m), 0) || m != m {
 		return
 	}
-	var s float32
-	for _, x := range row {
-		s += float32(math.Exp(float64(x - m)))
-	}
-	ls := float32(math.Log(float64(s)))
+	ls := float32(math.Log(kernel.ExpSum(row, m)))
 	for j, x := range row {
 		row[j] = x - m - ls
 	}
