@@ -16,7 +16,8 @@
 #
 # Needs ONMT_DIR, PYONMTTOK_DIR, TOKENIZER_LIB, FAIRSEQ_DIR, HYDRA_DIR,
 # OMEGACONF_DIR and SUBWORD_NMT_DIR as make_average.sh does
-# (build_toolkit_deps.sh makes them). Nothing of it runs in CI.
+# (build_toolkit_deps.sh makes them); PARTS="onmt2" (not made by default)
+# needs ONMT2_DIR and TORCHTEXT_DIR too. Nothing of it runs in CI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1
@@ -41,6 +42,87 @@ if [[ " $parts " == *" onmt "* ]]; then
 			-src_subword_model spm_src.model -tgt_subword_model spm_tgt.model $vflags)
 	done < "$out/variants.tsv"
 	echo "OpenNMT-py 3.5.1 (3f0c5f7c24c0a26e7165e054cd8000e18b931799), pyonmttok 1.37.1, torch $torch, made by testdata/toolkits/make_ensemble.sh" > "$out/VERSION"
+fi
+# OpenNMT-py 2.3.0, whose generators end in LogSoftmax: the mean of the
+# log-probs, -avg_raw_probs the log of the mean probability. It trains
+# (ONMT2_DIR, TORCHTEXT_DIR as make_onmt_summary.sh) a model of onmt-avg's
+# recipe on its corpus cut as make_average.sh cuts it, saving two
+# checkpoints, released (onmt_release_model) into onmt2-ensemble.
+if [[ " $parts " == *" onmt2 "* ]]; then
+	onmt2() { ONMT_DIR=$ONMT2_DIR PYTHONPATH=$PYONMTTOK_DIR:$TORCHTEXT_DIR nice $PY "$here/onmt_run.py" "$@"; }
+	work=${WORK:-$(mktemp -d)}
+	src="$here/onmt-avg" out="$here/onmt2-ensemble"
+	mkdir -p "$work" && cd "$work"
+	paste -d '\t' "$ONMT_DIR/data/src-train.txt" "$ONMT_DIR/data/tgt-train.txt" |
+		awk -F'\t' '{n=split($1,a," "); m=split($2,b," "); if (n<=20 && m<=20 && n>=3) print}' > pairs.tsv
+	head -n 3000 pairs.tsv | cut -f1 > train.src; head -n 3000 pairs.tsv | cut -f2 > train.tgt
+	sed -n 3001,3100p pairs.tsv | cut -f1 > valid.src; sed -n 3001,3100p pairs.tsv | cut -f2 > valid.tgt
+	cat > onmt2.yaml <<YAML
+save_data: run2/data
+src_vocab: run2/vocab.src
+tgt_vocab: run2/vocab.tgt
+overwrite: true
+data:
+  corpus_1:
+    path_src: train.src
+    path_tgt: train.tgt
+    transforms: [sentencepiece, filtertoolong]
+  valid:
+    path_src: valid.src
+    path_tgt: valid.tgt
+    transforms: [sentencepiece, filtertoolong]
+src_subword_model: $src/spm_src.model
+tgt_subword_model: $src/spm_tgt.model
+src_seq_length: 200
+tgt_seq_length: 200
+seed: 1234
+model_type: text
+encoder_type: brnn
+decoder_type: rnn
+rnn_type: LSTM
+layers: 1
+rnn_size: 16
+word_vec_size: 8
+global_attention: general
+input_feed: 1
+train_steps: 1500
+valid_steps: 10000
+save_checkpoint_steps: 500
+keep_checkpoint: -1
+save_model: run2/model
+batch_size: 32
+batch_type: sents
+optim: adam
+learning_rate: 0.003
+world_size: 1
+gpu_ranks: []
+report_every: 100
+bucket_size: 4096
+YAML
+	mkdir -p run2
+	if [ ! -f run2/model_step_1500.pt ]; then
+		onmt2 build_vocab -config onmt2.yaml -n_sample -1
+		onmt2 train -config onmt2.yaml
+	fi
+	rm -rf "$out" && mkdir -p "$out/expected"
+	for s in 1000 1500; do onmt2 release_model -m run2/model_step_$s.pt -o "$out/model_step_$s.pt"; done
+	printf 'model_step_1000.pt\nmodel_step_1500.pt\n' > "$out/members"
+	# 2.3.0's onmt_translate has no -transforms: it reads the test set as
+	# SentencePiece pieces (spm_encode) and its output is decoded with
+	# spm_decode; attnx reads test.src as text (export --src-tokenizer,
+	# --tgt-tokenizer with the same models).
+	head -n 24 "$src/test.src" > "$out/test.src"
+	cp "$src/spm_src.model" "$src/spm_tgt.model" "$out/"
+	spm_encode --model="$out/spm_src.model" < "$out/test.src" > "$out/test.pieces"
+	printf 'default\t\t\ngreedy\t-beam_size 1\t--beam 1\nraw\t-avg_raw_probs\t--avg-raw-probs\nraw-greedy\t-avg_raw_probs -beam_size 1\t--avg-raw-probs --beam 1\n' > "$out/variants.tsv"
+	while IFS=$'\t' read -r vname vflags _; do
+		# shellcheck disable=SC2086
+		(cd "$out" && ONMT_GAPS="$out/expected/$vname.gaps.json" onmt2 translate -model model_step_1000.pt model_step_1500.pt -src test.pieces \
+			-output "$work/$vname.pieces" $vflags)
+		spm_decode --model="$out/spm_tgt.model" < "$work/$vname.pieces" > "$out/expected/$vname.txt"
+	done < "$out/variants.tsv"
+	echo "OpenNMT-py 2.3.0 (9311a9af8c03eed235117c92e7e9a7ae860a6553) onmt_build_vocab, onmt_train, onmt_release_model and onmt_translate, torchtext 0.5.0, pyonmttok 1.37.1, torch $torch, made by testdata/toolkits/make_ensemble.sh" > "$out/VERSION"
+	cd "$here"
 fi
 if [[ " $parts " == *" fairseq "* ]]; then
 	src="$here/fairseq-avg" out="$here/fairseq-ensemble"
