@@ -110,6 +110,32 @@
 // them as onmt_translate -verbose does, fairseqgen as fairseq-generate
 // --score-reference does.
 //
+// # Target prefixes
+//
+// CallOptions.Prefixes forces the start of each output (interactive
+// translation: the words the user typed), as OpenNMT-py's onmt_translate
+// -tgt FILE -tgt_file_prefix (2.3.0's -tgt_prefix) and fairseq-generate
+// --prefix-size N (prefix_tokens) do: one prefix of target ids per source
+// (EncodePrefixes reads texts; nil for none), EOS not in it. At each of
+// the prefix's steps every slot's log-probs are rewritten so that only
+// the prefix token is worth taking (decode.Prefix): under fairseq's rules
+// the others become -inf (its _prefix_tokens), under OpenNMT-py's they
+// lose 10000 (its target_prefixing); the prefix token keeps its own
+// log-prob, which the hypothesis' score counts. The search then goes on
+// from the prefix's state: a beam holds one hypothesis worth having
+// through the prefix (every beam shares it) and widens at the first free
+// step. The output, its text and its positional scores start with the
+// prefix. Under OpenNMT-py's rules the output limit and the minimum
+// length grow by the prefix's length (DecodeStrategy.initialize; the
+// toolkit takes the batch's longest and shortest prefix, attnx each
+// row's own, the same for prefixes of one length); under the other
+// rules a prefix must leave room for EOS in the row's limit. Greedy
+// decoding takes prefixes under every rules; beam search under
+// OpenNMT-py's and fairseq's only (the spec's and JoeyNMT's beams would
+// finish the -inf hypotheses the forced steps leave, and those toolkits
+// force no prefixes). Prefixes need the steps engine, as every
+// CallOptions setting does.
+//
 // # Inputs
 //
 // TranslateIDs takes token ids. Ragged batches are padded with source id 0

@@ -50,10 +50,16 @@ func (t *Translator) OutputLimits(sources [][]int64, opt CallOptions) ([]Limits,
 // rowLimits returns the limits of each of rows under so, or an
 // *InputError for the first whose Min leaves it no room (checkLimits).
 func (t *Translator) rowLimits(rows [][]int64, so searchOpts) ([]Limits, error) {
+	if err := t.checkPrefixes(len(rows), so); err != nil {
+		return nil, err
+	}
 	out := make([]Limits, len(rows))
 	for r, row := range rows {
 		out[r] = t.rowLimitsOf(so, r, row)
 		if err := so.checkLimits(r, out[r]); err != nil {
+			return nil, err
+		}
+		if err := t.checkPrefix(r, so, out[r]); err != nil {
 			return nil, err
 		}
 	}
@@ -71,13 +77,14 @@ func (so searchOpts) checkLimits(r int, l Limits) error {
 }
 
 // rowLimitsOf is the limits of row r (source row) for its n: its own
-// length, or so.lens'.
+// length, or so.lens'; under OpenNMT-py's rules a row's target prefix
+// raises them (prefixLimits).
 func (t *Translator) rowLimitsOf(so searchOpts, r int, row []int64) Limits {
 	n := len(row)
 	if so.lens != nil && so.lens[r] > 0 {
 		n = so.lens[r]
 	}
-	return t.limitsFor(n, so)
+	return so.prefixLimits(r, t.limitsFor(n, so))
 }
 
 // limit is Limit.

@@ -53,6 +53,9 @@ func TestEveryOptionsFieldInTable(t *testing.T) {
 		"Backend": true, "Threads": true, "Device": true, "OptLevel": true, "ORTLibrary": true, "Engine": true, "MaxSourceLen": true,
 		"BatchSize": true, "UnknownToUNK": true, "Pretokenized": true, "NoModelDefaults": true,
 		"MaxIdleBytes": true, "MaxLiveBytes": true, "WithoutAttention": true, "AsTestSet": true, "MaxLenCap": true, "PerSentenceLimits": true,
+		// Each row's forced start (the package documentation's "Target
+		// prefixes"): input, like the sources, rather than a setting.
+		"Prefixes": true,
 	}
 	rows := map[string]DecodingOption{}
 	for _, o := range DecodingOptions {
