@@ -78,6 +78,11 @@ type Options struct {
 	// fairseq's SequenceScorer does) and printed as its one hypothesis:
 	// H- the mean log-prob per token in base 2, P- each token's.
 	ScoreReference bool
+	// PrefixSize is --prefix-size: each sentence's first PrefixSize
+	// reference tokens (fewer where the reference is shorter: its </s>
+	// is not forced) forced as the start of every hypothesis, their
+	// log-probs in its score (translate's CallOptions.Prefixes).
+	PrefixSize int
 }
 
 // Summary is what a run did.
@@ -135,6 +140,12 @@ func Generate(ctx context.Context, tr *translate.Translator, dataDir string, opt
 	}
 	if err := checkModel(tr, pair); err != nil {
 		return nil, err
+	}
+	if opt.PrefixSize < 0 {
+		return nil, fmt.Errorf("fairseqgen: --prefix-size %d: expected 0 or more", opt.PrefixSize)
+	}
+	if opt.PrefixSize > 0 && (pair.Tgt == nil || opt.ScoreReference) {
+		return nil, fmt.Errorf("fairseqgen: --prefix-size %d: needs the target side of %s (%s) and no --score-reference", opt.PrefixSize, dataDir, pair.TgtLang)
 	}
 	if opt.ScoreReference && pair.Tgt == nil {
 		return nil, fmt.Errorf("fairseqgen: --score-reference: %s has no target side (%s) to score", dataDir, pair.TgtLang)
@@ -232,7 +243,7 @@ func (g *run) batch(ctx context.Context, ids []int) (int, error) {
 	if g.opt.ScoreReference {
 		res, err = g.scoreReference(ctx, ids, rows)
 	} else {
-		res, err = g.decode(ctx, rows, width)
+		res, err = g.decode(ctx, ids, rows, width)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("fairseqgen: batch of sentences %v: %w", ids, err)
@@ -259,17 +270,36 @@ func (g *run) batch(ctx context.Context, ids []int) (int, error) {
 // batch's width (its longest source, </s> included): when the
 // Translator's limit depends on the length (--max-len-a), every row gets
 // the width's.
-func (g *run) decode(ctx context.Context, rows [][]int64, width int) ([]translate.Result, error) {
+func (g *run) decode(ctx context.Context, ids []int, rows [][]int64, width int) ([]translate.Result, error) {
 	limit := g.tr.Limit(width)
 	same := true
 	for _, r := range rows {
 		same = same && g.tr.Limit(len(r)) == limit
 	}
-	if same {
+	prefixes := g.prefixes(ids)
+	if same && prefixes == nil {
 		return g.tr.TranslateIDs(ctx, rows)
 	}
 	zero := 0.0
-	return g.tr.TranslateIDsCall(ctx, rows, translate.CallOptions{MaxLen: limit, MaxLenA: &zero})
+	return g.tr.TranslateIDsCall(ctx, rows, translate.CallOptions{MaxLen: limit, MaxLenA: &zero, Prefixes: prefixes})
+}
+
+// prefixes are the --prefix-size prefixes of sentences ids (nil without
+// one): generate.py's sample["target"][:, :prefix_size], up to the
+// reference's </s>.
+func (g *run) prefixes(ids []int) [][]int64 {
+	if g.opt.PrefixSize == 0 {
+		return nil
+	}
+	out := make([][]int64, len(ids))
+	for k, id := range ids {
+		ref := g.pair.Tgt.Item(id)
+		if n := len(ref); n > 0 && ref[n-1] == fairseqdata.EOS {
+			ref = ref[:n-1]
+		}
+		out[k] = ref[:min(g.opt.PrefixSize, len(ref))]
+	}
+	return out
 }
 
 // scoreReference scores the references of sentences ids (sources rows)
