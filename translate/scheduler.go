@@ -67,7 +67,8 @@ type CallOptions struct {
 	// fairseq's UnkPenalty, Temperature and MaxLenA; OpenNMT-py's
 	// MaxLenRatio, BlockNgram, IgnoreWhenBlocking (nil: the
 	// Translator's), Ratio and the coverage penalty (CoveragePenalty,
-	// Beta, StepwisePenalty); random sampling under either's rules.
+	// Beta, StepwisePenalty); random sampling under either's rules;
+	// fairseq's MatchSourceLen and diverse searches.
 	UnkPenalty, Temperature, MaxLenA, MaxLenRatio *float64
 	BlockNgram                                    *int
 	IgnoreWhenBlocking                            []string
@@ -79,6 +80,9 @@ type CallOptions struct {
 	SamplingTopK                                  *int
 	SamplingTopP                                  *float64
 	Seed                                          *uint64
+	MatchSourceLen                                *bool
+	DiverseBeamGroups                             *int
+	DiverseBeamStrength, DiversityRate            *float64
 	// AsTestSet gives each row, when MaxLen is 0, the output limit of the
 	// batch the model's toolkit would put it in if the call's rows were
 	// its test set (attnx.json's defaults.batching: JoeyNMT's and
@@ -87,6 +91,12 @@ type CallOptions struct {
 	// length. A server sets it so that a request's inputs decode as
 	// `attnx translate --src` decodes the same lines.
 	AsTestSet bool
+	// Prefixes, when not nil, holds each source's target prefix (target
+	// ids, EOS excluded; nil for none), indexed as the call's sources or
+	// texts: the search forces it, its log-probs counted in the score,
+	// and goes on from there (the package documentation's "Target
+	// prefixes"). EncodePrefixes reads prefix texts.
+	Prefixes [][]int64
 }
 
 // CheckCall checks a call's settings as TranslateIDsCall would, without
@@ -130,6 +140,9 @@ const DefaultMaxQueue = 256
 // whole batch in one session run, which rows cannot join. Close the
 // Scheduler when done; Translator.Close closes those still open.
 func (t *Translator) NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
+	if err := t.errEnsemble("continuous batching (NewScheduler)"); err != nil {
+		return nil, err
+	}
 	if t.pool == nil {
 		return nil, fmt.Errorf("translate: continuous batching needs the %q engine; this Translator runs %q (open it with Engine %q)", EngineSteps, t.engine, EngineSteps)
 	}
@@ -209,7 +222,7 @@ func (s *Scheduler) TranslateSources(ctx context.Context, src Sources, opt CallO
 	if err := t.checkCopySearch(so); err != nil {
 		return nil, err
 	}
-	searches := t.searches(sources, so)
+	searches := t.prefixed(t.searches(sources, so), so)
 	if err := s.s.Decode(ctx, t.encoderRows(sources), searches); err != nil {
 		if errors.Is(err, decode.ErrSchedulerClosed) {
 			return nil, schedulerClosed{}
@@ -245,6 +258,10 @@ func (s *Scheduler) Close() {
 // Translate; each text's output limit follows its own length unless
 // opt.AsTestSet (the package documentation's "Output limits").
 func (t *Translator) TranslateCall(ctx context.Context, texts []string, opt CallOptions) ([]Result, error) {
+	var err error
+	if opt.Prefixes, err = keptPrefixes(texts, opt.Prefixes); err != nil {
+		return nil, err
+	}
 	return t.translateTexts(ctx, texts, func(src Sources) ([]Result, error) { return t.TranslateSourcesCall(ctx, src, opt) })
 }
 

@@ -119,6 +119,9 @@ func (t *Translator) scoreRows(ctx context.Context, sources Sources, refs [][]in
 		return nil, err
 	}
 	defer release()
+	if err := t.errEnsemble("scoring given translations (Score)"); err != nil {
+		return nil, err
+	}
 	if _, err := t.stepsPool(); err != nil {
 		return nil, err
 	}

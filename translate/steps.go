@@ -20,7 +20,10 @@ func (t *Translator) runSearch(ctx context.Context, rows [][]int64, so searchOpt
 	if err := t.checkCopySearch(so); err != nil {
 		return nil, err
 	}
-	searches := t.searches(rows, so)
+	if err := t.checkEnsembleSearch(so); err != nil {
+		return nil, err
+	}
+	searches := t.prefixed(t.searches(rows, so), so)
 	if err := t.decodeSteps(ctx, t.encoderRows(rows), so.beam, searches); err != nil {
 		return nil, err
 	}
@@ -70,8 +73,14 @@ type searchOpts struct {
 	topK           int
 	topP           float64
 	seed           uint64
-	maxLenA        float64
-	maxLenRatio    *float64
+	// fairseq's other searches: Options.MatchSourceLen, DiverseBeamGroups,
+	// DiverseBeamStrength, DiversityRate, or the call's.
+	matchSrc      bool
+	groups        int
+	groupStrength *float64
+	divRate       *float64
+	maxLenA       float64
+	maxLenRatio   *float64
 	// maxLenCap, above 0, bounds every row's limit (CallOptions.MaxLenCap).
 	maxLenCap int
 	// lens, when not nil, holds the n of each row's output limit: the
@@ -81,6 +90,9 @@ type searchOpts struct {
 	// words, when not nil, are each row's own words outside the source
 	// vocabulary (Sources.Words), for a copy model's dynamic vocabulary.
 	words [][]string
+	// prefixes, when not nil, are each row's target prefix
+	// (CallOptions.Prefixes).
+	prefixes [][]int64
 }
 
 // rowWords returns row r's words outside the source vocabulary.
@@ -102,7 +114,8 @@ func (t *Translator) searchOptions() searchOpts {
 		openNMT: t.opt.Rules == RulesOpenNMT, onmtPen: t.opt.OpenNMTPenalty, banUNK: t.opt.BanUNK, joey: t.opt.Rules == RulesJoeyNMT,
 		fairseq: t.opt.Rules == RulesFairseq, unkPen: t.opt.UnkPenalty, temp: t.opt.Temperature, noRepeat: t.opt.NoRepeatNgram, repPenalty: t.opt.RepetitionPenalty,
 		blockNgram: t.opt.BlockNgram, ignoreBlocking: t.ignoreBlocking, ratio: t.opt.Ratio, covPen: t.opt.CoveragePenalty, beta: t.opt.Beta, stepwise: t.opt.StepwisePenalty, sampling: t.opt.Sampling, topK: t.opt.SamplingTopK,
-		topP: t.opt.SamplingTopP, seed: t.opt.Seed, maxLenA: t.opt.MaxLenA, maxLenRatio: t.opt.MaxLenRatio}
+		topP: t.opt.SamplingTopP, seed: t.opt.Seed, maxLenA: t.opt.MaxLenA, maxLenRatio: t.opt.MaxLenRatio,
+		matchSrc: t.opt.MatchSourceLen, groups: t.opt.DiverseBeamGroups, groupStrength: t.opt.DiverseBeamStrength, divRate: t.opt.DiversityRate}
 	if so.onmtPen == "" {
 		so.onmtPen = decode.PenaltyAvg
 	}
@@ -129,7 +142,7 @@ func (t *Translator) callSearchOptions(opt CallOptions) (searchOpts, error) {
 	}
 	so := t.searchOptions()
 	so.maxLen, so.maxLenCap = opt.MaxLen, opt.MaxLenCap
-	so.noAttention = opt.WithoutAttention
+	so.noAttention, so.prefixes = opt.WithoutAttention, opt.Prefixes
 	if opt.Beam != 0 {
 		so.beam, so.nBest = opt.Beam, 1
 	}
@@ -307,6 +320,7 @@ func (t *Translator) searches(rows [][]int64, so searchOpts) []decode.Search {
 			if so.sampling {
 				bs[r].Sampling, bs[r].TopK, bs[r].TopP, bs[r].Rand = true, so.topK, so.topP, rowRand(so.seed, row)
 			}
+			so.setDiverse(&bs[r], rows, row, sp)
 			ss[r] = &bs[r]
 		}
 		return ss
@@ -427,7 +441,7 @@ type nBestSearch interface {
 func searchResults(ss []decode.Search, so searchOpts) []Result {
 	res := make([]Result, len(ss))
 	for r, s := range ss {
-		switch s := s.(type) {
+		switch s := unprefixed(s).(type) {
 		case *decode.Greedy:
 			res[r].Tokens, res[r].Attention = s.Tokens(), s.Attention()
 			res[r].Hypotheses = []Hypothesis{greedyHypothesis(so, res[r].Tokens, slices.Clone(s.Scores()))}
@@ -474,6 +488,9 @@ func greedyHypothesis(so searchOpts, tokens []int64, logProbs []float32) Hypothe
 // decodeSteps decodes rows with their searches on an executor from the
 // pool, sized for width slots per row.
 func (t *Translator) decodeSteps(ctx context.Context, rows [][]int64, width int, searches []decode.Search) error {
+	if t.ens != nil {
+		return t.decodeEnsemble(ctx, rows, width, searches)
+	}
 	ex, err := t.pool.get(ctx, width*len(rows), width*len(rows)*maxLen(rows))
 	if err != nil {
 		return err
@@ -525,6 +542,7 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 	if opt.Seed != nil {
 		so.seed = *opt.Seed
 	}
+	callDiverse(opt, so)
 	if opt.IgnoreWhenBlocking != nil {
 		ids, err := t.targetIDs("IgnoreWhenBlocking", opt.IgnoreWhenBlocking)
 		if err != nil {
@@ -535,5 +553,6 @@ func (t *Translator) callToolkitOptions(opt CallOptions, so *searchOpts) error {
 	return checkOptions(Options{Engine: EngineSteps, Rules: so.rulesName(), Beam: so.beam, NBest: so.nBest, UnkPenalty: so.unkPen, Temperature: so.temp,
 		MaxLenA: so.maxLenA, MaxLenRatio: so.maxLenRatio, BlockNgram: so.blockNgram, IgnoreWhenBlocking: opt.IgnoreWhenBlocking, Ratio: so.ratio,
 		CoveragePenalty: so.covPen, Beta: so.beta, StepwisePenalty: so.stepwise,
-		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty, LengthPenaltyWu: so.wu})
+		Sampling: so.sampling, SamplingTopK: so.topK, SamplingTopP: so.topP, NoRepeatNgram: so.noRepeat, RepetitionPenalty: so.repPenalty, LengthPenaltyWu: so.wu,
+		MatchSourceLen: so.matchSrc, DiverseBeamGroups: so.groups, DiverseBeamStrength: so.groupStrength, DiversityRate: so.divRate})
 }

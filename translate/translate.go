@@ -88,6 +88,11 @@ type Options struct {
 	// token that has the highest attention at that step (OpenNMT-py's
 	// -replace_unk), in OutputTokens and Text.
 	ReplaceUnk bool
+	// ReplaceUnkDict, when ReplaceUnk (or CallOptions.ReplaceUnk) is on,
+	// writes its entry for that source token instead where it has one
+	// (fairseq's --replace-unk DICT, OpenNMT-py's -phrase_table; see
+	// LoadAlignDict and LoadPhraseTable).
+	ReplaceUnkDict UnkDict
 	// MinLen keeps EOS out of the first MinLen output tokens, greedy and
 	// beam search alike (OpenNMT-py's -min_length, JoeyNMT's
 	// min_output_length). It runs on the steps engine: the loop engine's
@@ -205,6 +210,18 @@ type Options struct {
 	SamplingTopK int
 	SamplingTopP float64
 	Seed         uint64
+	// fairseq's other searches under RulesFairseq, at most one of them
+	// and none with Sampling (decode/diverse.go): MatchSourceLen is its
+	// --match-source-len (each output as long as its source, the limit
+	// the longest source of the call's batch); DiverseBeamGroups its
+	// --diverse-beam-groups (0: none; it divides Beam), with
+	// DiverseBeamStrength its --diverse-beam-strength (nil: fairseq's
+	// 0.5); DiversityRate its --diversity-rate (nil: none; 0 searches as
+	// the beam does).
+	MatchSourceLen      bool
+	DiverseBeamGroups   int
+	DiverseBeamStrength *float64
+	DiversityRate       *float64
 	// MaxLiveBytes bounds the decoding buffers of the steps engine's calls
 	// in progress, all together: a call whose batch would go over waits for
 	// others to finish (or for its context to end), and a batch that alone
@@ -320,6 +337,7 @@ type Translator struct {
 	stepsOnce sync.Once
 	stepsErr  error
 	scheds    map[*Scheduler]struct{} // open Schedulers, guarded by mu
+	ens       *ensemble               // the other members, for an ensemble (OpenEnsemble)
 }
 
 // targetIDs returns the target vocabulary's ids of tokens, an error
@@ -683,6 +701,9 @@ func checkOptions(opt Options) error {
 	if k, p := opt.SamplingTopK, opt.SamplingTopP; k < 0 || math.IsNaN(p) || p < 0 || p > 1 || k > 0 && p > 0 {
 		return optionErrorf("SamplingTopK", "translate: SamplingTopK %d, SamplingTopP %v: want one of them, TopK >= 1 or TopP in (0, 1]", k, p)
 	}
+	if err := checkDiverse(opt); err != nil {
+		return err
+	}
 	if a := opt.MaxLenA; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 || a > 0 && opt.Rules != RulesFairseq {
 		return optionErrorf("MaxLenA", "translate: MaxLenA = %v: want a finite value >= 0, with Rules %q", a, RulesFairseq)
 	}
@@ -791,7 +812,7 @@ func (t *Translator) Close() error {
 	if t.pool != nil {
 		t.pool.close()
 	}
-	return t.closeSessions()
+	return errors.Join(t.closeSessions(), t.closeMembers())
 }
 
 func (t *Translator) closeSessions() error {
@@ -993,6 +1014,9 @@ func (t *Translator) decodeBatches(sources Sources, so searchOpts, run func(rows
 			part.lens = so.lens[start:end]
 		}
 		part.words = batch.Words
+		if so.prefixes != nil {
+			part.prefixes = so.prefixes[start:end]
+		}
 		res, err := run(rows, part)
 		if err != nil {
 			return nil, err
@@ -1144,8 +1168,9 @@ func (t *Translator) replaceUnk(tokens []int64, attention [][]float32, src []str
 		if best < 0 {
 			continue // nothing to align to: the <unk> stays
 		}
-		repl[i] = src[best]
-		out[i] = src[best]
+		w := t.opt.ReplaceUnkDict.replacement(src[best])
+		repl[i] = w
+		out[i] = w
 	}
 	if len(repl) == n {
 		return text

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/attnx/attnx/translate"
 )
 
 // toolkitFlags maps the spellings of fairseq's, OpenNMT-py's and
@@ -41,6 +45,7 @@ var toolkitFlags = map[string]string{
 	"max-sentences":        "--batch (fairseq's --max-sentences, its --batch-size)",
 	"post-process":         "default: the model's subword pieces are joined and the text detokenized as fairseq's --post-process would",
 	"unnormalized":         "--length-penalty 0 (fairseq's --unnormalized: hypotheses ranked by their raw scores)",
+	"tgt-file-prefix":      "--tgt-prefix FILE with --src FILE (OpenNMT-py 3.5.1's -tgt FILE -tgt_file_prefix; 2.3.0's -tgt FILE -tgt_prefix is --tgt-prefix FILE too)",
 	"tgt":                  "--tgt FILE with --src FILE (OpenNMT-py's -tgt: each reference's gold score; --format onmt prints its GOLD lines)",
 	"attn-debug":           "--json --attention (each output token's attention over the source; OpenNMT-py's -attn_debug), or --plot FILE.png",
 	"report-time":          "default: with --src a final line on stderr gives the time, sentences/s and tokens/s (OpenNMT-py's -report_time)",
@@ -79,13 +84,13 @@ func toolkitFlagHint(fs *pflag.FlagSet, typed string) string {
 	return hint
 }
 
-// modelFlag is translate's --model: one model directory. A second --model
-// is refused, where a string flag would silently keep the last: several
-// models are an ensemble (OpenNMT-py's -model A B, fairseq's --path A:B),
-// which attnx does not decode yet.
+// modelFlag is translate's --model: a model directory, repeatable. Each
+// --model adds a member of an ensemble (OpenNMT-py's -model A B, fairseq's
+// --path A:B), where a string flag would silently keep the last; dir is
+// the first.
 type modelFlag struct {
-	dir string
-	set bool
+	dir  string
+	dirs []string
 }
 
 func (f *modelFlag) String() string { return f.dir }
@@ -94,16 +99,19 @@ func (f *modelFlag) String() string { return f.dir }
 func (f *modelFlag) Type() string { return "string" }
 
 func (f *modelFlag) Set(s string) error {
-	if f.set {
-		return fmt.Errorf("a second model, after %s: attnx decodes with one model (ensembles, as OpenNMT-py's -model A B or fairseq's --path A:B, are not supported yet)", f.dir)
+	if slices.Contains(f.dirs, s) {
+		return fmt.Errorf("%s is given twice: each --model adds a member of an ensemble", s)
 	}
-	f.dir, f.set = s, true
+	if len(f.dirs) == 0 {
+		f.dir = s
+	}
+	f.dirs = append(f.dirs, s)
 	return nil
 }
 
 // checkModelArgs refuses OpenNMT-py's spelling of an ensemble, -model A B:
-// attnx's --model takes one directory, and B would be translated as a
-// sentence. B counts as a model when it names a file or directory, or a
+// attnx's --model takes one directory (an ensemble repeats it), and B
+// would be translated as a sentence. B counts as a model when it names a file or directory, or a
 // checkpoint (.pt); text that does so goes after --.
 func checkModelArgs(args []string) error {
 	for i, a := range args {
@@ -127,8 +135,26 @@ func checkModelArgs(args []string) error {
 		b := args[next]
 		if _, err := os.Stat(b); err == nil || strings.HasSuffix(b, ".pt") {
 			typed, _, _ := strings.Cut(a, "=")
-			return &usageError{fmt.Sprintf("%s %s %s: attnx's is --model DIR, one model directory (OpenNMT-py's -model A B is an ensemble, which attnx does not decode yet); %q would be translated as a sentence: give one model, and text that names a file after --", typed, value, b, b)}
+			return &usageError{fmt.Sprintf("%s %s %s: attnx's is --model DIR, one model directory (OpenNMT-py's ensemble -model A B is --model A --model B); %q would be translated as a sentence: give each model its own --model, and text that names a file after --", typed, value, b, b)}
 		}
 	}
 	return nil
+}
+
+// openTranslateModels opens translate's --model: one directory, or the
+// ensemble of several (--avg-raw-probs choosing OpenNMT-py's other rule).
+func openTranslateModels(f *translateFlags, topt translate.Options) (*translate.Translator, error) {
+	dirs := f.modelDir.dirs
+	if len(dirs) < 2 {
+		if *f.avgRawProbs {
+			return nil, &usageError{"--avg-raw-probs combines the members of an ensemble: give several --model"}
+		}
+		return translate.Open(*f.model, topt)
+	}
+	tr, err := translate.OpenEnsemble(dirs, topt, translate.EnsembleOptions{AvgRawProbs: *f.avgRawProbs})
+	var bad *translate.RequestError
+	if errors.As(err, &bad) && bad.Field == "AvgRawProbs" {
+		return nil, &usageError{strings.ReplaceAll(strings.TrimPrefix(err.Error(), "translate: "), "AvgRawProbs", "--avg-raw-probs")}
+	}
+	return tr, err
 }

@@ -34,11 +34,11 @@ func TestToolkitSpellingsAnswered(t *testing.T) {
 	}
 }
 
-// TestModelFlagOnce: --model takes one model directory. OpenNMT-py's
-// ensemble spelling -model A B was decoded with A, B translated as a
-// sentence; a second --model silently replaced the first. Both are
-// refused, naming the ensemble attnx does not decode yet, and nothing is
-// translated; text after the directory still is.
+// TestModelFlagOnce: --model takes one model directory; an ensemble
+// repeats it. OpenNMT-py's ensemble spelling -model A B was decoded with
+// A, B translated as a sentence: it is refused, naming attnx's spelling
+// (--model A --model B), and nothing is translated; a directory given
+// twice is refused; text after the directory still is translated.
 func TestModelFlagOnce(t *testing.T) {
 	model := translateTestModel(t)
 	other := t.TempDir()
@@ -48,10 +48,11 @@ func TestModelFlagOnce(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-model", model, other}, "-model " + model + " " + other + ": attnx's is --model DIR, one model directory (OpenNMT-py's -model A B is an ensemble, which attnx does not decode yet)"},
+		{[]string{"-model", model, other}, "-model " + model + " " + other + ": attnx's is --model DIR, one model directory (OpenNMT-py's ensemble -model A B is --model A --model B)"},
 		{[]string{"--model", model, ckpt, "--beam", "2"}, "would be translated as a sentence"},
 		{[]string{"-model=" + model, "b.pt"}, "-model " + model + " b.pt: attnx's is --model DIR"},
-		{[]string{"--model", model, "--model", other, "abc"}, `invalid argument "` + other + `" for "--model" flag: a second model, after ` + model + ": attnx decodes with one model (ensembles, as OpenNMT-py's -model A B or fairseq's --path A:B, are not supported yet)"},
+		{[]string{"--model", model, "--model", model, "abc"}, `invalid argument "` + model + `" for "--model" flag: ` + model + " is given twice: each --model adds a member of an ensemble"},
+		{[]string{"--model", model, "--avg-raw-probs", "abc"}, "--avg-raw-probs combines the members of an ensemble: give several --model"},
 	} {
 		code, out, stderr := attnx(append([]string{"translate"}, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(stderr, c.want) {

@@ -41,11 +41,13 @@ type translateFlags struct {
 	fs             *pflag.FlagSet
 	modelDir       modelFlag
 	model          *string
+	avgRawProbs    *bool
 	ids            translateIDsFlag
 	batch          *int
 	maxLen         *int
 	maxLenRatio    *float64
 	replaceUnk     *bool
+	unkDict        unkDictFlags
 	minLen         *int
 	maxSrc         *int
 	jsonOut        *bool
@@ -71,6 +73,7 @@ type translateFlags struct {
 	sampling       *bool
 	samplingTopK   *int
 	samplingTopP   *float64
+	fsearch        fairseqSearchFlags
 	seed           *uint64
 	temperature    *float64
 	banUNK         *bool
@@ -84,6 +87,7 @@ type translateFlags struct {
 	ignoreBlocking *[]string
 	src            *string
 	tgt            *string
+	tgtPrefix      *string
 	output         *string
 	batchTokens    *int
 	lanes          *int
@@ -94,13 +98,15 @@ func newTranslateFlags() *translateFlags {
 	f := &translateFlags{}
 	fs := newFlagSet("translate")
 	f.fs = fs
-	fs.Var(&f.modelDir, "model", "model directory (`DIR` with attnx.json, encoder.onnx, decoder.onnx); one: ensembles are not supported yet")
+	fs.Var(&f.modelDir, "model", "model directory (`DIR` with attnx.json, encoder.onnx, decoder.onnx); repeated, an ensemble of the models (OpenNMT-py's -model A B, fairseq's --path A:B), whose first gives the defaults")
 	f.model = &f.modelDir.dir
+	f.avgRawProbs = fs.Bool("avg-raw-probs", false, "with several --model: combine the ensemble's members by the log of their mean probability (OpenNMT-py's -avg_raw_probs), not the mean of their log-probs")
 	fs.Var(&f.ids, "ids", "translate these source token `ids` (\"5 9 2\"); repeatable")
 	f.batch = fs.Int("batch", 32, "inputs decoded together; with --src also the toolkit's -batch_size, whose batches decide a toolkit model's output limits")
 	f.maxLen = fs.Int("max-len", 0, "most output tokens per input, EOS included (0: the model's limit, else 2n+10 for n source tokens); OpenNMT-py's -max_length, JoeyNMT's max_output_length")
 	f.maxLenRatio = fs.Float64("max-len-ratio", 0, "OpenNMT-py's -max_length_ratio `R`: at most min(--max-len or 250, R x n + 5) output tokens, n the longest source of the sentence's onmt_translate batch (0: --max-len or 250 alone)")
 	f.replaceUnk = fs.Bool("replace-unk", false, "replace each <unk> of the output with the source token it attends to most (OpenNMT-py's -replace_unk)")
+	f.unkDict.add(fs)
 	f.minLen = fs.Int("min-len", 0, "no EOS before this many output tokens (OpenNMT-py's -min_length, JoeyNMT's min_output_length; runs on the steps engine)")
 	f.maxSrc = fs.Int("max-src-len", 0, "refuse inputs of more than this many source tokens (0: no limit)")
 	f.jsonOut = fs.Bool("json", false, "write one JSON object per input")
@@ -126,6 +132,7 @@ func newTranslateFlags() *translateFlags {
 	f.sampling = fs.Bool("sampling", false, "with --rules fairseq or opennmt: each of the --beam hypotheses draws its tokens (fairseq's --sampling; onmt_translate's -random_sampling_topk -1, or with --sampling-topk/-topp its -random_sampling_topk/-topp); attnx's own draws, seeded by --seed: torch's cannot be reproduced")
 	f.samplingTopK = fs.Int("sampling-topk", 0, "with --sampling: draw from the `K` most probable tokens (fairseq's --sampling-topk)")
 	f.samplingTopP = fs.Float64("sampling-topp", 0, "with --sampling: draw from the most probable tokens up to cumulative probability `P` (fairseq's --sampling-topp)")
+	f.fsearch.add(fs)
 	f.seed = fs.Uint64("seed", 1, "with --sampling: the random seed (with each sentence's source: the same sentence draws the same samples in any batch)")
 	f.temperature = fs.Float64("temperature", 0, "with --rules fairseq: divide the logits by `T` > 0 at every step (fairseq's --temperature; 0: none); with --rules opennmt --sampling: onmt_translate's -random_sampling_temp (0: its default 1)")
 	f.banUNK = fs.Bool("ban-unk", false, "never output the unknown token (OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false; steps engine)")
@@ -139,6 +146,7 @@ func newTranslateFlags() *translateFlags {
 	f.ignoreBlocking = fs.StringSlice("ignore-when-blocking", nil, "with --block-ngram-repeat: n-grams holding one of these target `TOKENS` may repeat (OpenNMT-py's -ignore_when_blocking)")
 	f.src = fs.String("src", "", "translate the test set in `FILE` (one sentence per line), sorted by length into batches; results in the file's order")
 	f.tgt = fs.String("tgt", "", tgtFlagUsage)
+	f.tgtPrefix = fs.String("tgt-prefix", "", tgtPrefixUsage)
 	f.output = fs.String("output", "", "with --src: write the translations to `FILE` (one line per sentence, or --n-best lines; written in place when complete), not stdout")
 	f.batchTokens = fs.Int("batch-tokens", 0, "with --src: cut batches by source tokens (sentences x longest <= `N`) instead of --batch sentences")
 	f.lanes = fs.Int("lanes", 0, "with --src: batches decoded at the same time (0: one per core, each with --threads / lanes ONNX Runtime threads)")
@@ -160,7 +168,7 @@ func (f *translateFlags) resolve() error {
 	if *f.model != "" {
 		applyModelDefaults(fs, *f.model, decodingFlags{beam: f.beam, nBest: f.nBest, minLen: f.minLen, alpha: f.alpha, penaltyForm: f.penaltyForm, replaceUnk: f.replaceUnk, rules: f.rules, banUNK: f.banUNK, maxLenRatio: f.maxLenRatio, noRepeat: f.noRepeat, repPenalty: f.repPenalty})
 	}
-	return nil
+	return f.unkDict.load(f.replaceUnk)
 }
 
 // checkDecoding refuses decoding flags that do not go together, naming
@@ -240,6 +248,9 @@ func (f *translateFlags) checkOutput() error {
 	case *f.format == formatFairseq && *f.rules != translate.RulesFairseq:
 		return &usageError{fmt.Sprintf("--format fairseq writes fairseq's scores, which its search records: it goes with fairseq's rules (the default of a fairseq model), not --rules %s", *f.rules)}
 	}
+	if *f.tgtPrefix != "" && (*f.src == "" || *f.tgt != "") {
+		return &usageError{"--tgt-prefix FILE holds the starts of --src FILE's translations: give --src FILE too, and no --tgt"}
+	}
 	if *f.tgt != "" && *f.src == "" {
 		return &usageError{"--tgt FILE holds the references of --src FILE's lines: give --src FILE too"}
 	}
@@ -271,6 +282,10 @@ func (f *translateFlags) checkInputs() error {
 	switch {
 	case *f.model == "":
 		return &usageError{"--model DIR is required"}
+	case len(f.modelDir.dirs) > 1 && *f.shardFlag != "":
+		return &usageError{"--shard records one model's settings: translate with an ensemble (several --model) without --shard"}
+	case len(f.modelDir.dirs) < 2 && *f.avgRawProbs:
+		return &usageError{"--avg-raw-probs combines the members of an ensemble: give several --model"}
 	case *f.batch < 1:
 		return &usageError{fmt.Sprintf("--batch %d: must be at least 1", *f.batch)}
 	case *f.maxLen < 0:
@@ -309,7 +324,7 @@ func (f *translateFlags) checkInputs() error {
 func (f *translateFlags) options(onmtPenalty string) (translate.Options, translate.CorpusOptions) {
 	fs := f.fs
 	topt := translate.Options{
-		Backend: *f.backend, Threads: *f.threads, Device: *f.device, Engine: *f.engine, MaxLen: *f.maxLen, MinLen: *f.minLen, ReplaceUnk: *f.replaceUnk, MaxSourceLen: *f.maxSrc, BatchSize: *f.batch, UnknownToUNK: *f.unk,
+		Backend: *f.backend, Threads: *f.threads, Device: *f.device, Engine: *f.engine, MaxLen: *f.maxLen, MinLen: *f.minLen, ReplaceUnk: *f.replaceUnk, ReplaceUnkDict: f.unkDict.dict, MaxSourceLen: *f.maxSrc, BatchSize: *f.batch, UnknownToUNK: *f.unk,
 		NoModelDefaults: true, // resolved above (applyModelDefaults)
 		Pretokenized:    *f.pretok,
 		Beam:            *f.beam, NBest: *f.nBest, LengthPenalty: f.alpha, LengthPenaltyWu: *f.penaltyForm == "wu" && *f.rules == translate.RulesSpec,
@@ -324,10 +339,11 @@ func (f *translateFlags) options(onmtPenalty string) (translate.Options, transla
 	if fs.Changed("max-len-ratio") {
 		topt.MaxLenRatio = f.maxLenRatio
 	}
-	// Attention only where it is written: a result waits for the
-	// sentences before it, and on a large corpus its attention would be
-	// most of the memory.
-	co := translate.CorpusOptions{BatchSize: *f.batch, BatchTokens: *f.batchTokens, WithoutAttention: !(*f.jsonOut && *f.withAttention) && *f.plotPath == ""}
+	f.fsearch.set(fs, &topt)
+	// Attention only where it is used (--json's alignment, --attention,
+	// --plot): a result waits for the sentences before it, and on a large
+	// corpus its attention would be most of the memory.
+	co := translate.CorpusOptions{BatchSize: *f.batch, BatchTokens: *f.batchTokens, WithoutAttention: !*f.jsonOut && *f.plotPath == ""}
 	// --batch and --batch-tokens stand for the toolkit's -batch_size and
 	// -batch_type, whose batches decide its output limits.
 	switch {
@@ -385,7 +401,7 @@ func runTranslate(args []string) error {
 			topt.BatchSize = *f.batchTokens // a batch's rows never exceed its tokens
 		}
 	}
-	tr, err := translate.Open(*f.model, topt)
+	tr, err := openTranslateModels(f, topt)
 	var noGraph *translate.LoopGraphError
 	if errors.As(err, &noGraph) && noGraph.Graph == modeldir.BeamFile {
 		return &usageError{fmt.Sprintf("--engine loop with --beam %d needs beam.onnx, and %s names no beam model (files.beam): re-export with `attnx export --beam`, or use --engine steps (the default for --beam > 1)",
@@ -405,6 +421,9 @@ func runTranslate(args []string) error {
 		job := corpusJob{src: *f.src, output: *f.output, json: *f.jsonOut, attention: *f.withAttention, nBest: *f.nBest, format: *f.format, withScore: *f.withScore, plot: *f.plotPath, opts: co, shard: sj}
 		if *f.tgt != "" {
 			return scoreTestSet(tr, job, *f.tgt)
+		}
+		if *f.tgtPrefix != "" {
+			return translatePrefixed(tr, job, *f.tgtPrefix)
 		}
 		return translateCorpus(tr, job)
 	}
