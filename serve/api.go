@@ -114,10 +114,22 @@ type Request struct {
 	SamplingTopK       *int     `json:"sampling_topk,omitempty"`
 	SamplingTopP       *float64 `json:"sampling_topp,omitempty"`
 	Seed               *uint64  `json:"seed,omitempty"`
+	// fairseq's other searches (docs/decoding.md): match_source_len,
+	// diverse_beam_groups with diverse_beam_strength, diversity_rate.
+	MatchSourceLen      *bool    `json:"match_source_len,omitempty"`
+	DiverseBeamGroups   *int     `json:"diverse_beam_groups,omitempty"`
+	DiverseBeamStrength *float64 `json:"diverse_beam_strength,omitempty"`
+	DiversityRate       *float64 `json:"diversity_rate,omitempty"`
 	// Pretokenized true takes each input as the model's source pieces
 	// already, separated by spaces (a test set segmented by the
 	// toolkit's scripts): the model's tokenizer is not run.
 	Pretokenized *bool `json:"pretokenized,omitempty"`
+	// Prefix holds, for each of "inputs", the start of its translation
+	// (target text the user typed; "" for none), forced as onmt_translate
+	// -tgt_file_prefix and fairseq-generate --prefix-size force it: the
+	// search goes on from it, its log-probs in the score, and the
+	// translation starts with it (translate.CallOptions.Prefixes).
+	Prefix []string `json:"prefix,omitempty"`
 }
 
 // requestFields lists Request's JSON fields, for error messages: read

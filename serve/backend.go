@@ -87,7 +87,9 @@ func (job Job) callOptions() translate.CallOptions {
 		CoveragePenalty: t.CoveragePenalty, Beta: t.Beta, StepwisePenalty: t.StepwisePenalty,
 		SamplingTopP: t.SamplingTopP, Seed: t.Seed, MaxLen: job.MaxLen, MaxLenCap: job.MaxLenCap, Beam: job.Beam, NBest: job.NBest, LengthPenalty: job.LengthPenalty,
 		LengthPenaltyWu: &job.PenaltyWu, MinLen: job.MinLen, ReplaceUnk: &job.ReplaceUnk, WithoutAttention: !job.Attention && !job.Alignment, AsTestSet: job.AsTestSet,
-		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty}
+		Rules: job.Rules, OpenNMTPenalty: job.OnmtPenalty, BanUNK: &job.BanUNK, NoRepeatNgram: &job.NoRepeatNgram, RepetitionPenalty: &job.RepetitionPenalty,
+		Prefixes: t.Prefixes, MatchSourceLen: t.MatchSourceLen, DiverseBeamGroups: t.DiverseBeamGroups, DiverseBeamStrength: t.DiverseBeamStrength,
+		DiversityRate: t.DiversityRate}
 }
 
 // perCall reports whether job needs the per-call search settings of the
@@ -190,6 +192,16 @@ func (b *translatorBackend) LooksSegmented(text string) string { return b.def.Lo
 func (b *batchingBackend) LooksSegmented(text string) string { return b.tr.LooksSegmented(text) }
 
 func (b *translatorBackend) TokenizerCache() subword.CacheStats { return b.def.TokenizerCache() }
+
+// EncodePrefixes tokenises target prefixes (translate.Translator.EncodePrefixes).
+func (b *translatorBackend) EncodePrefixes(texts []string) ([][]int64, error) {
+	return b.def.EncodePrefixes(texts)
+}
+
+// EncodePrefixes tokenises target prefixes (translate.Translator.EncodePrefixes).
+func (b *batchingBackend) EncodePrefixes(texts []string) ([][]int64, error) {
+	return b.tr.EncodePrefixes(texts)
+}
 
 func (b *translatorBackend) Tokenize(ctx context.Context, texts []string, pretokenized bool) (translate.Sources, error) {
 	return b.def.Tokenize(ctx, texts, pretokenized)

@@ -598,6 +598,9 @@ func (s *Server) translateRequest(ctx context.Context, w http.ResponseWriter, r 
 			return s.translateError(w, r, m, field, err, release)
 		}
 	}
+	if msg := prefixJob(req, m, &job); msg != "" {
+		return fail(m, http.StatusBadRequest, "%s", msg)
+	}
 	// Each row's output limits, as its search will get them: what the
 	// memory estimate counts, held to --max-out-len.
 	limits, err := s.outputLimits(m, job)
@@ -871,7 +874,8 @@ func (s *Server) checkBeam(req *Request, m *servedModel) (Job, string) {
 	job.Toolkit = translate.CallOptions{MaxLenRatio: req.MaxLenRatio, BlockNgram: req.BlockNgramRepeat, IgnoreWhenBlocking: req.IgnoreWhenBlocking,
 		Ratio: req.Ratio, UnkPenalty: req.UnkPenalty, Temperature: req.Temperature, MaxLenA: req.MaxLenA, Sampling: req.Sampling,
 		CoveragePenalty: req.CoveragePenalty, Beta: req.Beta, StepwisePenalty: req.StepwisePenalty,
-		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed}
+		SamplingTopK: req.SamplingTopK, SamplingTopP: req.SamplingTopP, Seed: req.Seed,
+		MatchSourceLen: req.MatchSourceLen, DiverseBeamGroups: req.DiverseBeamGroups, DiverseBeamStrength: req.DiverseBeamStrength, DiversityRate: req.DiversityRate}
 	if !reflect.ValueOf(job.Toolkit).IsZero() || job.NoRepeatNgram != 0 || job.RepetitionPenalty != 0 || job.PenaltyWu || m.info.Config.HasCopy() {
 		// Checked as translate checks them for every surface (a setting
 		// the rules lack among them, and the searches a copy model cannot

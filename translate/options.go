@@ -103,6 +103,7 @@ var DecodingOptions = []DecodingOption{
 	{"MaxLen", "--max-len", "max_len", "max_len", "all", "most output tokens, EOS included; OpenNMT-py's -max_length, JoeyNMT's max_output_length, fairseq's --max-len-b + 1", ""},
 	{"MinLen", "--min-len", "min_len", "min_len", "all", "no EOS before this many tokens; OpenNMT-py's -min_length, JoeyNMT's min_output_length, fairseq's --min-len", ""},
 	{"ReplaceUnk", "--replace-unk", "replace_unk", "replace_unk", "all", "each <unk> out becomes the source token it attends to most; OpenNMT-py's -replace_unk", ""},
+	{"ReplaceUnkDict", "--replace-unk-dict, --phrase-table", "", "", "all", "with ReplaceUnk, that source token's entry in a dictionary where it has one; fairseq's --replace-unk DICT, OpenNMT-py's -phrase_table", ""},
 	{"BanUNK", "--ban-unk", "ban_unk", "ban_unk", "all", "never output the unknown token; OpenNMT-py's -ban_unk_token, JoeyNMT's generate_unk: false", ""},
 	{"NoRepeatNgram", "--no-repeat-ngram", "no_repeat_ngram", "no_repeat_ngram", "spec, joeynmt", "JoeyNMT's no_repeat_ngram_size", "OpenNMT-py has no such option (its -block_ngram_repeat is BlockNgram, which bans a repeated n-gram of the hypothesis, not of the source), and fairseq 0.12.2's --no-repeat-ngram-size blocks nothing on a CPU"},
 	{"RepetitionPenalty", "--repetition-penalty", "repetition_penalty", "repetition_penalty", "spec, joeynmt", "JoeyNMT's repetition_penalty", "neither OpenNMT-py nor fairseq has a repetition penalty"},
@@ -120,6 +121,10 @@ var DecodingOptions = []DecodingOption{
 	{"SamplingTopK", "--sampling-topk", "sampling_topk", "", "fairseq, opennmt", "draw from the K most probable tokens", "it goes with Sampling"},
 	{"SamplingTopP", "--sampling-topp", "sampling_topp", "", "fairseq, opennmt", "draw from the tokens up to cumulative probability P", "it goes with Sampling"},
 	{"Seed", "--seed", "seed", "", "fairseq, opennmt", "the draws' seed (with each sentence's source)", "it seeds Sampling's draws"},
+	{"MatchSourceLen", "--match-source-len", "match_source_len", "", "fairseq", "fairseq's --match-source-len: each output exactly as long as its source, ending past it scored -inf (LengthConstrainedBeamSearch)", "it is fairseq's --match-source-len"},
+	{"DiverseBeamGroups", "--diverse-beam-groups", "diverse_beam_groups", "", "fairseq", "fairseq's --diverse-beam-groups: the beam as G groups, each penalised for the tokens the earlier ones chose (DiverseBeamSearch; G divides the beam)", "it is fairseq's DiverseBeamSearch"},
+	{"DiverseBeamStrength", "--diverse-beam-strength", "diverse_beam_strength", "", "fairseq", "fairseq's --diverse-beam-strength, the groups' penalty per earlier choice (default 0.5)", "it weighs fairseq's DiverseBeamSearch"},
+	{"DiversityRate", "--diversity-rate", "diversity_rate", "", "fairseq", "fairseq's --diversity-rate: each hypothesis' j-th best continuation less j x R (DiverseSiblingsSearch)", "it is fairseq's DiverseSiblingsSearch"},
 }
 
 // DecodingOptionsMarkdown returns the table of DecodingOptions as
