@@ -69,6 +69,28 @@ func Variants() map[string]Variant {
 			v.Translate.NBest, v.Generate.NBest, v.Generate.BatchSize = 3, 3, 5
 			v.Generate.PrintAlignment = AlignHard
 		}),
+		"matchsrc": with(func(v *Variant) {
+			v.Translate.MatchSourceLen, v.Translate.NBest, v.Generate.NBest = true, 5, 5
+		}),
+		"matchsrcbatch3": with(func(v *Variant) { v.Translate.MatchSourceLen, v.Generate.BatchSize = true, 3 }),
+		"diverse": with(func(v *Variant) {
+			v.Translate.Beam, v.Translate.NBest, v.Translate.DiverseBeamGroups = 4, 4, 2
+			v.Generate.Beam, v.Generate.NBest = 4, 4
+		}),
+		"diversestrength": with(func(v *Variant) {
+			s, lp := 1.5, 0.8
+			v.Translate.Beam, v.Translate.NBest, v.Translate.DiverseBeamGroups, v.Translate.DiverseBeamStrength = 6, 3, 3, &s
+			v.Translate.LengthPenalty = &lp
+			v.Generate.Beam, v.Generate.NBest = 6, 3
+		}),
+		"siblings": with(func(v *Variant) {
+			r := 0.5
+			v.Translate.DiversityRate, v.Translate.NBest, v.Generate.NBest = &r, 3, 3
+		}),
+		"siblingsrate0": with(func(v *Variant) {
+			r := 0.0
+			v.Translate.DiversityRate, v.Translate.Beam, v.Generate.Beam = &r, 3, 3
+		}),
 		"raw": with(func(v *Variant) {
 			v.Generate.DatasetImpl = "raw"
 			v.DataBin = "data-bin-raw"

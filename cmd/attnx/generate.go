@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,10 @@ func runGenerate(args []string) error {
 	fs.Int("max-len-b", 200, "output limit a x (the batch's longest source) + b")
 	fs.Int("min-len", 1, "shortest output, </s> excluded")
 	fs.Float64("temperature", 1, "divide the logits by T")
+	fs.Bool("match-source-len", false, "each output exactly as long as its source (LengthConstrainedBeamSearch)")
+	fs.Int("diverse-beam-groups", -1, "diverse beam search with `G` groups (G divides --beam; -1: none)")
+	fs.Float64("diverse-beam-strength", 0.5, "with --diverse-beam-groups: the penalty per earlier group's choice of a token")
+	fs.Float64("diversity-rate", -1, "above -1: diverse siblings search, each hypothesis' j-th best continuation less j x `R`")
 	postProcess := fs.String("post-process", "", "remove the subword `SYMBOL`s from the printed lines and score without them: subword_nmt, \"@@ \", sentencepiece, ...")
 	fs.StringVar(postProcess, "remove-bpe", "", "the same as --post-process (alone: subword_nmt)")
 	fs.Lookup("remove-bpe").NoOptDefVal = "subword_nmt"
@@ -50,6 +55,7 @@ func runGenerate(args []string) error {
 	printAlignment := fs.String("print-alignment", "", "after each hypothesis an A- line of its alignment to the source from the search's attention: hard (alone: source-target position pairs, </s> left out) or soft (the attention rows)")
 	fs.Lookup("print-alignment").NoOptDefVal = fairseqgen.AlignHard
 	scoreRef := fs.Bool("score-reference", false, "no search: score each reference by teacher forcing and print it as the hypothesis (H-/D- its mean log-prob per token in base 2, P- its tokens'), as fairseq-generate --score-reference")
+	prefixSize := fs.Int("prefix-size", 0, "force each sentence's first `N` reference tokens as the start of its hypotheses, their log-probs in the score, as fairseq-generate --prefix-size")
 	scoring := fs.String("scoring", fairseqgen.ScoringBLEU, "bleu (fairseq's BLEU of token ids) or sacrebleu (sacreBLEU's of the 13a-tokenized lines)")
 	args = joinOptional(args, "--print-alignment", fairseqgen.AlignHard, fairseqgen.AlignSoft)
 	for _, f := range []string{"--remove-bpe", "--post-process"} {
@@ -69,6 +75,8 @@ func runGenerate(args []string) error {
 		return &usageError{fmt.Sprintf("--scoring %q: want bleu or sacrebleu", *scoring)}
 	case *impl != "" && !strings.Contains(","+strings.Join(fairseqdata.Impls, ",")+",", ","+*impl+","):
 		return &usageError{fmt.Sprintf("--dataset-impl %q: want one of %s", *impl, strings.Join(fairseqdata.Impls, ", "))}
+	case *prefixSize < 0:
+		return &usageError{fmt.Sprintf("--prefix-size %d: want 0 or more", *prefixSize)}
 	case *maxTokens < 0 || *batchSize < 0 || *multiple < 1:
 		return &usageError{"--max-tokens and --batch-size must not be negative, --required-batch-size-multiple at least 1"}
 	}
@@ -78,7 +86,7 @@ func runGenerate(args []string) error {
 	topt := generateOptions(fs, *beam, *nbest)
 	tr, err := translate.Open(*model, topt)
 	if err != nil {
-		return translateCLIError(err)
+		return generateOptionError(err)
 	}
 	defer tr.Close()
 	// The lines are held until the split is done, so that an error part
@@ -89,7 +97,7 @@ func runGenerate(args []string) error {
 		Subset: *subset, Seed: seed, SrcLang: *srcLang, TgtLang: *tgtLang, DatasetImpl: *impl,
 		MaxTokens: *maxTokens, BatchSize: *batchSize, Multiple: *multiple,
 		NBest: *nbest, PostProcess: *postProcess, BPE: *bpe, Tokenizer: *tokenizer, Quiet: *quiet, Scoring: *scoring, Beam: *beam,
-		PrintAlignment: *printAlignment, ScoreReference: *scoreRef,
+		PrintAlignment: *printAlignment, ScoreReference: *scoreRef, PrefixSize: *prefixSize,
 	}, &w)
 	if err != nil {
 		return err
@@ -147,7 +155,43 @@ func generateOptions(fs *pflag.FlagSet, beam, nbest int) translate.Options {
 	if fs.Changed("temperature") {
 		topt.Temperature = float("temperature")
 	}
+	fairseqSearches(fs, &topt)
 	return topt
+}
+
+// generateFlags are generate's flags for translate.Options' fields, by
+// fairseq's names, for its refusals.
+var generateFlags = map[string]string{"Beam": "--beam", "NBest": "--nbest", "LengthPenalty": "--lenpen", "UnkPenalty": "--unkpen",
+	"MaxLenA": "--max-len-a", "MinLen": "--min-len", "Temperature": "--temperature", "MatchSourceLen": "--match-source-len",
+	"DiverseBeamGroups": "--diverse-beam-groups", "DiverseBeamStrength": "--diverse-beam-strength", "DiversityRate": "--diversity-rate"}
+
+// generateOptionError words a refusal of generate's settings with its
+// flags (translate's names its Options fields); other errors as translate
+// words them.
+func generateOptionError(err error) error {
+	var req *translate.RequestError
+	var lacks *translate.RulesError
+	if errors.As(err, &req) && req.Row < 0 || errors.As(err, &lacks) {
+		return &usageError{translate.OptionNames(err.Error(), func(o translate.DecodingOption) string { return generateFlags[o.Go] })}
+	}
+	return translateCLIError(err)
+}
+
+// fairseqSearches sets topt's search as fairseq's build_generator picks
+// it from --match-source-len, --diverse-beam-groups (with
+// --diverse-beam-strength) and --diversity-rate: a rate from -1 to 0
+// alongside another of them gives way to it, as there; a rate above 0
+// with another is refused (translate's check: fairseq's "mutually
+// exclusive").
+func fairseqSearches(fs *pflag.FlagSet, topt *translate.Options) {
+	topt.MatchSourceLen, _ = fs.GetBool("match-source-len")
+	if g, _ := fs.GetInt("diverse-beam-groups"); g > 0 {
+		s, _ := fs.GetFloat64("diverse-beam-strength")
+		topt.DiverseBeamGroups, topt.DiverseBeamStrength = g, &s
+	}
+	if r, _ := fs.GetFloat64("diversity-rate"); r > 0 || r > -1 && !topt.MatchSourceLen && topt.DiverseBeamGroups == 0 {
+		topt.DiversityRate = &r
+	}
 }
 
 // postProcessNames are the values of fairseq's --remove-bpe/--post-process

@@ -330,6 +330,10 @@ func TestEveryDecodingOption(t *testing.T) {
 		{[]string{"--temperature", "0.7", "--unk-penalty", "1.5"}, map[string]any{"temperature": 0.7, "unk_penalty": 1.5}},
 		{[]string{"--max-len-a", "1.2", "--max-len", "3"}, map[string]any{"max_len_a": 1.2, "max_len": 3}},
 		{[]string{"--sampling", "--sampling-topk", "5", "--seed", "7", "--beam", "2"}, map[string]any{"sampling": true, "sampling_topk": 5, "seed": 7, "beam": 2, "n_best": 2}},
+		{[]string{"--match-source-len", "--beam", "3"}, map[string]any{"match_source_len": true, "beam": 3}},
+		{[]string{"--diverse-beam-groups", "2", "--diverse-beam-strength", "1.5", "--beam", "4", "--n-best", "4"},
+			map[string]any{"diverse_beam_groups": 2, "diverse_beam_strength": 1.5, "beam": 4, "n_best": 4}},
+		{[]string{"--diversity-rate", "0.5", "--beam", "3", "--n-best", "2"}, map[string]any{"diversity_rate": 0.5, "beam": 3, "n_best": 2}},
 	} {
 		out := filepath.Join(t.TempDir(), "out.txt")
 		if code, _, stderr := attnx(append([]string{"translate", "--model", dir, "--src", in, "--output", out}, c.flags...)...); code != 0 {
@@ -359,11 +363,13 @@ func TestEveryDecodingOption(t *testing.T) {
 		}
 	}
 	for body, want := range map[string]string{
-		`{"inputs":["x"],"temperature":1e-40}`:               "temperature = 1e-40: want 0 (none) or a value from 0.001 to 1000",
-		`{"inputs":["x"],"block_ngram_repeat":2}`:            `block_ngram_repeat 2 and ignore_when_blocking [] go with rules \"opennmt\"`,
-		`{"inputs":["x"],"ratio":0.5}`:                       `ratio = 0.5: want a finite value >= 0, with rules \"opennmt\"`,
-		`{"inputs":["x"],"sampling_topk":3}`:                 "sampling (with sampling_topk, sampling_topp) goes with rules",
-		`{"inputs":["x"],"ignore_when_blocking":["zzzqqq"]}`: `ignore_when_blocking: \"zzzqqq\" is not in the target vocabulary`,
+		`{"inputs":["x"],"temperature":1e-40}`:                          "temperature = 1e-40: want 0 (none) or a value from 0.001 to 1000",
+		`{"inputs":["x"],"block_ngram_repeat":2}`:                       `block_ngram_repeat 2 and ignore_when_blocking [] go with rules \"opennmt\"`,
+		`{"inputs":["x"],"ratio":0.5}`:                                  `ratio = 0.5: want a finite value >= 0, with rules \"opennmt\"`,
+		`{"inputs":["x"],"sampling_topk":3}`:                            "sampling (with sampling_topk, sampling_topp) goes with rules",
+		`{"inputs":["x"],"beam":5,"diverse_beam_groups":2}`:             "diverse_beam_groups = 2 with beam 5: want groups that divide the beam",
+		`{"inputs":["x"],"match_source_len":true,"diversity_rate":0.5}`: "match_source_len with diversity_rate: at most one",
+		`{"inputs":["x"],"ignore_when_blocking":["zzzqqq"]}`:            `ignore_when_blocking: \"zzzqqq\" is not in the target vocabulary`,
 	} {
 		var m map[string]any
 		json.Unmarshal([]byte(body), &m)

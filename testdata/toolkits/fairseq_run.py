@@ -111,9 +111,26 @@ def record_gaps(path, cli):
             gaps[line] = min(gaps.get(line, float("inf")), (a - b) / max(1.0, abs(a)))
 
     step = search.BeamSearch.step
+    # The searches that call BeamSearch.step inside their own (without
+    # the ids): their step notes the ids for it. DiverseSiblingsSearch's
+    # steps after the first are not watched (they are no BeamSearch's).
+    outer = {"idx": None}
+
+    def noting(inner):
+        def outer_step(self, t, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+            outer["idx"] = original_batch_idxs
+            return inner(self, t, lprobs, scores, prev_output_tokens, original_batch_idxs)
+
+        return outer_step
+
+    for name in ("LengthConstrainedBeamSearch", "DiverseBeamSearch", "DiverseSiblingsSearch"):
+        cls = getattr(search, name)
+        cls.step = noting(cls.step)
 
     def watched(self, t, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
         bsz, beam, vocab = lprobs.size()
+        if original_batch_idxs is None:
+            original_batch_idxs = outer["idx"]
         x = lprobs[:, ::beam, :] if t == 0 else lprobs + scores[:, :, t - 1].unsqueeze(-1)
         flat = x.reshape(bsz, -1)
         top = torch.topk(flat, k=min(2 * beam + 1, flat.size(1)))

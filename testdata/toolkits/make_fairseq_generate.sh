@@ -40,7 +40,9 @@ mm="$here/fairseq-moses"
 out="$here/fairseq-generate"
 # FAIRSEQ_GENERATE_ONLY=moses remakes only the moses part (data-bin-moses
 # and the variants with --tokenizer moses); =align only the variants with
-# --print-alignment (on the committed data-bin); =lstm the rest and those.
+# --print-alignment (on the committed data-bin); =search only the variants
+# with --match-source-len, --diverse-beam-groups or --diversity-rate (the
+# same); =lstm the rest and those.
 part() { [[ -z ${FAIRSEQ_GENERATE_ONLY:-} || $FAIRSEQ_GENERATE_ONLY == "$1" ]]; }
 cd "$work"
 
@@ -118,6 +120,7 @@ while IFS=$'\t' read -r vname vflags _; do
 		data=data-bin-moses m=$mm vflags=${vflags//..\/fairseq-moses\//$mm/}
 		;;
 	*"--print-alignment"*) part lstm || part align || continue ;;
+	*"--match-source-len"* | *"--diverse-beam-groups"* | *"--diversity-rate"*) part lstm || part search || continue ;;
 	*) part lstm || continue ;;
 	esac
 	# shellcheck disable=SC2086
