@@ -180,7 +180,7 @@ func (w *Writer) plain(b *strings.Builder, res translate.Result) {
 func (w *Writer) fairseq(b *strings.Builder, i int, res translate.Result) {
 	fmt.Fprintf(b, "S-%d\t%s\n", i, strings.Join(w.sourcePieces(res), " "))
 	for _, h := range res.Hypotheses {
-		score := PythonFloat(float64(h.NormalizedScore) / math.Ln2)
+		score := PythonFloat(float64(h.NormalizedScore / float32(math.Ln2)))
 		fmt.Fprintf(b, "H-%d\t%s\t%s\n", i, score, strings.Join(w.outputPieces(h), " "))
 		fmt.Fprintf(b, "D-%d\t%s\t%s\n", i, score, h.Text)
 		pos := make([]string, len(h.PositionalScores))

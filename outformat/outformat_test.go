@@ -74,9 +74,12 @@ func TestWrite(t *testing.T) {
 		{"plain", Options{}, fakeModel{true}, "xy\n"},
 		{"plain ids", Options{}, fakeModel{false}, "5 6 2\n"},
 		{"plain n-best with score", Options{NBest: 3, WithScore: true}, fakeModel{true}, "xy\t-0.25\nz\t-1.0\n\n"},
+		// fairseq divides the float32 score tensor by math.log(2) in
+		// float32: (torch.tensor(-0.25) / math.log(2)).item() is
+		// -0.3606737554073334 (float64 division gives ...376022224085).
 		{"fairseq", Options{Format: Fairseq}, fakeModel{true},
-			"S-4\t▁a b\nH-4\t-0.36067376022224085\t▁x y\nD-4\t-0.36067376022224085\txy\nP-4\t-0.1443 -0.2885 -0.6492\n" +
-				"H-4\t-1.4426950408889634\t▁z\nD-4\t-1.4426950408889634\tz\nP-4\t\n"},
+			"S-4\t▁a b\nH-4\t-0.3606737554073334\t▁x y\nD-4\t-0.3606737554073334\txy\nP-4\t-0.1443 -0.2885 -0.6492\n" +
+				"H-4\t-1.4426950216293335\t▁z\nD-4\t-1.4426950216293335\tz\nP-4\t\n"},
 		{"onmt", Options{Format: OpenNMT}, fakeModel{true},
 			"\nSENT 5: ['▁a', 'b']\nPRED 5: ▁x y\nPRED SCORE: -0.2500\n\nBEST HYP:\n[-0.2500] ['▁x', 'y']\n[-1.0000] ['▁z']\n"},
 	} {
