@@ -308,11 +308,20 @@ func TestEveryDecodingOption(t *testing.T) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		fields[name] = true
 	}
+	// Settings that name a file on the server's disk are not request
+	// fields: a client must not choose which of the server's files it
+	// reads.
+	notHTTP := map[string]bool{"ReplaceUnkDict": true}
 	for _, o := range translate.DecodingOptions {
-		if !strings.Contains(help, o.Flag+" ") && !strings.Contains(help, o.Flag+"[=") {
-			t.Errorf("%s: attnx translate has no flag %s", o.Go, o.Flag)
+		for _, flag := range strings.Split(o.Flag, ", ") {
+			if !strings.Contains(help, flag+" ") && !strings.Contains(help, flag+"[=") {
+				t.Errorf("%s: attnx translate has no flag %s", o.Go, flag)
+			}
 		}
-		if !fields[o.Field] {
+		switch {
+		case notHTTP[o.Go] && o.Field != "":
+			t.Errorf("%s: a setting naming a server file is request field %q", o.Go, o.Field)
+		case !notHTTP[o.Go] && !fields[o.Field]:
 			t.Errorf("%s: serve's request has no field %q", o.Go, o.Field)
 		}
 	}
