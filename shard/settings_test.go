@@ -33,6 +33,13 @@ func setNonZero(t *testing.T, name string, v reflect.Value) {
 		s := reflect.MakeSlice(v.Type(), 1, 1)
 		setNonZero(t, name, s.Index(0))
 		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMapWithSize(v.Type(), 1)
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		setNonZero(t, name, k)
+		setNonZero(t, name, e)
+		m.SetMapIndex(k, e)
+		v.Set(m)
 	case reflect.Struct:
 		if v.NumField() == 0 {
 			t.Fatalf("%s: an empty struct", name)
