@@ -116,6 +116,13 @@ func TestViewerInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("asking for beam search and waiting for the n-best list: %v", err)
 	}
+	// The greedy answer before left a one-item list on the page (a
+	// greedy result has its one hypothesis), which WaitVisible found at
+	// once: wait for the beam's answer itself, its beam items or an error.
+	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](fmt.Sprintf(
+		`document.querySelectorAll("#hyps li").length === %d || document.getElementById("error").textContent !== ""`, beam))); err != nil {
+		t.Fatalf("waiting for the n-best list of %d: %v", beam, err)
+	}
 	type nbest struct {
 		Output string
 		Items  []string
