@@ -18,7 +18,7 @@
 //
 // The leak tests sample memory after returning freed memory to the system
 // (procstat.ReleaseFreeMemory: Go's GC and FreeOSMemory, glibc's
-// malloc_trim), fit the growth rate by least squares once the allocators
+// malloc_trim), fit the growth rate (Theil-Sen) once the allocators
 // have settled, and compare it with what a real leak costs, measured in the
 // same process: one small OrtValue per translation, one unclosed
 // translator per open/close cycle.
