@@ -113,13 +113,8 @@ func (g *Gold) summary(name string, total float64) string {
 // fixed formats v as Python's "%.<prec>f" does: inf, -inf and nan as
 // Python spells them.
 func fixed(v float64, prec int) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
+	if s, ok := pythonNonFinite(v); ok {
+		return s
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }

@@ -237,13 +237,8 @@ func (w *Writer) outputPieces(h translate.Hypothesis) []string {
 // when its exponent is from -4 to 15, else in exponent notation with at
 // least two exponent digits (1e-05, 1e+16); inf, -inf and nan.
 func PythonFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
+	if s, ok := pythonNonFinite(v); ok {
+		return s
 	}
 	s := strconv.FormatFloat(v, 'e', -1, 64)
 	if exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:]); exp < -4 || exp >= 16 {
@@ -254,6 +249,20 @@ func PythonFloat(v float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// pythonNonFinite spells nan, inf and -inf as Python prints them (repr
+// and "%f" alike); ok is false for a finite v.
+func pythonNonFinite(v float64) (s string, ok bool) {
+	switch {
+	case math.IsNaN(v):
+		return "nan", true
+	case math.IsInf(v, 1):
+		return "inf", true
+	case math.IsInf(v, -1):
+		return "-inf", true
+	}
+	return "", false
 }
 
 // pythonList formats strings as Python's repr of a list of them.
